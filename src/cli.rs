@@ -1,0 +1,40 @@
+//! The top-level command line: one subcommand per capability, each defined in `commands/`.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+
+const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or input error · \
+3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable)";
+
+/// Where each decode step's GPU time went, how far it is from the roofline floor, and
+/// whether a change made it slower.
+#[derive(Debug, Parser)]
+#[command(name = "stepgate", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Per-GPU busy and idle time and kernels ranked by non-overlapped time.
+    Analyze(commands::analyze::Args),
+    /// Find every engine step, project it onto the GPU and price it against its floor.
+    Steps(commands::steps::Args),
+    /// The analytic roofline floor of one decode step (no trace needed).
+    Floor(commands::floor::Args),
+    /// Capacity planning: batch, step time, queueing, replicas and cost.
+    Capacity(commands::capacity::Args),
+    /// Record a baseline from a report.
+    #[command(subcommand)]
+    Baseline(commands::baseline::Command),
+    /// Compare a report with a baseline and fail on a real regression.
+    Gate(commands::gate::Args),
+    /// A markdown/JSON comparison of two reports or baselines.
+    Diff(commands::diff::Args),
+    /// Arm the engine's profiler over HTTP, optionally around `nsys profile`.
+    Capture(commands::capture::Args),
+    /// Measure this machine's per-launch cost with a null kernel.
+    LaunchProbe(commands::launch_probe::Args),
+}

@@ -1,0 +1,22 @@
+//! stepgate: per-step GPU time accounting for LLM inference profiles, priced against the
+//! roofline floor, with a noise-aware regression gate for CI.
+//!
+//! Data flows one way (see ARCHITECTURE.md): `source` → [`trace::Trace`] → `timing` →
+//! `analysis` → `roofline`/`attribution` → `baseline` → `report`. Only `commands` and
+//! `cli` know clap; only `report` knows how output looks.
+
+pub mod analysis;
+pub mod attribution;
+pub mod baseline;
+pub mod capture;
+pub mod categories;
+pub mod cli;
+pub mod commands;
+pub mod exit;
+pub mod probe;
+pub mod report;
+pub mod roofline;
+pub mod source;
+pub mod synth;
+pub mod timing;
+pub mod trace;

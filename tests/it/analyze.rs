@@ -1,0 +1,1 @@
+//! Tests for analyze (filled in by its issue).

@@ -1,0 +1,1 @@
+//! Tests for capture (filled in by its issue).

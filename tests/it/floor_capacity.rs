@@ -1,0 +1,1 @@
+//! Tests for floor_capacity (filled in by its issue).

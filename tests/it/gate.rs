@@ -1,0 +1,1 @@
+//! Tests for gate (filled in by its issue).

@@ -1,0 +1,1 @@
+//! Tests for golden (filled in by its issue).

@@ -1,0 +1,1 @@
+//! Tests for kineto (filled in by its issue).

@@ -1,0 +1,1 @@
+//! Tests for launch_probe (filled in by its issue).

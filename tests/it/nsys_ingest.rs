@@ -1,0 +1,1 @@
+//! Tests for nsys_ingest (filled in by its issue).

@@ -1,0 +1,1 @@
+//! Tests for steps (filled in by its issue).
