@@ -477,7 +477,10 @@ impl Trace {
 
     /// The interned string for an id.
     pub fn name(&self, id: u32) -> &str {
-        self.strings.get(id as usize).map(String::as_str).unwrap_or("")
+        self.strings
+            .get(id as usize)
+            .map(String::as_str)
+            .unwrap_or("")
     }
 
     /// Device ids that have at least one op, ascending.

@@ -1,1 +1,78 @@
-//! report (placeholder).
+//! Rendering finished values: only this module knows how output looks. It never computes.
+
+pub mod table;
+
+/// Output format shared by every subcommand that renders a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    /// Aligned plain-text tables for the terminal.
+    #[default]
+    Table,
+    /// GitHub-flavoured markdown (PR comments, `$GITHUB_STEP_SUMMARY`).
+    Markdown,
+    /// The versioned JSON wire type.
+    Json,
+    /// Comma-separated rows (one table per command).
+    Csv,
+}
+
+/// Pretty JSON with a trailing newline.
+pub fn to_json<T: serde::Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("plain data always serializes");
+    s.push('\n');
+    s
+}
+
+/// Nanoseconds as microseconds with one decimal, thousands separated: `12,345.6`.
+pub fn fmt_us(ns: f64) -> String {
+    group_thousands(&format!("{:.1}", ns / 1e3))
+}
+
+/// Nanoseconds as milliseconds with three decimals.
+pub fn fmt_ms(ns: f64) -> String {
+    group_thousands(&format!("{:.3}", ns / 1e6))
+}
+
+/// A fraction as a percentage with one decimal: `12.3%`.
+pub fn fmt_pct(frac: f64) -> String {
+    format!("{:.1}%", frac * 100.0)
+}
+
+/// An integer with thousands separators.
+pub fn fmt_int(v: i64) -> String {
+    group_thousands(&v.to_string())
+}
+
+/// Insert `,` every three digits in the integer part of a decimal string.
+pub fn group_thousands(s: &str) -> String {
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s),
+    };
+    let (int, frac) = match rest.find('.') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let mut out = String::with_capacity(s.len() + int.len() / 3);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{sign}{out}{frac}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(group_thousands("1234567.25"), "1,234,567.25");
+        assert_eq!(group_thousands("-1234"), "-1,234");
+        assert_eq!(group_thousands("12"), "12");
+        assert_eq!(fmt_us(7_046_008.6), "7,046.0");
+        assert_eq!(fmt_pct(0.1234), "12.3%");
+    }
+}

@@ -12,5 +12,8 @@ pub fn looks_like_kineto(path: &Path) -> bool {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    Err(Error::input(format!("{}: Kineto reader not built yet", path.display())))
+    Err(Error::input(format!(
+        "{}: Kineto reader not built yet",
+        path.display()
+    )))
 }

@@ -6,5 +6,8 @@ use crate::exit::{Error, Result};
 use crate::trace::Trace;
 
 pub fn load(path: &Path) -> Result<Trace> {
-    Err(Error::input(format!("{}: nsys reader not built yet", path.display())))
+    Err(Error::input(format!(
+        "{}: nsys reader not built yet",
+        path.display()
+    )))
 }

@@ -1,0 +1,131 @@
+//! One table layout shared by every command: aligned text, markdown and CSV from the same
+//! headers and rows, so the three never drift apart.
+
+/// Column alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A table of already-formatted cells.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub align: Vec<Align>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Headers with their alignment, e.g. `[("kernel", Align::Left), ("ns", Align::Right)]`.
+    pub fn new(cols: &[(&str, Align)]) -> Self {
+        Table {
+            headers: cols.iter().map(|(h, _)| (*h).to_owned()).collect(),
+            align: cols.iter().map(|(_, a)| *a).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.headers.len());
+        self.rows.push(cells);
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        w
+    }
+
+    /// Space-aligned text with a dashed rule under the header.
+    pub fn to_text(&self) -> String {
+        let w = self.widths();
+        let mut out = String::new();
+        let line = |cells: &[String], out: &mut String| {
+            let mut parts = Vec::with_capacity(cells.len());
+            for (i, c) in cells.iter().enumerate() {
+                let pad = w[i].saturating_sub(c.chars().count());
+                let cell = match self.align[i] {
+                    Align::Left => format!("{c}{}", " ".repeat(pad)),
+                    Align::Right => format!("{}{c}", " ".repeat(pad)),
+                };
+                parts.push(cell);
+            }
+            out.push_str(parts.join("  ").trim_end());
+            out.push('\n');
+        };
+        line(&self.headers, &mut out);
+        let rule: Vec<String> = w.iter().map(|n| "-".repeat(*n)).collect();
+        out.push_str(&rule.join("  "));
+        out.push('\n');
+        for r in &self.rows {
+            line(r, &mut out);
+        }
+        out
+    }
+
+    /// A GitHub-flavoured markdown table (pipes in cells escaped).
+    pub fn to_markdown(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let mut out = String::new();
+        out.push_str(&format!(
+            "| {} |\n",
+            self.headers
+                .iter()
+                .map(|h| esc(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ));
+        let rule: Vec<&str> = self
+            .align
+            .iter()
+            .map(|a| match a {
+                Align::Left => "---",
+                Align::Right => "---:",
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+        for r in &self.rows {
+            out.push_str(&format!(
+                "| {} |\n",
+                r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        out
+    }
+
+    /// CSV with a header row.
+    pub fn to_csv(&self) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&self.headers).expect("in-memory write");
+        for r in &self.rows {
+            w.write_record(r).expect("in-memory write");
+        }
+        String::from_utf8(w.into_inner().expect("in-memory flush")).expect("utf-8 cells")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_renderings_of_one_table() {
+        let mut t = Table::new(&[("name", Align::Left), ("ns", Align::Right)]);
+        t.row(vec!["a|b".into(), "5".into()]);
+        t.row(vec!["long name".into(), "12345".into()]);
+        assert_eq!(
+            t.to_text(),
+            "name          ns\n---------  -----\na|b            5\nlong name  12345\n"
+        );
+        assert_eq!(
+            t.to_markdown(),
+            "| name | ns |\n| --- | ---: |\n| a\\|b | 5 |\n| long name | 12345 |\n"
+        );
+        assert_eq!(t.to_csv(), "name,ns\na|b,5\nlong name,12345\n");
+    }
+}
