@@ -1,1 +1,213 @@
-//! categories (placeholder).
+//! Kernel categories from an ordered regex table: built-in defaults that cover vLLM,
+//! SGLang and TensorRT-LLM kernel names, overridable with a user TOML file.
+//!
+//! Order matters: the first matching rule wins, so specific families (communication, MoE,
+//! attention) come before generic ones (gemm, elementwise). A user file's rules are tried
+//! before the defaults.
+
+use std::path::Path;
+
+use regex::{Regex, RegexSet};
+use serde::Deserialize;
+
+use crate::exit::{Error, Result};
+
+/// The category names, in report order.
+pub const CATEGORIES: &[&str] = &[
+    "gemm",
+    "attention",
+    "moe",
+    "communication",
+    "norm",
+    "activation",
+    "rope",
+    "quantize",
+    "sampling",
+    "elementwise",
+    "memory",
+    "other",
+];
+
+/// Built-in rules: (category, case-insensitive pattern). Sources of the name families:
+/// NCCL/RCCL and vLLM/SGLang custom all-reduce kernels; vLLM `fused_moe`/Marlin MoE and
+/// SGLang `moe_align`; FlashAttention, FlashInfer, FlashMLA, vLLM paged/unified attention,
+/// TensorRT-LLM `fmha`/`xqa`/`mmha`; cuBLAS/CUTLASS/nvjet/hipBLASLt (`Cijk_`) GEMMs;
+/// Triton inductor kernels (`triton_red_…rsqrt` is an RMSNorm, `triton_poi_` pointwise).
+const DEFAULT_RULES: &[(&str, &str)] = &[
+    ("memory", r"^\[memcpy|^\[memset"),
+    (
+        "communication",
+        r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|all_to_all|sendrecv|cross_device_reduce|one_?shot|two_?shot|quick_?reduce|deep_?ep|dispatch_kernel|combine_kernel|mscclpp|symm_mem",
+    ),
+    (
+        "moe",
+        r"fused_moe|moe_|_moe|topk_softmax|topkgating|expert|grouped_topk|count_and_sort|moe_sum|fused_experts",
+    ),
+    (
+        "attention",
+        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|reshape_and_cache|concat_and_cache|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)",
+    ),
+    (
+        "gemm",
+        r"gemm|gemv|matmul|cublas|cutlass|xmma|wgmma|nvjet|cijk_|scaled_mm|_mm_|splitk|sm\d+_.*(tn|nt|nn|tt)|hipblaslt|rocblas|marlin|machete|bmm",
+    ),
+    (
+        "norm",
+        r"rms_?norm|layer_?norm|group_?norm|batch_?norm|fused_add_rms|norm_kernel|rsqrt",
+    ),
+    ("rope", r"rotary|rope|pos_encoding|posencoding"),
+    (
+        "activation",
+        r"silu|gelu|swiglu|geglu|act_and_mul|relu|sigmoid|activation|tanh",
+    ),
+    (
+        "quantize",
+        r"quant|fp8|fp4|int8|int4|mxfp|nvfp|awq|gptq|scaled_",
+    ),
+    (
+        "sampling",
+        r"sampl|top_?k|top_?p|min_p|argmax|multinomial|gumbel|penalt|logits|softmax|exponential_|argsort|radix_?sort|cub::",
+    ),
+    (
+        "elementwise",
+        r"elementwise|triton_poi|triton_red|triton_per|reduce_kernel|vectorized|unrolled|catarraybatched|index|fill|copy|cast|where|add|mul|embedding|gather|scatter|arange|zero",
+    ),
+];
+
+/// A compiled, ordered rule table.
+#[derive(Debug, Clone)]
+pub struct Categorizer {
+    set: RegexSet,
+    categories: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserFile {
+    #[serde(default)]
+    rule: Vec<UserRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserRule {
+    category: String,
+    pattern: String,
+}
+
+impl Default for Categorizer {
+    fn default() -> Self {
+        Categorizer::from_rules(
+            DEFAULT_RULES
+                .iter()
+                .map(|(c, p)| ((*c).to_owned(), (*p).to_owned())),
+        )
+        .expect("built-in category patterns compile")
+    }
+}
+
+impl Categorizer {
+    fn from_rules(rules: impl Iterator<Item = (String, String)>) -> Result<Self> {
+        let (categories, patterns): (Vec<String>, Vec<String>) =
+            rules.map(|(c, p)| (c, format!("(?i){p}"))).unzip();
+        let set = RegexSet::new(&patterns)
+            .map_err(|e| Error::input(format!("a category pattern does not compile: {e}")))?;
+        Ok(Categorizer { set, categories })
+    }
+
+    /// Defaults, with the rules of a user TOML file tried first:
+    /// `[[rule]]` tables of `category = "…"` and `pattern = "regex"`.
+    pub fn with_user_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::input(format!(
+                "cannot read categories file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let user: UserFile = toml::from_str(&text).map_err(|e| {
+            Error::input(format!(
+                "{} is not a categories file ([[rule]] with category and pattern): {}",
+                path.display(),
+                e.message()
+            ))
+        })?;
+        for r in &user.rule {
+            Regex::new(&r.pattern).map_err(|e| {
+                Error::input(format!(
+                    "{}: pattern for category {:?} does not compile: {e}",
+                    path.display(),
+                    r.category
+                ))
+            })?;
+        }
+        let rules = user
+            .rule
+            .into_iter()
+            .map(|r| (r.category, r.pattern))
+            .chain(
+                DEFAULT_RULES
+                    .iter()
+                    .map(|(c, p)| ((*c).to_owned(), (*p).to_owned())),
+            );
+        Categorizer::from_rules(rules)
+    }
+
+    /// The category of a kernel (or `[memcpy …]`) name; `other` when nothing matches.
+    pub fn categorize(&self, name: &str) -> &str {
+        // RegexSet reports every match; the lowest index is the first rule in order.
+        match self.set.matches(name).iter().next() {
+            Some(i) => &self.categories[i],
+            None => "other",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_kernel_names() {
+        let c = Categorizer::default();
+        let cases = [
+            ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+            ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(...)", "communication"),
+            ("fused_moe_kernel", "moe"),
+            ("void vllm::moe::topkGatingSoftmax<4, 128, 4, 16>(...)", "moe"),
+            ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128>>(...)", "attention"),
+            ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>(...)", "attention"),
+            ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "gemm"),
+            ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT", "gemm"),
+            ("Cijk_Alik_Bljk_BBS_BH_MT128x128x64", "gemm"),
+            ("void vllm::rms_norm_kernel<c10::BFloat16>(...)", "norm"),
+            ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "norm"),
+            ("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(...)", "rope"),
+            ("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel>(...)", "activation"),
+            ("void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(...)", "quantize"),
+            ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4>(...)", "sampling"),
+            ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>>(...)", "elementwise"),
+            ("[memcpy HtoD]", "memory"),
+            ("[memset]", "memory"),
+            ("[cuda graph 3]", "other"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(c.categorize(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn user_rules_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cats.toml");
+        std::fs::write(
+            &p,
+            "[[rule]]\ncategory = \"attention\"\npattern = \"my_custom_gemm\"\n",
+        )
+        .unwrap();
+        let c = Categorizer::with_user_file(&p).unwrap();
+        assert_eq!(c.categorize("my_custom_gemm_kernel"), "attention");
+        assert_eq!(c.categorize("other_gemm"), "gemm");
+        std::fs::write(&p, "[[rule]]\ncategory = \"x\"\npattern = \"(\"\n").unwrap();
+        assert!(Categorizer::with_user_file(&p).is_err());
+    }
+}

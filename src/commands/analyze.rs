@@ -1,10 +1,76 @@
-//! `stepgate analyze` (placeholder until its issue lands).
+//! `stepgate analyze`: per-GPU busy and idle time and kernels ranked by exclusive time.
 
-use crate::exit::{Error, Result};
+use std::path::PathBuf;
+
+use crate::analysis::{Analysis, SourceInfo, SCHEMA_VERSION};
+use crate::categories::Categorizer;
+use crate::exit::{Error, Result, OK};
+use crate::report::{self, Format};
+use crate::timing::overlap;
+use crate::trace::Trace;
+
+const EXAMPLE: &str = "Examples:
+  stepgate analyze report.sqlite
+  stepgate analyze report.nsys-rep --device 0 --top 20 --format markdown
+  stepgate analyze trace.pt.trace.json.gz --format json > analysis.json";
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// nsys SQLite export (.sqlite), .nsys-rep/.qdrep (needs nsys on PATH), Kineto
+    /// .json/.json.gz, or a directory of per-rank Kineto traces.
+    pub report: PathBuf,
+    /// Only this device id.
+    #[arg(long)]
+    pub device: Option<i64>,
+    /// Kernel rows per device in table and markdown output (JSON and CSV have all).
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// TOML file of `[[rule]] category = "…" pattern = "regex"`, tried before the defaults.
+    #[arg(long)]
+    pub categories: Option<PathBuf>,
+}
 
-pub fn run(_args: &Args) -> Result<u8> {
-    Err(Error::input("this subcommand is not built yet"))
+/// Load categories from the optional user file.
+pub fn categorizer(path: Option<&PathBuf>) -> Result<Categorizer> {
+    match path {
+        Some(p) => Categorizer::with_user_file(p),
+        None => Ok(Categorizer::default()),
+    }
+}
+
+/// Analyse a loaded trace: per-device summaries, optionally one device.
+pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> Result<Analysis> {
+    let mut devices = overlap::device_summaries(trace, cats)?;
+    if let Some(d) = device {
+        let known: Vec<String> = devices.iter().map(|x| x.device.to_string()).collect();
+        devices.retain(|x| x.device == d);
+        if devices.is_empty() {
+            return Err(Error::input(format!(
+                "device {d} has no GPU activity in this report; devices with activity: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(Analysis {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+        source: SourceInfo::from(&trace.meta),
+        warnings: trace.meta.warnings.clone(),
+        devices,
+        steps: None,
+    })
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let cats = categorizer(args.categories.as_ref())?;
+    let trace = crate::source::load(&args.report)?;
+    let analysis = analyze_trace(&trace, &cats, args.device)?;
+    print!(
+        "{}",
+        report::analyze::render(&analysis, args.format, args.top)
+    );
+    Ok(OK)
 }

@@ -1,0 +1,208 @@
+//! Rendering of `analyze`: per-GPU totals, top kernels by exclusive time, categories.
+
+use crate::analysis::{Analysis, DeviceSummary};
+use crate::report::table::{Align, Table};
+use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
+
+/// Render an analysis; `top` limits the kernel rows per device in table and markdown.
+pub fn render(a: &Analysis, format: Format, top: usize) -> String {
+    match format {
+        Format::Json => to_json(a),
+        Format::Csv => kernels_table(a, usize::MAX).to_csv(),
+        Format::Table => text(a, top),
+        Format::Markdown => markdown(a, top),
+    }
+}
+
+fn header_line(a: &Analysis) -> String {
+    let s = &a.source;
+    let mut v = Vec::new();
+    if let Some(t) = &s.tool_version {
+        v.push(format!("{:?} {t}", s.format).to_lowercase());
+    } else {
+        v.push(format!("{:?}", s.format).to_lowercase());
+    }
+    if let Some(sv) = &s.schema_version {
+        v.push(format!("schema {sv}"));
+    }
+    if let Some(m) = &s.cuda_graph_trace_mode {
+        v.push(format!("cuda-graph-trace {m}"));
+    }
+    format!("{} ({})", s.path, v.join(", "))
+}
+
+fn device_title(d: &DeviceSummary) -> String {
+    let mut t = format!("GPU {}", d.device);
+    if let Some(n) = &d.name {
+        t.push_str(&format!(" · {n}"));
+    }
+    if !d.processes.is_empty() {
+        let ps: Vec<String> = d
+            .processes
+            .iter()
+            .map(|p| match &p.name {
+                Some(n) => format!("{} ({n})", p.pid),
+                None => p.pid.to_string(),
+            })
+            .collect();
+        t.push_str(&format!(" · pid {}", ps.join(", ")));
+    }
+    t
+}
+
+fn totals_line(d: &DeviceSummary) -> String {
+    let window = d.window_end_ns - d.window_start_ns;
+    let busy_frac = if window > 0 {
+        d.busy_ns as f64 / window as f64
+    } else {
+        0.0
+    };
+    format!(
+        "window {} µs · busy {} µs ({}) · idle {} µs · {} kernels, {} ops · kernel sum {} µs",
+        fmt_us(window as f64),
+        fmt_us(d.busy_ns as f64),
+        fmt_pct(busy_frac),
+        fmt_us(d.idle_ns as f64),
+        fmt_int(d.kernels as i64),
+        fmt_int(d.ops as i64),
+        fmt_us(d.kernel_sum_ns as f64),
+    )
+}
+
+fn device_kernels(d: &DeviceSummary, top: usize) -> Table {
+    let mut t = Table::new(&[
+        ("#", Align::Right),
+        ("kernel", Align::Left),
+        ("category", Align::Left),
+        ("n", Align::Right),
+        ("total µs", Align::Right),
+        ("mean µs", Align::Right),
+        ("exclusive µs", Align::Right),
+        ("% of busy", Align::Right),
+    ]);
+    for (i, k) in d.kernels_by_name.iter().take(top).enumerate() {
+        t.row(vec![
+            (i + 1).to_string(),
+            truncate(&k.short_name, 60),
+            k.category.clone(),
+            fmt_int(k.instances as i64),
+            fmt_us(k.total_ns as f64),
+            fmt_us(k.mean_ns),
+            fmt_us(k.exclusive_ns as f64),
+            fmt_pct(share(k.exclusive_ns, d.busy_ns)),
+        ]);
+    }
+    t
+}
+
+fn device_categories(d: &DeviceSummary) -> Table {
+    let mut t = Table::new(&[
+        ("category", Align::Left),
+        ("n", Align::Right),
+        ("total µs", Align::Right),
+        ("exclusive µs", Align::Right),
+        ("% of busy", Align::Right),
+    ]);
+    for c in &d.categories {
+        t.row(vec![
+            c.category.clone(),
+            fmt_int(c.instances as i64),
+            fmt_us(c.total_ns as f64),
+            fmt_us(c.exclusive_ns as f64),
+            fmt_pct(share(c.exclusive_ns, d.busy_ns)),
+        ]);
+    }
+    t
+}
+
+fn share(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        part as f64 / whole as f64
+    } else {
+        0.0
+    }
+}
+
+/// Cut a display name to `max` characters with an ellipsis.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn text(a: &Analysis, top: usize) -> String {
+    let mut out = format!("stepgate analyze: {}\n", header_line(a));
+    for w in &a.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    for d in &a.devices {
+        out.push_str(&format!("\n{}\n{}\n\n", device_title(d), totals_line(d)));
+        out.push_str(&device_kernels(d, top).to_text());
+        if d.kernels_by_name.len() > top {
+            out.push_str(&format!(
+                "… {} more names (--top N to show more)\n",
+                d.kernels_by_name.len() - top
+            ));
+        }
+        out.push('\n');
+        out.push_str(&device_categories(d).to_text());
+    }
+    out
+}
+
+fn markdown(a: &Analysis, top: usize) -> String {
+    let mut out = format!("## stepgate analyze\n\n`{}`\n", header_line(a));
+    for w in &a.warnings {
+        out.push_str(&format!("\n> warning: {w}\n"));
+    }
+    for d in &a.devices {
+        out.push_str(&format!(
+            "\n### {}\n\n{}\n\n",
+            device_title(d),
+            totals_line(d)
+        ));
+        out.push_str(&device_kernels(d, top).to_markdown());
+        out.push('\n');
+        out.push_str(&device_categories(d).to_markdown());
+    }
+    out
+}
+
+/// Every (device, name) row for CSV: raw integer ns, no formatting.
+fn kernels_table(a: &Analysis, top: usize) -> Table {
+    let mut t = Table::new(&[
+        ("device", Align::Right),
+        ("name", Align::Left),
+        ("short_name", Align::Left),
+        ("category", Align::Left),
+        ("instances", Align::Right),
+        ("total_ns", Align::Right),
+        ("mean_ns", Align::Right),
+        ("median_ns", Align::Right),
+        ("min_ns", Align::Right),
+        ("max_ns", Align::Right),
+        ("exclusive_ns", Align::Right),
+    ]);
+    for d in &a.devices {
+        for k in d.kernels_by_name.iter().take(top) {
+            t.row(vec![
+                d.device.to_string(),
+                k.name.clone(),
+                k.short_name.clone(),
+                k.category.clone(),
+                k.instances.to_string(),
+                k.total_ns.to_string(),
+                format!("{:.1}", k.mean_ns),
+                format!("{:.1}", k.median_ns),
+                k.min_ns.to_string(),
+                k.max_ns.to_string(),
+                k.exclusive_ns.to_string(),
+            ]);
+        }
+    }
+    t
+}
