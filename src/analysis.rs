@@ -21,7 +21,7 @@ pub struct Analysis {
     pub devices: Vec<DeviceSummary>,
     /// Steps found in the trace (`steps` issue); absent when step finding was not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<serde_json::Value>,
+    pub steps: Option<crate::timing::steps::StepsReport>,
 }
 
 /// Where the trace came from.

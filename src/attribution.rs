@@ -1,1 +1,284 @@
-//! attribution (placeholder).
+//! Step versus floor: split each step's residual into gap and kernel excess, attribute
+//! the gap to launches, and name the step's shape with the next action.
+//!
+//! The decision procedure is seed 000's (Figure 1/3): is the GPU lane gappy? then
+//! launch-bound if the host lane is dense, else a host stall; if dense, is one kernel
+//! most of it? else are the kernels near the memory roof (only fewer bytes help) or
+//! far from it (under-utilized)?
+
+use serde::{Deserialize, Serialize};
+
+use crate::timing::steps::Step;
+
+/// Cited driver-only cost of one cudaLaunchKernel: Vellaisamy et al., "Characterizing
+/// GPU Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6).
+pub const CITED_LAUNCH_COST_NS: f64 = 2_374.0;
+
+/// Gap share of wall above which the GPU lane counts as gappy.
+pub const GAPPY_FRACTION: f64 = 0.20;
+/// Host launch time, as a share of the gap, above which the host lane counts as dense.
+pub const DENSE_HOST_FRACTION: f64 = 0.5;
+/// Exclusive share of busy above which one kernel dominates.
+pub const DOMINANT_FRACTION: f64 = 0.5;
+/// Busy time within this factor of the floor is at the memory roof.
+pub const AT_ROOF_FACTOR: f64 = 1.3;
+
+/// The per-launch cost used, and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchCost {
+    pub per_launch_ns: f64,
+    /// `cited` (arXiv:2504.11750) or `measured` (launch-probe / --launch-cost-us).
+    pub source: String,
+}
+
+impl Default for LaunchCost {
+    fn default() -> Self {
+        LaunchCost {
+            per_launch_ns: CITED_LAUNCH_COST_NS,
+            source: "cited (arXiv:2504.11750 Table V)".to_owned(),
+        }
+    }
+}
+
+/// A step's own floor, derived from its batch composition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorInput {
+    /// max(bytes / β, FLOPs / π), derived.
+    pub floor_ns: f64,
+    pub total_bytes: f64,
+    pub flops: f64,
+    /// `memory` or `compute`.
+    pub bound: String,
+}
+
+/// Where a step's time went relative to its floor (all derived from measured + floor).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorAttribution {
+    pub floor_ns: f64,
+    pub bound: String,
+    /// wall − floor.
+    pub residual_ns: f64,
+    /// The part of the residual with the GPU idle inside the step.
+    pub gap_ns: f64,
+    /// busy − floor: time the kernels took beyond the floor.
+    pub kernel_excess_ns: f64,
+    /// Floor efficiency: floor / wall (MBU when memory-bound).
+    pub mbu: f64,
+    /// Compulsory bytes / busy time.
+    pub achieved_bytes_per_s: f64,
+    /// Wall below the floor: the byte model is wrong, not the machine.
+    pub below_floor: bool,
+}
+
+/// Host launch time against the gap (seed 001 `analyze`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchAttribution {
+    pub launches: u64,
+    /// Measured: summed host time inside launch calls.
+    pub host_ns: i64,
+    /// Derived: launches × per-launch cost.
+    pub driver_floor_ns: f64,
+    /// Derived: host time above the driver floor.
+    pub framework_ns: f64,
+    /// Host launch time / gap: > 1 the host runs ahead; < 1 look for a synchronize.
+    pub host_to_gap_ratio: Option<f64>,
+}
+
+/// The shape of a step's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    LaunchBound,
+    HostStall,
+    OneKernelDominant,
+    AtMemoryRoof,
+    UnderUtilized,
+    /// Dense GPU lane, no dominant kernel, and no floor to tell the last two apart.
+    Undetermined,
+    NoGpuWork,
+}
+
+impl Shape {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::LaunchBound => "launch-bound",
+            Shape::HostStall => "host stall",
+            Shape::OneKernelDominant => "one kernel dominant",
+            Shape::AtMemoryRoof => "at the memory roof",
+            Shape::UnderUtilized => "under-utilized",
+            Shape::Undetermined => "undetermined (no floor)",
+            Shape::NoGpuWork => "no GPU work",
+        }
+    }
+}
+
+/// Everything attributed to one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepAttribution {
+    pub floor: Option<FloorAttribution>,
+    pub launch: LaunchAttribution,
+    pub shape: Shape,
+    /// The next action, in one line.
+    pub action: String,
+}
+
+/// Attribute one step; `floor` is its own floor when a model and GPU are known.
+pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> StepAttribution {
+    let driver = step.launches as f64 * cost.per_launch_ns;
+    let launch = LaunchAttribution {
+        launches: step.launches,
+        host_ns: step.launch_host_ns,
+        driver_floor_ns: driver,
+        framework_ns: step.launch_host_ns as f64 - driver,
+        host_to_gap_ratio: match step.gap_ns {
+            Some(g) if g > 0 => Some(step.launch_host_ns as f64 / g as f64),
+            _ => None,
+        },
+    };
+    let (Some(wall), Some(gap)) = (step.wall_ns, step.gap_ns) else {
+        return StepAttribution {
+            floor: None,
+            launch,
+            shape: Shape::NoGpuWork,
+            action: "the host range launched no GPU work: check the range and the capture window"
+                .to_owned(),
+        };
+    };
+    let fa = floor.map(|f| FloorAttribution {
+        floor_ns: f.floor_ns,
+        bound: f.bound.clone(),
+        residual_ns: wall as f64 - f.floor_ns,
+        gap_ns: gap as f64,
+        kernel_excess_ns: step.busy_ns as f64 - f.floor_ns,
+        mbu: if wall > 0 {
+            f.floor_ns / wall as f64
+        } else {
+            0.0
+        },
+        achieved_bytes_per_s: if step.busy_ns > 0 {
+            f.total_bytes / (step.busy_ns as f64 / 1e9)
+        } else {
+            0.0
+        },
+        below_floor: (wall as f64) < f.floor_ns,
+    });
+    let (shape, action) = diagnose(step, wall, gap, fa.as_ref());
+    StepAttribution {
+        floor: fa,
+        launch,
+        shape,
+        action,
+    }
+}
+
+fn diagnose(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) -> (Shape, String) {
+    if let Some(f) = floor {
+        if f.below_floor {
+            // Checked first because every later branch compares against this floor.
+            return (
+                classify(step, wall, gap, None).0,
+                "measured below its floor: the byte model is wrong, not the machine (prefix caching, an \
+                 L2-resident slice, or a KV dtype not passed) — fix the floor before reading the rest"
+                    .to_owned(),
+            );
+        }
+    }
+    classify(step, wall, gap, floor)
+}
+
+fn classify(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) -> (Shape, String) {
+    let gap_frac = if wall > 0 {
+        gap as f64 / wall as f64
+    } else {
+        0.0
+    };
+    if gap_frac > GAPPY_FRACTION {
+        if step.launch_host_ns as f64 >= DENSE_HOST_FRACTION * gap as f64 {
+            return (
+                Shape::LaunchBound,
+                format!(
+                    "gap is {:.0}% of wall and the host lane is dense: launch-bound — use CUDA graphs \
+                     (vLLM: drop --enforce-eager; SGLang: drop --disable-cuda-graph) or fuse kernels; \
+                     nothing about the kernels matters until this is fixed",
+                    gap_frac * 100.0
+                ),
+            );
+        }
+        let culprit = step
+            .longest_host_call
+            .as_ref()
+            .map(|c| {
+                format!(
+                    " (longest host call: {} {:.1} µs)",
+                    c.name,
+                    c.dur_ns as f64 / 1e3
+                )
+            })
+            .unwrap_or_default();
+        return (
+            Shape::HostStall,
+            format!(
+                "gap is {:.0}% of wall but launches explain little of it: look for a synchronize, a \
+                 blocking copy or the scheduler{culprit}",
+                gap_frac * 100.0
+            ),
+        );
+    }
+    if let Some(top) = step.top_kernels.first() {
+        if step.busy_ns > 0 && top.exclusive_ns as f64 > DOMINANT_FRACTION * step.busy_ns as f64 {
+            return (
+                Shape::OneKernelDominant,
+                format!(
+                    "{} is {:.0}% of busy time: take it to Nsight Compute",
+                    top.short_name,
+                    100.0 * top.exclusive_ns as f64 / step.busy_ns as f64
+                ),
+            );
+        }
+    }
+    match floor {
+        Some(f) if (step.busy_ns as f64) <= AT_ROOF_FACTOR * f.floor_ns => (
+            Shape::AtMemoryRoof,
+            "kernels are back to back and within 1.3x of the floor: at the roof — only fewer bytes help \
+             (quantize weights or KV)"
+                .to_owned(),
+        ),
+        Some(f) => (
+            Shape::UnderUtilized,
+            format!(
+                "kernels are back to back but busy time is {:.1}x the floor: they leave the machine idle — \
+                 check achieved DRAM throughput per kernel (for decode attention, batch × heads blocks vs SMs)",
+                step.busy_ns as f64 / f.floor_ns
+            ),
+        ),
+        None => (
+            Shape::Undetermined,
+            "kernels are back to back: give --model and --gpu to tell at-the-roof from under-utilized".to_owned(),
+        ),
+    }
+}
+
+/// Attribute every step in place and count shapes (steps with GPU work only).
+pub fn attribute_all(
+    report: &mut crate::timing::steps::StepsReport,
+    floor_of: &dyn Fn(&Step) -> Option<FloorInput>,
+    cost: &LaunchCost,
+) {
+    use std::collections::BTreeMap;
+    let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
+    for s in &mut report.steps {
+        let f = floor_of(s);
+        let a = attribute(s, f.as_ref(), cost);
+        if a.shape != Shape::NoGpuWork {
+            *counts.entry(a.shape).or_default() += 1;
+        }
+        s.attribution = Some(a);
+    }
+    let mut shapes: Vec<crate::timing::steps::ShapeCount> = counts
+        .into_iter()
+        .map(|(shape, steps)| crate::timing::steps::ShapeCount { shape, steps })
+        .collect();
+    shapes.sort_by(|a, b| b.steps.cmp(&a.steps).then(a.shape.cmp(&b.shape)));
+    report.shapes = shapes;
+    report.launch_cost = Some(cost.clone());
+}

@@ -1,10 +1,171 @@
-//! `stepgate steps` (placeholder until its issue lands).
+//! `stepgate steps`: find every engine step, project it onto the GPU, price it against
+//! its floor and name its shape.
 
-use crate::exit::{Error, Result};
+use std::path::PathBuf;
+
+use regex::Regex;
+
+use crate::attribution::{self, LaunchCost};
+use crate::exit::{Error, Result, OK};
+use crate::report::{self, Format};
+use crate::timing::stepname::StepKind;
+use crate::timing::steps::{self, StepOptions, StepSource, StepsReport};
+use crate::trace::Trace;
+
+const EXAMPLE: &str = "Examples:
+  stepgate steps report.sqlite
+  stepgate steps report.sqlite --kind decode --each
+  stepgate steps report.sqlite --steps 'FSDP::.*' --format json
+  stepgate steps report.sqlite --steps graphs --launch-cost-us 4.1
+  stepgate steps trace.pt.trace.json.gz --format markdown
+
+--steps: auto (engine step ranges: vLLM execute_…, SGLang step[…]; else CUDA-graph
+launches; else idle gaps), graphs, gaps, or a regex over NVTX/annotation range names.";
+
+/// Flags shared by every command that finds steps (steps, gate, baseline, diff).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StepFlags {
+    /// How to find steps: auto, graphs, gaps, or a regex over range names.
+    #[arg(long = "steps", default_value = "auto")]
+    pub steps: String,
+    /// Only steps of this kind.
+    #[arg(long, value_enum, default_value_t = KindFilter::All)]
+    pub kind: KindFilter,
+    /// Idle gap that separates steps with --steps gaps, µs.
+    #[arg(long, default_value_t = 100.0)]
+    pub gap_us: f64,
+    /// Measured per-launch cost, µs (default: the cited 2.374 µs).
+    #[arg(long, conflicts_with = "launch_cost")]
+    pub launch_cost_us: Option<f64>,
+    /// JSON written by `stepgate launch-probe --format json` (its minimum end-to-end
+    /// per-launch figure replaces the cited 2.374 µs).
+    #[arg(long)]
+    pub launch_cost: Option<PathBuf>,
+    /// TOML file of extra kernel-category rules.
+    #[arg(long)]
+    pub categories: Option<PathBuf>,
+}
+
+/// `--kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindFilter {
+    All,
+    Decode,
+    Prefill,
+    Mixed,
+    Verify,
+    Draft,
+    Idle,
+    Unknown,
+}
+
+impl KindFilter {
+    fn matches(self, k: StepKind) -> bool {
+        match self {
+            KindFilter::All => true,
+            KindFilter::Decode => k == StepKind::Decode,
+            KindFilter::Prefill => k == StepKind::Prefill,
+            KindFilter::Mixed => k == StepKind::Mixed,
+            KindFilter::Verify => k == StepKind::Verify,
+            KindFilter::Draft => k == StepKind::Draft,
+            KindFilter::Idle => k == StepKind::Idle,
+            KindFilter::Unknown => k == StepKind::Unknown,
+        }
+    }
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
+    pub report: PathBuf,
+    #[command(flatten)]
+    pub step: StepFlags,
+    /// One row per step after the summary.
+    #[arg(long)]
+    pub each: bool,
+    /// Kernel rows kept per step in JSON.
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
 
-pub fn run(_args: &Args) -> Result<u8> {
-    Err(Error::input("this subcommand is not built yet"))
+impl StepFlags {
+    /// Plain step-finding options from the flags.
+    pub fn options(&self, top: usize) -> Result<StepOptions> {
+        let source = match self.steps.as_str() {
+            "auto" => StepSource::Auto,
+            "graphs" => StepSource::Graphs,
+            "gaps" => StepSource::Gaps,
+            re => StepSource::Regex(Regex::new(re).map_err(|e| {
+                Error::input(format!(
+                    "--steps {re:?} is not auto, graphs, gaps or a valid regex: {e}"
+                ))
+            })?),
+        };
+        if !(self.gap_us.is_finite() && self.gap_us >= 0.0) {
+            return Err(Error::input(
+                "--gap-us must be a non-negative number of microseconds",
+            ));
+        }
+        Ok(StepOptions {
+            source,
+            gap_threshold_ns: (self.gap_us * 1e3) as i64,
+            top_kernels: top,
+        })
+    }
+
+    /// The per-launch cost: measured (flag or probe file) or the cited default.
+    pub fn launch_cost(&self) -> Result<LaunchCost> {
+        if let Some(us) = self.launch_cost_us {
+            if !(us.is_finite() && us > 0.0) {
+                return Err(Error::input(
+                    "--launch-cost-us must be a positive number of microseconds",
+                ));
+            }
+            return Ok(LaunchCost {
+                per_launch_ns: us * 1e3,
+                source: "given with --launch-cost-us".to_owned(),
+            });
+        }
+        if let Some(p) = &self.launch_cost {
+            let ns = crate::probe::min_end_to_end_ns_from_file(p)?;
+            return Ok(LaunchCost {
+                per_launch_ns: ns,
+                source: format!("measured by launch-probe ({})", p.display()),
+            });
+        }
+        Ok(LaunchCost::default())
+    }
+}
+
+/// Find, filter and attribute the steps of a loaded trace.
+pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsReport> {
+    let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
+    let opts = flags.options(top)?;
+    let mut r = steps::find_steps(trace, &opts, &cats)?;
+    if flags.kind != KindFilter::All {
+        r.steps.retain(|s| flags.kind.matches(s.kind));
+        r.summary = steps::summarize(&r.steps);
+        r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
+    }
+    let cost = flags.launch_cost()?;
+    attribution::attribute_all(&mut r, &|_| None, &cost);
+    Ok(r)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let trace = crate::source::load(&args.report)?;
+    let r = steps_of(&trace, &args.step, args.top)?;
+    print!(
+        "{}",
+        report::steps::render(
+            &args.report.display().to_string(),
+            &r,
+            args.format,
+            args.each
+        )
+    );
+    Ok(OK)
 }

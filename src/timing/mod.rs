@@ -2,3 +2,5 @@
 //! engine steps projected from host ranges onto the GPU (`steps`).
 
 pub mod overlap;
+pub mod stepname;
+pub mod steps;

@@ -1,0 +1,275 @@
+//! Rendering of `steps`: per-kind summary first (readable at 10,000 steps), shapes and
+//! the run's diagnosis, then per-step rows only with `--each`.
+
+use crate::report::table::{Align, Table};
+use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
+use crate::timing::steps::{Spread, Step, StepsReport};
+
+/// Render a steps report. `each` adds one row per step.
+pub fn render(path: &str, r: &StepsReport, format: Format, each: bool) -> String {
+    match format {
+        Format::Json => to_json(r),
+        Format::Csv => steps_table(&r.steps, true).to_csv(),
+        Format::Table => text(path, r, each),
+        Format::Markdown => markdown(path, r, each),
+    }
+}
+
+fn sp(s: &Option<Spread>) -> [String; 3] {
+    match s {
+        Some(s) => [fmt_us(s.median), fmt_us(s.p10), fmt_us(s.p90)],
+        None => ["–".into(), "–".into(), "–".into()],
+    }
+}
+
+/// The per-kind summary table (µs; launches as counts).
+pub fn summary_table(r: &StepsReport) -> Table {
+    let mut t = Table::new(&[
+        ("kind", Align::Left),
+        ("steps", Align::Right),
+        ("wall p50", Align::Right),
+        ("p10", Align::Right),
+        ("p90", Align::Right),
+        ("period p50", Align::Right),
+        ("busy p50", Align::Right),
+        ("gap p50", Align::Right),
+        ("gap p90", Align::Right),
+        ("launches p50", Align::Right),
+    ]);
+    for k in &r.summary {
+        let [w50, w10, w90] = sp(&k.wall_ns);
+        let [p50, _, _] = sp(&k.period_ns);
+        let [b50, _, _] = sp(&k.busy_ns);
+        let [g50, _, g90] = sp(&k.gap_ns);
+        let l50 = k
+            .launches
+            .map(|l| format!("{:.0}", l.median))
+            .unwrap_or_else(|| "–".into());
+        t.row(vec![
+            k.kind.as_str().to_owned(),
+            fmt_int(k.count as i64),
+            w50,
+            w10,
+            w90,
+            p50,
+            b50,
+            g50,
+            g90,
+            l50,
+        ]);
+    }
+    t
+}
+
+fn opt_us(v: Option<i64>) -> String {
+    v.map(|x| fmt_us(x as f64)).unwrap_or_else(|| "–".into())
+}
+
+/// One row per step; `raw` gives integer ns for CSV instead of formatted µs.
+pub fn steps_table(steps: &[Step], raw: bool) -> Table {
+    let mut t = Table::new(&[
+        ("series", Align::Right),
+        ("index", Align::Right),
+        ("device", Align::Right),
+        ("kind", Align::Left),
+        ("name", Align::Left),
+        (if raw { "wall_ns" } else { "wall µs" }, Align::Right),
+        (if raw { "busy_ns" } else { "busy µs" }, Align::Right),
+        (if raw { "gap_ns" } else { "gap µs" }, Align::Right),
+        ("kernels", Align::Right),
+        ("launches", Align::Right),
+        (
+            if raw {
+                "floor_ns"
+            } else {
+                "floor µs (derived)"
+            },
+            Align::Right,
+        ),
+        ("mbu", Align::Right),
+        ("shape", Align::Left),
+    ]);
+    for s in steps {
+        let f = s.attribution.as_ref().and_then(|a| a.floor.as_ref());
+        let num = |v: Option<i64>| {
+            if raw {
+                v.map(|x| x.to_string()).unwrap_or_default()
+            } else {
+                opt_us(v)
+            }
+        };
+        t.row(vec![
+            s.series.to_string(),
+            s.index.to_string(),
+            s.device
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "–".into()),
+            s.kind.as_str().to_owned(),
+            if raw {
+                s.name.clone()
+            } else {
+                crate::report::analyze::truncate(&s.name, 48)
+            },
+            num(s.wall_ns),
+            num(Some(s.busy_ns)),
+            num(s.gap_ns),
+            s.kernels.to_string(),
+            s.launches.to_string(),
+            match (f, raw) {
+                (Some(f), true) => format!("{:.1}", f.floor_ns),
+                (Some(f), false) => fmt_us(f.floor_ns),
+                (None, _) => {
+                    if raw {
+                        String::new()
+                    } else {
+                        "–".into()
+                    }
+                }
+            },
+            f.map(|f| {
+                if raw {
+                    format!("{:.4}", f.mbu)
+                } else {
+                    fmt_pct(f.mbu)
+                }
+            })
+            .unwrap_or_else(|| if raw { String::new() } else { "–".into() }),
+            s.attribution
+                .as_ref()
+                .map(|a| a.shape.as_str().to_owned())
+                .unwrap_or_default(),
+        ]);
+    }
+    t
+}
+
+fn headline(path: &str, r: &StepsReport) -> String {
+    let total = r.steps.len();
+    format!(
+        "{path}: {total} steps by {} on {} rank(s); {} without GPU work",
+        r.method,
+        r.series.len(),
+        r.steps_without_gpu_work
+    )
+}
+
+fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(c) = &r.launch_cost {
+        out.push(format!(
+            "launch cost: {:.3} µs per launch [{}]",
+            c.per_launch_ns / 1e3,
+            c.source
+        ));
+    }
+    if !r.shapes.is_empty() {
+        let parts: Vec<String> = r
+            .shapes
+            .iter()
+            .map(|s| format!("{} {}", s.shape.as_str(), s.steps))
+            .collect();
+        out.push(format!("shapes: {}", parts.join(", ")));
+        let run = r.shapes[0].shape;
+        // The action of the run's shape, from its median step of that shape.
+        let mut of_shape: Vec<&Step> = r
+            .steps
+            .iter()
+            .filter(|s| s.attribution.as_ref().map(|a| a.shape) == Some(run))
+            .collect();
+        of_shape.sort_by_key(|s| s.wall_ns);
+        if let Some(s) = of_shape.get(of_shape.len() / 2) {
+            if let Some(a) = &s.attribution {
+                out.push(format!("run: {} — {}", run.as_str(), a.action));
+            }
+        }
+    }
+    let floors: Vec<&Step> = r
+        .steps
+        .iter()
+        .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
+        .collect();
+    if !floors.is_empty() {
+        let mut mbu: Vec<f64> = floors
+            .iter()
+            .filter_map(|s| s.attribution.as_ref()?.floor.as_ref().map(|f| f.mbu))
+            .collect();
+        mbu.sort_by(f64::total_cmp);
+        let below = floors
+            .iter()
+            .filter(|s| {
+                s.attribution
+                    .as_ref()
+                    .and_then(|a| a.floor.as_ref())
+                    .is_some_and(|f| f.below_floor)
+            })
+            .count();
+        out.push(format!(
+            "floor (derived per step from its batch): median floor efficiency (MBU) {} over {} steps",
+            fmt_pct(crate::timing::steps::percentile(&mbu, 0.5)),
+            floors.len()
+        ));
+        if below > 0 {
+            out.push(format!(
+                "warning: {below} step(s) measured below their floor: the byte model is wrong, not the machine"
+            ));
+        }
+    }
+    if r.ranks.len() > 1 {
+        let mut counts: Vec<(i64, usize)> = Vec::new();
+        for a in &r.ranks {
+            match counts.iter_mut().find(|c| c.0 == a.slowest_pid) {
+                Some(c) => c.1 += 1,
+                None => counts.push((a.slowest_pid, 1)),
+            }
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        let parts: Vec<String> = counts
+            .iter()
+            .map(|(p, n)| format!("pid {p} in {n}"))
+            .collect();
+        out.push(format!(
+            "slowest rank per aligned step: {}",
+            parts.join(", ")
+        ));
+    }
+    out
+}
+
+fn text(path: &str, r: &StepsReport, each: bool) -> String {
+    let mut out = format!("stepgate steps: {}\n", headline(path, r));
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out.push_str("\nmeasured, µs:\n");
+    out.push_str(&summary_table(r).to_text());
+    out.push('\n');
+    for l in diagnosis_lines(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    if each {
+        out.push('\n');
+        out.push_str(&steps_table(&r.steps, false).to_text());
+    } else if r.steps.len() > 1 {
+        out.push_str("\n(--each for one row per step)\n");
+    }
+    out
+}
+
+fn markdown(path: &str, r: &StepsReport, each: bool) -> String {
+    let mut out = format!("## stepgate steps\n\n{}\n", headline(path, r));
+    for n in &r.notes {
+        out.push_str(&format!("\n> note: {n}\n"));
+    }
+    out.push_str("\nMeasured, µs:\n\n");
+    out.push_str(&summary_table(r).to_markdown());
+    out.push('\n');
+    for l in diagnosis_lines(r) {
+        out.push_str(&format!("- {l}\n"));
+    }
+    if each {
+        out.push('\n');
+        out.push_str(&steps_table(&r.steps, false).to_markdown());
+    }
+    out
+}

@@ -1,0 +1,439 @@
+//! Parse engine step-span names into a batch composition and a step kind.
+//!
+//! Formats (see docs in ENGINES.md; sources: vLLM `gpu_worker.py` `annotate_profile`,
+//! SGLang `profile_utils.py` `build_step_span_name` and `step_span_utils.py`):
+//! - vLLM default: `execute_context_{n}({toks})_generation_{n}({toks})`
+//! - vLLM detailed: `execute_{T}_context_{n}(sq..sk..sqsq..sqsk..)_generation_{n}(sq..sk..sqsq..sqsk..)`
+//! - vLLM before the above: `execute_new_{n}_cached_{m}`
+//! - a variant seen in a real B200 trace: `execute_context_1(888_788544)_generation_0(0)`
+//!   (tokens and ΣN_Q², no ΣN_KV)
+//! - SGLang: `step[MODE bs=N[ toks=T][ c=.. g=.. c_sq=.. …][ forward_id=K]]`
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// What kind of engine step a span is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Decode,
+    Prefill,
+    Mixed,
+    Verify,
+    Draft,
+    Idle,
+    /// Found by regex, graph launch or idle gap, with no parsable composition.
+    Unknown,
+}
+
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Decode => "decode",
+            StepKind::Prefill => "prefill",
+            StepKind::Mixed => "mixed",
+            StepKind::Verify => "verify",
+            StepKind::Draft => "draft",
+            StepKind::Idle => "idle",
+            StepKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// Aggregates of one request group: Σ query tokens, Σ KV length (including the new
+/// tokens), Σ query², Σ query·KV.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupAggregates {
+    pub requests: Option<u64>,
+    /// ΣN_Q: tokens scheduled for this group.
+    pub sq: Option<u64>,
+    /// ΣN_KV: context length including this step's tokens.
+    pub sk: Option<u64>,
+    /// ΣN_Q².
+    pub sqsq: Option<u64>,
+    /// ΣN_Q·N_KV.
+    pub sqsk: Option<u64>,
+}
+
+/// The batch a step ran, as its span name states it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchComposition {
+    /// `vllm` or `sglang`.
+    pub engine: String,
+    /// SGLang stage label (DECODE, EXTEND, …) or vLLM's `execute`.
+    pub stage: String,
+    /// Number of requests in the batch (SGLang `bs`, vLLM context + generation).
+    pub requests: Option<u64>,
+    /// Total scheduled tokens (vLLM `execute_{T}`, SGLang `toks=`).
+    pub tokens: Option<u64>,
+    /// Context (prefill) requests.
+    pub context: GroupAggregates,
+    /// Generation (decode) requests.
+    pub generation: GroupAggregates,
+    /// SGLang `forward_id`.
+    pub forward_id: Option<u64>,
+}
+
+impl BatchComposition {
+    /// Σ over both groups of a field, when every present group has it.
+    fn sum(&self, f: impl Fn(&GroupAggregates) -> Option<u64>) -> Option<u64> {
+        let groups = [&self.context, &self.generation];
+        let mut total = 0;
+        let mut any = false;
+        for g in groups {
+            let empty = g.requests == Some(0) && g.sq.unwrap_or(0) == 0;
+            match f(g) {
+                Some(v) => {
+                    total += v;
+                    any = true;
+                }
+                None if empty => {}
+                None if g.requests.is_none() && g.sq.is_none() => {}
+                None => return None,
+            }
+        }
+        any.then_some(total)
+    }
+
+    /// ΣN_Q over the batch.
+    pub fn sum_q(&self) -> Option<u64> {
+        self.sum(|g| g.sq).or(self.tokens)
+    }
+
+    /// ΣN_KV over the batch (None when the name does not carry it).
+    pub fn sum_kv(&self) -> Option<u64> {
+        self.sum(|g| g.sk)
+    }
+
+    /// Mean context per request: ΣN_KV / requests.
+    pub fn mean_context(&self) -> Option<f64> {
+        match (self.sum_kv(), self.requests) {
+            (Some(k), Some(r)) if r > 0 => Some(k as f64 / r as f64),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed step-span name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedStep {
+    pub kind: StepKind,
+    pub composition: BatchComposition,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pat).expect("step-name pattern compiles"))
+}
+
+fn num(s: Option<regex::Match<'_>>) -> Option<u64> {
+    s.and_then(|m| m.as_str().parse().ok())
+}
+
+/// Whether a name looks like an engine step span at all (cheap prefilter).
+pub fn is_engine_step_name(name: &str) -> bool {
+    name.starts_with("execute_") || name.starts_with("step[")
+}
+
+/// Parse a vLLM or SGLang step-span name; None when it is neither.
+pub fn parse(name: &str) -> Option<ParsedStep> {
+    if name.starts_with("execute_") {
+        parse_vllm(name)
+    } else if name.starts_with("step[") {
+        parse_sglang(name)
+    } else {
+        None
+    }
+}
+
+fn vllm_kind(ctx: u64, gen: u64) -> StepKind {
+    match (ctx > 0, gen > 0) {
+        (true, true) => StepKind::Mixed,
+        (true, false) => StepKind::Prefill,
+        (false, true) => StepKind::Decode,
+        (false, false) => StepKind::Idle,
+    }
+}
+
+fn parse_vllm(name: &str) -> Option<ParsedStep> {
+    static DETAILED: OnceLock<Regex> = OnceLock::new();
+    static PLAIN: OnceLock<Regex> = OnceLock::new();
+    static B200: OnceLock<Regex> = OnceLock::new();
+    static OLD: OnceLock<Regex> = OnceLock::new();
+    let detailed = re(
+        &DETAILED,
+        r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)_generation_(\d+)\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)$",
+    );
+    let mut c = BatchComposition {
+        engine: "vllm".into(),
+        stage: "execute".into(),
+        ..Default::default()
+    };
+    if let Some(m) = detailed.captures(name) {
+        c.tokens = num(m.get(1));
+        c.context = GroupAggregates {
+            requests: num(m.get(2)),
+            sq: num(m.get(3)),
+            sk: num(m.get(4)),
+            sqsq: num(m.get(5)),
+            sqsk: num(m.get(6)),
+        };
+        c.generation = GroupAggregates {
+            requests: num(m.get(7)),
+            sq: num(m.get(8)),
+            sk: num(m.get(9)),
+            sqsq: num(m.get(10)),
+            sqsk: num(m.get(11)),
+        };
+    } else if let Some(m) = re(
+        &PLAIN,
+        r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$",
+    )
+    .captures(name)
+    {
+        c.context = GroupAggregates {
+            requests: num(m.get(1)),
+            sq: num(m.get(2)),
+            ..Default::default()
+        };
+        c.generation = GroupAggregates {
+            requests: num(m.get(3)),
+            sq: num(m.get(4)),
+            ..Default::default()
+        };
+    } else if let Some(m) = re(
+        &B200,
+        r"^execute_context_(\d+)\((\d+)_(\d+)\)_generation_(\d+)\((\d+)(?:_(\d+))?\)$",
+    )
+    .captures(name)
+    {
+        // `(tokens_ΣN_Q²)`: 888_788544 is 888 tokens and 888² (one request).
+        c.context = GroupAggregates {
+            requests: num(m.get(1)),
+            sq: num(m.get(2)),
+            sqsq: num(m.get(3)),
+            ..Default::default()
+        };
+        c.generation = GroupAggregates {
+            requests: num(m.get(4)),
+            sq: num(m.get(5)),
+            sqsq: num(m.get(6)),
+            ..Default::default()
+        };
+    } else if let Some(m) = re(&OLD, r"^execute_new_(\d+)_cached_(\d+)$").captures(name) {
+        // New requests are prefills; cached ones are mostly decodes (chunked-prefill
+        // continuations are cached too, so this split is approximate).
+        c.context.requests = num(m.get(1));
+        c.generation.requests = num(m.get(2));
+    } else {
+        return None;
+    }
+    let ctx = c.context.requests.unwrap_or(0);
+    let gen = c.generation.requests.unwrap_or(0);
+    c.requests = Some(ctx + gen);
+    if c.tokens.is_none() {
+        c.tokens = match (c.context.sq, c.generation.sq) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+    }
+    Some(ParsedStep {
+        kind: vllm_kind(ctx, gen),
+        composition: c,
+    })
+}
+
+fn parse_sglang(name: &str) -> Option<ParsedStep> {
+    static HEAD: OnceLock<Regex> = OnceLock::new();
+    let head = re(&HEAD, r"^step\[([A-Za-z_0-9]+) bs=(\d+)(.*)\]$");
+    let m = head.captures(name)?;
+    let stage = m.get(1)?.as_str().to_ascii_uppercase();
+    let bs = num(m.get(2));
+    let mut c = BatchComposition {
+        engine: "sglang".into(),
+        stage: stage.clone(),
+        requests: bs,
+        ..Default::default()
+    };
+    for kv in m
+        .get(3)
+        .map(|x| x.as_str())
+        .unwrap_or("")
+        .split_whitespace()
+    {
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        let Ok(v) = v.parse::<u64>() else { continue };
+        match k {
+            "toks" => c.tokens = Some(v),
+            "c" => c.context.requests = Some(v),
+            "g" => c.generation.requests = Some(v),
+            "c_sq" => c.context.sq = Some(v),
+            "c_sk" => c.context.sk = Some(v),
+            "c_sqsq" => c.context.sqsq = Some(v),
+            "c_sqsk" => c.context.sqsk = Some(v),
+            "g_sq" => c.generation.sq = Some(v),
+            "g_sk" => c.generation.sk = Some(v),
+            "g_sqsq" => c.generation.sqsq = Some(v),
+            "g_sqsk" => c.generation.sqsk = Some(v),
+            "forward_id" => c.forward_id = Some(v),
+            _ => {}
+        }
+    }
+    let kind = match stage.as_str() {
+        "DECODE" => StepKind::Decode,
+        "EXTEND" | "SPLIT_PREFILL" | "DLLM_EXTEND" | "PREBUILT" => StepKind::Prefill,
+        "MIXED" => StepKind::Mixed,
+        "IDLE" => StepKind::Idle,
+        "VERIFY" | "TARGET_VERIFY" => StepKind::Verify,
+        s if s.starts_with("DRAFT") => StepKind::Draft,
+        _ => StepKind::Unknown,
+    };
+    // Group sizes the name leaves implicit: a pure decode batch is all generation, a
+    // pure extend all context (SGLang's `_agg` splits MIXED explicitly with c=/g=).
+    match kind {
+        StepKind::Decode | StepKind::Verify => {
+            c.generation.requests = c.generation.requests.or(bs);
+            c.context.requests = c.context.requests.or(Some(0));
+        }
+        StepKind::Prefill => {
+            c.context.requests = c.context.requests.or(bs);
+            c.context.sq = c.context.sq.or(c.tokens);
+            c.generation.requests = c.generation.requests.or(Some(0));
+        }
+        _ => {}
+    }
+    if c.tokens.is_none() {
+        c.tokens = match kind {
+            StepKind::Decode => c.generation.sq.or(bs),
+            _ => c.sum(|g| g.sq),
+        };
+    }
+    if kind == StepKind::Decode && c.generation.sq.is_none() {
+        // One query token per request in plain decode (no speculative tokens stated).
+        c.generation.sq = bs;
+    }
+    Some(ParsedStep {
+        kind,
+        composition: c,
+    })
+}
+
+/// Merge an inner step span into the outer one that encloses it (TraceLens-patched
+/// SGLang wraps `step[…]` in an `execute_…`): the inner name and composition win, with
+/// fields the inner one lacks filled from the outer.
+pub fn merge_inner(outer: &BatchComposition, inner: &BatchComposition) -> BatchComposition {
+    let fill = |i: GroupAggregates, o: GroupAggregates| GroupAggregates {
+        requests: i.requests.or(o.requests),
+        sq: i.sq.or(o.sq),
+        sk: i.sk.or(o.sk),
+        sqsq: i.sqsq.or(o.sqsq),
+        sqsk: i.sqsk.or(o.sqsk),
+    };
+    BatchComposition {
+        engine: inner.engine.clone(),
+        stage: inner.stage.clone(),
+        requests: inner.requests.or(outer.requests),
+        tokens: inner.tokens.or(outer.tokens),
+        context: fill(inner.context, outer.context),
+        generation: fill(inner.generation, outer.generation),
+        forward_id: inner.forward_id.or(outer.forward_id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_detailed_decode() {
+        let p = parse(
+            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)",
+        )
+        .unwrap();
+        assert_eq!(p.kind, StepKind::Decode);
+        let c = &p.composition;
+        assert_eq!(c.tokens, Some(32));
+        assert_eq!(c.requests, Some(32));
+        assert_eq!(c.generation.sk, Some(55086));
+        assert_eq!(c.sum_kv(), Some(55086));
+        assert_eq!(c.sum_q(), Some(32));
+        assert!((c.mean_context().unwrap() - 55086.0 / 32.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn vllm_detailed_mixed() {
+        let p = parse("execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)").unwrap();
+        assert_eq!(p.kind, StepKind::Mixed);
+        assert_eq!(p.composition.sum_q(), Some(8192));
+        assert_eq!(p.composition.sum_kv(), Some(8430 + 34489));
+        assert_eq!(p.composition.requests, Some(46));
+    }
+
+    #[test]
+    fn vllm_plain_old_and_b200() {
+        let p = parse("execute_context_0(0)_generation_32(32)").unwrap();
+        assert_eq!(p.kind, StepKind::Decode);
+        assert_eq!(p.composition.sum_q(), Some(32));
+        assert_eq!(p.composition.sum_kv(), None);
+        let p = parse("execute_new_3_cached_0").unwrap();
+        assert_eq!(p.kind, StepKind::Prefill);
+        assert_eq!(p.composition.requests, Some(3));
+        let p = parse("execute_context_1(888_788544)_generation_0(0)").unwrap();
+        assert_eq!(p.kind, StepKind::Prefill);
+        assert_eq!(p.composition.context.sq, Some(888));
+        assert_eq!(p.composition.context.sqsq, Some(888 * 888));
+        assert_eq!(p.composition.sum_kv(), None);
+        assert!(parse("execute_model").is_none());
+    }
+
+    #[test]
+    fn sglang_forms() {
+        let p = parse("step[DECODE bs=32]").unwrap();
+        assert_eq!(p.kind, StepKind::Decode);
+        assert_eq!(p.composition.requests, Some(32));
+        assert_eq!(p.composition.sum_q(), Some(32));
+        let p = parse("step[EXTEND bs=15 toks=15360]").unwrap();
+        assert_eq!(p.kind, StepKind::Prefill);
+        assert_eq!(p.composition.tokens, Some(15360));
+        assert_eq!(p.composition.context.sq, Some(15360));
+        let p = parse("step[DECODE bs=2 g_sq=2 g_sqsq=2 g_sqsk=30 g_sk=30 forward_id=7]").unwrap();
+        assert_eq!(p.composition.sum_kv(), Some(30));
+        assert_eq!(p.composition.generation.sqsk, Some(30));
+        assert_eq!(p.composition.forward_id, Some(7));
+        let p = parse("step[EXTEND bs=2 toks=12 c_sq=12 c_sqsq=80 c_sqsk=120 c_sk=20]").unwrap();
+        assert_eq!(p.composition.sum_kv(), Some(20));
+        assert_eq!(p.composition.context.sqsq, Some(80));
+        let p = parse("step[MIXED bs=3 c=1 g=2 c_sq=8 c_sk=10 c_sqsq=64 c_sqsk=80 g_sq=2 g_sk=40 g_sqsq=2 g_sqsk=40]").unwrap();
+        assert_eq!(p.kind, StepKind::Mixed);
+        assert_eq!(p.composition.sum_kv(), Some(50));
+        assert_eq!(parse("step[VERIFY bs=4]").unwrap().kind, StepKind::Verify);
+        assert_eq!(
+            parse("step[TARGET_VERIFY bs=4]").unwrap().kind,
+            StepKind::Verify
+        );
+        assert_eq!(parse("step[DRAFT bs=4]").unwrap().kind, StepKind::Draft);
+        assert_eq!(
+            parse("step[DRAFT_EXTEND_V2 bs=1]").unwrap().kind,
+            StepKind::Draft
+        );
+        assert_eq!(parse("step[IDLE bs=0]").unwrap().kind, StepKind::Idle);
+        assert_eq!(parse("step[decode bs=8]").unwrap().kind, StepKind::Decode);
+    }
+
+    #[test]
+    fn inner_span_wins_outer_fills() {
+        let outer = parse(
+            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)",
+        )
+        .unwrap();
+        let inner = parse("step[DECODE bs=32]").unwrap();
+        let m = merge_inner(&outer.composition, &inner.composition);
+        assert_eq!(m.engine, "sglang");
+        assert_eq!(m.stage, "DECODE");
+        assert_eq!(m.sum_kv(), Some(55086));
+        assert_eq!(m.requests, Some(32));
+    }
+}
