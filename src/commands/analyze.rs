@@ -28,9 +28,11 @@ pub struct Args {
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// TOML file of `[[rule]] category = "…" pattern = "regex"`, tried before the defaults.
+    #[command(flatten)]
+    pub step: crate::commands::steps::StepFlags,
+    /// Leave step finding out (faster on huge reports when only kernels matter).
     #[arg(long)]
-    pub categories: Option<PathBuf>,
+    pub no_steps: bool,
 }
 
 /// Load categories from the optional user file.
@@ -65,9 +67,16 @@ pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> 
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let cats = categorizer(args.categories.as_ref())?;
+    let cats = categorizer(args.step.categories.as_ref())?;
     let trace = crate::source::load(&args.report)?;
-    let analysis = analyze_trace(&trace, &cats, args.device)?;
+    let mut analysis = analyze_trace(&trace, &cats, args.device)?;
+    if !args.no_steps {
+        let mut r = crate::commands::steps::steps_of(&trace, &args.step, 5)?;
+        if let Some(d) = args.device {
+            r.steps.retain(|s| s.device == Some(d));
+        }
+        analysis.steps = Some(r);
+    }
     print!(
         "{}",
         report::analyze::render(&analysis, args.format, args.top)

@@ -151,6 +151,16 @@ fn text(a: &Analysis, top: usize) -> String {
         out.push('\n');
         out.push_str(&device_categories(d).to_text());
     }
+    if let Some(s) = &a.steps {
+        out.push_str(&format!("\nsteps ({}): ", s.method));
+        let parts: Vec<String> = s
+            .summary
+            .iter()
+            .map(|k| format!("{} {}", k.count, k.kind.as_str()))
+            .collect();
+        out.push_str(&parts.join(", "));
+        out.push_str(" — `stepgate steps` for the per-step breakdown\n");
+    }
     out
 }
 
