@@ -755,15 +755,24 @@ fn assemble(
     raws: Vec<Raw>,
     opts: &StepOptions,
 ) -> StepsReport {
-    // Series: one per (pid, device); steps in GPU-start order (host start when no GPU work).
-    let mut keys: Vec<(i64, Option<i64>)> = raws.iter().map(|r| (r.pid, r.m.device)).collect();
+    // Series: one per (pid, device), in host order (GPU order when there is no host
+    // range). A step that launched nothing joins its process's device series.
+    let mut pid_device: HashMap<i64, i64> = HashMap::new();
+    for r in &raws {
+        if let Some(d) = r.m.device {
+            pid_device.entry(r.pid).or_insert(d);
+        }
+    }
+    let dev_of = |r: &Raw| r.m.device.or_else(|| pid_device.get(&r.pid).copied());
+    let mut keys: Vec<(i64, Option<i64>)> = raws.iter().map(|r| (r.pid, dev_of(r))).collect();
     keys.sort();
     keys.dedup();
     let gpu_ann = gpu_annotations(trace);
     let mut steps: Vec<Step> = raws
         .into_iter()
         .map(|r| {
-            let series = keys.binary_search(&(r.pid, r.m.device)).unwrap_or(0);
+            let device = dev_of(&r);
+            let series = keys.binary_search(&(r.pid, device)).unwrap_or(0);
             let wall = match (r.m.gpu_start, r.m.gpu_end) {
                 (Some(s), Some(e)) => Some(e - s),
                 _ => None,
@@ -780,7 +789,7 @@ fn assemble(
                 series,
                 pid: r.pid,
                 tid: r.tid,
-                device: r.m.device,
+                device,
                 name: r.name,
                 kind: r.kind,
                 composition: r.composition,
