@@ -47,7 +47,11 @@ pub fn sglang_nvtx_scheduler(argv: &[String], env_value: Option<&str>) -> bool {
 
 /// Check a server command that will run under nsys. Returns the notes to print; an error
 /// (exit 4) when the command visibly cannot produce a capture.
-pub fn check_server(engine: Engine, argv: &[String], nvtx_env: Option<&str>) -> Result<Vec<String>> {
+pub fn check_server(
+    engine: Engine,
+    argv: &[String],
+    nvtx_env: Option<&str>,
+) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     match engine {
         Engine::Vllm => {
@@ -114,11 +118,24 @@ mod tests {
 
     #[test]
     fn every_vllm_spelling() {
-        assert_eq!(vllm_profiler(&v("vllm serve m --profiler-config.profiler=cuda")).as_deref(), Some("cuda"));
-        assert_eq!(vllm_profiler(&v("vllm serve m --profiler-config.profiler torch")).as_deref(), Some("torch"));
-        let json = vec!["vllm".into(), "--profiler-config".into(), r#"{"profiler": "cuda"}"#.into()];
+        assert_eq!(
+            vllm_profiler(&v("vllm serve m --profiler-config.profiler=cuda")).as_deref(),
+            Some("cuda")
+        );
+        assert_eq!(
+            vllm_profiler(&v("vllm serve m --profiler-config.profiler torch")).as_deref(),
+            Some("torch")
+        );
+        let json = vec![
+            "vllm".into(),
+            "--profiler-config".into(),
+            r#"{"profiler": "cuda"}"#.into(),
+        ];
         assert_eq!(vllm_profiler(&json).as_deref(), Some("cuda"));
-        let eq = vec!["vllm".into(), r#"--profiler-config={"profiler":"proton"}"#.into()];
+        let eq = vec![
+            "vllm".into(),
+            r#"--profiler-config={"profiler":"proton"}"#.into(),
+        ];
         assert_eq!(vllm_profiler(&eq).as_deref(), Some("proton"));
         assert_eq!(vllm_profiler(&v("vllm serve m")), None);
     }
@@ -127,18 +144,26 @@ mod tests {
     fn vllm_without_cuda_profiler_is_refused() {
         let e = check_server(Engine::Vllm, &v("vllm serve m"), None).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::ENVIRONMENT);
-        let e = check_server(Engine::Vllm, &v("vllm serve m --profiler-config.profiler=torch"), None)
-            .unwrap_err();
+        let e = check_server(
+            Engine::Vllm,
+            &v("vllm serve m --profiler-config.profiler=torch"),
+            None,
+        )
+        .unwrap_err();
         assert!(e.message.contains("profiler=cuda"));
         assert!(check_server(Engine::Vllm, &v("./launch.sh"), None).is_ok());
     }
 
     #[test]
     fn sglang_nvtx_from_env_or_command() {
-        assert!(sglang_nvtx_scheduler(&v("env SGLANG_ENABLE_NVTX_SCHEDULER=1 python3"), None));
+        assert!(sglang_nvtx_scheduler(
+            &v("env SGLANG_ENABLE_NVTX_SCHEDULER=1 python3"),
+            None
+        ));
         assert!(sglang_nvtx_scheduler(&v("python3"), Some("1")));
         assert!(!sglang_nvtx_scheduler(&v("python3"), Some("0")));
-        let notes = check_server(Engine::Sglang, &v("python3 -m sglang.launch_server"), None).unwrap();
+        let notes =
+            check_server(Engine::Sglang, &v("python3 -m sglang.launch_server"), None).unwrap();
         assert!(notes.iter().any(|n| n.contains("steps --steps graphs")));
         assert!(notes.iter().any(|n| n.contains("first GPU only")));
     }

@@ -227,7 +227,10 @@ mod tests {
 
     #[test]
     fn base_url_is_trimmed_and_checked() {
-        assert_eq!(client(Engine::Vllm).url("/health"), "http://127.0.0.1:9/health");
+        assert_eq!(
+            client(Engine::Vllm).url("/health"),
+            "http://127.0.0.1:9/health"
+        );
         let e = EngineClient::new(Engine::Vllm, "localhost:8000", Duration::from_secs(1));
         assert_eq!(e.unwrap_err().kind, crate::exit::Kind::Input);
     }
@@ -243,7 +246,10 @@ mod tests {
         let m = v.status_message("/start_profile", StatusCode::NOT_FOUND, "");
         assert!(m.contains("--profiler-config.profiler=cuda"), "{m}");
         let m = v.status_message("/start_profile", StatusCode::CONFLICT, "");
-        assert!(m.contains("already active") && m.contains("/stop_profile"), "{m}");
+        assert!(
+            m.contains("already active") && m.contains("/stop_profile"),
+            "{m}"
+        );
         let s = client(Engine::Sglang);
         let m = s.status_message(
             "/start_profile",

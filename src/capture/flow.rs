@@ -119,7 +119,9 @@ impl Config {
             }
         }
         if self.by_stage && self.num_steps == 0 {
-            return Err(Error::input("--by-stage needs --num-steps > 0 (SGLang's profile_by_stage does)"));
+            return Err(Error::input(
+                "--by-stage needs --num-steps > 0 (SGLang's profile_by_stage does)",
+            ));
         }
         if self.engine == Engine::Sglang
             && self.nsys.is_some()
@@ -215,7 +217,9 @@ fn call_watching<T: Send + 'static>(
             Ok(r) => return r,
             Err(mpsc::RecvTimeoutError::Timeout) => watch(group)?,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(Error::environment("the HTTP worker thread died; retry the capture"))
+                return Err(Error::environment(
+                    "the HTTP worker thread died; retry the capture",
+                ))
             }
         }
     }
@@ -267,7 +271,12 @@ fn snapshot(dir: &Path) -> Snapshot {
     s
 }
 
-fn new_traces(dir: &Path, before: &Snapshot, wait: Duration, group: &mut Option<ServerGroup>) -> Result<Vec<PathBuf>> {
+fn new_traces(
+    dir: &Path,
+    before: &Snapshot,
+    wait: Duration,
+    group: &mut Option<ServerGroup>,
+) -> Result<Vec<PathBuf>> {
     let until = Instant::now() + wait;
     loop {
         let mut found: Vec<PathBuf> = snapshot(dir)
@@ -277,7 +286,10 @@ fn new_traces(dir: &Path, before: &Snapshot, wait: Duration, group: &mut Option<
         if !found.is_empty() {
             // Ranks and by-stage files arrive one after another; give the rest a moment.
             sleep_watching(Duration::from_millis(300), group)?;
-            found = snapshot(dir).difference(before).map(|(p, _, _)| p.clone()).collect();
+            found = snapshot(dir)
+                .difference(before)
+                .map(|(p, _, _)| p.clone())
+                .collect();
             found.sort();
             found.dedup();
             return Ok(found);
@@ -311,7 +323,11 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
             }
         }
         let nvtx_env = std::env::var("SGLANG_ENABLE_NVTX_SCHEDULER").ok();
-        notes.extend(check::check_server(cfg.engine, &n.server, nvtx_env.as_deref())?);
+        notes.extend(check::check_server(
+            cfg.engine,
+            &n.server,
+            nvtx_env.as_deref(),
+        )?);
         for note in &notes {
             log(&format!("note: {note}"));
         }
@@ -324,22 +340,31 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
-        group = Some(ServerGroup::spawn(&bin, &nsys::profile_args(&b, &n.server), n.shutdown_grace)?);
+        group = Some(ServerGroup::spawn(
+            &bin,
+            &nsys::profile_args(&b, &n.server),
+            n.shutdown_grace,
+        )?);
         nsys_bin = Some(bin);
         base = Some(b);
     }
     if let Some(d) = &cfg.trace_dir {
-        std::fs::create_dir_all(d).map_err(|e| {
-            Error::input(format!("cannot create --trace-dir {}: {e}", d.display()))
-        })?;
+        std::fs::create_dir_all(d)
+            .map_err(|e| Error::input(format!("cannot create --trace-dir {}: {e}", d.display())))?;
     }
 
     // 2. Ready.
     let t0 = Instant::now();
-    log(&format!("waiting for {} at {} ...", cfg.engine.name(), client.base));
+    log(&format!(
+        "waiting for {} at {} ...",
+        cfg.engine.name(),
+        client.base
+    ));
     let ready_via = wait_ready(&client, cfg.ready_timeout, &mut group)?;
     let ready_after_ms = t0.elapsed().as_millis() as i64;
-    log(&format!("ready (GET {ready_via} answered 200 after {ready_after_ms} ms)"));
+    log(&format!(
+        "ready (GET {ready_via} answered 200 after {ready_after_ms} ms)"
+    ));
 
     // 3. Load, so the window lands on steady decode.
     let driver = match &cfg.drive {
@@ -503,7 +528,10 @@ mod tests {
     fn vllm_body_maps_steps_to_iterations() {
         let mut c = cfg(Engine::Vllm);
         c.start_step = Some(3);
-        assert_eq!(c.start_body(), Some(json!({"max_iterations": 5, "delay_iterations": 3})));
+        assert_eq!(
+            c.start_body(),
+            Some(json!({"max_iterations": 5, "delay_iterations": 3}))
+        );
         c.num_steps = 0;
         c.start_step = None;
         assert_eq!(c.start_body(), None);
@@ -518,8 +546,10 @@ mod tests {
         c.trace_dir = Some("/t".into());
         assert_eq!(
             c.start_body(),
-            Some(json!({"num_steps": 5, "activities": ["CPU", "GPU"], "profile_by_stage": true,
-                        "detailed_annotations": true, "output_dir": "/t"}))
+            Some(
+                json!({"num_steps": 5, "activities": ["CPU", "GPU"], "profile_by_stage": true,
+                        "detailed_annotations": true, "output_dir": "/t"})
+            )
         );
         assert!(c.auto_stop());
         c.nsys = Some(NsysConfig {
@@ -529,7 +559,10 @@ mod tests {
             shutdown_grace: Duration::ZERO,
             export_timeout: Duration::ZERO,
         });
-        assert_eq!(c.start_body().unwrap()["activities"], json!(["CUDA_PROFILER"]));
+        assert_eq!(
+            c.start_body().unwrap()["activities"],
+            json!(["CUDA_PROFILER"])
+        );
         c.activities = Some(vec!["CPU".into()]);
         assert_eq!(c.validate().unwrap_err().exit_code(), crate::exit::INPUT);
     }

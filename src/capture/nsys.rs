@@ -60,10 +60,17 @@ pub fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
 
 /// `nsys export` arguments: `BASE.nsys-rep` → `BASE.sqlite`.
 pub fn export_args(base: &Path) -> Vec<OsString> {
-    let mut a: Vec<OsString> = ["export", "--type", "sqlite", "--force-overwrite", "true", "-o"]
-        .iter()
-        .map(OsString::from)
-        .collect();
+    let mut a: Vec<OsString> = [
+        "export",
+        "--type",
+        "sqlite",
+        "--force-overwrite",
+        "true",
+        "-o",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
     a.push(sqlite_path(base).into_os_string());
     a.push(report_path(base).into_os_string());
     a
@@ -80,7 +87,11 @@ pub fn find(program: &str, path_var: Option<OsString>) -> Result<PathBuf> {
     };
     if program.contains('/') {
         let p = PathBuf::from(program);
-        return if is_executable(&p) { Ok(p) } else { Err(missing()) };
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(missing())
+        };
     }
     let paths = path_var.ok_or_else(missing)?;
     std::env::split_paths(&paths)
@@ -261,7 +272,10 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(base_name(Path::new("out/run.nsys-rep")), PathBuf::from("out/run"));
+        assert_eq!(
+            base_name(Path::new("out/run.nsys-rep")),
+            PathBuf::from("out/run")
+        );
         assert_eq!(base_name(Path::new("out/run")), PathBuf::from("out/run"));
         assert_eq!(report_path(Path::new("r")), PathBuf::from("r.nsys-rep"));
         assert_eq!(sqlite_path(Path::new("r")), PathBuf::from("r.sqlite"));
@@ -269,7 +283,10 @@ mod tests {
 
     #[test]
     fn argv_is_the_documented_invocation() {
-        let a = profile_args(Path::new("run"), &["python3".into(), "-m".into(), "x y".into()]);
+        let a = profile_args(
+            Path::new("run"),
+            &["python3".into(), "-m".into(), "x y".into()],
+        );
         let s: Vec<String> = a.iter().map(|x| x.to_string_lossy().into_owned()).collect();
         assert_eq!(
             s.join("|"),

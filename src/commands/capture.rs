@@ -24,7 +24,9 @@ pub enum Then {
 }
 
 fn seconds(s: &str) -> std::result::Result<Duration, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(format!("{s} s: seconds must be finite and >= 0"));
     }
@@ -36,6 +38,21 @@ fn seconds(s: &str) -> std::result::Result<Duration, String> {
 /// sglang.launch_server ...` to start one under nsys.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Boxed: the capture flags are many, and `cli::Command` holds every subcommand's Args.
+    #[command(flatten)]
+    pub opts: Box<CaptureArgs>,
+}
+
+impl std::ops::Deref for Args {
+    type Target = CaptureArgs;
+    fn deref(&self) -> &CaptureArgs {
+        &self.opts
+    }
+}
+
+/// The capture flags.
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
     /// Which engine is listening.
     #[arg(long, value_enum)]
     pub engine: EngineArg,
@@ -117,7 +134,7 @@ pub struct Args {
     pub server: Vec<String>,
 }
 
-impl Args {
+impl CaptureArgs {
     fn config(&self) -> Result<Config> {
         let engine = match self.engine {
             EngineArg::Vllm => Engine::Vllm,
@@ -148,7 +165,11 @@ impl Args {
                 max_tokens: self.max_tokens,
                 model: self.model.clone(),
             }),
-            warmup: if self.drive { self.warmup } else { Duration::ZERO },
+            warmup: if self.drive {
+                self.warmup
+            } else {
+                Duration::ZERO
+            },
             hold: self.hold,
             timeout: self.timeout,
             ready_timeout: self.ready_timeout,
@@ -220,7 +241,12 @@ pub fn run(args: &Args) -> Result<u8> {
     eprintln!("capture: then: {}", argv.join(" "));
     let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
         let first = e.to_string();
-        let first = first.lines().next().unwrap_or("").trim_start_matches("error: ").to_owned();
+        let first = first
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_owned();
         Error::input(format!("--then {}: {first}", argv[1]))
     })?;
     crate::commands::run(cli)

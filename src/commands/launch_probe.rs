@@ -44,9 +44,8 @@ pub fn run(args: &Args) -> Result<u8> {
     let text = render::render(&report, args.format);
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &text).map_err(|e| {
-                Error::input(format!("cannot write {}: {e}", path.display()))
-            })?;
+            std::fs::write(path, &text)
+                .map_err(|e| Error::input(format!("cannot write {}: {e}", path.display())))?;
             eprintln!("stepgate: wrote {}", path.display());
         }
         None => print!("{text}"),

@@ -195,7 +195,9 @@ fn bursts(p: &ProbeParams, stream: &Arc<CudaStream>, func: sys::CUfunction) -> R
         .map_err(|e| driver("cuStreamEndCapture", e))?;
     captured?;
     let graph = graph.ok_or_else(|| {
-        Error::environment("stream capture produced no CUDA graph; check the driver with `nvidia-smi`")
+        Error::environment(
+            "stream capture produced no CUDA graph; check the driver with `nvidia-smi`",
+        )
     })?;
     graph.upload().map_err(|e| driver("cuGraphUpload", e))?;
     let glaunch = || graph.launch().map_err(|e| driver("cuGraphLaunch", e));
@@ -254,9 +256,16 @@ mod tests {
     fn driver_version_from_proc() {
         let t = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 2025\n\
                  GCC version:  gcc version 12.2.0\n";
-        assert_eq!(parse_kernel_module_version(t).as_deref(), Some("570.124.06"));
-        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build\n";
-        assert_eq!(parse_kernel_module_version(open).as_deref(), Some("575.57.08"));
+        assert_eq!(
+            parse_kernel_module_version(t).as_deref(),
+            Some("570.124.06")
+        );
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build\n";
+        assert_eq!(
+            parse_kernel_module_version(open).as_deref(),
+            Some("575.57.08")
+        );
         assert_eq!(parse_kernel_module_version("nothing"), None);
     }
 }

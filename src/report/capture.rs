@@ -24,7 +24,11 @@ pub fn table(s: &Summary) -> Table {
     if let Some(d) = s.drive {
         row(
             "driven requests",
-            format!("{} completed, {} failed", fmt_int(d.completed as i64), fmt_int(d.failed as i64)),
+            format!(
+                "{} completed, {} failed",
+                fmt_int(d.completed as i64),
+                fmt_int(d.failed as i64)
+            ),
         );
     }
     if let Some(p) = &s.nsys_report {

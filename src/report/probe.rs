@@ -75,7 +75,10 @@ pub fn render(r: &ProbeReport, format: Format) -> String {
     match format {
         Format::Json => to_json(r),
         Format::Table => {
-            let mut s = format!("launch-probe: {} (device {})\n\n", r.device_name, r.device_ordinal);
+            let mut s = format!(
+                "launch-probe: {} (device {})\n\n",
+                r.device_name, r.device_ordinal
+            );
             s.push_str(&table(r).to_text());
             s.push_str(&format!(
                 "\nFeed it to steps: stepgate launch-probe --format json -o launch.json, then \
