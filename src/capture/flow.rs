@@ -301,6 +301,13 @@ fn new_traces(
     }
 }
 
+/// Leave no engine armed behind us after an error (best effort, short timeout).
+fn stop_best_effort(cfg: &Config) {
+    if let Ok(c) = EngineClient::new(cfg.engine, &cfg.url, Duration::from_secs(5)) {
+        let _ = c.stop_profile();
+    }
+}
+
 /// Run one capture; progress lines go to `log`.
 pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
     cfg.validate()?;
@@ -405,7 +412,13 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
     ));
     let stopped_by = {
         let (c, b) = (client.clone(), body.clone());
-        call_watching(move || c.start_profile(b.as_ref()), &mut group)?;
+        if let Err(e) = call_watching(move || c.start_profile(b.as_ref()), &mut group) {
+            // Interrupted while SGLang's start was still blocking: the engine is armed.
+            if interrupt::interrupted() {
+                stop_best_effort(cfg);
+            }
+            return Err(e);
+        }
         let armed = (|| -> Result<String> {
             if cfg.auto_stop() {
                 return Ok(format!("engine (after num_steps = {})", cfg.num_steps));
@@ -418,10 +431,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         match armed {
             Ok(s) => s,
             Err(e) => {
-                // Leave no engine armed behind us (best effort, short timeout).
-                if let Ok(c) = EngineClient::new(cfg.engine, &cfg.url, Duration::from_secs(5)) {
-                    let _ = c.stop_profile();
-                }
+                stop_best_effort(cfg);
                 return Err(e);
             }
         }

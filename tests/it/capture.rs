@@ -1142,3 +1142,43 @@ fn summary_table_format() {
         stepgate::report::Format::Table
     ));
 }
+
+#[test]
+fn ctrl_c_while_sglang_blocks_leaves_no_engine_armed() {
+    let t = tmp();
+    let eng = FakeEngine::start(Behaviour::sglang());
+    // No load, so SGLang's /start_profile blocks waiting for its steps.
+    let child = spawn(
+        &[
+            "capture",
+            "--engine",
+            "sglang",
+            "--url",
+            &eng.url,
+            "--num-steps",
+            "5",
+            "--timeout",
+            "30",
+        ],
+        &[],
+        t.path(),
+    );
+    let until = Instant::now() + Duration::from_secs(20);
+    while eng.index("POST", "/start_profile").is_none() {
+        assert!(Instant::now() < until, "never armed");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let r = finish(child, t.path(), Duration::from_secs(30));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("interrupted"), "{}", r.stderr);
+    assert_eq!(
+        eng.count("POST", "/stop_profile"),
+        1,
+        "the armed session was stopped"
+    );
+}
