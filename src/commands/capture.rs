@@ -251,3 +251,76 @@ pub fn run(args: &Args) -> Result<u8> {
     })?;
     crate::commands::run(cli)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::path::Path;
+
+    fn parse(argv: &[&str]) -> super::Args {
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Capture(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn then_gate_argv() {
+        let a = parse(&[
+            "stepgate",
+            "capture",
+            "--engine",
+            "vllm",
+            "--nsys-out",
+            "r",
+            "--then",
+            "gate",
+            "--baseline",
+            "b.json",
+            "--then-arg",
+            "--format",
+            "--then-arg",
+            "json",
+            "--",
+            "vllm",
+            "serve",
+            "m",
+        ]);
+        assert_eq!(a.server, ["vllm", "serve", "m"]);
+        let argv = a.then_argv(Path::new("r.sqlite")).unwrap().unwrap();
+        assert_eq!(
+            argv,
+            [
+                "stepgate",
+                "gate",
+                "r.sqlite",
+                "--baseline",
+                "b.json",
+                "--format",
+                "json"
+            ]
+        );
+    }
+
+    #[test]
+    fn then_needs_nsys_out_and_gate_needs_a_baseline() {
+        let no_out =
+            Cli::try_parse_from(["stepgate", "capture", "--engine", "vllm", "--then", "steps"]);
+        assert!(no_out.is_err());
+        let a = parse(&[
+            "stepgate",
+            "capture",
+            "--engine",
+            "vllm",
+            "--nsys-out",
+            "r",
+            "--then",
+            "gate",
+            "--",
+            "x",
+        ]);
+        let e = a.then_argv(Path::new("r.sqlite")).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+    }
+}
