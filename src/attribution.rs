@@ -10,10 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::timing::steps::Step;
 
-/// Cited driver-only cost of one cudaLaunchKernel: Vellaisamy et al., "Characterizing
-/// GPU Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6).
-pub const CITED_LAUNCH_COST_NS: f64 = 2_374.0;
-
 /// Gap share of wall above which the GPU lane counts as gappy.
 pub const GAPPY_FRACTION: f64 = 0.20;
 /// Host launch time, as a share of the gap, above which the host lane counts as dense.
@@ -34,8 +30,8 @@ pub struct LaunchCost {
 impl Default for LaunchCost {
     fn default() -> Self {
         LaunchCost {
-            per_launch_ns: CITED_LAUNCH_COST_NS,
-            source: "cited (arXiv:2504.11750 Table V)".to_owned(),
+            per_launch_ns: crate::probe::CITED_LAUNCH_NS,
+            source: format!("cited, {}", crate::probe::CITED_LAUNCH_SOURCE),
         }
     }
 }

@@ -1,10 +1,326 @@
-//! `stepgate capture` (placeholder until its issue lands).
+//! `stepgate capture`: arm the engine's profiler over HTTP, optionally with the server started
+//! under `nsys profile -c cudaProfilerApi`, then hand the SQLite export to `steps` or `gate`.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::capture::flow::{self, Config, DriveConfig, NsysConfig};
+use crate::capture::{interrupt, Engine};
 use crate::exit::{Error, Result};
+use crate::report::{capture as render, Format};
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    Vllm,
+    Sglang,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Then {
+    Steps,
+    Gate,
+}
+
+fn seconds(s: &str) -> std::result::Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s} s: seconds must be finite and >= 0"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Run `stepgate capture --engine vllm --url http://localhost:8000` against a running
+/// server, or `stepgate capture --engine sglang --nsys-out run -- python3 -m
+/// sglang.launch_server ...` to start one under nsys.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Boxed: the capture flags are many, and `cli::Command` holds every subcommand's Args.
+    #[command(flatten)]
+    pub opts: Box<CaptureArgs>,
+}
 
-pub fn run(_args: &Args) -> Result<u8> {
-    Err(Error::input("this subcommand is not built yet"))
+impl std::ops::Deref for Args {
+    type Target = CaptureArgs;
+    fn deref(&self) -> &CaptureArgs {
+        &self.opts
+    }
+}
+
+/// The capture flags.
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// Which engine is listening.
+    #[arg(long, value_enum)]
+    pub engine: EngineArg,
+    /// Server base URL (default: http://localhost:8000 for vLLM, :30000 for SGLang).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Steps to capture: vLLM max_iterations, SGLang num_steps (auto-stop); 0 = until stopped.
+    #[arg(long, default_value_t = 5)]
+    pub num_steps: u32,
+    /// Skip this many steps first: vLLM delay_iterations, SGLang start_step.
+    #[arg(long)]
+    pub start_step: Option<u32>,
+    /// SGLang activities (default CUDA_PROFILER under nsys, else CPU,GPU).
+    #[arg(long, value_delimiter = ',')]
+    pub activities: Option<Vec<String>>,
+    /// SGLang profile_by_stage: separate prefill and decode traces (needs --num-steps).
+    #[arg(long)]
+    pub by_stage: bool,
+    /// SGLang detailed_annotations: step spans carry their roofline inputs.
+    #[arg(long)]
+    pub detailed_annotations: bool,
+    /// Keep --concurrency requests in flight so the capture lands on steady decode.
+    #[arg(long)]
+    pub drive: bool,
+    /// Requests in flight with --drive.
+    #[arg(long, default_value_t = 8, requires = "drive")]
+    pub concurrency: u32,
+    /// max_tokens of each driven request.
+    #[arg(long, default_value_t = 128, requires = "drive")]
+    pub max_tokens: u32,
+    /// Model name for vLLM's /v1/completions (default: the first of GET /v1/models).
+    #[arg(long, requires = "drive")]
+    pub model: Option<String>,
+    /// Seconds of load before arming, with --drive.
+    #[arg(long, default_value = "5", value_parser = seconds)]
+    pub warmup: Duration,
+    /// Seconds armed before POST /stop_profile, when the engine does not stop by itself.
+    #[arg(long, default_value = "2", value_parser = seconds)]
+    pub hold: Duration,
+    /// HTTP timeout per request, seconds (SGLang's /start_profile blocks until the steps ran).
+    #[arg(long, default_value = "600", value_parser = seconds)]
+    pub timeout: Duration,
+    /// Seconds to wait for the server to become ready.
+    #[arg(long, default_value = "600", value_parser = seconds)]
+    pub ready_timeout: Duration,
+    /// The server's torch-profiler trace directory on this machine (SGLang: sent as
+    /// output_dir); new traces there are checked for and listed.
+    #[arg(long)]
+    pub trace_dir: Option<PathBuf>,
+    /// Seconds to wait for a trace to appear in --trace-dir after the profiler stopped.
+    #[arg(long, default_value = "60", value_parser = seconds)]
+    pub trace_wait: Duration,
+    /// Start the server command under nsys, writing BASE.nsys-rep and BASE.sqlite.
+    #[arg(long, value_name = "BASE", requires = "server")]
+    pub nsys_out: Option<PathBuf>,
+    /// The nsys program.
+    #[arg(long, default_value = "nsys")]
+    pub nsys: String,
+    /// Seconds nsys may take to write its report after the server is told to stop.
+    #[arg(long, default_value = "120", value_parser = seconds)]
+    pub shutdown_grace: Duration,
+    /// Seconds `nsys export` may take.
+    #[arg(long, default_value = "600", value_parser = seconds)]
+    pub export_timeout: Duration,
+    /// Hand the SQLite export to this subcommand.
+    #[arg(long, value_enum, requires = "nsys_out")]
+    pub then: Option<Then>,
+    /// Baseline for `--then gate`.
+    #[arg(long, requires = "then")]
+    pub baseline: Option<PathBuf>,
+    /// One more argument for the --then subcommand (repeat for several).
+    #[arg(long, allow_hyphen_values = true, requires = "then")]
+    pub then_arg: Vec<String>,
+    /// Output format of the capture summary.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The server command (after `--`), run under nsys with --nsys-out.
+    #[arg(last = true, value_name = "SERVER")]
+    pub server: Vec<String>,
+}
+
+impl CaptureArgs {
+    fn config(&self) -> Result<Config> {
+        let engine = match self.engine {
+            EngineArg::Vllm => Engine::Vllm,
+            EngineArg::Sglang => Engine::Sglang,
+        };
+        let url = self.url.clone().unwrap_or_else(|| {
+            match engine {
+                Engine::Vllm => "http://localhost:8000",
+                Engine::Sglang => "http://localhost:30000",
+            }
+            .into()
+        });
+        if !self.server.is_empty() && self.nsys_out.is_none() {
+            return Err(Error::input(
+                "a server command needs --nsys-out BASE: stepgate starts it under nsys",
+            ));
+        }
+        Ok(Config {
+            engine,
+            url,
+            num_steps: self.num_steps,
+            start_step: self.start_step,
+            activities: self.activities.clone(),
+            by_stage: self.by_stage,
+            detailed_annotations: self.detailed_annotations,
+            drive: self.drive.then(|| DriveConfig {
+                concurrency: self.concurrency,
+                max_tokens: self.max_tokens,
+                model: self.model.clone(),
+            }),
+            warmup: if self.drive {
+                self.warmup
+            } else {
+                Duration::ZERO
+            },
+            hold: self.hold,
+            timeout: self.timeout,
+            ready_timeout: self.ready_timeout,
+            trace_dir: self.trace_dir.as_ref().map(|d| absolute(d)),
+            trace_wait: self.trace_wait,
+            nsys: self.nsys_out.as_ref().map(|out| NsysConfig {
+                program: self.nsys.clone(),
+                out: out.clone(),
+                server: self.server.clone(),
+                shutdown_grace: self.shutdown_grace,
+                export_timeout: self.export_timeout,
+            }),
+        })
+    }
+
+    /// The argv `--then` hands over: `stepgate <steps|gate> SQLITE [--baseline FILE] [ARGS…]`.
+    pub fn then_argv(&self, sqlite: &std::path::Path) -> Result<Option<Vec<String>>> {
+        let Some(then) = self.then else {
+            return Ok(None);
+        };
+        let mut argv = vec!["stepgate".to_owned()];
+        argv.push(match then {
+            Then::Steps => "steps".into(),
+            Then::Gate => "gate".into(),
+        });
+        argv.push(sqlite.display().to_string());
+        match (then, &self.baseline) {
+            (Then::Gate, Some(b)) => {
+                argv.push("--baseline".into());
+                argv.push(b.display().to_string());
+            }
+            (Then::Gate, None) => {
+                return Err(Error::input("--then gate needs --baseline FILE"));
+            }
+            (Then::Steps, Some(_)) => {
+                return Err(Error::input("--baseline goes with --then gate"));
+            }
+            (Then::Steps, None) => {}
+        }
+        argv.extend(self.then_arg.iter().cloned());
+        Ok(Some(argv))
+    }
+}
+
+/// SGLang is told this directory in the request, so make it absolute first.
+fn absolute(p: &std::path::Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|c| c.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let cfg = args.config()?;
+    // Check --then before spending a capture on it.
+    args.then_argv(std::path::Path::new("-"))?;
+    interrupt::install();
+    let summary = flow::run(&cfg, &mut |line| eprintln!("capture: {line}"))?;
+    print!("{}", render::render(&summary, args.format));
+    let Some(sqlite) = &summary.sqlite else {
+        return Ok(crate::exit::OK);
+    };
+    let Some(argv) = args.then_argv(sqlite)? else {
+        return Ok(crate::exit::OK);
+    };
+    eprintln!("capture: then: {}", argv.join(" "));
+    let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
+        let first = e.to_string();
+        let first = first
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_owned();
+        Error::input(format!("--then {}: {first}", argv[1]))
+    })?;
+    crate::commands::run(cli)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::path::Path;
+
+    fn parse(argv: &[&str]) -> super::Args {
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Capture(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn then_gate_argv() {
+        let a = parse(&[
+            "stepgate",
+            "capture",
+            "--engine",
+            "vllm",
+            "--nsys-out",
+            "r",
+            "--then",
+            "gate",
+            "--baseline",
+            "b.json",
+            "--then-arg",
+            "--format",
+            "--then-arg",
+            "json",
+            "--",
+            "vllm",
+            "serve",
+            "m",
+        ]);
+        assert_eq!(a.server, ["vllm", "serve", "m"]);
+        let argv = a.then_argv(Path::new("r.sqlite")).unwrap().unwrap();
+        assert_eq!(
+            argv,
+            [
+                "stepgate",
+                "gate",
+                "r.sqlite",
+                "--baseline",
+                "b.json",
+                "--format",
+                "json"
+            ]
+        );
+    }
+
+    #[test]
+    fn then_needs_nsys_out_and_gate_needs_a_baseline() {
+        let no_out =
+            Cli::try_parse_from(["stepgate", "capture", "--engine", "vllm", "--then", "steps"]);
+        assert!(no_out.is_err());
+        let a = parse(&[
+            "stepgate",
+            "capture",
+            "--engine",
+            "vllm",
+            "--nsys-out",
+            "r",
+            "--then",
+            "gate",
+            "--",
+            "x",
+        ]);
+        let e = a.then_argv(Path::new("r.sqlite")).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+    }
 }

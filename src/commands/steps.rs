@@ -130,10 +130,10 @@ impl StepFlags {
             });
         }
         if let Some(p) = &self.launch_cost {
-            let ns = crate::probe::min_end_to_end_ns_from_file(p)?;
+            let c = crate::probe::LaunchCost::from_file(p)?;
             return Ok(LaunchCost {
-                per_launch_ns: ns,
-                source: format!("measured by launch-probe ({})", p.display()),
+                per_launch_ns: c.per_launch_ns,
+                source: c.label(),
             });
         }
         Ok(LaunchCost::default())

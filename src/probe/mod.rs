@@ -1,13 +1,168 @@
-//! launch-probe (placeholder until its issue lands).
+//! `launch-probe`: this machine's kernel-launch cost, measured with a null kernel through the
+//! CUDA driver (cudarc, libcuda loaded at run time), and the JSON file `steps --launch-cost`
+//! reads in place of the cited 2.374 µs.
+
+pub mod cuda;
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::exit::{Error, Result};
 
-/// The minimum end-to-end per-launch cost recorded in a launch-probe JSON file, ns.
-pub fn min_end_to_end_ns_from_file(path: &Path) -> Result<f64> {
-    Err(Error::input(format!(
-        "{}: launch-probe files are not readable yet",
-        path.display()
-    )))
+/// The cited driver-only `cudaLaunchKernel` cost: Vellaisamy et al., "Characterizing GPU
+/// Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6);
+/// seed 000 §8.1 applies it. Cited, not measured here.
+pub const CITED_LAUNCH_NS: f64 = 2374.0;
+
+/// Where [`CITED_LAUNCH_NS`] comes from, for labels.
+pub const CITED_LAUNCH_SOURCE: &str = "arXiv:2504.11750 Table V (driver-only, H100, CUDA 12.6)";
+
+/// Version of the JSON wire type below; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The message (and exit code 4) when there is nothing to measure on.
+pub const NO_DRIVER: &str = "no CUDA driver found; the cited 2.374 µs stands";
+
+/// Launch-probe settings (the defaults mirror seed 001: 2,000 launches per burst, 5 bursts;
+/// 330 graph nodes is seed 000 §8.1's launch count of one TP=1 Llama-3-8B decode step).
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeParams {
+    pub device: usize,
+    pub iters: u32,
+    pub repeats: u32,
+    pub graph_nodes: u32,
+    pub graph_launches: u32,
+}
+
+impl Default for ProbeParams {
+    fn default() -> Self {
+        ProbeParams {
+            device: 0,
+            iters: 2000,
+            repeats: 5,
+            graph_nodes: 330,
+            graph_launches: 200,
+        }
+    }
+}
+
+/// End-to-end cost of one launch in synchronized bursts (derived: burst wall time / launches).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndToEnd {
+    pub min: f64,
+    pub median: f64,
+    /// Measured wall time of each burst, integer ns.
+    pub bursts_ns: Vec<i64>,
+}
+
+/// Launch cost of one CUDA graph of `nodes` null kernels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphCost {
+    pub nodes: u32,
+    pub launches_per_burst: u32,
+    /// Fastest burst's wall time / graph launches (derived).
+    pub per_graph_launch_ns: f64,
+    /// `per_graph_launch_ns / nodes` (derived).
+    pub per_node_ns: f64,
+    /// Measured wall time of each burst, integer ns.
+    pub bursts_ns: Vec<i64>,
+}
+
+/// What `launch-probe --format json` writes (schema_version 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub schema_version: u32,
+    /// Always true in a file the probe wrote; a reader refuses anything else.
+    pub measured: bool,
+    pub device_ordinal: usize,
+    pub device_name: String,
+    /// e.g. "9.0" for an H100/H200.
+    pub compute_capability: String,
+    /// The kernel-module version from /proc/driver/nvidia/version, when readable.
+    pub driver_version: Option<String>,
+    /// The CUDA version the driver supports (`cuDriverGetVersion`), e.g. "12.8".
+    pub cuda_version: String,
+    pub iters_per_burst: u32,
+    pub repeats: u32,
+    pub end_to_end_per_launch_ns: EndToEnd,
+    /// Fastest host time to issue `iters_per_burst` launches without waiting / launches.
+    pub submit_only_per_launch_ns: f64,
+    pub graph: GraphCost,
+    pub cited_driver_only_ns: f64,
+    pub cited_source: String,
+}
+
+/// The per-launch cost `steps --launch-cost FILE` uses: the minimum end-to-end per-launch
+/// time of a probe file (the seed's `--launchcost` is the same min).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchCost {
+    pub per_launch_ns: f64,
+    pub device_name: String,
+}
+
+impl LaunchCost {
+    /// Read a file written by `launch-probe --format json -o FILE`. Bad files are input
+    /// errors (exit 2).
+    pub fn from_file(path: &Path) -> Result<LaunchCost> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::input(format!(
+                "cannot read launch-cost file {}: {e}; write one with `stepgate launch-probe --format json -o FILE`",
+                path.display()
+            ))
+        })?;
+        let r: ProbeReport = serde_json::from_str(&text).map_err(|e| {
+            Error::input(format!(
+                "{} is not a launch-probe JSON file ({e}); write one with `stepgate launch-probe --format json -o FILE`",
+                path.display()
+            ))
+        })?;
+        if r.schema_version != SCHEMA_VERSION {
+            return Err(Error::input(format!(
+                "{} has launch-probe schema_version {}, this stepgate reads {SCHEMA_VERSION}; re-run launch-probe",
+                path.display(),
+                r.schema_version
+            )));
+        }
+        let v = r.end_to_end_per_launch_ns.min;
+        if !r.measured || !v.is_finite() || v <= 0.0 {
+            return Err(Error::input(format!(
+                "{} holds no measured per-launch cost; re-run launch-probe on the GPU host",
+                path.display()
+            )));
+        }
+        Ok(LaunchCost {
+            per_launch_ns: v,
+            device_name: r.device_name,
+        })
+    }
+
+    /// How a table labels this figure.
+    pub fn label(&self) -> String {
+        format!("measured by launch-probe on {}", self.device_name)
+    }
+}
+
+/// Median of a non-empty slice of per-launch values (upper median for even counts, as the
+/// seed's `sorted(x)[len(x)//2]`).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Run the probe on this machine; exit-4 error when there is no driver or device.
+pub fn run(params: &ProbeParams) -> Result<ProbeReport> {
+    cuda::measure(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_is_the_upper_middle() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 3.0);
+    }
 }

@@ -1,6 +1,8 @@
 //! Rendering finished values: only this module knows how output looks. It never computes.
 
 pub mod analyze;
+pub mod capture;
+pub mod probe;
 pub mod steps;
 pub mod table;
 

@@ -1,1 +1,160 @@
-//! Tests for launch_probe (filled in by its issue).
+//! `stepgate launch-probe`: exit 4 with the cited figure's message where there is no CUDA
+//! driver (this machine and CI), the JSON file `steps --launch-cost` reads, and its reader.
+
+use std::path::Path;
+
+use stepgate::probe::{EndToEnd, GraphCost, LaunchCost, ProbeReport};
+
+use crate::common;
+
+/// Whether libcuda can be loaded here, asked of the loader directly (not of stepgate).
+fn driver_present() -> bool {
+    // Safety: only dlopen attempts.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+#[test]
+fn without_a_driver_the_cited_figure_stands_exit_4() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("h.json");
+    let (code, stdout, stderr) = common::run(&[
+        "launch-probe",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    if driver_present() {
+        // A GPU host: the file must be a measured probe result.
+        assert_eq!(code, 0, "{stderr}");
+        let lc = LaunchCost::from_file(&out).unwrap();
+        assert!(lc.per_launch_ns > 0.0);
+        return;
+    }
+    assert_eq!(code, 4, "{stderr}");
+    assert!(
+        stderr.contains("no CUDA driver found; the cited 2.374 µs stands"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty());
+    assert!(
+        !out.exists(),
+        "nothing may be written when nothing was measured"
+    );
+}
+
+#[test]
+fn table_mode_without_a_driver_exit_4() {
+    if driver_present() {
+        return;
+    }
+    let (code, stdout, stderr) = common::run(&["launch-probe"]);
+    assert_eq!(code, 4);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("no CUDA driver found"));
+}
+
+/// A probe file written by hand (not by stepgate's serializer): the reader must take the
+/// min end-to-end figure from it.
+const HAND_WRITTEN: &str = r#"{
+  "schema_version": 1, "measured": true, "device_ordinal": 0,
+  "device_name": "NVIDIA H200", "compute_capability": "9.0",
+  "driver_version": "570.124.06", "cuda_version": "12.8",
+  "iters_per_burst": 4, "repeats": 2,
+  "end_to_end_per_launch_ns": {"min": 2500.0, "median": 2750.0, "bursts_ns": [10000, 11000]},
+  "submit_only_per_launch_ns": 1800.0,
+  "graph": {"nodes": 10, "launches_per_burst": 2, "per_graph_launch_ns": 9000.0,
+            "per_node_ns": 900.0, "bursts_ns": [18000, 19000]},
+  "cited_driver_only_ns": 2374.0, "cited_source": "arXiv:2504.11750 Table V"
+}"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn launch_cost_reads_the_min_end_to_end_figure() {
+    let t = tempfile::tempdir().unwrap();
+    let p = write(t.path(), "ok.json", HAND_WRITTEN);
+    let lc = LaunchCost::from_file(&p).unwrap();
+    // 10,000 ns / 4 launches = 2,500 ns: the fastest burst.
+    assert_eq!(lc.per_launch_ns, 10_000.0 / 4.0);
+    assert_eq!(lc.device_name, "NVIDIA H200");
+    assert_eq!(lc.label(), "measured by launch-probe on NVIDIA H200");
+}
+
+#[test]
+fn bad_launch_cost_files_are_input_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "v2.json",
+            HAND_WRITTEN.replace("\"schema_version\": 1", "\"schema_version\": 2"),
+            "schema_version 2",
+        ),
+        (
+            "cited.json",
+            HAND_WRITTEN.replace("\"measured\": true", "\"measured\": false"),
+            "no measured",
+        ),
+        (
+            "zero.json",
+            HAND_WRITTEN.replace("\"min\": 2500.0", "\"min\": 0.0"),
+            "no measured",
+        ),
+        (
+            "junk.json",
+            "not json".to_owned(),
+            "not a launch-probe JSON file",
+        ),
+    ];
+    for (name, text, says) in cases {
+        let p = write(t.path(), name, &text);
+        let e = LaunchCost::from_file(&p).unwrap_err();
+        assert_eq!(e.exit_code(), stepgate::exit::INPUT, "{name}");
+        assert!(e.message.contains(says), "{name}: {}", e.message);
+    }
+    let e = LaunchCost::from_file(&t.path().join("missing.json")).unwrap_err();
+    assert_eq!(e.exit_code(), stepgate::exit::INPUT);
+}
+
+fn report() -> ProbeReport {
+    serde_json::from_str(HAND_WRITTEN).unwrap()
+}
+
+#[test]
+fn json_schema_is_stable() {
+    // The keys `steps --launch-cost` and other readers rely on, at the documented paths.
+    let v: serde_json::Value = serde_json::from_str(&stepgate::report::probe::render(
+        &report(),
+        stepgate::report::Format::Json,
+    ))
+    .unwrap();
+    for key in [
+        "/schema_version",
+        "/measured",
+        "/device_name",
+        "/driver_version",
+        "/cuda_version",
+        "/end_to_end_per_launch_ns/min",
+        "/end_to_end_per_launch_ns/median",
+        "/submit_only_per_launch_ns",
+        "/graph/nodes",
+        "/graph/per_graph_launch_ns",
+        "/graph/per_node_ns",
+    ] {
+        assert!(v.pointer(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["measured"], true);
+    let back: ProbeReport = serde_json::from_value(v).unwrap();
+    assert_eq!(back, report());
+    let _: (EndToEnd, GraphCost) = (back.end_to_end_per_launch_ns, back.graph);
+}
+
+#[test]
+fn table_labels_measured_derived_cited() {
+    let text = stepgate::report::probe::render(&report(), stepgate::report::Format::Table);
+    insta::assert_snapshot!(text);
+}
