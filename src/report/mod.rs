@@ -1,5 +1,7 @@
 //! Rendering finished values: only this module knows how output looks. It never computes.
 
+pub mod capacity;
+pub mod floor;
 pub mod table;
 
 /// Output format shared by every subcommand that renders a report.

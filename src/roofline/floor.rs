@@ -257,6 +257,7 @@ pub fn step_floor(
 pub struct FloorReport {
     pub model: String,
     pub gpu: String,
+    pub gpu_name: String,
     pub gpu_source: String,
     /// "cited" (datasheet) or "input" (--hbm-tb-s).
     pub hbm_basis: &'static str,
@@ -379,6 +380,7 @@ pub fn decode_floor(
     FloorReport {
         model: model.name.clone(),
         gpu: gpu.key.to_owned(),
+        gpu_name: gpu.name.to_owned(),
         gpu_source: gpu.source.to_owned(),
         hbm_basis: if point.hbm_overridden { "input" } else { "cited" },
         peak_basis: if point.peak_overridden { "input" } else { "cited" },
