@@ -4,7 +4,7 @@
 use crate::commands::floor::ModelGpuArgs;
 use crate::exit::{Error, Result};
 use crate::report::Format;
-use crate::roofline::capacity::{plan, CapacityInputs};
+use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
 use crate::roofline::floor::FloorOptions;
 
 const EXAMPLE: &str = "\
@@ -103,14 +103,7 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     let weights = m.streamed_weight_bytes(b_guess, opts.moe_routing, tp, 1);
     let tpf = f64::from(tp);
-    let coeff = match &m.mla {
-        // Causal prefill: 2·h·(w_qk + w_v)·S²/2 per layer, un-absorbed MLA widths.
-        Some(x) => {
-            m.layers as f64 * m.heads as f64 / tpf
-                * (x.qk_nope_head_dim + x.qk_rope_head_dim + x.v_head_dim) as f64
-        }
-        None => 2.0 * m.layers as f64 * m.heads as f64 / tpf * m.head_dim as f64,
-    };
+    let coeff = prefill_attention_coeff(&m, tp);
     let inputs = CapacityInputs {
         kv_pool_tokens,
         kv_cell_bytes: cell,

@@ -91,6 +91,17 @@ fn positive(name: &str, v: f64) -> Result<()> {
     }
 }
 
+/// c in the causal prefill attention term c·S² per GPU: each of the S²/2 causal pairs
+/// costs 2·h·(w_qk + w_v) per layer, so c = L·h·(w_qk + w_v)/tp = 2·L·h·d_h/tp for
+/// standard attention (seed 000 step 3), un-absorbed widths for MLA prefill.
+pub fn prefill_attention_coeff(m: &super::model::ModelSpec, tp: u32) -> f64 {
+    let (wq, wv) = match &m.mla {
+        Some(x) => x.unabsorbed_widths(),
+        None => (m.head_dim, m.head_dim),
+    };
+    m.layers as f64 * m.heads as f64 / f64::from(tp.max(1)) * (wq + wv) as f64
+}
+
 /// M/M/1 FCFS p99 queueing wait S·ln(100ρ)/(1−ρ): 0 at or below ρ = 0.01 (where the
 /// raw formula goes negative), an error at ρ ≥ 1 (unstable queue).
 pub fn wq99_s(service_s: f64, rho: f64) -> Result<f64> {

@@ -205,9 +205,10 @@ pub fn step_floor(
     let (attention, vllm_attention) = match &model.mla {
         Some(m) => {
             let lps = model.layers as f64 / ppf;
-            let (c, r) = (m.kv_lora_rank as f64, m.qk_rope_head_dim as f64);
-            let unabsorbed = (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) as f64;
-            let ours = 2.0 * heads * lps * (dec_pairs * (c + r + c) + pre_pairs * unabsorbed);
+            let (aq, av) = m.absorbed_widths();
+            let (uq, uv) = m.unabsorbed_widths();
+            let (absorbed, unabsorbed) = ((aq + av) as f64, (uq + uv) as f64);
+            let ours = 2.0 * heads * lps * (dec_pairs * absorbed + pre_pairs * unabsorbed);
             let theirs = 2.0 * heads * lps * unabsorbed * comp.sqsk as f64;
             (ours, theirs)
         }
@@ -250,6 +251,17 @@ pub fn step_floor(
             .as_ref()
             .map(|m| opts.moe_routing.experts_touched(m, sq)),
     }
+}
+
+/// FlashAttention-2's decode grid at query length 1: batch × heads thread blocks
+/// (seed 000: 1,024 at B=32, h=32; 128 at B=4, under-filling an H100's 132 SMs).
+pub fn decode_grid_blocks(batch: u64, heads: u64) -> u64 {
+    batch * heads
+}
+
+/// Launch budget: launches × per-launch cost (seed 001: 330 × 2.374 µs = 0.783 ms).
+pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
+    launches as f64 * per_launch_ns
 }
 
 /// What `stepgate floor` prints for one decode operating point (all derived or cited).
@@ -349,7 +361,7 @@ pub fn decode_floor(
     );
     let intensity = s.flops / s.total_bytes;
     let attainable = (s.hbm_bytes_per_s * intensity).min(s.peak_flops_per_s);
-    let launch_budget_ns = point.launches as f64 * point.launch_cost_ns;
+    let launch_budget_ns = launch_budget_ns(point.launches, point.launch_cost_ns);
     let mla = model.mla.as_ref().map(|_| {
         let comps = ModelComponents::from_model(model, opts.tp, opts.pp, 2.0);
         let batch = Batch::new(&vec![

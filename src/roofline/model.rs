@@ -97,6 +97,20 @@ pub struct MlaSpec {
     pub v_head_dim: u64,
 }
 
+impl MlaSpec {
+    /// (QK width, V width) of the un-absorbed path vLLM bills and prefill runs:
+    /// (nope + rope, v) = (192, 128) for DeepSeek-V3.
+    pub fn unabsorbed_widths(&self) -> (u64, u64) {
+        (self.qk_nope_head_dim + self.qk_rope_head_dim, self.v_head_dim)
+    }
+
+    /// (QK width, V width) of the absorbed decode kernel: the latent row and its value
+    /// slice, (kv_lora_rank + rope, kv_lora_rank) = (576, 512) for DeepSeek-V3.
+    pub fn absorbed_widths(&self) -> (u64, u64) {
+        (self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank)
+    }
+}
+
 /// Raw overrides from the command line (seed 001's `--weights-gb` etc.).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Overrides {
