@@ -127,8 +127,16 @@ pub fn run(args: &Args) -> Result<u8> {
         model: m.name.clone(),
         gpu: g.key.to_owned(),
         gpu_source: g.source.to_owned(),
-        hbm_basis: if args.mg.hbm_tb_s.is_some() { "input" } else { "cited" },
-        peak_basis: if args.mg.peak_tflops.is_some() { "input" } else { "cited" },
+        hbm_basis: if args.mg.hbm_tb_s.is_some() {
+            "input"
+        } else {
+            "cited"
+        },
+        peak_basis: if args.mg.peak_tflops.is_some() {
+            "input"
+        } else {
+            "cited"
+        },
         kv_pool_basis: if args.kv_pool_tokens.is_some() || args.kv_pool_gib.is_some() {
             "input"
         } else {

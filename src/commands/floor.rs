@@ -133,7 +133,9 @@ impl ModelGpuArgs {
             m.overrides.params_streamed = Some(positive("--params-b", p)? * 1e9);
         }
         let raw = [self.weights_gb, self.params_b].iter().any(Option::is_some)
-            || [self.layers, self.kv_heads, self.head_dim].iter().any(Option::is_some);
+            || [self.layers, self.kv_heads, self.head_dim]
+                .iter()
+                .any(Option::is_some);
         if raw {
             m.name.push_str(" (raw overrides)");
         }

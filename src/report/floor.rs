@@ -45,7 +45,13 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
     );
     row(
         "batch B × context s",
-        format!("{} × {} (TP {}, PP {})", r.batch, group_thousands(&r.context.to_string()), r.tp, r.pp),
+        format!(
+            "{} × {} (TP {}, PP {})",
+            r.batch,
+            group_thousands(&r.context.to_string()),
+            r.tp,
+            r.pp
+        ),
         "input",
     );
     row(
@@ -66,20 +72,36 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
     }
     row(
         "weights streamed",
-        format!("{} GB ({})", gb(r.weights_bytes, 2), fmt_pct(r.weights_share)),
+        format!(
+            "{} GB ({})",
+            gb(r.weights_bytes, 2),
+            fmt_pct(r.weights_share)
+        ),
         "derived",
     );
     row(
         "KV read = k·B·s",
-        format!("{} GB ({})", gb(r.kv_read_bytes, 3), fmt_pct(r.kv_read_share)),
+        format!(
+            "{} GB ({})",
+            gb(r.kv_read_bytes, 3),
+            fmt_pct(r.kv_read_share)
+        ),
         "derived",
     );
     row(
         "KV write = k·B",
-        format!("{} GB ({:.2}%)", gb(r.kv_write_bytes, 4), r.kv_write_share * 100.0),
+        format!(
+            "{} GB ({:.2}%)",
+            gb(r.kv_write_bytes, 4),
+            r.kv_write_share * 100.0
+        ),
         "derived",
     );
-    row("total compulsory traffic Q", format!("{} GB", gb(r.total_bytes, 2)), "derived");
+    row(
+        "total compulsory traffic Q",
+        format!("{} GB", gb(r.total_bytes, 2)),
+        "derived",
+    );
     row("memory floor Q/β", ms(r.memory_floor_ns), "derived");
     row("compute floor F/π", ms(r.compute_floor_ns), "derived");
     row(
@@ -87,10 +109,17 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
         format!("{} ({})", ms(r.floor_ns), bound(r.bound)),
         "derived",
     );
-    row("chapter floor (no KV write)", ms(r.chapter_floor_ns), "derived");
+    row(
+        "chapter floor (no KV write)",
+        ms(r.chapter_floor_ns),
+        "derived",
+    );
     row(
         "decode ceiling",
-        format!("{} tok/s", group_thousands(&format!("{:.0}", r.decode_tokens_per_s))),
+        format!(
+            "{} tok/s",
+            group_thousands(&format!("{:.0}", r.decode_tokens_per_s))
+        ),
         "derived",
     );
     row(
@@ -107,7 +136,11 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
         format!("{:.2} FLOP/B", r.intensity_flop_per_byte),
         "derived",
     );
-    row("ridge point π/β", format!("{:.2} FLOP/B", r.ridge_flop_per_byte), "derived");
+    row(
+        "ridge point π/β",
+        format!("{:.2} FLOP/B", r.ridge_flop_per_byte),
+        "derived",
+    );
     row(
         "attainable min(π, β·I)",
         format!("{:.1} TFLOP/s", r.attainable_flops_per_s / 1e12),
@@ -122,7 +155,11 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
         );
         row(
             "MLA attention core as vLLM bills it (192/128)",
-            format!("{} (×{:.2} under)", sci(m.vllm_attention_flops), m.attention_ratio),
+            format!(
+                "{} (×{:.2} under)",
+                sci(m.vllm_attention_flops),
+                m.attention_ratio
+            ),
             "derived",
         );
         row(
@@ -148,7 +185,11 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
     );
     row(
         "launch budget",
-        format!("{} ({} of the floor)", ms(r.launch_budget_ns), fmt_pct(r.launch_share_of_floor)),
+        format!(
+            "{} ({} of the floor)",
+            ms(r.launch_budget_ns),
+            fmt_pct(r.launch_share_of_floor)
+        ),
         "derived",
     );
     v

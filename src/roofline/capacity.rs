@@ -87,7 +87,9 @@ fn positive(name: &str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(Error::input(format!("{name} must be a positive number, got {v}")))
+        Err(Error::input(format!(
+            "{name} must be a positive number, got {v}"
+        )))
     }
 }
 
@@ -105,7 +107,7 @@ pub fn prefill_attention_coeff(m: &super::model::ModelSpec, tp: u32) -> f64 {
 /// M/M/1 FCFS p99 queueing wait S·ln(100ρ)/(1−ρ): 0 at or below ρ = 0.01 (where the
 /// raw formula goes negative), an error at ρ ≥ 1 (unstable queue).
 pub fn wq99_s(service_s: f64, rho: f64) -> Result<f64> {
-    if !(rho < 1.0) {
+    if rho >= 1.0 || rho.is_nan() {
         return Err(Error::input(format!(
             "utilisation rho = {rho} >= 1: the queue is unstable; lower the load"
         )));
@@ -120,7 +122,7 @@ pub fn wq99_s(service_s: f64, rho: f64) -> Result<f64> {
 pub fn solve_rho(service_s: f64, offset_s: f64, target_s: f64) -> Result<f64> {
     positive("service time", service_s)?;
     let budget = target_s - offset_s;
-    if !(budget > 0.0) {
+    if budget <= 0.0 || budget.is_nan() {
         return Err(Error::input(format!(
             "TTFT target {:.1} ms is not above the prefill time {:.1} ms: no load meets it; raise --ttft-ms or the prefill MFU",
             target_s * 1e3,
@@ -170,12 +172,14 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
     let per_lambda_b = inp.itl_target_s * inp.output_tokens;
     let service = |lambda: f64| {
         let b = per_lambda_b * lambda;
-        let t = (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
+        let t =
+            (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
         inp.prefill_s + inp.output_tokens * t / b
     };
     // ρ(λ) = λ·S is affine in λ: ρ0 + a·λ with ρ0 = (W/β)/ITL.
     let rho0 = inp.weights_bytes / inp.hbm_bytes_per_s / inp.itl_target_s;
-    let a = inp.prefill_s + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
+    let a = inp.prefill_s
+        + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
     if rho0 >= 1.0 {
         return Err(Error::input(format!(
             "streaming the weights alone takes {:.2} ms, above the {:.1} ms ITL target: no batch meets it",
@@ -294,7 +298,8 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
     let tok_s = batch / step_s;
     // Step 3: causal prefill at the assumed MFU.
     let s_in = inp.input_tokens;
-    let prefill_flops = 2.0 * inp.params_streamed * s_in + inp.prefill_attention_coeff * s_in * s_in;
+    let prefill_flops =
+        2.0 * inp.params_streamed * s_in + inp.prefill_attention_coeff * s_in * s_in;
     let prefill_s = prefill_flops / (inp.prefill_mfu * inp.peak_flops_per_s);
     // Step 4: GPU service time per request.
     let decode_share_s = inp.output_tokens / tok_s;

@@ -1,9 +1,9 @@
 //! The per-step roofline floor: compulsory HBM bytes and executed FLOPs of one engine step
 //! for its own batch composition, and t = max(bytes/β, FLOPs/π).
 //!
-//! Bytes (seed 000 §Bytes, seed 001 `--mode floor`): streamed weights W + KV read k·ΣN_KV
-//! + KV write k·ΣN_Q (the reference definition; the chapter's omits the write, 0.02 %
-//! lower at B=32, s=2048). FLOPs (seed 000 §FLOPs): 2·P per token (lm_head only for tokens
+//! Bytes (seed 000 §Bytes, seed 001 `--mode floor`): streamed weights W, plus KV read
+//! k·ΣN_KV, plus KV write k·ΣN_Q (the reference definition; the chapter's omits the write,
+//! 0.02 % lower at B=32, s=2048). FLOPs (seed 000 §FLOPs): 2·P per token (lm_head only for tokens
 //! that need logits) plus attention 2·h·(w_qk + w_v) per query-key pair, with causal
 //! pairs counted exactly: Σ N_Q·N_KV − Σ N_Q(N_Q−1)/2 (the ΣN_Q·N_KV − ΣN_Q²/2 is
 //! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
@@ -181,9 +181,9 @@ pub fn step_floor(
     let cell_full = model.kv_cell_bytes_for_layers(full_layers, tp);
     let cell_swa = model.kv_cell_bytes_for_layers(swa_layers, tp);
     let window = model.sliding_window.unwrap_or(u64::MAX);
-    let sk_w = comp
-        .sk_window
-        .unwrap_or_else(|| comp.sk.min(comp.requests().saturating_mul(window))) as f64;
+    let sk_w =
+        comp.sk_window
+            .unwrap_or_else(|| comp.sk.min(comp.requests().saturating_mul(window))) as f64;
     let sqsk_w = comp
         .sqsk_window
         .unwrap_or_else(|| comp.sqsk.min(comp.sq.saturating_mul(window))) as f64;
@@ -198,7 +198,8 @@ pub fn step_floor(
     // Dense FLOPs: 2 per streamed parameter per token; lm_head only for logits tokens.
     let lm_head = model.params().lm_head as f64;
     let p = model.params_streamed();
-    let dense = 2.0 * (p - lm_head) * sq / (tpf * ppf) + 2.0 * lm_head * comp.logits_tokens() as f64 / tpf;
+    let dense =
+        2.0 * (p - lm_head) * sq / (tpf * ppf) + 2.0 * lm_head * comp.logits_tokens() as f64 / tpf;
 
     let heads = model.heads as f64 / tpf;
     let (dec_pairs, pre_pairs) = comp.pairs();
@@ -394,8 +395,16 @@ pub fn decode_floor(
         gpu: gpu.key.to_owned(),
         gpu_name: gpu.name.to_owned(),
         gpu_source: gpu.source.to_owned(),
-        hbm_basis: if point.hbm_overridden { "input" } else { "cited" },
-        peak_basis: if point.peak_overridden { "input" } else { "cited" },
+        hbm_basis: if point.hbm_overridden {
+            "input"
+        } else {
+            "cited"
+        },
+        peak_basis: if point.peak_overridden {
+            "input"
+        } else {
+            "cited"
+        },
         batch: point.batch,
         context: point.context,
         tp: opts.tp,
@@ -449,7 +458,12 @@ mod tests {
         // KV read 131,072·32·2048 = 8 GiB, write 131,072·32.
         let m = model::preset("llama-3-8b").unwrap();
         let g = gpu::lookup("h100-sxm").unwrap();
-        let s = step_floor(&m, &g, &StepComposition::decode(32, 2048), &FloorOptions::default());
+        let s = step_floor(
+            &m,
+            &g,
+            &StepComposition::decode(32, 2048),
+            &FloorOptions::default(),
+        );
         assert_eq!(s.weights_bytes, 15_009_849_344.0);
         assert_eq!(s.kv_read_bytes, 8_589_934_592.0);
         assert_eq!(s.kv_write_bytes, 4_194_304.0);

@@ -28,7 +28,6 @@ pub struct GpuSpec {
     pub source: &'static str,
 }
 
-
 /// The table. Sources are in `source`; comments say where a number needs care.
 pub const GPUS: &[GpuSpec] = &[
     // 3.35 TB/s and 989.4 TFLOP/s are the figures seed 000 cites and the golden cases use.

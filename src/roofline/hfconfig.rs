@@ -135,8 +135,16 @@ fn tied(c: &Value, mt: &str) -> bool {
     }
     !matches!(
         mt,
-        "llama" | "mistral" | "mixtral" | "qwen2" | "qwen3" | "qwen3_moe" | "qwen2_moe"
-            | "deepseek_v2" | "deepseek_v3" | "kimi_k2"
+        "llama"
+            | "mistral"
+            | "mixtral"
+            | "qwen2"
+            | "qwen3"
+            | "qwen3_moe"
+            | "qwen2_moe"
+            | "deepseek_v2"
+            | "deepseek_v3"
+            | "kimi_k2"
     )
 }
 
@@ -154,7 +162,10 @@ pub fn sliding_window(c: &Value, disable: bool) -> (Option<u64>, u64) {
         let n = types
             .iter()
             .take(layers as usize)
-            .filter(|t| t.as_str().is_some_and(|s| s.to_ascii_lowercase().contains("sliding")))
+            .filter(|t| {
+                t.as_str()
+                    .is_some_and(|s| s.to_ascii_lowercase().contains("sliding"))
+            })
             .count() as u64;
         return (Some(w), n);
     }
@@ -215,7 +226,7 @@ fn quant_dtype(c: &Value) -> Result<Option<WeightDtype>> {
         (_, Some(8)) => WeightDtype::Int8,
         ("experts_int8", _) => WeightDtype::Int8,
         (m, _) => match quant_weight_bytes(m) {
-            Some(b) if b == 1.0 => WeightDtype::Fp8,
+            Some(1.0) => WeightDtype::Fp8,
             Some(_) => WeightDtype::Int4 { group },
             None => {
                 return Err(Error::input(format!(
@@ -282,7 +293,11 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
         _ => 2.0,
     };
     Ok(ModelSpec {
-        name: if mt.is_empty() { "config".into() } else { mt.clone() },
+        name: if mt.is_empty() {
+            "config".into()
+        } else {
+            mt.clone()
+        },
         vocab,
         hidden,
         layers,
@@ -295,7 +310,10 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
             .get("attention_bias")
             .and_then(Value::as_bool)
             .unwrap_or(mt == "qwen2" || mt == "qwen2_moe"),
-        qk_norm: matches!(mt.as_str(), "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text"),
+        qk_norm: matches!(
+            mt.as_str(),
+            "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text"
+        ),
         norms_per_layer: if is_gemma(&mt) && mt != "gemma" { 4 } else { 2 },
         sliding_window: window,
         swa_layers,
@@ -358,7 +376,9 @@ pub fn vllm_resolve(v: &Value, disable_sliding_window: bool) -> Result<VllmResol
         .and_then(Value::as_str)
     {
         Some(m) => quant_weight_bytes(m).ok_or_else(|| {
-            Error::input(format!("unsupported quantization method `{m}` (vLLM raises InvalidComponent)"))
+            Error::input(format!(
+                "unsupported quantization method `{m}` (vLLM raises InvalidComponent)"
+            ))
         })?,
         None => act,
     };

@@ -376,7 +376,12 @@ impl MlaCfg {
 impl FfnCfg {
     pub fn breakdown(&self, b: &Batch, per_gpu: bool) -> Breakdown {
         let d = self.hidden;
-        let (mut di, mut mi, e, s) = (self.intermediate, self.moe_intermediate, self.top_k, self.shared);
+        let (mut di, mut mi, e, s) = (
+            self.intermediate,
+            self.moe_intermediate,
+            self.top_k,
+            self.shared,
+        );
         let t = b.tokens();
         let mut lm = self.moe_layers;
         let mut ld = self.layers - lm;
@@ -449,7 +454,11 @@ impl UnembedCfg {
     pub fn breakdown(&self, b: &Batch, per_gpu: bool) -> Breakdown {
         let d = self.hidden;
         let t = b.logits_tokens();
-        let v = if per_gpu { self.vocab / self.tp } else { self.vocab };
+        let v = if per_gpu {
+            self.vocab / self.tp
+        } else {
+            self.vocab
+        };
         Breakdown {
             flops: vec![("unembed", (2 * t * d * v) as i64)],
             read: vec![
@@ -490,7 +499,12 @@ impl ModelComponents {
     }
 
     /// Every component's breakdown, keyed by component type.
-    pub fn breakdowns(&self, b: &Batch, per_gpu: bool, absorbed_decode: bool) -> Vec<(&'static str, Breakdown)> {
+    pub fn breakdowns(
+        &self,
+        b: &Batch,
+        per_gpu: bool,
+        absorbed_decode: bool,
+    ) -> Vec<(&'static str, Breakdown)> {
         let mut out = Vec::new();
         if let Some(a) = &self.attn {
             out.push(("attn", a.breakdown(b, per_gpu)));
@@ -514,7 +528,7 @@ impl ModelComponents {
     pub fn from_model(m: &super::model::ModelSpec, tp: u32, pp: u32, act_bytes: f64) -> Self {
         let w = m.weight_dtype.bytes_per_param();
         let (tp, pp) = (u64::from(tp.max(1)), u64::from(pp.max(1)));
-        let attn = m.mla.is_none().then(|| AttnCfg {
+        let attn = m.mla.is_none().then_some(AttnCfg {
             hidden: m.hidden,
             q: m.heads,
             kv: m.kv_heads,

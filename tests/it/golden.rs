@@ -48,7 +48,10 @@ fn raw_model(i: &Value) -> Result<ModelSpec, String> {
         "num_attention_heads":h,"num_key_value_heads":i.get("h_kv").and_then(Value::as_u64).unwrap_or(h),
         "head_dim":d_h,"intermediate_size":1});
     let mut m = hfconfig::from_value(&cfg).map_err(|e| e.to_string())?;
-    m.kv_dtype_bytes = i.get("kv_dtype_bytes").and_then(Value::as_f64).unwrap_or(2.0);
+    m.kv_dtype_bytes = i
+        .get("kv_dtype_bytes")
+        .and_then(Value::as_f64)
+        .unwrap_or(2.0);
     m.overrides.weights_bytes = i.get("weights_bytes").and_then(Value::as_f64);
     m.overrides.params_streamed = i.get("params_streamed").and_then(Value::as_f64);
     Ok(m)
@@ -117,13 +120,21 @@ fn roofline_case(i: &Value) -> Result<Computed, String> {
     put(&mut c, "kv_read_bytes", f.kv_read_bytes);
     put(&mut c, "total_bytes", f.total_bytes);
     put(&mut c, "floor_ms", f.floor_ns / 1e6);
-    put(&mut c, "flops_per_token_gemv", (f.flops - f.attention_flops) / b as f64);
+    put(
+        &mut c,
+        "flops_per_token_gemv",
+        (f.flops - f.attention_flops) / b as f64,
+    );
     put(&mut c, "flops_per_token_attn", f.attention_flops / b as f64);
     put(&mut c, "flops_per_step", f.flops);
     put(&mut c, "intensity_flop_per_byte", intensity);
     put(&mut c, "attainable_tflops", attainable / 1e12);
     put(&mut c, "fraction_of_peak", attainable / f.peak_flops_per_s);
-    put(&mut c, "ridge_flop_per_byte", f.peak_flops_per_s / f.hbm_bytes_per_s);
+    put(
+        &mut c,
+        "ridge_flop_per_byte",
+        f.peak_flops_per_s / f.hbm_bytes_per_s,
+    );
     put(&mut c, "attn_share_of_flops", f.attention_flops / f.flops);
     put(&mut c, "kv_share_of_bytes", f.kv_read_bytes / f.total_bytes);
     Ok(c)
@@ -133,7 +144,10 @@ fn fa2_grid(i: &Value) -> Result<Computed, String> {
     let h = int(i, "heads")?;
     let sms = u64::from(gpu::lookup("h100-sxm").expect("preset").sm_count);
     if sms != int(i, "sms_h100")? {
-        return Err(format!("H100 SM count in the GPU table is {sms}, the case says {}", i["sms_h100"]));
+        return Err(format!(
+            "H100 SM count in the GPU table is {sms}, the case says {}",
+            i["sms_h100"]
+        ));
     }
     let mut c = Computed::new();
     for b in i["batches"].as_array().ok_or("no batches")? {
@@ -248,7 +262,11 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
         put(&mut c, "decode_fraction", p.decode_fraction);
         put(&mut c, "rho", p.fixed_batch.rho);
         put(&mut c, "lambda_rps", p.fixed_batch.lambda_rps);
-        put(&mut c, "cost_usd_per_m_out", p.fixed_batch.usd_per_million_output_tokens);
+        put(
+            &mut c,
+            "cost_usd_per_m_out",
+            p.fixed_batch.usd_per_million_output_tokens,
+        );
     } else if i.get("itl_target_s").is_some() {
         let f = capacity::fluid(&FluidInputs {
             weights_bytes: num(i, "weights_bytes")?,
@@ -272,20 +290,29 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
         if let Some(r) = f.replicas {
             put(&mut c, "replicas", r);
         }
-        put(&mut c, "cost_usd_per_m_out", f.usd_per_million_output_tokens);
+        put(
+            &mut c,
+            "cost_usd_per_m_out",
+            f.usd_per_million_output_tokens,
+        );
         if let (Some(l), Some(b)) = (f.lower_root_lambda_rps, f.lower_root_batch) {
             put(&mut c, "lambda_rps.lower_root", l);
             put(&mut c, "B.lower_root", b);
         }
     } else if i.get("prefill_offset_s").is_some() {
         let (s, off) = (num(i, "service_s")?, num(i, "prefill_offset_s")?);
-        let rho = capacity::solve_rho(s, off, num(i, "ttft_p99_target_s")?).map_err(|e| e.to_string())?;
+        let rho =
+            capacity::solve_rho(s, off, num(i, "ttft_p99_target_s")?).map_err(|e| e.to_string())?;
         put(&mut c, "rho", rho);
         put(&mut c, "lambda_rps", rho / s);
         let w = capacity::wq99_s(s, 0.9).map_err(|e| e.to_string())?;
         put(&mut c, "ttft_ms_at_rho_0.9", (w + off) * 1e3);
         if let (Some(p), Some(out)) = (price, i.get("output_tokens").and_then(Value::as_f64)) {
-            put(&mut c, "cost_usd_per_m_out", capacity::usd_per_million(p, 1.0, rho / s * out));
+            put(
+                &mut c,
+                "cost_usd_per_m_out",
+                capacity::usd_per_million(p, 1.0, rho / s * out),
+            );
         }
     } else if let Some(rhos) = i.get("rhos").and_then(Value::as_array) {
         let s = num(i, "service_s")?;
@@ -303,7 +330,11 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
         let n = num(i, "gpus_per_replica")?;
         for (name, gp) in names.iter().zip(g) {
             let gp = gp.as_f64().ok_or("goodput not a number")?;
-            put(&mut c, format!("cost_usd_per_m.{name}"), capacity::usd_per_million(price.unwrap_or(3.0), n, gp));
+            put(
+                &mut c,
+                format!("cost_usd_per_m.{name}"),
+                capacity::usd_per_million(price.unwrap_or(3.0), n, gp),
+            );
         }
     } else {
         return Err("capacity case with inputs of an unknown shape".into());
@@ -314,9 +345,12 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
 fn requests(v: &Value) -> Result<Vec<Request>, String> {
     if let Some(s) = v.as_str() {
         // "32 x {num_tokens 1, context_len 2048, decode}"
-        let re = regex::Regex::new(r"(\d+) x \{num_tokens (\d+), context_len (\d+), (decode|prefill)\}")
-            .expect("static regex");
-        let c = re.captures(s).ok_or_else(|| format!("cannot read requests `{s}`"))?;
+        let re =
+            regex::Regex::new(r"(\d+) x \{num_tokens (\d+), context_len (\d+), (decode|prefill)\}")
+                .expect("static regex");
+        let c = re
+            .captures(s)
+            .ok_or_else(|| format!("cannot read requests `{s}`"))?;
         let n: usize = c[1].parse().map_err(|_| "count")?;
         let r = Request {
             num_tokens: c[2].parse().map_err(|_| "tokens")?,
@@ -332,10 +366,22 @@ fn components(i: &Value) -> Result<ModelComponents, String> {
     let de = |k: &str| i.get(k).cloned();
     let parse = |e: serde_json::Error| format!("component config: {e}");
     Ok(ModelComponents {
-        attn: de("attn").map(serde_json::from_value::<AttnCfg>).transpose().map_err(parse)?,
-        mla_attn: de("mla_attn").map(serde_json::from_value::<MlaCfg>).transpose().map_err(parse)?,
-        ffn: de("ffn").map(serde_json::from_value::<FfnCfg>).transpose().map_err(parse)?,
-        unembed: de("unembed").map(serde_json::from_value::<UnembedCfg>).transpose().map_err(parse)?,
+        attn: de("attn")
+            .map(serde_json::from_value::<AttnCfg>)
+            .transpose()
+            .map_err(parse)?,
+        mla_attn: de("mla_attn")
+            .map(serde_json::from_value::<MlaCfg>)
+            .transpose()
+            .map_err(parse)?,
+        ffn: de("ffn")
+            .map(serde_json::from_value::<FfnCfg>)
+            .transpose()
+            .map_err(parse)?,
+        unembed: de("unembed")
+            .map(serde_json::from_value::<UnembedCfg>)
+            .transpose()
+            .map_err(parse)?,
     })
 }
 
@@ -375,7 +421,8 @@ fn group_model(id: &str) -> Option<Value> {
 fn component_case(id: &str, i: &Value) -> Result<Computed, String> {
     let reqs = requests(&i["requests"])?;
     let batch = Batch::new(&reqs);
-    let modes: Vec<String> = serde_json::from_value(i["modes"].clone()).map_err(|e| e.to_string())?;
+    let modes: Vec<String> =
+        serde_json::from_value(i["modes"].clone()).map_err(|e| e.to_string())?;
     let mut c = Computed::new();
     let comps = if let Some(name) = i.get("component").and_then(Value::as_str) {
         let mut one = serde_json::Map::new();
@@ -399,10 +446,13 @@ fn component_case(id: &str, i: &Value) -> Result<Computed, String> {
     if i.get("components").is_some() {
         put(&mut c, "component_types", json!(comps.component_types()));
     }
-    if let (Some(name), Some(model)) = (i.get("component").and_then(Value::as_str), group_model(id)) {
+    if let (Some(name), Some(model)) = (i.get("component").and_then(Value::as_str), group_model(id))
+    {
         // The case's own component must be the whole model's, or the total means nothing.
         if model.get(name) != Some(&i["config"]) {
-            return Err(format!("component `{name}` differs from the test's whole-model config"));
+            return Err(format!(
+                "component `{name}` differs from the test's whole-model config"
+            ));
         }
         let whole = components(&model)?;
         for mode in &modes {
@@ -440,10 +490,20 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
             "unembed": {"D":k["D"],"V":k["vocab"],"act":2,"w":2,"tp":1}
         }))?;
         let total = |s: u64, absorbed: bool| -> (i64, i64) {
-            let b = Batch::new(&[Request { num_tokens: 1, context_len: s, is_prefill: false }]);
+            let b = Batch::new(&[Request {
+                num_tokens: 1,
+                context_len: s,
+                is_prefill: false,
+            }]);
             let all = comps.breakdowns(&b, false, absorbed);
             let t = all.iter().map(|(_, x)| Breakdown::total(&x.flops)).sum();
-            let core: i64 = all[0].1.flops.iter().filter(|(n, _)| n.starts_with("attn_")).map(|(_, v)| v).sum();
+            let core: i64 = all[0]
+                .1
+                .flops
+                .iter()
+                .filter(|(n, _)| n.starts_with("attn_"))
+                .map(|(_, v)| v)
+                .sum();
             (t, core)
         };
         for s in [4096u64, 16384, 131072] {
@@ -461,12 +521,19 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
         // at the un-absorbed (reported) and absorbed (true) widths, over L layers.
         let (l, h) = (num(i, "L")?, num(i, "num_heads")?);
         let base = num(i, "nonattention_flops_per_token")?;
-        let (rep, tru) = (num(i, "flops_per_head_ctx_reported")?, num(i, "flops_per_head_ctx_true")?);
-        let mla = model::preset("deepseek-v3").and_then(|m| m.mla).ok_or("preset")?;
+        let (rep, tru) = (
+            num(i, "flops_per_head_ctx_reported")?,
+            num(i, "flops_per_head_ctx_true")?,
+        );
+        let mla = model::preset("deepseek-v3")
+            .and_then(|m| m.mla)
+            .ok_or("preset")?;
         let (uq, uv) = mla.unabsorbed_widths();
         let (aq, av) = mla.absorbed_widths();
         if 2.0 * (uq + uv) as f64 != rep || 2.0 * (aq + av) as f64 != tru {
-            return Err("the case's per-head figures disagree with the DeepSeek-V3 preset widths".into());
+            return Err(
+                "the case's per-head figures disagree with the DeepSeek-V3 preset widths".into(),
+            );
         }
         for s in [1024u64, 4096, 10577, 16000, 16384, 32768, 131072] {
             let r = base + rep * h * l * s as f64;
@@ -480,14 +547,46 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
     }
     if i.get("num_heads").is_some() {
         // Fold bmms of the absorbed path vs vLLM's kv_b_proj for one token, one layer.
-        let (h, r, nope, v) = (int(i, "num_heads")?, int(i, "kv_lora_rank")?, int(i, "qk_nope_head_dim")?, int(i, "v_head_dim")?);
+        let (h, r, nope, v) = (
+            int(i, "num_heads")?,
+            int(i, "kv_lora_rank")?,
+            int(i, "qk_nope_head_dim")?,
+            int(i, "v_head_dim")?,
+        );
         let (qf, vf) = (2 * h * nope * r, 2 * h * r * v);
         put(&mut c, "q_fold_flops", qf);
         put(&mut c, "v_fold_flops", vf);
         put(&mut c, "sum", qf + vf);
-        let cfg = MlaCfg { layers: 1, hidden: 1, q: h, c: r, nope, rope: 1, v, q_lora: None, act: 2.0, w: 2.0, cache: 2.0, tp: 1, pp: 1 };
-        let b = cfg.breakdown(&Batch::new(&[Request { num_tokens: 1, context_len: 1, is_prefill: false }]), false, true);
-        let kvb = b.flops.iter().find(|(n, _)| *n == "kv_b_proj").map(|(_, v)| *v).ok_or("no kv_b_proj")?;
+        let cfg = MlaCfg {
+            layers: 1,
+            hidden: 1,
+            q: h,
+            c: r,
+            nope,
+            rope: 1,
+            v,
+            q_lora: None,
+            act: 2.0,
+            w: 2.0,
+            cache: 2.0,
+            tp: 1,
+            pp: 1,
+        };
+        let b = cfg.breakdown(
+            &Batch::new(&[Request {
+                num_tokens: 1,
+                context_len: 1,
+                is_prefill: false,
+            }]),
+            false,
+            true,
+        );
+        let kvb = b
+            .flops
+            .iter()
+            .find(|(n, _)| *n == "kv_b_proj")
+            .map(|(_, v)| *v)
+            .ok_or("no kv_b_proj")?;
         put(&mut c, "vllm_kv_b_proj_flops_per_token_layer", kvb);
         return Ok(c);
     }
@@ -515,7 +614,10 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
 
 fn batch1_case(i: &Value) -> Result<Computed, String> {
     let beta = num(i, "hbm_bytes_per_s")?;
-    let pi = i.get("peak_flops_per_s").and_then(Value::as_f64).unwrap_or(1e15);
+    let pi = i
+        .get("peak_flops_per_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(1e15);
     let mut c = Computed::new();
     if let Some(measured) = i.get("measured_tok_s").and_then(Value::as_array) {
         let m: Vec<f64> = measured.iter().filter_map(Value::as_f64).collect();
@@ -554,17 +656,38 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
         let p = num(i, "params_streamed")?;
         let causal = capacity::prefill_attention_coeff(&m, 1) * (s * s) as f64;
         let comps = ModelComponents::from_model(&m, 1, 1, 2.0);
-        let b = Batch::new(&[Request { num_tokens: s, context_len: s, is_prefill: true }]);
+        let b = Batch::new(&[Request {
+            num_tokens: s,
+            context_len: s,
+            is_prefill: true,
+        }]);
         let attn = &comps.breakdowns(&b, false, true)[0].1;
-        let vllm: i64 = attn.flops.iter().filter(|(n, _)| n.starts_with("attn_")).map(|(_, v)| v).sum();
+        let vllm: i64 = attn
+            .flops
+            .iter()
+            .filter(|(n, _)| n.starts_with("attn_"))
+            .map(|(_, v)| v)
+            .sum();
         // "at 40 %" of the cited H100 SXM peak (seed 000 step 3).
         let pi = gpu::lookup("h100-sxm").ok_or("preset")?.bf16_flops_per_s * 0.4;
         put(&mut c, "attn_flops.causal_seed", causal);
         put(&mut c, "attn_flops.vllm_token_context", vllm);
         put(&mut c, "prefill_flops.seed", 2.0 * p * s as f64 + causal);
-        put(&mut c, "prefill_flops.vllm_style", 2.0 * p * s as f64 + vllm as f64);
-        put(&mut c, "prefill_ms_at_40pct.seed", (2.0 * p * s as f64 + causal) / pi * 1e3);
-        put(&mut c, "prefill_ms_at_40pct.vllm_style", (2.0 * p * s as f64 + vllm as f64) / pi * 1e3);
+        put(
+            &mut c,
+            "prefill_flops.vllm_style",
+            2.0 * p * s as f64 + vllm as f64,
+        );
+        put(
+            &mut c,
+            "prefill_ms_at_40pct.seed",
+            (2.0 * p * s as f64 + causal) / pi * 1e3,
+        );
+        put(
+            &mut c,
+            "prefill_ms_at_40pct.vllm_style",
+            (2.0 * p * s as f64 + vllm as f64) / pi * 1e3,
+        );
         return Ok(c);
     }
     if id.starts_with("convention.vllm_formulas.") {
@@ -577,11 +700,20 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
         let mut flops = 0;
         let mut weights = 0;
         for (name, x) in &all {
-            put(&mut c, format!("{name}.read.total"), Breakdown::total(&x.read));
+            put(
+                &mut c,
+                format!("{name}.read.total"),
+                Breakdown::total(&x.read),
+            );
             read += Breakdown::total(&x.read);
             write += Breakdown::total(&x.write);
             flops += Breakdown::total(&x.flops);
-            weights += x.read.iter().filter(|(n, _)| n.contains("weight")).map(|(_, v)| v).sum::<i64>();
+            weights += x
+                .read
+                .iter()
+                .filter(|(n, _)| n.contains("weight"))
+                .map(|(_, v)| v)
+                .sum::<i64>();
             if let Some((_, v)) = x.write.iter().find(|(n, _)| *n == "kv_cache") {
                 put(&mut c, "write.kv_cache", *v);
             }
@@ -593,9 +725,18 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
         // Against stepgate's own floor for the Llama-3-8B preset at the same point.
         let m = model::preset("llama-3-8b").ok_or("preset")?;
         let (n, ctx) = (reqs.len() as u64, reqs[0].context_len);
-        let f = floor::step_floor(&m, &gpu::lookup("h100-sxm").ok_or("preset")?, &StepComposition::decode(n, ctx), &FloorOptions::default());
+        let f = floor::step_floor(
+            &m,
+            &gpu::lookup("h100-sxm").ok_or("preset")?,
+            &StepComposition::decode(n, ctx),
+            &FloorOptions::default(),
+        );
         put(&mut c, "kv_cache_read_bytes", f.kv_read_bytes);
-        put(&mut c, "weight_bytes_minus_seed", weights as f64 - f.weights_bytes);
+        put(
+            &mut c,
+            "weight_bytes_minus_seed",
+            weights as f64 - f.weights_bytes,
+        );
         return Ok(c);
     }
     Err("unknown convention case".into())
@@ -604,16 +745,34 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
 /// The config-resolution cases describe HF configs in words; these are those configs.
 fn hf_config_for(id: &str) -> Option<Value> {
     Some(match id {
-        "vllm.test_base_config_parser" => json!({"model_type":"qwen3","vocab_size":50000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":24,"torch_dtype":"float16"}),
-        "vllm.test_base_attention_config_parser_with_gqa" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":2}),
-        "vllm.test_base_ffn_config_parser_dense" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,"num_attention_heads":32}),
-        "vllm.test_interleave_moe_layer_step_parser" => json!({"model_type":"llama4_text","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":32,"num_attention_heads":8,"num_local_experts":64,"num_experts_per_tok":1,"interleave_moe_layer_step":4}),
-        "vllm.test_quantization_config_parser_fp8" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"quantization_config":{"quant_method":"fp8"}}),
-        "vllm.test_quantization_config_parser_unknown_method" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"quantization_config":{"quant_method":"unknown_quant_method"}}),
-        "vllm.test_sliding_window_parser_no_swa" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":12}),
-        "vllm.test_sliding_window_parser_explicit_layer_types" => json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":6,"sliding_window":2048,
-            "layer_types":["sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention"]}),
-        "vllm.test_sliding_window_parser_disabled" => json!({"model_type":"mistral","vocab_size":1000,"hidden_size":4096,"num_attention_heads":32,"num_hidden_layers":32,"sliding_window":4096}),
+        "vllm.test_base_config_parser" => {
+            json!({"model_type":"qwen3","vocab_size":50000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":24,"torch_dtype":"float16"})
+        }
+        "vllm.test_base_attention_config_parser_with_gqa" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":2})
+        }
+        "vllm.test_base_ffn_config_parser_dense" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,"num_attention_heads":32})
+        }
+        "vllm.test_interleave_moe_layer_step_parser" => {
+            json!({"model_type":"llama4_text","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":32,"num_attention_heads":8,"num_local_experts":64,"num_experts_per_tok":1,"interleave_moe_layer_step":4})
+        }
+        "vllm.test_quantization_config_parser_fp8" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"quantization_config":{"quant_method":"fp8"}})
+        }
+        "vllm.test_quantization_config_parser_unknown_method" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":1024,"num_hidden_layers":2,"num_attention_heads":8,"quantization_config":{"quant_method":"unknown_quant_method"}})
+        }
+        "vllm.test_sliding_window_parser_no_swa" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":12})
+        }
+        "vllm.test_sliding_window_parser_explicit_layer_types" => {
+            json!({"model_type":"qwen3","vocab_size":1000,"hidden_size":2048,"num_attention_heads":16,"num_hidden_layers":6,"sliding_window":2048,
+            "layer_types":["sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention","full_attention"]})
+        }
+        "vllm.test_sliding_window_parser_disabled" => {
+            json!({"model_type":"mistral","vocab_size":1000,"hidden_size":4096,"num_attention_heads":32,"num_hidden_layers":32,"sliding_window":4096})
+        }
         _ => return None,
     })
 }
@@ -710,7 +869,11 @@ fn every_golden_case_matches() {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "no *.json golden files in {}", dir.display());
+    assert!(
+        !files.is_empty(),
+        "no *.json golden files in {}",
+        dir.display()
+    );
     let (mut failures, mut checked, mut keys, mut skipped) = (Vec::new(), 0, 0, 0);
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
@@ -735,7 +898,12 @@ fn every_golden_case_matches() {
             for (k, v) in case["expected"].as_object().into_iter().flatten() {
                 want.push((k.clone(), v));
             }
-            for (k, v) in case.get("reference_values").and_then(Value::as_object).into_iter().flatten() {
+            for (k, v) in case
+                .get("reference_values")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 want.push((k.clone(), v));
             }
             for (k, exp) in want {
@@ -750,7 +918,9 @@ fn every_golden_case_matches() {
             }
         }
     }
-    println!("golden: {checked} cases, {keys} keys checked, {skipped} config-resolution cases skipped");
+    println!(
+        "golden: {checked} cases, {keys} keys checked, {skipped} config-resolution cases skipped"
+    );
     assert!(
         failures.is_empty(),
         "{} golden mismatches:\n{}",
