@@ -1,7 +1,9 @@
 //! Rendering finished values: only this module knows how output looks. It never computes.
 
 pub mod analyze;
+pub mod capacity;
 pub mod capture;
+pub mod floor;
 pub mod probe;
 pub mod steps;
 pub mod table;

@@ -1,1 +1,21 @@
-//! roofline (placeholder).
+//! The analytic roofline: cited GPU peaks, model geometry, the per-step floor, vLLM's
+//! per-component perf model (for agreement checks) and the capacity-planning chain.
+//!
+//! Pure arithmetic, no trace. Sources: seed 000 §Bytes/§FLOPs/§Placing it, the MLA section
+//! and the six capacity steps; seed 001 `--mode floor`; vLLM `vllm/v1/metrics/perf.py`.
+//! Conventions and tolerances are pinned by `tests/golden/*.json` (see its README).
+
+pub mod capacity;
+pub mod floor;
+pub mod gpu;
+pub mod hfconfig;
+pub mod model;
+pub mod vllm;
+
+/// Cited driver-only `cudaLaunchKernel` cost on H100 / CUDA 12.6: Vellaisamy et al.,
+/// "Characterizing GPU Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V
+/// (the figure seed 001 uses as `CITED_LAUNCH_US`).
+pub const CITED_LAUNCH_NS: f64 = 2_374.0;
+
+/// Kernel launches per decode step of TP=1 Llama-3-8B (seed 000/001, chapter 08-01).
+pub const DEFAULT_LAUNCHES: u64 = 330;

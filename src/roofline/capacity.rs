@@ -1,0 +1,385 @@
+//! The six-step capacity-planning template of seed 000: KV pool → B_max, step time at B,
+//! decode tok/s, causal prefill at an assumed MFU, GPU service time per request, the
+//! M/M/1 p99 TTFT proxy, the fluid ITL closure, replicas and cost.
+//!
+//! A screening model, not a capacity guarantee: batching changes service distributions,
+//! TTFT depends on chunking and queue discipline, live occupancy is length-biased. Steps
+//! are priced with the chapter's bytes (weights + KV read, no KV write), as its golden
+//! cases are. Infeasible inputs are `Error::input`, never NaN.
+
+use serde::Serialize;
+
+use crate::exit::{Error, Result};
+
+/// Everything the chain needs, as plain numbers (SI units: bytes, seconds, FLOP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityInputs {
+    pub kv_pool_tokens: f64,
+    pub kv_cell_bytes: f64,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub weights_bytes: f64,
+    /// P for the 2·P·S prefill term.
+    pub params_streamed: f64,
+    /// c in the causal attention term c·S² (2·L·h·d_h for standard attention).
+    pub prefill_attention_coeff: f64,
+    pub hbm_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    /// The softest input: prefill runs at this fraction of peak.
+    pub prefill_mfu: f64,
+    pub ttft_p99_target_s: f64,
+    /// Run the fluid ITL closure at this inter-token-latency target.
+    pub itl_target_s: Option<f64>,
+    /// Fleet request rate to size replicas for.
+    pub fleet_rps: Option<f64>,
+    pub price_usd_per_gpu_hour: f64,
+    pub gpus_per_replica: f64,
+    /// Price the step at this batch instead of B_max (must not exceed B_max).
+    pub batch: Option<f64>,
+}
+
+/// The fixed-batch M/M/1 screen at B (seed 000 step 5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FixedBatch {
+    pub rho: f64,
+    pub lambda_rps: f64,
+    pub replicas: Option<u64>,
+    pub usd_per_million_output_tokens: f64,
+}
+
+/// The fluid ITL model's higher-load root (seed 000 step 6).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Fluid {
+    pub itl_target_ns: f64,
+    pub lambda_rps: f64,
+    pub batch: f64,
+    pub service_ns: f64,
+    pub rho: f64,
+    pub replicas: Option<u64>,
+    pub usd_per_million_output_tokens: f64,
+    /// The other root of the same equation (a low-load solution), when it exists.
+    pub lower_root_lambda_rps: Option<f64>,
+    pub lower_root_batch: Option<f64>,
+}
+
+/// The whole chain's result. Times in ns (f64, derived).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityPlan {
+    pub kv_pool_tokens: f64,
+    pub mean_context: f64,
+    pub b_max: u64,
+    pub batch: f64,
+    pub step_bytes: f64,
+    pub step_ns: f64,
+    pub decode_tokens_per_s: f64,
+    pub prefill_flops: f64,
+    pub prefill_ns: f64,
+    pub decode_share_ns: f64,
+    pub service_ns: f64,
+    pub saturation_rps: f64,
+    pub prefill_fraction: f64,
+    pub decode_fraction: f64,
+    pub fixed_batch: FixedBatch,
+    pub fluid: Option<Fluid>,
+}
+
+fn positive(name: &str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "{name} must be a positive number, got {v}"
+        )))
+    }
+}
+
+/// c in the causal prefill attention term c·S² per GPU: each of the S²/2 causal pairs
+/// costs 2·h·(w_qk + w_v) per layer, so c = L·h·(w_qk + w_v)/tp = 2·L·h·d_h/tp for
+/// standard attention (seed 000 step 3), un-absorbed widths for MLA prefill.
+pub fn prefill_attention_coeff(m: &super::model::ModelSpec, tp: u32) -> f64 {
+    let (wq, wv) = match &m.mla {
+        Some(x) => x.unabsorbed_widths(),
+        None => (m.head_dim, m.head_dim),
+    };
+    m.layers as f64 * m.heads as f64 / f64::from(tp.max(1)) * (wq + wv) as f64
+}
+
+/// M/M/1 FCFS p99 queueing wait S·ln(100ρ)/(1−ρ): 0 at or below ρ = 0.01 (where the
+/// raw formula goes negative), an error at ρ ≥ 1 (unstable queue).
+pub fn wq99_s(service_s: f64, rho: f64) -> Result<f64> {
+    if rho >= 1.0 || rho.is_nan() {
+        return Err(Error::input(format!(
+            "utilisation rho = {rho} >= 1: the queue is unstable; lower the load"
+        )));
+    }
+    if rho <= 0.01 {
+        return Ok(0.0);
+    }
+    Ok(service_s * (100.0 * rho).ln() / (1.0 - rho))
+}
+
+/// ρ such that W_q99(ρ) + offset = target (bisection; W_q99 increases on (0.01, 1)).
+pub fn solve_rho(service_s: f64, offset_s: f64, target_s: f64) -> Result<f64> {
+    positive("service time", service_s)?;
+    let budget = target_s - offset_s;
+    if budget <= 0.0 || budget.is_nan() {
+        return Err(Error::input(format!(
+            "TTFT target {:.1} ms is not above the prefill time {:.1} ms: no load meets it; raise --ttft-ms or the prefill MFU",
+            target_s * 1e3,
+            offset_s * 1e3
+        )));
+    }
+    let (mut lo, mut hi) = (0.01_f64, 1.0_f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if service_s * (100.0 * mid).ln() / (1.0 - mid) < budget {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(0.5 * (lo + hi))
+}
+
+/// Cost per 1e6 output tokens: price·N_GPU·1e6 / (3600·goodput_tok_s).
+pub fn usd_per_million(price_usd_per_gpu_hour: f64, gpus: f64, goodput_tok_s: f64) -> f64 {
+    price_usd_per_gpu_hour * gpus * 1e6 / (3600.0 * goodput_tok_s)
+}
+
+/// Inputs of the fluid ITL closure (seed 000 step 6).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FluidInputs {
+    pub weights_bytes: f64,
+    pub mean_context: f64,
+    pub kv_cell_bytes: f64,
+    pub hbm_bytes_per_s: f64,
+    pub prefill_s: f64,
+    pub output_tokens: f64,
+    pub itl_target_s: f64,
+    pub ttft_p99_target_s: f64,
+    pub b_cap: f64,
+    pub fleet_rps: Option<f64>,
+    pub price_usd_per_gpu_hour: f64,
+    pub gpus_per_replica: f64,
+}
+
+/// Solve the fluid model: B = ITL·out·λ, t(B) = (W + B·ctx·k)/β, S(B) = t_pre + out·t(B)/B,
+/// and S·ln(100·λS)/(1−λS) + t_pre = TTFT with 0 < λS < 1, B ≤ B_cap. The equation has two
+/// roots (S(B) → ∞ as B → 0); the higher-load one is reported, the other noted.
+pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
+    positive("ITL target", inp.itl_target_s)?;
+    positive("output tokens", inp.output_tokens)?;
+    let per_lambda_b = inp.itl_target_s * inp.output_tokens;
+    let service = |lambda: f64| {
+        let b = per_lambda_b * lambda;
+        let t =
+            (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
+        inp.prefill_s + inp.output_tokens * t / b
+    };
+    // ρ(λ) = λ·S is affine in λ: ρ0 + a·λ with ρ0 = (W/β)/ITL.
+    let rho0 = inp.weights_bytes / inp.hbm_bytes_per_s / inp.itl_target_s;
+    let a = inp.prefill_s
+        + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
+    if rho0 >= 1.0 {
+        return Err(Error::input(format!(
+            "streaming the weights alone takes {:.2} ms, above the {:.1} ms ITL target: no batch meets it",
+            inp.weights_bytes / inp.hbm_bytes_per_s * 1e3,
+            inp.itl_target_s * 1e3
+        )));
+    }
+    let lambda_rho1 = (1.0 - rho0) / a;
+    let lambda_cap = inp.b_cap / per_lambda_b;
+    let lambda_max = lambda_rho1.min(lambda_cap);
+    let g = |lambda: f64| -> f64 {
+        let s = service(lambda);
+        let rho = lambda * s;
+        let w = if rho <= 0.01 {
+            0.0
+        } else {
+            s * (100.0 * rho).ln() / (1.0 - rho)
+        };
+        w + inp.prefill_s - inp.ttft_p99_target_s
+    };
+    const N: usize = 20_000;
+    let mut roots = Vec::new();
+    let mut prev_x = lambda_max / N as f64;
+    let mut prev = g(prev_x);
+    for i in 2..N {
+        let x = lambda_max * i as f64 / N as f64;
+        let y = g(x);
+        if (prev < 0.0) != (y < 0.0) {
+            let (mut lo, mut hi) = (prev_x, x);
+            for _ in 0..200 {
+                let mid = 0.5 * (lo + hi);
+                if (g(mid) < 0.0) == (prev < 0.0) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            roots.push(0.5 * (lo + hi));
+        }
+        prev_x = x;
+        prev = y;
+    }
+    if lambda_cap < lambda_rho1 && prev < 0.0 {
+        return Err(Error::input(format!(
+            "the ITL model's higher-load root needs a batch above B_max = {}: the KV pool, not the TTFT target, limits this deployment; lower --itl-ms or add KV memory",
+            inp.b_cap
+        )));
+    }
+    let Some(&hi) = roots.last() else {
+        return Err(Error::input(format!(
+            "no load meets both the {:.0} ms p99 TTFT and the {:.0} ms ITL target (the fluid model has no root); relax one of them",
+            inp.ttft_p99_target_s * 1e3,
+            inp.itl_target_s * 1e3
+        )));
+    };
+    let lower = (roots.len() >= 2).then(|| roots[roots.len() - 2]);
+    let s = service(hi);
+    Ok(Fluid {
+        itl_target_ns: inp.itl_target_s * 1e9,
+        lambda_rps: hi,
+        batch: per_lambda_b * hi,
+        service_ns: s * 1e9,
+        rho: hi * s,
+        replicas: inp.fleet_rps.map(|f| (f / hi).ceil() as u64),
+        usd_per_million_output_tokens: usd_per_million(
+            inp.price_usd_per_gpu_hour,
+            inp.gpus_per_replica,
+            hi * inp.output_tokens,
+        ),
+        lower_root_lambda_rps: lower,
+        lower_root_batch: lower.map(|l| per_lambda_b * l),
+    })
+}
+
+/// Run steps 1–6.
+pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
+    positive("KV pool (tokens)", inp.kv_pool_tokens)?;
+    positive("KV cell bytes", inp.kv_cell_bytes)?;
+    positive("input tokens", inp.input_tokens)?;
+    positive("output tokens", inp.output_tokens)?;
+    positive("HBM bandwidth", inp.hbm_bytes_per_s)?;
+    positive("peak FLOP/s", inp.peak_flops_per_s)?;
+    positive("prefill MFU", inp.prefill_mfu)?;
+    positive("TTFT target", inp.ttft_p99_target_s)?;
+    positive("GPU-hour price", inp.price_usd_per_gpu_hour)?;
+    if inp.prefill_mfu > 1.0 {
+        return Err(Error::input(format!(
+            "prefill MFU {} is above 1; pass a fraction such as 0.4",
+            inp.prefill_mfu
+        )));
+    }
+    // Step 1: concurrency from the KV budget.
+    let mean_context = inp.input_tokens + inp.output_tokens / 2.0;
+    let b_max = (inp.kv_pool_tokens / mean_context).floor();
+    if b_max < 1.0 {
+        return Err(Error::input(format!(
+            "the KV pool holds {:.0} tokens, less than one request's mean resident context {mean_context}; add memory or shorten requests",
+            inp.kv_pool_tokens
+        )));
+    }
+    let batch = match inp.batch {
+        Some(b) if b > b_max => {
+            return Err(Error::input(format!(
+                "batch {b} is above B_max = {b_max} (KV pool / mean context); lower --batch"
+            )))
+        }
+        Some(b) => {
+            positive("batch", b)?;
+            b
+        }
+        None => b_max,
+    };
+    // Step 2: price a step at that batch (chapter bytes: no KV write).
+    let step_bytes = inp.weights_bytes + batch * mean_context * inp.kv_cell_bytes;
+    let step_s = step_bytes / inp.hbm_bytes_per_s;
+    let tok_s = batch / step_s;
+    // Step 3: causal prefill at the assumed MFU.
+    let s_in = inp.input_tokens;
+    let prefill_flops =
+        2.0 * inp.params_streamed * s_in + inp.prefill_attention_coeff * s_in * s_in;
+    let prefill_s = prefill_flops / (inp.prefill_mfu * inp.peak_flops_per_s);
+    // Step 4: GPU service time per request.
+    let decode_share_s = inp.output_tokens / tok_s;
+    let service_s = prefill_s + decode_share_s;
+    // Step 5: the fixed-batch M/M/1 screen.
+    let rho = solve_rho(service_s, prefill_s, inp.ttft_p99_target_s)?;
+    let lambda = rho / service_s;
+    let fixed_batch = FixedBatch {
+        rho,
+        lambda_rps: lambda,
+        replicas: inp.fleet_rps.map(|f| (f / lambda).ceil() as u64),
+        usd_per_million_output_tokens: usd_per_million(
+            inp.price_usd_per_gpu_hour,
+            inp.gpus_per_replica,
+            lambda * inp.output_tokens,
+        ),
+    };
+    // Step 6: the fluid ITL closure.
+    let fluid = match inp.itl_target_s {
+        Some(itl) => Some(fluid(&FluidInputs {
+            weights_bytes: inp.weights_bytes,
+            mean_context,
+            kv_cell_bytes: inp.kv_cell_bytes,
+            hbm_bytes_per_s: inp.hbm_bytes_per_s,
+            prefill_s,
+            output_tokens: inp.output_tokens,
+            itl_target_s: itl,
+            ttft_p99_target_s: inp.ttft_p99_target_s,
+            b_cap: b_max,
+            fleet_rps: inp.fleet_rps,
+            price_usd_per_gpu_hour: inp.price_usd_per_gpu_hour,
+            gpus_per_replica: inp.gpus_per_replica,
+        })?),
+        None => None,
+    };
+    Ok(CapacityPlan {
+        kv_pool_tokens: inp.kv_pool_tokens,
+        mean_context,
+        b_max: b_max as u64,
+        batch,
+        step_bytes,
+        step_ns: step_s * 1e9,
+        decode_tokens_per_s: tok_s,
+        prefill_flops,
+        prefill_ns: prefill_s * 1e9,
+        decode_share_ns: decode_share_s * 1e9,
+        service_ns: service_s * 1e9,
+        saturation_rps: 1.0 / service_s,
+        prefill_fraction: prefill_s / service_s,
+        decode_fraction: decode_share_s / service_s,
+        fixed_batch,
+        fluid,
+    })
+}
+
+/// The caveats the source attaches to this model, printed with every plan.
+pub const CAVEATS: &[&str] = &[
+    "A screening model, not a measured capacity or a capacity guarantee.",
+    "Step time is the roofline floor (weights + KV read at B, no KV write): real steps are slower.",
+    "Prefill MFU is an assumption and the softest input; measure it under a realistic workload.",
+    "M/M/1 p99 TTFT is a proxy: batching changes service distributions, TTFT depends on chunking and queue discipline.",
+    "The fluid ITL root is a stationary average; live occupancy is length-biased. Recheck a nearest-integer batch on the real scheduler.",
+    "The price is illustrative; a real TCO adds CPU, RAM, network, idle reserve and failure capacity.",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_rho_at_one_and_clamps_below_001() {
+        assert!(wq99_s(0.1, 1.0).is_err());
+        assert_eq!(wq99_s(0.1, 0.005).unwrap(), 0.0);
+        assert!(solve_rho(0.1, 0.9, 0.9).is_err());
+    }
+
+    #[test]
+    fn solved_rho_satisfies_its_equation() {
+        let rho = solve_rho(0.0912, 0.0704, 0.9).unwrap();
+        let w = wq99_s(0.0912, rho).unwrap();
+        assert!((w + 0.0704 - 0.9).abs() < 1e-12);
+    }
+}

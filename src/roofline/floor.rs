@@ -1,0 +1,493 @@
+//! The per-step roofline floor: compulsory HBM bytes and executed FLOPs of one engine step
+//! for its own batch composition, and t = max(bytes/β, FLOPs/π).
+//!
+//! Bytes (seed 000 §Bytes, seed 001 `--mode floor`): streamed weights W, plus KV read
+//! k·ΣN_KV, plus KV write k·ΣN_Q (the reference definition; the chapter's omits the write,
+//! 0.02 % lower at B=32, s=2048). FLOPs (seed 000 §FLOPs): 2·P per token (lm_head only for tokens
+//! that need logits) plus attention 2·h·(w_qk + w_v) per query-key pair, with causal
+//! pairs counted exactly: Σ N_Q·N_KV − Σ N_Q(N_Q−1)/2 (the ΣN_Q·N_KV − ΣN_Q²/2 is
+//! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
+//! 4·L·h·d_h·s does). MLA decode pairs use the absorbed widths (576/512), prefill 192/128.
+
+use serde::Serialize;
+
+use super::gpu::GpuSpec;
+use super::model::{ModelSpec, MoeRouting};
+use super::vllm::{Batch, Breakdown, ModelComponents, Request};
+
+/// A step's batch composition in the aggregates engines annotate (vLLM's detailed trace
+/// annotations: sq, sk, sqsq, sqsk, split into context and generation groups).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepComposition {
+    pub decode_requests: u64,
+    pub prefill_requests: u64,
+    /// Σ N_Q: new tokens in the step.
+    pub sq: u64,
+    /// Σ N_KV: keys attended per request, the new tokens included.
+    pub sk: u64,
+    /// Σ N_Q².
+    pub sqsq: u64,
+    /// Σ N_Q·N_KV (the token-context product).
+    pub sqsk: u64,
+    /// The same four sums over decode requests only.
+    pub decode_sq: u64,
+    pub decode_sk: u64,
+    pub decode_sqsq: u64,
+    pub decode_sqsk: u64,
+    /// Σ min(N_KV, window) and Σ N_Q·min(N_KV, window) for sliding-window layers, when
+    /// per-request contexts were known ([`StepComposition::from_requests`]). Otherwise the
+    /// floor uses min(sk, requests·window), exact when every context exceeds the window.
+    pub sk_window: Option<u64>,
+    pub sqsk_window: Option<u64>,
+}
+
+impl StepComposition {
+    /// `batch` decode requests, each attending `context` keys (new token included).
+    pub fn decode(batch: u64, context: u64) -> Self {
+        StepComposition {
+            decode_requests: batch,
+            sq: batch,
+            sk: batch * context,
+            sqsq: batch,
+            sqsk: batch * context,
+            decode_sq: batch,
+            decode_sk: batch * context,
+            decode_sqsq: batch,
+            decode_sqsk: batch * context,
+            ..Default::default()
+        }
+    }
+
+    /// From per-request (N_Q, N_KV, is_prefill); `window` clamps sliding-window layers.
+    pub fn from_requests(reqs: &[Request], window: Option<u64>) -> Self {
+        let mut c = StepComposition::default();
+        let (mut skw, mut sqskw) = (0, 0);
+        for r in reqs {
+            let (q, k) = (r.num_tokens, r.context_len);
+            c.sq += q;
+            c.sk += k;
+            c.sqsq += q * q;
+            c.sqsk += q * k;
+            if r.is_prefill {
+                c.prefill_requests += 1;
+            } else {
+                c.decode_requests += 1;
+                c.decode_sq += q;
+                c.decode_sk += k;
+                c.decode_sqsq += q * q;
+                c.decode_sqsk += q * k;
+            }
+            if let Some(w) = window {
+                skw += k.min(w);
+                sqskw += q * k.min(w);
+            }
+        }
+        if window.is_some() {
+            c.sk_window = Some(skw);
+            c.sqsk_window = Some(sqskw);
+        }
+        c
+    }
+
+    fn requests(&self) -> u64 {
+        self.decode_requests + self.prefill_requests
+    }
+
+    /// Causal query-key pairs (decode, prefill), counted exactly.
+    fn pairs(&self) -> (f64, f64) {
+        let dec = self.decode_sqsk as f64 - (self.decode_sqsq as f64 - self.decode_sq as f64) / 2.0;
+        let pre_sqsk = (self.sqsk - self.decode_sqsk) as f64;
+        let pre_sqsq = (self.sqsq - self.decode_sqsq) as f64;
+        let pre_sq = (self.sq - self.decode_sq) as f64;
+        (dec, pre_sqsk - (pre_sqsq - pre_sq) / 2.0)
+    }
+
+    /// Tokens that need logits: every decode token, the last token of each prefill.
+    fn logits_tokens(&self) -> u64 {
+        self.decode_sq + self.prefill_requests
+    }
+}
+
+/// Options of the floor arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FloorOptions {
+    pub tp: u32,
+    pub pp: u32,
+    pub moe_routing: MoeRouting,
+    /// Count the KV write of the new tokens (the reference definition; default true).
+    pub include_kv_write: bool,
+}
+
+impl Default for FloorOptions {
+    fn default() -> Self {
+        FloorOptions {
+            tp: 1,
+            pp: 1,
+            moe_routing: MoeRouting::Uniform,
+            include_kv_write: true,
+        }
+    }
+}
+
+/// Which roof binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    Memory,
+    Compute,
+}
+
+/// One step's floor on one GPU. All derived, f64 (a floor of 7,046,008.6 ns stays
+/// fractional).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepFloor {
+    pub weights_bytes: f64,
+    pub kv_read_bytes: f64,
+    pub kv_write_bytes: f64,
+    pub total_bytes: f64,
+    pub flops: f64,
+    /// Attention-core FLOPs inside `flops` (absorbed widths for MLA decode).
+    pub attention_flops: f64,
+    /// The attention core as vLLM's perf model bills it (un-absorbed MLA widths, T·C
+    /// pairs without causal halving).
+    pub vllm_attention_flops: f64,
+    pub hbm_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    pub memory_floor_ns: f64,
+    pub compute_floor_ns: f64,
+    /// max(memory_floor_ns, compute_floor_ns).
+    pub floor_ns: f64,
+    pub bound: Bound,
+    /// Distinct routed experts streamed per MoE layer (None for dense models).
+    pub experts_touched: Option<f64>,
+}
+
+/// The floor of one step of `comp` for `model` on `gpu`, per GPU.
+pub fn step_floor(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    comp: &StepComposition,
+    opts: &FloorOptions,
+) -> StepFloor {
+    let (tp, pp) = (opts.tp.max(1), opts.pp.max(1));
+    let tpf = f64::from(tp);
+    let ppf = f64::from(pp);
+    let sq = comp.sq as f64;
+
+    let weights = model.streamed_weight_bytes(sq, opts.moe_routing, tp, pp);
+    let swa = model.swa_layers.min(model.layers);
+    let full_layers = (model.layers - swa) as f64 / ppf;
+    let swa_layers = swa as f64 / ppf;
+    let cell_full = model.kv_cell_bytes_for_layers(full_layers, tp);
+    let cell_swa = model.kv_cell_bytes_for_layers(swa_layers, tp);
+    let window = model.sliding_window.unwrap_or(u64::MAX);
+    let sk_w =
+        comp.sk_window
+            .unwrap_or_else(|| comp.sk.min(comp.requests().saturating_mul(window))) as f64;
+    let sqsk_w = comp
+        .sqsk_window
+        .unwrap_or_else(|| comp.sqsk.min(comp.sq.saturating_mul(window))) as f64;
+    let kv_read = cell_full * comp.sk as f64 + cell_swa * sk_w;
+    let kv_write = if opts.include_kv_write {
+        (cell_full + cell_swa) * sq
+    } else {
+        0.0
+    };
+    let total = weights + kv_read + kv_write;
+
+    // Dense FLOPs: 2 per streamed parameter per token; lm_head only for logits tokens.
+    let lm_head = model.params().lm_head as f64;
+    let p = model.params_streamed();
+    let dense =
+        2.0 * (p - lm_head) * sq / (tpf * ppf) + 2.0 * lm_head * comp.logits_tokens() as f64 / tpf;
+
+    let heads = model.heads as f64 / tpf;
+    let (dec_pairs, pre_pairs) = comp.pairs();
+    let (attention, vllm_attention) = match &model.mla {
+        Some(m) => {
+            let lps = model.layers as f64 / ppf;
+            let (aq, av) = m.absorbed_widths();
+            let (uq, uv) = m.unabsorbed_widths();
+            let (absorbed, unabsorbed) = ((aq + av) as f64, (uq + uv) as f64);
+            let ours = 2.0 * heads * lps * (dec_pairs * absorbed + pre_pairs * unabsorbed);
+            let theirs = 2.0 * heads * lps * unabsorbed * comp.sqsk as f64;
+            (ours, theirs)
+        }
+        None => {
+            let per_pair = 4.0 * heads * model.head_dim as f64;
+            let pairs = dec_pairs + pre_pairs;
+            let pairs_w = pairs.min(sqsk_w);
+            let ours = per_pair * (pairs * full_layers + pairs_w * swa_layers);
+            let theirs = per_pair * (comp.sqsk as f64 * full_layers + sqsk_w * swa_layers);
+            (ours, theirs)
+        }
+    };
+    let flops = dense + attention;
+
+    let beta = gpu.hbm_bytes_per_s;
+    let pi = gpu.peak_flops_per_s(model.weight_dtype.is_fp8());
+    let memory_floor_ns = total / beta * 1e9;
+    let compute_floor_ns = flops / pi * 1e9;
+    let (floor_ns, bound) = if compute_floor_ns > memory_floor_ns {
+        (compute_floor_ns, Bound::Compute)
+    } else {
+        (memory_floor_ns, Bound::Memory)
+    };
+    StepFloor {
+        weights_bytes: weights,
+        kv_read_bytes: kv_read,
+        kv_write_bytes: kv_write,
+        total_bytes: total,
+        flops,
+        attention_flops: attention,
+        vllm_attention_flops: vllm_attention,
+        hbm_bytes_per_s: beta,
+        peak_flops_per_s: pi,
+        memory_floor_ns,
+        compute_floor_ns,
+        floor_ns,
+        bound,
+        experts_touched: model
+            .moe
+            .as_ref()
+            .map(|m| opts.moe_routing.experts_touched(m, sq)),
+    }
+}
+
+/// FlashAttention-2's decode grid at query length 1: batch × heads thread blocks
+/// (seed 000: 1,024 at B=32, h=32; 128 at B=4, under-filling an H100's 132 SMs).
+pub fn decode_grid_blocks(batch: u64, heads: u64) -> u64 {
+    batch * heads
+}
+
+/// Launch budget: launches × per-launch cost (seed 001: 330 × 2.374 µs = 0.783 ms).
+pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
+    launches as f64 * per_launch_ns
+}
+
+/// What `stepgate floor` prints for one decode operating point (all derived or cited).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FloorReport {
+    pub model: String,
+    pub gpu: String,
+    pub gpu_name: String,
+    pub gpu_source: String,
+    /// "cited" (datasheet) or "input" (--hbm-tb-s).
+    pub hbm_basis: &'static str,
+    pub peak_basis: &'static str,
+    pub batch: u64,
+    pub context: u64,
+    pub tp: u32,
+    pub pp: u32,
+    pub kv_cell_bytes: f64,
+    pub weights_bytes: f64,
+    pub kv_read_bytes: f64,
+    pub kv_write_bytes: f64,
+    pub total_bytes: f64,
+    pub weights_share: f64,
+    pub kv_read_share: f64,
+    pub kv_write_share: f64,
+    pub hbm_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    pub memory_floor_ns: f64,
+    pub compute_floor_ns: f64,
+    pub floor_ns: f64,
+    /// The chapter's floor (seed 000): no KV write.
+    pub chapter_floor_ns: f64,
+    pub floor_definition: &'static str,
+    pub decode_tokens_per_s: f64,
+    pub flops: f64,
+    pub attention_flops: f64,
+    pub intensity_flop_per_byte: f64,
+    pub ridge_flop_per_byte: f64,
+    pub attainable_flops_per_s: f64,
+    pub best_mfu: f64,
+    pub bound: Bound,
+    pub moe_routing: Option<MoeRouting>,
+    pub experts_touched: Option<f64>,
+    pub launches: u64,
+    pub launch_cost_ns: f64,
+    /// "cited" (arXiv:2504.11750) or "input" (a measured --launch-cost-us).
+    pub launch_cost_basis: &'static str,
+    pub launch_budget_ns: f64,
+    pub launch_share_of_floor: f64,
+    pub mla: Option<MlaComparison>,
+}
+
+/// The MLA decode attention core: what the absorbed kernel executes against what vLLM's
+/// perf model bills (seed 000 §6).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MlaComparison {
+    /// 2·h·(576+512) per context token per layer vs 2·h·(192+128): 3.4 for DeepSeek-V3.
+    pub attention_ratio: f64,
+    pub attention_flops: f64,
+    pub vllm_attention_flops: f64,
+    /// The whole step through vLLM's own perf model (what it logs as TF/s).
+    pub vllm_reported_flops: f64,
+    /// The same formulas with the absorbed attention core.
+    pub corrected_flops: f64,
+    /// corrected / reported (about 2.27 at 16k for DeepSeek-V3).
+    pub ratio: f64,
+}
+
+/// Inputs of [`decode_floor`] besides the model and GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodePoint {
+    pub batch: u64,
+    pub context: u64,
+    pub launches: u64,
+    pub launch_cost_ns: f64,
+    pub launch_cost_measured: bool,
+    pub hbm_overridden: bool,
+    pub peak_overridden: bool,
+}
+
+/// The full `floor` report for `batch` decode requests at `context` keys each.
+pub fn decode_floor(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    point: &DecodePoint,
+    opts: &FloorOptions,
+) -> FloorReport {
+    let comp = StepComposition::decode(point.batch, point.context);
+    let s = step_floor(model, gpu, &comp, opts);
+    let chapter = step_floor(
+        model,
+        gpu,
+        &comp,
+        &FloorOptions {
+            include_kv_write: false,
+            ..*opts
+        },
+    );
+    let intensity = s.flops / s.total_bytes;
+    let attainable = (s.hbm_bytes_per_s * intensity).min(s.peak_flops_per_s);
+    let launch_budget_ns = launch_budget_ns(point.launches, point.launch_cost_ns);
+    let mla = model.mla.as_ref().map(|_| {
+        let comps = ModelComponents::from_model(model, opts.tp, opts.pp, 2.0);
+        let batch = Batch::new(&vec![
+            Request {
+                num_tokens: 1,
+                context_len: point.context,
+                is_prefill: false,
+            };
+            point.batch as usize
+        ]);
+        let sum = |absorbed: bool| -> f64 {
+            comps
+                .breakdowns(&batch, true, absorbed)
+                .iter()
+                .map(|(_, b)| Breakdown::total(&b.flops) as f64)
+                .sum()
+        };
+        let (reported, corrected) = (sum(false), sum(true));
+        MlaComparison {
+            attention_ratio: s.attention_flops / s.vllm_attention_flops,
+            attention_flops: s.attention_flops,
+            vllm_attention_flops: s.vllm_attention_flops,
+            vllm_reported_flops: reported,
+            corrected_flops: corrected,
+            ratio: corrected / reported,
+        }
+    });
+    FloorReport {
+        model: model.name.clone(),
+        gpu: gpu.key.to_owned(),
+        gpu_name: gpu.name.to_owned(),
+        gpu_source: gpu.source.to_owned(),
+        hbm_basis: if point.hbm_overridden {
+            "input"
+        } else {
+            "cited"
+        },
+        peak_basis: if point.peak_overridden {
+            "input"
+        } else {
+            "cited"
+        },
+        batch: point.batch,
+        context: point.context,
+        tp: opts.tp,
+        pp: opts.pp,
+        kv_cell_bytes: model.kv_cell_bytes(opts.tp, opts.pp),
+        weights_bytes: s.weights_bytes,
+        kv_read_bytes: s.kv_read_bytes,
+        kv_write_bytes: s.kv_write_bytes,
+        total_bytes: s.total_bytes,
+        weights_share: s.weights_bytes / s.total_bytes,
+        kv_read_share: s.kv_read_bytes / s.total_bytes,
+        kv_write_share: s.kv_write_bytes / s.total_bytes,
+        hbm_bytes_per_s: s.hbm_bytes_per_s,
+        peak_flops_per_s: s.peak_flops_per_s,
+        memory_floor_ns: s.memory_floor_ns,
+        compute_floor_ns: s.compute_floor_ns,
+        floor_ns: s.floor_ns,
+        chapter_floor_ns: chapter.floor_ns,
+        floor_definition: "reference (seed 001): weights + KV read + KV write of the new token",
+        decode_tokens_per_s: point.batch as f64 / (s.floor_ns / 1e9),
+        flops: s.flops,
+        attention_flops: s.attention_flops,
+        intensity_flop_per_byte: intensity,
+        ridge_flop_per_byte: s.peak_flops_per_s / s.hbm_bytes_per_s,
+        attainable_flops_per_s: attainable,
+        best_mfu: s.flops / (s.floor_ns / 1e9) / s.peak_flops_per_s,
+        bound: s.bound,
+        moe_routing: model.moe.as_ref().map(|_| opts.moe_routing),
+        experts_touched: s.experts_touched,
+        launches: point.launches,
+        launch_cost_ns: point.launch_cost_ns,
+        launch_cost_basis: if point.launch_cost_measured {
+            "input"
+        } else {
+            "cited"
+        },
+        launch_budget_ns,
+        launch_share_of_floor: launch_budget_ns / s.floor_ns,
+        mla,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roofline::{gpu, model};
+
+    #[test]
+    fn chapter_point_by_hand() {
+        // Llama-3-8B, B=32, s=2048, H100 SXM: W = 15,009,849,344 B (exact params × 2),
+        // KV read 131,072·32·2048 = 8 GiB, write 131,072·32.
+        let m = model::preset("llama-3-8b").unwrap();
+        let g = gpu::lookup("h100-sxm").unwrap();
+        let s = step_floor(
+            &m,
+            &g,
+            &StepComposition::decode(32, 2048),
+            &FloorOptions::default(),
+        );
+        assert_eq!(s.weights_bytes, 15_009_849_344.0);
+        assert_eq!(s.kv_read_bytes, 8_589_934_592.0);
+        assert_eq!(s.kv_write_bytes, 4_194_304.0);
+        // F = 32·(2·7,504,924,672 + 4·32·32·128·2048).
+        assert_eq!(s.flops, 32.0 * (2.0 * 7_504_924_672.0 + 1_073_741_824.0));
+        assert_eq!(s.bound, Bound::Memory);
+    }
+
+    #[test]
+    fn prefill_is_compute_bound() {
+        let m = model::preset("llama-3-8b").unwrap();
+        let g = gpu::lookup("h100-sxm").unwrap();
+        let comp = StepComposition::from_requests(
+            &[Request {
+                num_tokens: 8192,
+                context_len: 8192,
+                is_prefill: true,
+            }],
+            None,
+        );
+        let s = step_floor(&m, &g, &comp, &FloorOptions::default());
+        assert_eq!(s.bound, Bound::Compute);
+        // Causal pairs of an 8192-token prompt: 8192·8193/2.
+        let pairs = 8192.0 * 8193.0 / 2.0;
+        assert_eq!(s.attention_flops, 4.0 * 32.0 * 128.0 * 32.0 * pairs);
+    }
+}

@@ -1,0 +1,439 @@
+//! Reader for a Hugging Face `config.json` (`--model-config PATH`) into a [`ModelSpec`],
+//! plus the config resolution vLLM's perf model applies (for agreement checks).
+//!
+//! Missing keys take the defaults of the HF config *class* for that `model_type`, which
+//! are not always what one expects (golden README, "vLLM conventions"): Qwen2/Qwen3
+//! `num_key_value_heads` defaults to 32, not to the query heads; Qwen3 `head_dim` defaults
+//! to 128 and Gemma 2/3 to 256 whatever hidden/heads is; other models use hidden/heads.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::model::{MlaSpec, ModelSpec, MoeSpec, Overrides, WeightDtype};
+use crate::exit::{Error, Result};
+
+/// Weight bytes per quantization method, as vLLM's perf model maps them
+/// (`_QUANT_WEIGHT_BYTE_SIZE` in vllm/v1/metrics/perf.py): fp8 family 1 B, int4/fp4 0.5 B.
+const QUANT_BYTES: &[(&str, f64)] = &[
+    ("fp8", 1.0),
+    ("fbgemm_fp8", 1.0),
+    ("ptpc_fp8", 1.0),
+    ("fp_quant", 1.0),
+    ("modelopt", 1.0),
+    ("modelopt_mxfp8", 1.0),
+    ("mxfp4", 0.5),
+    ("awq", 0.5),
+    ("awq_marlin", 0.5),
+    ("gptq", 0.5),
+    ("gptq_marlin", 0.5),
+    ("modelopt_fp4", 0.5),
+    ("petit_nvfp4", 0.5),
+    ("compressed-tensors", 0.5),
+    ("torchao", 0.5),
+    ("quark", 0.5),
+    ("moe_wna16", 0.5),
+    ("inc", 0.5),
+    ("experts_int8", 1.0),
+];
+
+/// vLLM's weight byte size for a quantization method; None for a method it rejects.
+pub fn quant_weight_bytes(method: &str) -> Option<f64> {
+    QUANT_BYTES
+        .iter()
+        .find(|(m, _)| *m == method)
+        .map(|(_, b)| *b)
+}
+
+/// Read and resolve a `config.json`.
+pub fn load(path: &Path) -> Result<ModelSpec> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(format!(
+            "cannot read model config {}: {e}; pass the path of a Hugging Face config.json",
+            path.display()
+        ))
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        Error::input(format!(
+            "{} is not valid JSON ({e}); pass a Hugging Face config.json",
+            path.display()
+        ))
+    })?;
+    let mut m = from_value(&v)?;
+    if let Some(stem) = path.parent().and_then(|p| p.file_name()) {
+        m.name = stem.to_string_lossy().into_owned();
+    }
+    Ok(m)
+}
+
+/// The text config: `text_config` (Gemma 3, Llama 4) overlaid on the top level.
+fn text_config(v: &Value) -> Value {
+    let mut out = v.clone();
+    if let (Some(top), Some(Value::Object(t))) = (out.as_object_mut(), v.get("text_config")) {
+        for (k, val) in t {
+            top.insert(k.clone(), val.clone());
+        }
+    }
+    out
+}
+
+fn get_u64(c: &Value, key: &str) -> Option<u64> {
+    c.get(key).and_then(Value::as_u64)
+}
+
+fn req_u64(c: &Value, key: &str) -> Result<u64> {
+    get_u64(c, key).ok_or_else(|| {
+        Error::input(format!(
+            "model config has no integer `{key}`; pass a complete Hugging Face config.json"
+        ))
+    })
+}
+
+fn model_type(c: &Value) -> String {
+    c.get("model_type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// `num_key_value_heads` with the config class default when absent.
+fn kv_heads(c: &Value, mt: &str, heads: u64) -> u64 {
+    if let Some(k) = get_u64(c, "num_key_value_heads") {
+        return k;
+    }
+    match mt {
+        // Qwen2Config / Qwen3Config: num_key_value_heads=32 (golden README).
+        "qwen2" | "qwen3" => 32,
+        "qwen3_moe" => 4,
+        "qwen2_moe" => 16,
+        "mistral" | "mixtral" => 8,
+        "gemma2" | "gemma3" | "gemma3_text" => 4,
+        _ => heads,
+    }
+}
+
+/// `head_dim` with the config class default when absent or null.
+fn head_dim(c: &Value, mt: &str, hidden: u64, heads: u64) -> u64 {
+    if let Some(d) = get_u64(c, "head_dim") {
+        return d;
+    }
+    match mt {
+        "qwen3" | "qwen3_moe" => 128,
+        "gemma" | "gemma2" | "gemma3" | "gemma3_text" => 256,
+        _ => hidden / heads.max(1),
+    }
+}
+
+fn is_gemma(mt: &str) -> bool {
+    mt.starts_with("gemma")
+}
+
+/// `tie_word_embeddings` default per config class (PretrainedConfig's default is true).
+fn tied(c: &Value, mt: &str) -> bool {
+    if let Some(b) = c.get("tie_word_embeddings").and_then(Value::as_bool) {
+        return b;
+    }
+    !matches!(
+        mt,
+        "llama"
+            | "mistral"
+            | "mixtral"
+            | "qwen2"
+            | "qwen3"
+            | "qwen3_moe"
+            | "qwen2_moe"
+            | "deepseek_v2"
+            | "deepseek_v3"
+            | "kimi_k2"
+    )
+}
+
+/// The sliding window in effect (None when absent, null, disabled, or `use_sliding_window`
+/// is false) and how many layers use it.
+pub fn sliding_window(c: &Value, disable: bool) -> (Option<u64>, u64) {
+    let layers = get_u64(c, "num_hidden_layers").unwrap_or(0);
+    let mt = model_type(c);
+    let window = get_u64(c, "sliding_window").filter(|w| *w > 0);
+    let enabled = !disable && c.get("use_sliding_window").and_then(Value::as_bool) != Some(false);
+    let Some(w) = window.filter(|_| enabled) else {
+        return (None, 0);
+    };
+    if let Some(Value::Array(types)) = c.get("layer_types") {
+        let n = types
+            .iter()
+            .take(layers as usize)
+            .filter(|t| {
+                t.as_str()
+                    .is_some_and(|s| s.to_ascii_lowercase().contains("sliding"))
+            })
+            .count() as u64;
+        return (Some(w), n);
+    }
+    if mt == "gemma2" {
+        // Gemma 2 alternates, even layers sliding.
+        return (Some(w), layers.div_ceil(2));
+    }
+    if let Some(p) = get_u64(c, "sliding_window_pattern").filter(|p| *p > 0) {
+        // Gemma 3: every p-th layer is global, the rest slide.
+        return (Some(w), layers - layers / p);
+    }
+    (Some(w), layers)
+}
+
+fn experts(c: &Value) -> u64 {
+    ["num_local_experts", "num_experts", "n_routed_experts"]
+        .iter()
+        .find_map(|k| get_u64(c, k))
+        .unwrap_or(0)
+}
+
+/// MoE layers in the real architecture.
+fn true_moe_layers(c: &Value, layers: u64) -> u64 {
+    if let Some(step) = get_u64(c, "interleave_moe_layer_step").filter(|s| *s > 0) {
+        return (0..layers).filter(|l| (l + 1) % step == 0).count() as u64;
+    }
+    if c.get("first_k_dense_replace").is_some() || c.get("moe_layer_freq").is_some() {
+        // DeepSeek: layers >= first_k_dense_replace with layer % moe_layer_freq == 0.
+        let k = get_u64(c, "first_k_dense_replace").unwrap_or(0);
+        let f = get_u64(c, "moe_layer_freq").unwrap_or(1).max(1);
+        return (0..layers).filter(|l| *l >= k && l % f == 0).count() as u64;
+    }
+    if c.get("decoder_sparse_step").is_some() || c.get("mlp_only_layers").is_some() {
+        // Qwen2/3-MoE: layer not in mlp_only_layers and (layer+1) % step == 0.
+        let step = get_u64(c, "decoder_sparse_step").unwrap_or(1).max(1);
+        let only: Vec<u64> = c
+            .get("mlp_only_layers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        return (0..layers)
+            .filter(|l| !only.contains(l) && (l + 1) % step == 0)
+            .count() as u64;
+    }
+    layers
+}
+
+/// The weight dtype from `quantization_config` (or None = the model dtype).
+fn quant_dtype(c: &Value) -> Result<Option<WeightDtype>> {
+    let Some(q) = c.get("quantization_config") else {
+        return Ok(None);
+    };
+    let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("");
+    let bits = get_u64(q, "bits");
+    let group = get_u64(q, "group_size").map(|g| g as u32).unwrap_or(128);
+    Ok(Some(match (method, bits) {
+        ("mxfp4", _) => WeightDtype::Mxfp4,
+        (_, Some(8)) => WeightDtype::Int8,
+        ("experts_int8", _) => WeightDtype::Int8,
+        (m, _) => match quant_weight_bytes(m) {
+            Some(1.0) => WeightDtype::Fp8,
+            Some(_) => WeightDtype::Int4 { group },
+            None => {
+                return Err(Error::input(format!(
+                    "unsupported quantization method `{m}` in config.json; pass --weight-dtype explicitly"
+                )))
+            }
+        },
+    }))
+}
+
+fn model_dtype(c: &Value) -> WeightDtype {
+    let s = c
+        .get("torch_dtype")
+        .or_else(|| c.get("dtype"))
+        .and_then(Value::as_str)
+        .unwrap_or("bfloat16");
+    match s {
+        "float16" => WeightDtype::Fp16,
+        "float32" => WeightDtype::Fp32,
+        _ => WeightDtype::Bf16,
+    }
+}
+
+/// Resolve a parsed `config.json` into a [`ModelSpec`] (KV cache at the model dtype).
+pub fn from_value(v: &Value) -> Result<ModelSpec> {
+    let c = text_config(v);
+    let mt = model_type(&c);
+    let hidden = req_u64(&c, "hidden_size")?;
+    let layers = req_u64(&c, "num_hidden_layers")?;
+    let heads = req_u64(&c, "num_attention_heads")?;
+    let vocab = req_u64(&c, "vocab_size")?;
+    let intermediate = get_u64(&c, "intermediate_size").unwrap_or(4 * hidden);
+    let (window, swa_layers) = sliding_window(&c, false);
+    let e = experts(&c);
+    let moe = (e > 0).then(|| {
+        let mi = get_u64(&c, "moe_intermediate_size").unwrap_or(intermediate);
+        let shared = match get_u64(&c, "n_shared_experts") {
+            Some(n) => n * mi,
+            None => get_u64(&c, "shared_expert_intermediate_size").unwrap_or(0),
+        };
+        let default_k = if mt == "mixtral" { 2 } else { 8 };
+        MoeSpec {
+            num_experts: e,
+            top_k: get_u64(&c, "num_experts_per_tok").unwrap_or(default_k),
+            moe_intermediate: mi,
+            shared_intermediate: shared,
+            moe_layers: true_moe_layers(&c, layers),
+        }
+    });
+    let mla = match get_u64(&c, "kv_lora_rank") {
+        Some(r) => Some(MlaSpec {
+            kv_lora_rank: r,
+            q_lora_rank: get_u64(&c, "q_lora_rank"),
+            qk_nope_head_dim: req_u64(&c, "qk_nope_head_dim")?,
+            qk_rope_head_dim: req_u64(&c, "qk_rope_head_dim")?,
+            v_head_dim: req_u64(&c, "v_head_dim")?,
+        }),
+        None => None,
+    };
+    let dtype = model_dtype(&c);
+    let weight_dtype = quant_dtype(&c)?.unwrap_or(dtype);
+    let kv_dtype_bytes = match dtype {
+        WeightDtype::Fp32 => 4.0,
+        _ => 2.0,
+    };
+    Ok(ModelSpec {
+        name: if mt.is_empty() {
+            "config".into()
+        } else {
+            mt.clone()
+        },
+        vocab,
+        hidden,
+        layers,
+        heads,
+        kv_heads: kv_heads(&c, &mt, heads),
+        head_dim: head_dim(&c, &mt, hidden, heads),
+        intermediate,
+        tie_word_embeddings: tied(&c, &mt),
+        attention_bias: c
+            .get("attention_bias")
+            .and_then(Value::as_bool)
+            .unwrap_or(mt == "qwen2" || mt == "qwen2_moe"),
+        qk_norm: matches!(
+            mt.as_str(),
+            "qwen3" | "qwen3_moe" | "gemma3" | "gemma3_text"
+        ),
+        norms_per_layer: if is_gemma(&mt) && mt != "gemma" { 4 } else { 2 },
+        sliding_window: window,
+        swa_layers,
+        moe,
+        mla,
+        weight_dtype,
+        kv_dtype_bytes,
+        overrides: Overrides::default(),
+    })
+}
+
+/// The config fields vLLM's perf model resolves (its parsers in vllm/v1/metrics/perf.py),
+/// so config-resolution behaviour can be checked against its test suite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VllmResolved {
+    pub vocab_size: u64,
+    pub hidden_size: u64,
+    pub num_attention_heads: u64,
+    pub num_hidden_layers: u64,
+    pub num_key_value_heads: u64,
+    pub head_dim: u64,
+    pub intermediate_size: u64,
+    pub num_experts: u64,
+    pub num_experts_per_tok: u64,
+    pub num_moe_layers: u64,
+    pub weight_byte_size: f64,
+    pub activation_byte_size: f64,
+    pub sliding_window: Option<u64>,
+    pub num_swa_layers: u64,
+}
+
+/// Resolve a config the way vLLM's perf model does. Differences from [`from_value`]:
+/// without `moe_layer_freq` *and* `first_k_dense_replace` every layer is billed as MoE
+/// (HF DeepseekV3Config has no `moe_layer_freq`), and unknown quantization methods are an
+/// error (vLLM raises InvalidComponent).
+pub fn vllm_resolve(v: &Value, disable_sliding_window: bool) -> Result<VllmResolved> {
+    let c = text_config(v);
+    let mt = model_type(&c);
+    let hidden = req_u64(&c, "hidden_size")?;
+    let layers = req_u64(&c, "num_hidden_layers")?;
+    let heads = req_u64(&c, "num_attention_heads")?;
+    let e = experts(&c);
+    let mut moe_layers = if e > 0 { layers } else { 0 };
+    if let Some(step) = get_u64(&c, "interleave_moe_layer_step").filter(|s| *s > 0) {
+        moe_layers = (0..layers).filter(|l| (l + 1) % step == 0).count() as u64;
+    }
+    if let (Some(f), Some(k)) = (
+        get_u64(&c, "moe_layer_freq"),
+        get_u64(&c, "first_k_dense_replace"),
+    ) {
+        moe_layers = (0..layers).filter(|l| *l >= k && l % f.max(1) == 0).count() as u64;
+    }
+    let act = match model_dtype(&c) {
+        WeightDtype::Fp32 => 4.0,
+        _ => 2.0,
+    };
+    let weight = match c
+        .get("quantization_config")
+        .and_then(|q| q.get("quant_method"))
+        .and_then(Value::as_str)
+    {
+        Some(m) => quant_weight_bytes(m).ok_or_else(|| {
+            Error::input(format!(
+                "unsupported quantization method `{m}` (vLLM raises InvalidComponent)"
+            ))
+        })?,
+        None => act,
+    };
+    let (sliding_window, num_swa_layers) = sliding_window(&c, disable_sliding_window);
+    Ok(VllmResolved {
+        vocab_size: req_u64(&c, "vocab_size")?,
+        hidden_size: hidden,
+        num_attention_heads: heads,
+        num_hidden_layers: layers,
+        num_key_value_heads: kv_heads(&c, &mt, heads),
+        head_dim: head_dim(&c, &mt, hidden, heads),
+        intermediate_size: get_u64(&c, "intermediate_size").unwrap_or(4 * hidden),
+        num_experts: e,
+        num_experts_per_tok: if e > 0 {
+            get_u64(&c, "num_experts_per_tok").unwrap_or(0)
+        } else {
+            0
+        },
+        num_moe_layers: moe_layers,
+        weight_byte_size: weight,
+        activation_byte_size: act,
+        sliding_window,
+        num_swa_layers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn class_defaults() {
+        let q = json!({"model_type":"qwen3","vocab_size":10,"hidden_size":2048,"num_hidden_layers":2,"num_attention_heads":16});
+        let m = from_value(&q).unwrap();
+        assert_eq!((m.kv_heads, m.head_dim), (32, 128));
+        let g = json!({"model_type":"gemma2","vocab_size":10,"hidden_size":2304,"num_hidden_layers":26,"num_attention_heads":8,"sliding_window":4096});
+        let m = from_value(&g).unwrap();
+        assert_eq!((m.head_dim, m.swa_layers), (256, 13));
+        let mi = json!({"model_type":"mistral","vocab_size":10,"hidden_size":4096,"num_hidden_layers":2,"num_attention_heads":32});
+        assert_eq!(from_value(&mi).unwrap().head_dim, 128);
+    }
+
+    #[test]
+    fn deepseek_moe_layers_differ_from_vllm_without_freq() {
+        let c = json!({"model_type":"deepseek_v3","vocab_size":10,"hidden_size":64,"num_hidden_layers":61,"num_attention_heads":4,
+            "n_routed_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":8,"first_k_dense_replace":3,
+            "kv_lora_rank":8,"qk_nope_head_dim":4,"qk_rope_head_dim":2,"v_head_dim":4});
+        assert_eq!(from_value(&c).unwrap().moe.unwrap().moe_layers, 58);
+        assert_eq!(vllm_resolve(&c, false).unwrap().num_moe_layers, 61);
+    }
+
+    #[test]
+    fn missing_key_is_input_error() {
+        let e = from_value(&json!({"hidden_size": 8})).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+    }
+}

@@ -1,0 +1,489 @@
+//! Model geometry (`ModelSpec`), exact parameter counts, per-GPU streamed weight bytes and
+//! KV cell size, plus the built-in presets (each an HF `config.json` excerpt read by
+//! [`super::hfconfig`], so presets and `--model-config` go through one reader).
+//!
+//! Conventions (seed 000 §Bytes, golden README "Units and definitions"): the input
+//! embedding is gathered one row per token, not streamed; lm_head is streamed (with tied
+//! embeddings the one shared matrix is streamed as lm_head); norms are streamed.
+
+use serde::Serialize;
+
+use crate::exit::{Error, Result};
+
+/// Weight storage format. Linear-layer weights take this format; embeddings, lm_head and
+/// norms stay at 2 bytes (bf16), as inference checkpoints ship them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightDtype {
+    Bf16,
+    Fp16,
+    Fp32,
+    Fp8,
+    Int8,
+    /// 4-bit integer with one fp16 scale per `group` weights (GPTQ/AWQ style).
+    Int4 {
+        group: u32,
+    },
+    /// OCP MX fp4: 4-bit elements, one 8-bit shared exponent per 32 elements.
+    Mxfp4,
+}
+
+impl WeightDtype {
+    /// Bytes per weight including the scales the format stores.
+    pub fn bytes_per_param(self) -> f64 {
+        match self {
+            WeightDtype::Bf16 | WeightDtype::Fp16 => 2.0,
+            WeightDtype::Fp32 => 4.0,
+            WeightDtype::Fp8 | WeightDtype::Int8 => 1.0,
+            WeightDtype::Int4 { group } => 0.5 + 2.0 / f64::from(group.max(1)),
+            WeightDtype::Mxfp4 => 0.5 + 1.0 / 32.0,
+        }
+    }
+
+    /// Parse `bf16|fp16|fp32|fp8|int8|int4|int4-g64|mxfp4`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        Ok(match s.as_str() {
+            "bf16" | "bfloat16" => WeightDtype::Bf16,
+            "fp16" | "float16" | "half" => WeightDtype::Fp16,
+            "fp32" | "float32" => WeightDtype::Fp32,
+            "fp8" | "fp8-e4m3" => WeightDtype::Fp8,
+            "int8" => WeightDtype::Int8,
+            "int4" => WeightDtype::Int4 { group: 128 },
+            "mxfp4" => WeightDtype::Mxfp4,
+            other => {
+                if let Some(g) = other.strip_prefix("int4-g") {
+                    let group = g.parse().map_err(|_| {
+                        Error::input(format!("weight dtype `{other}`: group must be a number"))
+                    })?;
+                    WeightDtype::Int4 { group }
+                } else {
+                    return Err(Error::input(format!(
+                        "unknown weight dtype `{other}`; use bf16, fp16, fp32, fp8, int8, int4, int4-gN or mxfp4"
+                    )));
+                }
+            }
+        })
+    }
+
+    /// Whether compute can use the fp8 tensor path.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, WeightDtype::Fp8)
+    }
+}
+
+/// Mixture-of-experts geometry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MoeSpec {
+    /// Routed experts E.
+    pub num_experts: u64,
+    /// Experts per token k.
+    pub top_k: u64,
+    /// Width of one routed expert.
+    pub moe_intermediate: u64,
+    /// Total width of the always-on shared expert(s) (DeepSeek: n_shared × moe_intermediate).
+    pub shared_intermediate: u64,
+    /// Layers whose FFN is MoE (the rest are dense with `intermediate`).
+    pub moe_layers: u64,
+}
+
+/// DeepSeek-style multi-head latent attention geometry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MlaSpec {
+    pub kv_lora_rank: u64,
+    pub q_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: u64,
+    pub qk_rope_head_dim: u64,
+    pub v_head_dim: u64,
+}
+
+impl MlaSpec {
+    /// (QK width, V width) of the un-absorbed path vLLM bills and prefill runs:
+    /// (nope + rope, v) = (192, 128) for DeepSeek-V3.
+    pub fn unabsorbed_widths(&self) -> (u64, u64) {
+        (
+            self.qk_nope_head_dim + self.qk_rope_head_dim,
+            self.v_head_dim,
+        )
+    }
+
+    /// (QK width, V width) of the absorbed decode kernel: the latent row and its value
+    /// slice, (kv_lora_rank + rope, kv_lora_rank) = (576, 512) for DeepSeek-V3.
+    pub fn absorbed_widths(&self) -> (u64, u64) {
+        (self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank)
+    }
+}
+
+/// Raw overrides from the command line (seed 001's `--weights-gb` etc.).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Overrides {
+    /// Streamed weight bytes for the whole model (replaces the count from the geometry).
+    pub weights_bytes: Option<f64>,
+    /// Streamed parameter count P used for FLOPs (replaces the count from the geometry).
+    pub params_streamed: Option<f64>,
+}
+
+/// One model's architecture, dtypes and overrides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSpec {
+    pub name: String,
+    pub vocab: u64,
+    pub hidden: u64,
+    pub layers: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    /// Dense FFN width (SwiGLU: gate, up, down).
+    pub intermediate: u64,
+    pub tie_word_embeddings: bool,
+    /// q/k/v projections carry biases (Qwen2).
+    pub attention_bias: bool,
+    /// Per-head RMSNorm on q and k (Qwen3, Gemma 3).
+    pub qk_norm: bool,
+    /// RMSNorms per decoder layer (2; Gemma 2/3 have 4).
+    pub norms_per_layer: u64,
+    pub sliding_window: Option<u64>,
+    /// Layers that use the sliding window (the rest attend to the full context).
+    pub swa_layers: u64,
+    pub moe: Option<MoeSpec>,
+    pub mla: Option<MlaSpec>,
+    pub weight_dtype: WeightDtype,
+    /// Bytes per KV-cache element (2 bf16, 1 fp8).
+    pub kv_dtype_bytes: f64,
+    pub overrides: Overrides,
+}
+
+/// Parameter counts by role (exact integers).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ParamCounts {
+    pub total: u64,
+    pub input_embedding: u64,
+    /// Everything a decode step streams at batch 1 with k experts (dense: total − embedding).
+    pub streamed: u64,
+    /// Linear weights of attention and dense FFN (quantizable), all layers.
+    pub linear: u64,
+    /// Routed expert weights, all experts, all MoE layers.
+    pub routed_experts: u64,
+    /// One routed expert in one layer.
+    pub one_expert: u64,
+    /// Always-on weights kept at 2 bytes: norms, routers, lm_head.
+    pub unquantized: u64,
+    pub lm_head: u64,
+}
+
+/// How tokens spread over routed experts when counting expert weights streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MoeRouting {
+    /// Expected distinct experts under uniform independent routing: E·(1−(1−k/E)^T).
+    #[default]
+    Uniform,
+    /// min(T·k, E): vLLM's perfect-balance convention (its golden cases use it).
+    Spread,
+    /// k: every token picks the same experts; the true lower bound.
+    Packed,
+}
+
+impl MoeRouting {
+    /// Distinct experts touched per MoE layer by `tokens` tokens.
+    pub fn experts_touched(self, moe: &MoeSpec, tokens: f64) -> f64 {
+        let e = moe.num_experts as f64;
+        let k = moe.top_k as f64;
+        if tokens <= 0.0 {
+            return 0.0;
+        }
+        match self {
+            MoeRouting::Uniform => e * (1.0 - (1.0 - k / e).powf(tokens)),
+            MoeRouting::Spread => (tokens * k).min(e),
+            MoeRouting::Packed => k.min(e),
+        }
+    }
+}
+
+impl ModelSpec {
+    /// Linear params of one attention block.
+    fn attn_linear_per_layer(&self) -> u64 {
+        let (d, h, kv, dh) = (self.hidden, self.heads, self.kv_heads, self.head_dim);
+        match &self.mla {
+            Some(m) => {
+                let qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+                let q = match m.q_lora_rank {
+                    Some(r) => d * r + r * h * qk,
+                    None => d * h * qk,
+                };
+                q + d * (m.kv_lora_rank + m.qk_rope_head_dim)
+                    + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
+                    + h * m.v_head_dim * d
+            }
+            None => d * h * dh + 2 * d * kv * dh + h * dh * d,
+        }
+    }
+
+    /// Small 2-byte params of one attention block: biases and the norms inside attention.
+    fn attn_small_per_layer(&self) -> u64 {
+        let mut n = 0;
+        if self.attention_bias {
+            n += (self.heads + 2 * self.kv_heads) * self.head_dim;
+        }
+        if self.qk_norm {
+            n += 2 * self.head_dim;
+        }
+        if let Some(m) = &self.mla {
+            // q_a_layernorm and kv_a_layernorm.
+            n += m.q_lora_rank.unwrap_or(0) + m.kv_lora_rank;
+        }
+        n
+    }
+
+    fn moe_layers(&self) -> u64 {
+        self.moe.as_ref().map_or(0, |m| m.moe_layers)
+    }
+
+    /// Exact parameter counts from the geometry.
+    pub fn params(&self) -> ParamCounts {
+        let (d, v, l) = (self.hidden, self.vocab, self.layers);
+        let lm = self.moe_layers();
+        let embed = v * d;
+        let lm_head = v * d;
+        let dense_ffn = 3 * d * self.intermediate * (l - lm);
+        let linear = self.attn_linear_per_layer() * l + dense_ffn;
+        let (routed, one_expert, shared, router) = match &self.moe {
+            Some(m) => {
+                let one = 3 * d * m.moe_intermediate;
+                (
+                    one * m.num_experts * lm,
+                    one,
+                    3 * d * m.shared_intermediate * lm,
+                    d * m.num_experts * lm,
+                )
+            }
+            None => (0, 0, 0, 0),
+        };
+        let norms = (self.norms_per_layer * d + self.attn_small_per_layer()) * l + d;
+        let total = embed
+            + linear
+            + shared
+            + routed
+            + router
+            + norms
+            + if self.tie_word_embeddings { 0 } else { lm_head };
+        let active_experts = self.moe.as_ref().map_or(0, |m| m.top_k * one_expert * lm);
+        let streamed = linear + shared + active_experts + router + norms + lm_head;
+        ParamCounts {
+            total,
+            input_embedding: embed,
+            streamed,
+            linear: linear + shared,
+            routed_experts: routed,
+            one_expert,
+            unquantized: router + norms + lm_head,
+            lm_head,
+        }
+    }
+
+    /// Streamed parameter count P (2·P FLOP per token), honouring `--params` overrides.
+    pub fn params_streamed(&self) -> f64 {
+        self.overrides
+            .params_streamed
+            .unwrap_or(self.params().streamed as f64)
+    }
+
+    /// Bytes of all weights resident on one GPU (input embedding included), for the KV pool.
+    pub fn resident_weight_bytes(&self, tp: u32, pp: u32) -> f64 {
+        let p = self.params();
+        let wb = self.weight_dtype.bytes_per_param();
+        let lin = (p.linear + p.routed_experts) as f64 * wb;
+        let other = (p.total - p.linear - p.routed_experts) as f64 * 2.0;
+        match self.overrides.weights_bytes {
+            Some(w) => w / f64::from(tp * pp),
+            None => (lin + other) / f64::from(tp * pp),
+        }
+    }
+
+    /// Weight bytes one GPU streams in a step of `tokens` tokens: the last pipeline stage
+    /// (layers/pp plus lm_head), 1/tp of every sharded matrix. MoE layers stream the
+    /// experts `routing` says `tokens` touch.
+    pub fn streamed_weight_bytes(&self, tokens: f64, routing: MoeRouting, tp: u32, pp: u32) -> f64 {
+        let tp = f64::from(tp.max(1));
+        let pp = f64::from(pp.max(1));
+        if let Some(w) = self.overrides.weights_bytes {
+            return w / (tp * pp);
+        }
+        let p = self.params();
+        let wb = self.weight_dtype.bytes_per_param();
+        let body_lin = p.linear as f64 * wb;
+        let small = (p.unquantized - p.lm_head) as f64 * 2.0;
+        let experts = match &self.moe {
+            Some(m) => {
+                routing.experts_touched(m, tokens) * p.one_expert as f64 * m.moe_layers as f64 * wb
+            }
+            None => 0.0,
+        };
+        (body_lin + experts) / (tp * pp) + small / pp + p.lm_head as f64 * 2.0 / tp
+    }
+
+    /// KV heads one GPU holds: heads shard over TP but never below one (replicated).
+    pub fn kv_heads_per_gpu(&self, tp: u32) -> f64 {
+        (self.kv_heads as f64 / f64::from(tp.max(1))).max(1.0)
+    }
+
+    /// KV-cache bytes per token per GPU over `layers` layers (k = 2·L·h_kv·d_h·b; MLA:
+    /// L·(kv_lora_rank + rope)·b, one latent row replicated on every TP rank).
+    pub fn kv_cell_bytes_for_layers(&self, layers: f64, tp: u32) -> f64 {
+        match &self.mla {
+            Some(m) => layers * (m.kv_lora_rank + m.qk_rope_head_dim) as f64 * self.kv_dtype_bytes,
+            None => {
+                2.0 * layers
+                    * self.kv_heads_per_gpu(tp)
+                    * self.head_dim as f64
+                    * self.kv_dtype_bytes
+            }
+        }
+    }
+
+    /// KV-cache bytes per token per GPU (all layers of the stage).
+    pub fn kv_cell_bytes(&self, tp: u32, pp: u32) -> f64 {
+        self.kv_cell_bytes_for_layers(self.layers as f64 / f64::from(pp.max(1)), tp)
+    }
+}
+
+/// Built-in presets: (key, what, config.json excerpt). Values from each model's published
+/// Hugging Face `config.json`.
+const PRESETS: &[(&str, &str, &str)] = &[
+    (
+        "llama-3-8b",
+        "meta-llama/Meta-Llama-3-8B",
+        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "llama-3.1-8b",
+        "meta-llama/Llama-3.1-8B",
+        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "llama-3-70b",
+        "meta-llama/Meta-Llama-3-70B",
+        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":8192,"num_hidden_layers":80,"num_attention_heads":64,"num_key_value_heads":8,"intermediate_size":28672,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "llama-2-7b",
+        "meta-llama/Llama-2-7b-hf",
+        r#"{"model_type":"llama","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"intermediate_size":11008,"tie_word_embeddings":false,"torch_dtype":"float16"}"#,
+    ),
+    (
+        "mistral-7b",
+        "mistralai/Mistral-7B-v0.3",
+        r#"{"model_type":"mistral","vocab_size":32768,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "mixtral-8x7b",
+        "mistralai/Mixtral-8x7B-v0.1",
+        r#"{"model_type":"mixtral","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"num_local_experts":8,"num_experts_per_tok":2,"sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "qwen2.5-7b",
+        "Qwen/Qwen2.5-7B-Instruct",
+        r#"{"model_type":"qwen2","vocab_size":152064,"hidden_size":3584,"num_hidden_layers":28,"num_attention_heads":28,"num_key_value_heads":4,"intermediate_size":18944,"sliding_window":131072,"use_sliding_window":false,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "qwen3-0.6b",
+        "Qwen/Qwen3-0.6B",
+        r#"{"model_type":"qwen3","vocab_size":151936,"hidden_size":1024,"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "qwen3-8b",
+        "Qwen/Qwen3-8B",
+        r#"{"model_type":"qwen3","vocab_size":151936,"hidden_size":4096,"num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"intermediate_size":12288,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "qwen3-30b-a3b",
+        "Qwen/Qwen3-30B-A3B",
+        r#"{"model_type":"qwen3_moe","vocab_size":151936,"hidden_size":2048,"num_hidden_layers":48,"num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"intermediate_size":6144,"moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,"decoder_sparse_step":1,"mlp_only_layers":[],"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "gemma-2-9b",
+        "google/gemma-2-9b",
+        r#"{"model_type":"gemma2","vocab_size":256000,"hidden_size":3584,"num_hidden_layers":42,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"intermediate_size":14336,"sliding_window":4096,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "gemma-3-12b",
+        "google/gemma-3-12b-it (text_config)",
+        r#"{"model_type":"gemma3","text_config":{"model_type":"gemma3_text","vocab_size":262208,"hidden_size":3840,"num_hidden_layers":48,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"intermediate_size":15360,"sliding_window":1024,"sliding_window_pattern":6},"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "deepseek-v2-lite",
+        "deepseek-ai/DeepSeek-V2-Lite",
+        r#"{"model_type":"deepseek_v2","vocab_size":102400,"hidden_size":2048,"num_hidden_layers":27,"num_attention_heads":16,"num_key_value_heads":16,"intermediate_size":10944,"moe_intermediate_size":1408,"n_routed_experts":64,"num_experts_per_tok":6,"n_shared_experts":2,"first_k_dense_replace":1,"moe_layer_freq":1,"q_lora_rank":null,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "deepseek-v3",
+        "deepseek-ai/DeepSeek-V3 (bf16 geometry; the checkpoint ships fp8, use --weight-dtype fp8)",
+        r#"{"model_type":"deepseek_v3","vocab_size":129280,"hidden_size":7168,"num_hidden_layers":61,"num_attention_heads":128,"num_key_value_heads":128,"intermediate_size":18432,"moe_intermediate_size":2048,"n_routed_experts":256,"num_experts_per_tok":8,"n_shared_experts":1,"first_k_dense_replace":3,"moe_layer_freq":1,"q_lora_rank":1536,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+    (
+        "kimi-k2",
+        "moonshotai/Kimi-K2-Instruct (bf16 geometry)",
+        r#"{"model_type":"kimi_k2","vocab_size":163840,"hidden_size":7168,"num_hidden_layers":61,"num_attention_heads":64,"num_key_value_heads":64,"intermediate_size":18432,"moe_intermediate_size":2048,"n_routed_experts":384,"num_experts_per_tok":8,"n_shared_experts":1,"first_k_dense_replace":1,"moe_layer_freq":1,"q_lora_rank":1536,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
+    ),
+];
+
+/// A preset by key (`llama-3-8b`, `deepseek-v3`, …; case-insensitive).
+pub fn preset(name: &str) -> Option<ModelSpec> {
+    let n = name.trim().to_ascii_lowercase();
+    let (key, _, json) = PRESETS.iter().find(|(k, _, _)| *k == n)?;
+    let v: serde_json::Value = serde_json::from_str(json).expect("preset JSON is valid");
+    let mut m = super::hfconfig::from_value(&v).expect("preset config resolves");
+    m.name = (*key).to_owned();
+    Some(m)
+}
+
+/// Preset keys with what each is.
+pub fn preset_keys() -> Vec<(&'static str, &'static str)> {
+    PRESETS.iter().map(|(k, w, _)| (*k, *w)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llama3_8b_counts_by_hand() {
+        // vocab 128256 × d 4096 = 525,336,576 (embedding); per layer q,o 4096² each, k,v
+        // 4096·1024 each, MLP 3·4096·14336, two norms: 218,112,000; ×32 + final norm + head.
+        let p = preset("llama-3-8b").unwrap().params();
+        assert_eq!(p.input_embedding, 525_336_576);
+        assert_eq!(p.total, 32 * 218_112_000 + 4096 + 2 * 525_336_576);
+        assert_eq!(p.streamed, p.total - p.input_embedding);
+    }
+
+    #[test]
+    fn tied_embeddings_stream_the_shared_matrix() {
+        let p = preset("qwen3-0.6b").unwrap().params();
+        // Tied: the total counts the matrix once and the step streams it as lm_head.
+        assert_eq!(p.streamed, p.total);
+    }
+
+    #[test]
+    fn deepseek_v3_is_671b_total_37b_active() {
+        let p = preset("deepseek-v3").unwrap().params();
+        assert!((p.total as f64 / 1e9 - 671.0).abs() < 1.0, "{}", p.total);
+        let active = (p.streamed + p.input_embedding) as f64 / 1e9;
+        assert!((active - 37.5).abs() < 1.0, "{active}");
+    }
+
+    #[test]
+    fn routing_conventions() {
+        let m = MoeSpec {
+            num_experts: 64,
+            top_k: 8,
+            moe_intermediate: 1,
+            shared_intermediate: 0,
+            moe_layers: 1,
+        };
+        assert_eq!(MoeRouting::Spread.experts_touched(&m, 4.0), 32.0);
+        assert_eq!(MoeRouting::Spread.experts_touched(&m, 100.0), 64.0);
+        assert_eq!(MoeRouting::Packed.experts_touched(&m, 100.0), 8.0);
+        // One token touches exactly k under uniform routing.
+        assert!((MoeRouting::Uniform.experts_touched(&m, 1.0) - 8.0).abs() < 1e-12);
+    }
+}
