@@ -7,6 +7,7 @@ pub mod capacity;
 pub mod capture;
 pub mod diff;
 pub mod floor;
+pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
 pub mod steps;

@@ -44,6 +44,8 @@ pub struct StepFlags {
     /// TOML file of extra kernel-category rules.
     #[arg(long)]
     pub categories: Option<PathBuf>,
+    #[command(flatten)]
+    pub floor: crate::commands::floorflags::FloorFlags,
 }
 
 /// `--kind`.
@@ -151,7 +153,25 @@ pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsRep
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
     }
     let cost = flags.launch_cost()?;
-    attribution::attribute_all(&mut r, &|_| None, &cost);
+    match flags.floor.pricing(trace)? {
+        Some(p) => {
+            attribution::attribute_all(&mut r, &|s| p.floor_of(s), &cost);
+            let priced = r
+                .steps
+                .iter()
+                .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
+                .count();
+            let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
+            r.notes.push(format!("floor: {}", p.basis));
+            if priced < gpu_steps {
+                r.notes.push(format!(
+                    "{} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)",
+                    gpu_steps - priced
+                ));
+            }
+        }
+        None => attribution::attribute_all(&mut r, &|_| None, &cost),
+    }
     Ok(r)
 }
 
