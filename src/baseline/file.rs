@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::baseline::from_report::{samples_from_report, ReportOptions};
 use crate::baseline::model::{Baseline, FORMAT, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
 
@@ -145,6 +146,15 @@ pub fn is_baseline_file(path: &Path) -> bool {
     }
     let head = String::from_utf8_lossy(&head);
     head.contains(&format!("\"{FORMAT}\""))
+}
+
+/// One side of a comparison: a baseline file as is, anything else through step finding.
+pub fn load_side(path: &Path, opts: &ReportOptions) -> Result<Baseline> {
+    if is_baseline_file(path) {
+        read_baseline(path)
+    } else {
+        samples_from_report(path, opts)
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub mod policy;
 pub mod stats;
 
 pub use compare::{compare, compare_unchecked, Comparison, Verdict};
-pub use file::{is_baseline_file, read_baseline, write_baseline};
+pub use file::{is_baseline_file, load_side, read_baseline, write_baseline};
 pub use from_report::{samples_from_report, ReportOptions};
 pub use model::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 pub use policy::Policy;

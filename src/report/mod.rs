@@ -1,5 +1,6 @@
 //! Rendering finished values: only this module knows how output looks. It never computes.
 
+pub mod gate;
 pub mod table;
 
 /// Output format shared by every subcommand that renders a report.
