@@ -423,8 +423,7 @@ fn judge(
         return out;
     }
     out.verdict = RowVerdict::Ok;
-    let crosses =
-        change.abs() > threshold.abs && rel.is_none_or(|r| r.abs() > threshold.rel);
+    let crosses = change.abs() > threshold.abs && rel.is_none_or(|r| r.abs() > threshold.rel);
     if !(crosses || want_interval) {
         return out;
     }
@@ -507,15 +506,23 @@ fn compare_group(b: &Group, c: &Group, policy: &Policy, scratch: &mut Scratch) -
     // Under a context shift only MBU may gate.
     let gate_override = |name_is_mbu: bool| !context_moved || name_is_mbu;
 
-    let mut names: Vec<&String> = b.metrics.keys().filter(|k| c.metrics.contains_key(*k)).collect();
+    let mut names: Vec<&String> = b
+        .metrics
+        .keys()
+        .filter(|k| c.metrics.contains_key(*k))
+        .collect();
     names.sort_by_key(|n| (metric_rank(n), n.as_str()));
     let mut metrics = Vec::new();
     for name in names {
-        let t = policy.metrics.get(name.as_str()).copied().unwrap_or(Threshold {
-            rel: 0.03,
-            abs: 0.0,
-            gate: false,
-        });
+        let t = policy
+            .metrics
+            .get(name.as_str())
+            .copied()
+            .unwrap_or(Threshold {
+                rel: 0.03,
+                abs: 0.0,
+                gate: false,
+            });
         let mut ch = judge(
             &b.metrics[name],
             &c.metrics[name],

@@ -19,9 +19,8 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Error::input(format!("cannot create directory {}: {e}", dir.display()))
-    })?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::input(format!("cannot create directory {}: {e}", dir.display())))?;
     let fail = |e: &dyn std::fmt::Display| {
         Error::input(format!("cannot write baseline {}: {e}", path.display()))
     };
@@ -63,10 +62,10 @@ pub fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
         Ok(h) => h,
         Err(e) if e.is_eof() => {
             return Err(Error::input(format!(
-                "baseline {name} is truncated (ends at line {} column {}: half-written?); {RERECORD}",
-                e.line(),
-                e.column()
-            )))
+            "baseline {name} is truncated (ends at line {} column {}: half-written?); {RERECORD}",
+            e.line(),
+            e.column()
+        )))
         }
         Err(e) if e.is_syntax() => {
             return Err(Error::input(format!(
@@ -190,9 +189,17 @@ mod tests {
         let e = parse_baseline(&full[..full.len() / 2], "x").unwrap_err();
         assert!(e.message.contains("truncated"), "{}", e.message);
         let e = parse_baseline(br#"{"traceEvents": []}"#, "x").unwrap_err();
-        assert!(e.message.contains("not a stepgate baseline"), "{}", e.message);
+        assert!(
+            e.message.contains("not a stepgate baseline"),
+            "{}",
+            e.message
+        );
         let e = parse_baseline(b"[1,2]", "x").unwrap_err();
-        assert!(e.message.contains("not a stepgate baseline"), "{}", e.message);
+        assert!(
+            e.message.contains("not a stepgate baseline"),
+            "{}",
+            e.message
+        );
         let e = parse_baseline(b"{nope", "x").unwrap_err();
         assert!(e.message.contains("not valid JSON"), "{}", e.message);
         let newer = String::from_utf8(full.clone())

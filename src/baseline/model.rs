@@ -202,7 +202,10 @@ mod tests {
         g.thin(4);
         // floor(i·10/4) for i in 0..4 = 0, 2, 5, 7
         assert_eq!(g.metrics[metric::WALL_NS], vec![0.0, 2.0, 5.0, 7.0]);
-        assert_eq!(g.kernels["k"].exclusive_ns, vec![100.0, 102.0, 105.0, 107.0]);
+        assert_eq!(
+            g.kernels["k"].exclusive_ns,
+            vec![100.0, 102.0, 105.0, 107.0]
+        );
         assert_eq!(g.steps(), 4);
         assert_eq!(g.label(), "decode bs=8");
     }

@@ -176,9 +176,8 @@ impl Policy {
 
     /// Read a policy file (`.toml` or `.json`) over the defaults.
     pub fn from_file(path: &Path) -> Result<Policy> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::input(format!("cannot read policy {}: {e}", path.display()))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(format!("cannot read policy {}: {e}", path.display())))?;
         let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
         Policy::from_str(&text, is_json)
             .map_err(|e| Error::input(format!("policy {}: {}", path.display(), e.message)))
@@ -190,8 +189,7 @@ impl Policy {
         let f: PolicyFile = if json {
             serde_json::from_str(text).map_err(|e| Error::input(format!("{e}; {hint}")))?
         } else {
-            toml::from_str(text)
-                .map_err(|e| Error::input(format!("{}; {hint}", e.message())))?
+            toml::from_str(text).map_err(|e| Error::input(format!("{}; {hint}", e.message())))?
         };
         f.into_policy()
     }
@@ -282,14 +280,20 @@ impl PolicyFile {
             return Err(Error::input("resamples must be between 100 and 1,000,000"));
         }
         if !(p.confidence > 0.5 && p.confidence < 1.0) {
-            return Err(Error::input("confidence must be between 0.5 and 1 (e.g. 0.95)"));
+            return Err(Error::input(
+                "confidence must be between 0.5 and 1 (e.g. 0.95)",
+            ));
         }
         if !(p.context_shift.is_finite() && p.context_shift >= 0.0) {
             return Err(Error::input("context_shift must be ≥ 0 (e.g. 0.10)"));
         }
         for (name, o) in &self.metrics {
             // A metric the defaults do not know starts from the step default, gated.
-            let base = p.metrics.get(name).copied().unwrap_or(Threshold::new(0.03, 20_000.0));
+            let base = p
+                .metrics
+                .get(name)
+                .copied()
+                .unwrap_or(Threshold::new(0.03, 20_000.0));
             let t = check_threshold(&format!("metrics.{name}"), o.apply(base))?;
             p.metrics.insert(name.clone(), t);
         }
@@ -303,21 +307,22 @@ impl PolicyFile {
             p.new_kernel_share = n.min_share.unwrap_or(p.new_kernel_share);
             p.new_kernels_fail = n.fail.unwrap_or(p.new_kernels_fail);
             if !(0.0..=1.0).contains(&p.new_kernel_share) {
-                return Err(Error::input("new_kernels.min_share must be between 0 and 1"));
+                return Err(Error::input(
+                    "new_kernels.min_share must be between 0 and 1",
+                ));
             }
         }
         for r in self.kernel {
-            let matcher = match (r.name, r.regex) {
-                (Some(n), None) => Matcher::Exact(n),
-                (None, Some(re)) => Matcher::Regex(regex::Regex::new(&re).map_err(|e| {
-                    Error::input(format!("[[kernel]] regex {re:?} does not compile: {e}"))
-                })?),
-                _ => {
-                    return Err(Error::input(
+            let matcher =
+                match (r.name, r.regex) {
+                    (Some(n), None) => Matcher::Exact(n),
+                    (None, Some(re)) => Matcher::Regex(regex::Regex::new(&re).map_err(|e| {
+                        Error::input(format!("[[kernel]] regex {re:?} does not compile: {e}"))
+                    })?),
+                    _ => return Err(Error::input(
                         "each [[kernel]] rule needs exactly one of name = \"…\" or regex = \"…\"",
-                    ))
-                }
-            };
+                    )),
+                };
             let over = rule_override(r.rel, r.abs_ns, r.gate);
             check_threshold("[[kernel]]", over.apply(p.kernel))?;
             p.kernel_rules.push(KernelRule { matcher, over });
@@ -368,10 +373,16 @@ rel = 0.25
         .unwrap();
         assert!(p.inconclusive_fails);
         assert_eq!(p.metrics[metric::WALL_NS], Threshold::new(0.05, 20_000.0));
-        assert!(!p.kernel_threshold("ncclAllReduce", "x", "communication").gate);
+        assert!(
+            !p.kernel_threshold("ncclAllReduce", "x", "communication")
+                .gate
+        );
         assert_eq!(p.kernel_threshold("full", "gemm_a", "gemm").rel, 0.02);
         assert_eq!(p.kernel_threshold("flash", "flash", "attention").rel, 0.25);
-        assert_eq!(p.kernel_threshold("flash", "flash", "attention").abs, 1000.0);
+        assert_eq!(
+            p.kernel_threshold("flash", "flash", "attention").abs,
+            1000.0
+        );
         assert_eq!(p.category_threshold("attention").rel, 0.25);
         assert_eq!(p.category_threshold("gemm"), p.category);
     }

@@ -98,7 +98,7 @@ pub fn resampled_median(sorted: &[f64], rng: &mut SmallRng) -> f64 {
         return sorted[0];
     }
     if n % 2 == 1 {
-        let m = (n + 1) / 2;
+        let m = n.div_ceil(2); // (n + 1) / 2
         let b = beta(m as f64, (n - m + 1) as f64, rng);
         sorted[order_index(n, b)]
     } else {
@@ -141,7 +141,11 @@ pub fn median_shift_interval(
         if ratio_ok {
             // A replicate whose baseline median is 0 gives ±inf: it sorts to an end,
             // which is what such a replicate means for the interval.
-            rel.push(if b == 0.0 && c == 0.0 { 0.0 } else { c / b - 1.0 });
+            rel.push(if b == 0.0 && c == 0.0 {
+                0.0
+            } else {
+                c / b - 1.0
+            });
         }
     }
     ShiftInterval {
@@ -219,7 +223,11 @@ mod tests {
         for (k, p) in &exact {
             let q = got.get(k).copied().unwrap_or(0.0);
             // 200k draws: the standard error of a frequency is ≤ 0.0012.
-            assert!((p - q).abs() < 0.005, "value {} exact {p} sampled {q}", f64::from_bits(*k));
+            assert!(
+                (p - q).abs() < 0.005,
+                "value {} exact {p} sampled {q}",
+                f64::from_bits(*k)
+            );
         }
         for k in got.keys() {
             assert!(exact.contains_key(k), "sampled an impossible median");

@@ -72,7 +72,7 @@ pub enum Command {
         #[arg(long, default_value_t = 2000)]
         max_steps: usize,
         #[command(flatten)]
-        report_args: ReportArgs,
+        report_args: Box<ReportArgs>,
     },
     /// Show what a baseline file holds.
     Show {

@@ -106,9 +106,10 @@ fn fmt_value(metric_name: &str, v: f64) -> String {
     }
 }
 
-/// A change in the metric's unit, signed.
+/// A change in the metric's unit, signed with + or − (U+2212, the same as percentages).
 fn fmt_delta(metric_name: &str, d: f64) -> String {
-    let sign = if d >= 0.0 { "+" } else { "" };
+    let sign = if d >= 0.0 { "+" } else { "−" };
+    let d = d.abs();
     if metric_name.ends_with("_ns") {
         format!("{sign}{} µs", fmt_us(d))
     } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
@@ -226,7 +227,11 @@ fn kernel_table(rows: &[&KernelRow], md: bool) -> Table {
     for k in rows {
         let ch = &k.change;
         t.row(vec![
-            if md { code(&k.short_name) } else { k.short_name.clone() },
+            if md {
+                code(&k.short_name)
+            } else {
+                k.short_name.clone()
+            },
             k.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
             cell_opt(ch.candidate_median, fmt_us),
@@ -248,7 +253,11 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
     ]);
     for k in rows {
         t.row(vec![
-            if md { code(&k.short_name) } else { k.short_name.clone() },
+            if md {
+                code(&k.short_name)
+            } else {
+                k.short_name.clone()
+            },
             k.category.clone(),
             fmt_us(k.mean_ns_per_step),
             fmt_pct(k.share_of_busy),
@@ -277,8 +286,8 @@ fn categories_table(g: &GroupComparison) -> Table {
             c.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
             cell_opt(ch.candidate_median, fmt_us),
-            fmt_change("ns", ch),
-            fmt_interval("ns", ch),
+            fmt_change("exclusive_ns", ch),
+            fmt_interval("exclusive_ns", ch),
             row_verdict(ch),
         ]);
     }
@@ -286,7 +295,10 @@ fn categories_table(g: &GroupComparison) -> Table {
 }
 
 fn side_line(name: &str, s: &SideInfo) -> String {
-    let mut parts = vec![s.gpu_name.clone().unwrap_or_else(|| "GPU not named".to_owned())];
+    let mut parts = vec![s
+        .gpu_name
+        .clone()
+        .unwrap_or_else(|| "GPU not named".to_owned())];
     if let Some(m) = &s.model {
         parts.push(format!("model {m}"));
     }
@@ -409,9 +421,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
             out.push('\n');
         }
         if !g.vanished_kernels.is_empty() {
-            out.push_str(
-                "**Vanished kernels** (in the baseline only; mean per step, derived)\n\n",
-            );
+            out.push_str("**Vanished kernels** (in the baseline only; mean per step, derived)\n\n");
             out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
             out.push('\n');
         }
@@ -446,7 +456,11 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
                     crate::baseline::compare::Side::Baseline => "baseline",
                     crate::baseline::compare::Side::Candidate => "candidate",
                 };
-                format!(" {} ({side} only, {} steps)", s.label, fmt_int(s.steps as i64))
+                format!(
+                    " {} ({side} only, {} steps)",
+                    s.label,
+                    fmt_int(s.steps as i64)
+                )
             })
             .collect();
         out.push_str(&items.join(";"));
@@ -545,7 +559,11 @@ pub fn csv(c: &Comparison) -> String {
             .metrics
             .iter()
             .map(|m| ("metric", m.metric.as_str(), &m.change))
-            .chain(g.kernels.iter().map(|k| ("kernel", k.name.as_str(), &k.change)))
+            .chain(
+                g.kernels
+                    .iter()
+                    .map(|k| ("kernel", k.name.as_str(), &k.change)),
+            )
             .chain(
                 g.categories
                     .iter()
