@@ -294,7 +294,7 @@ fn categories_table(g: &GroupComparison) -> Table {
     t
 }
 
-fn side_line(name: &str, s: &SideInfo) -> String {
+fn side_desc(s: &SideInfo) -> String {
     let mut parts = vec![s
         .gpu_name
         .clone()
@@ -309,7 +309,26 @@ fn side_line(name: &str, s: &SideInfo) -> String {
         parts.push(format!("nsys {v}"));
     }
     parts.push(s.source_format.clone());
-    format!("{} ({})", code(name), parts.join(" · "))
+    parts.join(" · ")
+}
+
+/// Who was compared with whom; the description once when both sides agree.
+fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
+    let name = |n: &str| if md { code(n) } else { n.to_owned() };
+    let (b, k) = (side_desc(&c.baseline), side_desc(&c.candidate));
+    if b == k {
+        format!(
+            "Baseline {} → candidate {}, both {b}.",
+            name(&o.baseline_name),
+            name(&o.candidate_name)
+        )
+    } else {
+        format!(
+            "Baseline {} ({b}) → candidate {} ({k}).",
+            name(&o.baseline_name),
+            name(&o.candidate_name)
+        )
+    }
 }
 
 fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
@@ -336,12 +355,11 @@ fn mbu_line(g: &GroupComparison, md: bool) -> String {
         Some(m) => {
             let ch = &m.change;
             format!(
-                "{} (derived: floor ÷ wall, median): {} → {}, {} [{}], {}",
+                "{} (derived: floor ÷ wall, median): {} → {} ({}), {}",
                 bold("Floor / MBU"),
                 cell_opt(ch.baseline_median, fmt_pct),
                 cell_opt(ch.candidate_median, fmt_pct),
-                fmt_change(metric::MBU, ch),
-                fmt_interval(metric::MBU, ch),
+                ch.change.map(|d| fmt_delta(metric::MBU, d)).unwrap_or_default(),
                 row_verdict(ch)
             )
         }
@@ -377,11 +395,8 @@ fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
 pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
     let mut out = String::new();
     out.push_str(&format!("### {}\n\n", verdict_line(c, o)));
-    out.push_str(&format!(
-        "Baseline {} → candidate {}.\n",
-        side_line(&o.baseline_name, &c.baseline),
-        side_line(&o.candidate_name, &c.candidate)
-    ));
+    out.push_str(&sides_line(c, o, true));
+    out.push('\n');
     if o.show_verdict && c.reasons.len() > 1 {
         out.push('\n');
         for r in &c.reasons {
@@ -425,7 +440,16 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
             out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
             out.push('\n');
         }
-        if !g.categories.is_empty() {
+        if g
+            .categories
+            .iter()
+            .any(|c| c.change.verdict != RowVerdict::Ok)
+        {
+            // Something moved: the table is part of the story, not a detail.
+            out.push_str("**Time per category** (median per step)\n\n");
+            out.push_str(&categories_table(g).to_markdown());
+            out.push('\n');
+        } else if !g.categories.is_empty() {
             out.push_str("<details><summary>Time per category</summary>\n\n");
             out.push_str(&categories_table(g).to_markdown());
             out.push_str("\n</details>\n");
@@ -490,6 +514,8 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
 pub fn text(c: &Comparison, o: &RenderOptions) -> String {
     let mut out = String::new();
     out.push_str(&verdict_line(c, o));
+    out.push('\n');
+    out.push_str(&sides_line(c, o, false));
     out.push('\n');
     for r in c.reasons.iter().skip(1) {
         out.push_str(&format!("  also: {r}\n"));

@@ -792,3 +792,33 @@ fn report_snapshots() {
     ]);
     insta::assert_snapshot!("gate_table", text.replace(&dir, "[TMP]"));
 }
+
+/// Manual check, not a CI test: render the snapshot's markdown to HTML (GitHub-like
+/// tables) so it can be screenshotted with headless Chromium and looked at:
+/// `STEPGATE_HTML_OUT=/tmp/gate.html cargo test --test it gate::render_html -- --ignored`
+/// then `chromium --headless --no-sandbox --disable-gpu --screenshot=/tmp/gate.png
+/// --window-size=1200,1800 file:///tmp/gate.html`.
+#[test]
+#[ignore]
+fn render_html() {
+    let snap = std::fs::read_to_string(
+        common::root().join("tests/it/snapshots/it__gate__gate_markdown.snap"),
+    )
+    .unwrap();
+    // The body follows the second `---` line of the insta header.
+    let md = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut opts = pulldown_cmark::Options::empty();
+    opts.insert(pulldown_cmark::Options::ENABLE_TABLES);
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new_ext(md, opts));
+    let page = format!(
+        "<!doctype html><meta charset=utf-8><style>body{{font-family:-apple-system,Segoe UI,\
+         Helvetica,Arial,sans-serif;font-size:14px;max-width:1012px;margin:24px}}\
+         table{{border-collapse:collapse;margin:8px 0}}th,td{{border:1px solid #d0d7de;\
+         padding:6px 13px}}tr:nth-child(2n){{background:#f6f8fa}}code{{background:#eff1f3;\
+         padding:2px 4px;border-radius:6px;font-size:85%}}blockquote{{color:#59636e;\
+         border-left:4px solid #d0d7de;margin:0;padding:0 1em}}</style>{html}"
+    );
+    let out = std::env::var("STEPGATE_HTML_OUT").unwrap_or_else(|_| "/tmp/gate.html".into());
+    std::fs::write(out, page).unwrap();
+}
