@@ -822,3 +822,60 @@ fn render_html() {
     let out = std::env::var("STEPGATE_HTML_OUT").unwrap_or_else(|_| "/tmp/gate.html".into());
     std::fs::write(out, page).unwrap();
 }
+
+/// Measurement, not a CI test: 10,000 steps × 400 kernels per side, 40 of them 20% slower.
+/// `cargo test --test it gate::large_comparison -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn large_comparison_timing() {
+    let steps = 10_000;
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut side = |slow: bool| {
+        let mut g = Group::new("decode", Some(64));
+        let mut busy = vec![0.0; steps];
+        for k in 0..400 {
+            let mean = 30_000.0 + 100.0 * k as f64;
+            let f = if slow && k % 10 == 0 { 1.2 } else { 1.0 };
+            let v: Vec<f64> = (0..steps)
+                .map(|_| (mean * f * (0.97 + 0.06 * rng.random::<f64>())).round())
+                .collect();
+            for (b, x) in busy.iter_mut().zip(&v) {
+                *b += x;
+            }
+            g.kernels.insert(
+                format!("void kernel_{k}<float, 128>(Params)"),
+                KernelSamples {
+                    short_name: format!("kernel_{k}"),
+                    category: ["gemm", "attention", "norm", "elementwise"][k % 4].into(),
+                    exclusive_ns: v,
+                    instances: vec![1.0; steps],
+                },
+            );
+        }
+        g.metrics.insert(metric::WALL_NS.into(), busy.iter().map(|b| b + 50_000.0).collect());
+        g.metrics.insert(metric::BUSY_NS.into(), busy);
+        Baseline::new(BaselineMeta::default(), SampleSet { groups: vec![g] })
+    };
+    let (a, b) = (side(false), side(true));
+    let t = std::time::Instant::now();
+    let cmp = compare(&a, &b, &Policy::default()).unwrap();
+    let compare_s = t.elapsed().as_secs_f64();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.json");
+    let t = std::time::Instant::now();
+    write_baseline(&p, &a).unwrap();
+    let write_s = t.elapsed().as_secs_f64();
+    let t = std::time::Instant::now();
+    stepgate::baseline::read_baseline(&p).unwrap();
+    let read_s = t.elapsed().as_secs_f64();
+    let regressed = cmp.groups[0]
+        .kernels
+        .iter()
+        .filter(|k| k.change.verdict == stepgate::baseline::compare::RowVerdict::Regression)
+        .count();
+    println!(
+        "compare {compare_s:.2} s, write {write_s:.2} s, read {read_s:.2} s, file {} MB, {regressed} kernels regressed",
+        std::fs::metadata(&p).unwrap().len() / 1_000_000
+    );
+    assert_eq!(regressed, 40);
+}
