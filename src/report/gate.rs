@@ -359,7 +359,9 @@ fn mbu_line(g: &GroupComparison, md: bool) -> String {
                 bold("Floor / MBU"),
                 cell_opt(ch.baseline_median, fmt_pct),
                 cell_opt(ch.candidate_median, fmt_pct),
-                ch.change.map(|d| fmt_delta(metric::MBU, d)).unwrap_or_default(),
+                ch.change
+                    .map(|d| fmt_delta(metric::MBU, d))
+                    .unwrap_or_default(),
                 row_verdict(ch)
             )
         }
@@ -440,8 +442,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
             out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
             out.push('\n');
         }
-        if g
-            .categories
+        if g.categories
             .iter()
             .any(|c| c.change.verdict != RowVerdict::Ok)
         {

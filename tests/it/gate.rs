@@ -852,7 +852,10 @@ fn large_comparison_timing() {
                 },
             );
         }
-        g.metrics.insert(metric::WALL_NS.into(), busy.iter().map(|b| b + 50_000.0).collect());
+        g.metrics.insert(
+            metric::WALL_NS.into(),
+            busy.iter().map(|b| b + 50_000.0).collect(),
+        );
         g.metrics.insert(metric::BUSY_NS.into(), busy);
         Baseline::new(BaselineMeta::default(), SampleSet { groups: vec![g] })
     };
@@ -878,4 +881,28 @@ fn large_comparison_timing() {
         std::fs::metadata(&p).unwrap().len() / 1_000_000
     );
     assert_eq!(regressed, 40);
+}
+
+/// The documented example policy parses, and says what its comments say.
+#[test]
+fn example_policy_parses() {
+    let p = Policy::from_file(&common::root().join("examples/policy.toml")).unwrap();
+    assert_eq!(p.seed, 0x5EED);
+    assert_eq!(p.kernel.rel, 0.10);
+    let nccl = p.kernel_threshold(
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+        "x",
+        "communication",
+    );
+    assert_eq!((nccl.rel, nccl.abs), (0.20, 20_000.0));
+    assert!(
+        !p.kernel_threshold(
+            "triton_poi_fused_add_0",
+            "triton_poi_fused_add_0",
+            "elementwise"
+        )
+        .gate
+    );
+    assert_eq!(p.category_threshold("communication").rel, 0.15);
+    assert_eq!(p.metrics[metric::GAP_FRACTION].abs, 0.01);
 }
