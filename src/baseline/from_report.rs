@@ -35,8 +35,7 @@ pub struct ReportOptions {
 pub fn samples_from_report(path: &Path, opts: &ReportOptions) -> Result<Baseline> {
     let _ = opts;
     Err(Error::input(format!(
-        "cannot read steps from {}: steps are not built yet; pass a baseline recorded with \
-         `stepgate baseline record` instead",
+        "cannot read steps from {}: steps are not built yet",
         path.display()
     )))
 }

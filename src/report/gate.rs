@@ -52,14 +52,19 @@ fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
     }
 }
 
-fn row_verdict(ch: &Change) -> String {
-    let w = match ch.verdict {
-        RowVerdict::Regression => "❌ regression",
-        RowVerdict::Improvement => "✅ improvement",
-        RowVerdict::Ok => "ok",
-        RowVerdict::Inconclusive => "⚠️ inconclusive",
+/// A row's finding. Without a verdict (plain `diff`) it reads worse/better: a diff states
+/// what changed and leaves judging to `gate`.
+fn row_verdict(ch: &Change, judge: bool) -> String {
+    let w = match (ch.verdict, judge) {
+        (RowVerdict::Regression, true) => "❌ regression",
+        (RowVerdict::Improvement, true) => "✅ improvement",
+        (RowVerdict::Regression, false) => "worse",
+        (RowVerdict::Improvement, false) => "better",
+        (RowVerdict::Ok, _) => "ok",
+        (RowVerdict::Inconclusive, true) => "⚠️ inconclusive",
+        (RowVerdict::Inconclusive, false) => "too few steps",
     };
-    if ch.gated || ch.verdict == RowVerdict::Ok {
+    if !judge || ch.gated || ch.verdict == RowVerdict::Ok {
         w.to_owned()
     } else {
         format!("{w} (not gated)")
@@ -178,7 +183,7 @@ fn metric_title(name: &str) -> &str {
     }
 }
 
-fn metrics_table(g: &GroupComparison, name: &str) -> Table {
+fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
     let mut t = Table::new(&[
         (name, Align::Left),
         ("baseline", Align::Right),
@@ -198,7 +203,7 @@ fn metrics_table(g: &GroupComparison, name: &str) -> Table {
             fmt_change(u, ch),
             fmt_interval(u, ch),
             fmt_threshold(u, ch),
-            row_verdict(ch),
+            row_verdict(ch, judge),
         ]);
     }
     t
@@ -213,7 +218,7 @@ fn code(s: &str) -> String {
     }
 }
 
-fn kernel_table(rows: &[&KernelRow], md: bool) -> Table {
+fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -237,7 +242,7 @@ fn kernel_table(rows: &[&KernelRow], md: bool) -> Table {
             cell_opt(ch.candidate_median, fmt_us),
             fmt_change(u, ch),
             fmt_interval(u, ch),
-            row_verdict(ch),
+            row_verdict(ch, judge),
         ]);
     }
     t
@@ -271,7 +276,7 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
     t
 }
 
-fn categories_table(g: &GroupComparison) -> Table {
+fn categories_table(g: &GroupComparison, judge: bool) -> Table {
     let mut t = Table::new(&[
         ("category", Align::Left),
         ("baseline µs", Align::Right),
@@ -288,7 +293,7 @@ fn categories_table(g: &GroupComparison) -> Table {
             cell_opt(ch.candidate_median, fmt_us),
             fmt_change("exclusive_ns", ch),
             fmt_interval("exclusive_ns", ch),
-            row_verdict(ch),
+            row_verdict(ch, judge),
         ]);
     }
     t
@@ -349,7 +354,7 @@ fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
         .collect()
 }
 
-fn mbu_line(g: &GroupComparison, md: bool) -> String {
+fn mbu_line(g: &GroupComparison, md: bool, judge: bool) -> String {
     let bold = |s: &str| if md { format!("**{s}**") } else { s.to_owned() };
     match g.metrics.iter().find(|m| m.metric == metric::MBU) {
         Some(m) => {
@@ -362,7 +367,7 @@ fn mbu_line(g: &GroupComparison, md: bool) -> String {
                 ch.change
                     .map(|d| fmt_delta(metric::MBU, d))
                     .unwrap_or_default(),
-                row_verdict(ch)
+                row_verdict(ch, judge)
             )
         }
         None => format!(
@@ -393,6 +398,15 @@ fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
     s
 }
 
+/// Headings of the two kernel lists: a plain diff says slower/faster, not regression.
+fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
+    if o.show_verdict {
+        ("Kernel regressions", "Kernel improvements")
+    } else {
+        ("Slower kernels", "Faster kernels")
+    }
+}
+
 /// Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`.
 pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
     let mut out = String::new();
@@ -414,22 +428,34 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         for n in &g.notes {
             out.push_str(&format!("> ⚠️ {n}\n\n"));
         }
-        out.push_str(&metrics_table(g, "step metric (median)").to_markdown());
+        out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_markdown());
         out.push('\n');
-        out.push_str(&mbu_line(g, true));
+        out.push_str(&mbu_line(g, true, o.show_verdict));
         out.push_str("\n\n");
         let reg = regressions(g, o.top);
         let imp = improvements(g, o.top);
-        if reg.is_empty() {
+        let judged = g
+            .kernels
+            .iter()
+            .all(|k| k.change.verdict != RowVerdict::Inconclusive);
+        if !judged {
+            out.push_str("Kernels not judged: too few steps.\n\n");
+        } else if reg.is_empty() {
             out.push_str("No kernel regressed beyond its threshold.\n\n");
         } else {
-            out.push_str("**Kernel regressions** (median exclusive time per step)\n\n");
-            out.push_str(&kernel_table(&reg, true).to_markdown());
+            out.push_str(&format!(
+                "**{}** (median exclusive time per step)\n\n",
+                titles(o).0
+            ));
+            out.push_str(&kernel_table(&reg, true, o.show_verdict).to_markdown());
             out.push('\n');
         }
         if !imp.is_empty() {
-            out.push_str("**Kernel improvements** (median exclusive time per step)\n\n");
-            out.push_str(&kernel_table(&imp, true).to_markdown());
+            out.push_str(&format!(
+                "**{}** (median exclusive time per step)\n\n",
+                titles(o).1
+            ));
+            out.push_str(&kernel_table(&imp, true, o.show_verdict).to_markdown());
             out.push('\n');
         }
         if !g.new_kernels.is_empty() {
@@ -448,11 +474,11 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         {
             // Something moved: the table is part of the story, not a detail.
             out.push_str("**Time per category** (median per step)\n\n");
-            out.push_str(&categories_table(g).to_markdown());
+            out.push_str(&categories_table(g, o.show_verdict).to_markdown());
             out.push('\n');
         } else if !g.categories.is_empty() {
             out.push_str("<details><summary>Time per category</summary>\n\n");
-            out.push_str(&categories_table(g).to_markdown());
+            out.push_str(&categories_table(g, o.show_verdict).to_markdown());
             out.push_str("\n</details>\n");
         }
         let shown = reg
@@ -529,18 +555,24 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
         for n in &g.notes {
             out.push_str(&format!("note: {n}\n"));
         }
-        out.push_str(&metrics_table(g, "step metric (median)").to_text());
-        out.push_str(&mbu_line(g, false));
+        out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
+        out.push_str(&mbu_line(g, false, o.show_verdict));
         out.push('\n');
         let reg = regressions(g, o.top);
         if !reg.is_empty() {
-            out.push_str("\nkernel regressions (median exclusive time per step)\n");
-            out.push_str(&kernel_table(&reg, false).to_text());
+            out.push_str(&format!(
+                "\n{} (median exclusive time per step)\n",
+                titles(o).0.to_lowercase()
+            ));
+            out.push_str(&kernel_table(&reg, false, o.show_verdict).to_text());
         }
         let imp = improvements(g, o.top);
         if !imp.is_empty() {
-            out.push_str("\nkernel improvements (median exclusive time per step)\n");
-            out.push_str(&kernel_table(&imp, false).to_text());
+            out.push_str(&format!(
+                "\n{} (median exclusive time per step)\n",
+                titles(o).1.to_lowercase()
+            ));
+            out.push_str(&kernel_table(&imp, false, o.show_verdict).to_text());
         }
         if !g.new_kernels.is_empty() {
             out.push_str("\nnew kernels (candidate only)\n");

@@ -906,3 +906,32 @@ fn example_policy_parses() {
     assert_eq!(p.category_threshold("communication").rel, 0.15);
     assert_eq!(p.metrics[metric::GAP_FRACTION].abs, 0.01);
 }
+
+#[test]
+fn diff_reports_without_a_verdict_unless_asked() {
+    let c = Case::new();
+    let slow = c.write(
+        "slow.json",
+        &Spec {
+            seed: 2,
+            slow: Some((ACT, 1.2)),
+            ..Spec::default()
+        },
+    );
+    let base = c.path("base.json");
+    let (b, s) = (base.to_str().unwrap(), slow.to_str().unwrap());
+    let (code, out, _) = common::run(&["diff", b, s, "--format", "markdown"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("### stepgate diff: 1 step group compared"),
+        "{out}"
+    );
+    assert!(
+        out.contains("**Slower kernels**") && out.contains("| worse |"),
+        "{out}"
+    );
+    assert!(!out.contains("❌") && !out.contains("Regression"), "{out}");
+    let (code, out, _) = common::run(&["diff", b, s, "--verdict"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("❌ Regression"), "{out}");
+}
