@@ -697,6 +697,7 @@ fn intervals_cover_a_known_shift() {
             covered += 1;
         }
     }
+    println!("covered {covered} of 60");
     assert!(covered >= 52, "covered {covered} of 60");
 }
 
