@@ -1,1 +1,19 @@
-//! baseline (placeholder).
+//! Stored baselines and the noise-aware comparison behind `baseline record`, `gate` and
+//! `diff`: the sample model, its versioned file, the statistics, the policy and the verdict.
+//!
+//! Flow: a report becomes a [`Baseline`] (per-step samples grouped by step kind and batch
+//! size) through [`samples_from_report`]; two baselines meet in [`compare`] under a
+//! [`Policy`]; `report::gate` renders the [`Comparison`].
+
+pub mod compare;
+pub mod file;
+pub mod from_report;
+pub mod model;
+pub mod policy;
+pub mod stats;
+
+pub use compare::{compare, compare_unchecked, Comparison, Verdict};
+pub use file::{is_baseline_file, load_side, read_baseline, write_baseline};
+pub use from_report::{samples_from_report, ReportOptions};
+pub use model::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+pub use policy::Policy;

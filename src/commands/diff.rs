@@ -1,10 +1,68 @@
-//! `stepgate diff` (placeholder until its issue lands).
+//! `stepgate diff A B`: the gate's comparison between two reports or baselines, as a
+//! report without a verdict unless `--verdict` asks for one.
 
-use crate::exit::{Error, Result};
+use std::path::PathBuf;
+
+use crate::baseline::{compare, compare_unchecked, load_side};
+use crate::commands::baseline::ReportArgs;
+use crate::commands::gate::{load_policy, write_out};
+use crate::exit::Result;
+use crate::report::gate::{markdown, render, RenderOptions};
+use crate::report::Format;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Exit codes: 0 ok · 2 usage or input error; with --verdict as `gate`: \
+1 regression · 3 inconclusive."
+)]
+pub struct Args {
+    /// The reference side: a report or a baseline .json.
+    pub a: PathBuf,
+    /// The side compared with it: a report or a baseline .json.
+    pub b: PathBuf,
+    /// Judge like `gate` (GPU/model must match; exit 1 on a regression, 3 inconclusive).
+    #[arg(long)]
+    pub verdict: bool,
+    /// Thresholds and overrides (TOML or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Also write the markdown report here.
+    #[arg(long, value_name = "OUT")]
+    pub markdown: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Kernel rows per list in the report.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[command(flatten)]
+    pub report_args: ReportArgs,
+}
 
-pub fn run(_args: &Args) -> Result<u8> {
-    Err(Error::input("this subcommand is not built yet"))
+pub fn run(args: &Args) -> Result<u8> {
+    let policy = load_policy(args.policy.as_deref())?;
+    let opts = args.report_args.options();
+    let a = load_side(&args.a, &opts)?;
+    let b = load_side(&args.b, &opts)?;
+    let cmp = if args.verdict {
+        compare(&a, &b, &policy)?
+    } else {
+        compare_unchecked(&a, &b, &policy)?
+    };
+    let ro = RenderOptions {
+        show_verdict: args.verdict,
+        baseline_name: args.a.display().to_string(),
+        candidate_name: args.b.display().to_string(),
+        top: args.top,
+        command: "diff",
+    };
+    if let Some(p) = &args.markdown {
+        write_out(p, &markdown(&cmp, &ro))?;
+    }
+    print!("{}", render(&cmp, args.format, &ro));
+    Ok(if args.verdict {
+        cmp.exit_code
+    } else {
+        crate::exit::OK
+    })
 }

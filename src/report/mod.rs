@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod capacity;
 pub mod capture;
 pub mod floor;
+pub mod gate;
 pub mod probe;
 pub mod steps;
 pub mod table;

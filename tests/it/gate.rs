@@ -1,1 +1,938 @@
-//! Tests for gate (filled in by its issue).
+//! The gate end to end on sample sets generated here from a seeded distribution: pass on
+//! identical and noise-only runs, regression naming the slower kernel, inconclusive on 3
+//! steps, exit 2 on another GPU or a bad baseline file, policy overrides, and the
+//! statistics checked against independent computations.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use stepgate::baseline::model::{metric, BaselineMeta, Group, KernelSamples, SampleSet};
+use stepgate::baseline::{compare, write_baseline, Baseline, Policy};
+
+use crate::common;
+
+/// (full name, short name, category, mean exclusive ns per step)
+const KERNELS: [(&str, &str, &str, f64); 6] = [
+    (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        "sm90_xmma_gemm_bf16bf16",
+        "gemm",
+        1_200_000.0,
+    ),
+    (
+        "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, true>(Flash_fwd_params)",
+        "flash_fwd_splitkv_kernel",
+        "attention",
+        300_000.0,
+    ),
+    (
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclDevKernel_AllReduce",
+        "communication",
+        150_000.0,
+    ),
+    (
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)",
+        "act_and_mul_kernel",
+        "elementwise",
+        60_000.0,
+    ),
+    (
+        "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, int, int)",
+        "rms_norm_kernel",
+        "norm",
+        40_000.0,
+    ),
+    ("triton_poi_fused_add_0", "triton_poi_fused_add_0", "elementwise", 8_000.0),
+];
+
+const ACT: &str = "act_and_mul_kernel";
+const GAP_NS: f64 = 150_000.0;
+/// The floor priced for MBU in the samples that carry it (ns per step).
+const FLOOR_NS: f64 = 1_000_000.0;
+
+/// How a generated run differs from the reference.
+#[derive(Clone)]
+struct Spec {
+    seed: u64,
+    steps: usize,
+    /// Multiplies every time.
+    scale: f64,
+    /// Multiplies one kernel (by short name).
+    slow: Option<(&'static str, f64)>,
+    /// Half-width of the uniform per-sample noise, relative.
+    noise: f64,
+    gpu: Option<&'static str>,
+    mbu: bool,
+    context: Option<f64>,
+    extra_kernel: Option<(&'static str, f64)>,
+    drop_kernel: Option<&'static str>,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            seed: 1,
+            steps: 200,
+            scale: 1.0,
+            slow: None,
+            noise: 0.02,
+            gpu: Some("NVIDIA H100 80GB HBM3"),
+            mbu: false,
+            context: None,
+            extra_kernel: None,
+            drop_kernel: None,
+        }
+    }
+}
+
+/// Per-step samples with consistent metrics: busy = Σ kernels (one stream, no overlap),
+/// wall = busy + gap, period = wall + 20 µs idle, gap fraction = gap / wall.
+fn generate(s: &Spec) -> Baseline {
+    let mut rng = SmallRng::seed_from_u64(s.seed);
+    let mut g = Group::new("decode", Some(32));
+    g.mean_context = s.context;
+    let mut kernels: Vec<(String, String, String, f64)> = KERNELS
+        .iter()
+        .filter(|k| Some(k.1) != s.drop_kernel)
+        .map(|&(full, short, cat, mean)| {
+            let factor = match s.slow {
+                Some((k, f)) if k == short => f,
+                _ => 1.0,
+            };
+            (
+                full.to_owned(),
+                short.to_owned(),
+                cat.to_owned(),
+                mean * factor,
+            )
+        })
+        .collect();
+    if let Some((name, ns)) = s.extra_kernel {
+        kernels.push((name.to_owned(), name.to_owned(), "other".to_owned(), ns));
+    }
+    let mut metrics: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut ks: BTreeMap<String, KernelSamples> = BTreeMap::new();
+    let mut cats: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (full, short, cat, _) in &kernels {
+        ks.insert(
+            full.clone(),
+            KernelSamples {
+                short_name: short.clone(),
+                category: cat.clone(),
+                exclusive_ns: Vec::new(),
+                instances: Vec::new(),
+            },
+        );
+        cats.entry(cat.clone()).or_default();
+    }
+    let jitter = |rng: &mut SmallRng| 1.0 + s.noise * (2.0 * rng.random::<f64>() - 1.0);
+    for _ in 0..s.steps {
+        let mut busy = 0.0;
+        let mut cat_sum: BTreeMap<&str, f64> = BTreeMap::new();
+        for (full, _, cat, mean) in &kernels {
+            let t = (mean * s.scale * jitter(&mut rng)).round();
+            busy += t;
+            *cat_sum.entry(cat.as_str()).or_default() += t;
+            let k = ks.get_mut(full).unwrap();
+            k.exclusive_ns.push(t);
+            k.instances.push(1.0);
+        }
+        for (c, v) in cat_sum {
+            cats.get_mut(c).unwrap().push(v);
+        }
+        let gap = (GAP_NS * s.scale * jitter(&mut rng)).round();
+        let wall = busy + gap;
+        metrics
+            .entry(metric::WALL_NS.into())
+            .or_default()
+            .push(wall);
+        metrics
+            .entry(metric::PERIOD_NS.into())
+            .or_default()
+            .push(wall + 20_000.0);
+        metrics
+            .entry(metric::BUSY_NS.into())
+            .or_default()
+            .push(busy);
+        metrics.entry(metric::GAP_NS.into()).or_default().push(gap);
+        metrics
+            .entry(metric::GAP_FRACTION.into())
+            .or_default()
+            .push(gap / wall);
+        metrics
+            .entry(metric::LAUNCHES.into())
+            .or_default()
+            .push(kernels.len() as f64);
+        if s.mbu {
+            metrics
+                .entry(metric::MBU.into())
+                .or_default()
+                .push(FLOOR_NS / wall);
+        }
+    }
+    g.metrics = metrics;
+    g.kernels = ks;
+    g.categories = cats;
+    Baseline::new(
+        BaselineMeta {
+            gpu_name: s.gpu.map(str::to_owned),
+            nsys_version: Some("2026.2.1.210".into()),
+            source_format: "synthetic".into(),
+            engine: Some("vllm".into()),
+            step_kinds: vec!["decode".into()],
+            batch_compositions: vec!["decode bs=32".into()],
+            model: s.mbu.then(|| "llama-3.1-8b".to_owned()),
+            floor_inputs: None,
+            created_by: "stepgate tests".into(),
+        },
+        SampleSet { groups: vec![g] },
+    )
+}
+
+/// A temp dir with `base.json` (reference run, seed 1) and one candidate.
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Case {
+        let c = Case {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        write_baseline(&c.path("base.json"), &generate(&Spec::default())).unwrap();
+        c
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn write(&self, name: &str, spec: &Spec) -> PathBuf {
+        let p = self.path(name);
+        write_baseline(&p, &generate(spec)).unwrap();
+        p
+    }
+    fn gate(&self, cand: &Path, extra: &[&str]) -> (i32, String, String) {
+        let base = self.path("base.json");
+        let mut args = vec![
+            "gate",
+            cand.to_str().unwrap(),
+            "--baseline",
+            base.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        common::run(&args)
+    }
+    fn gate_json(&self, cand: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+        let mut a = vec!["--format", "json"];
+        a.extend_from_slice(extra);
+        let (code, out, err) = self.gate(cand, &a);
+        let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        (code, v)
+    }
+}
+
+fn kernel_row<'a>(v: &'a serde_json::Value, short: &str) -> &'a serde_json::Value {
+    v["groups"][0]["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["short_name"] == short)
+        .unwrap()
+}
+
+fn metric_row<'a>(v: &'a serde_json::Value, m: &str) -> &'a serde_json::Value {
+    v["groups"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["metric"] == m)
+        .unwrap()
+}
+
+#[test]
+fn identical_run_passes() {
+    let c = Case::new();
+    let cand = c.write("cand.json", &Spec::default());
+    let (code, out, err) = c.gate(&cand, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("✅ Pass"), "{out}");
+}
+
+#[test]
+fn one_kernel_20_percent_slower_is_a_regression_naming_it() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            seed: 2,
+            slow: Some((ACT, 1.2)),
+            ..Spec::default()
+        },
+    );
+    let (code, v) = c.gate_json(&cand, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(v["verdict"], "regression");
+    let reasons = v["reasons"].to_string();
+    assert!(reasons.contains(ACT), "{reasons}");
+    let k = kernel_row(&v, ACT);
+    assert_eq!(k["verdict"], "regression");
+    // The true shift is +20%; the interval must bracket it and clear the 10% threshold.
+    let iv = k["interval_rel"].as_array().unwrap();
+    let (lo, hi) = (iv[0].as_f64().unwrap(), iv[1].as_f64().unwrap());
+    assert!(lo > 0.10 && lo <= 0.20 && 0.20 <= hi, "{lo} {hi}");
+    // No other kernel is named, and the step wall (+0.6%) stays within its 3%.
+    for other in KERNELS.iter().filter(|k| k.1 != ACT) {
+        assert!(!reasons.contains(other.1), "{reasons}");
+    }
+    assert_eq!(metric_row(&v, metric::WALL_NS)["verdict"], "ok");
+    // The human report says it too, first line first.
+    let (_, out, _) = c.gate(&cand, &["--format", "markdown"]);
+    assert!(
+        out.starts_with("### ❌ Regression — decode bs=32: kernel act_and_mul_kernel +"),
+        "{out}"
+    );
+}
+
+#[test]
+fn one_percent_noise_only_change_passes() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            seed: 3,
+            scale: 1.01,
+            ..Spec::default()
+        },
+    );
+    let (code, v) = c.gate_json(&cand, &[]);
+    assert_eq!(code, 0, "{v}");
+    // The change was measured (about +1%), it just is not a regression.
+    let rel = metric_row(&v, metric::WALL_NS)["change_rel"]
+        .as_f64()
+        .unwrap();
+    assert!((rel - 0.01).abs() < 0.005, "{rel}");
+}
+
+#[test]
+fn three_steps_are_inconclusive() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            steps: 3,
+            slow: Some((ACT, 1.5)),
+            ..Spec::default()
+        },
+    );
+    let (code, out, _) = c.gate(&cand, &[]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("200 baseline and 3 candidate steps; at least 10"),
+        "{out}"
+    );
+    // Configurable to fail.
+    let (code, _, _) = c.gate(&cand, &["--inconclusive-fails"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn another_gpu_is_an_input_error() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            gpu: Some("NVIDIA H200"),
+            ..Spec::default()
+        },
+    );
+    let (code, _, err) = c.gate(&cand, &[]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("GPU mismatch") && err.contains("NVIDIA H200"),
+        "{err}"
+    );
+    // A side that names no GPU is a warning, not an error.
+    let cand = c.write(
+        "nogpu.json",
+        &Spec {
+            gpu: None,
+            ..Spec::default()
+        },
+    );
+    let (code, out, _) = c.gate(&cand, &["--format", "markdown"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("the candidate names no GPU"), "{out}");
+    // `diff` without a verdict compares across GPUs on purpose.
+    let h200 = c.path("cand.json");
+    let base = c.path("base.json");
+    let (code, out, _) = common::run(&["diff", base.to_str().unwrap(), h200.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("stepgate diff: 1 step group compared"),
+        "{out}"
+    );
+    assert!(out.contains("GPU mismatch"), "{out}");
+}
+
+#[test]
+fn bad_baseline_files_get_a_clear_error() {
+    let c = Case::new();
+    let cand = c.write("cand.json", &Spec::default());
+    let good = std::fs::read(c.path("base.json")).unwrap();
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("half.json", good[..good.len() / 2].to_vec(), "is truncated"),
+        (
+            "corrupt.json",
+            b"\x00\x01garbage".to_vec(),
+            "is not valid JSON",
+        ),
+        (
+            "foreign.json",
+            br#"{"traceEvents": [], "schemaVersion": 1}"#.to_vec(),
+            "is not a stepgate baseline",
+        ),
+        (
+            "newer.json",
+            String::from_utf8(good.clone())
+                .unwrap()
+                .replacen("\"schema_version\":1", "\"schema_version\":2", 1)
+                .into_bytes(),
+            "newer than this stepgate reads",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let p = c.path(name);
+        std::fs::write(&p, bytes).unwrap();
+        let (code, out, err) = common::run(&[
+            "gate",
+            cand.to_str().unwrap(),
+            "--baseline",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{name}: {out}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+    }
+    let (code, _, err) = c.gate(&c.path("missing.json"), &[]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn policy_overrides_change_the_verdict() {
+    let c = Case::new();
+    let slow = c.write(
+        "slow.json",
+        &Spec {
+            seed: 2,
+            slow: Some((ACT, 1.2)),
+            ..Spec::default()
+        },
+    );
+    let run_with = |name: &str, text: &str, cand: &Path| {
+        let p = c.path(name);
+        std::fs::write(&p, text).unwrap();
+        c.gate(cand, &["--policy", p.to_str().unwrap()]).0
+    };
+    // The slower kernel also moves its category (elementwise: 68 → 80 µs, +17.6%), which
+    // the category check catches on its own.
+    let loose_cat = "[[category]]\nname = \"elementwise\"\nrel = 0.2\n";
+    assert_eq!(
+        run_with(
+            "p0.toml",
+            "[[kernel]]\nname = \"act_and_mul_kernel\"\ngate = false\n",
+            &slow
+        ),
+        1
+    );
+    // Exact name, report only (and the category loosened).
+    let p1 = format!("[[kernel]]\nname = \"act_and_mul_kernel\"\ngate = false\n{loose_cat}");
+    assert_eq!(run_with("p1.toml", &p1, &slow), 0);
+    // Regex over the full name with a looser relative threshold (25% > the 20% change).
+    let p2 = format!("[[kernel]]\nregex = \"vllm::act_and_mul\"\nrel = 0.25\n{loose_cat}");
+    assert_eq!(run_with("p2.toml", &p2, &slow), 0);
+    // A per-category override reaches the kernels of that category.
+    assert_eq!(
+        run_with(
+            "p3.json",
+            r#"{"category": [{"name": "elementwise", "rel": 0.5}]}"#,
+            &slow
+        ),
+        0
+    );
+    // A rule for another kernel leaves this one at the default: still a regression.
+    assert_eq!(
+        run_with(
+            "p4.toml",
+            "[[kernel]]\nname = \"rms_norm_kernel\"\ngate = false\n",
+            &slow
+        ),
+        1
+    );
+    // Tightening the step threshold turns a real +1% into a regression.
+    let one = c.write(
+        "one.json",
+        &Spec {
+            seed: 3,
+            scale: 1.01,
+            ..Spec::default()
+        },
+    );
+    assert_eq!(
+        run_with(
+            "p5.toml",
+            "[metrics.wall_ns]\nrel = 0.002\nabs = 1000\n",
+            &one
+        ),
+        1
+    );
+    // A typo is an input error, not a silently looser gate.
+    assert_eq!(run_with("p6.toml", "[kernel]\nrel = 0.5\n", &slow), 2);
+}
+
+#[test]
+fn new_and_vanished_kernels_are_reported() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            seed: 4,
+            extra_kernel: Some(("new_dequant_kernel", 50_000.0)),
+            drop_kernel: Some("rms_norm_kernel"),
+            ..Spec::default()
+        },
+    );
+    let (code, v) = c.gate_json(&cand, &[]);
+    assert_eq!(code, 1, "{v}");
+    let g = &v["groups"][0];
+    assert_eq!(g["new_kernels"][0]["short_name"], "new_dequant_kernel");
+    assert_eq!(g["new_kernels"][0]["gated"], true);
+    // 50 µs of a busy time of about 1,758 − 40 + 50 = 1,768 µs per step: 2.8%.
+    let share = g["new_kernels"][0]["share_of_busy"].as_f64().unwrap();
+    assert!((share - 50.0 / 1768.0).abs() < 0.002, "{share}");
+    assert_eq!(g["vanished_kernels"][0]["short_name"], "rms_norm_kernel");
+    // Small kernels below 1% of busy time are not listed: drop the 8 µs triton kernel.
+    let cand = c.write(
+        "small.json",
+        &Spec {
+            drop_kernel: Some("triton_poi_fused_add_0"),
+            ..Spec::default()
+        },
+    );
+    let (code, v) = c.gate_json(&cand, &[]);
+    assert_eq!(code, 0);
+    assert!(v["groups"][0]["vanished_kernels"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn context_shift_hands_the_verdict_to_mbu() {
+    let c = Case::new();
+    let base_mbu = c.write(
+        "bm.json",
+        &Spec {
+            mbu: true,
+            context: Some(1000.0),
+            ..Spec::default()
+        },
+    );
+    // Longer contexts, 10% slower everything: raw times regress, MBU (same floor here)
+    // drops 9% too, so MBU still judges a regression.
+    let cand = c.write(
+        "cm.json",
+        &Spec {
+            seed: 5,
+            mbu: true,
+            context: Some(1300.0),
+            scale: 1.10,
+            ..Spec::default()
+        },
+    );
+    let args = |cand: &Path, base: &Path| {
+        let (code, out, _) = common::run(&[
+            "gate",
+            cand.to_str().unwrap(),
+            "--baseline",
+            base.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        (
+            code,
+            serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        )
+    };
+    let (code, v) = args(&cand, &base_mbu);
+    assert_eq!(code, 1);
+    assert_eq!(
+        v["reasons"][0].as_str().unwrap().split(' ').nth(2),
+        Some("mbu"),
+        "{v}"
+    );
+    assert_eq!(metric_row(&v, metric::WALL_NS)["gated"], false);
+    assert!(v["groups"][0]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("+30.0%"));
+    // Without MBU on either side the group cannot be judged: inconclusive.
+    let base = c.write(
+        "b2.json",
+        &Spec {
+            context: Some(1000.0),
+            ..Spec::default()
+        },
+    );
+    let cand = c.write(
+        "c2.json",
+        &Spec {
+            seed: 5,
+            context: Some(1300.0),
+            scale: 1.10,
+            ..Spec::default()
+        },
+    );
+    let (code, v) = args(&cand, &base);
+    assert_eq!(code, 3, "{v}");
+    // A model mismatch is an input error.
+    let mut other = generate(&Spec {
+        mbu: true,
+        ..Spec::default()
+    });
+    other.meta.model = Some("qwen3-8b".into());
+    let p = c.path("other_model.json");
+    write_baseline(&p, &other).unwrap();
+    let (code, _, err) = common::run(&[
+        "gate",
+        p.to_str().unwrap(),
+        "--baseline",
+        base_mbu.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("model mismatch"), "{err}");
+}
+
+#[test]
+fn one_sided_groups_are_reported_not_compared() {
+    let mut base = generate(&Spec::default());
+    let mut prefill = base.samples.groups[0].clone();
+    prefill.step_kind = "prefill".into();
+    prefill.batch_size = Some(1);
+    base.samples.groups.push(prefill);
+    let cand = generate(&Spec {
+        seed: 2,
+        ..Spec::default()
+    });
+    let cmp = compare(&base, &cand, &Policy::default()).unwrap();
+    assert_eq!(cmp.groups.len(), 1);
+    assert_eq!(cmp.one_sided.len(), 1);
+    assert_eq!(cmp.one_sided[0].label, "prefill bs=1");
+    assert_eq!(cmp.exit_code, 0);
+    // Nothing in common at all: inconclusive.
+    let mut lone = cand.clone();
+    lone.samples.groups[0].batch_size = Some(64);
+    let cmp = compare(&base, &lone, &Policy::default()).unwrap();
+    assert_eq!(cmp.exit_code, 3);
+}
+
+/// Hand-computed medians on small fixed data: baseline 10..=19 µs (median 14.5 µs),
+/// candidate the same + 3 µs except one outlier (median of {13..21, 95} = 17.5 µs).
+#[test]
+fn median_shift_matches_a_hand_computation() {
+    let base_v: Vec<f64> = (10..20).map(|i| f64::from(i) * 1000.0).collect();
+    let mut cand_v: Vec<f64> = base_v.iter().map(|v| v + 3000.0).collect();
+    cand_v[9] = 95_000.0;
+    let mk = |v: &Vec<f64>| {
+        let mut g = Group::new("decode", Some(1));
+        g.metrics.insert(metric::WALL_NS.into(), v.clone());
+        Baseline::new(BaselineMeta::default(), SampleSet { groups: vec![g] })
+    };
+    let mut p = Policy::default();
+    p.metrics.get_mut(metric::WALL_NS).unwrap().abs = 1000.0;
+    let cmp = compare(&mk(&base_v), &mk(&cand_v), &p).unwrap();
+    let ch = &cmp.groups[0].metrics[0].change;
+    assert_eq!(ch.baseline_median, Some(14_500.0));
+    assert_eq!(ch.candidate_median, Some(17_500.0));
+    assert_eq!(ch.change, Some(3_000.0));
+    assert_eq!(ch.change_rel, Some(17_500.0 / 14_500.0 - 1.0));
+    // Every resample median of 10 values lies in [10, 19] µs (baseline) and [13, 95] µs
+    // (candidate), so the interval of the shift lies within [13−19, 95−10] µs, and it
+    // must contain the observed 3 µs.
+    let [lo, hi] = ch.interval.unwrap();
+    assert!(
+        (-6_000.0..=3_000.0).contains(&lo) && (3_000.0..=85_000.0).contains(&hi),
+        "{lo} {hi}"
+    );
+}
+
+/// Coverage: over 60 independent pairs with a known true shift of +5% in the median, the
+/// 95% interval must contain it in most of them (binomial: ≥ 52 of 60 unless the method is
+/// badly miscalibrated).
+#[test]
+fn intervals_cover_a_known_shift() {
+    let mut covered = 0;
+    let p = Policy {
+        resamples: 2000,
+        ..Policy::default()
+    };
+    for seed in 0..60u64 {
+        let mut rng = SmallRng::seed_from_u64(1000 + seed);
+        // Uniform(900, 1100): true median 1000; candidate 1050.
+        let mut draw = |shift: f64| -> Vec<f64> {
+            (0..60)
+                .map(|_| 900.0 + 200.0 * rng.random::<f64>() + shift)
+                .collect()
+        };
+        let (b, c) = (draw(0.0), draw(50.0));
+        let mk = |v: Vec<f64>| {
+            let mut g = Group::new("decode", None);
+            g.metrics.insert(metric::WALL_NS.into(), v);
+            Baseline::new(BaselineMeta::default(), SampleSet { groups: vec![g] })
+        };
+        let cmp = compare(&mk(b), &mk(c), &p).unwrap();
+        let [lo, hi] = cmp.groups[0].metrics[0].change.interval_rel.unwrap();
+        if lo <= 0.05 && 0.05 <= hi {
+            covered += 1;
+        }
+    }
+    println!("covered {covered} of 60");
+    assert!(covered >= 52, "covered {covered} of 60");
+}
+
+#[test]
+fn same_inputs_give_the_same_report() {
+    let c = Case::new();
+    let cand = c.write(
+        "cand.json",
+        &Spec {
+            seed: 9,
+            slow: Some((ACT, 1.2)),
+            ..Spec::default()
+        },
+    );
+    let a = c.gate(&cand, &["--format", "json"]).1;
+    let b = c.gate(&cand, &["--format", "json"]).1;
+    assert_eq!(a, b);
+}
+
+/// Six significant digits: the snapshot pins the layout, not the last bits of a libm `ln`
+/// inside the bootstrap, which may differ between platforms.
+fn round_floats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap();
+            let r: f64 = format!("{x:.5e}").parse().unwrap();
+            *v = serde_json::json!(r);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(round_floats),
+        serde_json::Value::Object(o) => o.values_mut().for_each(round_floats),
+        _ => {}
+    }
+}
+
+/// Snapshots pin the formatting of the markdown and JSON reports (a small run so the
+/// JSON stays readable).
+#[test]
+fn report_snapshots() {
+    let c = tempfile::tempdir().unwrap();
+    let base = c.path().join("base.json");
+    let cand = c.path().join("cand.json");
+    let small = Spec {
+        steps: 40,
+        ..Spec::default()
+    };
+    write_baseline(
+        &base,
+        &generate(&Spec {
+            mbu: true,
+            context: Some(1000.0),
+            ..small.clone()
+        }),
+    )
+    .unwrap();
+    write_baseline(
+        &cand,
+        &generate(&Spec {
+            seed: 2,
+            mbu: true,
+            context: Some(1010.0),
+            slow: Some((ACT, 1.2)),
+            extra_kernel: Some(("new_dequant_kernel", 50_000.0)),
+            drop_kernel: Some("rms_norm_kernel"),
+            ..small
+        }),
+    )
+    .unwrap();
+    let md_path = c.path().join("report.md");
+    let (code, json, err) = common::run(&[
+        "gate",
+        cand.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--format",
+        "json",
+        "--markdown",
+        md_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let dir = c.path().display().to_string();
+    let md = std::fs::read_to_string(&md_path)
+        .unwrap()
+        .replace(&dir, "[TMP]");
+    insta::assert_snapshot!("gate_markdown", md);
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    round_floats(&mut v);
+    insta::assert_json_snapshot!("gate_json", v);
+    let (_, text, _) = common::run(&[
+        "gate",
+        cand.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+    ]);
+    insta::assert_snapshot!("gate_table", text.replace(&dir, "[TMP]"));
+}
+
+/// Manual check, not a CI test: render the snapshot's markdown to HTML (GitHub-like
+/// tables) so it can be screenshotted with headless Chromium and looked at:
+/// `STEPGATE_HTML_OUT=/tmp/gate.html cargo test --test it gate::render_html -- --ignored`
+/// then `chromium --headless --no-sandbox --disable-gpu --screenshot=/tmp/gate.png
+/// --window-size=1200,1800 file:///tmp/gate.html`.
+#[test]
+#[ignore]
+fn render_html() {
+    let snap = std::fs::read_to_string(
+        common::root().join("tests/it/snapshots/it__gate__gate_markdown.snap"),
+    )
+    .unwrap();
+    // The body follows the second `---` line of the insta header.
+    let md = snap.splitn(3, "---\n").nth(2).unwrap();
+    let mut opts = pulldown_cmark::Options::empty();
+    opts.insert(pulldown_cmark::Options::ENABLE_TABLES);
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new_ext(md, opts));
+    let page = format!(
+        "<!doctype html><meta charset=utf-8><style>body{{font-family:-apple-system,Segoe UI,\
+         Helvetica,Arial,sans-serif;font-size:14px;max-width:1012px;margin:24px}}\
+         table{{border-collapse:collapse;margin:8px 0}}th,td{{border:1px solid #d0d7de;\
+         padding:6px 13px}}tr:nth-child(2n){{background:#f6f8fa}}code{{background:#eff1f3;\
+         padding:2px 4px;border-radius:6px;font-size:85%}}blockquote{{color:#59636e;\
+         border-left:4px solid #d0d7de;margin:0;padding:0 1em}}</style>{html}"
+    );
+    let out = std::env::var("STEPGATE_HTML_OUT").unwrap_or_else(|_| "/tmp/gate.html".into());
+    std::fs::write(out, page).unwrap();
+}
+
+/// Measurement, not a CI test: 10,000 steps × 400 kernels per side, 40 of them 20% slower.
+/// `cargo test --test it gate::large_comparison -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn large_comparison_timing() {
+    let steps = 10_000;
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut side = |slow: bool| {
+        let mut g = Group::new("decode", Some(64));
+        let mut busy = vec![0.0; steps];
+        for k in 0..400 {
+            let mean = 30_000.0 + 100.0 * k as f64;
+            let f = if slow && k % 10 == 0 { 1.2 } else { 1.0 };
+            let v: Vec<f64> = (0..steps)
+                .map(|_| (mean * f * (0.97 + 0.06 * rng.random::<f64>())).round())
+                .collect();
+            for (b, x) in busy.iter_mut().zip(&v) {
+                *b += x;
+            }
+            g.kernels.insert(
+                format!("void kernel_{k}<float, 128>(Params)"),
+                KernelSamples {
+                    short_name: format!("kernel_{k}"),
+                    category: ["gemm", "attention", "norm", "elementwise"][k % 4].into(),
+                    exclusive_ns: v,
+                    instances: vec![1.0; steps],
+                },
+            );
+        }
+        g.metrics.insert(
+            metric::WALL_NS.into(),
+            busy.iter().map(|b| b + 50_000.0).collect(),
+        );
+        g.metrics.insert(metric::BUSY_NS.into(), busy);
+        Baseline::new(BaselineMeta::default(), SampleSet { groups: vec![g] })
+    };
+    let (a, b) = (side(false), side(true));
+    let t = std::time::Instant::now();
+    let cmp = compare(&a, &b, &Policy::default()).unwrap();
+    let compare_s = t.elapsed().as_secs_f64();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.json");
+    let t = std::time::Instant::now();
+    write_baseline(&p, &a).unwrap();
+    let write_s = t.elapsed().as_secs_f64();
+    let t = std::time::Instant::now();
+    stepgate::baseline::read_baseline(&p).unwrap();
+    let read_s = t.elapsed().as_secs_f64();
+    let regressed = cmp.groups[0]
+        .kernels
+        .iter()
+        .filter(|k| k.change.verdict == stepgate::baseline::compare::RowVerdict::Regression)
+        .count();
+    println!(
+        "compare {compare_s:.2} s, write {write_s:.2} s, read {read_s:.2} s, file {} MB, {regressed} kernels regressed",
+        std::fs::metadata(&p).unwrap().len() / 1_000_000
+    );
+    assert_eq!(regressed, 40);
+}
+
+/// The documented example policy parses, and says what its comments say.
+#[test]
+fn example_policy_parses() {
+    let p = Policy::from_file(&common::root().join("examples/policy.toml")).unwrap();
+    assert_eq!(p.seed, 0x5EED);
+    assert_eq!(p.kernel.rel, 0.10);
+    let nccl = p.kernel_threshold(
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+        "x",
+        "communication",
+    );
+    assert_eq!((nccl.rel, nccl.abs), (0.20, 20_000.0));
+    assert!(
+        !p.kernel_threshold(
+            "triton_poi_fused_add_0",
+            "triton_poi_fused_add_0",
+            "elementwise"
+        )
+        .gate
+    );
+    assert_eq!(p.category_threshold("communication").rel, 0.15);
+    assert_eq!(p.metrics[metric::GAP_FRACTION].abs, 0.01);
+}
+
+#[test]
+fn diff_reports_without_a_verdict_unless_asked() {
+    let c = Case::new();
+    let slow = c.write(
+        "slow.json",
+        &Spec {
+            seed: 2,
+            slow: Some((ACT, 1.2)),
+            ..Spec::default()
+        },
+    );
+    let base = c.path("base.json");
+    let (b, s) = (base.to_str().unwrap(), slow.to_str().unwrap());
+    let (code, out, _) = common::run(&["diff", b, s, "--format", "markdown"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("### stepgate diff: 1 step group compared"),
+        "{out}"
+    );
+    assert!(
+        out.contains("**Slower kernels**") && out.contains("| worse |"),
+        "{out}"
+    );
+    assert!(!out.contains("❌") && !out.contains("Regression"), "{out}");
+    let (code, out, _) = common::run(&["diff", b, s, "--verdict"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("❌ Regression"), "{out}");
+}

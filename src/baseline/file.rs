@@ -1,0 +1,214 @@
+//! Reading and writing baseline files: atomic writes, and one clear line for every way a
+//! file can be wrong (missing, truncated, foreign, newer, malformed).
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::baseline::from_report::{samples_from_report, ReportOptions};
+use crate::baseline::model::{Baseline, FORMAT, SCHEMA_VERSION};
+use crate::exit::{Error, Result};
+
+const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FILE`";
+
+/// Write `baseline` to `path` atomically: a temporary file in the same directory, synced,
+/// then renamed over the target, so a crash never leaves a half-written baseline.
+pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::input(format!("cannot create directory {}: {e}", dir.display())))?;
+    let fail = |e: &dyn std::fmt::Display| {
+        Error::input(format!("cannot write baseline {}: {e}", path.display()))
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        serde_json::to_writer(&mut w, baseline).map_err(|e| fail(&e))?;
+        w.write_all(b"\n").map_err(|e| fail(&e))?;
+        w.flush().map_err(|e| fail(&e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| fail(&e))?;
+    tmp.persist(path).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// Read and check a baseline file.
+pub fn read_baseline(path: &Path) -> Result<Baseline> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::input(format!(
+            "cannot read baseline {}: {e}; record one with `stepgate baseline record REPORT -o FILE`",
+            path.display()
+        ))
+    })?;
+    parse_baseline(&bytes, &path.display().to_string())
+}
+
+/// The two fields that say whether a JSON document is a baseline this build can read.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<serde_json::Value>,
+    schema_version: Option<serde_json::Value>,
+}
+
+/// Parse baseline bytes; `name` is how errors refer to the file.
+pub fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
+    // First pass reads only the header (serde skips the rest without building it), so a
+    // foreign or newer file is named as such instead of as "missing field samples".
+    let header: Header = match serde_json::from_slice(bytes) {
+        Ok(h) => h,
+        Err(e) if e.is_eof() => {
+            return Err(Error::input(format!(
+            "baseline {name} is truncated (ends at line {} column {}: half-written?); {RERECORD}",
+            e.line(),
+            e.column()
+        )))
+        }
+        Err(e) if e.is_syntax() => {
+            return Err(Error::input(format!(
+                "baseline {name} is not valid JSON ({e}); {RERECORD}"
+            )))
+        }
+        Err(_) => {
+            return Err(Error::input(format!(
+                "{name} is not a stepgate baseline (not a JSON object); pass a file written by \
+                 `stepgate baseline record`"
+            )))
+        }
+    };
+    if header.format.as_ref().and_then(|v| v.as_str()) != Some(FORMAT) {
+        return Err(Error::input(format!(
+            "{name} is not a stepgate baseline (no \"format\": \"{FORMAT}\"); pass a file \
+             written by `stepgate baseline record`"
+        )));
+    }
+    match header.schema_version.as_ref().and_then(|v| v.as_u64()) {
+        Some(v) if v > u64::from(SCHEMA_VERSION) => {
+            return Err(Error::input(format!(
+                "baseline {name} has schema_version {v}, newer than this stepgate reads \
+                 ({SCHEMA_VERSION}); upgrade stepgate or {RERECORD}"
+            )))
+        }
+        Some(v) if v >= 1 => {}
+        _ => {
+            return Err(Error::input(format!(
+                "baseline {name} has no valid schema_version; {RERECORD}"
+            )))
+        }
+    }
+    let b: Baseline = serde_json::from_slice(bytes)
+        .map_err(|e| Error::input(format!("baseline {name} is malformed ({e}); {RERECORD}")))?;
+    validate(&b, name)?;
+    Ok(b)
+}
+
+/// Checks serde cannot express: every kernel and category has one sample per step.
+fn validate(b: &Baseline, name: &str) -> Result<()> {
+    for g in &b.samples.groups {
+        let n = g.steps();
+        let bad = |what: &str, len: usize| {
+            Error::input(format!(
+                "baseline {name} is malformed: group {} has {n} steps but {what} has {len} \
+                 samples; {RERECORD}",
+                g.label()
+            ))
+        };
+        for (k, s) in &g.kernels {
+            if s.exclusive_ns.len() != n || s.instances.len() != n {
+                return Err(bad(&format!("kernel {k}"), s.exclusive_ns.len()));
+            }
+        }
+        for (c, s) in &g.categories {
+            if s.len() != n {
+                return Err(bad(&format!("category {c}"), s.len()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` looks like a baseline file (a `.json` whose first bytes carry the format
+/// tag) rather than a profiler report. Reads at most 512 bytes.
+pub fn is_baseline_file(path: &Path) -> bool {
+    if path.extension().and_then(|e| e.to_str()) != Some("json") {
+        return false;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(512);
+    if f.take(512).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.contains(&format!("\"{FORMAT}\""))
+}
+
+/// One side of a comparison: a baseline file as is, anything else through step finding.
+pub fn load_side(path: &Path, opts: &ReportOptions) -> Result<Baseline> {
+    if is_baseline_file(path) {
+        read_baseline(path)
+    } else {
+        samples_from_report(path, opts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::baseline::model::{BaselineMeta, SampleSet};
+
+    fn sample() -> Baseline {
+        Baseline::new(
+            BaselineMeta {
+                source_format: "synthetic".into(),
+                created_by: "test".into(),
+                ..BaselineMeta::default()
+            },
+            SampleSet::default(),
+        )
+    }
+
+    #[test]
+    fn round_trip_and_sniff() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub").join("b.json");
+        write_baseline(&p, &sample()).unwrap();
+        assert!(is_baseline_file(&p));
+        assert_eq!(read_baseline(&p).unwrap(), sample());
+        // Only the target is left behind: no temp files.
+        assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn each_kind_of_bad_file_says_what_it_is() {
+        let full = serde_json::to_vec(&sample()).unwrap();
+        let e = parse_baseline(&full[..full.len() / 2], "x").unwrap_err();
+        assert!(e.message.contains("truncated"), "{}", e.message);
+        let e = parse_baseline(br#"{"traceEvents": []}"#, "x").unwrap_err();
+        assert!(
+            e.message.contains("not a stepgate baseline"),
+            "{}",
+            e.message
+        );
+        let e = parse_baseline(b"[1,2]", "x").unwrap_err();
+        assert!(
+            e.message.contains("not a stepgate baseline"),
+            "{}",
+            e.message
+        );
+        let e = parse_baseline(b"{nope", "x").unwrap_err();
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        let newer = String::from_utf8(full.clone())
+            .unwrap()
+            .replace("\"schema_version\":1", "\"schema_version\":99");
+        let e = parse_baseline(newer.as_bytes(), "x").unwrap_err();
+        assert!(e.message.contains("newer"), "{}", e.message);
+        let e = parse_baseline(br#"{"format":"stepgate-baseline","schema_version":1}"#, "x")
+            .unwrap_err();
+        assert!(e.message.contains("malformed"), "{}", e.message);
+    }
+}

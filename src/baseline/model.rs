@@ -1,0 +1,212 @@
+//! The sample model a baseline stores: per step kind and batch size, the per-step samples of
+//! every step metric, every kernel and every category, enough to redo the statistics.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the baseline file layout this build writes and reads. Bump it when a
+/// field changes meaning; readers refuse newer files instead of guessing.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `format` tag every baseline file starts with, so a foreign JSON file (a Kineto trace,
+/// another tool's output) is told apart from a damaged baseline.
+pub const FORMAT: &str = "stepgate-baseline";
+
+/// Names of the step metrics (keys of [`Group::metrics`]). Times are ns per step.
+pub mod metric {
+    /// GPU-projected span of the step.
+    pub const WALL_NS: &str = "wall_ns";
+    /// From this step's GPU start to the next one's on the same device.
+    pub const PERIOD_NS: &str = "period_ns";
+    /// Union of the step's GPU ops.
+    pub const BUSY_NS: &str = "busy_ns";
+    /// wall − busy.
+    pub const GAP_NS: &str = "gap_ns";
+    /// gap / wall.
+    pub const GAP_FRACTION: &str = "gap_fraction";
+    /// Kernel and graph launch calls inside the step's host range.
+    pub const LAUNCHES: &str = "launches";
+    /// floor / wall (only when a model is given).
+    pub const MBU: &str = "mbu";
+}
+
+/// One stored baseline (or one side of a comparison built straight from a report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Always [`FORMAT`]; first in the file so a reader can sniff it.
+    pub format: String,
+    pub schema_version: u32,
+    pub meta: BaselineMeta,
+    pub samples: SampleSet,
+}
+
+impl Baseline {
+    /// A baseline of the current schema.
+    pub fn new(meta: BaselineMeta, samples: SampleSet) -> Self {
+        Baseline {
+            format: FORMAT.to_owned(),
+            schema_version: SCHEMA_VERSION,
+            meta,
+            samples,
+        }
+    }
+}
+
+/// What was measured, so a comparison can refuse apples against oranges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineMeta {
+    /// The GPU as the report names it (`NVIDIA H100 80GB HBM3`), or `--gpu`.
+    pub gpu_name: Option<String>,
+    /// The nsys version that wrote the report, when it is an nsys export.
+    pub nsys_version: Option<String>,
+    /// `nsys-sqlite`, `kineto` or `synthetic`.
+    pub source_format: String,
+    /// `vllm`, `sglang`, … when the step names tell.
+    pub engine: Option<String>,
+    /// The step kinds present (`decode`, `prefill`, `mixed`, …).
+    pub step_kinds: Vec<String>,
+    /// Distinct batch compositions seen, as the step finder labels them
+    /// (e.g. `decode bs=32 ctx=4096`).
+    pub batch_compositions: Vec<String>,
+    /// The model the floor was priced for (`--model`), if any.
+    pub model: Option<String>,
+    /// The inputs of the floor (model config, GPU figures), if a model was given.
+    pub floor_inputs: Option<serde_json::Value>,
+    /// `stepgate <version>` that recorded it.
+    pub created_by: String,
+}
+
+/// Per-step samples, grouped so that only like steps are compared.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SampleSet {
+    pub groups: Vec<Group>,
+}
+
+/// The steps of one kind and one batch size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// `decode`, `prefill`, `mixed`, `verify`, `draft`, `idle`, or `step` when unknown.
+    pub step_kind: String,
+    /// Requests per step, when the step names tell.
+    pub batch_size: Option<u32>,
+    /// Mean over steps of the context (ΣN_KV) per request, when known.
+    pub mean_context: Option<f64>,
+    /// Per-step samples by metric name (see [`metric`]); a metric may have fewer samples
+    /// than the group has steps (`period_ns` has none for the last step).
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Per kernel (full name): one sample per step of the group, 0 where it did not run.
+    pub kernels: BTreeMap<String, KernelSamples>,
+    /// Per category: exclusive ns per step.
+    pub categories: BTreeMap<String, Vec<f64>>,
+}
+
+/// One kernel's per-step samples inside a group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelSamples {
+    /// The demangled name cut to something a table can show.
+    pub short_name: String,
+    /// Category from `categories` (gemm, attention, communication, …).
+    pub category: String,
+    /// Exclusive (non-overlapped) ns per step.
+    pub exclusive_ns: Vec<f64>,
+    /// Instances per step.
+    pub instances: Vec<f64>,
+}
+
+impl Group {
+    /// An empty group of one kind and batch size.
+    pub fn new(step_kind: impl Into<String>, batch_size: Option<u32>) -> Self {
+        Group {
+            step_kind: step_kind.into(),
+            batch_size,
+            ..Group::default()
+        }
+    }
+
+    /// Steps in the group: the wall samples, else the longest sample vector.
+    pub fn steps(&self) -> usize {
+        if let Some(w) = self.metrics.get(metric::WALL_NS) {
+            return w.len();
+        }
+        let m = self.metrics.values().map(Vec::len).max().unwrap_or(0);
+        let k = self
+            .kernels
+            .values()
+            .map(|k| k.exclusive_ns.len())
+            .max()
+            .unwrap_or(0);
+        m.max(k)
+    }
+
+    /// `decode bs=32`, or `decode` when the batch size is unknown.
+    pub fn label(&self) -> String {
+        group_label(&self.step_kind, self.batch_size)
+    }
+
+    /// Keep at most `max_steps` steps, evenly spaced, the same steps for every metric,
+    /// kernel and category, so a stored baseline stays small while its statistics hold.
+    pub fn thin(&mut self, max_steps: usize) {
+        let n = self.steps();
+        if max_steps == 0 || n <= max_steps {
+            return;
+        }
+        // Step i of the kept set is step floor(i·n/max) of the original: even spacing
+        // keeps slow drifts over the capture represented.
+        let keep: Vec<usize> = (0..max_steps).map(|i| i * n / max_steps).collect();
+        let pick = |v: &mut Vec<f64>| {
+            let picked: Vec<f64> = keep.iter().filter_map(|&i| v.get(i).copied()).collect();
+            *v = picked;
+        };
+        self.metrics.values_mut().for_each(pick);
+        self.categories.values_mut().for_each(pick);
+        for k in self.kernels.values_mut() {
+            pick(&mut k.exclusive_ns);
+            pick(&mut k.instances);
+        }
+    }
+}
+
+/// The label of a (kind, batch size) group key.
+pub fn group_label(step_kind: &str, batch_size: Option<u32>) -> String {
+    match batch_size {
+        Some(b) => format!("{step_kind} bs={b}"),
+        None => step_kind.to_owned(),
+    }
+}
+
+impl SampleSet {
+    /// Thin every group to at most `max_steps` steps (see [`Group::thin`]).
+    pub fn thin(&mut self, max_steps: usize) {
+        self.groups.iter_mut().for_each(|g| g.thin(max_steps));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thin_keeps_the_same_steps_everywhere() {
+        let mut g = Group::new("decode", Some(8));
+        g.metrics
+            .insert(metric::WALL_NS.into(), (0..10).map(f64::from).collect());
+        g.kernels.insert(
+            "k".into(),
+            KernelSamples {
+                exclusive_ns: (100..110).map(f64::from).collect(),
+                instances: vec![1.0; 10],
+                ..KernelSamples::default()
+            },
+        );
+        g.thin(4);
+        // floor(i·10/4) for i in 0..4 = 0, 2, 5, 7
+        assert_eq!(g.metrics[metric::WALL_NS], vec![0.0, 2.0, 5.0, 7.0]);
+        assert_eq!(
+            g.kernels["k"].exclusive_ns,
+            vec![100.0, 102.0, 105.0, 107.0]
+        );
+        assert_eq!(g.steps(), 4);
+        assert_eq!(g.label(), "decode bs=8");
+    }
+}

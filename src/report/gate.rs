@@ -1,0 +1,648 @@
+//! Rendering a baseline comparison: markdown for a PR comment or `$GITHUB_STEP_SUMMARY`
+//! (verdict line first), aligned text for the terminal, CSV rows and the full JSON.
+
+use crate::baseline::compare::{
+    Change, Comparison, GroupComparison, KernelPresence, KernelRow, RowVerdict, SideInfo, Verdict,
+};
+use crate::baseline::model::metric;
+use crate::report::table::{Align, Table};
+use crate::report::{fmt_int, fmt_pct, fmt_us, group_thousands, to_json, Format};
+
+/// What the renderer needs besides the comparison.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// `gate` shows a verdict; a plain `diff` does not.
+    pub show_verdict: bool,
+    /// How to name the sides (file names).
+    pub baseline_name: String,
+    pub candidate_name: String,
+    /// Kernel rows per list (regressions, improvements).
+    pub top: usize,
+    /// The command name for the title (`gate`, `diff`).
+    pub command: &'static str,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            show_verdict: true,
+            baseline_name: "baseline".to_owned(),
+            candidate_name: "candidate".to_owned(),
+            top: 10,
+            command: "gate",
+        }
+    }
+}
+
+/// Render in one of the shared formats.
+pub fn render(c: &Comparison, format: Format, o: &RenderOptions) -> String {
+    match format {
+        Format::Markdown => markdown(c, o),
+        Format::Json => to_json(c),
+        Format::Csv => csv(c),
+        Format::Table => text(c, o),
+    }
+}
+
+fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
+    match v {
+        Verdict::Pass => ("✅", "Pass"),
+        Verdict::Regression => ("❌", "Regression"),
+        Verdict::Inconclusive => ("⚠️", "Inconclusive"),
+    }
+}
+
+/// A row's finding. Without a verdict (plain `diff`) it reads worse/better: a diff states
+/// what changed and leaves judging to `gate`.
+fn row_verdict(ch: &Change, judge: bool) -> String {
+    let w = match (ch.verdict, judge) {
+        (RowVerdict::Regression, true) => "❌ regression",
+        (RowVerdict::Improvement, true) => "✅ improvement",
+        (RowVerdict::Regression, false) => "worse",
+        (RowVerdict::Improvement, false) => "better",
+        (RowVerdict::Ok, _) => "ok",
+        (RowVerdict::Inconclusive, true) => "⚠️ inconclusive",
+        (RowVerdict::Inconclusive, false) => "too few steps",
+    };
+    if !judge || ch.gated || ch.verdict == RowVerdict::Ok {
+        w.to_owned()
+    } else {
+        format!("{w} (not gated)")
+    }
+}
+
+/// The one line that opens every rendering.
+pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
+    let compared = c.groups.len();
+    let steps: (usize, usize) = c.groups.iter().fold((0, 0), |acc, g| {
+        (acc.0 + g.baseline_steps, acc.1 + g.candidate_steps)
+    });
+    let scope = format!(
+        "{compared} step group{} compared ({} vs {} steps)",
+        if compared == 1 { "" } else { "s" },
+        fmt_int(steps.0 as i64),
+        fmt_int(steps.1 as i64)
+    );
+    if !o.show_verdict {
+        return format!("stepgate {}: {scope}", o.command);
+    }
+    let (icon, word) = verdict_word(c.verdict);
+    let why = match c.reasons.as_slice() {
+        [] => format!("no regression beyond thresholds; {scope}"),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
+    };
+    let fails = if c.verdict == Verdict::Inconclusive && c.inconclusive_fails {
+        " (counts as a failure)"
+    } else {
+        ""
+    };
+    format!("{icon} {word}{fails} — {why}")
+}
+
+/// A value of a metric in its unit.
+fn fmt_value(metric_name: &str, v: f64) -> String {
+    if metric_name.ends_with("_ns") {
+        format!("{} µs", fmt_us(v))
+    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
+        fmt_pct(v)
+    } else {
+        group_thousands(&format!("{v:.1}"))
+    }
+}
+
+/// A change in the metric's unit, signed with + or − (U+2212, the same as percentages).
+fn fmt_delta(metric_name: &str, d: f64) -> String {
+    let sign = if d >= 0.0 { "+" } else { "−" };
+    let d = d.abs();
+    if metric_name.ends_with("_ns") {
+        format!("{sign}{} µs", fmt_us(d))
+    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
+        format!("{sign}{:.1} pt", d * 100.0)
+    } else {
+        format!("{sign}{}", group_thousands(&format!("{d:.1}")))
+    }
+}
+
+fn fmt_rel(r: f64) -> String {
+    if r.is_infinite() {
+        return if r > 0.0 { "+∞" } else { "−∞" }.to_owned();
+    }
+    let s = format!("{:+.1}%", r * 100.0);
+    s.replace('-', "−")
+}
+
+fn cell_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "–".to_owned())
+}
+
+fn fmt_change(unit: &str, ch: &Change) -> String {
+    match (ch.change_rel, ch.change) {
+        (Some(r), Some(d)) => format!("{} ({})", fmt_rel(r), fmt_delta(unit, d)),
+        (None, Some(d)) => fmt_delta(unit, d),
+        _ => "–".to_owned(),
+    }
+}
+
+fn fmt_interval(unit: &str, ch: &Change) -> String {
+    match (ch.interval_rel, ch.interval) {
+        (Some([a, b]), _) => format!("{} … {}", fmt_rel(a), fmt_rel(b)),
+        (None, Some([a, b])) => format!("{} … {}", fmt_delta(unit, a), fmt_delta(unit, b)),
+        _ => "–".to_owned(),
+    }
+}
+
+fn fmt_threshold(unit: &str, ch: &Change) -> String {
+    let t = ch.threshold;
+    let abs = if unit.ends_with("_ns") {
+        format!("{} µs", fmt_us(t.abs))
+    } else if unit == metric::GAP_FRACTION || unit == metric::MBU {
+        format!("{:.1} pt", t.abs * 100.0)
+    } else {
+        group_thousands(&format!("{:.1}", t.abs))
+    };
+    let s = format!("{} & {abs}", fmt_pct(t.rel).replace(".0%", "%"));
+    if t.gate {
+        s
+    } else {
+        format!("{s} (report only)")
+    }
+}
+
+/// Human names for the step metrics.
+fn metric_title(name: &str) -> &str {
+    match name {
+        metric::WALL_NS => "wall",
+        metric::PERIOD_NS => "period",
+        metric::BUSY_NS => "busy",
+        metric::GAP_NS => "gap",
+        metric::GAP_FRACTION => "gap fraction",
+        metric::LAUNCHES => "launches",
+        metric::MBU => "MBU (derived)",
+        other => other,
+    }
+}
+
+fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
+    let mut t = Table::new(&[
+        (name, Align::Left),
+        ("baseline", Align::Right),
+        ("candidate", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("threshold", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    for m in &g.metrics {
+        let ch = &m.change;
+        let u = m.metric.as_str();
+        t.row(vec![
+            metric_title(u).to_owned(),
+            cell_opt(ch.baseline_median, |v| fmt_value(u, v)),
+            cell_opt(ch.candidate_median, |v| fmt_value(u, v)),
+            fmt_change(u, ch),
+            fmt_interval(u, ch),
+            fmt_threshold(u, ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+/// A markdown code span that survives backticks in the text.
+fn code(s: &str) -> String {
+    if s.contains('`') {
+        format!("`` {s} ``")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
+    let mut t = Table::new(&[
+        ("kernel", Align::Left),
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    let u = "exclusive_ns";
+    for k in rows {
+        let ch = &k.change;
+        t.row(vec![
+            if md {
+                code(&k.short_name)
+            } else {
+                k.short_name.clone()
+            },
+            k.category.clone(),
+            cell_opt(ch.baseline_median, fmt_us),
+            cell_opt(ch.candidate_median, fmt_us),
+            fmt_change(u, ch),
+            fmt_interval(u, ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
+    let mut t = Table::new(&[
+        ("kernel", Align::Left),
+        ("category", Align::Left),
+        ("mean µs per step", Align::Right),
+        ("share of busy", Align::Right),
+        ("gates", Align::Left),
+    ]);
+    for k in rows {
+        t.row(vec![
+            if md {
+                code(&k.short_name)
+            } else {
+                k.short_name.clone()
+            },
+            k.category.clone(),
+            fmt_us(k.mean_ns_per_step),
+            fmt_pct(k.share_of_busy),
+            match (new, k.gated) {
+                (true, true) => "❌ fails".to_owned(),
+                (true, false) => "report only".to_owned(),
+                (false, _) => "–".to_owned(),
+            },
+        ]);
+    }
+    t
+}
+
+fn categories_table(g: &GroupComparison, judge: bool) -> Table {
+    let mut t = Table::new(&[
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    for c in &g.categories {
+        let ch = &c.change;
+        t.row(vec![
+            c.category.clone(),
+            cell_opt(ch.baseline_median, fmt_us),
+            cell_opt(ch.candidate_median, fmt_us),
+            fmt_change("exclusive_ns", ch),
+            fmt_interval("exclusive_ns", ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+fn side_desc(s: &SideInfo) -> String {
+    let mut parts = vec![s
+        .gpu_name
+        .clone()
+        .unwrap_or_else(|| "GPU not named".to_owned())];
+    if let Some(m) = &s.model {
+        parts.push(format!("model {m}"));
+    }
+    if let Some(e) = &s.engine {
+        parts.push(e.clone());
+    }
+    if let Some(v) = &s.nsys_version {
+        parts.push(format!("nsys {v}"));
+    }
+    parts.push(s.source_format.clone());
+    parts.join(" · ")
+}
+
+/// Who was compared with whom; the description once when both sides agree.
+fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
+    let name = |n: &str| if md { code(n) } else { n.to_owned() };
+    let (b, k) = (side_desc(&c.baseline), side_desc(&c.candidate));
+    if b == k {
+        format!(
+            "Baseline {} → candidate {}, both {b}.",
+            name(&o.baseline_name),
+            name(&o.candidate_name)
+        )
+    } else {
+        format!(
+            "Baseline {} ({b}) → candidate {} ({k}).",
+            name(&o.baseline_name),
+            name(&o.candidate_name)
+        )
+    }
+}
+
+fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+    g.kernels
+        .iter()
+        .filter(|k| k.change.verdict == RowVerdict::Regression)
+        .take(top)
+        .collect()
+}
+
+fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+    // Kernels are sorted by increase; the largest decreases are at the end.
+    g.kernels
+        .iter()
+        .rev()
+        .filter(|k| k.change.verdict == RowVerdict::Improvement)
+        .take(top)
+        .collect()
+}
+
+fn mbu_line(g: &GroupComparison, md: bool, judge: bool) -> String {
+    let bold = |s: &str| if md { format!("**{s}**") } else { s.to_owned() };
+    match g.metrics.iter().find(|m| m.metric == metric::MBU) {
+        Some(m) => {
+            let ch = &m.change;
+            format!(
+                "{} (derived: floor ÷ wall, median): {} → {} ({}), {}",
+                bold("Floor / MBU"),
+                cell_opt(ch.baseline_median, fmt_pct),
+                cell_opt(ch.candidate_median, fmt_pct),
+                ch.change
+                    .map(|d| fmt_delta(metric::MBU, d))
+                    .unwrap_or_default(),
+                row_verdict(ch, judge)
+            )
+        }
+        None => format!(
+            "{}: not compared — no model on both sides (record both with --model)",
+            bold("Floor / MBU")
+        ),
+    }
+}
+
+fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
+    let mut s = g.label.clone();
+    if show_verdict {
+        let (icon, word) = verdict_word(g.verdict);
+        s.push_str(&format!(" — {icon} {}", word.to_lowercase()));
+    }
+    s.push_str(&format!(
+        " · {} vs {} steps",
+        fmt_int(g.baseline_steps as i64),
+        fmt_int(g.candidate_steps as i64)
+    ));
+    if let (Some(a), Some(b)) = (g.baseline_mean_context, g.candidate_mean_context) {
+        s.push_str(&format!(
+            " · mean context {} → {} tokens",
+            fmt_int(a.round() as i64),
+            fmt_int(b.round() as i64)
+        ));
+    }
+    s
+}
+
+/// Headings of the two kernel lists: a plain diff says slower/faster, not regression.
+fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
+    if o.show_verdict {
+        ("Kernel regressions", "Kernel improvements")
+    } else {
+        ("Slower kernels", "Faster kernels")
+    }
+}
+
+/// Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`.
+pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("### {}\n\n", verdict_line(c, o)));
+    out.push_str(&sides_line(c, o, true));
+    out.push('\n');
+    if o.show_verdict && c.reasons.len() > 1 {
+        out.push('\n');
+        for r in &c.reasons {
+            out.push_str(&format!("- {r}\n"));
+        }
+    }
+    for w in &c.warnings {
+        out.push_str(&format!("\n> ⚠️ {w}\n"));
+    }
+    let mut full_names: Vec<(&str, &str)> = Vec::new();
+    for g in &c.groups {
+        out.push_str(&format!("\n#### {}\n\n", group_heading(g, o.show_verdict)));
+        for n in &g.notes {
+            out.push_str(&format!("> ⚠️ {n}\n\n"));
+        }
+        out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_markdown());
+        out.push('\n');
+        out.push_str(&mbu_line(g, true, o.show_verdict));
+        out.push_str("\n\n");
+        let reg = regressions(g, o.top);
+        let imp = improvements(g, o.top);
+        let judged = g
+            .kernels
+            .iter()
+            .all(|k| k.change.verdict != RowVerdict::Inconclusive);
+        if !judged {
+            out.push_str("Kernels not judged: too few steps.\n\n");
+        } else if reg.is_empty() {
+            out.push_str("No kernel regressed beyond its threshold.\n\n");
+        } else {
+            out.push_str(&format!(
+                "**{}** (median exclusive time per step)\n\n",
+                titles(o).0
+            ));
+            out.push_str(&kernel_table(&reg, true, o.show_verdict).to_markdown());
+            out.push('\n');
+        }
+        if !imp.is_empty() {
+            out.push_str(&format!(
+                "**{}** (median exclusive time per step)\n\n",
+                titles(o).1
+            ));
+            out.push_str(&kernel_table(&imp, true, o.show_verdict).to_markdown());
+            out.push('\n');
+        }
+        if !g.new_kernels.is_empty() {
+            out.push_str("**New kernels** (in the candidate only; mean per step, derived)\n\n");
+            out.push_str(&presence_table(&g.new_kernels, true, true).to_markdown());
+            out.push('\n');
+        }
+        if !g.vanished_kernels.is_empty() {
+            out.push_str("**Vanished kernels** (in the baseline only; mean per step, derived)\n\n");
+            out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
+            out.push('\n');
+        }
+        if g.categories
+            .iter()
+            .any(|c| c.change.verdict != RowVerdict::Ok)
+        {
+            // Something moved: the table is part of the story, not a detail.
+            out.push_str("**Time per category** (median per step)\n\n");
+            out.push_str(&categories_table(g, o.show_verdict).to_markdown());
+            out.push('\n');
+        } else if !g.categories.is_empty() {
+            out.push_str("<details><summary>Time per category</summary>\n\n");
+            out.push_str(&categories_table(g, o.show_verdict).to_markdown());
+            out.push_str("\n</details>\n");
+        }
+        let shown = reg
+            .iter()
+            .chain(imp.iter())
+            .map(|k| (k.short_name.as_str(), k.name.as_str()))
+            .chain(
+                g.new_kernels
+                    .iter()
+                    .chain(&g.vanished_kernels)
+                    .map(|k| (k.short_name.as_str(), k.name.as_str())),
+            );
+        for (s, f) in shown {
+            if s != f && !full_names.contains(&(s, f)) {
+                full_names.push((s, f));
+            }
+        }
+    }
+    if !c.one_sided.is_empty() {
+        out.push_str("\n**Not compared** (present on one side only):");
+        let items: Vec<String> = c
+            .one_sided
+            .iter()
+            .map(|s| {
+                let side = match s.side {
+                    crate::baseline::compare::Side::Baseline => "baseline",
+                    crate::baseline::compare::Side::Candidate => "candidate",
+                };
+                format!(
+                    " {} ({side} only, {} steps)",
+                    s.label,
+                    fmt_int(s.steps as i64)
+                )
+            })
+            .collect();
+        out.push_str(&items.join(";"));
+        out.push('\n');
+    }
+    if !full_names.is_empty() {
+        out.push_str("\n<details><summary>Full kernel names</summary>\n\n");
+        for (s, f) in full_names {
+            out.push_str(&format!("- {}: {}\n", code(s), code(f)));
+        }
+        out.push_str("\n</details>\n");
+    }
+    out.push_str(&format!(
+        "\n<sub>Medians of per-step samples (derived). Change interval: {:.0}% percentile \
+         bootstrap, {} resamples, seed {:#x}. A regression needs the whole interval beyond \
+         the relative threshold and the change beyond the absolute one; fewer than {} steps \
+         per side is inconclusive.</sub>\n",
+        c.method.confidence * 100.0,
+        fmt_int(c.method.resamples as i64),
+        c.method.seed,
+        c.method.min_samples
+    ));
+    out
+}
+
+/// Aligned text for the terminal.
+pub fn text(c: &Comparison, o: &RenderOptions) -> String {
+    let mut out = String::new();
+    out.push_str(&verdict_line(c, o));
+    out.push('\n');
+    out.push_str(&sides_line(c, o, false));
+    out.push('\n');
+    for r in c.reasons.iter().skip(1) {
+        out.push_str(&format!("  also: {r}\n"));
+    }
+    for w in &c.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    for g in &c.groups {
+        out.push_str(&format!("\n== {}\n", group_heading(g, o.show_verdict)));
+        for n in &g.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
+        out.push_str(&mbu_line(g, false, o.show_verdict));
+        out.push('\n');
+        let reg = regressions(g, o.top);
+        if !reg.is_empty() {
+            out.push_str(&format!(
+                "\n{} (median exclusive time per step)\n",
+                titles(o).0.to_lowercase()
+            ));
+            out.push_str(&kernel_table(&reg, false, o.show_verdict).to_text());
+        }
+        let imp = improvements(g, o.top);
+        if !imp.is_empty() {
+            out.push_str(&format!(
+                "\n{} (median exclusive time per step)\n",
+                titles(o).1.to_lowercase()
+            ));
+            out.push_str(&kernel_table(&imp, false, o.show_verdict).to_text());
+        }
+        if !g.new_kernels.is_empty() {
+            out.push_str("\nnew kernels (candidate only)\n");
+            out.push_str(&presence_table(&g.new_kernels, false, true).to_text());
+        }
+        if !g.vanished_kernels.is_empty() {
+            out.push_str("\nvanished kernels (baseline only)\n");
+            out.push_str(&presence_table(&g.vanished_kernels, false, false).to_text());
+        }
+    }
+    for s in &c.one_sided {
+        out.push_str(&format!(
+            "not compared: {} is in the {} only ({} steps)\n",
+            s.label,
+            match s.side {
+                crate::baseline::compare::Side::Baseline => "baseline",
+                crate::baseline::compare::Side::Candidate => "candidate",
+            },
+            s.steps
+        ));
+    }
+    out
+}
+
+/// One CSV table: every judged row of every group.
+pub fn csv(c: &Comparison) -> String {
+    let mut t = Table::new(&[
+        ("group", Align::Left),
+        ("kind", Align::Left),
+        ("name", Align::Left),
+        ("baseline_median", Align::Right),
+        ("candidate_median", Align::Right),
+        ("change", Align::Right),
+        ("change_rel", Align::Right),
+        ("interval_rel_lo", Align::Right),
+        ("interval_rel_hi", Align::Right),
+        ("verdict", Align::Left),
+        ("gated", Align::Left),
+    ]);
+    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for g in &c.groups {
+        let rows = g
+            .metrics
+            .iter()
+            .map(|m| ("metric", m.metric.as_str(), &m.change))
+            .chain(
+                g.kernels
+                    .iter()
+                    .map(|k| ("kernel", k.name.as_str(), &k.change)),
+            )
+            .chain(
+                g.categories
+                    .iter()
+                    .map(|k| ("category", k.category.as_str(), &k.change)),
+            );
+        for (kind, name, ch) in rows {
+            t.row(vec![
+                g.label.clone(),
+                kind.to_owned(),
+                name.to_owned(),
+                num(ch.baseline_median),
+                num(ch.candidate_median),
+                num(ch.change),
+                num(ch.change_rel),
+                num(ch.interval_rel.map(|i| i[0])),
+                num(ch.interval_rel.map(|i| i[1])),
+                format!("{:?}", ch.verdict).to_lowercase(),
+                ch.gated.to_string(),
+            ]);
+        }
+    }
+    t.to_csv()
+}
