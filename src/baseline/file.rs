@@ -6,7 +6,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::baseline::from_report::{samples_from_report, ReportOptions};
 use crate::baseline::model::{Baseline, FORMAT, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
 
@@ -147,12 +146,13 @@ pub fn is_baseline_file(path: &Path) -> bool {
     head.contains(&format!("\"{FORMAT}\""))
 }
 
-/// One side of a comparison: a baseline file as is, anything else through step finding.
-pub fn load_side(path: &Path, opts: &ReportOptions) -> Result<Baseline> {
+/// One side of a comparison: a baseline file as is, anything else through `from_report`
+/// (step finding, which only the commands know how to configure).
+pub fn load_side(path: &Path, from_report: &dyn Fn(&Path) -> Result<Baseline>) -> Result<Baseline> {
     if is_baseline_file(path) {
         read_baseline(path)
     } else {
-        samples_from_report(path, opts)
+        from_report(path)
     }
 }
 

@@ -2,7 +2,7 @@
 //! `diff`: the sample model, its versioned file, the statistics, the policy and the verdict.
 //!
 //! Flow: a report becomes a [`Baseline`] (per-step samples grouped by step kind and batch
-//! size) through [`samples_from_report`]; two baselines meet in [`compare`] under a
+//! size) through [`samples_from_steps`]; two baselines meet in [`compare`] under a
 //! [`Policy`]; `report::gate` renders the [`Comparison`].
 
 pub mod compare;
@@ -14,6 +14,6 @@ pub mod stats;
 
 pub use compare::{compare, compare_unchecked, Comparison, Verdict};
 pub use file::{is_baseline_file, load_side, read_baseline, write_baseline};
-pub use from_report::{samples_from_report, ReportOptions};
+pub use from_report::samples_from_steps;
 pub use model::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 pub use policy::Policy;

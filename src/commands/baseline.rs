@@ -1,61 +1,61 @@
 //! `stepgate baseline record|show`: store a report's per-step samples as a versioned
 //! baseline file, and show what a baseline holds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::baseline::{read_baseline, samples_from_report, write_baseline, ReportOptions};
-use crate::exit::Result;
+use crate::baseline::{read_baseline, samples_from_steps, write_baseline, Baseline, BaselineMeta};
+use crate::commands::steps::{steps_of, StepFlags};
+use crate::exit::{Error, Result};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
+use crate::trace::SourceFormat;
 
-/// The step/model/GPU flags shared by `baseline record`, `gate` and `diff`; passed through
-/// unchanged to step finding.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ReportArgs {
-    /// How to find steps: auto, a regex over range names, graphs, or gaps.
-    #[arg(long, value_name = "auto|REGEX|graphs|gaps")]
-    pub steps: Option<String>,
-    /// Which steps to keep.
-    #[arg(long, value_name = "decode|prefill|all")]
-    pub kind: Option<String>,
-    /// Model to price the floor (enables MBU).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// A Hugging Face config.json instead of --model.
-    #[arg(long, value_name = "FILE")]
-    pub model_config: Option<PathBuf>,
-    /// GPU name when the report does not name it.
-    #[arg(long)]
-    pub gpu: Option<String>,
-    /// Requests per step when the step names do not say.
-    #[arg(long)]
-    pub batch: Option<u32>,
-    /// Mean context tokens per request when the step names do not say.
-    #[arg(long)]
-    pub context: Option<f64>,
-    /// Driver floor per launch in µs.
-    #[arg(long, value_name = "US")]
-    pub launch_cost_us: Option<f64>,
-    /// The JSON `stepgate launch-probe` wrote.
-    #[arg(long, value_name = "FILE")]
-    pub launch_cost: Option<PathBuf>,
-}
-
-impl ReportArgs {
-    /// The plain options step finding takes.
-    pub fn options(&self) -> ReportOptions {
-        ReportOptions {
-            steps: self.steps.clone(),
-            kind: self.kind.clone(),
-            model: self.model.clone(),
-            model_config: self.model_config.clone(),
-            gpu: self.gpu.clone(),
-            batch: self.batch,
-            context: self.context,
-            launch_cost_us: self.launch_cost_us,
-            launch_cost_file: self.launch_cost.clone(),
-        }
+/// Load a report, find and price its steps, and turn them into a baseline.
+pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
+    let trace = crate::source::load(path)?;
+    let report = steps_of(&trace, flags, 5)?;
+    if report.steps.len() == report.steps_without_gpu_work {
+        return Err(Error::input(format!(
+            "{}: no steps with GPU work were found (method {}): check --steps and --kind",
+            path.display(),
+            report.method
+        )));
     }
+    let gpu_name = flags
+        .floor
+        .gpu
+        .clone()
+        .or_else(|| trace.devices.iter().find_map(|d| d.name.clone()));
+    let model = flags.floor.model.clone().or_else(|| {
+        flags
+            .floor
+            .model_config
+            .as_ref()
+            .map(|p| p.display().to_string())
+    });
+    let floor_inputs = report
+        .notes
+        .iter()
+        .find_map(|n| n.strip_prefix("floor: "))
+        .map(|b| serde_json::json!({ "basis": b, "tp": flags.floor.tp }));
+    let meta = BaselineMeta {
+        gpu_name,
+        nsys_version: match trace.meta.format {
+            SourceFormat::Nsys => trace.meta.tool_version.clone(),
+            SourceFormat::Kineto => None,
+        },
+        source_format: match trace.meta.format {
+            SourceFormat::Nsys => "nsys-sqlite".to_owned(),
+            SourceFormat::Kineto => "kineto".to_owned(),
+        },
+        engine: None,
+        step_kinds: Vec::new(),
+        batch_compositions: Vec::new(),
+        model,
+        floor_inputs,
+        created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+    };
+    Ok(samples_from_steps(&report, meta))
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -72,7 +72,7 @@ pub enum Command {
         #[arg(long, default_value_t = 2000)]
         max_steps: usize,
         #[command(flatten)]
-        report_args: Box<ReportArgs>,
+        report_args: Box<StepFlags>,
     },
     /// Show what a baseline file holds.
     Show {
@@ -89,7 +89,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             max_steps,
             report_args,
         } => {
-            let mut b = samples_from_report(report, &report_args.options())?;
+            let mut b = baseline_from_report(report, report_args)?;
             let before: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             b.samples.thin(*max_steps);
             let after: usize = b.samples.groups.iter().map(|g| g.steps()).sum();

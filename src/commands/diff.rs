@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use crate::baseline::{compare, compare_unchecked, load_side};
-use crate::commands::baseline::ReportArgs;
+use crate::commands::baseline::baseline_from_report;
 use crate::commands::gate::{load_policy, write_out};
+use crate::commands::steps::StepFlags;
 use crate::exit::Result;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::Format;
@@ -36,14 +37,14 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     #[command(flatten)]
-    pub report_args: ReportArgs,
+    pub report_args: StepFlags,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
     let policy = load_policy(args.policy.as_deref())?;
-    let opts = args.report_args.options();
-    let a = load_side(&args.a, &opts)?;
-    let b = load_side(&args.b, &opts)?;
+    let from_report = |p: &std::path::Path| baseline_from_report(p, &args.report_args);
+    let a = load_side(&args.a, &from_report)?;
+    let b = load_side(&args.b, &from_report)?;
     let cmp = if args.verdict {
         compare(&a, &b, &policy)?
     } else {

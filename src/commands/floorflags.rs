@@ -106,7 +106,11 @@ impl FloorFlags {
             model.name,
             gpu.name,
             gpu.hbm_bytes_per_s / 1e12,
-            if self.hbm_tb_s.is_some() { "given" } else { "cited" },
+            if self.hbm_tb_s.is_some() {
+                "given"
+            } else {
+                "cited"
+            },
             self.tp
         );
         Ok(Some(Pricing {
@@ -127,7 +131,11 @@ impl FloorFlags {
 
 /// A step's composition for the floor: the parsed name first, `--batch`/`--context`
 /// where the name is silent. None when ΣN_KV is unknown and no `--context` fills it.
-pub fn composition(c: Option<&BatchComposition>, batch: Option<u64>, context: Option<u64>) -> Option<StepComposition> {
+pub fn composition(
+    c: Option<&BatchComposition>,
+    batch: Option<u64>,
+    context: Option<u64>,
+) -> Option<StepComposition> {
     let Some(c) = c else {
         return match (batch, context) {
             (Some(b), Some(s)) => Some(StepComposition::decode(b, s)),
@@ -139,7 +147,11 @@ pub fn composition(c: Option<&BatchComposition>, batch: Option<u64>, context: Op
     let pre_n = x.requests.unwrap_or(0);
     // Decode: one query token per request unless the name says otherwise.
     let d_sq = g.sq.unwrap_or(dec_n);
-    let d_sk = if dec_n == 0 { Some(0) } else { g.sk.or(context.map(|s| dec_n * s)) }?;
+    let d_sk = if dec_n == 0 {
+        Some(0)
+    } else {
+        g.sk.or(context.map(|s| dec_n * s))
+    }?;
     let d_sqsq = g.sqsq.unwrap_or(d_sq);
     let d_sqsk = g.sqsk.unwrap_or(d_sk);
     // Prefill: without per-request sums, assume equal-length requests (derived).
@@ -195,7 +207,10 @@ mod tests {
 
     #[test]
     fn decode_composition_from_a_detailed_name() {
-        let p = parse("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk65536sqsq32sqsk65536)").unwrap();
+        let p = parse(
+            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk65536sqsq32sqsk65536)",
+        )
+        .unwrap();
         let c = composition(Some(&p.composition), None, None).unwrap();
         assert_eq!(c, StepComposition::decode(32, 2048));
     }
@@ -211,7 +226,13 @@ mod tests {
         let p = parse("execute_context_1(888_788544)_generation_0(0)").unwrap();
         assert!(composition(Some(&p.composition), None, None).is_none());
         let c = composition(Some(&p.composition), None, Some(888)).unwrap();
-        assert_eq!((c.sq, c.sk, c.sqsq, c.sqsk, c.prefill_requests), (888, 888, 788_544, 788_544, 1));
-        assert_eq!(composition(None, Some(4), Some(100)).unwrap(), StepComposition::decode(4, 100));
+        assert_eq!(
+            (c.sq, c.sk, c.sqsq, c.sqsk, c.prefill_requests),
+            (888, 888, 788_544, 788_544, 1)
+        );
+        assert_eq!(
+            composition(None, Some(4), Some(100)).unwrap(),
+            StepComposition::decode(4, 100)
+        );
     }
 }

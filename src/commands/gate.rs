@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use crate::baseline::{compare, load_side, read_baseline, Policy};
-use crate::commands::baseline::ReportArgs;
+use crate::commands::baseline::baseline_from_report;
+use crate::commands::steps::StepFlags;
 use crate::exit::{Error, Result};
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::{to_json, Format};
@@ -41,7 +42,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     #[command(flatten)]
-    pub report_args: ReportArgs,
+    pub report_args: StepFlags,
 }
 
 /// Write a rendered report next to stdout's.
@@ -62,7 +63,9 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut policy = load_policy(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
     let base = read_baseline(&args.baseline)?;
-    let cand = load_side(&args.report, &args.report_args.options())?;
+    let cand = load_side(&args.report, &|p| {
+        baseline_from_report(p, &args.report_args)
+    })?;
     let cmp = compare(&base, &cand, &policy)?;
     let opts = RenderOptions {
         show_verdict: true,
