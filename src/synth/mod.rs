@@ -1,1 +1,1 @@
-//! synth (placeholder).
+//! Synthetic nsys exports for tests and benchmarks (being built).
