@@ -54,7 +54,7 @@ pub fn replicate(fixture: &Path, copies: u64, out: &Path) -> Result<Replicated> 
     std::fs::copy(fixture, out)?;
     let c = Connection::open(out).map_err(err)?;
     c.execute_batch(
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144;",
+        "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144;",
     )
     .map_err(err)?;
 

@@ -275,9 +275,11 @@ impl NsysWriter {
             std::fs::remove_file(path)?;
         }
         let conn = Connection::open(path).map_err(sql_err)?;
-        // A generated file is rebuilt on failure: no journal or fsync needed.
+        // A generated file is rebuilt on failure: no journal or fsync needed. nsys's DDL
+        // declares REFERENCES to non-unique columns (kernel → runtime correlationId), which
+        // SQLite rejects as a "foreign key mismatch" when enforcement is on: turn it off.
         conn.execute_batch(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; \
+            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; \
              BEGIN;",
         )
         .map_err(sql_err)?;
@@ -645,11 +647,10 @@ impl NsysWriter {
             self.ensure(T::GraphNode)?;
             "CUDA_GRAPH_NODE_EVENTS"
         } else {
-            let sql = self
-                .ddl
-                .get("cuda_graph_events")
-                .cloned()
-                .ok_or_else(|| Error::input("this layout has no CUDA graph event table"))?;
+            // 2020.5 exports had no graph-node table this generator knows of: nothing to write.
+            let Some(sql) = self.ddl.get("cuda_graph_events").cloned() else {
+                return Ok(());
+            };
             if !self.created[T::GraphNode as usize] {
                 self.conn.execute_batch(&sql).map_err(sql_err)?;
                 self.created[T::GraphNode as usize] = true;
