@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use stepgate::exit::{Error, Result};
+use stepgate::source::nsys::{self, LoadOptions};
 use stepgate::synth::workload::{self, LaunchMode};
 use stepgate::synth::{replicate, Layout};
 
@@ -53,6 +54,15 @@ enum Command {
         kernels: Option<u64>,
         #[arg(short, long)]
         out: PathBuf,
+    },
+    /// Time the nsys loader on a file (rows read and seconds; for benchmarks).
+    ///
+    /// Example: stepgate-synth time-load bench_1m.sqlite --ops-only
+    TimeLoad {
+        file: PathBuf,
+        /// Read GPU ops only (what `analyze` reads).
+        #[arg(long)]
+        ops_only: bool,
     },
 }
 
@@ -137,6 +147,23 @@ fn run(cli: Cli) -> Result<()> {
                 r.copies,
                 r.period_ns,
                 rows.join(" ")
+            );
+        }
+        Command::TimeLoad { file, ops_only } => {
+            let opts = if ops_only {
+                LoadOptions::ops_only()
+            } else {
+                LoadOptions::all()
+            };
+            let t0 = std::time::Instant::now();
+            let t = nsys::load_with(&file, &opts)?;
+            println!(
+                "ops={} calls={} ranges={} strings={} seconds={:.3} (measured)",
+                t.ops.height(),
+                t.calls.height(),
+                t.ranges.height(),
+                t.strings.len(),
+                t0.elapsed().as_secs_f64()
             );
         }
     }
