@@ -1,0 +1,5 @@
+-- CUDA graph trace mode (Graph or Node), under both key spellings:
+-- PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE (2024.6) and CUDA_GRAPH_TRACE_OPTIONS:MODE (2026.1+).
+SELECT name, value FROM {{TABLE}}
+WHERE name = 'CUDA_GRAPH_TRACE_OPTIONS:MODE'
+   OR name LIKE 'PROCESS\_%:CUDA\_GRAPH\_TRACE\_OPTIONS:MODE' ESCAPE '\'

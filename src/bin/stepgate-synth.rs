@@ -1,0 +1,181 @@
+//! `stepgate-synth`: writes synthetic nsys exports for tests and benchmarks — engine-step
+//! workloads with their expected per-step values, and real fixtures replicated in time.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use stepgate::exit::{Error, Result};
+use stepgate::source::nsys::{self, LoadOptions};
+use stepgate::synth::workload::{self, LaunchMode};
+use stepgate::synth::{replicate, Layout};
+
+/// Synthetic Nsight Systems SQLite exports (not captures: every file says so in its
+/// export metadata where the layout has that table).
+#[derive(Debug, Parser)]
+#[command(name = "stepgate-synth", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// N decode steps of K kernels each, vLLM `execute_…` ranges, one process per TP rank.
+    ///
+    /// Example: stepgate-synth workload --steps 10000 --kernels 400 -o decode_4m.sqlite
+    Workload {
+        #[arg(long, default_value_t = 100)]
+        steps: usize,
+        #[arg(long, default_value_t = 400)]
+        kernels: usize,
+        #[arg(long, default_value_t = 1)]
+        ranks: u32,
+        #[arg(long, value_enum, default_value_t = Mode::Node)]
+        mode: Mode,
+        #[arg(long, value_enum, default_value_t = LayoutArg::V2026_2)]
+        layout: LayoutArg,
+        /// Write the expected per-step and per-device values here as JSON.
+        #[arg(long)]
+        expected: Option<PathBuf>,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+    /// Replicate a real export in time (shifted timestamps, offset correlation ids, same DDL).
+    ///
+    /// Example: stepgate-synth replicate tests/fixtures/nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite --kernels 1000000 -o bench_1m.sqlite
+    Replicate {
+        fixture: PathBuf,
+        /// Number of copies (the original counts as one).
+        #[arg(long, conflicts_with = "kernels")]
+        copies: Option<u64>,
+        /// Make enough copies to reach at least this many kernel rows.
+        #[arg(long)]
+        kernels: Option<u64>,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+    /// Time the nsys loader on a file (rows read and seconds; for benchmarks).
+    ///
+    /// Example: stepgate-synth time-load bench_1m.sqlite --ops-only
+    TimeLoad {
+        file: PathBuf,
+        /// Read GPU ops only (what `analyze` reads).
+        #[arg(long)]
+        ops_only: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    /// Node-mode CUDA graphs: kernels share the cudaGraphLaunch correlation id.
+    Node,
+    /// Graph-mode tracing: one opaque GRAPH_TRACE interval per replay.
+    Graph,
+    /// One cudaLaunchKernel per kernel.
+    Eager,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LayoutArg {
+    #[value(name = "2026.2")]
+    V2026_2,
+    #[value(name = "2022.2")]
+    V2022_2,
+    #[value(name = "2022.1")]
+    V2022_1,
+    #[value(name = "2020.5")]
+    V2020_5,
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Workload {
+            steps,
+            kernels,
+            ranks,
+            mode,
+            layout,
+            expected,
+            out,
+        } => {
+            let layout = match layout {
+                LayoutArg::V2026_2 => Layout::Nsys2026_2,
+                LayoutArg::V2022_2 => Layout::Nsys2022_2,
+                LayoutArg::V2022_1 => Layout::Nsys2022_1,
+                LayoutArg::V2020_5 => Layout::Nsys2020_5,
+            };
+            let mut scn = workload::decode_benchmark(layout, ranks, steps, kernels);
+            let m = match mode {
+                Mode::Node => LaunchMode::GraphNode,
+                Mode::Graph => LaunchMode::GraphOpaque,
+                Mode::Eager => LaunchMode::Eager,
+            };
+            for s in &mut scn.steps {
+                s.mode = m;
+            }
+            let exp = workload::build(&scn, &out)?;
+            if let Some(p) = expected {
+                let json = serde_json::to_string_pretty(&exp)
+                    .map_err(|e| Error::input(format!("expected values: {e}")))?;
+                std::fs::write(&p, json)?;
+            }
+            let k: u64 = exp.devices.iter().map(|d| d.kernels).sum();
+            eprintln!(
+                "wrote {} ({} steps x {} ranks, {k} kernel rows)",
+                out.display(),
+                steps,
+                ranks
+            );
+        }
+        Command::Replicate {
+            fixture,
+            copies,
+            kernels,
+            out,
+        } => {
+            let copies = match (copies, kernels) {
+                (Some(c), _) => c,
+                (None, Some(k)) => replicate::copies_for_kernels(&fixture, k)?,
+                (None, None) => return Err(Error::input("give --copies N or --kernels N")),
+            };
+            let r = replicate::replicate(&fixture, copies, &out)?;
+            let rows: Vec<String> = r.rows.iter().map(|(t, n)| format!("{t}={n}")).collect();
+            eprintln!(
+                "wrote {} ({} copies, period {} ns): {}",
+                out.display(),
+                r.copies,
+                r.period_ns,
+                rows.join(" ")
+            );
+        }
+        Command::TimeLoad { file, ops_only } => {
+            let opts = if ops_only {
+                LoadOptions::ops_only()
+            } else {
+                LoadOptions::all()
+            };
+            let t0 = std::time::Instant::now();
+            let t = nsys::load_with(&file, &opts)?;
+            println!(
+                "ops={} calls={} ranges={} strings={} seconds={:.3} (measured)",
+                t.ops.height(),
+                t.calls.height(),
+                t.ranges.height(),
+                t.strings.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stepgate-synth: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

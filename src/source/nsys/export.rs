@@ -1,0 +1,145 @@
+//! `.nsys-rep` / `.qdrep` reports: find or make their SQLite export with
+//! `nsys export --type sqlite` — next to the report, or in a temp dir when that directory is
+//! not writable — and reuse an export that is newer than the report.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::exit::{Error, Result};
+
+/// Where to look for `nsys` and whether the report's directory may be written.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// The PATH to search for `nsys` (the process's own PATH in [`ExportOptions::from_env`]).
+    pub path_env: Option<OsString>,
+    /// Overrides the writability probe of the report's directory (tests running as root
+    /// cannot make a directory unwritable).
+    pub dir_writable: Option<bool>,
+}
+
+impl ExportOptions {
+    pub fn from_env() -> Self {
+        ExportOptions {
+            path_env: std::env::var_os("PATH"),
+            dir_writable: None,
+        }
+    }
+}
+
+/// The `nsys` executable on a PATH value, if any.
+pub fn find_nsys(path_env: Option<&OsStr>) -> Option<PathBuf> {
+    let path_env = path_env?;
+    std::env::split_paths(path_env)
+        .map(|d| d.join("nsys"))
+        .find(|p| is_executable(p))
+}
+
+#[cfg(unix)]
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// Whether files can be created in `dir` (probed by creating one: permission bits lie for
+/// root, read-only mounts and ACLs).
+pub fn dir_is_writable(dir: &Path) -> bool {
+    tempfile::Builder::new()
+        .prefix(".stepgate-probe")
+        .tempfile_in(dir)
+        .is_ok()
+}
+
+/// The export beside the report (`some.nsys-rep` → `some.sqlite`, as nsys names it).
+pub fn sibling_export(report: &Path) -> PathBuf {
+    report.with_extension("sqlite")
+}
+
+/// The export in the temp dir, keyed by the report's absolute path so reruns reuse it.
+pub fn temp_export(report: &Path) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let abs = std::fs::canonicalize(report).unwrap_or_else(|_| report.to_path_buf());
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    abs.hash(&mut h);
+    let stem = report
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    std::env::temp_dir()
+        .join("stepgate-exports")
+        .join(format!("{stem}-{:016x}.sqlite", h.finish()))
+}
+
+/// Whether `export` exists and is newer than (or as new as) `report`.
+fn fresh(export: &Path, report: &Path) -> bool {
+    let m = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (m(export), m(report)) {
+        (Some(e), Some(r)) => e >= r,
+        _ => false,
+    }
+}
+
+/// The SQLite export of a report, made with `nsys` when there is none newer than it.
+pub fn ensure_sqlite(report: &Path, opts: &ExportOptions) -> Result<PathBuf> {
+    let sibling = sibling_export(report);
+    if fresh(&sibling, report) {
+        return Ok(sibling);
+    }
+    let temp = temp_export(report);
+    if fresh(&temp, report) {
+        return Ok(temp);
+    }
+    let dir = report
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let writable = opts.dir_writable.unwrap_or_else(|| dir_is_writable(dir));
+    let out = if writable { sibling } else { temp };
+    let Some(nsys) = find_nsys(opts.path_env.as_deref()) else {
+        return Err(Error::environment(format!(
+            "{}: is an nsys report and `nsys` is not on PATH; run `nsys export --type sqlite \
+             -o {} {}` and pass the .sqlite",
+            report.display(),
+            out.display(),
+            report.display()
+        )));
+    };
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::environment(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let result = Command::new(&nsys)
+        .args([
+            "export",
+            "--type",
+            "sqlite",
+            "--force-overwrite",
+            "true",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(report)
+        .output()
+        .map_err(|e| Error::environment(format!("{}: could not run it ({e})", nsys.display())))?;
+    if !result.status.success() || !out.is_file() {
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(Error::input(format!(
+            "{}: `nsys export --type sqlite` failed ({}{}{}); check the report opens in nsys",
+            report.display(),
+            result.status,
+            if last.is_empty() { "" } else { ": " },
+            last.trim()
+        )));
+    }
+    Ok(out)
+}

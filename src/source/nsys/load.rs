@@ -1,0 +1,704 @@
+//! Reads one nsys SQLite export into the [`Trace`] model: GPU ops, host API calls and NVTX
+//! ranges, each on its own read-only connection and thread (the three tables dominate load
+//! time and SQLite readers do not block each other), plus devices and metadata.
+
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+
+use super::progress::Progress;
+use super::queries::{self, Query};
+use super::schema::{newer_schema_warning, Schema};
+use super::strings::{merge, remap, LocalNames, StringTable};
+use super::LoadOptions;
+use crate::exit::{Error, Result};
+use crate::trace::{
+    is_launch_call, CallApi, CallRow, CallsBuilder, DeviceInfo, Interner, OpKind, OpRow,
+    OpsBuilder, RangeKind, RangeRow, RangesBuilder, SourceFormat, Trace, TraceMeta,
+};
+
+/// Memcpy kinds of ENUM_CUDA_MEMCPY_OPER (identical in every 3.x export, NSYS_SCHEMA.md
+/// §5), used for 2.x exports that have no ENUM tables.
+const MEMCPY_KINDS: [&str; 14] = [
+    "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
+    "UVM HtoD", "UVM DtoH", "UVM DtoD",
+];
+
+/// Rows between progress updates.
+const TICK: u64 = 1 << 16;
+
+/// `pid` of a serialized GlobalId (NSYS_SCHEMA.md §8: bits 24..47).
+pub fn gid_pid(g: i64) -> i64 {
+    (g >> 24) & 0xFF_FFFF
+}
+
+/// `tid` of a serialized GlobalId (bits 0..23).
+pub fn gid_tid(g: i64) -> i64 {
+    g & 0xFF_FFFF
+}
+
+/// Open an export read-only: never write into a user's report (issue #2).
+pub fn open(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| sql_error(path, "opening", e))
+}
+
+/// One line for a SQLite failure, saying what to do about it.
+pub fn sql_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
+    let p = path.display();
+    let corrupt = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    );
+    let msg = e.to_string();
+    if corrupt {
+        Error::input(format!(
+            "{p}: the SQLite file is corrupt or truncated ({what}: {msg}); export the report \
+             again with `nsys export --type sqlite`"
+        ))
+    } else if msg.contains("no such column") || msg.contains("no such table") {
+        Error::input(format!(
+            "{p}: this nsys export lacks what stepgate reads ({what}: {msg}); export it with \
+             nsys 2020.5 to 2026.2 or report the nsys version"
+        ))
+    } else {
+        Error::input(format!("{p}: reading the export failed ({what}: {msg})"))
+    }
+}
+
+/// An integer cell; NULL (and a stray text/blob) reads as `None`.
+#[inline]
+fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(v) => Some(v),
+        ValueRef::Real(v) => Some(v as i64),
+        _ => None,
+    })
+}
+
+/// A missing id (NULL, or 0 which CUPTI never assigns to a correlation or graph node) → -1.
+#[inline]
+fn id_or_missing(v: Option<i64>) -> i64 {
+    match v {
+        Some(x) if x != 0 => x,
+        _ => -1,
+    }
+}
+
+/// Prepared-and-rendered query, or `None` when the export lacks its table.
+fn prepare<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    match q.render(schema) {
+        None => Ok(None),
+        Some(sql) => conn
+            .prepare(&sql)
+            .map(Some)
+            .map_err(|e| sql_error(path, q.name, e)),
+    }
+}
+
+/// Everything the ops thread produces.
+struct OpsOut {
+    ops: OpsBuilder,
+    strings: Vec<String>,
+    dropped_no_timestamp: u64,
+}
+
+fn load_ops(
+    path: &Path,
+    schema: &Schema,
+    table: &StringTable,
+    memcpy_names: &[Option<String>],
+    progress: &Progress,
+) -> Result<OpsOut> {
+    let conn = open(path)?;
+    let mut names = LocalNames::new(table);
+    let mut b = OpsBuilder::default();
+    let mut dropped = 0u64;
+    let mut n = 0u64;
+    let err = |q: &'static str| move |e| sql_error(path, q, e);
+
+    if let Some(mut st) = prepare(&conn, schema, &queries::KERNELS, path)? {
+        let mut rows = st.query([]).map_err(err("kernels"))?;
+        while let Some(r) = rows.next().map_err(err("kernels"))? {
+            let rd = |i| int(r, i).map_err(err("kernels"));
+            let (start, end) = (rd(0)?.unwrap_or(0), rd(1)?.unwrap_or(0));
+            // CUPTI: start = end = 0 means the timestamp could not be collected.
+            if start == 0 && end == 0 {
+                dropped += 1;
+                continue;
+            }
+            let name_id = names.id(rd(6)?.unwrap_or(-1));
+            let short_id = names.id(rd(7)?.unwrap_or(-1));
+            b.push(OpRow {
+                device: rd(2)?.unwrap_or(-1),
+                stream: rd(3)?.unwrap_or(-1),
+                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
+                start_ns: start,
+                end_ns: end,
+                name_id,
+                short_id,
+                kind: OpKind::Kernel,
+                correlation_id: id_or_missing(rd(5)?),
+                graph_node_id: id_or_missing(rd(8)?),
+                graph_id: rd(9)?.unwrap_or(-1),
+                bytes: 0,
+            });
+            n += 1;
+            if n % TICK == 0 {
+                progress.inc(TICK);
+            }
+        }
+    }
+
+    if let Some(mut st) = prepare(&conn, schema, &queries::MEMCPY, path)? {
+        let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
+        let mut rows = st.query([]).map_err(err("memcpy"))?;
+        while let Some(r) = rows.next().map_err(err("memcpy"))? {
+            let rd = |i| int(r, i).map_err(err("memcpy"));
+            let kind = rd(6)?.unwrap_or(0);
+            let name_id = match usize::try_from(kind).ok().filter(|&k| k < kind_ids.len()) {
+                Some(k) => *kind_ids[k].get_or_insert_with(|| {
+                    names.text(memcpy_names[k].as_deref().unwrap_or("[memcpy]"))
+                }),
+                None => names.text(&format!("[memcpy kind {kind}]")),
+            };
+            b.push(OpRow {
+                device: rd(2)?.unwrap_or(-1),
+                stream: rd(3)?.unwrap_or(-1),
+                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
+                start_ns: rd(0)?.unwrap_or(0),
+                end_ns: rd(1)?.unwrap_or(0),
+                name_id,
+                short_id: name_id,
+                kind: OpKind::Memcpy,
+                correlation_id: id_or_missing(rd(5)?),
+                graph_node_id: id_or_missing(rd(8)?),
+                graph_id: -1,
+                bytes: rd(7)?.unwrap_or(0),
+            });
+        }
+    }
+
+    if let Some(mut st) = prepare(&conn, schema, &queries::MEMSET, path)? {
+        let name_id = names.text("[memset]");
+        let mut rows = st.query([]).map_err(err("memset"))?;
+        while let Some(r) = rows.next().map_err(err("memset"))? {
+            let rd = |i| int(r, i).map_err(err("memset"));
+            b.push(OpRow {
+                device: rd(2)?.unwrap_or(-1),
+                stream: rd(3)?.unwrap_or(-1),
+                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
+                start_ns: rd(0)?.unwrap_or(0),
+                end_ns: rd(1)?.unwrap_or(0),
+                name_id,
+                short_id: name_id,
+                kind: OpKind::Memset,
+                correlation_id: id_or_missing(rd(5)?),
+                graph_node_id: id_or_missing(rd(7)?),
+                graph_id: -1,
+                bytes: rd(6)?.unwrap_or(0),
+            });
+        }
+    }
+
+    if let Some(mut st) = prepare(&conn, schema, &queries::GRAPH_TRACE, path)? {
+        let mut rows = st.query([]).map_err(err("graph_trace"))?;
+        while let Some(r) = rows.next().map_err(err("graph_trace"))? {
+            let rd = |i| int(r, i).map_err(err("graph_trace"));
+            let graph_id = rd(6)?.unwrap_or(-1);
+            let name_id = if graph_id >= 0 {
+                names.text(&format!("[cuda graph {graph_id}]"))
+            } else {
+                names.text("[cuda graph]")
+            };
+            b.push(OpRow {
+                device: rd(2)?.unwrap_or(-1),
+                stream: rd(3)?.unwrap_or(-1),
+                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
+                start_ns: rd(0)?.unwrap_or(0),
+                end_ns: rd(1)?.unwrap_or(0),
+                name_id,
+                short_id: name_id,
+                kind: OpKind::Graph,
+                correlation_id: id_or_missing(rd(5)?),
+                graph_node_id: -1,
+                graph_id,
+                bytes: 0,
+            });
+        }
+    }
+    progress.inc(n % TICK);
+    Ok(OpsOut {
+        ops: sort_ops(b),
+        strings: names.finish(),
+        dropped_no_timestamp: dropped,
+    })
+}
+
+fn load_calls(
+    path: &Path,
+    schema: &Schema,
+    table: &StringTable,
+    progress: &Progress,
+) -> Result<(CallsBuilder, Vec<String>)> {
+    let conn = open(path)?;
+    let mut names = LocalNames::new(table);
+    let mut b = CallsBuilder::default();
+    // Launch classification once per distinct name (0 unknown, 1 launch, 2 not).
+    let mut launch: Vec<u8> = Vec::new();
+    let mut n = 0u64;
+    let err = |e| sql_error(path, "runtime", e);
+    if let Some(mut st) = prepare(&conn, schema, &queries::RUNTIME, path)? {
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let rd = |i| int(r, i).map_err(err);
+            let (name_id, s) = names.lookup(rd(5)?.unwrap_or(-1));
+            let i = name_id as usize;
+            if i >= launch.len() {
+                launch.resize(i + 1, 0);
+            }
+            if launch[i] == 0 {
+                launch[i] = if s.is_some_and(is_launch_call) { 1 } else { 2 };
+            }
+            let gtid = rd(3)?;
+            b.push(CallRow {
+                pid: gtid.map(gid_pid).unwrap_or(-1),
+                tid: gtid.map(gid_tid).unwrap_or(-1),
+                start_ns: rd(0)?.unwrap_or(0),
+                end_ns: rd(1)?.unwrap_or(0),
+                name_id,
+                correlation_id: id_or_missing(rd(4)?),
+                api: if rd(2)? == Some(1) {
+                    CallApi::Driver
+                } else {
+                    CallApi::Runtime
+                },
+                is_launch: launch[i] == 1,
+            });
+            n += 1;
+            if n % TICK == 0 {
+                progress.inc(TICK);
+            }
+        }
+    }
+    progress.inc(n % TICK);
+    Ok((sort_calls(b), names.finish()))
+}
+
+fn load_ranges(
+    path: &Path,
+    schema: &Schema,
+    table: &StringTable,
+    filter: Option<&regex::Regex>,
+    progress: &Progress,
+) -> Result<(RangesBuilder, Vec<String>)> {
+    let conn = open(path)?;
+    let mut names = LocalNames::new(table);
+    let mut b = RangesBuilder::default();
+    // Filter verdict once per distinct name (0 unknown, 1 keep, 2 drop).
+    let mut keep: Vec<u8> = Vec::new();
+    let mut n = 0u64;
+    let err = |e| sql_error(path, "nvtx", e);
+    if let Some(mut st) = prepare(&conn, schema, &queries::NVTX, path)? {
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            n += 1;
+            if n % TICK == 0 {
+                progress.inc(TICK);
+            }
+            let rd = |i| int(r, i).map_err(err);
+            // Name = COALESCE(text, StringIds[textId]) (NSYS_SCHEMA.md §4).
+            let (name_id, fresh) = match r.get_ref(4).map_err(err)? {
+                ValueRef::Text(t) => {
+                    let s = String::from_utf8_lossy(t);
+                    let id = names.text(&s);
+                    (id, Some(s.into_owned()).filter(|_| is_new(&keep, id)))
+                }
+                _ => {
+                    let (id, s) = names.lookup(rd(5)?.unwrap_or(-1));
+                    (id, s.map(str::to_owned).filter(|_| is_new(&keep, id)))
+                }
+            };
+            let i = name_id as usize;
+            if i >= keep.len() {
+                keep.resize(i + 1, 0);
+            }
+            if keep[i] == 0 {
+                let s = fresh.as_deref().unwrap_or("");
+                keep[i] = if filter.is_none_or(|re| re.is_match(s)) {
+                    1
+                } else {
+                    2
+                };
+            }
+            if keep[i] != 1 {
+                continue;
+            }
+            let gtid = rd(3)?;
+            let kind = match rd(2)? {
+                Some(60) | Some(71) => RangeKind::HostStartEnd,
+                _ => RangeKind::HostPushPop,
+            };
+            b.push(RangeRow {
+                pid: gtid.map(gid_pid).unwrap_or(-1),
+                tid: gtid.map(gid_tid).unwrap_or(-1),
+                start_ns: rd(0)?.unwrap_or(0),
+                end_ns: rd(1)?.unwrap_or(0),
+                name_id,
+                domain_id: rd(6)?.unwrap_or(-1),
+                kind,
+            });
+        }
+    }
+    progress.inc(n % TICK);
+    Ok((sort_ranges(b), names.finish()))
+}
+
+/// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    h.join().unwrap_or_else(|_| {
+        Err(Error::input(
+            "internal error: an nsys loader thread panicked",
+        ))
+    })
+}
+
+/// Whether a local id has not been classified yet (so its string is worth copying once).
+#[inline]
+fn is_new(verdicts: &[u8], id: u32) -> bool {
+    verdicts.get(id as usize).is_none_or(|&v| v == 0)
+}
+
+/// The permutation that orders rows by (start, end), or `None` when already ordered
+/// (kernel and NVTX rows are in start order in every real file; runtime rows not always).
+fn order(start: &[i64], end: &[i64]) -> Option<Vec<u32>> {
+    let sorted = (1..start.len()).all(|i| (start[i - 1], end[i - 1]) <= (start[i], end[i]));
+    if sorted {
+        return None;
+    }
+    let mut p: Vec<u32> = (0..start.len() as u32).collect();
+    p.sort_by_key(|&i| (start[i as usize], end[i as usize]));
+    Some(p)
+}
+
+fn permute<T: Copy>(v: &mut Vec<T>, p: &[u32]) {
+    *v = p.iter().map(|&i| v[i as usize]).collect();
+}
+
+fn sort_ops(mut b: OpsBuilder) -> OpsBuilder {
+    if let Some(p) = order(&b.start_ns, &b.end_ns) {
+        permute(&mut b.device, &p);
+        permute(&mut b.stream, &p);
+        permute(&mut b.pid, &p);
+        permute(&mut b.start_ns, &p);
+        permute(&mut b.end_ns, &p);
+        permute(&mut b.name_id, &p);
+        permute(&mut b.short_id, &p);
+        permute(&mut b.kind, &p);
+        permute(&mut b.correlation_id, &p);
+        permute(&mut b.graph_node_id, &p);
+        permute(&mut b.graph_id, &p);
+        permute(&mut b.bytes, &p);
+    }
+    b
+}
+
+fn sort_calls(mut b: CallsBuilder) -> CallsBuilder {
+    if let Some(p) = order(&b.start_ns, &b.end_ns) {
+        permute(&mut b.pid, &p);
+        permute(&mut b.tid, &p);
+        permute(&mut b.start_ns, &p);
+        permute(&mut b.end_ns, &p);
+        permute(&mut b.name_id, &p);
+        permute(&mut b.correlation_id, &p);
+        permute(&mut b.api, &p);
+        permute(&mut b.is_launch, &p);
+    }
+    b
+}
+
+fn sort_ranges(mut b: RangesBuilder) -> RangesBuilder {
+    if let Some(p) = order(&b.start_ns, &b.end_ns) {
+        permute(&mut b.pid, &p);
+        permute(&mut b.tid, &p);
+        permute(&mut b.start_ns, &p);
+        permute(&mut b.end_ns, &p);
+        permute(&mut b.name_id, &p);
+        permute(&mut b.domain_id, &p);
+        permute(&mut b.kind, &p);
+    }
+    b
+}
+
+/// Read StringIds once (shared by every loader thread).
+fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<StringTable> {
+    let err = |e| sql_error(path, "strings", e);
+    let (count, max_id) = match prepare(conn, schema, &queries::STRING_IDS_RANGE, path)? {
+        Some(mut st) => st
+            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(err)?,
+        None => (0, 0),
+    };
+    let mut t = StringTable::new(count.max(0) as usize, max_id);
+    if let Some(mut st) = prepare(conn, schema, &queries::STRINGS, path)? {
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id = int(r, 0).map_err(err)?.unwrap_or(-1);
+            if let ValueRef::Text(v) = r.get_ref(1).map_err(err)? {
+                t.insert(id, &String::from_utf8_lossy(v));
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// `[memcpy X]` names by copyKind: the export's ENUM table where present, else the fixed one.
+fn memcpy_names(conn: &Connection, schema: &Schema, path: &Path) -> Result<Vec<Option<String>>> {
+    let mut names: Vec<Option<String>> = MEMCPY_KINDS
+        .iter()
+        .map(|k| Some(format!("[memcpy {k}]")))
+        .collect();
+    if let Some(mut st) = prepare(conn, schema, &queries::MEMCPY_KINDS, path)? {
+        let err = |e| sql_error(path, "memcpy_kinds", e);
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(id) = int(r, 0).map_err(err)? else {
+                continue;
+            };
+            let Ok(i) = usize::try_from(id) else { continue };
+            if i < MEMCPY_KINDS.len() || i > 1024 {
+                continue; // the fixed names agree with every known ENUM table
+            }
+            let sym: Option<String> = r.get(1).ok();
+            if names.len() <= i {
+                names.resize(i + 1, None);
+            }
+            names[i] = sym.map(|s| format!("[memcpy {}]", memcpy_symbol(&s)));
+        }
+    }
+    Ok(names)
+}
+
+/// `CUDA_MEMCPY_KIND_UVM_HTOD` → `UVM HtoD` (the style of the fixed names).
+pub fn memcpy_symbol(sym: &str) -> String {
+    let s = sym.strip_prefix("CUDA_MEMCPY_KIND_").unwrap_or(sym);
+    s.split('_')
+        .map(|t| {
+            let b = t.as_bytes();
+            if b.len() == 4 && &t[1..3] == "TO" {
+                format!("{}to{}", &t[..1], &t[3..])
+            } else if t == "UVM" {
+                t.to_owned()
+            } else {
+                let mut c = t.chars();
+                match c.next() {
+                    Some(f) => f.to_string() + &c.as_str().to_ascii_lowercase(),
+                    None => String::new(),
+                }
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn load_devices(conn: &Connection, schema: &Schema, path: &Path) -> Result<Vec<DeviceInfo>> {
+    let mut out: Vec<DeviceInfo> = Vec::new();
+    if let Some(mut st) = prepare(conn, schema, &queries::GPUS, path)? {
+        let err = |e| sql_error(path, "gpus", e);
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let Some(id) = int(r, 0).map_err(err)? else {
+                continue;
+            };
+            if out.iter().any(|d| d.id == id) {
+                continue; // several vmIds may list one device id
+            }
+            out.push(DeviceInfo {
+                id,
+                name: r.get::<_, Option<String>>(1).ok().flatten(),
+                memory_bandwidth_bytes_per_s: int(r, 2)
+                    .map_err(err)?
+                    .filter(|&v| v > 0)
+                    .map(|v| v as f64),
+                sm_count: int(r, 3).map_err(err)?.filter(|&v| v > 0),
+                total_memory_bytes: int(r, 4).map_err(err)?.filter(|&v| v > 0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn load_meta(conn: &Connection, schema: &Schema, path: &Path, meta: &mut TraceMeta) -> Result<()> {
+    if let Some(mut st) = prepare(conn, schema, &queries::EXPORT_META, path)? {
+        let err = |e| sql_error(path, "export_meta", e);
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let name: String = r.get(0).map_err(err)?;
+            let value: Option<String> = r.get(1).ok().flatten();
+            match name.as_str() {
+                "EXPORT_PRODUCT_VERSION" => meta.tool_version = value,
+                "EXPORT_SCHEMA_VERSION" => meta.schema_version = value,
+                _ => {}
+            }
+        }
+    }
+    if let Some(mut st) = prepare(conn, schema, &queries::CAPTURE_META, path)? {
+        let err = |e| sql_error(path, "capture_meta", e);
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let name: String = r.get(0).map_err(err)?;
+            let value: Option<String> = r.get(1).ok().flatten();
+            // The 2026.1+ unprefixed key wins over a per-process one.
+            if meta.cuda_graph_trace_mode.is_none() || !name.starts_with("PROCESS_") {
+                if let Some(v) = value.filter(|v| !v.is_empty()) {
+                    meta.cuda_graph_trace_mode = Some(v);
+                }
+            }
+        }
+    }
+    if let Some(mut st) = prepare(conn, schema, &queries::PROCESSES, path)? {
+        let err = |e| sql_error(path, "processes", e);
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let pid = match int(r, 1).map_err(err)? {
+                Some(p) => p,
+                None => match int(r, 0).map_err(err)? {
+                    Some(g) => gid_pid(g),
+                    None => continue,
+                },
+            };
+            if let Some(name) = r.get::<_, Option<String>>(2).ok().flatten() {
+                meta.process_names.push((pid, name));
+            }
+        }
+        meta.process_names.sort();
+        meta.process_names.dedup();
+    }
+    if let Some(w) = meta
+        .schema_version
+        .as_deref()
+        .and_then(newer_schema_warning)
+    {
+        meta.warnings.push(w);
+    }
+    Ok(())
+}
+
+/// Load an export that is known to be an SQLite file (checked by the caller).
+pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    let conn = open(path)?;
+    let schema = Schema::probe(&conn).map_err(|e| sql_error(path, "reading the schema", e))?;
+    if !schema.is_nsys_export() {
+        return Err(Error::input(format!(
+            "{}: SQLite file is not an Nsight Systems export (no StringIds or nsys event \
+             tables); pass the .sqlite written by `nsys export --type sqlite`",
+            path.display()
+        )));
+    }
+    let table = load_strings(&conn, &schema, path)?;
+    let memcpy = memcpy_names(&conn, &schema, path)?;
+    let progress = Progress::new("reading nsys export");
+
+    let (ops, calls, ranges) = std::thread::scope(|s| {
+        let calls = opts
+            .calls
+            .then(|| s.spawn(|| load_calls(path, &schema, &table, &progress)));
+        let ranges = opts.ranges.then(|| {
+            s.spawn(|| load_ranges(path, &schema, &table, opts.range_filter.as_ref(), &progress))
+        });
+        let ops = load_ops(path, &schema, &table, &memcpy, &progress);
+        (ops, calls.map(join), ranges.map(join))
+    });
+    progress.finish();
+    let ops = ops?;
+
+    let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
+    load_meta(&conn, &schema, path, &mut meta)?;
+    if ops.ops.is_empty() {
+        return Err(Error::input(format!(
+            "{}: no GPU kernels, memcpy or memset in this export: was it captured with -t cuda?",
+            path.display()
+        )));
+    }
+    if ops.dropped_no_timestamp > 0 {
+        meta.warnings.push(format!(
+            "{} kernel rows had no timestamps (start = end = 0: CUPTI could not collect them) \
+             and were left out",
+            ops.dropped_no_timestamp
+        ));
+    }
+
+    // One interner for the whole trace; each thread's local ids are mapped into it.
+    let mut global = Interner::default();
+    let mut ob = ops.ops;
+    let map = merge(&mut global, &ops.strings);
+    remap(&mut ob.name_id, &map);
+    remap(&mut ob.short_id, &map);
+    let mut trace_devices: Vec<i64> = ob.device.clone();
+    trace_devices.sort_unstable();
+    trace_devices.dedup();
+
+    let calls = match calls.transpose()? {
+        Some((mut cb, strings)) => {
+            remap(&mut cb.name_id, &merge(&mut global, &strings));
+            cb
+        }
+        None => CallsBuilder::default(),
+    };
+    let ranges = match ranges.transpose()? {
+        Some((mut rb, strings)) => {
+            remap(&mut rb.name_id, &merge(&mut global, &strings));
+            rb
+        }
+        None => RangesBuilder::default(),
+    };
+
+    let mut devices = load_devices(&conn, &schema, path)?;
+    for id in trace_devices {
+        if !devices.iter().any(|d| d.id == id) {
+            devices.push(DeviceInfo {
+                id,
+                ..DeviceInfo::default()
+            });
+        }
+    }
+    devices.sort_by_key(|d| d.id);
+
+    Ok(Trace {
+        ops: ob.finish()?,
+        calls: calls.finish()?,
+        ranges: ranges.finish()?,
+        devices,
+        strings: global.into_strings(),
+        meta,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memcpy_symbols() {
+        assert_eq!(memcpy_symbol("CUDA_MEMCPY_KIND_HTOD"), "HtoD");
+        assert_eq!(memcpy_symbol("CUDA_MEMCPY_KIND_UVM_DTOH"), "UVM DtoH");
+        assert_eq!(memcpy_symbol("CUDA_MEMCPY_KIND_PTOP"), "PtoP");
+        assert_eq!(memcpy_symbol("CUDA_MEMCPY_KIND_UNKNOWN"), "Unknown");
+    }
+
+    #[test]
+    fn global_ids() {
+        // PROCESSES row of the fastvideo_h100 fixture: globalPid 281482794893312 = pid 466.
+        assert_eq!(gid_pid(281482794893312), 466);
+        assert_eq!(gid_tid(281482794893312 + 470), 470);
+    }
+}

@@ -1,0 +1,134 @@
+//! The one place that embeds `queries/*.sql`, and the renderer that fits each query to the
+//! tables and columns a given export actually has.
+//!
+//! Placeholders: `{{TABLE}}` is the first of the query's candidate tables present in the
+//! export; `{{a|b}}` is the first of columns `a`, `b` that table has, or `NULL` when it has
+//! none (columns come and go across nsys versions, NSYS_SCHEMA.md §9). Every other column
+//! a query names is required: preparing it fails when the column is absent.
+
+use super::schema::Schema;
+
+/// One embedded query and the table(s) it may read.
+#[derive(Debug, Clone, Copy)]
+pub struct Query {
+    pub name: &'static str,
+    /// Candidate tables, in order of preference (renamed tables list every spelling).
+    pub tables: &'static [&'static str],
+    pub sql: &'static str,
+}
+
+pub const KERNELS: Query = Query {
+    name: "kernels",
+    tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
+    sql: include_str!("../../../queries/kernels.sql"),
+};
+pub const MEMCPY: Query = Query {
+    name: "memcpy",
+    tables: &["CUPTI_ACTIVITY_KIND_MEMCPY"],
+    sql: include_str!("../../../queries/memcpy.sql"),
+};
+pub const MEMSET: Query = Query {
+    name: "memset",
+    tables: &["CUPTI_ACTIVITY_KIND_MEMSET"],
+    sql: include_str!("../../../queries/memset.sql"),
+};
+pub const GRAPH_TRACE: Query = Query {
+    name: "graph_trace",
+    tables: &["CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    sql: include_str!("../../../queries/graph_trace.sql"),
+};
+pub const RUNTIME: Query = Query {
+    name: "runtime",
+    tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
+    sql: include_str!("../../../queries/runtime.sql"),
+};
+pub const NVTX: Query = Query {
+    name: "nvtx",
+    tables: &["NVTX_EVENTS"],
+    sql: include_str!("../../../queries/nvtx.sql"),
+};
+pub const STRINGS: Query = Query {
+    name: "strings",
+    tables: &["StringIds"],
+    sql: include_str!("../../../queries/strings.sql"),
+};
+pub const STRING_IDS_RANGE: Query = Query {
+    name: "string_ids_range",
+    tables: &["StringIds"],
+    sql: include_str!("../../../queries/string_ids_range.sql"),
+};
+pub const GPUS: Query = Query {
+    name: "gpus",
+    tables: &["TARGET_INFO_GPU"],
+    sql: include_str!("../../../queries/gpus.sql"),
+};
+pub const EXPORT_META: Query = Query {
+    name: "export_meta",
+    tables: &["META_DATA_EXPORT", "EXPORT_META_DATA"],
+    sql: include_str!("../../../queries/export_meta.sql"),
+};
+pub const CAPTURE_META: Query = Query {
+    name: "capture_meta",
+    tables: &["META_DATA_CAPTURE"],
+    sql: include_str!("../../../queries/capture_meta.sql"),
+};
+pub const PROCESSES: Query = Query {
+    name: "processes",
+    tables: &["PROCESSES"],
+    sql: include_str!("../../../queries/processes.sql"),
+};
+pub const MEMCPY_KINDS: Query = Query {
+    name: "memcpy_kinds",
+    tables: &["ENUM_CUDA_MEMCPY_OPER"],
+    sql: include_str!("../../../queries/memcpy_kinds.sql"),
+};
+
+/// Every embedded query (the test that runs each against every fixture iterates this).
+pub const ALL: &[Query] = &[
+    KERNELS,
+    MEMCPY,
+    MEMSET,
+    GRAPH_TRACE,
+    RUNTIME,
+    NVTX,
+    STRINGS,
+    STRING_IDS_RANGE,
+    GPUS,
+    EXPORT_META,
+    CAPTURE_META,
+    PROCESSES,
+    MEMCPY_KINDS,
+];
+
+impl Query {
+    /// The table this query reads in `schema`, if the export has one of its tables.
+    pub fn table<'s>(&self, schema: &'s Schema) -> Option<&'s str> {
+        self.tables.iter().find_map(|t| schema.table_name(t))
+    }
+
+    /// The SQL fitted to `schema`, or `None` when none of its tables exists.
+    pub fn render(&self, schema: &Schema) -> Option<String> {
+        let table = self.table(schema)?;
+        let mut out = String::with_capacity(self.sql.len());
+        let mut rest = self.sql;
+        while let Some(open) = rest.find("{{") {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 2..];
+            let Some(close) = after.find("}}") else {
+                out.push_str(&rest[open..]);
+                rest = "";
+                break;
+            };
+            let key = &after[..close];
+            if key == "TABLE" {
+                out.push_str(table);
+            } else {
+                let col = key.split('|').find(|c| schema.has_column(table, c));
+                out.push_str(col.unwrap_or("NULL"));
+            }
+            rest = &after[close + 2..];
+        }
+        out.push_str(rest);
+        Some(out)
+    }
+}
