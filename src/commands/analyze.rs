@@ -68,7 +68,11 @@ pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> 
 
 pub fn run(args: &Args) -> Result<u8> {
     let cats = categorizer(args.step.categories.as_ref())?;
-    let trace = crate::source::load(&args.report)?;
+    let trace = if args.no_steps {
+        crate::source::load_with(&args.report, &crate::source::LoadOptions::ops_only())?
+    } else {
+        crate::commands::steps::load_for_steps(&args.report, &args.step)?
+    };
     let mut analysis = analyze_trace(&trace, &cats, args.device)?;
     if !args.no_steps {
         let mut r = crate::commands::steps::steps_of(&trace, &args.step, 5)?;

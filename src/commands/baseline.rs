@@ -12,7 +12,7 @@ use crate::trace::SourceFormat;
 
 /// Load a report, find and price its steps, and turn them into a baseline.
 pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
-    let trace = crate::source::load(path)?;
+    let trace = crate::commands::steps::load_for_steps(path, flags)?;
     let report = steps_of(&trace, flags, 5)?;
     if report.steps.len() == report.steps_without_gpu_work {
         return Err(Error::input(format!(

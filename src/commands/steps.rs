@@ -142,6 +142,25 @@ impl StepFlags {
     }
 }
 
+/// Load a report with what step finding needs: host calls always, and only the ranges
+/// the chosen method can use.
+pub fn load_for_steps(path: &std::path::Path, flags: &StepFlags) -> Result<Trace> {
+    let ranges = match flags.steps.as_str() {
+        "graphs" | "gaps" => None,
+        "auto" => Some(Regex::new(r"^(execute_|step\[)").expect("static pattern")),
+        re => Some(
+            Regex::new(re)
+                .map_err(|e| Error::input(format!("--steps {re:?} is not a valid regex: {e}")))?,
+        ),
+    };
+    let opts = crate::source::LoadOptions {
+        calls: true,
+        ranges: ranges.is_some(),
+        range_filter: ranges,
+    };
+    crate::source::load_with(path, &opts)
+}
+
 /// Find, filter and attribute the steps of a loaded trace.
 pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsReport> {
     let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
@@ -176,7 +195,7 @@ pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsRep
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let trace = crate::source::load(&args.report)?;
+    let trace = load_for_steps(&args.report, &args.step)?;
     let r = steps_of(&trace, &args.step, args.top)?;
     print!(
         "{}",
