@@ -120,6 +120,8 @@ pub struct Scenario {
     /// Also write an eventClass-67 backtrace duplicate of every launch (2022.2 files do).
     pub backtrace_duplicates: bool,
     pub start_ns: i64,
+    /// `TARGET_INFO_GPU.name` of every rank's device.
+    pub gpu_name: String,
 }
 
 impl Scenario {
@@ -135,6 +137,7 @@ impl Scenario {
             rank_extra_ns: Vec::new(),
             backtrace_duplicates: false,
             start_ns: 1_000_000_000,
+            gpu_name: "NVIDIA H100 80GB HBM3".to_owned(),
         }
     }
 }
@@ -225,7 +228,7 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
         w.thread(pid, tid, &format!("rank{rank}"))?;
         w.gpu(&GpuRec {
             id: device,
-            name: "NVIDIA H100 80GB HBM3".into(),
+            name: scn.gpu_name.clone(),
             memory_bandwidth_bytes_per_s: 3_352_000_000_000,
             sm_count: 132,
             total_memory_bytes: 85_520_809_984,

@@ -936,3 +936,172 @@ fn diff_reports_without_a_verdict_unless_asked() {
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("❌ Regression"), "{out}");
 }
+
+mod end_to_end {
+    //! The end-to-end cases through the real binary: record a baseline from a
+    //! generated nsys export, then gate generated candidates against it.
+
+    use rand::{Rng, SeedableRng};
+    use stepgate::synth::workload::*;
+    use stepgate::synth::Layout;
+
+    const KERNELS: usize = 24;
+
+    /// `steps` vLLM CUDA-graph decode steps (node-mode tracing), kernel durations scaled by
+    /// `scale(step, kernel)`, with ±0.5% per-kernel jitter from `seed` (real steps vary).
+    fn report(
+        path: &std::path::Path,
+        steps: usize,
+        seed: u64,
+        gpu: &str,
+        scale: &dyn Fn(usize) -> f64,
+    ) {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let name = vllm_execute_detailed(32, [0; 5], [32, 32, 32 * 2048, 32, 32 * 2048]);
+        let base = decode_kernels(KERNELS);
+        let specs = (0..steps)
+            .map(|_| {
+                let ks = base
+                    .iter()
+                    .enumerate()
+                    .map(|(k, spec)| {
+                        let jitter = 1.0 + rng.random_range(-0.005..0.005);
+                        KernelSpec::new(
+                            &spec.name,
+                            (spec.duration_ns as f64 * scale(k) * jitter) as i64,
+                        )
+                    })
+                    .collect();
+                let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
+                s.host_gap_before_ns = 50_000;
+                s
+            })
+            .collect();
+        let mut scn = Scenario::new(Layout::Nsys2026_2, 1, specs);
+        scn.gpu_name = gpu.to_owned();
+        build(&scn, path).unwrap();
+    }
+
+    fn stepgate(args: &[&str]) -> (i32, String, String) {
+        crate::common::run(args)
+    }
+
+    #[test]
+    fn record_then_gate_generated_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+        let h100 = "NVIDIA H100 80GB HBM3";
+        report(
+            dir.path().join("base.sqlite").as_path(),
+            60,
+            1,
+            h100,
+            &|_| 1.0,
+        );
+        let (code, out, err) = stepgate(&[
+            "baseline",
+            "record",
+            &p("base.sqlite"),
+            "-o",
+            &p("base.json"),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("recorded 1 group(s), 60 steps"), "{out}");
+        let b: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p("base.json")).unwrap()).unwrap();
+        assert_eq!(b["meta"]["gpu_name"], h100);
+        assert_eq!(b["meta"]["engine"], "vllm");
+        assert_eq!(b["samples"]["groups"][0]["step_kind"], "decode");
+        assert_eq!(b["samples"]["groups"][0]["batch_size"], 32);
+        assert_eq!(b["samples"]["groups"][0]["mean_context"], 2048.0);
+
+        // The same workload again (other jitter): pass.
+        report(
+            dir.path().join("same.sqlite").as_path(),
+            60,
+            2,
+            h100,
+            &|_| 1.0,
+        );
+        let (code, _, err) = stepgate(&["gate", &p("same.sqlite"), "--baseline", &p("base.json")]);
+        assert_eq!(code, 0, "{err}");
+
+        // One kernel (the 15.2 µs GEMM, every 8th of the mix) 20% slower in every step:
+        // a regression naming it.
+        let slow = decode_kernels(KERNELS)[6].name.clone();
+        report(
+            dir.path().join("slow.sqlite").as_path(),
+            60,
+            3,
+            h100,
+            &|k| if k % 8 == 6 { 1.2 } else { 1.0 },
+        );
+        let (code, out, err) = stepgate(&[
+            "gate",
+            &p("slow.sqlite"),
+            "--baseline",
+            &p("base.json"),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 1, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["verdict"], "regression");
+        let text = out.to_string();
+        assert!(text.contains(&slow[..40]), "the slow kernel is named");
+
+        // 1% slower everywhere: below the 3% / 10% thresholds, pass.
+        report(
+            dir.path().join("noise.sqlite").as_path(),
+            60,
+            4,
+            h100,
+            &|_| 1.01,
+        );
+        let (code, _, err) = stepgate(&["gate", &p("noise.sqlite"), "--baseline", &p("base.json")]);
+        assert_eq!(code, 0, "{err}");
+
+        // Three steps: inconclusive.
+        report(
+            dir.path().join("short.sqlite").as_path(),
+            3,
+            5,
+            h100,
+            &|_| 1.0,
+        );
+        let (code, _, err) = stepgate(&["gate", &p("short.sqlite"), "--baseline", &p("base.json")]);
+        assert_eq!(code, 3, "{err}");
+
+        // Another GPU: an input error.
+        report(
+            dir.path().join("a100.sqlite").as_path(),
+            60,
+            6,
+            "NVIDIA A100-SXM4-80GB",
+            &|_| 1.0,
+        );
+        let (code, _, err) = stepgate(&["gate", &p("a100.sqlite"), "--baseline", &p("base.json")]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("A100"), "{err}");
+
+        // A markdown report for the PR comment, verdict first.
+        let (code, _, _) = stepgate(&[
+            "gate",
+            &p("slow.sqlite"),
+            "--baseline",
+            &p("base.json"),
+            "--markdown",
+            &p("gate.md"),
+        ]);
+        assert_eq!(code, 1);
+        let md = std::fs::read_to_string(p("gate.md")).unwrap();
+        assert!(
+            md.lines()
+                .next()
+                .unwrap()
+                .to_lowercase()
+                .contains("regression"),
+            "{md}"
+        );
+    }
+}
