@@ -91,6 +91,8 @@ pub enum Shape {
     UnderUtilized,
     /// Dense GPU lane, no dominant kernel, and no floor to tell the last two apart.
     Undetermined,
+    /// Dense GPU lane, no dominant kernel, and measured below the floor: the floor is wrong.
+    BelowFloor,
     NoGpuWork,
 }
 
@@ -103,6 +105,7 @@ impl Shape {
             Shape::AtMemoryRoof => "at the memory roof",
             Shape::UnderUtilized => "under-utilized",
             Shape::Undetermined => "undetermined (no floor)",
+            Shape::BelowFloor => "below the floor",
             Shape::NoGpuWork => "no GPU work",
         }
     }
@@ -170,13 +173,13 @@ pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> 
 fn diagnose(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) -> (Shape, String) {
     if let Some(f) = floor {
         if f.below_floor {
-            // Checked first because every later branch compares against this floor.
-            return (
-                classify(step, wall, gap, None).0,
-                "measured below its floor: the byte model is wrong, not the machine (prefix caching, an \
-                 L2-resident slice, or a KV dtype not passed) — fix the floor before reading the rest"
-                    .to_owned(),
-            );
+            // The floor is wrong, so only the floor-free shapes can be named.
+            const WARNING: &str = "measured below its floor: the byte model is wrong, not the machine \
+                (prefix caching, an L2-resident slice, or a KV dtype not passed) — fix the floor first";
+            return match classify(step, wall, gap, None) {
+                (Shape::Undetermined, _) => (Shape::BelowFloor, WARNING.to_owned()),
+                (shape, action) => (shape, format!("{action}; and {WARNING}")),
+            };
         }
     }
     classify(step, wall, gap, floor)

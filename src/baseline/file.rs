@@ -31,6 +31,14 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
         w.flush().map_err(|e| fail(&e))?;
     }
     tmp.as_file().sync_all().map_err(|e| fail(&e))?;
+    // Temp files are created 0600; a baseline is meant to be committed and shared.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| fail(&e))?;
+    }
     tmp.persist(path).map_err(|e| fail(&e.error))?;
     Ok(())
 }
