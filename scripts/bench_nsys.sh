@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Benchmark `stepgate analyze` and `stepgate steps` on large nsys exports against the
+# sqlite3 CLI printing the rows they read, measured in the same run on the same machine.
+#
+#   scripts/bench_nsys.sh [OUT_DIR]        (default target/bench-inputs)
+#
+# Inputs (made once by scripts/make_nsys_bench_inputs.sh, release build):
+#   bench_1m / bench_4m   the real fastvideo_h100 export replicated in time to 1M / 4M kernels
+#                         (~1.7 runtime and ~4.9 NVTX rows per kernel, the real mix)
+#   decode_10k_x400       10,000 node-mode CUDA-graph decode steps x 400 kernels (4M kernels)
+# Prints wall seconds and peak RSS for each, and the ratio stepgate / sqlite3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/bench-inputs}
+command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install sqlite3)" >&2; exit 4; }
+scripts/make_nsys_bench_inputs.sh "$out" --release >/dev/null
+cargo build --release --bin stepgate >/dev/null 2>&1
+sg=target/release/stepgate
+
+# The columns stepgate reads, printed by the sqlite3 CLI to /dev/null.
+ref_sql() {
+  local f=$1 nvtx=$2
+  local q="SELECT start,end,deviceId,streamId,correlationId,globalPid,demangledName,shortName,graphNodeId FROM CUPTI_ACTIVITY_KIND_KERNEL;
+SELECT start,end,deviceId,streamId,correlationId,globalPid,copyKind,bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY;
+SELECT start,end,eventClass,globalTid,correlationId,nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME;
+SELECT id,value FROM StringIds;"
+  if sqlite3 "$f" "SELECT 1 FROM sqlite_master WHERE name='CUPTI_ACTIVITY_KIND_MEMSET'" | grep -q 1; then
+    q="$q SELECT start,end,deviceId,streamId,correlationId,globalPid,bytes FROM CUPTI_ACTIVITY_KIND_MEMSET;"
+  fi
+  if [ "$nvtx" = 1 ]; then
+    q="$q SELECT start,end,eventType,globalTid,text,textId,domainId FROM NVTX_EVENTS;"
+  fi
+  echo "$q"
+}
+
+# wall seconds and max RSS (MB) of a command, its stdout discarded.
+measure() {
+  local log; log=$(mktemp)
+  /usr/bin/time -f '%e %M' -o "$log" "$@" >/dev/null
+  awk '{printf "%s %.0f", $1, $2/1024}' "$log"; rm -f "$log"
+}
+
+row() {
+  local label=$1 file=$2 nvtx=$3; shift 3
+  # Warm the page cache so neither side pays for the first read from disk.
+  cat "$file" >/dev/null
+  read -r ref_s ref_mb <<<"$(measure sqlite3 "$file" "$(ref_sql "$file" "$nvtx")")"
+  read -r sg_s sg_mb <<<"$(measure "$sg" "$@" "$file")"
+  printf '%-34s %-28s sqlite3 %6.2f s | stepgate %6.2f s, peak %5s MB | ratio %.2f\n' \
+    "$label" "$(basename "$file")" "$ref_s" "$sg_s" "$sg_mb" "$(echo "$sg_s / $ref_s" | bc -l)"
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+row "analyze --format json" "$out/bench_1m.sqlite" 1 analyze --format json
+row "analyze --format json" "$out/bench_4m.sqlite" 1 analyze --format json
+row "analyze --no-steps (kernels only)" "$out/bench_4m.sqlite" 0 analyze --no-steps --format json
+row "steps --format json" "$out/decode_10k_x400.sqlite" 1 steps --format json
