@@ -155,14 +155,15 @@ pub fn composition(
     let d_sqsq = g.sqsq.unwrap_or(d_sq);
     let d_sqsk = g.sqsk.unwrap_or(d_sk);
     // Prefill: without per-request sums, assume equal-length requests (derived).
-    let (p_sq, p_sk, p_sqsq, p_sqsk) = if pre_n == 0 {
-        (0, 0, 0, 0)
-    } else {
-        let sq = x.sq?;
-        let sk = x.sk.or(context.map(|s| pre_n * s))?;
-        let sqsq = x.sqsq.unwrap_or(sq * sq / pre_n);
-        let sqsk = x.sqsk.unwrap_or(sq * sk / pre_n);
-        (sq, sk, sqsq, sqsk)
+    let (p_sq, p_sk, p_sqsq, p_sqsk) = match std::num::NonZeroU64::new(pre_n) {
+        None => (0, 0, 0, 0),
+        Some(n) => {
+            let sq = x.sq?;
+            let sk = x.sk.or(context.map(|s| pre_n * s))?;
+            let sqsq = x.sqsq.unwrap_or(sq * sq / n);
+            let sqsk = x.sqsk.unwrap_or(sq * sk / n);
+            (sq, sk, sqsq, sqsk)
+        }
     };
     Some(StepComposition {
         decode_requests: dec_n,

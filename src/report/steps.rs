@@ -222,7 +222,7 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
                 None => counts.push((a.slowest_pid, 1)),
             }
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
         let parts: Vec<String> = counts
             .iter()
             .map(|(p, n)| format!("pid {p} in {n}"))
