@@ -21,10 +21,13 @@ sg=target/release/stepgate
 ref_sql() {
   local f=$1 nvtx=$2
   local q="SELECT start,end,deviceId,streamId,correlationId,globalPid,demangledName,shortName,graphNodeId FROM CUPTI_ACTIVITY_KIND_KERNEL;
-SELECT start,end,deviceId,streamId,correlationId,globalPid,copyKind,bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY;
 SELECT start,end,eventClass,globalTid,correlationId,nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME;
 SELECT id,value FROM StringIds;"
-  if sqlite3 "$f" "SELECT 1 FROM sqlite_master WHERE name='CUPTI_ACTIVITY_KIND_MEMSET'" | grep -q 1; then
+  has() { sqlite3 "$f" "SELECT 1 FROM sqlite_master WHERE name='$1'" | grep -q 1; }
+  if has CUPTI_ACTIVITY_KIND_MEMCPY; then
+    q="$q SELECT start,end,deviceId,streamId,correlationId,globalPid,copyKind,bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY;"
+  fi
+  if has CUPTI_ACTIVITY_KIND_MEMSET; then
     q="$q SELECT start,end,deviceId,streamId,correlationId,globalPid,bytes FROM CUPTI_ACTIVITY_KIND_MEMSET;"
   fi
   if [ "$nvtx" = 1 ]; then
