@@ -198,9 +198,8 @@ pub fn meta_name<'a>(slice: Option<&'a [u8]>) -> Option<JStr<'a>> {
     let mut out = None;
     let mut c = Cur::new(slice?);
     c.members(|key, c| {
-        match (key, c.value()?) {
-            (b"name", Val::Str(s)) => out = Some(s),
-            _ => {}
+        if let (b"name", Val::Str(s)) = (key, c.value()?) {
+            out = Some(s);
         }
         Some(true)
     })?;

@@ -80,10 +80,8 @@ pub fn int_text(text: &[u8]) -> Option<i64> {
     if i == 0 {
         return None;
     }
-    if i < body.len() {
-        if body[i] != b'.' || !body[i + 1..].iter().all(|&b| b == b'0') {
-            return None;
-        }
+    if i < body.len() && (body[i] != b'.' || !body[i + 1..].iter().all(|&b| b == b'0')) {
+        return None;
     }
     Some(if neg { -v } else { v })
 }
