@@ -530,7 +530,14 @@ fn input_error(p: &Path) -> String {
     let e = load(p).unwrap_err();
     assert_eq!(e.kind, Kind::Input, "{}", e.message);
     assert!(!e.message.contains('\n'), "one line: {}", e.message);
+    // Pin the wording (paths redacted) in the snapshot of the calling test.
+    let dir = p.parent().unwrap().to_string_lossy().into_owned();
+    MESSAGES.with(|m| m.borrow_mut().push(e.message.replace(&dir, "<dir>")));
     e.message
+}
+
+thread_local! {
+    static MESSAGES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[test]
@@ -567,6 +574,19 @@ fn malformed_inputs_get_one_line_input_errors() {
 
     let empty = tempfile::tempdir().unwrap();
     assert!(input_error(empty.path()).contains("no PyTorch profiler traces"));
+
+    let mut msgs = MESSAGES.with(|m| m.borrow().clone());
+    // The empty directory's own path is its parent-relative name: redact it too.
+    let empty_name = empty
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    for m in &mut msgs {
+        *m = m.replace(&empty_name, "<empty>");
+    }
+    insta::assert_snapshot!(msgs.join("\n"));
 }
 
 #[test]
