@@ -20,35 +20,13 @@ use crate::trace::{
 
 use super::event::{self, Class, Event};
 use super::header::{DeviceProps, Header};
+use super::ids::{collides, dec, enc, renumber, DEVICE_STRIDE, PID_STRIDE};
 use super::names::short_name;
 use super::number::us_text_to_ns;
-
-/// Renumbering strides used only when ranks collide (see the module comment).
-const DEVICE_STRIDE: i64 = 1000;
-const PID_STRIDE: i64 = 10_000_000;
-const RAW_MASK: i64 = 0xffff_ffff;
 
 /// Kineto has no NVTX domains; its annotations count as the default domain (id 0), the
 /// one vLLM's and SGLang's own NVTX ranges use (ENGINES.md §1.2, §2.2).
 const DEFAULT_DOMAIN: i64 = 0;
-
-#[inline]
-fn enc(slot: u32, raw: i64) -> i64 {
-    if (0..=RAW_MASK).contains(&raw) {
-        (i64::from(slot) << 32) | raw
-    } else {
-        raw
-    }
-}
-
-#[inline]
-fn dec(v: i64) -> (u32, i64) {
-    if v < 0 {
-        (0, v)
-    } else {
-        ((v >> 32) as u32, v & RAW_MASK)
-    }
-}
 
 struct FileState {
     header: Header,
@@ -558,30 +536,6 @@ fn pick_props(props: &[DeviceProps], device: i64) -> Option<&DeviceProps> {
         .then_some(first)
 }
 
-/// Whether one raw id occurs under two slots.
-fn collides(mut ids: Vec<i64>) -> bool {
-    ids.sort_unstable();
-    ids.dedup();
-    let mut raws: Vec<i64> = ids
-        .into_iter()
-        .filter(|v| *v >= 0)
-        .map(|v| dec(v).1)
-        .collect();
-    let n = raws.len();
-    raws.sort_unstable();
-    raws.dedup();
-    raws.len() != n
-}
-
-/// Strip the slot; with `ranks` (ids clash), prefix the slot's rank number instead.
-fn renumber(v: i64, ranks: Option<&[i64]>, stride: i64) -> i64 {
-    let (slot, raw) = dec(v);
-    match ranks {
-        Some(r) if v >= 0 => r[slot as usize].max(0) * stride + raw,
-        _ => raw,
-    }
-}
-
 fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) {
     for v in start.iter_mut().chain(end.iter_mut()) {
         *v += shift;
@@ -622,20 +576,4 @@ fn truncate_ranges(b: &mut RangesBuilder, n: usize) {
     b.name_id.truncate(n);
     b.domain_id.truncate(n);
     b.kind.truncate(n);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slot_encoding_round_trips() {
-        assert_eq!(dec(enc(3, 6583)), (3, 6583));
-        assert_eq!(dec(enc(0, 9)), (0, 9));
-        assert_eq!(enc(2, -1), -1);
-        assert!(!collides(vec![enc(0, 0), enc(1, 1), enc(0, 0)]));
-        assert!(collides(vec![enc(0, 0), enc(1, 0)]));
-        assert_eq!(renumber(enc(2, 5), Some(&[-1, 0, 2]), 1000), 2005);
-        assert_eq!(renumber(enc(2, 5), None, 1000), 5);
-    }
 }

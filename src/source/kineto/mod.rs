@@ -12,6 +12,7 @@
 mod build;
 mod event;
 mod header;
+mod ids;
 mod input;
 mod names;
 mod number;
