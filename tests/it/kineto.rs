@@ -421,6 +421,42 @@ fn same_kernels_as_the_converted_nsys_export() {
     assert_eq!((k_n, k_total, 1), (n, total, devices));
     assert_eq!(k_per_name, per_name);
     assert_eq!(k_streams, streams);
+
+    // GPU busy time (union of kernel, memcpy and memset intervals), computed the same plain
+    // way from both: the origins differ, the length of the union must not.
+    let mut nsys_iv: Vec<(i64, i64)> = Vec::new();
+    for table in [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ] {
+        let mut st = db
+            .prepare(&format!("SELECT start, end FROM {table}"))
+            .unwrap();
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        nsys_iv.extend(rows.map(|r| r.unwrap()));
+    }
+    let kineto_iv: Vec<(i64, i64)> = (0..v.start_ns.len())
+        .map(|i| (v.start_ns[i], v.end_ns[i]))
+        .collect();
+    assert_eq!(kineto_iv.len(), nsys_iv.len());
+    assert_eq!(union_ns(kineto_iv), union_ns(nsys_iv));
+}
+
+fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
+    iv.sort_unstable();
+    let (mut total, mut cur) = (0, None::<(i64, i64)>);
+    for (s, e) in iv {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
