@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Benchmark: stepgate vs Holistic Trace Analysis on a ~1 GB Kineto trace, in one run.
+#
+# Builds the big trace by replicating a real fixture in time (scripts/replicate_kineto.py),
+# gzips a copy, then measures wall time and peak RSS (/usr/bin/time -v) of:
+#   1. stepgate on the uncompressed trace      (target: < 1 GB peak, >= 10x faster than 3)
+#   2. stepgate on the gzipped trace           (no target: decompression sets the floor)
+#   3. HTA: TraceAnalysis(trace_dir) + get_gpu_kernel_breakdown(), the same analysis in Python
+#
+# usage: scripts/bench_kineto.sh [WORKDIR]          (default WORKDIR: a new temp dir)
+# env:   STEPGATE_CMD  command that loads a trace and prints its kernel breakdown
+#                      (default: "target/release/stepgate analyze")
+#        FIXTURE       trace to replicate (default: the vLLM B200 eager prefill fixture)
+#        TARGET_BYTES  uncompressed size to build (default 1000000000)
+# needs: cargo build --release; pip install HolisticTraceAnalysis psutil; GNU time.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="${1:-$(mktemp -d)}"
+cmd="${STEPGATE_CMD:-$root/target/release/stepgate analyze}"
+fixture="${FIXTURE:-$root/tests/fixtures/kineto/vllm_b200_eager_prefill_rank0.json.gz}"
+target="${TARGET_BYTES:-1000000000}"
+mkdir -p "$work/plain"
+big="$work/plain/rank0.pt.trace.json"
+
+if [ ! -s "$big" ]; then
+  python3 "$root/scripts/replicate_kineto.py" "$fixture" "$big" --target-bytes "$target"
+fi
+if [ ! -s "$work/rank0.pt.trace.json.gz" ]; then
+  gzip -6 -c "$big" > "$work/rank0.pt.trace.json.gz"
+fi
+
+# measure LABEL CMD...: run once under GNU time, keep wall seconds and peak RSS.
+measure() {
+  local label="$1"; shift
+  /usr/bin/time -v "$@" > "$work/$label.out" 2> "$work/$label.time"
+  local wall rss
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/$label.time" |
+    awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/$label.time")
+  printf '%-22s %9.2f s %9.0f MiB\n' "$label" "$wall" "$((rss / 1024))" | tee -a "$work/summary.txt"
+}
+
+: > "$work/summary.txt"
+echo "trace: $(du -b "$big" | cut -f1) bytes plain, $(du -b "$work/rank0.pt.trace.json.gz" | cut -f1) bytes gzip ($work)" | tee -a "$work/summary.txt"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)" | tee -a "$work/summary.txt"
+printf '%-22s %11s %13s\n' "run" "wall" "peak RSS" | tee -a "$work/summary.txt"
+# shellcheck disable=SC2086  # $cmd is a command line on purpose
+measure stepgate_plain $cmd "$big"
+# shellcheck disable=SC2086
+measure stepgate_gzip $cmd "$work/rank0.pt.trace.json.gz"
+measure hta_plain python3 -c "
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir='$work/plain')
+kinds, kernels = a.get_gpu_kernel_breakdown(visualize=False)
+print(kernels.head(10).to_string())
+"
+echo "outputs and GNU time reports: $work"

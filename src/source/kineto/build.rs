@@ -1,0 +1,579 @@
+//! Turns kept events into the [`Trace`] frames, one file (rank) after another, then
+//! settles what needs the whole picture: time origin, launching pid of each op, and
+//! device/pid numbering when several ranks share ids.
+//!
+//! While reading, every device and CPU pid is stored as `slot << 32 | raw`, where a slot
+//! is one rank: one file, or one `[TPxx…]` label of an SGLang merged trace. [`finish`]
+//! strips the slot again unless two ranks use the same raw id; then ids are renumbered
+//! `rank * 1000 + device` and `rank * 10_000_000 + pid` (Linux pids stay below 2^22), where
+//! `rank` counts the slots that have events, in reading order (directory files are read
+//! in rank order), and a warning in `meta.warnings` says so.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::exit::{Error, Result};
+use crate::trace::{
+    is_launch_call, CallApi, CallRow, CallsBuilder, DeviceInfo, Interner, OpKind, OpRow,
+    OpsBuilder, RangeKind, RangeRow, RangesBuilder, SourceFormat, Trace, TraceMeta,
+};
+
+use super::event::{self, Class, Event};
+use super::header::{DeviceProps, Header};
+use super::ids::{collides, dec, enc, renumber, DEVICE_STRIDE, PID_STRIDE};
+use super::names::short_name;
+use super::number::us_text_to_ns;
+
+/// Kineto has no NVTX domains; its annotations count as the default domain (id 0), the
+/// one vLLM's and SGLang's own NVTX ranges use (ENGINES.md §1.2, §2.2).
+const DEFAULT_DOMAIN: i64 = 0;
+
+struct FileState {
+    header: Header,
+    base_slot: u32,
+    labels: HashMap<Vec<u8>, u32>,
+    rows: [(usize, usize); 3],
+    /// `process_names` length when the file began (to forget a discarded file's names).
+    names_start: usize,
+}
+
+impl FileState {
+    fn has_ops(&self) -> bool {
+        self.rows[0].1 > self.rows[0].0
+    }
+}
+
+/// Accumulates rows from one or more trace files.
+pub struct Collector {
+    names: Interner,
+    short_of: Vec<u32>,
+    scratch: String,
+    ops: OpsBuilder,
+    calls: CallsBuilder,
+    ranges: RangesBuilder,
+    process_names: Vec<(i64, String)>,
+    /// Slot → file index.
+    slot_file: Vec<usize>,
+    /// Slot → a name for warnings (file name, plus the merged-trace label).
+    slot_name: Vec<String>,
+    files: Vec<FileState>,
+    /// Complete events without a readable `ts`, or GPU events without a device.
+    dropped: u64,
+    pub warnings: Vec<String>,
+}
+
+impl Collector {
+    pub fn new() -> Self {
+        Collector {
+            names: Interner::default(),
+            short_of: Vec::new(),
+            scratch: String::new(),
+            ops: OpsBuilder::default(),
+            calls: CallsBuilder::default(),
+            ranges: RangesBuilder::default(),
+            process_names: Vec::new(),
+            slot_file: Vec::new(),
+            slot_name: Vec::new(),
+            files: Vec::new(),
+            dropped: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn new_slot(&mut self, file: usize, name: String) -> u32 {
+        self.slot_file.push(file);
+        self.slot_name.push(name);
+        (self.slot_file.len() - 1) as u32
+    }
+
+    /// Start a file: the following events belong to it.
+    pub fn begin_file(&mut self, path: &Path) {
+        let idx = self.files.len();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let base_slot = self.new_slot(idx, name);
+        let rows = [
+            (self.ops.len(), 0),
+            (self.calls.pid.len(), 0),
+            (self.ranges.pid.len(), 0),
+        ];
+        self.files.push(FileState {
+            header: Header::default(),
+            base_slot,
+            labels: HashMap::new(),
+            rows,
+            names_start: self.process_names.len(),
+        });
+    }
+
+    /// End the current file with its header; returns how many GPU ops it had.
+    pub fn end_file(&mut self, header: Header) -> usize {
+        let (o, c, r) = (self.ops.len(), self.calls.pid.len(), self.ranges.pid.len());
+        let f = self.files.last_mut().expect("begin_file first");
+        f.header = header;
+        f.rows[0].1 = o;
+        f.rows[1].1 = c;
+        f.rows[2].1 = r;
+        o - f.rows[0].0
+    }
+
+    /// Forget the current file's rows (a CPU-only trace in a directory).
+    pub fn discard_file(&mut self) {
+        let f = self.files.last().expect("begin_file first");
+        let (o, c, r) = (f.rows[0].0, f.rows[1].0, f.rows[2].0);
+        self.process_names.truncate(f.names_start);
+        truncate_ops(&mut self.ops, o);
+        truncate_calls(&mut self.calls, c);
+        truncate_ranges(&mut self.ranges, r);
+        let f = self.files.last_mut().expect("begin_file first");
+        f.rows = [(o, o), (c, c), (r, r)];
+    }
+
+    fn slot_for(&mut self, label: Option<&[u8]>) -> u32 {
+        let fi = self.files.len() - 1;
+        let Some(label) = label else {
+            return self.files[fi].base_slot;
+        };
+        if let Some(&s) = self.files[fi].labels.get(label) {
+            return s;
+        }
+        let name = format!(
+            "{} {}",
+            self.slot_name[self.files[fi].base_slot as usize],
+            String::from_utf8_lossy(label)
+        );
+        let s = self.new_slot(fi, name);
+        self.files[fi].labels.insert(label.to_vec(), s);
+        s
+    }
+
+    fn intern_name(&mut self, ev: &Event<'_>, want_short: bool) -> (u32, u32) {
+        let text = match &ev.name {
+            Some(n) => n.text(&mut self.scratch),
+            None => "".into(),
+        };
+        let id = self.names.intern(&text);
+        if !want_short {
+            return (id, id);
+        }
+        let i = id as usize;
+        if i >= self.short_of.len() {
+            self.short_of.resize(i + 1, u32::MAX);
+        }
+        if self.short_of[i] == u32::MAX {
+            let short = short_name(&text).to_owned();
+            self.short_of[i] = self.names.intern(&short);
+        }
+        (id, self.short_of[i])
+    }
+
+    /// Take one kept event.
+    pub fn event(&mut self, ev: &Event<'_>) {
+        let class = ev.class();
+        if class == Class::Meta {
+            return self.meta(ev);
+        }
+        let Some(start_ns) = ev.ts.and_then(us_text_to_ns) else {
+            self.dropped += 1;
+            return;
+        };
+        // Kineto clamps negative durations to 0 (KINETO.md §8); do the same for others.
+        let dur_ns = ev.dur.and_then(us_text_to_ns).unwrap_or(0).max(0);
+        let end_ns = start_ns + dur_ns;
+        let slot = self.slot_for(ev.pid.label);
+        match class {
+            Class::Kernel | Class::Memcpy | Class::Memset => {
+                let a = event::parse_args(ev.args);
+                // On ROCm the GPU pid is not the deviceProperties index; args.device is the
+                // key (KINETO.md §4). They agree wherever both exist.
+                let device = if a.device >= 0 {
+                    Some(a.device)
+                } else {
+                    ev.pid.num
+                };
+                let Some(device) = device else {
+                    self.dropped += 1;
+                    return;
+                };
+                let stream = if a.stream >= 0 {
+                    a.stream
+                } else {
+                    ev.tid.num.unwrap_or(-1)
+                };
+                let kind = match class {
+                    Class::Kernel => OpKind::Kernel,
+                    Class::Memcpy => OpKind::Memcpy,
+                    _ => OpKind::Memset,
+                };
+                let (name_id, short_id) = self.intern_name(ev, kind == OpKind::Kernel);
+                self.ops.push(OpRow {
+                    device: enc(slot, device),
+                    stream,
+                    // Filled in `finish` from the launching call (same correlation).
+                    pid: -1,
+                    start_ns,
+                    end_ns,
+                    name_id,
+                    short_id,
+                    kind,
+                    correlation_id: a.correlation,
+                    graph_node_id: a.graph_node_id,
+                    graph_id: a.graph_id,
+                    bytes: if kind == OpKind::Kernel {
+                        0
+                    } else {
+                        a.bytes.max(0)
+                    },
+                });
+            }
+            Class::Runtime | Class::Driver => {
+                let a = event::parse_args(ev.args);
+                let (name_id, _) = self.intern_name(ev, false);
+                let is_launch = ev
+                    .name
+                    .is_some_and(|n| is_launch_call(&String::from_utf8_lossy(n.raw)));
+                self.calls.push(CallRow {
+                    pid: enc(slot, ev.pid.num.unwrap_or(-1)),
+                    tid: ev.tid.num.unwrap_or(-1),
+                    start_ns,
+                    end_ns,
+                    name_id,
+                    correlation_id: a.correlation,
+                    api: if class == Class::Runtime {
+                        CallApi::Runtime
+                    } else {
+                        CallApi::Driver
+                    },
+                    is_launch,
+                });
+            }
+            Class::Annotation | Class::GpuAnnotation => {
+                let Some(pid) = ev.pid.num else {
+                    self.dropped += 1;
+                    return;
+                };
+                let (name_id, _) = self.intern_name(ev, false);
+                self.ranges.push(RangeRow {
+                    pid: enc(slot, pid),
+                    tid: ev.tid.num.unwrap_or(-1),
+                    start_ns,
+                    end_ns,
+                    name_id,
+                    domain_id: DEFAULT_DOMAIN,
+                    kind: if class == Class::Annotation {
+                        RangeKind::HostPushPop
+                    } else {
+                        RangeKind::GpuAnnotation
+                    },
+                });
+            }
+            Class::Meta | Class::Skip => {}
+        }
+    }
+
+    fn meta(&mut self, ev: &Event<'_>) {
+        if ev.name.map(|n| n.raw) != Some(b"process_name") {
+            return;
+        }
+        let (Some(pid), Some(name)) = (ev.pid.num, event::meta_name(ev.args)) else {
+            return;
+        };
+        let slot = self.slot_for(ev.pid.label);
+        let text = name.text(&mut self.scratch).into_owned();
+        self.process_names.push((enc(slot, pid), text));
+    }
+
+    /// Build the trace. `path` is what the user passed.
+    pub fn finish(mut self, path: &Path) -> Result<Trace> {
+        if self.ops.is_empty() {
+            return Err(Error::input(format!(
+                "{}: no GPU kernels in this trace: was the profiler run with CUDA activities?",
+                path.display()
+            )));
+        }
+        self.align_times();
+        self.fill_op_pids();
+        let ranks = self.ranks_of_slots();
+        let device_map = self.remap_devices(&ranks);
+        let pid_map = self.remap_pids(&ranks);
+        let devices = self.devices(&device_map);
+
+        let first = &self
+            .files
+            .iter()
+            .find(|f| f.has_ops())
+            .expect("ops exist, so some file has them")
+            .header;
+        let mut meta = TraceMeta::new(SourceFormat::Kineto, path.display().to_string());
+        meta.tool_version = first.tool_version();
+        meta.schema_version = first.schema_version.clone();
+        let mut names = std::mem::take(&mut self.process_names);
+        for (pid, _) in &mut names {
+            *pid = pid_map(*pid);
+        }
+        names.sort();
+        names.dedup();
+        meta.process_names = names;
+        if self.dropped > 0 {
+            self.warnings.push(format!(
+                "{} kept events had no readable ts, pid or device and were dropped",
+                self.dropped
+            ));
+        }
+        meta.warnings = std::mem::take(&mut self.warnings);
+
+        for d in &mut self.ops.device {
+            *d = device_map(*d);
+        }
+        for p in &mut self.ops.pid {
+            *p = pid_map(*p);
+        }
+        for p in &mut self.calls.pid {
+            *p = pid_map(*p);
+        }
+        for (p, k) in self.ranges.pid.iter_mut().zip(&self.ranges.kind) {
+            *p = if *k == RangeKind::GpuAnnotation as u32 {
+                device_map(*p)
+            } else {
+                pid_map(*p)
+            };
+        }
+        Ok(Trace {
+            ops: self.ops.finish()?,
+            calls: self.calls.finish()?,
+            ranges: self.ranges.finish()?,
+            devices,
+            strings: self.names.into_strings(),
+            meta,
+        })
+    }
+
+    /// One origin for all files: each file's own time base (`baseTimeNanoseconds`, or 0
+    /// for the old absolute-epoch layout), and the smallest base is the trace's origin
+    /// (KINETO.md §8: "align ranks on absolute ns"). A single file keeps its own times.
+    fn align_times(&mut self) {
+        let bases: Vec<i64> = self
+            .files
+            .iter()
+            .map(|f| f.header.base_time_ns.unwrap_or(0))
+            .collect();
+        let kept = self.files.iter().zip(&bases).filter(|(f, _)| f.has_ops());
+        let Some(origin) = kept.map(|(_, b)| *b).min() else {
+            return;
+        };
+        for (f, base) in self.files.iter().zip(bases) {
+            let shift = base - origin;
+            if shift == 0 {
+                continue;
+            }
+            let [(o0, o1), (c0, c1), (r0, r1)] = f.rows;
+            shift_rows(
+                &mut self.ops.start_ns[o0..o1],
+                &mut self.ops.end_ns[o0..o1],
+                shift,
+            );
+            shift_rows(
+                &mut self.calls.start_ns[c0..c1],
+                &mut self.calls.end_ns[c0..c1],
+                shift,
+            );
+            shift_rows(
+                &mut self.ranges.start_ns[r0..r1],
+                &mut self.ranges.end_ns[r0..r1],
+                shift,
+            );
+        }
+    }
+
+    /// `ops.pid` = the process of the call with the same correlation id in the same rank
+    /// (KINETO.md §5 rule 1); else the rank's busiest calling process; else -1.
+    fn fill_op_pids(&mut self) {
+        let mut by_corr: HashMap<(u32, i64), i64> = HashMap::with_capacity(self.calls.pid.len());
+        let mut counts: HashMap<i64, u64> = HashMap::new();
+        for (&pid, &corr) in self.calls.pid.iter().zip(&self.calls.correlation_id) {
+            if corr >= 0 {
+                by_corr.entry((dec(pid).0, corr)).or_insert(pid);
+            }
+            *counts.entry(pid).or_insert(0) += 1;
+        }
+        let mut busiest: HashMap<u32, (u64, i64)> = HashMap::new();
+        for (&pid, &n) in &counts {
+            let e = busiest.entry(dec(pid).0).or_insert((0, -1));
+            if n > e.0 || (n == e.0 && pid < e.1) {
+                *e = (n, pid);
+            }
+        }
+        for i in 0..self.ops.len() {
+            let slot = dec(self.ops.device[i]).0;
+            let corr = self.ops.correlation_id[i];
+            self.ops.pid[i] = by_corr
+                .get(&(slot, corr))
+                .copied()
+                .or_else(|| busiest.get(&slot).map(|b| b.1))
+                .unwrap_or(-1);
+        }
+    }
+
+    /// Slot → dense rank number over the slots that have events (unused slots: the base
+    /// slot of a merged file, whose events all carry labels).
+    fn ranks_of_slots(&self) -> Vec<i64> {
+        let mut used = vec![false; self.slot_file.len()];
+        let all = self
+            .ops
+            .device
+            .iter()
+            .chain(&self.calls.pid)
+            .chain(&self.ranges.pid)
+            .chain(self.process_names.iter().map(|p| &p.0));
+        for &v in all {
+            if v >= 0 {
+                used[dec(v).0 as usize] = true;
+            }
+        }
+        let mut next = 0;
+        used.iter()
+            .map(|&u| {
+                if u {
+                    next += 1;
+                    next - 1
+                } else {
+                    -1
+                }
+            })
+            .collect()
+    }
+
+    fn remap_devices(&mut self, ranks: &[i64]) -> impl Fn(i64) -> i64 {
+        let mut ids: Vec<i64> = self.ops.device.clone();
+        for (p, k) in self.ranges.pid.iter().zip(&self.ranges.kind) {
+            if *k == RangeKind::GpuAnnotation as u32 {
+                ids.push(*p);
+            }
+        }
+        let clash = collides(ids);
+        if clash {
+            self.warnings.push(format!(
+                "device ids repeat across ranks; renumbered as rank*{DEVICE_STRIDE}+device ({})",
+                self.rank_legend(ranks)
+            ));
+        }
+        let ranks = ranks.to_vec();
+        move |v| renumber(v, clash.then_some(&ranks[..]), DEVICE_STRIDE)
+    }
+
+    fn remap_pids(&mut self, ranks: &[i64]) -> impl Fn(i64) -> i64 {
+        let mut ids: Vec<i64> = self.calls.pid.clone();
+        ids.extend(self.process_names.iter().map(|p| p.0));
+        for (p, k) in self.ranges.pid.iter().zip(&self.ranges.kind) {
+            if *k != RangeKind::GpuAnnotation as u32 {
+                ids.push(*p);
+            }
+        }
+        let clash = collides(ids);
+        if clash {
+            self.warnings.push(format!(
+                "process ids repeat across ranks; renumbered as rank*{PID_STRIDE}+pid ({})",
+                self.rank_legend(ranks)
+            ));
+        }
+        let ranks = ranks.to_vec();
+        move |v| renumber(v, clash.then_some(&ranks[..]), PID_STRIDE)
+    }
+
+    fn rank_legend(&self, ranks: &[i64]) -> String {
+        self.slot_name
+            .iter()
+            .zip(ranks)
+            .filter(|(_, r)| **r >= 0)
+            .map(|(n, r)| format!("rank {r} = {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Devices that ran ops, with `deviceProperties` of their file. Kineto records no
+    /// memory bandwidth (neither clock nor bus width), so that stays `None`.
+    fn devices(&self, device_map: &impl Fn(i64) -> i64) -> Vec<DeviceInfo> {
+        let mut used: Vec<i64> = self.ops.device.clone();
+        used.sort_unstable();
+        used.dedup();
+        let mut out: Vec<DeviceInfo> = used
+            .into_iter()
+            .map(|v| {
+                let (slot, raw) = dec(v);
+                let props = &self.files[self.slot_file[slot as usize]].header.devices;
+                let p = pick_props(props, raw);
+                DeviceInfo {
+                    id: device_map(v),
+                    name: p.and_then(|p| p.name.clone()),
+                    memory_bandwidth_bytes_per_s: None,
+                    sm_count: p.and_then(|p| p.sm_count),
+                    total_memory_bytes: p.and_then(|p| p.total_memory_bytes),
+                }
+            })
+            .collect();
+        out.sort_by_key(|d| d.id);
+        out
+    }
+}
+
+/// The `deviceProperties` entry for a device: the one with that `id`; failing that (ROCm
+/// numbers GPU rows by agent, e.g. pid 9 with one entry `id 0`, KINETO.md §4) the entries'
+/// common values when they all describe the same GPU model.
+fn pick_props(props: &[DeviceProps], device: i64) -> Option<&DeviceProps> {
+    if let Some(p) = props.iter().find(|p| p.id == Some(device)) {
+        return Some(p);
+    }
+    let first = props.first()?;
+    props
+        .iter()
+        .all(|p| {
+            p.name == first.name
+                && p.sm_count == first.sm_count
+                && p.total_memory_bytes == first.total_memory_bytes
+        })
+        .then_some(first)
+}
+
+fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) {
+    for v in start.iter_mut().chain(end.iter_mut()) {
+        *v += shift;
+    }
+}
+
+fn truncate_ops(b: &mut OpsBuilder, n: usize) {
+    b.device.truncate(n);
+    b.stream.truncate(n);
+    b.pid.truncate(n);
+    b.start_ns.truncate(n);
+    b.end_ns.truncate(n);
+    b.name_id.truncate(n);
+    b.short_id.truncate(n);
+    b.kind.truncate(n);
+    b.correlation_id.truncate(n);
+    b.graph_node_id.truncate(n);
+    b.graph_id.truncate(n);
+    b.bytes.truncate(n);
+}
+
+fn truncate_calls(b: &mut CallsBuilder, n: usize) {
+    b.pid.truncate(n);
+    b.tid.truncate(n);
+    b.start_ns.truncate(n);
+    b.end_ns.truncate(n);
+    b.name_id.truncate(n);
+    b.correlation_id.truncate(n);
+    b.api.truncate(n);
+    b.is_launch.truncate(n);
+}
+
+fn truncate_ranges(b: &mut RangesBuilder, n: usize) {
+    b.pid.truncate(n);
+    b.tid.truncate(n);
+    b.start_ns.truncate(n);
+    b.end_ns.truncate(n);
+    b.name_id.truncate(n);
+    b.domain_id.truncate(n);
+    b.kind.truncate(n);
+}

@@ -1,0 +1,146 @@
+//! The trace object's keys other than `traceEvents` (KINETO.md §1, §9): time base, schema,
+//! versions and `deviceProperties`. These values are small, so serde_json parses them.
+
+use serde_json::Value;
+
+use super::number::int_text;
+
+/// One `deviceProperties` entry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceProps {
+    pub id: Option<i64>,
+    pub name: Option<String>,
+    pub sm_count: Option<i64>,
+    pub total_memory_bytes: Option<i64>,
+}
+
+/// What one file's header says.
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// `baseTimeNanoseconds` (current Kineto); absent in the old absolute-µs layout.
+    pub base_time_ns: Option<i64>,
+    pub schema_version: Option<String>,
+    /// `(key, value)` of the version fields, in file order.
+    pub versions: Vec<(String, String)>,
+    pub devices: Vec<DeviceProps>,
+    /// `distributedInfo.rank`.
+    pub rank: Option<i64>,
+    pub saw_trace_events: bool,
+}
+
+/// Version keys Kineto and the engines write (KINETO.md §1).
+const VERSION_KEYS: [&str; 7] = [
+    "vllm_version",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "roctracer_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+];
+
+impl Header {
+    /// Take one top-level member (its raw JSON text).
+    pub fn take(&mut self, key: &[u8], raw: &[u8]) {
+        match key {
+            b"baseTimeNanoseconds" => self.base_time_ns = int_text(raw),
+            b"schemaVersion" => self.schema_version = Some(scalar_text(raw)),
+            b"deviceProperties" => {
+                if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(raw) {
+                    self.devices = items.iter().map(device_props).collect();
+                }
+            }
+            b"distributedInfo" => {
+                if let Ok(v) = serde_json::from_slice::<Value>(raw) {
+                    self.rank = v.get("rank").and_then(as_i64);
+                }
+            }
+            _ => {
+                let k = String::from_utf8_lossy(key);
+                if VERSION_KEYS.contains(&k.as_ref()) {
+                    self.versions.push((k.into_owned(), scalar_text(raw)));
+                }
+            }
+        }
+    }
+
+    /// `tool_version` for [`crate::trace::TraceMeta`]: the versions the trace records
+    /// (Kineto writes no PyTorch version), e.g. `cupti 28, cuda_runtime 12090, …`.
+    pub fn tool_version(&self) -> Option<String> {
+        if self.versions.is_empty() {
+            return None;
+        }
+        Some(
+            self.versions
+                .iter()
+                .map(|(k, v)| format!("{} {v}", k.trim_end_matches("_version")))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    }
+}
+
+fn scalar_text(raw: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::String(s)) => s,
+        Ok(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("."),
+        _ => String::from_utf8_lossy(raw).into_owned(),
+    }
+}
+
+fn as_i64(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
+fn device_props(v: &Value) -> DeviceProps {
+    DeviceProps {
+        id: v.get("id").and_then(as_i64),
+        name: v
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
+        sm_count: v.get("numSms").and_then(as_i64),
+        total_memory_bytes: v.get("totalGlobalMem").and_then(as_i64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_fields() {
+        let mut h = Header::default();
+        h.take(b"baseTimeNanoseconds", b"1775078550000000000");
+        h.take(b"schemaVersion", b"1");
+        h.take(b"cupti_version", b"28");
+        h.take(b"vllm_version", br#""0.33.0""#);
+        h.take(
+            b"deviceProperties",
+            br#"[{"id": 0, "name": "", "totalGlobalMem": 206141652992, "numSms": 304}]"#,
+        );
+        h.take(
+            b"distributedInfo",
+            br#"{"backend": "nccl", "rank": 3, "world_size": 8}"#,
+        );
+        assert_eq!(h.base_time_ns, Some(1_775_078_550_000_000_000));
+        assert_eq!(h.schema_version.as_deref(), Some("1"));
+        assert_eq!(h.tool_version().as_deref(), Some("cupti 28, vllm 0.33.0"));
+        assert_eq!(h.rank, Some(3));
+        assert_eq!(
+            h.devices,
+            vec![DeviceProps {
+                id: Some(0),
+                name: None,
+                sm_count: Some(304),
+                total_memory_bytes: Some(206_141_652_992)
+            }]
+        );
+    }
+}

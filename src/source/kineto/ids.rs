@@ -1,0 +1,69 @@
+//! Rank slots for device and process ids: while reading, every device and CPU pid is
+//! stored as `slot << 32 | raw`, so ids from different ranks never mix; at the end the
+//! slot is stripped, or turned into a rank prefix where two ranks share a raw id.
+
+/// Renumbering strides, used only when ranks collide: `rank * 1000 + device`,
+/// `rank * 10_000_000 + pid` (Linux pids stay below 2^22).
+pub const DEVICE_STRIDE: i64 = 1000;
+pub const PID_STRIDE: i64 = 10_000_000;
+const RAW_MASK: i64 = 0xffff_ffff;
+
+/// Tag a raw id with its slot; negative ids (-1 = unknown) stay as they are.
+#[inline]
+pub fn enc(slot: u32, raw: i64) -> i64 {
+    if (0..=RAW_MASK).contains(&raw) {
+        (i64::from(slot) << 32) | raw
+    } else {
+        raw
+    }
+}
+
+/// `(slot, raw)` of a tagged id.
+#[inline]
+pub fn dec(v: i64) -> (u32, i64) {
+    if v < 0 {
+        (0, v)
+    } else {
+        ((v >> 32) as u32, v & RAW_MASK)
+    }
+}
+
+/// Whether one raw id occurs under two slots.
+pub fn collides(mut ids: Vec<i64>) -> bool {
+    ids.sort_unstable();
+    ids.dedup();
+    let mut raws: Vec<i64> = ids
+        .into_iter()
+        .filter(|v| *v >= 0)
+        .map(|v| dec(v).1)
+        .collect();
+    let n = raws.len();
+    raws.sort_unstable();
+    raws.dedup();
+    raws.len() != n
+}
+
+/// Strip the slot; with `ranks` (ids clash), prefix the slot's rank number instead.
+pub fn renumber(v: i64, ranks: Option<&[i64]>, stride: i64) -> i64 {
+    let (slot, raw) = dec(v);
+    match ranks {
+        Some(r) if v >= 0 => r[slot as usize].max(0) * stride + raw,
+        _ => raw,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_encoding_round_trips() {
+        assert_eq!(dec(enc(3, 6583)), (3, 6583));
+        assert_eq!(dec(enc(0, 9)), (0, 9));
+        assert_eq!(enc(2, -1), -1);
+        assert!(!collides(vec![enc(0, 0), enc(1, 1), enc(0, 0)]));
+        assert!(collides(vec![enc(0, 0), enc(1, 0)]));
+        assert_eq!(renumber(enc(2, 5), Some(&[-1, 0, 2]), 1000), 2005);
+        assert_eq!(renumber(enc(2, 5), None, 1000), 5);
+    }
+}
