@@ -637,3 +637,79 @@ fn detection_by_content() {
     assert!(looks_like_kineto(&fixture(B200)));
     assert!(looks_like_kineto(d.path()));
 }
+
+/// The same SGLang decode step in both formats (the nsys file is the Kineto trace
+/// converted to the 2026.2 schema): devices, per-kernel exclusive time and the per-step
+/// metrics agree exactly; absolute times keep each format's own origin.
+#[test]
+fn same_numbers_from_both_formats() {
+    use stepgate::categories::Categorizer;
+    use stepgate::commands::analyze::analyze_trace;
+    use stepgate::timing::steps::{find_steps, StepOptions};
+
+    let cats = Categorizer::default();
+    let k = stepgate::source::load(&fixture(
+        "kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz",
+    ))
+    .unwrap();
+    let n = stepgate::source::load(&fixture(
+        "nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite",
+    ))
+    .unwrap();
+    let (ak, an) = (
+        analyze_trace(&k, &cats, None).unwrap(),
+        analyze_trace(&n, &cats, None).unwrap(),
+    );
+    assert_eq!(ak.devices.len(), an.devices.len());
+    for (dk, dn) in ak.devices.iter().zip(&an.devices) {
+        assert_eq!(dk.device, dn.device);
+        assert_eq!((dk.ops, dk.kernels), (dn.ops, dn.kernels));
+        assert_eq!(
+            (dk.busy_ns, dk.kernel_sum_ns, dk.idle_ns),
+            (dn.busy_ns, dn.kernel_sum_ns, dn.idle_ns)
+        );
+        assert_eq!(
+            dk.window_end_ns - dk.window_start_ns,
+            dn.window_end_ns - dn.window_start_ns
+        );
+        let by_name = |d: &stepgate::analysis::DeviceSummary| {
+            let mut v: Vec<(String, u64, i64, i64)> = d
+                .kernels_by_name
+                .iter()
+                .map(|x| (x.name.clone(), x.instances, x.total_ns, x.exclusive_ns))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(by_name(dk), by_name(dn));
+    }
+    let opts = StepOptions::default();
+    let (sk, sn) = (
+        find_steps(&k, &opts, &cats).unwrap(),
+        find_steps(&n, &opts, &cats).unwrap(),
+    );
+    assert_eq!(sk.steps.len(), 1);
+    assert_eq!(sk.steps.len(), sn.steps.len());
+    for (a, b) in sk.steps.iter().zip(&sn.steps) {
+        assert_eq!(a.name, b.name);
+        assert_eq!(a.kind, b.kind);
+        assert_eq!(
+            (a.wall_ns, a.busy_ns, a.gap_ns),
+            (b.wall_ns, b.busy_ns, b.gap_ns)
+        );
+        assert_eq!(
+            (a.kernels, a.ops, a.launches),
+            (b.kernels, b.ops, b.launches)
+        );
+        assert_eq!(a.launch_host_ns, b.launch_host_ns);
+        assert_eq!(a.cpu_ns, b.cpu_ns);
+        // Display names differ (the converted file's shortName is cut); the numbers do not.
+        let nums = |s: &stepgate::timing::steps::Step| -> Vec<(String, u64, i64, i64)> {
+            s.top_kernels
+                .iter()
+                .map(|k| (k.name.clone(), k.instances, k.total_ns, k.exclusive_ns))
+                .collect()
+        };
+        assert_eq!(nums(a), nums(b));
+    }
+}

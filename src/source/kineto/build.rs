@@ -169,6 +169,27 @@ impl Collector {
         (id, self.short_of[i])
     }
 
+    /// Copies and fills under nsys's names (`[memcpy HtoD]`, `[memset]`), so both formats
+    /// rank the same op under the same name: Kineto says `Memcpy HtoD (Pageable -> Device)`.
+    fn intern_copy_name(&mut self, ev: &Event<'_>, kind: OpKind) -> (u32, u32) {
+        let text = match &ev.name {
+            Some(n) => n.text(&mut self.scratch),
+            None => "".into(),
+        };
+        let name = match kind {
+            OpKind::Memcpy => match text
+                .strip_prefix("Memcpy ")
+                .and_then(|r| r.split_whitespace().next())
+            {
+                Some(dir) => format!("[memcpy {dir}]"),
+                None => "[memcpy]".to_owned(),
+            },
+            _ => "[memset]".to_owned(),
+        };
+        let id = self.names.intern(&name);
+        (id, id)
+    }
+
     /// Take one kept event.
     pub fn event(&mut self, ev: &Event<'_>) {
         let class = ev.class();
@@ -207,7 +228,10 @@ impl Collector {
                     Class::Memcpy => OpKind::Memcpy,
                     _ => OpKind::Memset,
                 };
-                let (name_id, short_id) = self.intern_name(ev, kind == OpKind::Kernel);
+                let (name_id, short_id) = match kind {
+                    OpKind::Kernel => self.intern_name(ev, true),
+                    _ => self.intern_copy_name(ev, kind),
+                };
                 self.ops.push(OpRow {
                     device: enc(slot, device),
                     stream,
