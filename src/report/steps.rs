@@ -162,6 +162,28 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             c.source
         ));
     }
+    let launch: Vec<&crate::attribution::LaunchAttribution> = r
+        .steps
+        .iter()
+        .filter(|s| s.wall_ns.is_some())
+        .filter_map(|s| s.attribution.as_ref().map(|a| &a.launch))
+        .collect();
+    if !launch.is_empty() {
+        let med = |f: &dyn Fn(&crate::attribution::LaunchAttribution) -> Option<f64>| {
+            let mut v: Vec<f64> = launch.iter().filter_map(|l| f(l)).collect();
+            v.sort_by(f64::total_cmp);
+            (!v.is_empty()).then(|| crate::timing::steps::percentile(&v, 0.5))
+        };
+        let ratio = med(&|l| l.host_to_gap_ratio)
+            .map(|x| format!("{x:.2}x the gap (>1: the host runs ahead; <1: look for a synchronize)"))
+            .unwrap_or_else(|| "no gap".to_owned());
+        out.push(format!(
+            "launches per step (median): host time in launch calls {} µs (measured), driver floor {} µs (derived), framework above it {} µs; host launch time is {ratio}",
+            fmt_us(med(&|l| Some(l.host_ns as f64)).unwrap_or(0.0)),
+            fmt_us(med(&|l| Some(l.driver_floor_ns)).unwrap_or(0.0)),
+            fmt_us(med(&|l| Some(l.framework_ns)).unwrap_or(0.0)),
+        ));
+    }
     if !r.shapes.is_empty() {
         let parts: Vec<String> = r
             .shapes

@@ -472,3 +472,49 @@ mod generated {
         assert_eq!(found, want);
     }
 }
+
+#[test]
+fn steps_output_is_pinned() {
+    let rel = "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
+    let go = |extra: &[&str]| {
+        let mut args = vec!["steps", rel, "--model", "qwen3-8b", "--gpu", "mi300x", "--context", "1722"];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(crate::common::bin())
+            .current_dir(crate::common::root())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    insta::assert_snapshot!("steps_sglang_table", go(&["--each"]));
+    insta::assert_snapshot!("steps_sglang_markdown", go(&["--format", "markdown", "--each"]));
+    let j: serde_json::Value = serde_json::from_str(&go(&["--format", "json"])).unwrap();
+    let s = &j["steps"][0];
+    // ΣN_KV = 32,785 comes from the enclosing execute_… range (read with sqlite3), the
+    // name from the inner step[…]; the floor is the roofline's for exactly that batch.
+    assert_eq!(s["name"], "step[DECODE bs=32]");
+    assert_eq!(s["composition"]["generation"]["sk"], 32785);
+    assert_eq!(s["kind"], "decode");
+    use stepgate::roofline::floor::{step_floor, FloorOptions, StepComposition};
+    let comp = StepComposition {
+        decode_requests: 32,
+        sq: 32,
+        sk: 32785,
+        sqsq: 32,
+        sqsk: 32785,
+        decode_sq: 32,
+        decode_sk: 32785,
+        decode_sqsq: 32,
+        decode_sqsk: 32785,
+        ..Default::default()
+    };
+    let model = stepgate::roofline::model::preset("qwen3-8b").unwrap();
+    let gpu = stepgate::roofline::gpu::lookup("mi300x").unwrap();
+    let want = step_floor(&model, &gpu, &comp, &FloorOptions::default()).floor_ns;
+    let got = s["attribution"]["floor"]["floor_ns"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    let wall = s["wall_ns"].as_f64().unwrap();
+    assert!((s["attribution"]["floor"]["mbu"].as_f64().unwrap() - want / wall).abs() < 1e-12);
+    insta::assert_json_snapshot!("steps_sglang_json", j);
+}
