@@ -60,20 +60,7 @@ pub fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
 
 /// `nsys export` arguments: `BASE.nsys-rep` → `BASE.sqlite`.
 pub fn export_args(base: &Path) -> Vec<OsString> {
-    let mut a: Vec<OsString> = [
-        "export",
-        "--type",
-        "sqlite",
-        "--force-overwrite",
-        "true",
-        "-o",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
-    a.push(sqlite_path(base).into_os_string());
-    a.push(report_path(base).into_os_string());
-    a
+    crate::source::nsys::export::export_argv(&sqlite_path(base), &report_path(base))
 }
 
 /// Find `nsys` (or an explicit path) the way a shell would, so a missing install is a clear
@@ -85,33 +72,7 @@ pub fn find(program: &str, path_var: Option<OsString>) -> Result<PathBuf> {
              (https://developer.nvidia.com/nsight-systems) or pass --nsys /path/to/nsys"
         ))
     };
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return if is_executable(&p) {
-            Ok(p)
-        } else {
-            Err(missing())
-        };
-    }
-    let paths = path_var.ok_or_else(missing)?;
-    std::env::split_paths(&paths)
-        .map(|d| d.join(program))
-        .find(|p| is_executable(p))
-        .ok_or_else(missing)
-}
-
-fn is_executable(p: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    }
-    #[cfg(not(unix))]
-    {
-        p.is_file()
-    }
+    crate::source::nsys::export::find_program(program, path_var.as_deref()).ok_or_else(missing)
 }
 
 #[cfg(unix)]

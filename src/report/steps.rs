@@ -175,7 +175,9 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             (!v.is_empty()).then(|| crate::timing::steps::percentile(&v, 0.5))
         };
         let ratio = med(&|l| l.host_to_gap_ratio)
-            .map(|x| format!("{x:.2}x the gap (>1: the host runs ahead; <1: look for a synchronize)"))
+            .map(|x| {
+                format!("{x:.2}x the gap (>1: the host runs ahead; <1: look for a synchronize)")
+            })
             .unwrap_or_else(|| "no gap".to_owned());
         out.push(format!(
             "launches per step (median): host time in launch calls {} µs (measured), driver floor {} µs (derived), framework above it {} µs; host launch time is {ratio}",

@@ -477,18 +477,35 @@ mod generated {
 fn steps_output_is_pinned() {
     let rel = "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
     let go = |extra: &[&str]| {
-        let mut args = vec!["steps", rel, "--model", "qwen3-8b", "--gpu", "mi300x", "--context", "1722"];
+        let mut args = vec![
+            "steps",
+            rel,
+            "--model",
+            "qwen3-8b",
+            "--gpu",
+            "mi300x",
+            "--context",
+            "1722",
+        ];
         args.extend_from_slice(extra);
         let out = std::process::Command::new(crate::common::bin())
             .current_dir(crate::common::root())
             .args(&args)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     insta::assert_snapshot!("steps_sglang_table", go(&["--each"]));
-    insta::assert_snapshot!("steps_sglang_markdown", go(&["--format", "markdown", "--each"]));
+    insta::assert_snapshot!(
+        "steps_sglang_markdown",
+        go(&["--format", "markdown", "--each"])
+    );
     let j: serde_json::Value = serde_json::from_str(&go(&["--format", "json"])).unwrap();
     let s = &j["steps"][0];
     // ΣN_KV = 32,785 comes from the enclosing execute_… range (read with sqlite3), the

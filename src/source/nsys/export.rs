@@ -29,10 +29,37 @@ impl ExportOptions {
 
 /// The `nsys` executable on a PATH value, if any.
 pub fn find_nsys(path_env: Option<&OsStr>) -> Option<PathBuf> {
-    let path_env = path_env?;
-    std::env::split_paths(path_env)
-        .map(|d| d.join("nsys"))
+    find_program("nsys", path_env)
+}
+
+/// An executable the way a shell finds it: a path with a `/` as is, else the first
+/// executable `program` in the directories of `path_env`.
+pub fn find_program(program: &str, path_env: Option<&OsStr>) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return is_executable(&p).then_some(p);
+    }
+    std::env::split_paths(path_env?)
+        .map(|d| d.join(program))
         .find(|p| is_executable(p))
+}
+
+/// `nsys export` arguments that write `out` (SQLite) from `report`, replacing an old export.
+pub fn export_argv(out: &Path, report: &Path) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = [
+        "export",
+        "--type",
+        "sqlite",
+        "--force-overwrite",
+        "true",
+        "-o",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    a.push(out.as_os_str().to_owned());
+    a.push(report.as_os_str().to_owned());
+    a
 }
 
 #[cfg(unix)]
@@ -114,16 +141,7 @@ pub fn ensure_sqlite(report: &Path, opts: &ExportOptions) -> Result<PathBuf> {
             .map_err(|e| Error::environment(format!("cannot create {}: {e}", parent.display())))?;
     }
     let result = Command::new(&nsys)
-        .args([
-            "export",
-            "--type",
-            "sqlite",
-            "--force-overwrite",
-            "true",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(report)
+        .args(export_argv(&out, report))
         .output()
         .map_err(|e| Error::environment(format!("{}: could not run it ({e})", nsys.display())))?;
     if !result.status.success() || !out.is_file() {
