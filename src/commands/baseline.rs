@@ -61,6 +61,9 @@ pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Record a baseline from a report (an nsys SQLite export or a Kineto trace).
+    #[command(after_help = "Examples:
+  stepgate baseline record run.sqlite -o baselines/h100-llama-3-8b-vllm-decode.json --model llama-3-8b
+  stepgate baseline record trace_dir/ -o baselines/mi300x-qwen3-8b-sglang.json --kind decode")]
     Record {
         /// The report to record.
         report: PathBuf,
@@ -75,6 +78,9 @@ pub enum Command {
         report_args: Box<StepFlags>,
     },
     /// Show what a baseline file holds.
+    #[command(
+        after_help = "Example:\n  stepgate baseline show baselines/example-h100-vllm-decode.json"
+    )]
     Show {
         /// The baseline file.
         baseline: PathBuf,

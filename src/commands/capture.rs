@@ -37,6 +37,14 @@ fn seconds(s: &str) -> std::result::Result<Duration, String> {
 /// server, or `stepgate capture --engine sglang --nsys-out run -- python3 -m
 /// sglang.launch_server ...` to start one under nsys.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  stepgate capture --engine vllm --url http://localhost:8000 --num-steps 5 --drive --concurrency 32
+  stepgate capture --engine vllm --nsys-out runs/pr1 --then steps -- vllm serve MODEL --profiler-config.profiler=cuda
+  SGLANG_ENABLE_NVTX_SCHEDULER=1 stepgate capture --engine sglang --num-steps 5 --drive --nsys-out runs/pr1 \\
+      --then gate --baseline base.json -- python3 -m sglang.launch_server --model-path MODEL
+
+Exit codes: 0 ok · 2 flags that cannot work together · 4 engine unreachable, profiler not
+enabled (404), a session already active (409), no trace appeared, nsys missing.")]
 pub struct Args {
     /// Boxed: the capture flags are many, and `cli::Command` holds every subcommand's Args.
     #[command(flatten)]

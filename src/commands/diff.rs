@@ -12,10 +12,12 @@ use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::Format;
 
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit codes: 0 ok · 2 usage or input error; with --verdict as `gate`: \
-1 regression · 3 inconclusive."
-)]
+#[command(after_help = "Examples:
+  stepgate diff before.sqlite after.sqlite --format markdown
+  stepgate diff baselines/old.json baselines/new.json --verdict
+
+Exit codes: 0 ok · 2 usage or input error; with --verdict as `gate`: \
+1 regression · 3 inconclusive.")]
 pub struct Args {
     /// The reference side: a report or a baseline .json.
     pub a: PathBuf,

@@ -10,7 +10,12 @@ use crate::exit::{Error, Result};
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::{to_json, Format};
 
-const GATE_HELP: &str = "Exit codes: 0 pass · 1 regression (or inconclusive with \
+const GATE_HELP: &str = "Examples:
+  stepgate gate run.sqlite --baseline baselines/h100-llama-3-8b-decode.json
+  stepgate gate run.sqlite --baseline base.json --policy examples/policy.toml --markdown gate.md
+  stepgate gate trace.pt.trace.json.gz --baseline base.json --format json --inconclusive-fails
+
+Exit codes: 0 pass · 1 regression (or inconclusive with \
 --inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline, \
 GPU or model mismatch) · 3 inconclusive (fewer than 10 steps per side in a group, or no group \
 in common). Policy file format: docs/gate.md.";

@@ -8,6 +8,11 @@ use crate::probe::{self, ProbeParams};
 use crate::report::{probe as render, Format};
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  stepgate launch-probe
+  stepgate launch-probe --format json -o launch.json && stepgate steps run.sqlite --launch-cost launch.json
+
+Exit codes: 0 ok · 4 no CUDA driver or device (the cited 2.374 µs stands).")]
 pub struct Args {
     /// CUDA device ordinal to measure.
     #[arg(long, default_value_t = 0)]
