@@ -63,16 +63,12 @@ pub enum KindFilter {
 
 impl KindFilter {
     fn matches(self, k: StepKind) -> bool {
-        match self {
-            KindFilter::All => true,
-            KindFilter::Decode => k == StepKind::Decode,
-            KindFilter::Prefill => k == StepKind::Prefill,
-            KindFilter::Mixed => k == StepKind::Mixed,
-            KindFilter::Verify => k == StepKind::Verify,
-            KindFilter::Draft => k == StepKind::Draft,
-            KindFilter::Idle => k == StepKind::Idle,
-            KindFilter::Unknown => k == StepKind::Unknown,
-        }
+        use clap::ValueEnum;
+        // The flag values are the kinds' own names, so compare by name.
+        self == KindFilter::All
+            || self
+                .to_possible_value()
+                .is_some_and(|v| v.get_name() == k.as_str())
     }
 }
 
@@ -207,4 +203,18 @@ pub fn run(args: &Args) -> Result<u8> {
         )
     );
     Ok(OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_filter_matches_by_name() {
+        assert!(KindFilter::All.matches(StepKind::Prefill));
+        assert!(KindFilter::Decode.matches(StepKind::Decode));
+        assert!(!KindFilter::Decode.matches(StepKind::Prefill));
+        assert!(KindFilter::Unknown.matches(StepKind::Unknown));
+        assert!(!KindFilter::Verify.matches(StepKind::Draft));
+    }
 }
