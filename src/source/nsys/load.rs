@@ -89,6 +89,26 @@ fn id_or_missing(v: Option<i64>) -> i64 {
     }
 }
 
+/// The six columns every op query selects first (queries/kernels.sql, memcpy.sql,
+/// memset.sql, graph_trace.sql): start, end, deviceId, streamId, globalPid, correlationId.
+/// The caller fills the name, kind and the columns that differ per table.
+fn op_row(r: &Row<'_>) -> rusqlite::Result<OpRow> {
+    Ok(OpRow {
+        device: int(r, 2)?.unwrap_or(-1),
+        stream: int(r, 3)?.unwrap_or(-1),
+        pid: int(r, 4)?.map(gid_pid).unwrap_or(-1),
+        start_ns: int(r, 0)?.unwrap_or(0),
+        end_ns: int(r, 1)?.unwrap_or(0),
+        name_id: 0,
+        short_id: 0,
+        kind: OpKind::Kernel,
+        correlation_id: id_or_missing(int(r, 5)?),
+        graph_node_id: -1,
+        graph_id: -1,
+        bytes: 0,
+    })
+}
+
 /// Prepared-and-rendered query, or `None` when the export lacks its table.
 fn prepare<'c>(
     conn: &'c Connection,
@@ -130,27 +150,18 @@ fn load_ops(
         let mut rows = st.query([]).map_err(err("kernels"))?;
         while let Some(r) = rows.next().map_err(err("kernels"))? {
             let rd = |i| int(r, i).map_err(err("kernels"));
-            let (start, end) = (rd(0)?.unwrap_or(0), rd(1)?.unwrap_or(0));
+            let op = op_row(r).map_err(err("kernels"))?;
             // CUPTI: start = end = 0 means the timestamp could not be collected.
-            if start == 0 && end == 0 {
+            if op.start_ns == 0 && op.end_ns == 0 {
                 dropped += 1;
                 continue;
             }
-            let name_id = names.id(rd(6)?.unwrap_or(-1));
-            let short_id = names.id(rd(7)?.unwrap_or(-1));
             b.push(OpRow {
-                device: rd(2)?.unwrap_or(-1),
-                stream: rd(3)?.unwrap_or(-1),
-                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
-                start_ns: start,
-                end_ns: end,
-                name_id,
-                short_id,
-                kind: OpKind::Kernel,
-                correlation_id: id_or_missing(rd(5)?),
+                name_id: names.id(rd(6)?.unwrap_or(-1)),
+                short_id: names.id(rd(7)?.unwrap_or(-1)),
                 graph_node_id: id_or_missing(rd(8)?),
                 graph_id: rd(9)?.unwrap_or(-1),
-                bytes: 0,
+                ..op
             });
             n += 1;
             if n % TICK == 0 {
@@ -172,18 +183,12 @@ fn load_ops(
                 None => names.text(&format!("[memcpy kind {kind}]")),
             };
             b.push(OpRow {
-                device: rd(2)?.unwrap_or(-1),
-                stream: rd(3)?.unwrap_or(-1),
-                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
-                start_ns: rd(0)?.unwrap_or(0),
-                end_ns: rd(1)?.unwrap_or(0),
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memcpy,
-                correlation_id: id_or_missing(rd(5)?),
                 graph_node_id: id_or_missing(rd(8)?),
-                graph_id: -1,
                 bytes: rd(7)?.unwrap_or(0),
+                ..op_row(r).map_err(err("memcpy"))?
             });
         }
     }
@@ -194,18 +199,12 @@ fn load_ops(
         while let Some(r) = rows.next().map_err(err("memset"))? {
             let rd = |i| int(r, i).map_err(err("memset"));
             b.push(OpRow {
-                device: rd(2)?.unwrap_or(-1),
-                stream: rd(3)?.unwrap_or(-1),
-                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
-                start_ns: rd(0)?.unwrap_or(0),
-                end_ns: rd(1)?.unwrap_or(0),
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memset,
-                correlation_id: id_or_missing(rd(5)?),
                 graph_node_id: id_or_missing(rd(7)?),
-                graph_id: -1,
                 bytes: rd(6)?.unwrap_or(0),
+                ..op_row(r).map_err(err("memset"))?
             });
         }
     }
@@ -221,18 +220,11 @@ fn load_ops(
                 names.text("[cuda graph]")
             };
             b.push(OpRow {
-                device: rd(2)?.unwrap_or(-1),
-                stream: rd(3)?.unwrap_or(-1),
-                pid: rd(4)?.map(gid_pid).unwrap_or(-1),
-                start_ns: rd(0)?.unwrap_or(0),
-                end_ns: rd(1)?.unwrap_or(0),
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Graph,
-                correlation_id: id_or_missing(rd(5)?),
-                graph_node_id: -1,
                 graph_id,
-                bytes: 0,
+                ..op_row(r).map_err(err("graph_trace"))?
             });
         }
     }
