@@ -32,6 +32,10 @@ pub struct SourceInfo {
     pub tool_version: Option<String>,
     pub schema_version: Option<String>,
     pub cuda_graph_trace_mode: Option<String>,
+    /// Unix-epoch ns of time zero, where the format states it: add it to any `*_ns` time
+    /// to get an absolute timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_epoch_ns: Option<i64>,
 }
 
 impl From<&TraceMeta> for SourceInfo {
@@ -42,6 +46,7 @@ impl From<&TraceMeta> for SourceInfo {
             tool_version: m.tool_version.clone(),
             schema_version: m.schema_version.clone(),
             cuda_graph_trace_mode: m.cuda_graph_trace_mode.clone(),
+            origin_epoch_ns: m.origin_epoch_ns,
         }
     }
 }

@@ -109,6 +109,10 @@ pub struct TraceMeta {
     pub cuda_graph_trace_mode: Option<String>,
     /// Process id → process name, where the report names them.
     pub process_names: Vec<(i64, String)>,
+    /// Unix-epoch ns of the trace's time zero, where the format states it (Kineto:
+    /// `baseTimeNanoseconds`, or 0 for the old absolute layout). nsys: None, since its
+    /// origin is not documented (NSYS_SCHEMA.md §0).
+    pub origin_epoch_ns: Option<i64>,
     /// Things the loader noticed and the user should know (schema newer than tested…).
     pub warnings: Vec<String>,
 }
@@ -122,6 +126,7 @@ impl TraceMeta {
             schema_version: None,
             cuda_graph_trace_mode: None,
             process_names: Vec::new(),
+            origin_epoch_ns: None,
             warnings: Vec::new(),
         }
     }

@@ -713,3 +713,33 @@ fn same_numbers_from_both_formats() {
         assert_eq!(nums(a), nums(b));
     }
 }
+
+/// The trace's time zero is kept, so `*_ns` times can be made absolute again.
+#[test]
+fn origin_is_kept() {
+    let t = stepgate::source::load(&fixture("kineto/vllm_mi300x_decode_fullgraph_step.json.gz"))
+        .unwrap();
+    // baseTimeNanoseconds as written in the file's header (read as text here).
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(fixture("kineto/vllm_mi300x_decode_fullgraph_step.json.gz"))
+                .unwrap(),
+        ),
+        &mut text,
+    )
+    .unwrap();
+    let at = text.find("\"baseTimeNanoseconds\"").expect("header field");
+    let digits: String = text[at + 21..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    assert_eq!(t.meta.origin_epoch_ns, Some(digits.parse::<i64>().unwrap()));
+    // The old absolute layout: times are already since the epoch.
+    let h = stepgate::source::load(&fixture(
+        "kineto/hta_v100_ns_resolution_rank-0.pt.trace.json.gz",
+    ))
+    .unwrap();
+    assert_eq!(h.meta.origin_epoch_ns, Some(0));
+}

@@ -317,7 +317,7 @@ impl Collector {
                 path.display()
             )));
         }
-        self.align_times();
+        let origin = self.align_times();
         self.fill_op_pids();
         let ranks = self.ranks_of_slots();
         let device_map = self.remap_devices(&ranks);
@@ -333,6 +333,7 @@ impl Collector {
         let mut meta = TraceMeta::new(SourceFormat::Kineto, path.display().to_string());
         meta.tool_version = first.tool_version();
         meta.schema_version = first.schema_version.clone();
+        meta.origin_epoch_ns = origin;
         let mut names = std::mem::take(&mut self.process_names);
         for (pid, _) in &mut names {
             *pid = pid_map(*pid);
@@ -377,16 +378,14 @@ impl Collector {
     /// One origin for all files: each file's own time base (`baseTimeNanoseconds`, or 0
     /// for the old absolute-epoch layout), and the smallest base is the trace's origin
     /// (KINETO.md §8: "align ranks on absolute ns"). A single file keeps its own times.
-    fn align_times(&mut self) {
+    fn align_times(&mut self) -> Option<i64> {
         let bases: Vec<i64> = self
             .files
             .iter()
             .map(|f| f.header.base_time_ns.unwrap_or(0))
             .collect();
         let kept = self.files.iter().zip(&bases).filter(|(f, _)| f.has_ops());
-        let Some(origin) = kept.map(|(_, b)| *b).min() else {
-            return;
-        };
+        let origin = kept.map(|(_, b)| *b).min()?;
         for (f, base) in self.files.iter().zip(bases) {
             let shift = base - origin;
             if shift == 0 {
@@ -409,6 +408,7 @@ impl Collector {
                 shift,
             );
         }
+        Some(origin)
     }
 
     /// `ops.pid` = the process of the call with the same correlation id in the same rank
