@@ -164,7 +164,7 @@ fn load_ops(
                 ..op
             });
             n += 1;
-            if n % TICK == 0 {
+            if n.is_multiple_of(TICK) {
                 progress.inc(TICK);
             }
         }
@@ -277,7 +277,7 @@ fn load_calls(
                 is_launch: launch[i] == 1,
             });
             n += 1;
-            if n % TICK == 0 {
+            if n.is_multiple_of(TICK) {
                 progress.inc(TICK);
             }
         }
@@ -304,7 +304,7 @@ fn load_ranges(
         let mut rows = st.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             n += 1;
-            if n % TICK == 0 {
+            if n.is_multiple_of(TICK) {
                 progress.inc(TICK);
             }
             let rd = |i| int(r, i).map_err(err);
