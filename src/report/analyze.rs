@@ -2,7 +2,7 @@
 
 use crate::analysis::{Analysis, DeviceSummary};
 use crate::report::table::{Align, Table};
-use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
+use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, truncate, Format, NAME_WIDTH};
 
 /// Render an analysis; `top` limits the kernel rows per device in table and markdown.
 pub fn render(a: &Analysis, format: Format, top: usize) -> String {
@@ -83,7 +83,7 @@ fn device_kernels(d: &DeviceSummary, top: usize) -> Table {
     for (i, k) in d.kernels_by_name.iter().take(top).enumerate() {
         t.row(vec![
             (i + 1).to_string(),
-            truncate(&k.short_name, 60),
+            truncate(&k.short_name, NAME_WIDTH),
             k.category.clone(),
             fmt_int(k.instances as i64),
             fmt_us(k.total_ns as f64),
@@ -120,17 +120,6 @@ fn share(part: i64, whole: i64) -> f64 {
         part as f64 / whole as f64
     } else {
         0.0
-    }
-}
-
-/// Cut a display name to `max` characters with an ellipsis.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
     }
 }
 

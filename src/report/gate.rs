@@ -6,7 +6,9 @@ use crate::baseline::compare::{
 };
 use crate::baseline::model::metric;
 use crate::report::table::{Align, Table};
-use crate::report::{fmt_int, fmt_pct, fmt_us, group_thousands, to_json, Format};
+use crate::report::{
+    fmt_int, fmt_pct, fmt_us, group_thousands, to_json, truncate, Format, NAME_WIDTH,
+};
 
 /// What the renderer needs besides the comparison.
 #[derive(Debug, Clone)]
@@ -235,7 +237,7 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
             if md {
                 code(&k.short_name)
             } else {
-                k.short_name.clone()
+                truncate(&k.short_name, NAME_WIDTH)
             },
             k.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
@@ -261,7 +263,7 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
             if md {
                 code(&k.short_name)
             } else {
-                k.short_name.clone()
+                truncate(&k.short_name, NAME_WIDTH)
             },
             k.category.clone(),
             fmt_us(k.mean_ns_per_step),

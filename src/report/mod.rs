@@ -23,6 +23,20 @@ pub enum Format {
     Csv,
 }
 
+/// Widest kernel name a terminal table shows (markdown and JSON keep full names).
+pub const NAME_WIDTH: usize = 60;
+
+/// Cut a display name to `max` characters with an ellipsis.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
 /// Pretty JSON with a trailing newline.
 pub fn to_json<T: serde::Serialize>(value: &T) -> String {
     let mut s = serde_json::to_string_pretty(value).expect("plain data always serializes");

@@ -108,7 +108,7 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
             if raw {
                 s.name.clone()
             } else {
-                crate::report::analyze::truncate(&s.name, 48)
+                crate::report::truncate(&s.name, 48)
             },
             num(s.wall_ns),
             num(Some(s.busy_ns)),
