@@ -36,6 +36,12 @@ fn device_title(d: &DeviceSummary) -> String {
     if let Some(n) = &d.name {
         t.push_str(&format!(" · {n}"));
     }
+    if let Some(bw) = d.memory_bandwidth_bytes_per_s {
+        t.push_str(&format!(
+            " · {:.2} TB/s memory bandwidth (as the report states it)",
+            bw / 1e12
+        ));
+    }
     if !d.processes.is_empty() {
         let ps: Vec<String> = d
             .processes
