@@ -365,6 +365,29 @@ impl RangesBuilder {
     }
 }
 
+/// Whole-row operations on a builder's parallel columns, so sources never list the
+/// columns themselves: keep the first `n` rows, or reorder rows by a permutation.
+macro_rules! row_ops {
+    ($builder:ty: $($col:ident),+) => {
+        impl $builder {
+            /// Keep only the first `n` rows (drop what a rejected file added).
+            pub fn truncate(&mut self, n: usize) {
+                $(self.$col.truncate(n);)+
+            }
+
+            /// Reorder rows so that row `i` becomes the old row `order[i]`.
+            pub fn permute(&mut self, order: &[u32]) {
+                $(self.$col = order.iter().map(|&i| self.$col[i as usize]).collect();)+
+            }
+        }
+    };
+}
+
+row_ops!(OpsBuilder: device, stream, pid, start_ns, end_ns, name_id, short_id, kind,
+    correlation_id, graph_node_id, graph_id, bytes);
+row_ops!(CallsBuilder: pid, tid, start_ns, end_ns, name_id, correlation_id, api, is_launch);
+row_ops!(RangesBuilder: pid, tid, start_ns, end_ns, name_id, domain_id, kind);
+
 fn frame(columns: Vec<Column>) -> Result<DataFrame> {
     Ok(DataFrame::new_infer_height(columns)?)
 }

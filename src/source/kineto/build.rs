@@ -124,9 +124,9 @@ impl Collector {
         let f = self.files.last().expect("begin_file first");
         let (o, c, r) = (f.rows[0].0, f.rows[1].0, f.rows[2].0);
         self.process_names.truncate(f.names_start);
-        truncate_ops(&mut self.ops, o);
-        truncate_calls(&mut self.calls, c);
-        truncate_ranges(&mut self.ranges, r);
+        self.ops.truncate(o);
+        self.calls.truncate(c);
+        self.ranges.truncate(r);
         let f = self.files.last_mut().expect("begin_file first");
         f.rows = [(o, o), (c, c), (r, r)];
     }
@@ -564,40 +564,4 @@ fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) {
     for v in start.iter_mut().chain(end.iter_mut()) {
         *v += shift;
     }
-}
-
-fn truncate_ops(b: &mut OpsBuilder, n: usize) {
-    b.device.truncate(n);
-    b.stream.truncate(n);
-    b.pid.truncate(n);
-    b.start_ns.truncate(n);
-    b.end_ns.truncate(n);
-    b.name_id.truncate(n);
-    b.short_id.truncate(n);
-    b.kind.truncate(n);
-    b.correlation_id.truncate(n);
-    b.graph_node_id.truncate(n);
-    b.graph_id.truncate(n);
-    b.bytes.truncate(n);
-}
-
-fn truncate_calls(b: &mut CallsBuilder, n: usize) {
-    b.pid.truncate(n);
-    b.tid.truncate(n);
-    b.start_ns.truncate(n);
-    b.end_ns.truncate(n);
-    b.name_id.truncate(n);
-    b.correlation_id.truncate(n);
-    b.api.truncate(n);
-    b.is_launch.truncate(n);
-}
-
-fn truncate_ranges(b: &mut RangesBuilder, n: usize) {
-    b.pid.truncate(n);
-    b.tid.truncate(n);
-    b.start_ns.truncate(n);
-    b.end_ns.truncate(n);
-    b.name_id.truncate(n);
-    b.domain_id.truncate(n);
-    b.kind.truncate(n);
 }

@@ -382,51 +382,23 @@ fn order(start: &[i64], end: &[i64]) -> Option<Vec<u32>> {
     Some(p)
 }
 
-fn permute<T: Copy>(v: &mut Vec<T>, p: &[u32]) {
-    *v = p.iter().map(|&i| v[i as usize]).collect();
-}
-
 fn sort_ops(mut b: OpsBuilder) -> OpsBuilder {
     if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        permute(&mut b.device, &p);
-        permute(&mut b.stream, &p);
-        permute(&mut b.pid, &p);
-        permute(&mut b.start_ns, &p);
-        permute(&mut b.end_ns, &p);
-        permute(&mut b.name_id, &p);
-        permute(&mut b.short_id, &p);
-        permute(&mut b.kind, &p);
-        permute(&mut b.correlation_id, &p);
-        permute(&mut b.graph_node_id, &p);
-        permute(&mut b.graph_id, &p);
-        permute(&mut b.bytes, &p);
+        b.permute(&p);
     }
     b
 }
 
 fn sort_calls(mut b: CallsBuilder) -> CallsBuilder {
     if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        permute(&mut b.pid, &p);
-        permute(&mut b.tid, &p);
-        permute(&mut b.start_ns, &p);
-        permute(&mut b.end_ns, &p);
-        permute(&mut b.name_id, &p);
-        permute(&mut b.correlation_id, &p);
-        permute(&mut b.api, &p);
-        permute(&mut b.is_launch, &p);
+        b.permute(&p);
     }
     b
 }
 
 fn sort_ranges(mut b: RangesBuilder) -> RangesBuilder {
     if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        permute(&mut b.pid, &p);
-        permute(&mut b.tid, &p);
-        permute(&mut b.start_ns, &p);
-        permute(&mut b.end_ns, &p);
-        permute(&mut b.name_id, &p);
-        permute(&mut b.domain_id, &p);
-        permute(&mut b.kind, &p);
+        b.permute(&p);
     }
     b
 }
