@@ -229,7 +229,10 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
                 .then(b.total_ns.cmp(&a.total_ns))
                 .then_with(|| a.name.cmp(&b.name))
         });
-        let categories = category_totals(&ks);
+        let categories = category_totals(
+            ks.iter()
+                .map(|k| (k.category.as_str(), k.instances, k.total_ns, k.exclusive_ns)),
+        );
         out.push(DeviceSummary {
             device: d,
             name: info.and_then(|x| x.name.clone()),
@@ -249,21 +252,24 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     Ok(out)
 }
 
-/// Category totals from a device's per-name rows, ranked by exclusive time.
-pub fn category_totals(kernels: &[KernelStat]) -> Vec<CategoryStat> {
+/// Category totals from per-name rows `(category, instances, total_ns, exclusive_ns)`,
+/// ranked by exclusive time. Used for a device and for a single step.
+pub fn category_totals<'a>(
+    rows: impl IntoIterator<Item = (&'a str, u64, i64, i64)>,
+) -> Vec<CategoryStat> {
     let mut by: Vec<CategoryStat> = Vec::new();
-    for k in kernels {
-        match by.iter_mut().find(|c| c.category == k.category) {
+    for (category, instances, total_ns, exclusive_ns) in rows {
+        match by.iter_mut().find(|c| c.category == category) {
             Some(c) => {
-                c.instances += k.instances;
-                c.total_ns += k.total_ns;
-                c.exclusive_ns += k.exclusive_ns;
+                c.instances += instances;
+                c.total_ns += total_ns;
+                c.exclusive_ns += exclusive_ns;
             }
             None => by.push(CategoryStat {
-                category: k.category.clone(),
-                instances: k.instances,
-                total_ns: k.total_ns,
-                exclusive_ns: k.exclusive_ns,
+                category: category.to_owned(),
+                instances,
+                total_ns,
+                exclusive_ns,
             }),
         }
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::categories::Categorizer;
 use crate::exit::{Error, Result};
-use crate::timing::overlap::{display_name, exclusive_in_order, name_ranks};
+use crate::timing::overlap::{category_totals, display_name, exclusive_in_order, name_ranks};
 use crate::timing::stepname::{self, BatchComposition, StepKind};
 use crate::trace::{is_graph_launch_call, OpKind, RangeKind, SourceFormat, Trace};
 
@@ -59,13 +59,6 @@ pub struct StepKernel {
     pub category: String,
     pub instances: u64,
     pub total_ns: i64,
-    pub exclusive_ns: i64,
-}
-
-/// One category inside one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepCategory {
-    pub category: String,
     pub exclusive_ns: i64,
 }
 
@@ -122,7 +115,7 @@ pub struct Step {
     pub annotation_gpu_start_ns: Option<i64>,
     pub annotation_gpu_end_ns: Option<i64>,
     pub top_kernels: Vec<StepKernel>,
-    pub categories: Vec<StepCategory>,
+    pub categories: Vec<crate::analysis::CategoryStat>,
     /// Floor, launch attribution and shape (filled by `attribution`).
     pub attribution: Option<crate::attribution::StepAttribution>,
     /// Every op name in the step (for baselines); not serialized.
@@ -366,25 +359,6 @@ fn measure(
         graph_replays,
         all_kernels,
     }
-}
-
-fn step_categories(all: &[StepKernel]) -> Vec<StepCategory> {
-    let mut out: Vec<StepCategory> = Vec::new();
-    for k in all {
-        match out.iter_mut().find(|c| c.category == k.category) {
-            Some(c) => c.exclusive_ns += k.exclusive_ns,
-            None => out.push(StepCategory {
-                category: k.category.clone(),
-                exclusive_ns: k.exclusive_ns,
-            }),
-        }
-    }
-    out.sort_by(|a, b| {
-        b.exclusive_ns
-            .cmp(&a.exclusive_ns)
-            .then_with(|| a.category.cmp(&b.category))
-    });
-    out
 }
 
 /// Host ranges that are steps: the outermost match per thread; an enclosed parsable
@@ -818,7 +792,11 @@ fn assemble(
                     .take(opts.top_kernels)
                     .cloned()
                     .collect(),
-                categories: step_categories(&r.m.all_kernels),
+                categories: category_totals(
+                    r.m.all_kernels
+                        .iter()
+                        .map(|k| (k.category.as_str(), k.instances, k.total_ns, k.exclusive_ns)),
+                ),
                 attribution: None,
                 all_kernels: r.m.all_kernels,
             }

@@ -477,16 +477,7 @@ mod generated {
 fn steps_output_is_pinned() {
     let rel = "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
     let go = |extra: &[&str]| {
-        let mut args = vec![
-            "steps",
-            rel,
-            "--model",
-            "qwen3-8b",
-            "--gpu",
-            "mi300x",
-            "--context",
-            "1722",
-        ];
+        let mut args = vec!["steps", rel, "--model", "qwen3-8b", "--gpu", "mi300x"];
         args.extend_from_slice(extra);
         let out = std::process::Command::new(crate::common::bin())
             .current_dir(crate::common::root())
