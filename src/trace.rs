@@ -523,34 +523,26 @@ impl Trace {
 /// Launch-call classification shared by every source: kernel and graph launches count,
 /// copies and syncs do not (issue #4's list, with the hip twins Kineto traces on ROCm carry).
 pub fn is_launch_call(name: &str) -> bool {
-    // nsys runtime names carry a `_v7000`-style version suffix; strip it before matching.
-    let base = match name.rfind("_v") {
-        Some(i) if name[i + 2..].chars().all(|c| c.is_ascii_digit()) && i + 2 < name.len() => {
-            &name[..i]
-        }
-        _ => name,
-    };
-    matches!(
-        base,
-        "cudaLaunchKernel"
-            | "cudaLaunchKernelExC"
-            | "cudaLaunchKernelEx"
-            | "cudaLaunchCooperativeKernel"
-            | "cudaLaunchCooperativeKernelMultiDevice"
-            | "cuLaunchKernel"
-            | "cuLaunchKernelEx"
-            | "cuLaunchCooperativeKernel"
-            | "cuLaunchCooperativeKernelMultiDevice"
-            | "cudaGraphLaunch"
-            | "cuGraphLaunch"
-            | "hipLaunchKernel"
-            | "hipExtLaunchKernel"
-            | "hipModuleLaunchKernel"
-            | "hipExtModuleLaunchKernel"
-            | "hipLaunchCooperativeKernel"
-            | "hipGraphLaunch"
-    ) || base.starts_with("cudaLaunchKernel")
-        || base.starts_with("cudaGraphLaunch")
+    // Runtime names carry a version suffix (`cudaLaunchKernel_v7000`,
+    // `cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`): prefixes cover them and
+    // every Ex/C variant; driver and HIP names are exact.
+    name.starts_with("cudaLaunchKernel")
+        || name.starts_with("cudaLaunchCooperativeKernel")
+        || name.starts_with("cudaGraphLaunch")
+        || matches!(
+            name,
+            "cuLaunchKernel"
+                | "cuLaunchKernelEx"
+                | "cuLaunchCooperativeKernel"
+                | "cuLaunchCooperativeKernelMultiDevice"
+                | "cuGraphLaunch"
+                | "hipLaunchKernel"
+                | "hipExtLaunchKernel"
+                | "hipModuleLaunchKernel"
+                | "hipExtModuleLaunchKernel"
+                | "hipLaunchCooperativeKernel"
+                | "hipGraphLaunch"
+        )
 }
 
 /// Whether a launch call is a CUDA/HIP graph launch.
@@ -572,6 +564,9 @@ mod tests {
         assert!(!is_launch_call("cudaMemcpyAsync_v3020"));
         assert!(!is_launch_call("cudaStreamSynchronize_v3020"));
         assert!(!is_launch_call("cudaEventRecord_v3020"));
+        assert!(!is_launch_call("cudaLaunchHostFunc_v10000"));
+        assert!(is_launch_call("cudaLaunchCooperativeKernel_v9000"));
+        assert!(is_launch_call("hipGraphLaunch"));
     }
 
     #[test]
