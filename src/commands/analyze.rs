@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     let mut analysis = analyze_trace(&trace, &cats, args.device)?;
     if !args.no_steps {
-        let mut r = crate::commands::steps::steps_of(&trace, &args.step, 5)?;
+        let mut r = crate::commands::steps::steps_of(&trace, &args.step, &cats, 5)?;
         if let Some(d) = args.device {
             r.steps.retain(|s| s.device == Some(d));
         }

@@ -13,7 +13,8 @@ use crate::trace::SourceFormat;
 /// Load a report, find and price its steps, and turn them into a baseline.
 pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
     let trace = crate::commands::steps::load_for_steps(path, flags)?;
-    let report = steps_of(&trace, flags, 5)?;
+    let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
+    let report = steps_of(&trace, flags, &cats, 5)?;
     if report.steps.len() == report.steps_without_gpu_work {
         return Err(Error::input(format!(
             "{}: no steps with GPU work were found (method {}): check --steps and --kind",

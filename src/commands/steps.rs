@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use regex::Regex;
 
 use crate::attribution::{self, LaunchCost};
+use crate::categories::Categorizer;
 use crate::exit::{Error, Result, OK};
 use crate::report::{self, Format};
 use crate::timing::stepname::StepKind;
@@ -158,10 +159,14 @@ pub fn load_for_steps(path: &std::path::Path, flags: &StepFlags) -> Result<Trace
 }
 
 /// Find, filter and attribute the steps of a loaded trace.
-pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsReport> {
-    let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
+pub fn steps_of(
+    trace: &Trace,
+    flags: &StepFlags,
+    cats: &Categorizer,
+    top: usize,
+) -> Result<StepsReport> {
     let opts = flags.options(top)?;
-    let mut r = steps::find_steps(trace, &opts, &cats)?;
+    let mut r = steps::find_steps(trace, &opts, cats)?;
     if flags.kind != KindFilter::All {
         r.steps.retain(|s| flags.kind.matches(s.kind));
         r.summary = steps::summarize(&r.steps);
@@ -192,7 +197,8 @@ pub fn steps_of(trace: &Trace, flags: &StepFlags, top: usize) -> Result<StepsRep
 
 pub fn run(args: &Args) -> Result<u8> {
     let trace = load_for_steps(&args.report, &args.step)?;
-    let r = steps_of(&trace, &args.step, args.top)?;
+    let cats = crate::commands::analyze::categorizer(args.step.categories.as_ref())?;
+    let r = steps_of(&trace, &args.step, &cats, args.top)?;
     print!(
         "{}",
         report::steps::render(
