@@ -6,6 +6,8 @@
 //! under the memory budget and makes group-by on names cheap. Times are integer
 //! nanoseconds relative to the report's own origin. A missing id (correlation, graph
 //! node, graph) is `-1`, never NULL, so every column is a contiguous primitive slice.
+//! Rows come in no guaranteed order (sources append as they read); every analysis sorts
+//! what it needs once, so loaders never pay for a sort nobody uses.
 
 use std::collections::HashMap;
 
@@ -366,18 +368,13 @@ impl RangesBuilder {
 }
 
 /// Whole-row operations on a builder's parallel columns, so sources never list the
-/// columns themselves: keep the first `n` rows, or reorder rows by a permutation.
+/// columns themselves.
 macro_rules! row_ops {
     ($builder:ty: $($col:ident),+) => {
         impl $builder {
             /// Keep only the first `n` rows (drop what a rejected file added).
             pub fn truncate(&mut self, n: usize) {
                 $(self.$col.truncate(n);)+
-            }
-
-            /// Reorder rows so that row `i` becomes the old row `order[i]`.
-            pub fn permute(&mut self, order: &[u32]) {
-                $(self.$col = order.iter().map(|&i| self.$col[i as usize]).collect();)+
             }
         }
     };

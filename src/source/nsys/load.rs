@@ -230,7 +230,7 @@ fn load_ops(
     }
     progress.inc(n % TICK);
     Ok(OpsOut {
-        ops: sort_ops(b),
+        ops: b,
         strings: names.finish(),
         dropped_no_timestamp: dropped,
     })
@@ -283,7 +283,7 @@ fn load_calls(
         }
     }
     progress.inc(n % TICK);
-    Ok((sort_calls(b), names.finish()))
+    Ok((b, names.finish()))
 }
 
 fn load_ranges(
@@ -352,7 +352,7 @@ fn load_ranges(
         }
     }
     progress.inc(n % TICK);
-    Ok((sort_ranges(b), names.finish()))
+    Ok((b, names.finish()))
 }
 
 /// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
@@ -368,39 +368,6 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
 #[inline]
 fn is_new(verdicts: &[u8], id: u32) -> bool {
     verdicts.get(id as usize).is_none_or(|&v| v == 0)
-}
-
-/// The permutation that orders rows by (start, end), or `None` when already ordered
-/// (kernel and NVTX rows are in start order in every real file; runtime rows not always).
-fn order(start: &[i64], end: &[i64]) -> Option<Vec<u32>> {
-    let sorted = (1..start.len()).all(|i| (start[i - 1], end[i - 1]) <= (start[i], end[i]));
-    if sorted {
-        return None;
-    }
-    let mut p: Vec<u32> = (0..start.len() as u32).collect();
-    p.sort_by_key(|&i| (start[i as usize], end[i as usize]));
-    Some(p)
-}
-
-fn sort_ops(mut b: OpsBuilder) -> OpsBuilder {
-    if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        b.permute(&p);
-    }
-    b
-}
-
-fn sort_calls(mut b: CallsBuilder) -> CallsBuilder {
-    if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        b.permute(&p);
-    }
-    b
-}
-
-fn sort_ranges(mut b: RangesBuilder) -> RangesBuilder {
-    if let Some(p) = order(&b.start_ns, &b.end_ns) {
-        b.permute(&p);
-    }
-    b
 }
 
 /// Read StringIds once (shared by every loader thread).
