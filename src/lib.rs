@@ -13,6 +13,7 @@ pub mod categories;
 pub mod cli;
 pub mod commands;
 pub mod exit;
+pub mod output;
 pub mod probe;
 pub mod report;
 pub mod roofline;

@@ -1,0 +1,328 @@
+//! Every file stepgate writes, and standard output, go through here: output paths are
+//! checked before any work starts, files are written to a temporary file beside the
+//! target, synced and renamed into place, all or nothing.
+//!
+//! Why one module: a CI job commits what stepgate writes (baselines, reports), so a crash,
+//! a full disk or a typo in a flag must never leave a half-written file, replace a device
+//! node, or overwrite the report it was reading.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::exit::{Error, Result};
+
+/// Prefix and suffix of every temporary file, so a stale one (left by SIGKILL) is
+/// recognizable and can be cleaned up.
+pub const TMP_PREFIX: &str = ".stepgate-";
+pub const TMP_SUFFIX: &str = ".tmp";
+
+/// One file a command will write: the flag that named it and its path.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub flag: &'static str,
+    pub path: PathBuf,
+}
+
+/// The files a command will write, checked up front.
+#[derive(Debug, Default)]
+pub struct Plan {
+    items: Vec<Planned>,
+}
+
+impl Plan {
+    pub fn new() -> Self {
+        Plan::default()
+    }
+
+    /// Add an output named by `flag` (e.g. `--json`). `None` adds nothing.
+    pub fn add(&mut self, flag: &'static str, path: Option<&Path>) -> &mut Self {
+        if let Some(p) = path {
+            self.items.push(Planned {
+                flag,
+                path: p.to_path_buf(),
+            });
+        }
+        self
+    }
+
+    /// Refuse, before anything runs: an output that is one of the inputs, two outputs that
+    /// are the same file, an existing target that is not a regular file (a device, a FIFO,
+    /// a directory), and a directory that does not exist or cannot be written.
+    pub fn check(&self, inputs: &[&Path]) -> Result<()> {
+        for (i, o) in self.items.iter().enumerate() {
+            let target = resolve(&o.path);
+            for input in inputs {
+                if same_file(&target, input) {
+                    return Err(Error::input(format!(
+                        "{} {} is also an input: refusing to overwrite it; choose another output path",
+                        o.flag,
+                        o.path.display()
+                    )));
+                }
+            }
+            for other in &self.items[..i] {
+                if same_file(&target, &resolve(&other.path)) {
+                    return Err(Error::input(format!(
+                        "{} and {} both name {}: give each output its own path",
+                        other.flag,
+                        o.flag,
+                        o.path.display()
+                    )));
+                }
+            }
+            check_target(o.flag, &o.path, &target)?;
+        }
+        Ok(())
+    }
+}
+
+/// Follow a symlink chain to the file it points to (which may not exist yet), so the
+/// link itself is kept and its target written.
+fn resolve(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&p) {
+                Ok(t) => {
+                    p = if t.is_absolute() {
+                        t
+                    } else {
+                        p.parent().unwrap_or(Path::new(".")).join(t)
+                    };
+                }
+                Err(_) => return p,
+            },
+            _ => return p,
+        }
+    }
+    p
+}
+
+/// Whether two paths name one file: the same inode when both exist, else the same
+/// canonical directory and file name (an output that does not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    let abs = |p: &Path| {
+        std::fs::canonicalize(parent_dir(p))
+            .ok()
+            .map(|d| d.join(p.file_name().unwrap_or_default()))
+    };
+    matches!((abs(a), abs(b)), (Some(x), Some(y)) if x == y)
+}
+
+fn parent_dir(p: &Path) -> &Path {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+fn check_target(flag: &str, given: &Path, target: &Path) -> Result<()> {
+    if let Ok(m) = std::fs::metadata(target) {
+        if !m.is_file() {
+            return Err(Error::input(format!(
+                "{flag} {} exists and is not a regular file: refusing to replace it; choose a file path",
+                given.display()
+            )));
+        }
+    }
+    let dir = parent_dir(target);
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::input(format!(
+                "{flag} {}: {} is not a directory",
+                given.display(),
+                dir.display()
+            )))
+        }
+        Err(_) => {
+            return Err(Error::input(format!(
+                "{flag} {}: directory {} does not exist; create it first",
+                given.display(),
+                dir.display()
+            )))
+        }
+    }
+    // Probe writability with a real temporary file: permission bits lie under root,
+    // read-only mounts and ACLs.
+    let probe = tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .suffix(TMP_SUFFIX)
+        .tempfile_in(dir);
+    if let Err(e) = probe {
+        return Err(Error::input(format!(
+            "{flag} {}: cannot write in {}: {e}",
+            given.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Write every file or none: all contents go to temporary files first (synced), then
+/// each is renamed over its target. A failure before the renames removes every
+/// temporary file and leaves every target untouched.
+pub fn write_all(files: &[(&Path, &[u8])]) -> Result<()> {
+    let mut staged = Vec::with_capacity(files.len());
+    for (path, bytes) in files {
+        staged.push((stage(path, bytes)?, *path));
+    }
+    for (tmp, path) in staged {
+        let target = resolve(path);
+        tmp.persist(&target)
+            .map_err(|e| Error::input(format!("cannot write {}: {}", path.display(), e.error)))?;
+    }
+    Ok(())
+}
+
+/// Write one file atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_all(&[(path, bytes)])
+}
+
+fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+    let target = resolve(path);
+    if let Ok(m) = std::fs::metadata(&target) {
+        if !m.is_file() {
+            return Err(Error::input(format!(
+                "{} exists and is not a regular file: refusing to replace it",
+                path.display()
+            )));
+        }
+    }
+    let fail =
+        |e: &dyn std::fmt::Display| Error::input(format!("cannot write {}: {e}", path.display()));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TMP_PREFIX)
+        .suffix(TMP_SUFFIX)
+        .tempfile_in(parent_dir(&target))
+        .map_err(|e| fail(&e))?;
+    tmp.as_file_mut().write_all(bytes).map_err(|e| fail(&e))?;
+    tmp.as_file().sync_all().map_err(|e| fail(&e))?;
+    // Temp files are created 0600; what stepgate writes is meant to be shared.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| fail(&e))?;
+    }
+    Ok(tmp)
+}
+
+/// Remove stale temporary files (left by a SIGKILL) from `dir`; returns how many.
+pub fn clean_stale(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let stale = e
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 60);
+        if name.starts_with(TMP_PREFIX)
+            && name.ends_with(TMP_SUFFIX)
+            && stale
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Print to standard output through one locked handle. A closed pipe (`| head -1`) ends
+/// the process quietly with exit 0, as ripgrep does; any other write error (a full disk)
+/// is an input/output error with exit 2.
+pub fn print(s: &str) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    match lock.write_all(s.as_bytes()).and_then(|()| lock.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(Error::input(format!(
+            "cannot write to standard output: {e}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_equal_to_input_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().join("r.sqlite");
+        std::fs::write(&r, b"x").unwrap();
+        let mut p = Plan::new();
+        p.add("--markdown", Some(&r));
+        let e = p.check(&[&r]).unwrap_err();
+        assert!(e.message.contains("also an input"), "{}", e.message);
+        // Same file through another spelling.
+        let mut p = Plan::new();
+        let other = d.path().join(".").join("r.sqlite");
+        p.add("--json", Some(&other));
+        assert!(p.check(&[&r]).is_err());
+    }
+
+    #[test]
+    fn two_outputs_one_file_refused_and_missing_dir_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.md");
+        let mut p = Plan::new();
+        p.add("--markdown", Some(&a)).add("--json", Some(&a));
+        assert!(p.check(&[]).unwrap_err().message.contains("both name"));
+        let mut p = Plan::new();
+        p.add("--json", Some(&d.path().join("nodir/x.json")));
+        assert!(p.check(&[]).unwrap_err().message.contains("does not exist"));
+    }
+
+    #[test]
+    fn non_regular_target_refused_symlink_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = Plan::new();
+        p.add("-o", Some(d.path()));
+        assert!(p
+            .check(&[])
+            .unwrap_err()
+            .message
+            .contains("not a regular file"));
+        #[cfg(unix)]
+        {
+            let real = d.path().join("real.json");
+            std::fs::write(&real, b"old").unwrap();
+            let link = d.path().join("link.json");
+            std::os::unix::fs::symlink(&real, &link).unwrap();
+            write_atomic(&link, b"new").unwrap();
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        }
+    }
+
+    #[test]
+    fn write_all_leaves_nothing_when_one_fails() {
+        let d = tempfile::tempdir().unwrap();
+        let ok = d.path().join("e.md");
+        let bad = d.path().join("nodir/x.json");
+        assert!(write_all(&[(&ok, b"Pass"), (&bad, b"{}")]).is_err());
+        assert!(!ok.exists());
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+    }
+}
