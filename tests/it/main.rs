@@ -9,4 +9,5 @@ mod golden;
 mod kineto;
 mod launch_probe;
 mod nsys_ingest;
+mod shapes;
 mod steps;
