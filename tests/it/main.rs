@@ -2,6 +2,7 @@
 
 mod analyze;
 mod capture;
+mod cli;
 mod common;
 mod floor_capacity;
 mod gate;

@@ -1,0 +1,72 @@
+//! The command line as a whole: clap's own consistency checks over every subcommand, and
+//! every model preset the help text names resolves to a plausible model.
+
+use clap::CommandFactory;
+use stepgate::cli::Cli;
+use stepgate::roofline::model;
+
+use crate::common;
+
+#[test]
+fn clap_definition_is_consistent() {
+    // Panics on duplicate flags, conflicting ids, bad defaults or value parsers, in every
+    // subcommand.
+    Cli::command().debug_assert();
+}
+
+/// Published total parameter counts (billions) of each preset's checkpoint, from its
+/// model card: an independent check on the geometry each preset resolves to.
+const PUBLISHED_PARAMS_B: &[(&str, f64)] = &[
+    ("llama-3-8b", 8.03),
+    ("llama-3.1-8b", 8.03),
+    ("llama-3-70b", 70.6),
+    ("llama-2-7b", 6.74),
+    ("mistral-7b", 7.25),
+    ("mixtral-8x7b", 46.7),
+    ("qwen2.5-7b", 7.61),
+    ("qwen3-0.6b", 0.6),
+    ("qwen3-8b", 8.2),
+    ("qwen3-30b-a3b", 30.5),
+    ("gemma-2-9b", 9.24),
+    ("gemma-3-12b", 11.8),
+    ("deepseek-v2-lite", 15.7),
+    ("deepseek-v3", 671.0),
+    ("kimi-k2", 1000.0),
+];
+
+#[test]
+fn every_model_preset_resolves_to_its_published_size() {
+    let keys: Vec<&str> = model::preset_keys().iter().map(|(k, _)| *k).collect();
+    let published: Vec<&str> = PUBLISHED_PARAMS_B.iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, published, "a preset without a published size to check");
+    for (key, billions) in PUBLISHED_PARAMS_B {
+        let m = model::preset(key).unwrap_or_else(|| panic!("preset {key} does not resolve"));
+        let total = m.params().total as f64 / 1e9;
+        // Model cards round (and some count the vision tower or MTP head): within 6%.
+        assert!(
+            (total / billions - 1.0).abs() < 0.06,
+            "{key}: {total:.2} B parameters, model card says {billions} B"
+        );
+        assert!(m.params().streamed > 0 && m.kv_cell_bytes(1, 1) > 0.0, "{key}");
+    }
+}
+
+#[test]
+fn every_model_preset_runs_through_floor_and_the_help_lists_them_all() {
+    let (code, help, _) = common::run(&["floor", "--help"]);
+    assert_eq!(code, 0);
+    for (key, _) in model::preset_keys() {
+        assert!(
+            help.split_whitespace().any(|w| w.trim_end_matches('.') == key),
+            "floor --help does not list {key}"
+        );
+        let (code, out, err) = common::run(&["floor", "--model", key, "--format", "json"]);
+        assert_eq!(code, 0, "floor --model {key}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let floor_ns = j["floor_ns"].as_f64().unwrap();
+        assert!(floor_ns.is_finite() && floor_ns > 0.0, "{key}: {floor_ns}");
+    }
+    let (code, _, err) = common::run(&["floor", "--model", "no-such-model"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown model `no-such-model`"), "{err}");
+}
