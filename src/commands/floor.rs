@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::exit::{Error, Result};
+use crate::report::floor::{weight_dtype_name, ModelGeometry};
 use crate::report::Format;
 use crate::roofline::floor::{decode_floor, DecodePoint, FloorOptions};
 use crate::roofline::gpu::{self, GpuSpec};
@@ -126,6 +127,7 @@ impl ModelGpuArgs {
         if let Some(d) = self.head_dim {
             m.head_dim = d.max(1);
         }
+
         if let Some(w) = self.weights_gb {
             m.overrides.weights_bytes = Some(positive("--weights-gb", w)? * 1e9);
         }
@@ -184,12 +186,20 @@ pub struct Args {
     /// Per-launch cost in µs (default the cited 2.374; use `stepgate launch-probe`).
     #[arg(long, alias = "launchcost")]
     pub launch_cost_us: Option<f64>,
+    /// Price every layer as full attention, as vLLM serves the model with its
+    /// --disable-sliding-window.
+    #[arg(long)]
+    pub disable_sliding_window: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let m = args.mg.model()?;
+    let mut m = args.mg.model()?;
+    if args.disable_sliding_window {
+        m.sliding_window = None;
+        m.swa_layers = 0;
+    }
     let g = args.mg.gpu()?;
     if args.batch == 0 {
         return Err(Error::input("--batch must be at least 1"));
@@ -214,6 +224,83 @@ pub fn run(args: &Args) -> Result<u8> {
         include_kv_write: true,
     };
     let r = decode_floor(&m, &g, &point, &opts);
-    print!("{}", crate::report::floor::render(&r, args.format));
+    let geometry = geometry(&args.mg, &m, args.disable_sliding_window)?;
+    print!("{}", crate::report::floor::render(&r, &geometry, args.format));
     Ok(crate::exit::OK)
+}
+
+/// The config the model was read from: the `--model-config` file or the preset's excerpt.
+fn config_value(mg: &ModelGpuArgs) -> Result<serde_json::Value> {
+    if let Some(p) = &mg.model_config {
+        let text = std::fs::read_to_string(p).map_err(|e| {
+            Error::input(format!(
+                "cannot read model config {}: {e}; pass the path of a Hugging Face config.json",
+                p.display()
+            ))
+        })?;
+        return serde_json::from_str(&text).map_err(|e| {
+            Error::input(format!(
+                "{} is not valid JSON ({e}); pass a Hugging Face config.json",
+                p.display()
+            ))
+        });
+    }
+    let key = mg.model.as_deref().unwrap_or("llama-3-8b");
+    model::preset_config(key)
+        .ok_or_else(|| Error::input(format!("unknown model `{key}`; see stepgate floor --help")))
+}
+
+/// What stepgate resolved, for the JSON `model` object.
+fn geometry(mg: &ModelGpuArgs, m: &ModelSpec, no_window: bool) -> Result<ModelGeometry> {
+    let cfg = config_value(mg)?;
+    let overridden = [mg.layers, mg.kv_heads, mg.head_dim]
+        .iter()
+        .any(Option::is_some)
+        || mg.weights_gb.is_some()
+        || mg.params_b.is_some()
+        || mg.weight_dtype.is_some()
+        || mg.kv_dtype.is_some()
+        || mg.kv_dtype_bytes.is_some()
+        || no_window;
+    let source = match (&mg.model_config, overridden) {
+        (Some(_), false) => "config.json",
+        (Some(_), true) => "config.json + overrides",
+        (None, false) => "preset",
+        (None, true) => "preset + overrides",
+    };
+    let p = m.params();
+    let moe = m.moe.as_ref();
+    Ok(ModelGeometry {
+        name: m.name.clone(),
+        source: source.to_owned(),
+        layers: m.layers,
+        hidden: m.hidden,
+        heads: m.heads,
+        kv_heads: m.kv_heads,
+        head_dim: m.head_dim,
+        intermediate: m.intermediate,
+        vocab: m.vocab,
+        experts: moe.map_or(0, |e| e.num_experts),
+        top_k: moe.map_or(0, |e| e.top_k),
+        moe_layers: moe.map_or(0, |e| e.moe_layers),
+        moe_intermediate: moe.map(|e| e.moe_intermediate),
+        shared_expert_intermediate: moe.map(|e| e.shared_intermediate),
+        sliding_window: m.sliding_window,
+        sliding_layers: m.swa_layers,
+        mla: m.mla.clone(),
+        weight_dtype: weight_dtype_name(m.weight_dtype),
+        bytes_per_weight: m.weight_dtype.bytes_per_param(),
+        vllm_bytes_per_weight: if mg.weight_dtype.is_some() {
+            None
+        } else {
+            hfconfig::vllm_resolve(&cfg, no_window)
+                .ok()
+                .map(|r| r.weight_byte_size)
+        },
+        bytes_per_activation: hfconfig::activation_bytes(&cfg),
+        kv_bytes_per_element: m.kv_dtype_bytes,
+        quantization_method: hfconfig::quant_method(&cfg),
+        params_total: p.total,
+        params_streamed: p.streamed,
+    })
 }

@@ -6,6 +6,70 @@ use serde::Serialize;
 use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
 use crate::roofline::floor::{Bound, FloorReport};
+use crate::roofline::model::{MlaSpec, WeightDtype};
+
+/// The geometry stepgate resolved from the preset or `config.json` (after every flag
+/// override), so a user can check what was read. Counts are as read (input); the
+/// parameter counts are derived from them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelGeometry {
+    pub name: String,
+    /// `preset`, `config.json`, or either `+ overrides` when a flag changed the geometry.
+    pub source: String,
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    /// Dense FFN width.
+    pub intermediate: u64,
+    pub vocab: u64,
+    /// Routed experts (0 for a dense model).
+    pub experts: u64,
+    /// Experts per token (0 for a dense model).
+    pub top_k: u64,
+    /// Layers whose FFN is MoE.
+    pub moe_layers: u64,
+    pub moe_intermediate: Option<u64>,
+    pub shared_expert_intermediate: Option<u64>,
+    /// Sliding window in tokens (null: none, or disabled).
+    pub sliding_window: Option<u64>,
+    /// Layers that use the sliding window.
+    pub sliding_layers: u64,
+    /// Multi-head latent attention widths (DeepSeek-V2/V3, Kimi-K2).
+    pub mla: Option<MlaSpec>,
+    /// Linear-layer weight storage: bf16, fp16, fp32, fp8, int8, int4-gN, mxfp4.
+    pub weight_dtype: String,
+    /// Bytes per linear weight as stepgate bills it, block scales included (int4-g128:
+    /// 0.5 + 2/128).
+    pub bytes_per_weight: f64,
+    /// The same as vLLM's perf model bills it (fp8 family 1, int4/fp4 family 0.5, no
+    /// scales); null when --weight-dtype replaced what the config says.
+    pub vllm_bytes_per_weight: Option<f64>,
+    /// Bytes per activation element: the model dtype.
+    pub bytes_per_activation: f64,
+    /// Bytes per KV-cache element (model dtype, or --kv-dtype).
+    pub kv_bytes_per_element: f64,
+    /// `quantization_config.quant_method` from the config, if any.
+    pub quantization_method: Option<String>,
+    /// All parameters, input embedding included (derived from the geometry).
+    pub params_total: u64,
+    /// Parameters a batch-1 decode step streams (derived; MoE: k experts).
+    pub params_streamed: u64,
+}
+
+/// `bf16`, `int4-g128`, … as the `--weight-dtype` flag spells them.
+pub fn weight_dtype_name(d: WeightDtype) -> String {
+    match d {
+        WeightDtype::Bf16 => "bf16".into(),
+        WeightDtype::Fp16 => "fp16".into(),
+        WeightDtype::Fp32 => "fp32".into(),
+        WeightDtype::Fp8 => "fp8".into(),
+        WeightDtype::Int8 => "int8".into(),
+        WeightDtype::Int4 { group } => format!("int4-g{group}"),
+        WeightDtype::Mxfp4 => "mxfp4".into(),
+    }
+}
 
 /// Bytes as decimal GB with `d` decimals.
 fn gb(bytes: f64, d: usize) -> String {
@@ -217,17 +281,18 @@ fn table(r: &FloorReport) -> Table {
 const NOTE: &str = "Floor definition: reference (seed 001), KV write of the new token included; \
 the chapter's variant without it is the 'chapter floor' row. Arithmetic only: nothing here is measured.";
 
-/// JSON wire form: the report's fields plus the basis of each row.
+/// JSON wire form: the resolved model, the report's fields, and the basis of each row.
 #[derive(Serialize)]
 struct Wire<'a> {
     kind: &'static str,
+    model: &'a ModelGeometry,
     #[serde(flatten)]
     report: &'a FloorReport,
     basis: Vec<(String, String)>,
 }
 
 /// Render the floor report.
-pub fn render(r: &FloorReport, fmt: Format) -> String {
+pub fn render(r: &FloorReport, model: &ModelGeometry, fmt: Format) -> String {
     match fmt {
         Format::Table => format!(
             "Derived floor: arithmetic only, nothing measured\n\n{}\n{NOTE}\nGPU peaks: {}.\n",
@@ -242,6 +307,7 @@ pub fn render(r: &FloorReport, fmt: Format) -> String {
         Format::Csv => table(r).to_csv(),
         Format::Json => to_json(&Wire {
             kind: "floor",
+            model,
             report: r,
             basis: rows(r).into_iter().map(|(q, _, b)| (q, b)).collect(),
         }),

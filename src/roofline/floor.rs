@@ -268,6 +268,8 @@ pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
 /// What `stepgate floor` prints for one decode operating point (all derived or cited).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FloorReport {
+    /// The model's name; the JSON carries it inside the `model` geometry object instead.
+    #[serde(skip_serializing)]
     pub model: String,
     pub gpu: String,
     pub gpu_name: String,

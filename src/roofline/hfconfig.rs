@@ -45,6 +45,23 @@ pub fn quant_weight_bytes(method: &str) -> Option<f64> {
         .map(|(_, b)| *b)
 }
 
+/// The `quantization_config.quant_method` a config names, if any.
+pub fn quant_method(v: &Value) -> Option<String> {
+    text_config(v)
+        .get("quantization_config")
+        .and_then(|q| q.get("quant_method"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Bytes per activation element: the model dtype (`torch_dtype`), 4 for float32, else 2.
+pub fn activation_bytes(v: &Value) -> f64 {
+    match model_dtype(&text_config(v)) {
+        WeightDtype::Fp32 => 4.0,
+        _ => 2.0,
+    }
+}
+
 /// Read and resolve a `config.json`.
 pub fn load(path: &Path) -> Result<ModelSpec> {
     let text = std::fs::read_to_string(path).map_err(|e| {

@@ -437,6 +437,14 @@ pub fn preset(name: &str) -> Option<ModelSpec> {
     Some(m)
 }
 
+/// A preset's `config.json` excerpt, as the reader sees it (for what it records beyond
+/// the geometry: quantization method, activation dtype).
+pub fn preset_config(name: &str) -> Option<serde_json::Value> {
+    let n = name.trim().to_ascii_lowercase();
+    let (_, _, json) = PRESETS.iter().find(|(k, _, _)| *k == n)?;
+    serde_json::from_str(json).ok()
+}
+
 /// Preset keys with what each is.
 pub fn preset_keys() -> Vec<(&'static str, &'static str)> {
     PRESETS.iter().map(|(k, w, _)| (*k, *w)).collect()
