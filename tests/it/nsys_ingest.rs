@@ -127,8 +127,76 @@ fn ops_match_sql_on_every_fixture() {
     }
 }
 
+/// What a query must return on `table`, computed a second way: read the table's raw rows
+/// with a plain SELECT and apply the query's filter here in Rust. Returns (row count, Σ of
+/// the first two columns' difference where they are start/end, else 0).
+fn expected_rows(c: &Connection, query: &str, table: &str) -> (i64, i64) {
+    let rows = |sql: &str| -> Vec<(i64, Option<i64>, Option<String>)> {
+        let mut st = c.prepare(sql).unwrap();
+        st.query_map([], |r| r.get::<_, i64>(0).map(|a| (a, r.get(1).ok(), r.get(2).ok())))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let all = |sql: &str| -> (i64, i64) {
+        let v = rows(sql);
+        (v.len() as i64, v.iter().map(|(s, e, _)| e.unwrap_or(0) - s).sum())
+    };
+    match query {
+        "kernels" | "memcpy" | "memset" | "graph_trace" => {
+            all(&format!("SELECT start, end, NULL FROM {table}"))
+        }
+        "runtime" => {
+            let v = rows(&format!("SELECT start, end, CAST(eventClass AS TEXT) FROM {table}"));
+            let keep: Vec<_> = v
+                .iter()
+                .filter(|(_, _, k)| matches!(k.as_deref(), Some("0") | Some("1")))
+                .collect();
+            (
+                keep.len() as i64,
+                keep.iter().map(|(s, e, _)| e.unwrap_or(0) - s).sum(),
+            )
+        }
+        "nvtx" => {
+            let v = rows(&format!(
+                "SELECT start, end, CAST(eventType AS TEXT) FROM {table}"
+            ));
+            let keep: Vec<_> = v
+                .iter()
+                .filter(|(_, e, k)| {
+                    e.is_some() && matches!(k.as_deref(), Some("59" | "60" | "70" | "71"))
+                })
+                .collect();
+            (
+                keep.len() as i64,
+                keep.iter().map(|(s, e, _)| e.unwrap_or(0) - s).sum(),
+            )
+        }
+        "export_meta" | "capture_meta" => {
+            let v = rows(&format!("SELECT 0, NULL, name FROM {table}"));
+            let n = v
+                .iter()
+                .filter_map(|(_, _, n)| n.as_deref())
+                .filter(|n| {
+                    if query == "export_meta" {
+                        matches!(*n, "EXPORT_PRODUCT_VERSION" | "EXPORT_SCHEMA_VERSION")
+                    } else {
+                        *n == "CUDA_GRAPH_TRACE_OPTIONS:MODE"
+                            || (n.starts_with("PROCESS_")
+                                && n.ends_with(":CUDA_GRAPH_TRACE_OPTIONS:MODE"))
+                    }
+                })
+                .count();
+            (n as i64, 0)
+        }
+        // One row of (count, max id): checked by value below.
+        "string_ids_range" => (1, 0),
+        _ => (all(&format!("SELECT 0, NULL, NULL FROM {table}")).0, 0),
+    }
+}
+
 #[test]
-fn every_query_runs_on_every_fixture_and_generated_layout() {
+fn every_query_returns_the_rows_an_independent_read_finds() {
     let dir = tempdir();
     let mut files: Vec<PathBuf> = FIXTURES.iter().map(|f| fixture(f)).collect();
     for (layout, name) in [
@@ -140,24 +208,68 @@ fn every_query_runs_on_every_fixture_and_generated_layout() {
         workload::build(&mixed_scenario(layout), &p).unwrap();
         files.push(p);
     }
+    let mut exercised: HashSet<&str> = HashSet::new();
     for db in &files {
         let c = ro(db);
         let schema = Schema::probe(&c).unwrap();
-        let mut ran = 0;
+        let mut applied = Vec::new();
         for q in queries::ALL {
             let Some(sql) = q.render(&schema) else {
                 continue;
             };
+            let table = q.table(&schema).unwrap();
             let mut st = c
                 .prepare(&sql)
                 .unwrap_or_else(|e| panic!("{} on {}: {e}", q.name, db.display()));
+            let timed = matches!(
+                q.name,
+                "kernels" | "memcpy" | "memset" | "graph_trace" | "runtime" | "nvtx"
+            );
+            let (mut n, mut dur, mut first_row) = (0i64, 0i64, None);
             let mut rows = st.query([]).unwrap();
-            while rows.next().unwrap().is_some() {}
-            ran += 1;
+            while let Some(r) = rows.next().unwrap() {
+                n += 1;
+                if timed {
+                    dur += r.get::<_, i64>(1).unwrap() - r.get::<_, i64>(0).unwrap();
+                }
+                if first_row.is_none() && q.name == "string_ids_range" {
+                    first_row = Some((r.get::<_, i64>(0).unwrap(), r.get::<_, i64>(1).unwrap()));
+                }
+            }
+            let (want_n, want_dur) = expected_rows(&c, q.name, table);
+            assert_eq!(n, want_n, "{}: {} rows", db.display(), q.name);
+            assert_eq!(dur, want_dur, "{}: {} Σ(end − start)", db.display(), q.name);
+            if let Some((count, max)) = first_row {
+                let ids: Vec<i64> = c
+                    .prepare(&format!("SELECT id FROM {table}"))
+                    .unwrap()
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                assert_eq!(count, ids.len() as i64, "{}", db.display());
+                assert_eq!(max, ids.iter().copied().max().unwrap_or(0), "{}", db.display());
+            }
+            applied.push(q.name);
+            exercised.insert(q.name);
         }
-        // kernels, runtime and strings exist in every one of these files.
-        assert!(ran >= 3, "{}: only {ran} queries applied", db.display());
+        // kernels, runtime and strings exist in every one of these files, with rows.
+        for must in ["kernels", "runtime", "strings"] {
+            assert!(applied.contains(&must), "{}: {must} not applied", db.display());
+        }
+        assert!(
+            sql_i64(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL") > 0,
+            "{}",
+            db.display()
+        );
     }
+    // Every embedded query ran on at least one file, so none is untested.
+    let missing: Vec<&str> = queries::ALL
+        .iter()
+        .map(|q| q.name)
+        .filter(|n| !exercised.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "never applied: {missing:?}");
 }
 
 #[test]
