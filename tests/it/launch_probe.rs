@@ -1,5 +1,6 @@
 //! `stepgate launch-probe`: exit 4 with the cited figure's message where there is no CUDA
-//! driver (this machine and CI), the JSON file `steps --launch-cost` reads, and its reader.
+//! driver (CI), a measured file whose figures are recomputed here from its own raw bursts
+//! where there is one, the JSON file `steps --launch-cost` reads, and its reader.
 
 use std::path::Path;
 
@@ -25,10 +26,8 @@ fn without_a_driver_the_cited_figure_stands_exit_4() {
         out.to_str().unwrap(),
     ]);
     if driver_present() {
-        // A GPU host: the file must be a measured probe result.
         assert_eq!(code, 0, "{stderr}");
-        let lc = LaunchCost::from_file(&out).unwrap();
-        assert!(lc.per_launch_ns > 0.0);
+        check_measured_file(&out);
         return;
     }
     assert_eq!(code, 4, "{stderr}");
@@ -43,12 +42,50 @@ fn without_a_driver_the_cited_figure_stands_exit_4() {
     );
 }
 
+/// A GPU host: the file is a measured probe result whose derived figures follow from its
+/// own raw burst times (recomputed here), within physical bounds, naming the GPU the
+/// driver tool names.
+fn check_measured_file(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let r: ProbeReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(r.schema_version, 1);
+    assert!(r.measured);
+    let e = &r.end_to_end_per_launch_ns;
+    assert_eq!(e.bursts_ns.len(), r.repeats as usize);
+    let fastest = *e.bursts_ns.iter().min().unwrap() as f64;
+    assert_eq!(e.min, fastest / f64::from(r.iters_per_burst));
+    assert!(e.min <= e.median, "{} > {}", e.min, e.median);
+    // A kernel launch costs microseconds on any CUDA GPU: not 0, not milliseconds.
+    assert!((300.0..100_000.0).contains(&e.min), "{} ns per launch", e.min);
+    assert!(r.submit_only_per_launch_ns > 0.0 && r.submit_only_per_launch_ns <= e.median);
+    let g = &r.graph;
+    let gfast = *g.bursts_ns.iter().min().unwrap() as f64;
+    assert_eq!(g.per_graph_launch_ns, gfast / f64::from(g.launches_per_burst));
+    assert_eq!(g.per_node_ns, g.per_graph_launch_ns / f64::from(g.nodes));
+    // The reader `steps --launch-cost` uses takes the same minimum.
+    let lc = LaunchCost::from_file(path).unwrap();
+    assert_eq!(lc.per_launch_ns, e.min);
+    assert_eq!(lc.device_name, r.device_name);
+    // The device name, as nvidia-smi reports device 0 (where it is installed).
+    if let Ok(o) = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=name", "--format=csv,noheader", "-i", "0"])
+        .output()
+    {
+        if o.status.success() {
+            let smi = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            assert_eq!(r.device_name, smi);
+        }
+    }
+}
+
 #[test]
-fn table_mode_without_a_driver_exit_4() {
+fn table_mode_exit_4_without_a_driver_else_a_measured_table() {
+    let (code, stdout, stderr) = common::run(&["launch-probe"]);
     if driver_present() {
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains("measured"), "{stdout}");
         return;
     }
-    let (code, stdout, stderr) = common::run(&["launch-probe"]);
     assert_eq!(code, 4);
     assert!(stdout.is_empty());
     assert!(stderr.contains("no CUDA driver found"));
