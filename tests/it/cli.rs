@@ -70,3 +70,32 @@ fn every_model_preset_runs_through_floor_and_the_help_lists_them_all() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown model `no-such-model`"), "{err}");
 }
+
+#[test]
+fn readme_first_command_prints_what_the_readme_shows() {
+    // The README's first console block is the output of its first command, verbatim.
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let block = readme
+        .split("```console\n$ stepgate ")
+        .nth(1)
+        .expect("a console block");
+    let (cmd, rest) = block.split_once('\n').unwrap();
+    let shown = &rest[..rest.find("```").unwrap()];
+    assert!(
+        cmd.starts_with("steps "),
+        "the first example is `steps`: {cmd}"
+    );
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    let out = std::process::Command::new(common::bin())
+        .args(&args)
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(printed, shown);
+}
