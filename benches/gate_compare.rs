@@ -66,7 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::metadata(&p)?.len() / 1_000_000
     );
     if regressed != KERNELS / 10 {
-        return Err(format!("expected {} regressed kernels, found {regressed}", KERNELS / 10).into());
+        return Err(format!(
+            "expected {} regressed kernels, found {regressed}",
+            KERNELS / 10
+        )
+        .into());
     }
     Ok(())
 }

@@ -225,7 +225,10 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     let r = decode_floor(&m, &g, &point, &opts);
     let geometry = geometry(&args.mg, &m, args.disable_sliding_window)?;
-    print!("{}", crate::report::floor::render(&r, &geometry, args.format));
+    print!(
+        "{}",
+        crate::report::floor::render(&r, &geometry, args.format)
+    );
     Ok(crate::exit::OK)
 }
 

@@ -38,7 +38,10 @@ const PUBLISHED_PARAMS_B: &[(&str, f64)] = &[
 fn every_model_preset_resolves_to_its_published_size() {
     let keys: Vec<&str> = model::preset_keys().iter().map(|(k, _)| *k).collect();
     let published: Vec<&str> = PUBLISHED_PARAMS_B.iter().map(|(k, _)| *k).collect();
-    assert_eq!(keys, published, "a preset without a published size to check");
+    assert_eq!(
+        keys, published,
+        "a preset without a published size to check"
+    );
     for (key, billions) in PUBLISHED_PARAMS_B {
         let m = model::preset(key).unwrap_or_else(|| panic!("preset {key} does not resolve"));
         let total = m.params().total as f64 / 1e9;
@@ -47,7 +50,10 @@ fn every_model_preset_resolves_to_its_published_size() {
             (total / billions - 1.0).abs() < 0.06,
             "{key}: {total:.2} B parameters, model card says {billions} B"
         );
-        assert!(m.params().streamed > 0 && m.kv_cell_bytes(1, 1) > 0.0, "{key}");
+        assert!(
+            m.params().streamed > 0 && m.kv_cell_bytes(1, 1) > 0.0,
+            "{key}"
+        );
     }
 }
 
@@ -57,7 +63,8 @@ fn every_model_preset_runs_through_floor_and_the_help_lists_them_all() {
     assert_eq!(code, 0);
     for (key, _) in model::preset_keys() {
         assert!(
-            help.split_whitespace().any(|w| w.trim_end_matches('.') == key),
+            help.split_whitespace()
+                .any(|w| w.trim_end_matches('.') == key),
             "floor --help does not list {key}"
         );
         let (code, out, err) = common::run(&["floor", "--model", key, "--format", "json"]);

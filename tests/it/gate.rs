@@ -982,7 +982,10 @@ mod end_to_end {
             "{reasons:?}"
         );
         // The step itself moved by 3 × 3.04 µs = 9.1 µs, below the 20 µs absolute floor.
-        assert!(!reasons.iter().any(|r| r.contains("wall_ns")), "{reasons:?}");
+        assert!(
+            !reasons.iter().any(|r| r.contains("wall_ns")),
+            "{reasons:?}"
+        );
 
         // 1% slower everywhere: below the 3% / 10% thresholds, pass.
         report(

@@ -229,7 +229,13 @@ fn launch_budget(i: &Value) -> Result<Computed, String> {
             tp,
             ..FloorOptions::default()
         };
-        floor::step_floor(&seed, &h100, &StepComposition::decode(batch, context), &opts).floor_ns
+        floor::step_floor(
+            &seed,
+            &h100,
+            &StepComposition::decode(batch, context),
+            &opts,
+        )
+        .floor_ns
             / 1e6
     };
     let (b1, b32) = (step_ms(1, 0, 1), step_ms(32, 2048, 1));
@@ -237,7 +243,9 @@ fn launch_budget(i: &Value) -> Result<Computed, String> {
     for (name, ours) in [("step_ms_b1", b1), ("step_ms_b32", b32)] {
         let stated = num(i, name)?;
         if (ours - stated).abs() > 1e-12 * stated {
-            return Err(format!("stepgate's floor {ours} ms is not the case's {name} {stated}"));
+            return Err(format!(
+                "stepgate's floor {ours} ms is not the case's {name} {stated}"
+            ));
         }
     }
     let (w1, w32) = (step_ms(1, 0, 8), step_ms(32, 2048, 8));
@@ -825,13 +833,18 @@ fn hf_config_case(i: &Value, expected: &Value) -> Result<Computed, String> {
         for (k, cfg) in by_key.as_object().ok_or("hf_config_json_by_expected_key")? {
             let m = floor_model(cfg, false)?.map_err(|e| format!("{k}: rejected: {e}"))?;
             if m["quantization_method"] != k.as_str() {
-                return Err(format!("{k}: model.quantization_method is {}", m["quantization_method"]));
+                return Err(format!(
+                    "{k}: model.quantization_method is {}",
+                    m["quantization_method"]
+                ));
             }
             put(&mut c, k.clone(), m["vllm_bytes_per_weight"].clone());
         }
         return Ok(c);
     }
-    let cfg = i.get("hf_config_json").ok_or("case carries no hf_config_json")?;
+    let cfg = i
+        .get("hf_config_json")
+        .ok_or("case carries no hf_config_json")?;
     let disable = i["vllm_options"]["disable_sliding_window"]
         .as_bool()
         .unwrap_or(false);

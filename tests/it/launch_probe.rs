@@ -56,11 +56,18 @@ fn check_measured_file(path: &Path) {
     assert_eq!(e.min, fastest / f64::from(r.iters_per_burst));
     assert!(e.min <= e.median, "{} > {}", e.min, e.median);
     // A kernel launch costs microseconds on any CUDA GPU: not 0, not milliseconds.
-    assert!((300.0..100_000.0).contains(&e.min), "{} ns per launch", e.min);
+    assert!(
+        (300.0..100_000.0).contains(&e.min),
+        "{} ns per launch",
+        e.min
+    );
     assert!(r.submit_only_per_launch_ns > 0.0 && r.submit_only_per_launch_ns <= e.median);
     let g = &r.graph;
     let gfast = *g.bursts_ns.iter().min().unwrap() as f64;
-    assert_eq!(g.per_graph_launch_ns, gfast / f64::from(g.launches_per_burst));
+    assert_eq!(
+        g.per_graph_launch_ns,
+        gfast / f64::from(g.launches_per_burst)
+    );
     assert_eq!(g.per_node_ns, g.per_graph_launch_ns / f64::from(g.nodes));
     // The reader `steps --launch-cost` uses takes the same minimum.
     let lc = LaunchCost::from_file(path).unwrap();

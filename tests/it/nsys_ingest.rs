@@ -133,21 +133,29 @@ fn ops_match_sql_on_every_fixture() {
 fn expected_rows(c: &Connection, query: &str, table: &str) -> (i64, i64) {
     let rows = |sql: &str| -> Vec<(i64, Option<i64>, Option<String>)> {
         let mut st = c.prepare(sql).unwrap();
-        st.query_map([], |r| r.get::<_, i64>(0).map(|a| (a, r.get(1).ok(), r.get(2).ok())))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
+        st.query_map([], |r| {
+            r.get::<_, i64>(0)
+                .map(|a| (a, r.get(1).ok(), r.get(2).ok()))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
     };
     let all = |sql: &str| -> (i64, i64) {
         let v = rows(sql);
-        (v.len() as i64, v.iter().map(|(s, e, _)| e.unwrap_or(0) - s).sum())
+        (
+            v.len() as i64,
+            v.iter().map(|(s, e, _)| e.unwrap_or(0) - s).sum(),
+        )
     };
     match query {
         "kernels" | "memcpy" | "memset" | "graph_trace" => {
             all(&format!("SELECT start, end, NULL FROM {table}"))
         }
         "runtime" => {
-            let v = rows(&format!("SELECT start, end, CAST(eventClass AS TEXT) FROM {table}"));
+            let v = rows(&format!(
+                "SELECT start, end, CAST(eventClass AS TEXT) FROM {table}"
+            ));
             let keep: Vec<_> = v
                 .iter()
                 .filter(|(_, _, k)| matches!(k.as_deref(), Some("0") | Some("1")))
@@ -248,14 +256,23 @@ fn every_query_returns_the_rows_an_independent_read_finds() {
                     .map(Result::unwrap)
                     .collect();
                 assert_eq!(count, ids.len() as i64, "{}", db.display());
-                assert_eq!(max, ids.iter().copied().max().unwrap_or(0), "{}", db.display());
+                assert_eq!(
+                    max,
+                    ids.iter().copied().max().unwrap_or(0),
+                    "{}",
+                    db.display()
+                );
             }
             applied.push(q.name);
             exercised.insert(q.name);
         }
         // kernels, runtime and strings exist in every one of these files, with rows.
         for must in ["kernels", "runtime", "strings"] {
-            assert!(applied.contains(&must), "{}: {must} not applied", db.display());
+            assert!(
+                applied.contains(&must),
+                "{}: {must} not applied",
+                db.display()
+            );
         }
         assert!(
             sql_i64(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL") > 0,

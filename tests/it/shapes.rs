@@ -202,20 +202,38 @@ fn one_kernel_dominant_and_its_boundary() {
     };
     let a = attribute(&step(s), Some(&floor(90_000.0)), &cost());
     assert_eq!(a.shape, Shape::OneKernelDominant);
-    assert_eq!(a.action, "top_kernel is 62% of busy time: take it to Nsight Compute");
+    assert_eq!(
+        a.action,
+        "top_kernel is 62% of busy time: take it to Nsight Compute"
+    );
     // Exactly half of busy is not dominant (strictly more than half is).
-    let half = S { top_ns: 50_000, ..s };
+    let half = S {
+        top_ns: 50_000,
+        ..s
+    };
     assert_eq!(shape_of(half, Some(90_000.0)), Shape::AtMemoryRoof);
-    let just_over = S { top_ns: 50_001, ..s };
-    assert_eq!(shape_of(just_over, Some(90_000.0)), Shape::OneKernelDominant);
+    let just_over = S {
+        top_ns: 50_001,
+        ..s
+    };
+    assert_eq!(
+        shape_of(just_over, Some(90_000.0)),
+        Shape::OneKernelDominant
+    );
 }
 
 #[test]
 fn at_the_memory_roof_and_its_boundary() {
     // floor 80,000 ns: 1.3 × 80,000 = 104,000 ns is the last busy time at the roof.
     assert_eq!(shape_of(dense(90_000), Some(80_000.0)), Shape::AtMemoryRoof);
-    assert_eq!(shape_of(dense(104_000), Some(80_000.0)), Shape::AtMemoryRoof);
-    assert_eq!(shape_of(dense(104_001), Some(80_000.0)), Shape::UnderUtilized);
+    assert_eq!(
+        shape_of(dense(104_000), Some(80_000.0)),
+        Shape::AtMemoryRoof
+    );
+    assert_eq!(
+        shape_of(dense(104_001), Some(80_000.0)),
+        Shape::UnderUtilized
+    );
     let a = attribute(&step(dense(90_000)), Some(&floor(80_000.0)), &cost());
     assert!(a.action.contains("only fewer bytes help"), "{}", a.action);
 }
@@ -261,7 +279,11 @@ fn below_floor_and_its_boundary() {
     };
     let g = attribute(&step(gappy), Some(&floor(150_000.0)), &cost());
     assert_eq!(g.shape, Shape::LaunchBound);
-    assert!(g.action.contains("; and measured below its floor"), "{}", g.action);
+    assert!(
+        g.action.contains("; and measured below its floor"),
+        "{}",
+        g.action
+    );
 }
 
 #[test]
