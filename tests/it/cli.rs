@@ -106,3 +106,42 @@ fn readme_first_command_prints_what_the_readme_shows() {
     );
     assert_eq!(printed, shown);
 }
+
+#[test]
+fn disable_sliding_window_prices_every_layer_at_full_context() {
+    // Gemma-2-9B: 42 layers, 8 KV heads of 256, bf16 → k = 2·42·8·256·2 = 344,064 B per
+    // token; every other layer slides over a 4,096-token window. At batch 1, s = 8,192 the
+    // KV read is 21 full layers × 8,192 + 21 sliding layers × 4,096 tokens; with the window
+    // disabled, all 42 layers × 8,192.
+    let half_cell = 344_064.0 / 2.0;
+    let read = |extra: &[&str]| -> (f64, serde_json::Value) {
+        let mut args = vec![
+            "floor",
+            "--model",
+            "gemma-2-9b",
+            "--batch",
+            "1",
+            "--context",
+            "8192",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = common::run(&args);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (j["kv_read_bytes"].as_f64().unwrap(), j["model"].clone())
+    };
+    let (windowed, m) = read(&[]);
+    assert_eq!(windowed, half_cell * 8192.0 + half_cell * 4096.0);
+    assert_eq!(
+        (m["sliding_window"].as_u64(), m["sliding_layers"].as_u64()),
+        (Some(4096), Some(21))
+    );
+    assert_eq!(m["source"], "preset");
+    let (full, m) = read(&["--disable-sliding-window"]);
+    assert_eq!(full, 2.0 * half_cell * 8192.0);
+    assert!(m["sliding_window"].is_null());
+    assert_eq!(m["sliding_layers"], 0);
+    assert_eq!(m["source"], "preset + overrides");
+}

@@ -96,10 +96,15 @@ fn llama3_8b_param_count(i: &Value) -> Result<Computed, String> {
     put(&mut c, "params_total", p.total);
     put(&mut c, "params_input_embedding", p.input_embedding);
     put(&mut c, "params_streamed", p.streamed);
+    // The case prices the streamed weights at its own bytes per parameter; stepgate's
+    // count is for the config's dtype (bf16, 2 bytes), so the two must agree.
+    if num(i, "bytes_per_param")? != m.weight_dtype.bytes_per_param() {
+        return Err("bytes_per_param differs from the config's dtype".into());
+    }
     put(
         &mut c,
         "weights_streamed_bytes",
-        m.streamed_weight_bytes(1.0, Default::default(), 1, 1) * num(i, "bytes_per_param")? / 2.0,
+        m.streamed_weight_bytes(1.0, Default::default(), 1, 1),
     );
     Ok(c)
 }
