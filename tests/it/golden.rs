@@ -218,9 +218,9 @@ fn floor_mode(i: &Value) -> Result<Computed, String> {
 }
 
 /// The launch budget against the steps it is compared with, every step from stepgate's
-/// own floor: the worked operating point of docs/method.md §1 (W = 15.01 GB, P = 7.50e9, Llama-3-8B KV
-/// geometry, H100 SXM), batch 1 weights-only and B = 32, s = 2048 (chapter floors, no KV
-/// write), on one GPU and split over TP = 8.
+/// own floor at the worked operating point of docs/method.md §1 (W = 15.01 GB,
+/// P = 7.50e9, Llama-3-8B KV geometry, H100 SXM): batch 1 weights-only and B = 32,
+/// s = 2048 (chapter floors, no KV write), on one GPU and split over TP = 8.
 fn launch_budget(i: &Value) -> Result<Computed, String> {
     let per = num(i, "per_launch_us")? * 1e3;
     let tp1 = floor::launch_budget_ns(int(i, "launches_tp1")?, per) / 1e6;
