@@ -707,7 +707,7 @@ fn same_numbers_from_both_formats() {
         let nums = |s: &stepgate::timing::steps::Step| -> Vec<(String, u64, i64, i64)> {
             s.top_kernels
                 .iter()
-                .map(|k| (k.name.clone(), k.instances, k.total_ns, k.exclusive_ns))
+                .map(|k| (k.name.to_string(), k.instances, k.total_ns, k.exclusive_ns))
                 .collect()
         };
         assert_eq!(nums(a), nums(b));

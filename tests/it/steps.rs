@@ -149,8 +149,8 @@ fn hand_built_steps_match_hand_computed_values() {
     assert_eq!(b.idle_before_ns, Some(2100 - 750));
     assert_eq!(b.period_ns, None);
     // g1 twice: 100 + 100 exclusive; g2 only its 50 past g1's end.
-    let g1 = b.top_kernels.iter().find(|k| k.name == "g1").unwrap();
-    let g2 = b.top_kernels.iter().find(|k| k.name == "g2").unwrap();
+    let g1 = b.top_kernels.iter().find(|k| &*k.name == "g1").unwrap();
+    let g2 = b.top_kernels.iter().find(|k| &*k.name == "g2").unwrap();
     assert_eq!((g1.instances, g1.exclusive_ns, g1.total_ns), (2, 200, 200));
     assert_eq!((g2.instances, g2.exclusive_ns, g2.total_ns), (1, 50, 100));
     let c = &r.steps[2];
