@@ -103,6 +103,19 @@ impl<'a> Index<'a> {
         &self.calls_by_thread[lo..hi]
     }
 
+    /// The threads of a process that made calls.
+    pub fn threads_of(&self, pid: i64) -> Vec<i64> {
+        let c = &self.calls;
+        let lo = self.calls_by_thread.partition_point(|&i| c.pid[i as usize] < pid);
+        let hi = lo + self.calls_by_thread[lo..].partition_point(|&i| c.pid[i as usize] <= pid);
+        let mut tids: Vec<i64> = self.calls_by_thread[lo..hi]
+            .iter()
+            .map(|&i| c.tid[i as usize])
+            .collect();
+        tids.dedup();
+        tids
+    }
+
     /// Sort op indices in the device sweep's order: (start, end, name).
     pub fn sort_ops(&self, ops: &mut [u32]) {
         let o = &self.ops;
@@ -282,6 +295,11 @@ impl<'i, 'a> Projector<'i, 'a> {
         // in it), as it always was.
         let in_span: Vec<u32> = match c.exact_call {
             Some(ci) => vec![ci],
+            None if c.all_threads => ix
+                .threads_of(c.pid)
+                .into_iter()
+                .flat_map(|tid| ix.calls_in(c.pid, tid, c.start, c.end).iter().copied())
+                .collect(),
             None => ix.calls_in(c.pid, c.tid, c.start, c.end).to_vec(),
         };
         for ci in in_span {

@@ -83,6 +83,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 parsed: None,
                 exact_call: Some(*one),
                 kind_guess: Some(StepKind::Decode),
+                all_threads: false,
             });
         }
         [first, .., last] => {
@@ -97,6 +98,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 parsed: None,
                 exact_call: None,
                 kind_guess: None,
+                all_threads: false,
             });
         }
     }

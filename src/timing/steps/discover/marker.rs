@@ -32,6 +32,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
         })?;
         for c in &mut p {
             c.parsed = c.name_id.and_then(|id| stepname::parse(ix.trace.name(id)));
+            c.all_threads = true;
         }
         p
     } else {

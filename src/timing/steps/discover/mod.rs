@@ -32,6 +32,10 @@ pub struct Candidate {
     /// Project this one call only (a single CUDA-graph launch step).
     pub exact_call: Option<u32>,
     pub kind_guess: Option<StepKind>,
+    /// Project the calls of every thread of the process inside the span, not only the
+    /// span's own thread: `ProfilerStep#N` spans a whole process's iteration (autograd
+    /// runs backward on its own thread).
+    pub all_threads: bool,
 }
 
 impl Candidate {
@@ -46,6 +50,7 @@ impl Candidate {
             parsed: None,
             exact_call: None,
             kind_guess: None,
+            all_threads: false,
         }
     }
 }

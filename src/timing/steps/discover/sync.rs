@@ -88,6 +88,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
                 parsed: None,
                 exact_call: None,
                 kind_guess: None,
+                all_threads: false,
             });
         }
     }
