@@ -152,7 +152,8 @@ impl StepFlags {
 }
 
 /// Range names that can be step markers (emit_nvtx suffixes follow the name).
-const MARKER_RANGES: &str = r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
+const MARKER_RANGES: &str =
+    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
 /// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
 const SCHEDULER_RANGES: &str =
     r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";

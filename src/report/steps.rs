@@ -158,7 +158,9 @@ fn headline(path: &str, r: &StepsReport) -> String {
 fn hint_and_warnings(r: &StepsReport) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(h) = &r.exact_steps_hint {
-        out.push(format!("note: steps are a heuristic here; exact steps: {h}"));
+        out.push(format!(
+            "note: steps are a heuristic here; exact steps: {h}"
+        ));
     }
     for w in &r.warnings {
         out.push(format!("warning: {w}"));
@@ -180,7 +182,11 @@ fn accounting_lines(r: &StepsReport) -> Vec<String> {
         ));
     }
     let (b, m, a) = r.outside_steps.iter().fold((0, 0, 0), |acc, o| {
-        (acc.0 + o.before_ns, acc.1 + o.between_ns, acc.2 + o.after_ns)
+        (
+            acc.0 + o.before_ns,
+            acc.1 + o.between_ns,
+            acc.2 + o.after_ns,
+        )
     });
     if b + m + a > 0 {
         out.push(format!(

@@ -185,7 +185,7 @@ pub enum Marker {
     NotStep,
     /// A step marker with its composition (kind unknown and empty composition for
     /// `ProfilerStep#N`).
-    Step(ParsedStep),
+    Step(Box<ParsedStep>),
     /// A step marker whose numbers are refused; the reason says why.
     Refused(String),
 }
@@ -210,16 +210,16 @@ pub fn marker(name: &str) -> Marker {
         parse_vllm(name)
     } else if name.starts_with("step[") {
         parse_sglang(name)
-    } else if name.starts_with("ProfilerStep#") {
-        return match name["ProfilerStep#".len()..].parse::<u64>() {
-            Ok(_) => Marker::Step(ParsedStep {
+    } else if let Some(n) = name.strip_prefix("ProfilerStep#") {
+        return match n.parse::<u64>() {
+            Ok(_) => Marker::Step(Box::new(ParsedStep {
                 kind: StepKind::Unknown,
                 composition: BatchComposition {
                     engine: "pytorch".into(),
                     stage: "ProfilerStep".into(),
                     ..Default::default()
                 },
-            }),
+            })),
             Err(_) => Marker::NotStep,
         };
     } else {
@@ -229,7 +229,7 @@ pub fn marker(name: &str) -> Marker {
         None => Marker::NotStep,
         Some(p) => match refuse_reason(&p.composition) {
             Some(why) => Marker::Refused(format!("step name {name:?}: {why}")),
-            None => Marker::Step(p),
+            None => Marker::Step(Box::new(p)),
         },
     }
 }
@@ -237,7 +237,7 @@ pub fn marker(name: &str) -> Marker {
 /// Parse a step marker name; None when it is none, or when its numbers are refused.
 pub fn parse(name: &str) -> Option<ParsedStep> {
     match marker(name) {
-        Marker::Step(p) => Some(p),
+        Marker::Step(p) => Some(*p),
         _ => None,
     }
 }
@@ -334,7 +334,10 @@ fn parse_trtllm(name: &str) -> Option<ParsedStep> {
         });
     }
     // A `_forward_step` range whose text carries no counts: a step of unknown kind.
-    let bare = re(&BARE, r"^(?:\[Executor\] )?_forward_step(?: (\d+))?(?::.*)?$");
+    let bare = re(
+        &BARE,
+        r"^(?:\[Executor\] )?_forward_step(?: (\d+))?(?::.*)?$",
+    );
     let m = bare.captures(name)?;
     c.iteration = num(m.get(1));
     Some(ParsedStep {
@@ -641,7 +644,8 @@ mod marker_tests {
 
     #[test]
     fn trtllm_forms() {
-        let p = parse("[Executor] _forward_step 12: 2 ctx reqs, 300 ctx tokens, 5 gen reqs").unwrap();
+        let p =
+            parse("[Executor] _forward_step 12: 2 ctx reqs, 300 ctx tokens, 5 gen reqs").unwrap();
         assert_eq!(p.kind, StepKind::Mixed);
         let c = &p.composition;
         assert_eq!(c.engine, "trtllm");
@@ -680,11 +684,17 @@ mod marker_tests {
             strip_emit_nvtx("step[DECODE bs=8], seq = 12, op_id = 40"),
             "step[DECODE bs=8]"
         );
-        assert_eq!(strip_emit_nvtx("ProfilerStep#2, sizes = [[1, 2]]"), "ProfilerStep#2");
-        let p = parse("execute_context_0(0)_generation_8(8), seq = 3, op_id = 7, sizes = []").unwrap();
+        assert_eq!(
+            strip_emit_nvtx("ProfilerStep#2, sizes = [[1, 2]]"),
+            "ProfilerStep#2"
+        );
+        let p =
+            parse("execute_context_0(0)_generation_8(8), seq = 3, op_id = 7, sizes = []").unwrap();
         assert_eq!(p.kind, StepKind::Decode);
         assert_eq!(p.composition.requests, Some(8));
-        let p = parse("[Executor] _forward_step 1: 1 ctx reqs, 17 ctx tokens, 0 gen reqs, op_id = 2").unwrap();
+        let p =
+            parse("[Executor] _forward_step 1: 1 ctx reqs, 17 ctx tokens, 0 gen reqs, op_id = 2")
+                .unwrap();
         assert_eq!(p.composition.context.sq, Some(17));
     }
 
@@ -699,7 +709,10 @@ mod marker_tests {
     fn absurd_numbers_are_refused() {
         // 2^31 + 1 requests.
         let m = marker("step[DECODE bs=2147483649]");
-        assert!(matches!(&m, Marker::Refused(w) if w.contains("2^31")), "{m:?}");
+        assert!(
+            matches!(&m, Marker::Refused(w) if w.contains("2^31")),
+            "{m:?}"
+        );
         assert!(parse("step[DECODE bs=2147483649]").is_none());
         // Beyond u64 entirely: not parsed as a number, so not a composition either.
         assert!(matches!(
@@ -707,7 +720,10 @@ mod marker_tests {
             Marker::Refused(_)
         ));
         // 3 + 4 ≠ 5 requests.
-        assert!(matches!(marker("step[MIXED bs=5 c=3 g=4]"), Marker::Refused(_)));
+        assert!(matches!(
+            marker("step[MIXED bs=5 c=3 g=4]"),
+            Marker::Refused(_)
+        ));
         // Detailed vLLM: T = 10 but 4 + 4 tokens scheduled.
         assert!(matches!(
             marker("execute_10_context_1(sq4sk4sqsq16sqsk16)_generation_4(sq4sk40sqsq4sqsk40)"),

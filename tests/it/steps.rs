@@ -219,14 +219,26 @@ fn auto(t: &Trace) -> stepgate::timing::steps::StepsReport {
 #[test]
 fn trtllm_forward_steps_with_composition_tail_and_ignored_capture_ranges() {
     let mut b = B::new();
-    b.range(1, 11, 100, 1000, "[Executor] _forward_step 7: 1 ctx reqs, 100 ctx tokens, 2 gen reqs");
+    b.range(
+        1,
+        11,
+        100,
+        1000,
+        "[Executor] _forward_step 7: 1 ctx reqs, 100 ctx tokens, 2 gen reqs",
+    );
     b.call(1, 11, 110, 120, "cudaLaunchKernel_v7000", 1);
     b.op(1, 0, 7, 500, 600, "gemm", OpKind::Kernel, 1);
     // Sampling launched after the span, before the next step: the step's tail.
     b.call(1, 11, 1100, 1110, "cudaLaunchKernel_v7000", 2);
     b.op(1, 0, 7, 650, 700, "sample", OpKind::Kernel, 2);
     // emit_nvtx suffix on the second step.
-    b.range(1, 11, 2000, 3000, "[Executor] _forward_step 8: 0 ctx reqs, 3 gen reqs, op_id = 5");
+    b.range(
+        1,
+        11,
+        2000,
+        3000,
+        "[Executor] _forward_step 8: 0 ctx reqs, 3 gen reqs, op_id = 5",
+    );
     b.call(1, 11, 2010, 2020, "cudaLaunchKernel_v7000", 3);
     b.op(1, 0, 7, 2100, 2200, "gemm", OpKind::Kernel, 3);
     // Graph capture is never a step, even with a step-like name.
@@ -240,14 +252,27 @@ fn trtllm_forward_steps_with_composition_tail_and_ignored_capture_ranges() {
     assert_eq!(a.kind, StepKind::Mixed);
     let comp = a.composition.as_ref().unwrap();
     assert_eq!((comp.engine.as_str(), comp.iteration), ("trtllm", Some(7)));
-    assert_eq!((comp.context.requests, comp.context.sq, comp.generation.requests), (Some(1), Some(100), Some(2)));
+    assert_eq!(
+        (
+            comp.context.requests,
+            comp.context.sq,
+            comp.generation.requests
+        ),
+        (Some(1), Some(100), Some(2))
+    );
     assert_eq!(c.kind, StepKind::Decode);
     assert_eq!(c.composition.as_ref().unwrap().generation.requests, Some(3));
     // Busy is the span's own op [500, 600]; the tail adds [650, 700].
-    assert_eq!((a.busy_ns, a.tail_busy_ns, a.tail_kernels, a.tail_ops), (100, 50, 1, 1));
+    assert_eq!(
+        (a.busy_ns, a.tail_busy_ns, a.tail_kernels, a.tail_ops),
+        (100, 50, 1, 1)
+    );
     assert_eq!((c.busy_ns, c.tail_busy_ns, c.tail_ops), (100, 0, 0));
     let o = &r.outside_steps[0];
-    assert_eq!((o.before_ns, o.between_ns, o.after_ns, o.busy_ns), (0, 0, 0, 250));
+    assert_eq!(
+        (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+        (0, 0, 0, 250)
+    );
 }
 
 #[test]
@@ -260,7 +285,11 @@ fn absurd_marker_counts_are_a_step_of_unknown_kind_with_a_warning() {
     assert_eq!(r.steps.len(), 1);
     assert_eq!(r.steps[0].kind, StepKind::Unknown);
     assert!(r.steps[0].composition.is_none());
-    assert!(r.warnings.iter().any(|w| w.contains("2^31")), "{:?}", r.warnings);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("2^31")),
+        "{:?}",
+        r.warnings
+    );
 }
 
 /// One launch per iteration at k·period + 10 (op at +20..+60), then a DtoH copy and a
@@ -274,7 +303,16 @@ fn synced(periods: &[i64]) -> Trace {
         b.call(1, 11, t0 + 10, t0 + 15, "cudaLaunchKernel_v7000", corr);
         b.op(1, 0, 7, t0 + 20, t0 + 60, "k", OpKind::Kernel, corr);
         b.call(1, 11, t0 + 20, t0 + 25, "cudaMemcpyAsync_v3020", corr + 1);
-        b.op(1, 0, 7, t0 + 60, t0 + 62, "[memcpy DtoH]", OpKind::Memcpy, corr + 1);
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 60,
+            t0 + 62,
+            "[memcpy DtoH]",
+            OpKind::Memcpy,
+            corr + 1,
+        );
         b.call(1, 11, t0 + 30, t0 + 100, "cudaStreamSynchronize_v3020", -1);
     }
     b.trace()
@@ -290,7 +328,10 @@ fn recurring_syncs_are_step_boundaries_only_with_a_stable_period() {
     assert_eq!(r.steps.len(), 3);
     for (j, s) in r.steps.iter().enumerate() {
         let j = j as i64;
-        assert_eq!((s.cpu_start_ns, s.cpu_end_ns), (Some(j * 1000 + 100), Some(j * 1000 + 1100)));
+        assert_eq!(
+            (s.cpu_start_ns, s.cpu_end_ns),
+            (Some(j * 1000 + 100), Some(j * 1000 + 1100))
+        );
         assert_eq!((s.busy_ns, s.kernels, s.ops), (42, 1, 2));
         assert_eq!(s.kind, StepKind::Unknown);
         assert_eq!(s.found_by, FoundBy::Sync);
@@ -313,35 +354,99 @@ fn vllm_tp_python_spans_one_worker_per_rank_outermost_with_sampling_tail() {
         let tid = pid + 1;
         for k in 0..2i64 {
             let t0 = k * 10_000;
-            b.range_of(py, pid, tid, t0 + 100, t0 + 5000, "vllm/v1/worker/gpu_worker.py(263): execute_model");
-            b.range_of(py, pid, tid, t0 + 200, t0 + 4000, "vllm/v1/worker/gpu_model_runner.py(1002): execute_model");
+            b.range_of(
+                py,
+                pid,
+                tid,
+                t0 + 100,
+                t0 + 5000,
+                "vllm/v1/worker/gpu_worker.py(263): execute_model",
+            );
+            b.range_of(
+                py,
+                pid,
+                tid,
+                t0 + 200,
+                t0 + 4000,
+                "vllm/v1/worker/gpu_model_runner.py(1002): execute_model",
+            );
             let corr = 10 * k + 1;
             // One piece launched in the outer span but outside the inner one.
             b.call(pid, tid, t0 + 150, t0 + 160, "cudaLaunchKernel_v7000", corr);
-            b.op(pid, rank, 7, t0 + 1000, t0 + 1100, "prep", OpKind::Kernel, corr);
-            b.call(pid, tid, t0 + 300, t0 + 310, "cudaGraphLaunch_v10000", corr + 1);
-            b.op(pid, rank, 7, t0 + 1200, t0 + 1500, "piece", OpKind::Kernel, corr + 1);
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 1000,
+                t0 + 1100,
+                "prep",
+                OpKind::Kernel,
+                corr,
+            );
+            b.call(
+                pid,
+                tid,
+                t0 + 300,
+                t0 + 310,
+                "cudaGraphLaunch_v10000",
+                corr + 1,
+            );
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 1200,
+                t0 + 1500,
+                "piece",
+                OpKind::Kernel,
+                corr + 1,
+            );
             // Sampling after execute_model returns (sample_tokens in vLLM ≥ 0.11.2).
-            b.call(pid, tid, t0 + 6000, t0 + 6010, "cudaLaunchKernel_v7000", corr + 2);
-            b.op(pid, rank, 7, t0 + 6100, t0 + 6130, "sampler", OpKind::Kernel, corr + 2);
+            b.call(
+                pid,
+                tid,
+                t0 + 6000,
+                t0 + 6010,
+                "cudaLaunchKernel_v7000",
+                corr + 2,
+            );
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 6100,
+                t0 + 6130,
+                "sampler",
+                OpKind::Kernel,
+                corr + 2,
+            );
         }
     }
     let r = auto(&b.trace());
     assert_eq!(r.found_by, FoundBy::Python);
-    assert!(r.exact_steps_hint.as_deref().is_some_and(|h| h.contains("vLLM")));
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("vLLM")));
     assert_eq!(r.series.len(), 2);
     assert_eq!(r.steps.len(), 4);
     for s in &r.steps {
         let t0 = s.index as i64 * 10_000;
         assert_eq!(s.name, "vllm/v1/worker/gpu_worker.py(263): execute_model");
-        assert_eq!((s.cpu_start_ns, s.cpu_end_ns), (Some(t0 + 100), Some(t0 + 5000)));
+        assert_eq!(
+            (s.cpu_start_ns, s.cpu_end_ns),
+            (Some(t0 + 100), Some(t0 + 5000))
+        );
         assert_eq!((s.busy_ns, s.launches, s.kernels), (400, 2, 2));
         assert_eq!((s.tail_busy_ns, s.tail_ops), (30, 1));
         assert_eq!(s.kind, StepKind::Unknown);
     }
     assert_eq!(r.ranks.len(), 2);
     for o in &r.outside_steps {
-        assert_eq!((o.before_ns, o.between_ns, o.after_ns, o.busy_ns), (0, 0, 0, 2 * 430));
+        assert_eq!(
+            (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+            (0, 0, 0, 2 * 430)
+        );
     }
 }
 
@@ -569,8 +674,20 @@ mod generated {
         assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(
-                (s.gpu_start_ns, s.gpu_end_ns, s.busy_ns, s.kernels, s.launches),
-                (e.gpu_start_ns, e.gpu_end_ns, e.busy_ns, e.kernels, e.launches)
+                (
+                    s.gpu_start_ns,
+                    s.gpu_end_ns,
+                    s.busy_ns,
+                    s.kernels,
+                    s.launches
+                ),
+                (
+                    e.gpu_start_ns,
+                    e.gpu_end_ns,
+                    e.busy_ns,
+                    e.kernels,
+                    e.launches
+                )
             );
             assert_eq!(s.name, "[3 CUDA-graph launches]");
             assert_eq!(s.kind, StepKind::Unknown);

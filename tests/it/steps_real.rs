@@ -129,9 +129,24 @@ fn check_accounting(t: &Trace, r: &StepsReport) {
 #[test]
 fn annotation_less_vllm_and_sglang_traces_give_the_same_steps_from_python_spans() {
     for (rel, file, func, engine) in [
-        ("kineto/vllm_b200_eager_prefill_rank0.json.gz", "gpu_model_runner", "execute_model", "vLLM"),
-        ("kineto/vllm_mi300x_decode_fullgraph_step.json.gz", "gpu_model_runner", "execute_model", "vLLM"),
-        ("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz", "scheduler", "_run_batch_inner", "SGLang"),
+        (
+            "kineto/vllm_b200_eager_prefill_rank0.json.gz",
+            "gpu_model_runner",
+            "execute_model",
+            "vLLM",
+        ),
+        (
+            "kineto/vllm_mi300x_decode_fullgraph_step.json.gz",
+            "gpu_model_runner",
+            "execute_model",
+            "vLLM",
+        ),
+        (
+            "kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz",
+            "scheduler",
+            "_run_batch_inner",
+            "SGLang",
+        ),
     ] {
         let full = load(rel);
         let with = steps(&full);
@@ -141,14 +156,23 @@ fn annotation_less_vllm_and_sglang_traces_give_the_same_steps_from_python_spans(
         let r = steps(&bare);
         assert_eq!(r.found_by, FoundBy::Python, "{rel}");
         assert_eq!(r.method, "python");
-        assert!(r.exact_steps_hint.as_deref().is_some_and(|h| h.contains(engine)), "{rel}: {:?}", r.exact_steps_hint);
+        assert!(
+            r.exact_steps_hint
+                .as_deref()
+                .is_some_and(|h| h.contains(engine)),
+            "{rel}: {:?}",
+            r.exact_steps_hint
+        );
         assert_eq!(r.steps.len(), with.steps.len(), "{rel}");
         let spans = python_spans(&bare, file, func);
         assert_eq!(spans.len(), r.steps.len(), "{rel}");
         let mut got: Vec<_> = r.steps.iter().collect();
         got.sort_by_key(|s| s.cpu_start_ns);
         for (s, &(pid, tid, a, b)) in got.iter().zip(&spans) {
-            assert_eq!((s.pid, s.tid, s.cpu_start_ns, s.cpu_end_ns), (pid, Some(tid), Some(a), Some(b)));
+            assert_eq!(
+                (s.pid, s.tid, s.cpu_start_ns, s.cpu_end_ns),
+                (pid, Some(tid), Some(a), Some(b))
+            );
             assert_eq!(s.found_by, FoundBy::Python);
             // No marker named the kind: a python span never claims one.
             assert_eq!(s.kind, StepKind::Unknown);
@@ -173,7 +197,13 @@ fn hf_profiler_step_trace_is_one_step_and_orphan_ops_fall_outside() {
     assert_eq!(s.kind, StepKind::Unknown);
     assert_eq!(s.found_by, FoundBy::Marker);
     // ProfilerStep#N covers the whole process: every thread's launches in the span.
-    let (busy, ops) = independent_busy(&t, s.pid, None, s.cpu_start_ns.unwrap(), s.cpu_end_ns.unwrap());
+    let (busy, ops) = independent_busy(
+        &t,
+        s.pid,
+        None,
+        s.cpu_start_ns.unwrap(),
+        s.cpu_end_ns.unwrap(),
+    );
     assert_eq!(s.busy_ns, busy);
     assert_eq!(s.ops, ops as u64);
     // The step's GPU annotation starts with its first op (Kineto rounds them apart by
@@ -209,11 +239,22 @@ fn hta_training_trace_gives_its_five_profiler_steps_with_backward_threads() {
     let names: Vec<&str> = r.steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
-        ["ProfilerStep#101", "ProfilerStep#102", "ProfilerStep#103", "ProfilerStep#104", "ProfilerStep#105"]
+        [
+            "ProfilerStep#101",
+            "ProfilerStep#102",
+            "ProfilerStep#103",
+            "ProfilerStep#104",
+            "ProfilerStep#105"
+        ]
     );
     for s in &r.steps {
-        let (busy, ops) =
-            independent_busy(&t, s.pid, None, s.cpu_start_ns.unwrap(), s.cpu_end_ns.unwrap());
+        let (busy, ops) = independent_busy(
+            &t,
+            s.pid,
+            None,
+            s.cpu_start_ns.unwrap(),
+            s.cpu_end_ns.unwrap(),
+        );
         assert_eq!((s.busy_ns, s.ops), (busy, ops as u64));
     }
     check_accounting(&t, &r);
@@ -221,7 +262,8 @@ fn hta_training_trace_gives_its_five_profiler_steps_with_backward_threads() {
 
 #[test]
 fn training_capture_without_markers_steps_at_its_recurring_syncs() {
-    let t = stepgate::source::nsys::load(&fixture("nsys/fastvideo_train_2gpu_nsys2026.2.sqlite")).unwrap();
+    let t = stepgate::source::nsys::load(&fixture("nsys/fastvideo_train_2gpu_nsys2026.2.sqlite"))
+        .unwrap();
     let r = steps(&t);
     assert_eq!(r.found_by, FoundBy::Sync);
     assert!(r.exact_steps_hint.is_some());
@@ -233,7 +275,11 @@ fn training_capture_without_markers_steps_at_its_recurring_syncs() {
         .map(|i| (c.pid[i], c.tid[i], c.end_ns[i]))
         .collect();
     for s in &r.steps {
-        let (a, b, tid) = (s.cpu_start_ns.unwrap(), s.cpu_end_ns.unwrap(), s.tid.unwrap());
+        let (a, b, tid) = (
+            s.cpu_start_ns.unwrap(),
+            s.cpu_end_ns.unwrap(),
+            s.tid.unwrap(),
+        );
         assert!(sync_ends.contains(&(s.pid, tid, a)) && sync_ends.contains(&(s.pid, tid, b)));
         let (busy, ops) = independent_busy(&t, s.pid, Some(tid), a, b);
         assert_eq!((s.busy_ns, s.ops), (busy, ops as u64));
@@ -246,7 +292,8 @@ fn training_capture_without_markers_steps_at_its_recurring_syncs() {
 #[test]
 fn json_carries_the_discovery_contract() {
     let path = fixture("kineto/hf_qwen1.5-0.5b_h100_profilerstep.json.gz");
-    let (code, out, err) = crate::common::run(&["steps", path.to_str().unwrap(), "--format", "json"]);
+    let (code, out, err) =
+        crate::common::run(&["steps", path.to_str().unwrap(), "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["found_by"], "marker");
@@ -266,5 +313,9 @@ fn json_carries_the_discovery_contract() {
     }
     // The table's first line says how steps were found.
     let (_, table, _) = crate::common::run(&["steps", path.to_str().unwrap()]);
-    assert!(table.lines().next().unwrap().contains("1 steps by engine step markers"));
+    assert!(table
+        .lines()
+        .next()
+        .unwrap()
+        .contains("1 steps by engine step markers"));
 }

@@ -5,8 +5,7 @@ use std::collections::HashMap;
 
 use super::project::{gpu_annotations, Index, Raw};
 use super::{
-    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepOptions,
-    StepsReport,
+    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepOptions, StepsReport,
 };
 use crate::timing::overlap::category_totals;
 use crate::timing::stepname::StepKind;
@@ -224,7 +223,12 @@ pub fn assemble(
 
 /// Per series, the union of its ops that no step claimed, split at the first step's
 /// GPU start and the last step's GPU end, next to the union of all its ops.
-fn outside(ix: &Index<'_>, steps: &[Step], series: &[Series], claimed: &[bool]) -> Vec<OutsideSteps> {
+fn outside(
+    ix: &Index<'_>,
+    steps: &[Step],
+    series: &[Series],
+    claimed: &[bool],
+) -> Vec<OutsideSteps> {
     let o = &ix.ops;
     let key: HashMap<(i64, i64), usize> = series
         .iter()
@@ -241,12 +245,12 @@ fn outside(ix: &Index<'_>, steps: &[Step], series: &[Series], claimed: &[bool]) 
     // Per series: all ops, and the unclaimed ones by where they fall.
     let mut all: Vec<Vec<u32>> = vec![Vec::new(); series.len()];
     let mut parts: Vec<[Vec<u32>; 3]> = vec![Default::default(); series.len()];
-    for i in 0..o.start_ns.len() {
+    for (i, &done) in claimed.iter().enumerate() {
         let Some(&k) = key.get(&(o.pid[i], o.device[i])) else {
             continue;
         };
         all[k].push(i as u32);
-        if claimed[i] {
+        if done {
             continue;
         }
         let (first, last) = bounds[k];

@@ -106,7 +106,9 @@ impl<'a> Index<'a> {
     /// The threads of a process that made calls.
     pub fn threads_of(&self, pid: i64) -> Vec<i64> {
         let c = &self.calls;
-        let lo = self.calls_by_thread.partition_point(|&i| c.pid[i as usize] < pid);
+        let lo = self
+            .calls_by_thread
+            .partition_point(|&i| c.pid[i as usize] < pid);
         let hi = lo + self.calls_by_thread[lo..].partition_point(|&i| c.pid[i as usize] <= pid);
         let mut tids: Vec<i64> = self.calls_by_thread[lo..hi]
             .iter()
@@ -411,7 +413,10 @@ impl<'i, 'a> Projector<'i, 'a> {
             let before = c.span.len();
             for &i in &orphans {
                 let i = i as usize;
-                if !self.claimed[i] && o.device[i] == dev && o.start_ns[i] >= ws && o.start_ns[i] < we
+                if !self.claimed[i]
+                    && o.device[i] == dev
+                    && o.start_ns[i] >= ws
+                    && o.start_ns[i] < we
                 {
                     self.claimed[i] = true;
                     c.span.push(i as u32);

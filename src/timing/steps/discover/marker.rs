@@ -11,21 +11,24 @@ use crate::timing::steps::FoundBy;
 pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     let mut warnings = Vec::new();
     let mut engine = host_ranges(ix, |n| {
-        !n.starts_with("ProfilerStep#") && stepname::is_engine_step_name(stepname::strip_emit_nvtx(n))
+        !n.starts_with("ProfilerStep#")
+            && stepname::is_engine_step_name(stepname::strip_emit_nvtx(n))
     })?;
-    engine.retain_mut(|c| match c.name_id.map(|id| stepname::marker(ix.trace.name(id))) {
-        Some(Marker::Step(p)) => {
-            c.parsed = Some(p);
-            true
-        }
-        Some(Marker::Refused(why)) => {
-            if !warnings.contains(&why) {
-                warnings.push(why);
+    engine.retain_mut(
+        |c| match c.name_id.map(|id| stepname::marker(ix.trace.name(id))) {
+            Some(Marker::Step(p)) => {
+                c.parsed = Some(*p);
+                true
             }
-            true
-        }
-        _ => false,
-    });
+            Some(Marker::Refused(why)) => {
+                if !warnings.contains(&why) {
+                    warnings.push(why);
+                }
+                true
+            }
+            _ => false,
+        },
+    );
     let cands = if engine.is_empty() {
         let mut p = host_ranges(ix, |n| {
             n.starts_with("ProfilerStep#") && stepname::parse(n).is_some()

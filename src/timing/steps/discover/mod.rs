@@ -127,7 +127,8 @@ fn host_ranges(ix: &Index<'_>, mut keep: impl FnMut(&str) -> bool) -> Result<Vec
     let r = trace.ranges_view()?;
     let mut out = Vec::new();
     for i in 0..r.start_ns.len() {
-        if r.kind[i] == RangeKind::GpuAnnotation as u32 || r.kind[i] == RangeKind::PythonStack as u32
+        if r.kind[i] == RangeKind::GpuAnnotation as u32
+            || r.kind[i] == RangeKind::PythonStack as u32
         {
             continue;
         }

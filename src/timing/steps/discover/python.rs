@@ -26,10 +26,7 @@ const FAMILIES: [(&str, &str); 6] = [
 
 /// Whether `name` is `…/<file>.py(<line>): <func>`.
 fn is_family(name: &str, (file, func): (&str, &str)) -> bool {
-    let Some(head) = name
-        .strip_suffix(func)
-        .and_then(|h| h.strip_suffix("): "))
-    else {
+    let Some(head) = name.strip_suffix(func).and_then(|h| h.strip_suffix("): ")) else {
         return false;
     };
     let Some(open) = head.rfind(".py(") else {
@@ -53,7 +50,9 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
         let c: Vec<Candidate> = py
             .iter()
             .filter(|&&i| is_family(ix.trace.name(r.name_id[i]), fam))
-            .map(|&i| Candidate::range(r.pid[i], r.tid[i], r.start_ns[i], r.end_ns[i], r.name_id[i]))
+            .map(|&i| {
+                Candidate::range(r.pid[i], r.tid[i], r.start_ns[i], r.end_ns[i], r.name_id[i])
+            })
             .collect();
         if c.is_empty() {
             continue;
@@ -88,8 +87,14 @@ mod tests {
     #[test]
     fn family_names() {
         let f = FAMILIES[0];
-        assert!(is_family("vllm/v1/worker/gpu_worker.py(263): execute_model", f));
-        assert!(!is_family("vllm/v1/worker/gpu_model_runner.py(1002): execute_model", f));
+        assert!(is_family(
+            "vllm/v1/worker/gpu_worker.py(263): execute_model",
+            f
+        ));
+        assert!(!is_family(
+            "vllm/v1/worker/gpu_model_runner.py(1002): execute_model",
+            f
+        ));
         assert!(is_family(
             "vllm/v1/worker/gpu_model_runner.py(1002): execute_model",
             FAMILIES[1]

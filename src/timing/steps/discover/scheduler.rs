@@ -16,7 +16,9 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     let old_vllm = t.strings.iter().any(|s| s == "Preprocess");
     let c = host_ranges(ix, |n| {
         let n = strip_emit_nvtx(n);
-        n == "scheduler.run_batch" || n == "gpu_model_runner: forward" || (old_vllm && n == "Forward")
+        n == "scheduler.run_batch"
+            || n == "gpu_model_runner: forward"
+            || (old_vllm && n == "Forward")
     })?;
     if c.is_empty() {
         return Ok(None);

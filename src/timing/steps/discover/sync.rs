@@ -69,7 +69,8 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             .map(|w| (c.end_ns[w[1]] - c.end_ns[w[0]]) as f64)
             .collect();
         let mean = periods.iter().sum::<f64>() / periods.len() as f64;
-        let var = periods.iter().map(|p| (p - mean) * (p - mean)).sum::<f64>() / periods.len() as f64;
+        let var =
+            periods.iter().map(|p| (p - mean) * (p - mean)).sum::<f64>() / periods.len() as f64;
         if !(mean > 0.0 && var.sqrt() / mean <= MAX_CV) {
             continue;
         }
@@ -81,10 +82,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
                 start: c.end_ns[w[0]],
                 end: c.end_ns[w[1]],
                 name_id: None,
-                label: Some(format!(
-                    "[between {}]",
-                    ix.trace.name(c.name_id[w[1]])
-                )),
+                label: Some(format!("[between {}]", ix.trace.name(c.name_id[w[1]]))),
                 parsed: None,
                 exact_call: None,
                 kind_guess: None,
