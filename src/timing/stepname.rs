@@ -197,14 +197,29 @@ pub fn marker(name: &str) -> Marker {
         return Marker::NotStep;
     }
     // Any number in the name beyond 2^62 (or beyond u64 altogether) cannot be a count:
-    // refuse before the patterns would quietly drop the field.
+    // refuse, when the name is a marker at all (checked with the number shrunk), before
+    // the patterns would quietly drop the field.
     if let Some(big) = name
         .split(|c: char| !c.is_ascii_digit())
         .find(|d| !d.is_empty() && d.parse::<u64>().map_or(true, |v| v > 1 << 62))
     {
-        return Marker::Refused(format!(
-            "step name {name:?}: number {big} is out of range: composition ignored"
-        ));
+        let shrunk: String = name
+            .split_inclusive(|c: char| !c.is_ascii_digit())
+            .map(|part| {
+                let digits = part.trim_end_matches(|c: char| !c.is_ascii_digit());
+                if digits.len() == part.len() || digits == big {
+                    part.replacen(digits, if digits == big { "1" } else { digits }, 1)
+                } else {
+                    part.to_owned()
+                }
+            })
+            .collect();
+        return match marker(&shrunk) {
+            Marker::NotStep => Marker::NotStep,
+            _ => Marker::Refused(format!(
+                "step name {name:?}: number {big} is out of range: composition ignored"
+            )),
+        };
     }
     let parsed = if name.starts_with("execute_") {
         parse_vllm(name)
@@ -701,6 +716,11 @@ mod marker_tests {
     #[test]
     fn never_steps() {
         assert!(parse("capture_32_FULL").is_none());
+        // A huge number in a name that is no marker pattern is simply not a step.
+        assert_eq!(
+            marker("execute_foo_99999999999999999999999"),
+            Marker::NotStep
+        );
         assert_eq!(marker("execute_dummy_run"), Marker::NotStep);
         assert!(parse("aten::mm").is_none());
     }

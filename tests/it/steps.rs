@@ -337,13 +337,67 @@ fn recurring_syncs_are_step_boundaries_only_with_a_stable_period() {
         assert_eq!(s.found_by, FoundBy::Sync);
     }
     assert_eq!(r.outside_steps[0].before_ns, 42);
-    // Periods 1000, 20000, 100, 40000: coefficient of variation above 1, so no sync
+    // Periods 1000, 20000, 100, 40000: none within ±50 % of the median, so no sync
     // steps; nothing else is there but idle gaps.
     let r = auto(&synced(&[1000, 20000, 100, 40000]));
     assert_eq!(r.found_by, FoundBy::Gaps);
     // Two boundaries are not enough either.
     let r = auto(&synced(&[1000]));
     assert_eq!(r.found_by, FoundBy::Gaps);
+}
+
+#[test]
+fn sync_segments_replaying_a_graph_are_decode_guesses_and_eager_ones_prefill_by_sync() {
+    // SGLang under nsys, no NVTX: decode = one graph launch, prefill = eager launches,
+    // each iteration ends with a DtoH copy and a stream sync. Iterations D D D P D D D.
+    let mut b = B::new();
+    let mut t0 = 0;
+    let mut corr = 0;
+    for (k, prefill) in [false, false, false, true, false, false, false]
+        .iter()
+        .enumerate()
+    {
+        t0 += if k == 0 {
+            0
+        } else if *prefill {
+            5000
+        } else {
+            1000
+        };
+        let n = if *prefill { 3 } else { 1 };
+        for j in 0..n {
+            corr += 1;
+            let name = if *prefill {
+                "cudaLaunchKernel_v7000"
+            } else {
+                "cudaGraphLaunch_v10000"
+            };
+            b.call(1, 11, t0 + 10 + j, t0 + 11 + j, name, corr);
+            b.op(
+                1,
+                0,
+                7,
+                t0 + 20 + 50 * j,
+                t0 + 60 + 50 * j,
+                "k",
+                OpKind::Kernel,
+                corr,
+            );
+        }
+        b.call(1, 11, t0 + 30, t0 + 100, "cudaStreamSynchronize_v3020", -1);
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Sync);
+    // Seven boundaries, six steps: each holds the iteration after its opening sync.
+    assert_eq!(r.steps.len(), 6);
+    let by: Vec<(FoundBy, Option<StepKind>, u64)> = r
+        .steps
+        .iter()
+        .map(|s| (s.found_by, s.kind_guess, s.kernels))
+        .collect();
+    let d = (FoundBy::Graphs, Some(StepKind::Decode), 1);
+    assert_eq!(by, vec![d, d, (FoundBy::Sync, None, 3), d, d, d]);
+    assert!(r.steps.iter().all(|s| s.kind == StepKind::Unknown));
 }
 
 #[test]

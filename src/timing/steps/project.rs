@@ -332,7 +332,7 @@ impl<'i, 'a> Projector<'i, 'a> {
                 tid: Some(c.tid),
                 name,
                 name_id: c.name_id,
-                found_by,
+                found_by: c.found_by.unwrap_or(found_by),
                 kind,
                 kind_guess: c.kind_guess,
                 composition,

@@ -84,6 +84,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 exact_call: Some(*one),
                 kind_guess: Some(StepKind::Decode),
                 all_threads: false,
+                found_by: None,
             });
         }
         [first, .., last] => {
@@ -99,6 +100,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 exact_call: None,
                 kind_guess: None,
                 all_threads: false,
+                found_by: None,
             });
         }
     }

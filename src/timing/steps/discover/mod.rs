@@ -36,6 +36,9 @@ pub struct Candidate {
     /// span's own thread: `ProfilerStep#N` spans a whole process's iteration (autograd
     /// runs backward on its own thread).
     pub all_threads: bool,
+    /// How this one step was found, where it differs from the report's method (a sync
+    /// segment that replays CUDA graphs).
+    pub found_by: Option<FoundBy>,
 }
 
 impl Candidate {
@@ -51,6 +54,7 @@ impl Candidate {
             exact_call: None,
             kind_guess: None,
             all_threads: false,
+            found_by: None,
         }
     }
 }

@@ -3,11 +3,18 @@
 //! async-scheduling builds: an event record then `cudaEventSynchronize`). On each
 //! process's busiest launching thread, a sync that follows at least one launch closes a
 //! step; a step runs from the end of one such sync to the end of the next. Used only
-//! when it recurs (at least 3 boundaries) with a stable period (coefficient of
-//! variation at most 1), else discovery falls through.
+//! when it recurs (at least 3 boundaries) with a stable period: at least half of the
+//! periods within ±50 % of the median (a prefill among decodes is an outlier, not
+//! instability); else discovery falls through.
+//!
+//! A segment that replays CUDA graphs is labelled `graphs` (one graph launch: a
+//! full-graph decode, kind_guess decode); an eager segment is labelled `sync` (SGLang
+//! under nsys: decode from graph launches, prefill from the sync points).
 
 use super::{Candidate, Found, Index};
+use crate::timing::stepname::StepKind;
 use crate::timing::steps::FoundBy;
+use crate::trace::is_graph_launch_call;
 
 /// A blocking wait on the GPU: CUDA runtime/driver and HIP stream, event, device and
 /// context synchronisation.
@@ -16,9 +23,25 @@ pub fn is_sync_call(name: &str) -> bool {
         && name.contains("Synchronize")
 }
 
-/// Minimum boundaries, and the largest coefficient of variation of the period.
+/// Minimum boundaries for a recurring sync.
 const MIN_BOUNDARIES: usize = 3;
-const MAX_CV: f64 = 1.0;
+
+/// Whether at least half of the periods lie within ±50 % of their median.
+fn stable(periods: &mut [i64]) -> bool {
+    if periods.is_empty() {
+        return false;
+    }
+    periods.sort_unstable();
+    let med = periods[periods.len() / 2];
+    if med <= 0 {
+        return false;
+    }
+    let near = periods
+        .iter()
+        .filter(|&&p| p >= med / 2 && p <= med.saturating_add(med / 2))
+        .count();
+    2 * near >= periods.len()
+}
 
 pub fn find(ix: &Index<'_>) -> Option<Found> {
     let c = &ix.calls;
@@ -64,29 +87,33 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         if bounds.len() < MIN_BOUNDARIES {
             continue;
         }
-        let periods: Vec<f64> = bounds
+        let mut periods: Vec<i64> = bounds
             .windows(2)
-            .map(|w| (c.end_ns[w[1]] - c.end_ns[w[0]]) as f64)
+            .map(|w| c.end_ns[w[1]].saturating_sub(c.end_ns[w[0]]))
             .collect();
-        let mean = periods.iter().sum::<f64>() / periods.len() as f64;
-        let var =
-            periods.iter().map(|p| (p - mean) * (p - mean)).sum::<f64>() / periods.len() as f64;
-        if !(mean > 0.0 && var.sqrt() / mean <= MAX_CV) {
+        if !stable(&mut periods) {
             continue;
         }
         sync_name.get_or_insert_with(|| ix.trace.name(c.name_id[bounds[0]]).to_owned());
         for w in bounds.windows(2) {
+            let (a, b) = (c.end_ns[w[0]], c.end_ns[w[1]]);
+            let graphs = ix
+                .calls_in(pid, tid, a, b)
+                .iter()
+                .filter(|&&ci| is_graph_launch_call(ix.trace.name(c.name_id[ci as usize])))
+                .count();
             out.push(Candidate {
                 pid,
                 tid,
-                start: c.end_ns[w[0]],
-                end: c.end_ns[w[1]],
+                start: a,
+                end: b,
                 name_id: None,
                 label: Some(format!("[between {}]", ix.trace.name(c.name_id[w[1]]))),
                 parsed: None,
                 exact_call: None,
-                kind_guess: None,
+                kind_guess: (graphs == 1).then_some(StepKind::Decode),
                 all_threads: false,
+                found_by: (graphs > 0).then_some(FoundBy::Graphs),
             });
         }
     }
@@ -99,4 +126,19 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         sync_name.unwrap_or_default()
     ));
     Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stability_is_robust_to_outliers() {
+        assert!(stable(&mut [1000, 1000, 1010, 990]));
+        // One prefill among decodes.
+        assert!(stable(&mut [1000, 1000, 9000, 1000, 1000]));
+        assert!(!stable(&mut [1000, 20000, 100, 40000]));
+        assert!(!stable(&mut []));
+        assert!(!stable(&mut [0, 0, 0]));
+    }
 }
