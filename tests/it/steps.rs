@@ -401,6 +401,134 @@ fn sync_segments_replaying_a_graph_are_decode_guesses_and_eager_ones_prefill_by_
 }
 
 #[test]
+fn scheduler_scopes_are_steps_and_the_sample_scope_is_the_tail() {
+    // vLLM custom scopes: forward then sample on the same thread, twice.
+    let mut b = B::new();
+    for k in 0..2i64 {
+        let t0 = k * 10_000;
+        b.range(1, 11, t0 + 100, t0 + 1000, "gpu_model_runner: forward");
+        b.call(
+            1,
+            11,
+            t0 + 110,
+            t0 + 120,
+            "cudaLaunchKernel_v7000",
+            2 * k + 1,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 500,
+            t0 + 700,
+            "gemm",
+            OpKind::Kernel,
+            2 * k + 1,
+        );
+        b.range(1, 11, t0 + 1100, t0 + 1500, "gpu_model_runner: sample");
+        b.call(
+            1,
+            11,
+            t0 + 1110,
+            t0 + 1120,
+            "cudaLaunchKernel_v7000",
+            2 * k + 2,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 1200,
+            t0 + 1210,
+            "sampler",
+            OpKind::Kernel,
+            2 * k + 2,
+        );
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Scheduler);
+    assert_eq!(r.method, "scheduler");
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("vLLM")));
+    assert_eq!(r.steps.len(), 2);
+    for s in &r.steps {
+        assert_eq!(s.name, "gpu_model_runner: forward");
+        assert_eq!((s.busy_ns, s.tail_busy_ns, s.tail_kernels), (200, 10, 1));
+    }
+    // SGLang's scheduler.run_batch under nsys: the hint names the torch-profiler span.
+    let mut b = B::new();
+    for k in 0..3i64 {
+        b.range(1, 11, k * 1000, k * 1000 + 500, "scheduler.run_batch");
+        b.call(
+            1,
+            11,
+            k * 1000 + 10,
+            k * 1000 + 20,
+            "cudaLaunchKernel_v7000",
+            k + 1,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            k * 1000 + 30,
+            k * 1000 + 90,
+            "k",
+            OpKind::Kernel,
+            k + 1,
+        );
+    }
+    let r = auto(&b.trace());
+    assert_eq!((r.found_by, r.steps.len()), (FoundBy::Scheduler, 3));
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("step[")));
+}
+
+#[test]
+fn sglang_overlap_python_spans_come_from_the_launching_thread() {
+    // run_batch on the scheduler thread launches nothing; forward_batch_generation on
+    // the overlap thread launches the work: that family is the step.
+    let mut b = B::new();
+    let py = RangeKind::PythonStack;
+    for k in 0..3i64 {
+        let t0 = k * 1000;
+        b.range_of(
+            py,
+            1,
+            11,
+            t0,
+            t0 + 400,
+            "x/sglang/srt/managers/scheduler.py(900): run_batch",
+        );
+        b.range_of(
+            py,
+            1,
+            12,
+            t0 + 50,
+            t0 + 600,
+            "x/sglang/srt/managers/tp_worker.py(445): forward_batch_generation",
+        );
+        b.call(1, 12, t0 + 60, t0 + 70, "cudaGraphLaunch_v10000", k + 1);
+        b.op(1, 0, 7, t0 + 100, t0 + 300, "g", OpKind::Kernel, k + 1);
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Python);
+    assert_eq!(r.steps.len(), 3);
+    assert!(r
+        .steps
+        .iter()
+        .all(|s| s.tid == Some(12) && s.busy_ns == 200));
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("SGLang")));
+}
+
+#[test]
 fn vllm_tp_python_spans_one_worker_per_rank_outermost_with_sampling_tail() {
     let mut b = B::new();
     let py = RangeKind::PythonStack;
