@@ -529,6 +529,39 @@ fn sglang_overlap_python_spans_come_from_the_launching_thread() {
 }
 
 #[test]
+fn kineto_ops_without_a_launching_call_join_the_step_by_its_gpu_window() {
+    let mut b = B::new();
+    b.range(1, 11, 100, 1000, "ProfilerStep#3");
+    // Kineto's GPU-side span of the annotation: pid holds the device.
+    b.range_of(RangeKind::GpuAnnotation, 0, 7, 400, 900, "ProfilerStep#3");
+    b.call(1, 11, 110, 120, "cudaLaunchKernel_v7000", 1);
+    b.op(1, 0, 7, 500, 600, "k", OpKind::Kernel, 1);
+    // No launching call in the trace: inside the GPU window, and after it.
+    b.op(1, 0, 7, 650, 700, "lost", OpKind::Kernel, 77);
+    b.op(1, 0, 7, 950, 990, "late", OpKind::Kernel, 78);
+    let mut t = b.trace();
+    t.meta.format = SourceFormat::Kineto;
+    let r = auto(&t);
+    assert_eq!(r.steps.len(), 1);
+    let s = &r.steps[0];
+    assert_eq!((s.busy_ns, s.ops, s.gpu_end_ns), (150, 2, Some(700)));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("1 op(s)") && n.contains("time-window")));
+    let o = &r.outside_steps[0];
+    assert_eq!(
+        (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+        (0, 0, 40, 190)
+    );
+    // nsys always records the launch: no fallback there.
+    t.meta.format = SourceFormat::Nsys;
+    let r = auto(&t);
+    assert_eq!(r.steps[0].busy_ns, 100);
+    assert!(!r.notes.iter().any(|n| n.contains("time-window")));
+}
+
+#[test]
 fn vllm_tp_python_spans_one_worker_per_rank_outermost_with_sampling_tail() {
     let mut b = B::new();
     let py = RangeKind::PythonStack;

@@ -141,14 +141,14 @@ impl<'a> Index<'a> {
             cur = match cur {
                 Some((a, b)) if s <= b => Some((a, b.max(e))),
                 Some((a, b)) => {
-                    total = total.saturating_add(b - a);
+                    total = total.saturating_add(b.saturating_sub(a));
                     Some((s, e))
                 }
                 None => Some((s, e)),
             };
         }
         if let Some((a, b)) = cur {
-            total = total.saturating_add(b - a);
+            total = total.saturating_add(b.saturating_sub(a));
         }
         total
     }
