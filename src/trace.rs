@@ -55,6 +55,9 @@ pub enum RangeKind {
     HostStartEnd = 1,
     /// A GPU-side annotation span (Kineto `gpu_user_annotation`); `pid` holds the device.
     GpuAnnotation = 2,
+    /// A Kineto `python_function` span (`file.py(line): function`), kept only for the
+    /// engines' step functions (vLLM `execute_model`, SGLang `run_batch` …).
+    PythonStack = 3,
 }
 
 /// Column names, shared by every source and every consumer.

@@ -63,10 +63,10 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> Baseline 
             for k in &s.all_kernels {
                 let e = g
                     .kernels
-                    .entry(k.name.clone())
+                    .entry(k.name.to_string())
                     .or_insert_with(|| KernelSamples {
-                        short_name: k.short_name.clone(),
-                        category: k.category.clone(),
+                        short_name: k.short_name.to_string(),
+                        category: k.category.to_string(),
                         exclusive_ns: vec![0.0; n],
                         instances: vec![0.0; n],
                     });

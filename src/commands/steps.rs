@@ -20,13 +20,21 @@ const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite --steps graphs --launch-cost-us 4.1
   stepgate steps trace.pt.trace.json.gz --format markdown
 
---steps: auto (engine step ranges: vLLM execute_…, SGLang step[…]; else CUDA-graph
-launches; else idle gaps), graphs, gaps, or a regex over NVTX/annotation range names.";
+--steps: auto tries, in order, and keeps the first that finds steps:
+  marker     engine step markers: vLLM execute_…, SGLang step[…], TensorRT-LLM
+             _forward_step, PyTorch ProfilerStep#N (emit_nvtx suffixes ignored)
+  scheduler  SGLang scheduler.run_batch, vLLM gpu_model_runner: forward scopes
+  python     python-stack spans of vLLM execute_model / SGLang run_batch (torch traces)
+  sync       recurring host syncs on each process's busiest launching thread
+  graphs     CUDA-graph launches, back-to-back launches of different graphs grouped
+  gaps       GPU activity split at idle gaps (--gap-us)
+or give any of those names, or a regex over NVTX/annotation range names.";
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StepFlags {
-    /// How to find steps: auto, graphs, gaps, or a regex over range names.
+    /// How to find steps: auto, marker, scheduler, python, sync, graphs, gaps, or a
+    /// regex over range names.
     #[arg(long = "steps", default_value = "auto")]
     pub steps: String,
     /// Only steps of this kind.
@@ -95,11 +103,15 @@ impl StepFlags {
     pub fn options(&self, top: usize) -> Result<StepOptions> {
         let source = match self.steps.as_str() {
             "auto" => StepSource::Auto,
+            "marker" => StepSource::Marker,
+            "scheduler" => StepSource::Scheduler,
+            "python" => StepSource::Python,
+            "sync" => StepSource::Sync,
             "graphs" => StepSource::Graphs,
             "gaps" => StepSource::Gaps,
             re => StepSource::Regex(Regex::new(re).map_err(|e| {
                 Error::input(format!(
-                    "--steps {re:?} is not auto, graphs, gaps or a valid regex: {e}"
+                    "--steps {re:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex: {e}"
                 ))
             })?),
         };
@@ -139,12 +151,24 @@ impl StepFlags {
     }
 }
 
+/// Range names that can be step markers (emit_nvtx suffixes follow the name).
+const MARKER_RANGES: &str =
+    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
+/// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
+const SCHEDULER_RANGES: &str =
+    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
+
 /// Load a report with what step finding needs: host calls always, and only the ranges
 /// the chosen method can use.
 pub fn load_for_steps(path: &std::path::Path, flags: &StepFlags) -> Result<Trace> {
+    // nsys reads only the ranges the method can use (Kineto keeps every annotation).
     let ranges = match flags.steps.as_str() {
-        "graphs" | "gaps" => None,
-        "auto" => Some(Regex::new(r"^(execute_|step\[)").expect("static pattern")),
+        "graphs" | "gaps" | "sync" | "python" => None,
+        "marker" => Some(Regex::new(MARKER_RANGES).expect("static pattern")),
+        "scheduler" => Some(Regex::new(SCHEDULER_RANGES).expect("static pattern")),
+        "auto" => Some(
+            Regex::new(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}")).expect("static pattern"),
+        ),
         re => Some(
             Regex::new(re)
                 .map_err(|e| Error::input(format!("--steps {re:?} is not a valid regex: {e}")))?,

@@ -143,14 +143,60 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
     t
 }
 
+/// The first line: how many steps, and how they were found (heuristics say so).
 fn headline(path: &str, r: &StepsReport) -> String {
     let total = r.steps.len();
     format!(
         "{path}: {total} steps by {} on {} rank(s); {} without GPU work",
-        r.method,
+        r.found_by.describe(),
         r.series.len(),
         r.steps_without_gpu_work
     )
+}
+
+/// Lines after the headline: what would make the steps exact, then warnings.
+fn hint_and_warnings(r: &StepsReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(h) = &r.exact_steps_hint {
+        out.push(format!(
+            "note: steps are a heuristic here; exact steps: {h}"
+        ));
+    }
+    for w in &r.warnings {
+        out.push(format!("warning: {w}"));
+    }
+    out
+}
+
+/// Tail and outside-steps totals, only where there is any.
+fn accounting_lines(r: &StepsReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let tails: Vec<&Step> = r.steps.iter().filter(|s| s.tail_ops > 0).collect();
+    if !tails.is_empty() {
+        let busy: i64 = tails.iter().map(|s| s.tail_busy_ns).sum();
+        let ops: u64 = tails.iter().map(|s| s.tail_ops).sum();
+        out.push(format!(
+            "tail: {} step(s) launched {ops} op(s) after their span ({} µs busy, measured), accounted to the step (tail_busy_ns)",
+            tails.len(),
+            fmt_us(busy as f64)
+        ));
+    }
+    let (b, m, a) = r.outside_steps.iter().fold((0, 0, 0), |acc, o| {
+        (
+            acc.0 + o.before_ns,
+            acc.1 + o.between_ns,
+            acc.2 + o.after_ns,
+        )
+    });
+    if b + m + a > 0 {
+        out.push(format!(
+            "outside steps (busy, measured): {} µs before the first step, {} µs between steps, {} µs after the last",
+            fmt_us(b as f64),
+            fmt_us(m as f64),
+            fmt_us(a as f64)
+        ));
+    }
+    out
 }
 
 fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
@@ -261,13 +307,17 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
 
 fn text(path: &str, r: &StepsReport, each: bool) -> String {
     let mut out = format!("stepgate steps: {}\n", headline(path, r));
+    for l in hint_and_warnings(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     for n in &r.notes {
         out.push_str(&format!("note: {n}\n"));
     }
     out.push_str("\nmeasured, µs:\n");
     out.push_str(&summary_table(r).to_text());
     out.push('\n');
-    for l in diagnosis_lines(r) {
+    for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
         out.push_str(&l);
         out.push('\n');
     }
@@ -282,13 +332,16 @@ fn text(path: &str, r: &StepsReport, each: bool) -> String {
 
 fn markdown(path: &str, r: &StepsReport, each: bool) -> String {
     let mut out = format!("## stepgate steps\n\n{}\n", headline(path, r));
+    for l in hint_and_warnings(r) {
+        out.push_str(&format!("\n> {l}\n"));
+    }
     for n in &r.notes {
         out.push_str(&format!("\n> note: {n}\n"));
     }
     out.push_str("\nMeasured, µs:\n\n");
     out.push_str(&summary_table(r).to_markdown());
     out.push('\n');
-    for l in diagnosis_lines(r) {
+    for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
         out.push_str(&format!("- {l}\n"));
     }
     if each {

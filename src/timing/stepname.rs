@@ -1,13 +1,25 @@
 //! Parse engine step-span names into a batch composition and a step kind.
 //!
-//! Formats (see docs in ENGINES.md; sources: vLLM `gpu_worker.py` `annotate_profile`,
-//! SGLang `profile_utils.py` `build_step_span_name` and `step_span_utils.py`):
+//! Formats (sources: vLLM `gpu_worker.py` `annotate_profile`, SGLang `profile_utils.py`
+//! `build_step_span_name` and `step_span_utils.py`, TensorRT-LLM
+//! `tensorrt_llm/_torch/pyexecutor/py_executor.py` `_forward_step`, PyTorch
+//! `torch/profiler/profiler.py` `ProfilerStep#N`):
 //! - vLLM default: `execute_context_{n}({toks})_generation_{n}({toks})`
 //! - vLLM detailed: `execute_{T}_context_{n}(sq..sk..sqsq..sqsk..)_generation_{n}(sq..sk..sqsq..sqsk..)`
 //! - vLLM before the above: `execute_new_{n}_cached_{m}`
 //! - a variant seen in a real B200 trace: `execute_context_1(888_788544)_generation_0(0)`
 //!   (tokens and ΣN_Q², no ΣN_KV)
 //! - SGLang: `step[MODE bs=N[ toks=T][ c=.. g=.. c_sq=.. …][ forward_id=K]]`
+//! - TensorRT-LLM (NVTX, domain `TensorRT-LLM`): `[Executor] _forward_step {iter}: {n} ctx
+//!   reqs, {t} ctx tokens, {m} gen reqs`; older `… {iter}: {n} ctx reqs, {m} gen reqs`,
+//!   `[Executor] _forward_step: …` and `_forward_step: …`
+//! - PyTorch: `ProfilerStep#N` (a step, no composition, kind unknown)
+//! - any of these under `torch.autograd.profiler.emit_nvtx`, which appends `, seq = N`,
+//!   `, op_id = N`, `, sizes = […]`: the suffix is ignored.
+//!
+//! Counts are bounded: a name claiming more than 2^31 tokens or requests, or counts that
+//! contradict each other, is still a step but its composition is refused (kind unknown)
+//! with a reason the report shows as a warning.
 
 use std::sync::OnceLock;
 
@@ -60,7 +72,7 @@ pub struct GroupAggregates {
 /// The batch a step ran, as its span name states it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchComposition {
-    /// `vllm` or `sglang`.
+    /// `vllm`, `sglang` or `trtllm`.
     pub engine: String,
     /// SGLang stage label (DECODE, EXTEND, …) or vLLM's `execute`.
     pub stage: String,
@@ -74,19 +86,22 @@ pub struct BatchComposition {
     pub generation: GroupAggregates,
     /// SGLang `forward_id`.
     pub forward_id: Option<u64>,
+    /// TensorRT-LLM executor iteration (`_forward_step {iter}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u64>,
 }
 
 impl BatchComposition {
     /// Σ over both groups of a field, when every present group has it.
     fn sum(&self, f: impl Fn(&GroupAggregates) -> Option<u64>) -> Option<u64> {
         let groups = [&self.context, &self.generation];
-        let mut total = 0;
+        let mut total: u64 = 0;
         let mut any = false;
         for g in groups {
             let empty = g.requests == Some(0) && g.sq.unwrap_or(0) == 0;
             match f(g) {
                 Some(v) => {
-                    total += v;
+                    total = total.saturating_add(v);
                     any = true;
                 }
                 None if empty => {}
@@ -131,20 +146,219 @@ fn num(s: Option<regex::Match<'_>>) -> Option<u64> {
     s.and_then(|m| m.as_str().parse().ok())
 }
 
-/// Whether a name looks like an engine step span at all (cheap prefilter).
-pub fn is_engine_step_name(name: &str) -> bool {
-    name.starts_with("execute_") || name.starts_with("step[")
+/// Largest token or request count a name may claim (2^31): anything above is a corrupt
+/// or hostile name, not a batch.
+pub const MAX_COUNT: u64 = 1 << 31;
+
+/// The name without the suffix `torch.autograd.profiler.emit_nvtx` appends
+/// (`, seq = N`, `, op_id = N`, `, sizes = […]`).
+pub fn strip_emit_nvtx(name: &str) -> &str {
+    let mut end = name.len();
+    for tag in [", seq = ", ", op_id = ", ", sizes = ["] {
+        if let Some(p) = name.find(tag) {
+            end = end.min(p);
+        }
+    }
+    &name[..end]
 }
 
-/// Parse a vLLM or SGLang step-span name; None when it is neither.
-pub fn parse(name: &str) -> Option<ParsedStep> {
-    if name.starts_with("execute_") {
+/// Whether a name looks like an engine step marker at all (cheap prefilter).
+pub fn is_engine_step_name(name: &str) -> bool {
+    let n = name.as_bytes();
+    n.starts_with(b"execute_")
+        || n.starts_with(b"step[")
+        || n.starts_with(b"[Executor] _forward_step")
+        || n.starts_with(b"_forward_step")
+        || n.starts_with(b"ProfilerStep#")
+}
+
+/// Names that are never steps even when they match a step pattern: CUDA-graph capture
+/// and vLLM's warm-up dummy runs.
+pub fn is_never_step(name: &str) -> bool {
+    name.starts_with("capture_") || name.contains("_dummy_run")
+}
+
+/// What a marker name says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Marker {
+    /// Not a step marker.
+    NotStep,
+    /// A step marker with its composition (kind unknown and empty composition for
+    /// `ProfilerStep#N`).
+    Step(Box<ParsedStep>),
+    /// A step marker whose numbers are refused; the reason says why.
+    Refused(String),
+}
+
+/// Classify a name as a step marker (emit_nvtx suffix ignored).
+pub fn marker(name: &str) -> Marker {
+    let name = strip_emit_nvtx(name);
+    if !is_engine_step_name(name) || is_never_step(name) {
+        return Marker::NotStep;
+    }
+    // Any number in the name beyond 2^62 (or beyond u64 altogether) cannot be a count:
+    // refuse, when the name is a marker at all (checked with the number shrunk), before
+    // the patterns would quietly drop the field.
+    if let Some(big) = name
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|d| !d.is_empty() && d.parse::<u64>().map_or(true, |v| v > 1 << 62))
+    {
+        let shrunk: String = name
+            .split_inclusive(|c: char| !c.is_ascii_digit())
+            .map(|part| {
+                let digits = part.trim_end_matches(|c: char| !c.is_ascii_digit());
+                if digits.len() == part.len() || digits == big {
+                    part.replacen(digits, if digits == big { "1" } else { digits }, 1)
+                } else {
+                    part.to_owned()
+                }
+            })
+            .collect();
+        return match marker(&shrunk) {
+            Marker::NotStep => Marker::NotStep,
+            _ => Marker::Refused(format!(
+                "step name {name:?}: number {big} is out of range: composition ignored"
+            )),
+        };
+    }
+    let parsed = if name.starts_with("execute_") {
         parse_vllm(name)
     } else if name.starts_with("step[") {
         parse_sglang(name)
+    } else if let Some(n) = name.strip_prefix("ProfilerStep#") {
+        return match n.parse::<u64>() {
+            Ok(_) => Marker::Step(Box::new(ParsedStep {
+                kind: StepKind::Unknown,
+                composition: BatchComposition {
+                    engine: "pytorch".into(),
+                    stage: "ProfilerStep".into(),
+                    ..Default::default()
+                },
+            })),
+            Err(_) => Marker::NotStep,
+        };
     } else {
-        None
+        parse_trtllm(name)
+    };
+    match parsed {
+        None => Marker::NotStep,
+        Some(p) => match refuse_reason(&p.composition) {
+            Some(why) => Marker::Refused(format!("step name {name:?}: {why}")),
+            None => Marker::Step(Box::new(p)),
+        },
     }
+}
+
+/// Parse a step marker name; None when it is none, or when its numbers are refused.
+pub fn parse(name: &str) -> Option<ParsedStep> {
+    match marker(name) {
+        Marker::Step(p) => Some(*p),
+        _ => None,
+    }
+}
+
+/// Why a parsed composition cannot be believed: counts out of range or contradicting
+/// each other.
+fn refuse_reason(c: &BatchComposition) -> Option<String> {
+    let counts = [
+        ("requests", c.requests),
+        ("tokens", c.tokens),
+        ("context requests", c.context.requests),
+        ("context tokens", c.context.sq),
+        ("context KV length", c.context.sk),
+        ("generation requests", c.generation.requests),
+        ("generation tokens", c.generation.sq),
+        ("generation KV length", c.generation.sk),
+    ];
+    for (what, v) in counts {
+        if v.is_some_and(|v| v > MAX_COUNT) {
+            return Some(format!(
+                "{what} {} is beyond 2^31: composition ignored",
+                v.unwrap_or(0)
+            ));
+        }
+    }
+    for (what, v) in [
+        ("ΣN_Q²", c.context.sqsq),
+        ("ΣN_Q·N_KV", c.context.sqsk),
+        ("ΣN_Q²", c.generation.sqsq),
+        ("ΣN_Q·N_KV", c.generation.sqsk),
+    ] {
+        if v.is_some_and(|v| v > 1 << 62) {
+            return Some(format!("{what} is beyond 2^62: composition ignored"));
+        }
+    }
+    let (cr, gr) = (c.context.requests, c.generation.requests);
+    if let (Some(r), Some(a), Some(b)) = (c.requests, cr, gr) {
+        if a.checked_add(b) != Some(r) {
+            return Some(format!(
+                "{a} context + {b} generation requests is not the {r} stated: composition ignored"
+            ));
+        }
+    }
+    if let (Some(t), Some(a), Some(b)) = (c.tokens, c.context.sq, c.generation.sq) {
+        if a.checked_add(b) != Some(t) {
+            return Some(format!(
+                "{a} context + {b} generation tokens is not the {t} stated: composition ignored"
+            ));
+        }
+    }
+    for g in [&c.context, &c.generation] {
+        if let (Some(r), Some(q)) = (g.requests, g.sq) {
+            if q < r {
+                return Some(format!(
+                    "{q} tokens for {r} requests (each request schedules at least one): composition ignored"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// TensorRT-LLM PyExecutor's `_forward_step` NVTX range.
+fn parse_trtllm(name: &str) -> Option<ParsedStep> {
+    static FULL: OnceLock<Regex> = OnceLock::new();
+    static BARE: OnceLock<Regex> = OnceLock::new();
+    let full = re(
+        &FULL,
+        r"^(?:\[Executor\] )?_forward_step(?: (\d+))?: (\d+) ctx reqs?,(?: (\d+) ctx tokens?,)? (\d+) gen reqs?$",
+    );
+    let mut c = BatchComposition {
+        engine: "trtllm".into(),
+        stage: "forward_step".into(),
+        ..Default::default()
+    };
+    if let Some(m) = full.captures(name) {
+        c.iteration = num(m.get(1));
+        c.context.requests = num(m.get(2));
+        c.context.sq = num(m.get(3));
+        c.generation.requests = num(m.get(4));
+        // One new token per generation request (no speculative decoding stated).
+        c.generation.sq = c.generation.requests;
+        let (ctx, gen) = (
+            c.context.requests.unwrap_or(0),
+            c.generation.requests.unwrap_or(0),
+        );
+        c.requests = ctx.checked_add(gen);
+        if let (Some(a), Some(b)) = (c.context.sq, c.generation.sq) {
+            c.tokens = a.checked_add(b);
+        }
+        return Some(ParsedStep {
+            kind: vllm_kind(ctx, gen),
+            composition: c,
+        });
+    }
+    // A `_forward_step` range whose text carries no counts: a step of unknown kind.
+    let bare = re(
+        &BARE,
+        r"^(?:\[Executor\] )?_forward_step(?: (\d+))?(?::.*)?$",
+    );
+    let m = bare.captures(name)?;
+    c.iteration = num(m.get(1));
+    Some(ParsedStep {
+        kind: StepKind::Unknown,
+        composition: c,
+    })
 }
 
 fn vllm_kind(ctx: u64, gen: u64) -> StepKind {
@@ -231,10 +445,10 @@ fn parse_vllm(name: &str) -> Option<ParsedStep> {
     }
     let ctx = c.context.requests.unwrap_or(0);
     let gen = c.generation.requests.unwrap_or(0);
-    c.requests = Some(ctx + gen);
+    c.requests = ctx.checked_add(gen);
     if c.tokens.is_none() {
         c.tokens = match (c.context.sq, c.generation.sq) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => a.checked_add(b),
             _ => None,
         };
     }
@@ -340,6 +554,7 @@ pub fn merge_inner(outer: &BatchComposition, inner: &BatchComposition) -> BatchC
         context: fill(inner.context, outer.context),
         generation: fill(inner.generation, outer.generation),
         forward_id: inner.forward_id.or(outer.forward_id),
+        iteration: inner.iteration.or(outer.iteration),
     }
 }
 
@@ -435,5 +650,111 @@ mod tests {
         assert_eq!(m.stage, "DECODE");
         assert_eq!(m.sum_kv(), Some(55086));
         assert_eq!(m.requests, Some(32));
+    }
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::*;
+
+    #[test]
+    fn trtllm_forms() {
+        let p =
+            parse("[Executor] _forward_step 12: 2 ctx reqs, 300 ctx tokens, 5 gen reqs").unwrap();
+        assert_eq!(p.kind, StepKind::Mixed);
+        let c = &p.composition;
+        assert_eq!(c.engine, "trtllm");
+        assert_eq!(c.iteration, Some(12));
+        assert_eq!(c.context.requests, Some(2));
+        assert_eq!(c.context.sq, Some(300));
+        assert_eq!(c.generation.requests, Some(5));
+        assert_eq!(c.requests, Some(7));
+        assert_eq!(c.tokens, Some(305));
+        let p = parse("[Executor] _forward_step 3: 0 ctx reqs, 64 gen reqs").unwrap();
+        assert_eq!(p.kind, StepKind::Decode);
+        assert_eq!(p.composition.generation.requests, Some(64));
+        assert_eq!(p.composition.context.sq, None);
+        let p = parse("[Executor] _forward_step: 4 ctx reqs, 0 gen reqs").unwrap();
+        assert_eq!(p.kind, StepKind::Prefill);
+        assert_eq!(p.composition.iteration, None);
+        assert_eq!(p.composition.context.requests, Some(4));
+        let p = parse("_forward_step: 1 ctx reqs, 2 gen reqs").unwrap();
+        assert_eq!(p.kind, StepKind::Mixed);
+        assert_eq!(p.composition.requests, Some(3));
+        // A `_forward_step` range without counts is a step of unknown kind.
+        let p = parse("[Executor] _forward_step 9").unwrap();
+        assert_eq!(p.kind, StepKind::Unknown);
+        assert_eq!(p.composition.iteration, Some(9));
+        assert!(parse("_forward_step_helper").is_none());
+    }
+
+    #[test]
+    fn profiler_step_and_emit_nvtx_suffixes() {
+        let p = parse("ProfilerStep#6").unwrap();
+        assert_eq!(p.kind, StepKind::Unknown);
+        assert_eq!(p.composition.requests, None);
+        assert!(parse("ProfilerStep#").is_none());
+        assert!(parse("ProfilerStep#x").is_none());
+        assert_eq!(
+            strip_emit_nvtx("step[DECODE bs=8], seq = 12, op_id = 40"),
+            "step[DECODE bs=8]"
+        );
+        assert_eq!(
+            strip_emit_nvtx("ProfilerStep#2, sizes = [[1, 2]]"),
+            "ProfilerStep#2"
+        );
+        let p =
+            parse("execute_context_0(0)_generation_8(8), seq = 3, op_id = 7, sizes = []").unwrap();
+        assert_eq!(p.kind, StepKind::Decode);
+        assert_eq!(p.composition.requests, Some(8));
+        let p =
+            parse("[Executor] _forward_step 1: 1 ctx reqs, 17 ctx tokens, 0 gen reqs, op_id = 2")
+                .unwrap();
+        assert_eq!(p.composition.context.sq, Some(17));
+    }
+
+    #[test]
+    fn never_steps() {
+        assert!(parse("capture_32_FULL").is_none());
+        // A huge number in a name that is no marker pattern is simply not a step.
+        assert_eq!(
+            marker("execute_foo_99999999999999999999999"),
+            Marker::NotStep
+        );
+        assert_eq!(marker("execute_dummy_run"), Marker::NotStep);
+        assert!(parse("aten::mm").is_none());
+    }
+
+    #[test]
+    fn absurd_numbers_are_refused() {
+        // 2^31 + 1 requests.
+        let m = marker("step[DECODE bs=2147483649]");
+        assert!(
+            matches!(&m, Marker::Refused(w) if w.contains("2^31")),
+            "{m:?}"
+        );
+        assert!(parse("step[DECODE bs=2147483649]").is_none());
+        // Beyond u64 entirely: not parsed as a number, so not a composition either.
+        assert!(matches!(
+            marker("execute_context_1(99999999999999999999999)_generation_0(0)"),
+            Marker::Refused(_)
+        ));
+        // 3 + 4 ≠ 5 requests.
+        assert!(matches!(
+            marker("step[MIXED bs=5 c=3 g=4]"),
+            Marker::Refused(_)
+        ));
+        // Detailed vLLM: T = 10 but 4 + 4 tokens scheduled.
+        assert!(matches!(
+            marker("execute_10_context_1(sq4sk4sqsq16sqsk16)_generation_4(sq4sk40sqsq4sqsk40)"),
+            Marker::Refused(_)
+        ));
+        // 2 context requests with 1 token between them.
+        assert!(matches!(
+            marker("[Executor] _forward_step 1: 2 ctx reqs, 1 ctx tokens, 0 gen reqs"),
+            Marker::Refused(_)
+        ));
+        // At the limit is still accepted.
+        assert!(parse("step[DECODE bs=2147483648]").is_some());
     }
 }

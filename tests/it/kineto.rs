@@ -267,16 +267,29 @@ fn step_annotations_are_ranges_with_their_spans() {
 
     let mi = ranges(&load(&fixture(VLLM_MI300X)).unwrap());
     let name = "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)";
+    // The one python_function kept is the step function (ts 6520618853509.293,
+    // dur 2324.868); the file's thousands of other python_function events are not.
+    let py = RangeKind::PythonStack as u32;
     assert_eq!(
         mi,
-        vec![(
-            name.into(),
-            host,
-            851,
-            851,
-            6_520_618_853_487_683,
-            6_520_618_853_487_683 + 2_408_598
-        )]
+        vec![
+            (
+                name.into(),
+                host,
+                851,
+                851,
+                6_520_618_853_487_683,
+                6_520_618_853_487_683 + 2_408_598
+            ),
+            (
+                "vllm/v1/worker/gpu_model_runner.py(3380): execute_model".into(),
+                py,
+                851,
+                851,
+                6_520_618_853_509_293,
+                6_520_618_853_509_293 + 2_324_868
+            )
+        ]
     );
 
     let sg = ranges(&load(&fixture(SGLANG)).unwrap());
@@ -297,7 +310,27 @@ fn step_annotations_are_ranges_with_their_spans() {
         4_909_914_216_204_635,
         4_909_914_216_204_635 + 465_716_634
     )));
-    assert_eq!(sg.len(), 2);
+    // Two annotations and two step functions (python_function, typed from the file).
+    let py = RangeKind::PythonStack as u32;
+    assert!(sg.contains(&(
+        "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner"
+            .into(),
+        py,
+        251,
+        251,
+        4_909_914_216_210_414,
+        4_909_914_216_210_414 + 465_645_998
+    )));
+    assert!(sg.contains(&(
+        "/sgl-workspace/sglang/python/sglang/srt/managers/tp_worker.py(445): forward_batch_generation"
+            .into(),
+        py,
+        251,
+        251,
+        4_909_914_216_334_700,
+        4_909_914_216_334_700 + 465_392_089
+    )));
+    assert_eq!(sg.len(), 4);
 }
 
 #[test]
@@ -523,7 +556,10 @@ fn a_directory_of_two_ranks() {
     pids.dedup();
     assert_eq!(pids, vec![851, 10_000_851]);
     let r = t.ranges_view().unwrap();
-    assert_eq!(r.pid, &[851, 10_000_851]);
+    // Each rank's annotation and its python-stack step function.
+    let mut pids = r.pid.to_vec();
+    pids.sort_unstable();
+    assert_eq!(pids, &[851, 851, 10_000_851, 10_000_851]);
     assert!(t.meta.warnings.iter().any(|w| w.contains("renumbered")));
 }
 
@@ -707,7 +743,7 @@ fn same_numbers_from_both_formats() {
         let nums = |s: &stepgate::timing::steps::Step| -> Vec<(String, u64, i64, i64)> {
             s.top_kernels
                 .iter()
-                .map(|k| (k.name.clone(), k.instances, k.total_ns, k.exclusive_ns))
+                .map(|k| (k.name.to_string(), k.instances, k.total_ns, k.exclusive_ns))
                 .collect()
         };
         assert_eq!(nums(a), nums(b));

@@ -12,3 +12,4 @@ mod launch_probe;
 mod nsys_ingest;
 mod shapes;
 mod steps;
+mod steps_real;

@@ -3,7 +3,7 @@
 
 use stepgate::categories::Categorizer;
 use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
+use stepgate::timing::steps::{find_steps, FoundBy, StepOptions, StepSource};
 use stepgate::trace::*;
 
 struct B {
@@ -23,6 +23,9 @@ impl B {
         }
     }
     fn range(&mut self, pid: i64, tid: i64, s: i64, e: i64, name: &str) {
+        self.range_of(RangeKind::HostPushPop, pid, tid, s, e, name);
+    }
+    fn range_of(&mut self, kind: RangeKind, pid: i64, tid: i64, s: i64, e: i64, name: &str) {
         let n = self.i.intern(name);
         self.ranges.push(RangeRow {
             pid,
@@ -31,7 +34,7 @@ impl B {
             end_ns: e,
             name_id: n,
             domain_id: 0,
-            kind: RangeKind::HostPushPop,
+            kind,
         });
     }
     fn call(&mut self, pid: i64, tid: i64, s: i64, e: i64, name: &str, corr: i64) {
@@ -149,8 +152,8 @@ fn hand_built_steps_match_hand_computed_values() {
     assert_eq!(b.idle_before_ns, Some(2100 - 750));
     assert_eq!(b.period_ns, None);
     // g1 twice: 100 + 100 exclusive; g2 only its 50 past g1's end.
-    let g1 = b.top_kernels.iter().find(|k| k.name == "g1").unwrap();
-    let g2 = b.top_kernels.iter().find(|k| k.name == "g2").unwrap();
+    let g1 = b.top_kernels.iter().find(|k| &*k.name == "g1").unwrap();
+    let g2 = b.top_kernels.iter().find(|k| &*k.name == "g2").unwrap();
     assert_eq!((g1.instances, g1.exclusive_ns, g1.total_ns), (2, 200, 200));
     assert_eq!((g2.instances, g2.exclusive_ns, g2.total_ns), (1, 50, 100));
     let c = &r.steps[2];
@@ -209,6 +212,459 @@ fn outer_range_is_the_step_and_keeps_the_inner_name() {
     assert_eq!(c.sum_kv(), Some(65536));
 }
 
+fn auto(t: &Trace) -> stepgate::timing::steps::StepsReport {
+    find_steps(t, &StepOptions::default(), &Categorizer::default()).unwrap()
+}
+
+#[test]
+fn trtllm_forward_steps_with_composition_tail_and_ignored_capture_ranges() {
+    let mut b = B::new();
+    b.range(
+        1,
+        11,
+        100,
+        1000,
+        "[Executor] _forward_step 7: 1 ctx reqs, 100 ctx tokens, 2 gen reqs",
+    );
+    b.call(1, 11, 110, 120, "cudaLaunchKernel_v7000", 1);
+    b.op(1, 0, 7, 500, 600, "gemm", OpKind::Kernel, 1);
+    // Sampling launched after the span, before the next step: the step's tail.
+    b.call(1, 11, 1100, 1110, "cudaLaunchKernel_v7000", 2);
+    b.op(1, 0, 7, 650, 700, "sample", OpKind::Kernel, 2);
+    // emit_nvtx suffix on the second step.
+    b.range(
+        1,
+        11,
+        2000,
+        3000,
+        "[Executor] _forward_step 8: 0 ctx reqs, 3 gen reqs, op_id = 5",
+    );
+    b.call(1, 11, 2010, 2020, "cudaLaunchKernel_v7000", 3);
+    b.op(1, 0, 7, 2100, 2200, "gemm", OpKind::Kernel, 3);
+    // Graph capture is never a step, even with a step-like name.
+    b.range(1, 11, 3100, 3200, "capture_32_FULL");
+    let t = b.trace();
+    let r = auto(&t);
+    assert_eq!(r.found_by, FoundBy::Marker);
+    assert_eq!(r.exact_steps_hint, None);
+    assert_eq!(r.steps.len(), 2);
+    let (a, c) = (&r.steps[0], &r.steps[1]);
+    assert_eq!(a.kind, StepKind::Mixed);
+    let comp = a.composition.as_ref().unwrap();
+    assert_eq!((comp.engine.as_str(), comp.iteration), ("trtllm", Some(7)));
+    assert_eq!(
+        (
+            comp.context.requests,
+            comp.context.sq,
+            comp.generation.requests
+        ),
+        (Some(1), Some(100), Some(2))
+    );
+    assert_eq!(c.kind, StepKind::Decode);
+    assert_eq!(c.composition.as_ref().unwrap().generation.requests, Some(3));
+    // Busy is the span's own op [500, 600]; the tail adds [650, 700].
+    assert_eq!(
+        (a.busy_ns, a.tail_busy_ns, a.tail_kernels, a.tail_ops),
+        (100, 50, 1, 1)
+    );
+    assert_eq!((c.busy_ns, c.tail_busy_ns, c.tail_ops), (100, 0, 0));
+    let o = &r.outside_steps[0];
+    assert_eq!(
+        (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+        (0, 0, 0, 250)
+    );
+}
+
+#[test]
+fn absurd_marker_counts_are_a_step_of_unknown_kind_with_a_warning() {
+    let mut b = B::new();
+    b.range(1, 11, 100, 1000, "step[DECODE bs=99999999999]");
+    b.call(1, 11, 110, 120, "cudaLaunchKernel_v7000", 1);
+    b.op(1, 0, 7, 500, 600, "k", OpKind::Kernel, 1);
+    let r = auto(&b.trace());
+    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps[0].kind, StepKind::Unknown);
+    assert!(r.steps[0].composition.is_none());
+    assert!(
+        r.warnings.iter().any(|w| w.contains("2^31")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// One launch per iteration at k·period + 10 (op at +20..+60), then a DtoH copy and a
+/// stream sync ending at k·period + 100.
+fn synced(periods: &[i64]) -> Trace {
+    let mut b = B::new();
+    let mut t0 = 0;
+    for (k, p) in std::iter::once(&0).chain(periods).enumerate() {
+        t0 += p;
+        let corr = 2 * k as i64 + 1;
+        b.call(1, 11, t0 + 10, t0 + 15, "cudaLaunchKernel_v7000", corr);
+        b.op(1, 0, 7, t0 + 20, t0 + 60, "k", OpKind::Kernel, corr);
+        b.call(1, 11, t0 + 20, t0 + 25, "cudaMemcpyAsync_v3020", corr + 1);
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 60,
+            t0 + 62,
+            "[memcpy DtoH]",
+            OpKind::Memcpy,
+            corr + 1,
+        );
+        b.call(1, 11, t0 + 30, t0 + 100, "cudaStreamSynchronize_v3020", -1);
+    }
+    b.trace()
+}
+
+#[test]
+fn recurring_syncs_are_step_boundaries_only_with_a_stable_period() {
+    let r = auto(&synced(&[1000, 1000, 1000]));
+    assert_eq!(r.found_by, FoundBy::Sync);
+    assert!(r.exact_steps_hint.is_some());
+    // Boundaries at 100, 1100, 2100, 3100: three steps, each holding the next
+    // iteration's launch (42 ns busy: kernel 40 + copy 2); iteration 0 is before them.
+    assert_eq!(r.steps.len(), 3);
+    for (j, s) in r.steps.iter().enumerate() {
+        let j = j as i64;
+        assert_eq!(
+            (s.cpu_start_ns, s.cpu_end_ns),
+            (Some(j * 1000 + 100), Some(j * 1000 + 1100))
+        );
+        assert_eq!((s.busy_ns, s.kernels, s.ops), (42, 1, 2));
+        assert_eq!(s.kind, StepKind::Unknown);
+        assert_eq!(s.found_by, FoundBy::Sync);
+    }
+    assert_eq!(r.outside_steps[0].before_ns, 42);
+    // Periods 1000, 20000, 100, 40000: none within ±50 % of the median, so no sync
+    // steps; nothing else is there but idle gaps.
+    let r = auto(&synced(&[1000, 20000, 100, 40000]));
+    assert_eq!(r.found_by, FoundBy::Gaps);
+    // Two boundaries are not enough either.
+    let r = auto(&synced(&[1000]));
+    assert_eq!(r.found_by, FoundBy::Gaps);
+}
+
+#[test]
+fn sync_segments_replaying_a_graph_are_decode_guesses_and_eager_ones_prefill_by_sync() {
+    // SGLang under nsys, no NVTX: decode = one graph launch, prefill = eager launches,
+    // each iteration ends with a DtoH copy and a stream sync. Iterations D D D P D D D.
+    let mut b = B::new();
+    let mut t0 = 0;
+    let mut corr = 0;
+    for (k, prefill) in [false, false, false, true, false, false, false]
+        .iter()
+        .enumerate()
+    {
+        t0 += if k == 0 {
+            0
+        } else if *prefill {
+            5000
+        } else {
+            1000
+        };
+        let n = if *prefill { 3 } else { 1 };
+        for j in 0..n {
+            corr += 1;
+            let name = if *prefill {
+                "cudaLaunchKernel_v7000"
+            } else {
+                "cudaGraphLaunch_v10000"
+            };
+            b.call(1, 11, t0 + 10 + j, t0 + 11 + j, name, corr);
+            b.op(
+                1,
+                0,
+                7,
+                t0 + 20 + 50 * j,
+                t0 + 60 + 50 * j,
+                "k",
+                OpKind::Kernel,
+                corr,
+            );
+        }
+        b.call(1, 11, t0 + 30, t0 + 100, "cudaStreamSynchronize_v3020", -1);
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Sync);
+    // Seven boundaries, six steps: each holds the iteration after its opening sync.
+    assert_eq!(r.steps.len(), 6);
+    let by: Vec<(FoundBy, Option<StepKind>, u64)> = r
+        .steps
+        .iter()
+        .map(|s| (s.found_by, s.kind_guess, s.kernels))
+        .collect();
+    let d = (FoundBy::Graphs, Some(StepKind::Decode), 1);
+    assert_eq!(by, vec![d, d, (FoundBy::Sync, None, 3), d, d, d]);
+    assert!(r.steps.iter().all(|s| s.kind == StepKind::Unknown));
+}
+
+#[test]
+fn scheduler_scopes_are_steps_and_the_sample_scope_is_the_tail() {
+    // vLLM custom scopes: forward then sample on the same thread, twice.
+    let mut b = B::new();
+    for k in 0..2i64 {
+        let t0 = k * 10_000;
+        b.range(1, 11, t0 + 100, t0 + 1000, "gpu_model_runner: forward");
+        b.call(
+            1,
+            11,
+            t0 + 110,
+            t0 + 120,
+            "cudaLaunchKernel_v7000",
+            2 * k + 1,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 500,
+            t0 + 700,
+            "gemm",
+            OpKind::Kernel,
+            2 * k + 1,
+        );
+        b.range(1, 11, t0 + 1100, t0 + 1500, "gpu_model_runner: sample");
+        b.call(
+            1,
+            11,
+            t0 + 1110,
+            t0 + 1120,
+            "cudaLaunchKernel_v7000",
+            2 * k + 2,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            t0 + 1200,
+            t0 + 1210,
+            "sampler",
+            OpKind::Kernel,
+            2 * k + 2,
+        );
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Scheduler);
+    assert_eq!(r.method, "scheduler");
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("vLLM")));
+    assert_eq!(r.steps.len(), 2);
+    for s in &r.steps {
+        assert_eq!(s.name, "gpu_model_runner: forward");
+        assert_eq!((s.busy_ns, s.tail_busy_ns, s.tail_kernels), (200, 10, 1));
+    }
+    // SGLang's scheduler.run_batch under nsys: the hint names the torch-profiler span.
+    let mut b = B::new();
+    for k in 0..3i64 {
+        b.range(1, 11, k * 1000, k * 1000 + 500, "scheduler.run_batch");
+        b.call(
+            1,
+            11,
+            k * 1000 + 10,
+            k * 1000 + 20,
+            "cudaLaunchKernel_v7000",
+            k + 1,
+        );
+        b.op(
+            1,
+            0,
+            7,
+            k * 1000 + 30,
+            k * 1000 + 90,
+            "k",
+            OpKind::Kernel,
+            k + 1,
+        );
+    }
+    let r = auto(&b.trace());
+    assert_eq!((r.found_by, r.steps.len()), (FoundBy::Scheduler, 3));
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("step[")));
+}
+
+#[test]
+fn sglang_overlap_python_spans_come_from_the_launching_thread() {
+    // run_batch on the scheduler thread launches nothing; forward_batch_generation on
+    // the overlap thread launches the work: that family is the step.
+    let mut b = B::new();
+    let py = RangeKind::PythonStack;
+    for k in 0..3i64 {
+        let t0 = k * 1000;
+        b.range_of(
+            py,
+            1,
+            11,
+            t0,
+            t0 + 400,
+            "x/sglang/srt/managers/scheduler.py(900): run_batch",
+        );
+        b.range_of(
+            py,
+            1,
+            12,
+            t0 + 50,
+            t0 + 600,
+            "x/sglang/srt/managers/tp_worker.py(445): forward_batch_generation",
+        );
+        b.call(1, 12, t0 + 60, t0 + 70, "cudaGraphLaunch_v10000", k + 1);
+        b.op(1, 0, 7, t0 + 100, t0 + 300, "g", OpKind::Kernel, k + 1);
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Python);
+    assert_eq!(r.steps.len(), 3);
+    assert!(r
+        .steps
+        .iter()
+        .all(|s| s.tid == Some(12) && s.busy_ns == 200));
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("SGLang")));
+}
+
+#[test]
+fn kineto_ops_without_a_launching_call_join_the_step_by_its_gpu_window() {
+    let mut b = B::new();
+    b.range(1, 11, 100, 1000, "ProfilerStep#3");
+    // Kineto's GPU-side span of the annotation: pid holds the device.
+    b.range_of(RangeKind::GpuAnnotation, 0, 7, 400, 900, "ProfilerStep#3");
+    b.call(1, 11, 110, 120, "cudaLaunchKernel_v7000", 1);
+    b.op(1, 0, 7, 500, 600, "k", OpKind::Kernel, 1);
+    // No launching call in the trace: inside the GPU window, and after it.
+    b.op(1, 0, 7, 650, 700, "lost", OpKind::Kernel, 77);
+    b.op(1, 0, 7, 950, 990, "late", OpKind::Kernel, 78);
+    let mut t = b.trace();
+    t.meta.format = SourceFormat::Kineto;
+    let r = auto(&t);
+    assert_eq!(r.steps.len(), 1);
+    let s = &r.steps[0];
+    assert_eq!((s.busy_ns, s.ops, s.gpu_end_ns), (150, 2, Some(700)));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("1 op(s)") && n.contains("time-window")));
+    let o = &r.outside_steps[0];
+    assert_eq!(
+        (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+        (0, 0, 40, 190)
+    );
+    // nsys always records the launch: no fallback there.
+    t.meta.format = SourceFormat::Nsys;
+    let r = auto(&t);
+    assert_eq!(r.steps[0].busy_ns, 100);
+    assert!(!r.notes.iter().any(|n| n.contains("time-window")));
+}
+
+#[test]
+fn vllm_tp_python_spans_one_worker_per_rank_outermost_with_sampling_tail() {
+    let mut b = B::new();
+    let py = RangeKind::PythonStack;
+    for (rank, pid) in [(0i64, 100i64), (1, 200)] {
+        let tid = pid + 1;
+        for k in 0..2i64 {
+            let t0 = k * 10_000;
+            b.range_of(
+                py,
+                pid,
+                tid,
+                t0 + 100,
+                t0 + 5000,
+                "vllm/v1/worker/gpu_worker.py(263): execute_model",
+            );
+            b.range_of(
+                py,
+                pid,
+                tid,
+                t0 + 200,
+                t0 + 4000,
+                "vllm/v1/worker/gpu_model_runner.py(1002): execute_model",
+            );
+            let corr = 10 * k + 1;
+            // One piece launched in the outer span but outside the inner one.
+            b.call(pid, tid, t0 + 150, t0 + 160, "cudaLaunchKernel_v7000", corr);
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 1000,
+                t0 + 1100,
+                "prep",
+                OpKind::Kernel,
+                corr,
+            );
+            b.call(
+                pid,
+                tid,
+                t0 + 300,
+                t0 + 310,
+                "cudaGraphLaunch_v10000",
+                corr + 1,
+            );
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 1200,
+                t0 + 1500,
+                "piece",
+                OpKind::Kernel,
+                corr + 1,
+            );
+            // Sampling after execute_model returns (sample_tokens in vLLM ≥ 0.11.2).
+            b.call(
+                pid,
+                tid,
+                t0 + 6000,
+                t0 + 6010,
+                "cudaLaunchKernel_v7000",
+                corr + 2,
+            );
+            b.op(
+                pid,
+                rank,
+                7,
+                t0 + 6100,
+                t0 + 6130,
+                "sampler",
+                OpKind::Kernel,
+                corr + 2,
+            );
+        }
+    }
+    let r = auto(&b.trace());
+    assert_eq!(r.found_by, FoundBy::Python);
+    assert!(r
+        .exact_steps_hint
+        .as_deref()
+        .is_some_and(|h| h.contains("vLLM")));
+    assert_eq!(r.series.len(), 2);
+    assert_eq!(r.steps.len(), 4);
+    for s in &r.steps {
+        let t0 = s.index as i64 * 10_000;
+        assert_eq!(s.name, "vllm/v1/worker/gpu_worker.py(263): execute_model");
+        assert_eq!(
+            (s.cpu_start_ns, s.cpu_end_ns),
+            (Some(t0 + 100), Some(t0 + 5000))
+        );
+        assert_eq!((s.busy_ns, s.launches, s.kernels), (400, 2, 2));
+        assert_eq!((s.tail_busy_ns, s.tail_ops), (30, 1));
+        assert_eq!(s.kind, StepKind::Unknown);
+    }
+    assert_eq!(r.ranks.len(), 2);
+    for o in &r.outside_steps {
+        assert_eq!(
+            (o.before_ns, o.between_ns, o.after_ns, o.busy_ns),
+            (0, 0, 0, 2 * 430)
+        );
+    }
+}
+
 mod generated {
     //! Steps on generated nsys exports (real 2026.2 DDL), checked against the generator's
     //! own schedule arithmetic, and on the real fastvideo export against SQL.
@@ -218,7 +674,7 @@ mod generated {
     use stepgate::synth::workload::*;
     use stepgate::synth::Layout;
     use stepgate::timing::stepname::StepKind;
-    use stepgate::timing::steps::{find_steps, StepOptions, StepSource, StepsReport};
+    use stepgate::timing::steps::{find_steps, FoundBy, StepOptions, StepSource, StepsReport};
 
     fn run(scn: &Scenario, opts: &StepOptions) -> (Expected, StepsReport) {
         let dir = tempfile::tempdir().unwrap();
@@ -374,7 +830,13 @@ mod generated {
             &StepOptions::default(),
         );
         assert_eq!(r.method, "graphs");
+        assert_eq!(r.found_by, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 5);
+        // One full graph per step: each launch one step, kind only guessed.
+        assert!(r
+            .steps
+            .iter()
+            .all(|s| s.kind == StepKind::Unknown && s.kind_guess == Some(StepKind::Decode)));
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(
                 (s.gpu_start_ns, s.gpu_end_ns, s.busy_ns),
@@ -401,6 +863,50 @@ mod generated {
                 (s.gpu_start_ns, s.busy_ns, s.launches),
                 (e.gpu_start_ns, e.busy_ns, e.launches)
             );
+        }
+    }
+
+    #[test]
+    fn piecewise_graph_steps_without_markers_are_grouped_per_step() {
+        // Each step: graph piece, eager attention, graph piece, eager, graph piece (3
+        // different graphs per step, replayed again by the next step), no host sync.
+        let steps: Vec<StepSpec> = (0..4)
+            .map(|_| {
+                let mut k = ks(8);
+                k[2] = KernelSpec::eager("attention_eager_kernel", 7_000);
+                k[5] = KernelSpec::eager("attention_eager_kernel", 7_000);
+                let mut s = StepSpec::new(None, LaunchMode::Piecewise, k);
+                s.host_gap_before_ns = 50_000;
+                s
+            })
+            .collect();
+        let (exp, r) = run(
+            &Scenario::new(Layout::Nsys2026_2, 1, steps),
+            &StepOptions::default(),
+        );
+        assert_eq!(r.found_by, FoundBy::Graphs);
+        assert_eq!(r.method, "graphs");
+        assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
+        for (s, e) in r.steps.iter().zip(&exp.steps) {
+            assert_eq!(
+                (
+                    s.gpu_start_ns,
+                    s.gpu_end_ns,
+                    s.busy_ns,
+                    s.kernels,
+                    s.launches
+                ),
+                (
+                    e.gpu_start_ns,
+                    e.gpu_end_ns,
+                    e.busy_ns,
+                    e.kernels,
+                    e.launches
+                )
+            );
+            assert_eq!(s.name, "[3 CUDA-graph launches]");
+            assert_eq!(s.kind, StepKind::Unknown);
+            assert_eq!(s.kind_guess, None);
         }
     }
 

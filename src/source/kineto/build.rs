@@ -273,7 +273,7 @@ impl Collector {
                     is_launch,
                 });
             }
-            Class::Annotation | Class::GpuAnnotation => {
+            Class::Annotation | Class::GpuAnnotation | Class::Python => {
                 let Some(pid) = ev.pid.num else {
                     self.dropped += 1;
                     return;
@@ -286,10 +286,10 @@ impl Collector {
                     end_ns,
                     name_id,
                     domain_id: DEFAULT_DOMAIN,
-                    kind: if class == Class::Annotation {
-                        RangeKind::HostPushPop
-                    } else {
-                        RangeKind::GpuAnnotation
+                    kind: match class {
+                        Class::Annotation => RangeKind::HostPushPop,
+                        Class::Python => RangeKind::PythonStack,
+                        _ => RangeKind::GpuAnnotation,
                     },
                 });
             }

@@ -1,6 +1,8 @@
 //! One `traceEvents` element → what stepgate keeps of it. Categories are decided from
 //! `ph`/`cat` before the rest is read, so the >90 % of events that are `python_function`
-//! or `cpu_op` (KINETO.md §1) cost only the structural scan that found their end.
+//! or `cpu_op` cost only the structural scan that found their end. A `python_function`
+//! is kept only when its name ends like an engine step function (a byte suffix check on
+//! the raw name, before anything is allocated).
 
 use super::number::int_text;
 use super::scan::{Cur, JStr, Val};
@@ -15,8 +17,10 @@ pub enum Class {
     Driver,
     /// CPU `user_annotation` (a `record_function` span such as `execute_…`, `step[…]`).
     Annotation,
-    /// `gpu_user_annotation`: Kineto's GPU-side span of an annotation (KINETO.md §7).
+    /// `gpu_user_annotation`: Kineto's GPU-side span of an annotation.
     GpuAnnotation,
+    /// `python_function` whose name is an engine step function (see [`is_step_function`]).
+    Python,
     /// `ph: "M"` metadata (process names).
     Meta,
     Skip,
@@ -32,8 +36,26 @@ fn class_of_cat(cat: &[u8]) -> Class {
         b"cuda_driver" | b"Driver" => Class::Driver,
         b"user_annotation" => Class::Annotation,
         b"gpu_user_annotation" => Class::GpuAnnotation,
+        b"python_function" => Class::Python,
         _ => Class::Skip,
     }
+}
+
+/// Step functions of the engines, as python_function names end (`file.py(N): func`):
+/// vLLM V1 `gpu_worker`/`gpu_model_runner` `execute_model`; SGLang scheduler `run_batch`
+/// and `_run_batch_inner`, tp_worker `forward_batch_generation`, the ≤ 0.5.2 overlap
+/// thread's `forward_thread_func_`. Step discovery checks the file part.
+const STEP_FUNCTIONS: [&[u8]; 5] = [
+    b"): execute_model",
+    b"): run_batch",
+    b"): _run_batch_inner",
+    b"): forward_batch_generation",
+    b"): forward_thread_func_",
+];
+
+/// Whether a raw (still escaped) python_function name can be a step function.
+pub fn is_step_function(raw: &[u8]) -> bool {
+    STEP_FUNCTIONS.iter().any(|s| raw.ends_with(s))
 }
 
 /// A `pid`/`tid` value: a number, or a string such as SGLang's merged
@@ -117,7 +139,15 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
                     return Some(false);
                 }
             }
-            b"name" => ev.name = Some(c.string()?),
+            b"name" => {
+                let n = c.string()?;
+                // Most python_function events stop here: not a step function.
+                if ev.cat == b"python_function" && !is_step_function(n.raw) {
+                    skip = true;
+                    return Some(false);
+                }
+                ev.name = Some(n);
+            }
             b"pid" => ev.pid = parse_id(c.value()?),
             b"tid" => ev.tid = parse_id(c.value()?),
             b"ts" => ev.ts = Some(c.scalar()?),
@@ -136,6 +166,10 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
     })
     .ok_or(())?;
     if skip || ev.class() == Class::Skip {
+        return Ok(None);
+    }
+    // `name` before `cat` (not Kineto's order, but legal JSON): check it now.
+    if ev.class() == Class::Python && !ev.name.is_some_and(|n| is_step_function(n.raw)) {
         return Ok(None);
     }
     Ok(Some(ev))
@@ -235,6 +269,21 @@ mod tests {
             (a.device, a.stream, a.correlation, a.graph_id),
             (9, 3, 92158, -1)
         );
+    }
+
+    #[test]
+    fn python_functions_only_for_step_functions() {
+        let e = br#"{"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1750): _call_impl", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"#;
+        assert!(matches!(parse(e), Ok(None)));
+        let e = br#"{"ph": "X", "cat": "python_function", "name": "vllm/v1/worker/gpu_worker.py(263): execute_model", "pid": 1, "tid": 2, "ts": 1, "dur": 1}"#;
+        let ev = parse(e).unwrap().unwrap();
+        assert_eq!(ev.class(), Class::Python);
+        assert_eq!(ev.tid.num, Some(2));
+        // Name first, category after.
+        let e = br#"{"name": "a.py(3): helper", "ph": "X", "cat": "python_function", "ts": 1}"#;
+        assert!(matches!(parse(e), Ok(None)));
+        let e = br#"{"name": "x/scheduler.py(3): run_batch", "ph": "X", "cat": "python_function", "ts": 1}"#;
+        assert_eq!(parse(e).unwrap().unwrap().class(), Class::Python);
     }
 
     #[test]

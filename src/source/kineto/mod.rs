@@ -5,7 +5,8 @@
 //! or `pid`, stream = `args.stream` or `tid`); `cuda_runtime`/`cuda_driver` (HIP names on
 //! ROCm) → calls, joined to ops by `args.correlation` only (flow events are ignored); CPU
 //! `user_annotation` → `HostPushPop` ranges, `gpu_user_annotation` → `GpuAnnotation`
-//! ranges with pid = device. Times are integer ns relative to the file's
+//! ranges with pid = device, `python_function` of an engine step function only →
+//! `PythonStack` ranges. Times are integer ns relative to the file's
 //! `baseTimeNanoseconds` (current Kineto) or to the Unix epoch (old absolute layout);
 //! several ranks share the smallest base among them.
 

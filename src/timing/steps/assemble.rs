@@ -1,0 +1,334 @@
+//! Steps into per-rank series: order, period, idle time, per-kind summaries, rank
+//! alignment, and the GPU time no step accounts for.
+
+use std::collections::HashMap;
+
+use super::project::{gpu_annotations, Index, Raw};
+use super::{
+    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepOptions, StepsReport,
+};
+use crate::timing::overlap::category_totals;
+use crate::timing::stepname::StepKind;
+
+/// Linear-interpolated percentile (numpy's default) of sorted values.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn spread(mut v: Vec<f64>) -> Option<Spread> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(Spread {
+        median: percentile(&v, 0.5),
+        p10: percentile(&v, 0.1),
+        p90: percentile(&v, 0.9),
+    })
+}
+
+/// Per-kind summaries over the steps that have GPU work.
+pub fn summarize(steps: &[Step]) -> Vec<KindSummary> {
+    let mut kinds: Vec<StepKind> = steps
+        .iter()
+        .filter(|s| s.wall_ns.is_some())
+        .map(|s| s.kind)
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|k| {
+            let sel: Vec<&Step> = steps
+                .iter()
+                .filter(|s| s.kind == k && s.wall_ns.is_some())
+                .collect();
+            let col = |f: &dyn Fn(&Step) -> Option<f64>| {
+                spread(sel.iter().filter_map(|s| f(s)).collect())
+            };
+            KindSummary {
+                kind: k,
+                count: sel.len(),
+                wall_ns: col(&|s| s.wall_ns.map(|v| v as f64)),
+                period_ns: col(&|s| s.period_ns.map(|v| v as f64)),
+                busy_ns: col(&|s| Some(s.busy_ns as f64)),
+                gap_ns: col(&|s| s.gap_ns.map(|v| v as f64)),
+                launches: col(&|s| Some(s.launches as f64)),
+            }
+        })
+        .collect()
+}
+
+/// What discovery says about the whole report.
+pub struct Meta {
+    pub method: &'static str,
+    pub found_by: FoundBy,
+    pub hint: Option<String>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+pub fn assemble(
+    ix: &Index<'_>,
+    meta: Meta,
+    raws: Vec<Raw>,
+    claimed: &[bool],
+    opts: &StepOptions,
+) -> StepsReport {
+    let trace = ix.trace;
+    // Series: one per (pid, device), in host order (GPU order when there is no host
+    // range). A step that launched nothing joins its process's device series.
+    let mut pid_device: HashMap<i64, i64> = HashMap::new();
+    for r in &raws {
+        if let Some(d) = r.m.device {
+            pid_device.entry(r.pid).or_insert(d);
+        }
+    }
+    let dev_of = |r: &Raw| r.m.device.or_else(|| pid_device.get(&r.pid).copied());
+    let mut keys: Vec<(i64, Option<i64>)> = raws.iter().map(|r| (r.pid, dev_of(r))).collect();
+    keys.sort();
+    keys.dedup();
+    let gpu_ann = gpu_annotations(trace);
+    let mut steps: Vec<Step> = raws
+        .into_iter()
+        .map(|r| {
+            let device = dev_of(&r);
+            let series = keys.binary_search(&(r.pid, device)).unwrap_or(0);
+            let wall = match (r.m.gpu_start, r.m.gpu_end) {
+                (Some(s), Some(e)) => Some(e - s),
+                _ => None,
+            };
+            let (ann_s, ann_e) = match (r.name_id, r.m.device, r.m.gpu_start, r.m.gpu_end) {
+                (Some(id), Some(d), Some(s), Some(e)) => gpu_ann
+                    .get(&(d, id))
+                    .and_then(|v| v.iter().find(|(a, b)| *a < e && *b > s).copied())
+                    .map_or((None, None), |(a, b)| (Some(a), Some(b))),
+                _ => (None, None),
+            };
+            Step {
+                index: 0,
+                series,
+                pid: r.pid,
+                tid: r.tid,
+                device,
+                name: r.name,
+                found_by: r.found_by,
+                kind: r.kind,
+                kind_guess: r.kind_guess,
+                composition: r.composition,
+                cpu_start_ns: r.cpu.map(|c| c.0),
+                cpu_end_ns: r.cpu.map(|c| c.1),
+                cpu_ns: r.cpu.map(|c| c.1 - c.0),
+                gpu_start_ns: r.m.gpu_start,
+                gpu_end_ns: r.m.gpu_end,
+                wall_ns: wall,
+                period_ns: None,
+                idle_before_ns: None,
+                busy_ns: r.m.busy,
+                gap_ns: wall.map(|w| w - r.m.busy),
+                kernels: r.m.kernels,
+                ops: r.m.all_kernels.iter().map(|k| k.instances).sum(),
+                tail_busy_ns: r.tail.busy,
+                tail_kernels: r.tail.kernels,
+                tail_ops: r.tail.ops,
+                graph_replays: r.m.graph_replays,
+                launches: r.launches,
+                launch_host_ns: r.launch_host_ns,
+                longest_host_call: r.longest,
+                annotation_gpu_start_ns: ann_s,
+                annotation_gpu_end_ns: ann_e,
+                top_kernels: r
+                    .m
+                    .all_kernels
+                    .iter()
+                    .take(opts.top_kernels)
+                    .cloned()
+                    .collect(),
+                categories: category_totals(
+                    r.m.all_kernels
+                        .iter()
+                        .map(|k| (&*k.category, k.instances, k.total_ns, k.exclusive_ns)),
+                ),
+                attribution: None,
+                all_kernels: r.m.all_kernels,
+            }
+        })
+        .collect();
+    steps.sort_by_key(|s| {
+        (
+            s.series,
+            s.gpu_start_ns.is_none(),
+            s.gpu_start_ns.or(s.cpu_start_ns),
+        )
+    });
+    // Period and idle-before within each series, over steps with GPU work.
+    let mut series: Vec<Series> = keys
+        .iter()
+        .map(|&(pid, device)| Series {
+            pid,
+            device,
+            steps: 0,
+        })
+        .collect();
+    let mut i = 0;
+    while i < steps.len() {
+        let s = steps[i].series;
+        let mut j = i;
+        while j < steps.len() && steps[j].series == s {
+            j += 1;
+        }
+        series[s].steps = j - i;
+        for (n, k) in (i..j).enumerate() {
+            steps[k].index = n;
+        }
+        let gpu: Vec<usize> = (i..j)
+            .filter(|&k| steps[k].gpu_start_ns.is_some())
+            .collect();
+        for w in gpu.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let (next_start, prev_end) = (
+                steps[b].gpu_start_ns.unwrap_or(0),
+                steps[a].gpu_end_ns.unwrap_or(0),
+            );
+            steps[a].period_ns = Some(next_start - steps[a].gpu_start_ns.unwrap_or(0));
+            steps[b].idle_before_ns = Some(next_start - prev_end);
+        }
+        i = j;
+    }
+    let without = steps.iter().filter(|s| s.wall_ns.is_none()).count();
+    let ranks = align_ranks(&steps, &series);
+    let outside_steps = outside(ix, &steps, &series, claimed);
+    StepsReport {
+        method: meta.method.to_owned(),
+        found_by: meta.found_by,
+        exact_steps_hint: meta.hint,
+        launch_cost: None,
+        shapes: Vec::new(),
+        notes: meta.notes,
+        warnings: meta.warnings,
+        summary: summarize(&steps),
+        outside_steps,
+        series,
+        steps_without_gpu_work: without,
+        ranks,
+        steps,
+    }
+}
+
+/// Per series, the union of its ops that no step claimed, split at the first step's
+/// GPU start and the last step's GPU end, next to the union of all its ops.
+fn outside(
+    ix: &Index<'_>,
+    steps: &[Step],
+    series: &[Series],
+    claimed: &[bool],
+) -> Vec<OutsideSteps> {
+    let o = &ix.ops;
+    let key: HashMap<(i64, i64), usize> = series
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| s.device.map(|d| ((s.pid, d), k)))
+        .collect();
+    let mut bounds: Vec<(i64, i64)> = vec![(i64::MAX, i64::MIN); series.len()];
+    for s in steps {
+        if let (Some(a), Some(b)) = (s.gpu_start_ns, s.gpu_end_ns) {
+            let x = &mut bounds[s.series];
+            *x = (x.0.min(a), x.1.max(b));
+        }
+    }
+    // Per series: all ops, and the unclaimed ones by where they fall.
+    let mut all: Vec<Vec<u32>> = vec![Vec::new(); series.len()];
+    let mut parts: Vec<[Vec<u32>; 3]> = vec![Default::default(); series.len()];
+    for (i, &done) in claimed.iter().enumerate() {
+        let Some(&k) = key.get(&(o.pid[i], o.device[i])) else {
+            continue;
+        };
+        all[k].push(i as u32);
+        if done {
+            continue;
+        }
+        let (first, last) = bounds[k];
+        let part = if o.start_ns[i] < first {
+            0
+        } else if o.start_ns[i] >= last {
+            2
+        } else {
+            1
+        };
+        parts[k][part].push(i as u32);
+    }
+    (0..series.len())
+        .filter(|&k| series[k].device.is_some())
+        .map(|k| {
+            let [mut b, mut m, mut a] = std::mem::take(&mut parts[k]);
+            OutsideSteps {
+                series: k,
+                before_ns: ix.union_ns(&mut b),
+                between_ns: ix.union_ns(&mut m),
+                after_ns: ix.union_ns(&mut a),
+                busy_ns: ix.union_ns(&mut all[k]),
+            }
+        })
+        .collect()
+}
+
+/// With several ranks, align their GPU steps by order and name the slowest per step.
+fn align_ranks(steps: &[Step], series: &[Series]) -> Vec<AlignedStep> {
+    let with_gpu: Vec<usize> = (0..series.len())
+        .filter(|&s| series[s].device.is_some())
+        .collect();
+    if with_gpu.len() < 2 {
+        return Vec::new();
+    }
+    let per: Vec<Vec<&Step>> = with_gpu
+        .iter()
+        .map(|&s| {
+            steps
+                .iter()
+                .filter(|x| x.series == s && x.wall_ns.is_some())
+                .collect()
+        })
+        .collect();
+    let n = per.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let (mut best, mut max_w, mut min_w) = (0, i64::MIN, i64::MAX);
+            for (r, v) in per.iter().enumerate() {
+                let w = v[i].wall_ns.unwrap_or(0);
+                if w > max_w {
+                    max_w = w;
+                    best = r;
+                }
+                min_w = min_w.min(w);
+            }
+            let s = with_gpu[best];
+            AlignedStep {
+                index: i,
+                slowest_series: s,
+                slowest_pid: series[s].pid,
+                slowest_device: series[s].device,
+                max_wall_ns: max_w,
+                min_wall_ns: min_w,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 0.5), 2.5);
+        assert!((percentile(&v, 0.1) - 1.3).abs() < 1e-12);
+        assert!((percentile(&v, 0.9) - 3.7).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,57 @@
+//! Engine step markers: vLLM `execute_…`, SGLang `step[…]`, TensorRT-LLM `_forward_step`
+//! (NVTX or annotation, emit_nvtx suffixes ignored), and PyTorch `ProfilerStep#N` only
+//! when no engine marker is present (a profiler step may wrap several engine steps).
+
+use crate::exit::Result;
+use crate::timing::stepname::{self, Marker};
+
+use super::{host_ranges, outermost, Found, Index};
+use crate::timing::steps::FoundBy;
+
+pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
+    let mut warnings = Vec::new();
+    let mut engine = host_ranges(ix, |n| {
+        !n.starts_with("ProfilerStep#")
+            && stepname::is_engine_step_name(stepname::strip_emit_nvtx(n))
+    })?;
+    engine.retain_mut(
+        |c| match c.name_id.map(|id| stepname::marker(ix.trace.name(id))) {
+            Some(Marker::Step(p)) => {
+                c.parsed = Some(*p);
+                true
+            }
+            Some(Marker::Refused(why)) => {
+                if !warnings.contains(&why) {
+                    warnings.push(why);
+                }
+                true
+            }
+            _ => false,
+        },
+    );
+    let cands = if engine.is_empty() {
+        let mut p = host_ranges(ix, |n| {
+            n.starts_with("ProfilerStep#") && stepname::parse(n).is_some()
+        })?;
+        for c in &mut p {
+            c.parsed = c.name_id.and_then(|id| stepname::parse(ix.trace.name(id)));
+            c.all_threads = true;
+        }
+        p
+    } else {
+        engine
+    };
+    if cands.is_empty() {
+        return Ok(None);
+    }
+    let mut f = Found::spans("engine", FoundBy::Marker, outermost(cands));
+    if !warnings.is_empty() {
+        let n = warnings.len();
+        warnings.truncate(5);
+        if n > 5 {
+            warnings.push(format!("… and {} more step name(s) refused", n - 5));
+        }
+    }
+    f.warnings = warnings;
+    Ok(Some(f))
+}
