@@ -8,7 +8,7 @@ use stepgate::attribution::{
     DOMINANT_FRACTION, GAPPY_FRACTION,
 };
 use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{HostCall, Step, StepKernel};
+use stepgate::timing::steps::{FoundBy, HostCall, Step, StepKernel};
 
 /// The numbers a shape depends on; everything else in the step is neutral.
 #[derive(Clone, Copy)]
@@ -32,6 +32,8 @@ fn step(s: S) -> Step {
         device: Some(0),
         name: "execute_context_0(0)_generation_32(32)".to_owned(),
         kind: StepKind::Decode,
+        kind_guess: None,
+        found_by: FoundBy::Marker,
         composition: None,
         cpu_start_ns: Some(0),
         cpu_end_ns: Some(s.wall_ns),
@@ -42,6 +44,9 @@ fn step(s: S) -> Step {
         period_ns: None,
         idle_before_ns: None,
         busy_ns: s.busy_ns,
+        tail_busy_ns: 0,
+        tail_kernels: 0,
+        tail_ops: 0,
         gap_ns: Some(s.wall_ns - s.busy_ns),
         kernels: 2,
         ops: 2,
@@ -63,9 +68,9 @@ fn step(s: S) -> Step {
 
 fn kernel(name: &str, exclusive_ns: i64) -> StepKernel {
     StepKernel {
-        name: name.to_owned(),
-        short_name: name.to_owned(),
-        category: "other".to_owned(),
+        name: name.into(),
+        short_name: name.into(),
+        category: "other".into(),
         instances: 1,
         total_ns: exclusive_ns,
         exclusive_ns,
