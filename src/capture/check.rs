@@ -294,11 +294,11 @@ mod tests {
             &ServerEnv::default(),
         )
         .unwrap();
-        assert!(n.iter().any(|x| x.contains("TLLM_PROFILE_START_STOP=5-9")), "{n:?}");
-        assert!(n.iter().any(|x| x.contains("--drive")), "{n:?}");
-        assert_eq!(
-            tllm_range_in_command(&v("trtllm-serve m")),
-            None
+        assert!(
+            n.iter().any(|x| x.contains("TLLM_PROFILE_START_STOP=5-9")),
+            "{n:?}"
         );
+        assert!(n.iter().any(|x| x.contains("--drive")), "{n:?}");
+        assert_eq!(tllm_range_in_command(&v("trtllm-serve m")), None);
     }
 }

@@ -182,9 +182,9 @@ impl KinetoWriter {
         }
         head.push_str("\n  ],\n");
         if let Some((rank, world)) = self.rank {
-            let _ = write!(
+            let _ = writeln!(
                 head,
-                "  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {rank}, \"world_size\": {world}}},\n"
+                "  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {rank}, \"world_size\": {world}}},"
             );
         }
         let _ = write!(

@@ -25,8 +25,8 @@ use crate::exit::{Error, Result};
 use super::kineto::{DeviceProps, JId, KinetoWriter};
 use super::workload::decode_kernels;
 use super::writer::{
-    event_class, event_type, CallRec, GpuRec, KernelRec, Layout, MemcpyRec, NsysWriter,
-    NvtxName, NvtxRec,
+    event_class, event_type, CallRec, GpuRec, KernelRec, Layout, MemcpyRec, NsysWriter, NvtxName,
+    NvtxRec,
 };
 
 const LAUNCH_NS: i64 = 4_000;
@@ -509,7 +509,15 @@ impl Host {
         (s, e)
     }
 
-    fn push_op(&mut self, name: &str, s: i64, e: i64, corr: i64, memcpy: Option<(i64, i64)>, graph: Option<(i64, i64)>) {
+    fn push_op(
+        &mut self,
+        name: &str,
+        s: i64,
+        e: i64,
+        corr: i64,
+        memcpy: Option<(i64, i64)>,
+        graph: Option<(i64, i64)>,
+    ) {
         let name = self.name_id(name);
         self.ops.push(Op {
             name,
@@ -543,7 +551,14 @@ impl Host {
         }
         for (n, (name, d)) in kernels.iter().enumerate() {
             let (s, e) = self.place(c.end, n == 0, d + self.extra_ns);
-            self.push_op(name, s, e, c.corr, None, Some((g, g * 100_000 + n as i64 + 1)));
+            self.push_op(
+                name,
+                s,
+                e,
+                c.corr,
+                None,
+                Some((g, g * 100_000 + n as i64 + 1)),
+            );
         }
     }
 
@@ -740,7 +755,11 @@ fn vllm_custom_scopes(h: &mut Host) {
         h.idle(250_000);
         h.open(SpanKind::Marker, "gpu_model_runner: preprocess");
         h.close();
-        h.begin(meta(Some("gpu_model_runner: forward"), "scheduler", "unknown"));
+        h.begin(meta(
+            Some("gpu_model_runner: forward"),
+            "scheduler",
+            "unknown",
+        ));
         h.open(SpanKind::Marker, "gpu_model_runner: forward");
         h.graph(&graph);
         h.close();
@@ -773,7 +792,10 @@ fn sglang_step(h: &mut Host) {
         } else {
             super::workload::sglang_step("DECODE", 4, None)
         };
-        h.open(SpanKind::Python, "sglang/srt/managers/scheduler.py(2261): run_batch");
+        h.open(
+            SpanKind::Python,
+            "sglang/srt/managers/scheduler.py(2261): run_batch",
+        );
         h.open(SpanKind::Marker, "scheduler.run_batch");
         h.open(
             SpanKind::Python,
@@ -949,7 +971,7 @@ fn emit_nvtx(h: &mut Host) {
             );
             op_id += 1;
             h.open(SpanKind::NvtxOnly, &aten);
-            h.kernel(&graph[k as usize].0.to_owned(), 20_000);
+            h.kernel(graph[k as usize].0, 20_000);
             h.close();
         }
         if i > 0 {
@@ -1155,7 +1177,11 @@ fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
             continue;
         }
         let mut win: Option<(i64, i64)> = None;
-        for c in h.calls.iter().filter(|c| c.start >= s.start && c.end <= s.end) {
+        for c in h
+            .calls
+            .iter()
+            .filter(|c| c.start >= s.start && c.end <= s.end)
+        {
             if let Some(&(a, b)) = op_window.get(&c.corr) {
                 win = Some(win.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
@@ -1224,7 +1250,10 @@ fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
 
 fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
     let mut w = NsysWriter::create(path, Layout::Nsys2026_2)?;
-    if hosts.iter().any(|h| h.ops.iter().any(|o| o.graph.is_some())) {
+    if hosts
+        .iter()
+        .any(|h| h.ops.iter().any(|o| o.graph.is_some()))
+    {
         w.graph_trace_mode("Node")?;
     }
     for h in hosts {

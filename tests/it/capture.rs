@@ -1246,7 +1246,8 @@ fn vllm_0_12_cuda_profile_variable_is_accepted_in_the_command_or_inherited() {
         assert_eq!(n.run.code, 0, "{server:?}: {}", n.run.stderr);
         assert!(n.run.stderr.contains("vLLM 0.12"), "{}", n.run.stderr);
         assert!(
-            eng.index("POST", "/start_profile").unwrap() < eng.index("POST", "/stop_profile").unwrap()
+            eng.index("POST", "/start_profile").unwrap()
+                < eng.index("POST", "/stop_profile").unwrap()
         );
         assert!(Path::new(&format!("{}.sqlite", n.base.display())).is_file());
         assert!(gone(n.server_pid.unwrap()));
@@ -1257,7 +1258,14 @@ fn vllm_0_12_cuda_profile_variable_is_accepted_in_the_command_or_inherited() {
 fn vllm_without_any_cuda_switch_names_each_versions_switch_exit_4() {
     let t = tmp();
     let eng = FakeEngine::start(Behaviour::vllm());
-    let n = under_nsys(&eng.url, "vllm", &[], &["vllm", "serve", "m"], &[], t.path());
+    let n = under_nsys(
+        &eng.url,
+        "vllm",
+        &[],
+        &["vllm", "serve", "m"],
+        &[],
+        t.path(),
+    );
     assert_eq!(n.run.code, 4);
     for want in [
         "vLLM >= 0.13 needs --profiler-config.profiler=cuda",
@@ -1269,7 +1277,12 @@ fn vllm_without_any_cuda_switch_names_each_versions_switch_exit_4() {
         assert!(n.run.stderr.contains(want), "{want}: {}", n.run.stderr);
     }
     // One line: the message says it all.
-    let errs: Vec<&str> = n.run.stderr.lines().filter(|l| l.contains("error")).collect();
+    let errs: Vec<&str> = n
+        .run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("error"))
+        .collect();
     assert_eq!(errs.len(), 1, "{}", n.run.stderr);
     assert!(n.log.is_empty(), "nsys must not have started");
     assert!(eng.log().is_empty());
@@ -1335,7 +1348,10 @@ fn trtllm_runs_under_nsys_with_its_iteration_range_and_no_http_arming() {
     assert_eq!(s["engine"], "trtllm");
     assert!(s["start_profile_body"].is_null());
     assert!(
-        s["stopped_by"].as_str().unwrap().contains("TLLM_PROFILE_START_STOP=3-6"),
+        s["stopped_by"]
+            .as_str()
+            .unwrap()
+            .contains("TLLM_PROFILE_START_STOP=3-6"),
         "{s}"
     );
     assert!(s["sqlite"].as_str().unwrap().ends_with(".sqlite"));

@@ -101,7 +101,11 @@ fn generator_captures_load_with_the_truths_ops_and_busy_union() {
             // One stream per device: the loader's union equals the truth's plain sum.
             assert_eq!(union_ns(iv), s.device_busy_ns, "{what} device {}", s.device);
             // The truth accounts every op once: steps, tails and outside.
-            let acc: i64 = s.steps.iter().map(|x| x.busy_ns + x.tail_busy_ns).sum::<i64>()
+            let acc: i64 = s
+                .steps
+                .iter()
+                .map(|x| x.busy_ns + x.tail_busy_ns)
+                .sum::<i64>()
                 + s.outside_busy_ns;
             assert_eq!(acc, s.device_busy_ns, "{what}");
         }
@@ -274,7 +278,12 @@ fn check(scn: Scenario, fmt: Format, extra: &[&str]) -> Value {
     assert!(!r["outside_steps"].is_null(), "{what}: outside_steps");
     for s in &truth.series {
         let got = series_steps(&r, s);
-        assert_eq!(got.len(), s.steps.len(), "{what} rank {} step count", s.rank);
+        assert_eq!(
+            got.len(),
+            s.steps.len(),
+            "{what} rank {} step count",
+            s.rank
+        );
         for (g, t) in got.iter().zip(&s.steps) {
             let at = format!("{what} rank {} step {}", s.rank, t.index);
             assert_eq!(g["found_by"].as_str(), Some(&*t.found_by), "{at} found_by");
