@@ -1,5 +1,5 @@
 //! What each engine needs under nsys, checked on the server command where it is visible
-//! (ENGINES.md §1.2, §2.2): vLLM must run its CUDA profiler (its step ranges are NVTX only
+//! (docs/capture.md, docs/steps.md): vLLM must run its CUDA profiler (its step ranges are NVTX only
 //! then); SGLang's step span is never NVTX, and it starts the capture range on one GPU.
 
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! One engine's HTTP control surface: readiness, `/start_profile`, `/stop_profile`, with every
-//! failure turned into an exit-4 error that says what to do (docs/ENGINES.md §1.5, §2.3, §2.4).
+//! failure turned into an exit-4 error that says what to do (docs/capture.md).
 
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ impl EngineClient {
 
     /// The readiness routes in the order tried. vLLM: `/health` (200, or 503 on a dead
     /// engine), else `/v1/models`. SGLang: `/ready`, else `/model_info` — never `/health`,
-    /// which submits a 1-token generation and would land in an armed trace (ENGINES.md §2.4).
+    /// which submits a 1-token generation and would land in an armed trace (`sglang/srt/entrypoints/http_server.py`).
     pub fn ready_paths(&self) -> &'static [&'static str] {
         match self.engine {
             Engine::Vllm | Engine::Trtllm => &["/health", "/v1/models"],
@@ -154,7 +154,7 @@ impl EngineClient {
         Err(Error::environment(self.status_message(path, status, &body)))
     }
 
-    /// What a non-200 answer means and what to do (ENGINES.md §1.5, §2.3).
+    /// What a non-200 answer means and what to do.
     pub fn status_message(&self, path: &str, status: StatusCode, body: &str) -> String {
         let url = self.url(path);
         let excerpt: String = body.trim().chars().take(200).collect();

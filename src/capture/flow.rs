@@ -173,7 +173,7 @@ impl Config {
         Ok(())
     }
 
-    /// The `/start_profile` body (ENGINES.md §1.5 `StartProfileRequest`, §2.3 `ProfileReq`).
+    /// The `/start_profile` body (vLLM `StartProfileRequest`, SGLang `ProfileReq`).
     pub fn start_body(&self) -> Option<Value> {
         let mut m = Map::new();
         match self.engine {

@@ -1,5 +1,5 @@
 //! Running the server under `nsys profile -c cudaProfilerApi` (the invocation SGLang's own
-//! test uses, seed 000), as an argv and never a shell string; shutting its whole process group
+//! test uses), as an argv and never a shell string; shutting its whole process group
 //! down on success, error or Ctrl-C; exporting the report to SQLite.
 
 use std::ffi::OsString;

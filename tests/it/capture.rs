@@ -1,5 +1,5 @@
 //! `stepgate capture` end to end against loopback engines that behave like vLLM and SGLang
-//! (the routes, bodies and status codes of docs/ENGINES.md §1.5, §2.3, §2.4) and a fake
+//! (the routes, bodies and status codes their servers have; docs/capture.md) and a fake
 //! `nsys` (tests/fake_nsys). Every failure path answers exit 4 with what to do.
 //! Nothing here leaves 127.0.0.1; every wait is bounded.
 
@@ -231,7 +231,7 @@ fn route(
 ) -> (u16, String) {
     let ready = st.lock().unwrap().started.elapsed() >= b.ready_after;
     match (b.kind, method, path) {
-        // vLLM (ENGINES.md §1.5)
+        // vLLM (`vllm/entrypoints/serve/profile/api_router.py`)
         (Kind::Vllm, "GET", "/health") => (if ready { 200 } else { 503 }, String::new()),
         (Kind::Vllm, "GET", "/v1/models") => (
             200,
@@ -286,7 +286,7 @@ fn route(
             }
             (200, r#"{"choices":[{"text":" 1 2 3"}]}"#.into())
         }
-        // SGLang (ENGINES.md §2.3, §2.4)
+        // SGLang (`sglang/srt/entrypoints/http_server.py`)
         (Kind::Sglang, "GET", "/ready") => (if ready { 200 } else { 503 }, String::new()),
         (Kind::Sglang, "GET", "/model_info") => (200, r#"{"model_path":"fake/llama"}"#.into()),
         (Kind::Sglang, "GET", "/health") => (200, String::new()),
