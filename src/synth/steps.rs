@@ -78,6 +78,10 @@ pub enum Scenario {
     /// SGLang ≥ 0.5.15 torch trace: `step[EXTEND …]` / `step[DECODE …]` inside
     /// `scheduler.run_batch` and the python `run_batch` frame.
     SglangStep,
+    /// SGLang before 0.5.15 (no `step[…]`), torch trace: python frames `scheduler.py(N):
+    /// run_batch` with `tp_worker.py(N): forward_batch_generation` (sampling inside) only;
+    /// the result copy and sync after `run_batch` are the tail.
+    SglangPython,
     /// SGLang under nsys, no marker at all: decodes are one full `cudaGraphLaunch` each,
     /// extends are eager and end with a small DtoH copy + `cudaStreamSynchronize`.
     SglangNsysBare,
@@ -100,13 +104,14 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 13] = [
+    pub const ALL: [Scenario; 14] = [
         Scenario::VllmV1Python,
         Scenario::VllmV1PythonAsync,
         Scenario::VllmExecuteContext,
         Scenario::VllmExecuteNew,
         Scenario::VllmCustomScopes,
         Scenario::SglangStep,
+        Scenario::SglangPython,
         Scenario::SglangNsysBare,
         Scenario::SglangScheduler,
         Scenario::Trtllm,
@@ -124,6 +129,7 @@ impl Scenario {
             Scenario::VllmExecuteNew => "vllm-execute-new",
             Scenario::VllmCustomScopes => "vllm-custom-scopes",
             Scenario::SglangStep => "sglang-step",
+            Scenario::SglangPython => "sglang-python",
             Scenario::SglangNsysBare => "sglang-nsys-bare",
             Scenario::SglangScheduler => "sglang-scheduler",
             Scenario::Trtllm => "trtllm",
@@ -154,6 +160,7 @@ impl Scenario {
             Scenario::VllmV1Python
             | Scenario::VllmV1PythonAsync
             | Scenario::SglangStep
+            | Scenario::SglangPython
             | Scenario::ProfilerStep => &[Kineto],
             Scenario::SglangNsysBare
             | Scenario::SglangScheduler
@@ -823,6 +830,51 @@ fn sglang_step(h: &mut Host) {
     h.close();
 }
 
+fn sglang_python(h: &mut Host) {
+    let graph: Vec<(String, i64)> = decode_kernels(240)
+        .into_iter()
+        .map(|k| (k.name, k.duration_ns))
+        .collect();
+    let graph: Vec<(&str, i64)> = graph.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let run_batch = "sglang/srt/managers/scheduler.py(1378): run_batch";
+    h.open(
+        SpanKind::Python,
+        "sglang/srt/managers/scheduler.py(702): event_loop_normal",
+    );
+    for i in 0..10 {
+        h.idle(180_000);
+        h.open(
+            SpanKind::Python,
+            "sglang/srt/managers/scheduler.py(1030): get_next_batch_to_run",
+        );
+        h.close();
+        h.begin(meta(Some(run_batch), "python", "unknown"));
+        h.open(SpanKind::Python, run_batch);
+        h.open(
+            SpanKind::Python,
+            "sglang/srt/managers/tp_worker.py(212): forward_batch_generation",
+        );
+        h.memcpy(1, 8_192);
+        if i % 5 == 0 {
+            eager_kernels(h, 150, 30_000);
+        } else {
+            h.graph(&graph);
+        }
+        h.sampling();
+        h.close();
+        h.close();
+        h.tail();
+        h.open(
+            SpanKind::Python,
+            "sglang/srt/managers/scheduler.py(1501): process_batch_result",
+        );
+        h.copy_and_sync();
+        h.close();
+        h.end();
+    }
+    h.close();
+}
+
 fn sglang_nsys_bare(h: &mut Host) {
     let graph: Vec<(String, i64)> = decode_kernels(240)
         .into_iter()
@@ -1002,7 +1054,10 @@ fn schedule(scn: Scenario, rank: u32, format: Format) -> Host {
     let noise = format == Format::Kineto
         && matches!(
             scn,
-            Scenario::VllmV1Python | Scenario::VllmV1PythonAsync | Scenario::SglangStep
+            Scenario::VllmV1Python
+                | Scenario::VllmV1PythonAsync
+                | Scenario::SglangStep
+                | Scenario::SglangPython
         );
     let mut h = Host::new(rank, noise);
     match scn {
@@ -1012,6 +1067,7 @@ fn schedule(scn: Scenario, rank: u32, format: Format) -> Host {
         Scenario::VllmExecuteNew => vllm_annotated(&mut h, true),
         Scenario::VllmCustomScopes => vllm_custom_scopes(&mut h),
         Scenario::SglangStep => sglang_step(&mut h),
+        Scenario::SglangPython => sglang_python(&mut h),
         Scenario::SglangNsysBare => sglang_nsys_bare(&mut h),
         Scenario::SglangScheduler => sglang_scheduler(&mut h),
         Scenario::Trtllm => trtllm(&mut h, false),
@@ -1244,6 +1300,16 @@ fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
         );
     }
     let last = h.ops.iter().map(|o| o.end).max().unwrap_or(h.h).max(h.h);
+    // The whole-capture span Kineto adds (string pid and tid).
+    w.complete(
+        "Trace",
+        "PyTorch Profiler (0)",
+        JId::Str("Spans"),
+        JId::Str("PyTorch Profiler"),
+        0,
+        last + 1_000,
+        "\"Op count\": 0",
+    );
     w.record_window_end(last + 1_000);
     w.finish(path)
 }
