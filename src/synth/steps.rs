@@ -881,7 +881,7 @@ fn sglang_nsys_bare(h: &mut Host) {
         .map(|k| (k.name, k.duration_ns))
         .collect();
     let graph: Vec<(&str, i64)> = graph.iter().map(|(n, d)| (n.as_str(), *d)).collect();
-    // 4 extend steps at a stable period, then 12 decodes (one full graph each).
+    // 4 extend steps at a stable period, then 12 decodes (one full graph each, no sync).
     for i in 0..16 {
         if i < 4 {
             h.idle(100_000);
@@ -890,7 +890,10 @@ fn sglang_nsys_bare(h: &mut Host) {
             eager_kernels(h, 100, 30_000);
             h.copy_and_sync();
         } else {
-            h.idle(150_000);
+            // Decodes block on no CUDA call: the host is paced by the scheduler (it polls
+            // the previous step's copy), so each graph starts after the last one drained
+            // and the GPU idles ~150 µs between them.
+            h.idle(1_700_000);
             h.begin(meta(None, "graphs", "unknown"));
             h.graph(&graph);
         }
