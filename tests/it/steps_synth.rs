@@ -288,6 +288,7 @@ fn check(scn: Scenario, fmt: Format, extra: &[&str]) -> Value {
         assert!(!hint.is_empty(), "{what}: no exact_steps_hint");
     }
     assert!(r["warnings"].is_array(), "{what}: warnings");
+    assert!(r["method"].is_string(), "{what}: method (kept)");
     assert!(!r["outside_steps"].is_null(), "{what}: outside_steps");
     for s in &truth.series {
         let got = series_steps(&r, s);
@@ -311,6 +312,8 @@ fn check(scn: Scenario, fmt: Format, extra: &[&str]) -> Value {
                 assert_eq!(kernels, t.kernels, "{at} kernels");
                 assert_eq!(tail, t.tail_busy_ns, "{at} tail_busy_ns");
                 assert_eq!(tail_k, t.tail_kernels, "{at} tail_kernels");
+                assert_eq!(g["ops"].as_u64(), Some(t.ops), "{at} ops");
+                assert_eq!(g["tail_ops"].as_u64(), Some(t.tail_ops), "{at} tail_ops");
                 assert_eq!(g["gpu_start_ns"].as_i64(), t.gpu_start_ns, "{at} gpu start");
                 assert_eq!(g["gpu_end_ns"].as_i64(), t.gpu_end_ns, "{at} gpu end");
             } else {
