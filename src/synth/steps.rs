@@ -366,11 +366,17 @@ struct Host {
 
 /// Python frames wrapped around every launch when noise is on (the torch stack under a
 /// model forward; `with_stack` makes them most of a real trace).
-const NOISE_FRAMES: [&str; 4] = [
+const NOISE_FRAMES: [&str; 10] = [
+    "vllm/model_executor/models/llama.py(412): forward",
+    "torch/nn/modules/module.py(1773): _wrapped_call_impl",
+    "torch/nn/modules/module.py(1784): _call_impl",
+    "vllm/model_executor/models/llama.py(318): forward",
     "torch/nn/modules/module.py(1773): _wrapped_call_impl",
     "torch/nn/modules/module.py(1784): _call_impl",
     "vllm/model_executor/layers/linear.py(565): forward",
+    "vllm/model_executor/layers/quantization/utils/w8a8_utils.py(201): apply",
     "torch/_ops.py(1243): __call__",
+    "torch/_ops.py(829): _op",
 ];
 
 impl Host {
@@ -473,7 +479,7 @@ impl Host {
             let parent = self.stack.last().copied();
             let mut p = parent;
             for (d, f) in NOISE_FRAMES.iter().enumerate() {
-                let inset = 300 - 50 * d as i64;
+                let inset = 300 - 20 * d as i64;
                 self.spans.push(Span {
                     kind: SpanKind::Python,
                     name: (*f).to_owned(),
