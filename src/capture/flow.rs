@@ -660,4 +660,35 @@ mod tests {
         c.num_steps = 0;
         assert!(c.validate().unwrap_err().message.contains("--num-steps"));
     }
+
+    #[test]
+    fn trtllm_range_and_what_it_needs() {
+        let mut c = cfg(Engine::Trtllm);
+        // No nsys: nothing can open the capture range.
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert!(e.message.contains("--nsys-out"), "{}", e.message);
+        c.nsys = Some(NsysConfig {
+            program: "nsys".into(),
+            out: "r".into(),
+            server: vec!["trtllm-serve".into(), "m".into()],
+            shutdown_grace: Duration::ZERO,
+            export_timeout: Duration::ZERO,
+        });
+        assert!(c.validate().is_ok());
+        // 5 steps from the default first iteration: both ends profiled.
+        assert_eq!(c.tllm_range().as_deref(), Some("10-14"));
+        c.start_step = Some(100);
+        c.num_steps = 51;
+        assert_eq!(c.tllm_range().as_deref(), Some("100-150"));
+        assert_eq!(c.start_body(), None);
+        assert!(!c.auto_stop());
+        c.num_steps = 0;
+        assert_eq!(c.tllm_range(), None);
+        assert!(c.validate().unwrap_err().message.contains("--num-steps"));
+        // Never for the other engines.
+        let mut v = cfg(Engine::Vllm);
+        v.start_step = Some(3);
+        assert_eq!(v.tllm_range(), None);
+    }
 }
