@@ -61,15 +61,15 @@ fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
 fn generator_scenarios_and_formats_are_consistent() {
     // 13 scenarios; the formats each engine can produce its marker in.
     assert_eq!(Scenario::ALL.len(), 14);
-    assert_eq!(every_capture().len(), 18);
+    assert_eq!(every_capture().len(), 19);
     for s in Scenario::ALL {
         assert_eq!(Scenario::from_name(s.name()).unwrap(), s);
     }
     assert!(Scenario::from_name("nope").is_err());
     let dir = tempfile::tempdir().unwrap();
-    // vLLM before 0.12 writes no NVTX: asking for its nsys form is an input error.
+    // ProfilerStep#N is a torch annotation only: asking for its nsys form is an input error.
     let e = build(
-        Scenario::VllmV1Python,
+        Scenario::ProfilerStep,
         Format::Nsys,
         &dir.path().join("x.sqlite"),
     )
@@ -350,6 +350,14 @@ fn check(scn: Scenario, fmt: Format, extra: &[&str]) -> Value {
 #[test]
 fn steps_vllm_v1_python_stack_tp4_piecewise() {
     check(Scenario::VllmV1Python, Format::Kineto, &[]);
+}
+
+#[test]
+fn steps_vllm_v1_under_nsys_from_its_per_step_sync() {
+    // The server under nsys: 81 graph launches per decode, no marker, no python;
+    // the blocking copy of the sampled tokens ends each of the 10 steps with GPU work.
+    let r = check(Scenario::VllmV1Python, Format::Nsys, &[]);
+    assert_eq!(r["steps"].as_array().unwrap().len(), 40);
 }
 
 #[test]

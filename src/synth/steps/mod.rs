@@ -65,6 +65,7 @@ pub enum Scenario {
     /// vLLM V1 0.8.x, torch profiler, TP=4, piecewise CUDA graphs (81 launches per decode
     /// with eager attention between), no annotation: python_function `execute_model` only;
     /// 1 prefill + 9 decodes + 1 step without GPU work; blocking `.tolist()` sync in-span.
+    /// Its nsys form (same server, no python frames, no NVTX) has only the syncs.
     VllmV1Python,
     /// vLLM V1 ≥ 0.11.2 without annotation: `sample_tokens` after every `execute_model`
     /// launches the sampling kernels (the tail); TP=2.
@@ -158,8 +159,7 @@ impl Scenario {
     pub fn formats(self) -> &'static [Format] {
         use Format::*;
         match self {
-            Scenario::VllmV1Python
-            | Scenario::VllmV1PythonAsync
+            Scenario::VllmV1PythonAsync
             | Scenario::SglangStep
             | Scenario::SglangPython
             | Scenario::ProfilerStep => &[Kineto],
@@ -168,7 +168,8 @@ impl Scenario {
             | Scenario::Trtllm
             | Scenario::TrtllmOld
             | Scenario::EmitNvtx => &[Nsys],
-            Scenario::VllmExecuteContext
+            Scenario::VllmV1Python
+            | Scenario::VllmExecuteContext
             | Scenario::VllmExecuteNew
             | Scenario::VllmCustomScopes
             | Scenario::SyncOnly => &[Kineto, Nsys],

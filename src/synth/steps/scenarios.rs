@@ -52,7 +52,10 @@ fn piecewise_decode(h: &mut Host) {
 
 const VLLM_WORKER_LOOP: &str = "vllm/v1/executor/multiproc_executor.py(596): worker_busy_loop";
 
-fn vllm_v1_python(h: &mut Host, asyncs: bool) {
+/// vLLM V1 without annotation. Under nsys (no python frames, no NVTX) the same server's
+/// steps can only come from the blocking `.tolist()` sync that ends each one, and the step
+/// without GPU work leaves no trace at all.
+fn vllm_v1_python(h: &mut Host, asyncs: bool, nsys: bool) {
     let (worker, runner) = if asyncs {
         (
             "vllm/v1/worker/gpu_worker.py(520): execute_model",
@@ -68,7 +71,11 @@ fn vllm_v1_python(h: &mut Host, asyncs: bool) {
     // 1 prefill, 9 decodes, 1 step without GPU work.
     for i in 0..11 {
         h.idle(2_000_000);
-        h.begin(meta(Some(worker), "python", "unknown"));
+        if !nsys {
+            h.begin(meta(Some(worker), "python", "unknown"));
+        } else if i < 10 {
+            h.begin(meta(None, "sync", "unknown"));
+        }
         h.open(SpanKind::Python, worker);
         h.open(SpanKind::Python, runner);
         if i < 10 {
@@ -469,8 +476,8 @@ pub(super) fn schedule(scn: Scenario, rank: u32, format: Format) -> Host {
         );
     let mut h = Host::new(rank, noise);
     match scn {
-        Scenario::VllmV1Python => vllm_v1_python(&mut h, false),
-        Scenario::VllmV1PythonAsync => vllm_v1_python(&mut h, true),
+        Scenario::VllmV1Python => vllm_v1_python(&mut h, false, format == Format::Nsys),
+        Scenario::VllmV1PythonAsync => vllm_v1_python(&mut h, true, false),
         Scenario::VllmExecuteContext => vllm_annotated(&mut h, false),
         Scenario::VllmExecuteNew => vllm_annotated(&mut h, true),
         Scenario::VllmCustomScopes => vllm_custom_scopes(&mut h),
