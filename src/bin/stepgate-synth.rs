@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stepgate::exit::{Error, Result};
 use stepgate::source::nsys::{self, LoadOptions};
 use stepgate::synth::workload::{self, LaunchMode};
-use stepgate::synth::{replicate, Layout};
+use stepgate::synth::{replicate, steps, Layout};
 
 /// Synthetic Nsight Systems SQLite exports (not captures: every file says so in its
 /// export metadata where the layout has that table).
@@ -55,6 +55,28 @@ enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
+    /// One engine-step scenario per step-marker form (vLLM python stack or annotations,
+    /// SGLang, TensorRT-LLM, PyTorch ProfilerStep, emit_nvtx, none), as a Kineto trace or an
+    /// nsys export, with the steps it must yield.
+    ///
+    /// Example: stepgate-synth steps --scenario vllm-v1-python --format kineto -o vllm_tp4 --truth truth.json
+    Steps {
+        /// Scenario name; `--list` prints them with the formats each has.
+        #[arg(long, required_unless_present = "list")]
+        scenario: Option<String>,
+        #[arg(long, value_enum, default_value_t = FormatArg::Kineto)]
+        format: FormatArg,
+        /// Write the expected steps (per series: count, kind, found_by, GPU window, busy,
+        /// tail) here as JSON.
+        #[arg(long)]
+        truth: Option<PathBuf>,
+        /// Print every scenario and its formats, then exit.
+        #[arg(long)]
+        list: bool,
+        /// Output file (a directory for multi-rank Kineto scenarios, one file per rank).
+        #[arg(short, long, required_unless_present = "list")]
+        out: Option<PathBuf>,
+    },
     /// Time the nsys loader on a file (rows read and seconds; for benchmarks).
     ///
     /// Example: stepgate-synth time-load bench_1m.sqlite --ops-only
@@ -74,6 +96,14 @@ enum Mode {
     Graph,
     /// One cudaLaunchKernel per kernel.
     Eager,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// PyTorch-profiler Chrome trace (.json, or gzip when the name ends in .gz).
+    Kineto,
+    /// Nsight Systems SQLite export (2026.2 layout).
+    Nsys,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -147,6 +177,44 @@ fn run(cli: Cli) -> Result<()> {
                 r.copies,
                 r.period_ns,
                 rows.join(" ")
+            );
+        }
+        Command::Steps {
+            scenario,
+            format,
+            truth,
+            list,
+            out,
+        } => {
+            if list {
+                for s in steps::Scenario::ALL {
+                    let f: Vec<&str> = s.formats().iter().map(|f| f.as_str()).collect();
+                    println!("{:<24} {}", s.name(), f.join(", "));
+                }
+                return Ok(());
+            }
+            let (Some(scenario), Some(out)) = (scenario, out) else {
+                return Err(Error::input("give --scenario NAME and -o PATH (or --list)"));
+            };
+            let scn = steps::Scenario::from_name(&scenario)?;
+            let format = match format {
+                FormatArg::Kineto => steps::Format::Kineto,
+                FormatArg::Nsys => steps::Format::Nsys,
+            };
+            let t = steps::build(scn, format, &out)?;
+            if let Some(p) = truth {
+                let json = serde_json::to_string_pretty(&t)
+                    .map_err(|e| Error::input(format!("truth: {e}")))?;
+                std::fs::write(&p, json)?;
+            }
+            let n: usize = t.series.iter().map(|s| s.steps.len()).sum();
+            eprintln!(
+                "wrote {} ({} {}, {} series, {n} steps, found by {})",
+                out.display(),
+                t.scenario,
+                format.as_str(),
+                t.series.len(),
+                t.found_by
             );
         }
         Command::TimeLoad { file, ops_only } => {

@@ -27,7 +27,8 @@ pub struct Load {
 /// The route and body of one request.
 pub fn request(load: &Load) -> (String, Value) {
     match load.engine {
-        Engine::Vllm => (
+        // trtllm-serve speaks the OpenAI API as vLLM does.
+        Engine::Vllm | Engine::Trtllm => (
             format!("{}/v1/completions", load.base),
             json!({
                 "model": load.model.clone().unwrap_or_default(),

@@ -1,5 +1,5 @@
 //! One engine's HTTP control surface: readiness, `/start_profile`, `/stop_profile`, with every
-//! failure turned into an exit-4 error that says what to do (docs/ENGINES.md §1.5, §2.3, §2.4).
+//! failure turned into an exit-4 error that says what to do (docs/capture.md).
 
 use std::time::Duration;
 
@@ -60,10 +60,10 @@ impl EngineClient {
 
     /// The readiness routes in the order tried. vLLM: `/health` (200, or 503 on a dead
     /// engine), else `/v1/models`. SGLang: `/ready`, else `/model_info` — never `/health`,
-    /// which submits a 1-token generation and would land in an armed trace (ENGINES.md §2.4).
+    /// which submits a 1-token generation and would land in an armed trace (`sglang/srt/entrypoints/http_server.py`).
     pub fn ready_paths(&self) -> &'static [&'static str] {
         match self.engine {
-            Engine::Vllm => &["/health", "/v1/models"],
+            Engine::Vllm | Engine::Trtllm => &["/health", "/v1/models"],
             Engine::Sglang => &["/ready", "/model_info"],
         }
     }
@@ -154,7 +154,7 @@ impl EngineClient {
         Err(Error::environment(self.status_message(path, status, &body)))
     }
 
-    /// What a non-200 answer means and what to do (ENGINES.md §1.5, §2.3).
+    /// What a non-200 answer means and what to do.
     pub fn status_message(&self, path: &str, status: StatusCode, body: &str) -> String {
         let url = self.url(path);
         let excerpt: String = body.trim().chars().take(200).collect();
@@ -166,10 +166,16 @@ impl EngineClient {
                 self.url("/stop_profile")
             ),
             (Engine::Vllm, _, StatusCode::NOT_FOUND) => format!(
-                "vLLM at {} has no {path} (404): it was started without --profiler-config; restart it \
-                 with --profiler-config.profiler=cuda (under nsys) or --profiler-config.profiler=torch \
-                 --profiler-config.torch_profiler_dir=DIR",
+                "vLLM at {} has no {path} (404): it was started without a profiler; restart it with \
+                 one. Under nsys: --profiler-config.profiler=cuda (vLLM >= 0.13) or \
+                 VLLM_TORCH_CUDA_PROFILE=1 (vLLM 0.12). Torch trace: --profiler-config.profiler=torch \
+                 --profiler-config.torch_profiler_dir=DIR (vLLM >= 0.13) or VLLM_TORCH_PROFILER_DIR=DIR \
+                 (earlier versions)",
                 self.base
+            ),
+            (Engine::Trtllm, _, _) => format!(
+                "{url}: TensorRT-LLM has no HTTP profiler control; stepgate starts it under nsys \
+                 with TLLM_PROFILE_START_STOP instead"
             ),
             (Engine::Sglang, _, StatusCode::NOT_FOUND) => format!(
                 "{url} does not exist (404): is this an SGLang server? check --engine and --url"

@@ -18,6 +18,10 @@ use crate::exit::{Error, Result};
 /// Version of the JSON summary.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// TensorRT-LLM's first profiled iteration when --start-step is not given: past the first
+/// iterations, which run while load is still ramping up.
+pub const TRTLLM_DEFAULT_START: u32 = 10;
+
 /// Load to keep in flight while armed.
 #[derive(Debug, Clone)]
 pub struct DriveConfig {
@@ -98,8 +102,42 @@ impl Config {
         }
     }
 
+    /// TensorRT-LLM's `TLLM_PROFILE_START_STOP` value: iterations `A-B`, both profiled
+    /// (PyExecutor calls cudaProfilerStart before iteration A and cudaProfilerStop after B).
+    pub fn tllm_range(&self) -> Option<String> {
+        if self.engine != Engine::Trtllm || self.num_steps == 0 {
+            return None;
+        }
+        let a = self.start_step.unwrap_or(TRTLLM_DEFAULT_START);
+        Some(format!("{a}-{}", a + self.num_steps - 1))
+    }
+
     /// Flag combinations that cannot work (exit 2).
     pub fn validate(&self) -> Result<()> {
+        if self.engine == Engine::Trtllm {
+            let http_only = [
+                (
+                    self.nsys.is_none(),
+                    "TensorRT-LLM has no HTTP profiler control: stepgate runs the server under nsys \
+                     with TLLM_PROFILE_START_STOP set; give --nsys-out BASE -- trtllm-serve MODEL …",
+                ),
+                (
+                    self.num_steps == 0,
+                    "TensorRT-LLM profiles a fixed iteration range (TLLM_PROFILE_START_STOP=A-B): \
+                     give --num-steps N > 0",
+                ),
+                (self.by_stage, "--by-stage is SGLang only"),
+                (self.detailed_annotations, "--detailed-annotations is SGLang only"),
+                (self.activities.is_some(), "--activities is SGLang only"),
+                (
+                    self.trace_dir.is_some(),
+                    "--trace-dir is for torch-profiler traces; TensorRT-LLM is captured under nsys",
+                ),
+            ];
+            if let Some((_, m)) = http_only.iter().find(|(on, _)| *on) {
+                return Err(Error::input(*m));
+            }
+        }
         if self.engine == Engine::Vllm {
             let launch_only = [
                 (self.by_stage, "--by-stage is SGLang only"),
@@ -135,7 +173,7 @@ impl Config {
         Ok(())
     }
 
-    /// The `/start_profile` body (ENGINES.md §1.5 `StartProfileRequest`, §2.3 `ProfileReq`).
+    /// The `/start_profile` body (vLLM `StartProfileRequest`, SGLang `ProfileReq`).
     pub fn start_body(&self) -> Option<Value> {
         let mut m = Map::new();
         match self.engine {
@@ -166,6 +204,7 @@ impl Config {
                     m.insert("output_dir".into(), json!(d.to_string_lossy()));
                 }
             }
+            Engine::Trtllm => return None,
         }
         Some(Value::Object(m))
     }
@@ -329,12 +368,23 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
                 )));
             }
         }
-        let nvtx_env = std::env::var("SGLANG_ENABLE_NVTX_SCHEDULER").ok();
         notes.extend(check::check_server(
             cfg.engine,
             &n.server,
-            nvtx_env.as_deref(),
+            &check::ServerEnv::from_process(),
         )?);
+        // TensorRT-LLM: the profiled iterations go in the server's environment (a value in
+        // the command's own `env …` prefix is applied after ours, so it wins).
+        let mut env = Vec::new();
+        if let Some(r) = cfg.tllm_range() {
+            if check::tllm_range_in_command(&n.server).is_none() {
+                notes.push(format!(
+                    "TLLM_PROFILE_START_STOP={r}: iterations {r} are profiled (--start-step, \
+                     default {TRTLLM_DEFAULT_START}, and --num-steps)"
+                ));
+            }
+            env.push(("TLLM_PROFILE_START_STOP".to_owned(), r));
+        }
         for note in &notes {
             log(&format!("note: {note}"));
         }
@@ -350,6 +400,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         group = Some(ServerGroup::spawn(
             &bin,
             &nsys::profile_args(&b, &n.server),
+            &env,
             n.shutdown_grace,
         )?);
         nsys_bin = Some(bin);
@@ -378,7 +429,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         Some(d) => {
             let model = match (&d.model, cfg.engine) {
                 (Some(m), _) => Some(m.clone()),
-                (None, Engine::Vllm) => Some(client.first_model()?),
+                (None, Engine::Vllm | Engine::Trtllm) => Some(client.first_model()?),
                 (None, Engine::Sglang) => None,
             };
             let load = Load {
@@ -405,12 +456,25 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
     // 4. Arm, wait, stop.
     let before = cfg.trace_dir.as_deref().map(snapshot);
     let body = cfg.start_body();
-    log(&format!(
-        "POST {} {}",
-        client.url("/start_profile"),
-        body.as_ref().map(Value::to_string).unwrap_or_default()
-    ));
-    let stopped_by = {
+    if cfg.engine != Engine::Trtllm {
+        log(&format!(
+            "POST {} {}",
+            client.url("/start_profile"),
+            body.as_ref().map(Value::to_string).unwrap_or_default()
+        ));
+    }
+    let stopped_by = if let Some(r) = cfg.tllm_range() {
+        // No HTTP arming: the server profiles iterations A-B by itself while load runs.
+        log(&format!(
+            "TensorRT-LLM profiles iterations {r} by itself; holding {} s",
+            cfg.hold.as_secs_f64()
+        ));
+        sleep_watching(cfg.hold, &mut group)?;
+        format!(
+            "TensorRT-LLM (TLLM_PROFILE_START_STOP={r}), server shut down after --hold {} s",
+            cfg.hold.as_secs_f64()
+        )
+    } else {
         let (c, b) = (client.clone(), body.clone());
         if let Err(e) = call_watching(move || c.start_profile(b.as_ref()), &mut group) {
             // Interrupted while SGLang's start was still blocking: the engine is armed.
@@ -473,10 +537,18 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         drop(g);
         let rep = nsys::report_path(&b);
         if !rep.is_file() {
+            let why = match (cfg.engine, cfg.tllm_range()) {
+                (Engine::Trtllm, Some(r)) => format!(
+                    "TensorRT-LLM never reached iterations {r} during --hold: drive load (--drive), \
+                     raise --hold, or lower --start-step"
+                ),
+                _ => "vLLM needs --profiler-config.profiler=cuda (>= 0.13) or \
+                      VLLM_TORCH_CUDA_PROFILE=1 (0.12), SGLang activities CUDA_PROFILER"
+                    .to_owned(),
+            };
             return Err(Error::environment(format!(
                 "the engine answered but nsys wrote no {} (nsys exit: {}): the capture range never \
-                 opened; vLLM needs --profiler-config.profiler=cuda, SGLang activities CUDA_PROFILER; \
-                 see nsys's output above",
+                 opened; {why}; see nsys's output above",
                 rep.display(),
                 status.map(|s| s.to_string()).unwrap_or_else(|| "unknown".into())
             )));
@@ -505,6 +577,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
             Engine::Sglang => "written by the server to SGLANG_TORCH_PROFILER_DIR (default /tmp); \
                                pass --trace-dir DIR to choose and check it"
                 .into(),
+            Engine::Trtllm => "TensorRT-LLM is captured under nsys only (--nsys-out)".into(),
         });
     }
     Ok(summary)
@@ -586,5 +659,36 @@ mod tests {
         c.by_stage = true;
         c.num_steps = 0;
         assert!(c.validate().unwrap_err().message.contains("--num-steps"));
+    }
+
+    #[test]
+    fn trtllm_range_and_what_it_needs() {
+        let mut c = cfg(Engine::Trtllm);
+        // No nsys: nothing can open the capture range.
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert!(e.message.contains("--nsys-out"), "{}", e.message);
+        c.nsys = Some(NsysConfig {
+            program: "nsys".into(),
+            out: "r".into(),
+            server: vec!["trtllm-serve".into(), "m".into()],
+            shutdown_grace: Duration::ZERO,
+            export_timeout: Duration::ZERO,
+        });
+        assert!(c.validate().is_ok());
+        // 5 steps from the default first iteration: both ends profiled.
+        assert_eq!(c.tllm_range().as_deref(), Some("10-14"));
+        c.start_step = Some(100);
+        c.num_steps = 51;
+        assert_eq!(c.tllm_range().as_deref(), Some("100-150"));
+        assert_eq!(c.start_body(), None);
+        assert!(!c.auto_stop());
+        c.num_steps = 0;
+        assert_eq!(c.tllm_range(), None);
+        assert!(c.validate().unwrap_err().message.contains("--num-steps"));
+        // Never for the other engines.
+        let mut v = cfg(Engine::Vllm);
+        v.start_step = Some(3);
+        assert_eq!(v.tllm_range(), None);
     }
 }

@@ -1,6 +1,7 @@
 //! `capture`: arm the engine's own profiler over HTTP (vLLM or SGLang), optionally around
-//! `nsys profile -c cudaProfilerApi`, so the trace holds the steps asked for and nothing of
-//! start-up (seed 000 "Nsight Systems on a live server"; docs/ENGINES.md §1.5, §2.3, §2.4).
+//! `nsys profile -c cudaProfilerApi`, or (TensorRT-LLM, which has no HTTP control) run the
+//! server under nsys with the iteration range it profiles set in its environment, so the
+//! trace holds the steps asked for and nothing of start-up (docs/capture.md, docs/steps.md).
 
 pub mod check;
 pub mod drive;
@@ -15,6 +16,9 @@ pub mod nsys;
 pub enum Engine {
     Vllm,
     Sglang,
+    /// TensorRT-LLM (`trtllm-serve`, PyTorch backend): profiled iterations come from
+    /// `TLLM_PROFILE_START_STOP`, never from HTTP.
+    Trtllm,
 }
 
 impl Engine {
@@ -22,6 +26,7 @@ impl Engine {
         match self {
             Engine::Vllm => "vLLM",
             Engine::Sglang => "SGLang",
+            Engine::Trtllm => "TensorRT-LLM",
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Running the server under `nsys profile -c cudaProfilerApi` (the invocation SGLang's own
-//! test uses, seed 000), as an argv and never a shell string; shutting its whole process group
+//! test uses), as an argv and never a shell string; shutting its whole process group
 //! down on success, error or Ctrl-C; exporting the report to SQLite.
 
 use std::ffi::OsString;
@@ -103,10 +103,17 @@ pub struct ServerGroup {
 }
 
 impl ServerGroup {
-    /// Start `program args…` in a new process group.
-    pub fn spawn(program: &Path, args: &[OsString], grace: Duration) -> Result<ServerGroup> {
+    /// Start `program args…` in a new process group, with `env` added to the environment it
+    /// inherits (nsys passes it on to the server).
+    pub fn spawn(
+        program: &Path,
+        args: &[OsString],
+        env: &[(String, String)],
+        grace: Duration,
+    ) -> Result<ServerGroup> {
         let mut cmd = Command::new(program);
         cmd.args(args);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;

@@ -15,6 +15,8 @@ use crate::report::{capture as render, Format};
 pub enum EngineArg {
     Vllm,
     Sglang,
+    /// TensorRT-LLM (trtllm-serve): run under nsys with TLLM_PROFILE_START_STOP, no HTTP arming.
+    Trtllm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -40,6 +42,8 @@ fn seconds(s: &str) -> std::result::Result<Duration, String> {
 #[command(after_help = "Examples:
   stepgate capture --engine vllm --url http://localhost:8000 --num-steps 5 --drive --concurrency 32
   stepgate capture --engine vllm --nsys-out runs/pr1 --then steps -- vllm serve MODEL --profiler-config.profiler=cuda
+  VLLM_TORCH_CUDA_PROFILE=1 stepgate capture --engine vllm --nsys-out runs/pr1 -- vllm serve MODEL   (vLLM 0.12)
+  stepgate capture --engine trtllm --num-steps 20 --drive --hold 30 --nsys-out runs/pr1 -- trtllm-serve MODEL
   SGLANG_ENABLE_NVTX_SCHEDULER=1 stepgate capture --engine sglang --num-steps 5 --drive --nsys-out runs/pr1 \\
       --then gate --baseline base.json -- python3 -m sglang.launch_server --model-path MODEL
 
@@ -64,13 +68,16 @@ pub struct CaptureArgs {
     /// Which engine is listening.
     #[arg(long, value_enum)]
     pub engine: EngineArg,
-    /// Server base URL (default: http://localhost:8000 for vLLM, :30000 for SGLang).
+    /// Server base URL (default: http://localhost:8000 for vLLM and TensorRT-LLM, :30000 for
+    /// SGLang).
     #[arg(long)]
     pub url: Option<String>,
-    /// Steps to capture: vLLM max_iterations, SGLang num_steps (auto-stop); 0 = until stopped.
+    /// Steps to capture: vLLM max_iterations, SGLang num_steps (auto-stop), TensorRT-LLM the
+    /// length of TLLM_PROFILE_START_STOP; 0 = until stopped (vLLM, SGLang).
     #[arg(long, default_value_t = 5)]
     pub num_steps: u32,
-    /// Skip this many steps first: vLLM delay_iterations, SGLang start_step.
+    /// Skip this many steps first: vLLM delay_iterations, SGLang start_step; TensorRT-LLM:
+    /// the first profiled iteration (default 10).
     #[arg(long)]
     pub start_step: Option<u32>,
     /// SGLang activities (default CUDA_PROFILER under nsys, else CPU,GPU).
@@ -97,7 +104,8 @@ pub struct CaptureArgs {
     /// Seconds of load before arming, with --drive.
     #[arg(long, default_value = "5", value_parser = seconds)]
     pub warmup: Duration,
-    /// Seconds armed before POST /stop_profile, when the engine does not stop by itself.
+    /// Seconds armed before POST /stop_profile, when the engine does not stop by itself;
+    /// TensorRT-LLM: seconds of load before the server is shut down.
     #[arg(long, default_value = "2", value_parser = seconds)]
     pub hold: Duration,
     /// HTTP timeout per request, seconds (SGLang's /start_profile blocks until the steps ran).
@@ -147,11 +155,13 @@ impl CaptureArgs {
         let engine = match self.engine {
             EngineArg::Vllm => Engine::Vllm,
             EngineArg::Sglang => Engine::Sglang,
+            EngineArg::Trtllm => Engine::Trtllm,
         };
         let url = self.url.clone().unwrap_or_else(|| {
             match engine {
                 Engine::Vllm => "http://localhost:8000",
                 Engine::Sglang => "http://localhost:30000",
+                Engine::Trtllm => "http://localhost:8000",
             }
             .into()
         });

@@ -1,8 +1,12 @@
-//! Synthetic Nsight Systems exports for tests and benchmarks: [`writer::NsysWriter`] writes
-//! the real DDL of three nsys generations, [`workload`] builds engine-step scenarios and
-//! returns the per-step values they must produce, [`replicate`] scales a real fixture in time.
+//! Synthetic captures for tests and benchmarks: [`writer::NsysWriter`] writes the real DDL
+//! of three nsys generations, [`kineto::KinetoWriter`] writes PyTorch-profiler Chrome
+//! traces, [`workload`] builds engine-step scenarios and returns the per-step values they
+//! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
+//! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time.
 
+pub mod kineto;
 pub mod replicate;
+pub mod steps;
 pub mod workload;
 pub mod writer;
 

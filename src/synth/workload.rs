@@ -515,12 +515,12 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
     Ok(exp)
 }
 
-/// vLLM's plain step annotation (ENGINES.md): `execute_context_N(T)_generation_M(U)`.
+/// vLLM's plain step annotation (`vllm/v1/worker/gpu_worker.py`, ≥ 0.14): `execute_context_N(T)_generation_M(U)`.
 pub fn vllm_execute(ctx_reqs: u64, ctx_toks: u64, gen_reqs: u64, gen_toks: u64) -> String {
     format!("execute_context_{ctx_reqs}({ctx_toks})_generation_{gen_reqs}({gen_toks})")
 }
 
-/// vLLM's detailed step annotation (ENGINES.md), e.g.
+/// vLLM's detailed step annotation (`detailed_trace_annotation`), e.g.
 /// `execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)`.
 /// Each side is (requests, Σsq, Σsk, Σsq², Σsq·sk).
 pub fn vllm_execute_detailed(total: u64, ctx: [u64; 5], gen: [u64; 5]) -> String {
@@ -530,7 +530,7 @@ pub fn vllm_execute_detailed(total: u64, ctx: [u64; 5], gen: [u64; 5]) -> String
     )
 }
 
-/// SGLang's step annotation (ENGINES.md): `step[DECODE bs=32]`, `step[EXTEND bs=2 toks=12]`.
+/// SGLang's step annotation (`sglang/srt/utils/profile_utils.py`): `step[DECODE bs=32]`, `step[EXTEND bs=2 toks=12]`.
 pub fn sglang_step(mode: &str, bs: u64, toks: Option<u64>) -> String {
     match toks {
         Some(t) => format!("step[{mode} bs={bs} toks={t}]"),

@@ -1,5 +1,5 @@
 //! [`NsysWriter`]: writes an SQLite file with the real DDL of an nsys export (2026.2 copied
-//! from a real file, 2022.2 copied from a real file, 2020.5 as NSYS_SCHEMA.md describes it),
+//! from a real file, 2022.2 copied from a real file, 2020.5 as docs/ingest.md describes it),
 //! creating each event table at its first row as nsys does, in one transaction with
 //! prepared statements so millions of rows write in seconds.
 
@@ -22,7 +22,7 @@ pub enum Layout {
     Nsys2026_2,
     /// nsys 2022.2.1 / schema 2.9.1: EXPORT_META_DATA, no ENUM tables, no capture metadata.
     Nsys2022_2,
-    /// nsys 2022.1.3 (same tables as 2022.2, NSYS_SCHEMA.md F22a).
+    /// nsys 2022.1.3 (same tables as 2022.2).
     Nsys2022_1,
     /// nsys 2020.5.1: TARGET_INFO_GPU.deviceId, no mangledName, no export-metadata table.
     Nsys2020_5,
@@ -57,7 +57,7 @@ impl Layout {
     }
 }
 
-/// Serialized GlobalId of a process (NSYS_SCHEMA.md §8: bit 48 set, pid in bits 24..47).
+/// Serialized GlobalId of a process (bit 48 set, pid in bits 24..47).
 pub fn global_pid(pid: i64) -> i64 {
     (1 << 48) | ((pid & 0xFF_FFFF) << 24)
 }
@@ -641,7 +641,7 @@ impl NsysWriter {
     }
 
     /// A graph-node creation event: CUDA_GRAPH_NODE_EVENTS in 2026.2, CUDA_GRAPH_EVENTS
-    /// (with the same node columns) in the 2022 layouts (NSYS_SCHEMA.md §6).
+    /// (with the same node columns) in the 2022 layouts.
     pub fn graph_node_event(&mut self, g: &GraphNodeRec) -> Result<()> {
         let table = if self.layout == Layout::Nsys2026_2 {
             self.ensure(T::GraphNode)?;

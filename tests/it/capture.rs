@@ -1,5 +1,5 @@
 //! `stepgate capture` end to end against loopback engines that behave like vLLM and SGLang
-//! (the routes, bodies and status codes of docs/ENGINES.md §1.5, §2.3, §2.4) and a fake
+//! (the routes, bodies and status codes their servers have; docs/capture.md) and a fake
 //! `nsys` (tests/fake_nsys). Every failure path answers exit 4 with what to do.
 //! Nothing here leaves 127.0.0.1; every wait is bounded.
 
@@ -22,6 +22,8 @@ use crate::common;
 enum Kind {
     Vllm,
     Sglang,
+    /// trtllm-serve: OpenAI routes only, no profiler routes.
+    Trtllm,
 }
 
 /// How the fake engine behaves.
@@ -42,6 +44,9 @@ struct Behaviour {
     range_marker: Option<PathBuf>,
     /// Time one generation request (= one forward step here) takes.
     step: Duration,
+    /// TensorRT-LLM: the iteration at which PyExecutor "calls cudaProfilerStart" (touches
+    /// `range_marker`), as TLLM_PROFILE_START_STOP's first number tells it.
+    trtllm_start_at: Option<u64>,
 }
 
 impl Behaviour {
@@ -55,6 +60,15 @@ impl Behaviour {
             write_trace: true,
             range_marker: None,
             step: Duration::from_millis(5),
+            trtllm_start_at: None,
+        }
+    }
+    fn trtllm(start_at: u64) -> Self {
+        Behaviour {
+            kind: Kind::Trtllm,
+            vllm_profiler: None,
+            trtllm_start_at: Some(start_at),
+            ..Behaviour::vllm()
         }
     }
     fn sglang() -> Self {
@@ -217,7 +231,7 @@ fn route(
 ) -> (u16, String) {
     let ready = st.lock().unwrap().started.elapsed() >= b.ready_after;
     match (b.kind, method, path) {
-        // vLLM (ENGINES.md §1.5)
+        // vLLM (`vllm/entrypoints/serve/profile/api_router.py`)
         (Kind::Vllm, "GET", "/health") => (if ready { 200 } else { 503 }, String::new()),
         (Kind::Vllm, "GET", "/v1/models") => (
             200,
@@ -257,7 +271,22 @@ fn route(
             }
             (200, String::new())
         }
-        // SGLang (ENGINES.md §2.3, §2.4)
+        // trtllm-serve: OpenAI routes; iterations run only while requests come in.
+        (Kind::Trtllm, "GET", "/health") => (if ready { 200 } else { 503 }, String::new()),
+        (Kind::Trtllm, "GET", "/v1/models") => (
+            200,
+            r#"{"object":"list","data":[{"id":"fake/llama"}]}"#.into(),
+        ),
+        (Kind::Trtllm, "POST", "/v1/completions") => {
+            thread::sleep(b.step);
+            let mut s = st.lock().unwrap();
+            s.forward_ct += 1;
+            if b.trtllm_start_at.is_some_and(|a| s.forward_ct >= a) {
+                touch_marker(b);
+            }
+            (200, r#"{"choices":[{"text":" 1 2 3"}]}"#.into())
+        }
+        // SGLang (`sglang/srt/entrypoints/http_server.py`)
         (Kind::Sglang, "GET", "/ready") => (if ready { 200 } else { 503 }, String::new()),
         (Kind::Sglang, "GET", "/model_info") => (200, r#"{"model_path":"fake/llama"}"#.into()),
         (Kind::Sglang, "GET", "/health") => (200, String::new()),
@@ -358,7 +387,9 @@ fn spawn(args: &[&str], envs: &[(&str, String)], dir: &Path) -> std::process::Ch
         .stderr(Stdio::from(
             std::fs::File::create(dir.join("stderr")).unwrap(),
         ))
-        .env_remove("SGLANG_ENABLE_NVTX_SCHEDULER");
+        .env_remove("SGLANG_ENABLE_NVTX_SCHEDULER")
+        .env_remove("VLLM_TORCH_CUDA_PROFILE")
+        .env_remove("TLLM_PROFILE_START_STOP");
     for (k, v) in envs {
         c.env(k, v);
     }
@@ -1186,4 +1217,190 @@ fn ctrl_c_while_sglang_blocks_leaves_no_engine_armed() {
         1,
         "the armed session was stopped"
     );
+}
+
+// ---------------------------------------------------------------- every vLLM version, TensorRT-LLM
+
+#[test]
+fn vllm_0_12_cuda_profile_variable_is_accepted_in_the_command_or_inherited() {
+    for (server, envs) in [
+        (
+            vec!["env", "VLLM_TORCH_CUDA_PROFILE=1", "vllm", "serve", "m"],
+            vec![],
+        ),
+        (
+            vec!["vllm", "serve", "m"],
+            vec![("VLLM_TORCH_CUDA_PROFILE", "1".to_owned())],
+        ),
+    ] {
+        let t = tmp();
+        let marker = t.path().join("range");
+        let eng = FakeEngine::start(Behaviour {
+            vllm_profiler: Some("cuda"),
+            range_marker: Some(marker.clone()),
+            ..Behaviour::vllm()
+        });
+        let mut env = envs.clone();
+        env.push(("FAKE_NSYS_RANGE_MARKER", marker.display().to_string()));
+        let n = under_nsys(&eng.url, "vllm", &[], &server, &env, t.path());
+        assert_eq!(n.run.code, 0, "{server:?}: {}", n.run.stderr);
+        assert!(n.run.stderr.contains("vLLM 0.12"), "{}", n.run.stderr);
+        assert!(
+            eng.index("POST", "/start_profile").unwrap()
+                < eng.index("POST", "/stop_profile").unwrap()
+        );
+        assert!(Path::new(&format!("{}.sqlite", n.base.display())).is_file());
+        assert!(gone(n.server_pid.unwrap()));
+    }
+}
+
+#[test]
+fn vllm_without_any_cuda_switch_names_each_versions_switch_exit_4() {
+    let t = tmp();
+    let eng = FakeEngine::start(Behaviour::vllm());
+    let n = under_nsys(
+        &eng.url,
+        "vllm",
+        &[],
+        &["vllm", "serve", "m"],
+        &[],
+        t.path(),
+    );
+    assert_eq!(n.run.code, 4);
+    for want in [
+        "vLLM >= 0.13 needs --profiler-config.profiler=cuda",
+        "vLLM 0.12",
+        "VLLM_TORCH_CUDA_PROFILE=1",
+        "before 0.12 has no CUDA-profiler mode",
+        "--trace-dir",
+    ] {
+        assert!(n.run.stderr.contains(want), "{want}: {}", n.run.stderr);
+    }
+    // One line: the message says it all.
+    let errs: Vec<&str> = n
+        .run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("error"))
+        .collect();
+    assert_eq!(errs.len(), 1, "{}", n.run.stderr);
+    assert!(n.log.is_empty(), "nsys must not have started");
+    assert!(eng.log().is_empty());
+}
+
+#[test]
+fn trtllm_runs_under_nsys_with_its_iteration_range_and_no_http_arming() {
+    let t = tmp();
+    let marker = t.path().join("range");
+    let dump = t.path().join("server.env");
+    let fixture = common::fixture("nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite");
+    // --start-step 3 --num-steps 4: iterations 3-6; the engine opens the range at the 3rd.
+    let eng = FakeEngine::start(Behaviour {
+        range_marker: Some(marker.clone()),
+        ..Behaviour::trtllm(3)
+    });
+    let n = under_nsys(
+        &eng.url,
+        "trtllm",
+        &[
+            "--start-step",
+            "3",
+            "--num-steps",
+            "4",
+            "--drive",
+            "--concurrency",
+            "2",
+            "--warmup",
+            "0.1",
+            "--format",
+            "json",
+        ],
+        &["trtllm-serve", "meta-llama/Meta-Llama-3-8B-Instruct"],
+        &[
+            ("FAKE_NSYS_RANGE_MARKER", marker.display().to_string()),
+            ("FAKE_NSYS_EXPORT_FROM", fixture.display().to_string()),
+            ("FAKE_SERVER_ENV_DUMP", dump.display().to_string()),
+        ],
+        t.path(),
+    );
+    assert_eq!(n.run.code, 0, "{}", n.run.stderr);
+    // The server (under nsys) got the range in its environment.
+    assert_eq!(std::fs::read_to_string(&dump).unwrap().trim(), "3-6");
+    // The documented nsys invocation, and an export.
+    let mut want: Vec<String> = vec!["profile".into()];
+    want.extend(PROFILE_ARGS.iter().map(|s| s.to_string()));
+    want.push(n.base.display().to_string());
+    want.push(fake_server());
+    want.extend(
+        ["trtllm-serve", "meta-llama/Meta-Llama-3-8B-Instruct"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    assert_eq!(n.log[0], want);
+    assert_eq!(n.log[1][0], "export");
+    // No HTTP arming; load was driven through the OpenAI route with the listed model.
+    assert_eq!(eng.count("POST", "/start_profile"), 0);
+    assert_eq!(eng.count("POST", "/stop_profile"), 0);
+    let first = eng.index("POST", "/v1/completions").expect("load driven");
+    let body: Value = serde_json::from_str(&eng.log()[first].body).unwrap();
+    assert_eq!(body["model"], "fake/llama");
+    let s: Value = serde_json::from_str(&n.run.stdout).unwrap();
+    assert_eq!(s["engine"], "trtllm");
+    assert!(s["start_profile_body"].is_null());
+    assert!(
+        s["stopped_by"]
+            .as_str()
+            .unwrap()
+            .contains("TLLM_PROFILE_START_STOP=3-6"),
+        "{s}"
+    );
+    assert!(s["sqlite"].as_str().unwrap().ends_with(".sqlite"));
+    assert!(gone(n.server_pid.unwrap()));
+}
+
+#[test]
+fn trtllm_range_never_reached_without_load_exit_4() {
+    let t = tmp();
+    let marker = t.path().join("range");
+    let eng = FakeEngine::start(Behaviour {
+        range_marker: Some(marker.clone()),
+        ..Behaviour::trtllm(10)
+    });
+    let n = under_nsys(
+        &eng.url,
+        "trtllm",
+        &["--num-steps", "5"],
+        &["trtllm-serve", "m"],
+        &[("FAKE_NSYS_RANGE_MARKER", marker.display().to_string())],
+        t.path(),
+    );
+    assert_eq!(n.run.code, 4);
+    assert!(
+        n.run.stderr.contains("never reached iterations 10-14") && n.run.stderr.contains("--drive"),
+        "{}",
+        n.run.stderr
+    );
+    assert_eq!(n.log.len(), 1, "no export without a report");
+    assert!(gone(n.server_pid.unwrap()));
+}
+
+#[test]
+fn trtllm_flags_that_cannot_work_are_exit_2() {
+    let t = tmp();
+    // No HTTP control: without a server command under nsys there is nothing to do.
+    let r = stepgate(&["capture", "--engine", "trtllm"], &[], t.path());
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--nsys-out"), "{}", r.stderr);
+    let base = t.path().join("r").display().to_string();
+    for extra in [
+        vec!["--num-steps", "0"],
+        vec!["--by-stage"],
+        vec!["--activities", "CPU"],
+    ] {
+        let mut args = vec!["capture", "--engine", "trtllm", "--nsys-out", &base];
+        args.extend(extra.iter().copied());
+        args.extend(["--", "trtllm-serve", "m"]);
+        let r = stepgate(&args, &[("PATH", path_with_fake_nsys())], t.path());
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+    }
 }

@@ -13,3 +13,4 @@ mod nsys_ingest;
 mod shapes;
 mod steps;
 mod steps_real;
+mod steps_synth;
