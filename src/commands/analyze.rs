@@ -81,9 +81,6 @@ pub fn run(args: &Args) -> Result<u8> {
         }
         analysis.steps = Some(r);
     }
-    print!(
-        "{}",
-        report::analyze::render(&analysis, args.format, args.top)
-    );
+    crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
     Ok(OK)
 }
