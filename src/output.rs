@@ -330,12 +330,95 @@ pub fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
     }
 }
 
+/// Lib tests that write files take this, so the one that sends SIGINT to the process
+/// never interrupts another test's write.
+#[cfg(test)]
+pub(crate) static TEST_WRITE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lock() -> std::sync::MutexGuard<'static, ()> {
+        TEST_WRITE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn ctrl_c_while_writing_removes_every_temporary_file() {
+        let _l = lock();
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.md");
+        let b = d.path().join("b.json");
+        std::fs::write(&b, b"old").unwrap();
+        let e = write_all_with(&[(&a, b"new a"), (&b, b"new b")], &|| {
+            // Both temporaries exist now; Ctrl-C arrives before the renames.
+            let tmps = std::fs::read_dir(d.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
+                .count();
+            assert_eq!(tmps, 2);
+            crate::capture::interrupt::raise_sigint();
+        })
+        .unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INTERRUPTED);
+        assert!(!a.exists());
+        assert_eq!(std::fs::read(&b).unwrap(), b"old");
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["b.json".to_owned()]);
+        // The default disposition is back: the next write is not deferred forever.
+        write_atomic(&a, b"after").unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"after");
+    }
+
+    #[test]
+    fn stale_temporaries_are_cleaned_fresh_ones_and_others_kept() {
+        let _l = lock();
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(".stepgate-abc123.tmp");
+        let fresh = d.path().join(".stepgate-def456.tmp");
+        let other = d.path().join(".other-abc.tmp");
+        for p in [&old, &fresh, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [&old, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        assert_eq!(clean_stale(d.path()), 1);
+        assert!(!old.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn print_drops_a_closed_pipe_and_reports_other_errors() {
+        struct Fails(std::io::ErrorKind);
+        impl Write for Fails {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::from(self.0))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        assert!(print_to(&mut Fails(std::io::ErrorKind::BrokenPipe), "x").is_ok());
+        let e = print_to(&mut Fails(std::io::ErrorKind::StorageFull), "x").unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert!(e.message.starts_with("cannot write to standard output"));
+    }
+
     #[test]
     fn output_equal_to_input_is_refused() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let r = d.path().join("r.sqlite");
         std::fs::write(&r, b"x").unwrap();
@@ -352,6 +435,7 @@ mod tests {
 
     #[test]
     fn two_outputs_one_file_refused_and_missing_dir_refused() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a.md");
         let mut p = Plan::new();
@@ -364,6 +448,7 @@ mod tests {
 
     #[test]
     fn non_regular_target_refused_symlink_written_through() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let mut p = Plan::new();
         p.add("-o", Some(d.path()));
@@ -389,6 +474,7 @@ mod tests {
 
     #[test]
     fn write_all_leaves_nothing_when_one_fails() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let ok = d.path().join("e.md");
         let bad = d.path().join("nodir/x.json");

@@ -101,6 +101,15 @@ const MAX_COUNT: f64 = 1e12;
 /// Largest mean context per request, tokens.
 const MAX_CONTEXT: f64 = 1e10;
 
+/// A number as a person reads it: 1e308, not 309 digits.
+fn short(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// The range a sample of `metric` must lie in, and how to say it.
 fn sample_range(metric: &str) -> (f64, f64, &'static str) {
     use crate::baseline::model::metric as m;
@@ -136,8 +145,9 @@ fn validate(b: &Baseline, name: &str) -> Result<()> {
         };
         let out_of_range = |field: &str, i: usize, v: f64, range: &str| {
             Error::input(format!(
-                "baseline {name} is malformed: group {label} {field} sample {i} is {v} (must be \
-                 {range}); {RERECORD}"
+                "baseline {name} is malformed: group {label} {field} sample {i} is {} (must be \
+                 {range}); {RERECORD}",
+                short(v)
             ))
         };
         let check = |field: &str, v: &[f64], (lo, hi, range): (f64, f64, &str)| -> Result<()> {
@@ -149,8 +159,9 @@ fn validate(b: &Baseline, name: &str) -> Result<()> {
         if let Some(c) = g.mean_context {
             if !(c.is_finite() && (0.0..=MAX_CONTEXT).contains(&c)) {
                 return Err(Error::input(format!(
-                    "baseline {name} is malformed: group {label} mean_context is {c} (must be \
-                     a number of tokens from 0 to 1e10); {RERECORD}"
+                    "baseline {name} is malformed: group {label} mean_context is {} (must be \
+                     a number of tokens from 0 to 1e10); {RERECORD}",
+                    short(c)
                 )));
             }
         }
@@ -231,6 +242,9 @@ mod tests {
 
     #[test]
     fn round_trip_and_sniff() {
+        let _l = crate::output::TEST_WRITE_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("sub").join("b.json");
         write_baseline(&p, &sample()).unwrap();
@@ -238,6 +252,57 @@ mod tests {
         assert_eq!(read_baseline(&p).unwrap(), sample());
         // Only the target is left behind: no temp files.
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    /// A baseline with one decode group of three steps and one kernel, as JSON to edit.
+    fn one_group() -> serde_json::Value {
+        use crate::baseline::model::{metric, Group, KernelSamples};
+        let mut g = Group::new("decode", Some(32));
+        g.mean_context = Some(2048.0);
+        g.metrics
+            .insert(metric::WALL_NS.into(), vec![1000.0, 1100.0, 1050.0]);
+        g.metrics
+            .insert(metric::GAP_FRACTION.into(), vec![0.1, 0.2, 0.15]);
+        g.kernels.insert(
+            "gemm".into(),
+            KernelSamples {
+                short_name: "gemm".into(),
+                category: "gemm".into(),
+                exclusive_ns: vec![500.0, 510.0, 505.0],
+                instances: vec![1.0, 1.0, 1.0],
+            },
+        );
+        let mut b = sample();
+        b.samples.groups.push(g);
+        serde_json::to_value(&b).unwrap()
+    }
+
+    fn parse_value(v: &serde_json::Value) -> Result<Baseline> {
+        parse_baseline(&serde_json::to_vec(v).unwrap(), "b.json")
+    }
+
+    #[test]
+    fn absurd_samples_and_empty_groups_are_refused_naming_the_field() {
+        let ok = one_group();
+        assert!(parse_value(&ok).is_ok());
+        let g = "/samples/groups/0";
+        let cases: [(&str, serde_json::Value, &str); 7] = [
+            ("/metrics/wall_ns/1", 1e308.into(), "metric wall_ns sample 1 is 1e308"),
+            ("/metrics/wall_ns/2", (-5.0).into(), "metric wall_ns sample 2 is -5"),
+            ("/metrics/gap_fraction/0", 1.5.into(), "metric gap_fraction sample 0 is 1.5"),
+            ("/mean_context", (-1e300).into(), "mean_context is -1e300"),
+            ("/kernels/gemm/exclusive_ns/0", (-1.0).into(), "kernel gemm exclusive_ns sample 0 is -1"),
+            ("/kernels/gemm/instances/2", 1e300.into(), "kernel gemm instances sample 2 is 1e300"),
+            ("/metrics", serde_json::json!({}), "has no step metrics"),
+        ];
+        for (ptr, v, want) in cases {
+            let mut b = ok.clone();
+            *b.pointer_mut(&format!("{g}{ptr}")).unwrap() = v;
+            let e = parse_value(&b).unwrap_err();
+            assert_eq!(e.exit_code(), crate::exit::INPUT);
+            assert!(e.message.contains(want), "{ptr}: {}", e.message);
+            assert!(e.message.contains("group decode bs=32"), "{}", e.message);
+        }
     }
 
     #[test]

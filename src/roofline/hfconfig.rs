@@ -531,4 +531,52 @@ mod tests {
         let e = from_value(&json!({"hidden_size": 8})).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::INPUT);
     }
+
+    #[test]
+    fn impossible_geometry_and_dtypes_are_refused_naming_the_field() {
+        let base = json!({"model_type":"llama","vocab_size":1000,"hidden_size":1024,
+            "num_hidden_layers":2,"num_attention_heads":8});
+        assert!(from_value(&base).is_ok());
+        let with = |k: &str, v: Value| {
+            let mut c = base.clone();
+            c[k] = v;
+            from_value(&c).unwrap_err().message
+        };
+        for key in [
+            "num_hidden_layers",
+            "num_attention_heads",
+            "head_dim",
+            "num_key_value_heads",
+            "hidden_size",
+            "vocab_size",
+        ] {
+            let m = with(key, json!(0));
+            assert!(m.contains(&format!("`{key}` is 0")), "{key}: {m}");
+            let m = with(key, json!(1u64 << 40));
+            assert!(m.contains(&format!("`{key}` is 1099511627776")), "{key}: {m}");
+        }
+        let m = with("torch_dtype", json!("float128"));
+        assert!(m.contains("`torch_dtype` is \"float128\""), "{m}");
+        assert!(with("torch_dtype", json!(16)).contains("`torch_dtype` is 16"));
+        // hidden_size below the head count and no head_dim: a derived head_dim of 0.
+        let mut c = base.clone();
+        c["hidden_size"] = json!(4);
+        assert!(from_value(&c).unwrap_err().message.contains("head_dim"));
+        // Real dtype spellings still resolve.
+        let mut c = base.clone();
+        c["torch_dtype"] = json!("float16");
+        assert_eq!(from_value(&c).unwrap().weight_dtype, WeightDtype::Fp16);
+        // A group size of 0 in the quantization config.
+        let mut c = base.clone();
+        c["quantization_config"] = json!({"quant_method":"gptq","bits":4,"group_size":0});
+        assert!(from_value(&c)
+            .unwrap_err()
+            .message
+            .contains("quantization_config.group_size"));
+        c["quantization_config"] = json!({"quant_method":"gptq","bits":4,"group_size":-1});
+        assert_eq!(
+            from_value(&c).unwrap().weight_dtype,
+            WeightDtype::Int4 { group: 128 }
+        );
+    }
 }

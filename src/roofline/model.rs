@@ -475,6 +475,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn int4_groups_below_eight_are_refused() {
+        // Group 0 was priced as group 1: 0.5 + 2/1 = 2.5 bytes per weight, above bf16's 2.
+        for g in ["int4-g0", "int4-g1", "int4-g4"] {
+            assert!(WeightDtype::parse(g).is_err(), "{g}");
+        }
+        let g8 = WeightDtype::parse("int4-g8").unwrap();
+        assert_eq!(g8.bytes_per_param(), 0.5 + 2.0 / 8.0);
+        assert!(g8.bytes_per_param() < WeightDtype::Int8.bytes_per_param());
+        assert_eq!(
+            WeightDtype::parse("int4-g128").unwrap(),
+            WeightDtype::Int4 { group: 128 }
+        );
+    }
+
+    #[test]
     fn llama3_8b_counts_by_hand() {
         // vocab 128256 × d 4096 = 525,336,576 (embedding); per layer q,o 4096² each, k,v
         // 4096·1024 each, MLP 3·4096·14336, two norms: 218,112,000; ×32 + final norm + head.
