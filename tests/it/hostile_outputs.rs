@@ -354,3 +354,45 @@ fn a_bad_regex_is_one_line() {
         assert!(!err.contains('^'), "{err}");
     }
 }
+
+/// A baseline JSON of 20 decode steps whose one kernel (named with CR/LF) takes `ns`.
+fn evil_baseline(ns: f64) -> String {
+    let n = 20u32;
+    let k: Vec<f64> = (0..n).map(|i| ns + f64::from(i) * 10.0).collect();
+    let wall: Vec<f64> = k.iter().map(|x| x + 20_000.0).collect();
+    serde_json::json!({
+        "format": "stepgate-baseline", "schema_version": 1,
+        "meta": { "gpu_name": "NVIDIA H100 80GB HBM3", "nsys_version": null,
+            "source_format": "nsys-sqlite", "engine": null, "step_kinds": [],
+            "batch_compositions": [], "model": null, "floor_inputs": null, "created_by": "test" },
+        "samples": { "groups": [ {
+            "step_kind": "decode", "batch_size": 32, "mean_context": null,
+            "metrics": { "wall_ns": wall, "busy_ns": k },
+            "kernels": { "void evil<int>(x)\r\n- injected item\u{1b}[31m": {
+                "short_name": "evil\r\n- injected", "category": "gemm",
+                "exclusive_ns": k, "instances": vec![1.0; n as usize] } },
+            "categories": {}
+        } ] }
+    })
+    .to_string()
+}
+
+#[test]
+fn kernel_names_with_cr_lf_never_split_the_gate_markdown() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a.json");
+    let b = d.path().join("b.json");
+    std::fs::write(&a, evil_baseline(80_000.0)).unwrap();
+    std::fs::write(&b, evil_baseline(240_000.0)).unwrap();
+    let md = d.path().join("gate.md");
+    let (code, out, err) = run(&["gate", s(&b), "--baseline", s(&a), "--markdown", s(&md)]);
+    assert_eq!(code, 1, "{out}{err}");
+    let text = std::fs::read_to_string(&md).unwrap();
+    // The kernel regressed threefold, so it is listed, with its full name.
+    assert!(text.contains(r"evil\r\n- injected"), "{text}");
+    assert!(text.contains(r"void evil<int>(x)\r\n- injected item\x1b[31m"), "{text}");
+    for t in [&text, &out] {
+        assert!(!t.contains('\r') && !t.contains('\u{1b}'), "{t}");
+        assert!(!t.lines().any(|l| l.starts_with("- injected")), "{t}");
+    }
+}
