@@ -17,9 +17,8 @@ const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FI
 /// Missing parent directories are created.
 pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
     crate::output::create_parent(path)?;
-    let mut bytes = serde_json::to_vec(baseline).map_err(|e| {
-        Error::input(format!("cannot write baseline {}: {e}", path.display()))
-    })?;
+    let mut bytes = serde_json::to_vec(baseline)
+        .map_err(|e| Error::input(format!("cannot write baseline {}: {e}", path.display())))?;
     bytes.push(b'\n');
     crate::output::write_atomic(path, &bytes)
 }
@@ -151,7 +150,10 @@ fn validate(b: &Baseline, name: &str) -> Result<()> {
             ))
         };
         let check = |field: &str, v: &[f64], (lo, hi, range): (f64, f64, &str)| -> Result<()> {
-            match v.iter().position(|x| !(x.is_finite() && *x >= lo && *x <= hi)) {
+            match v
+                .iter()
+                .position(|x| !(x.is_finite() && *x >= lo && *x <= hi))
+            {
                 Some(i) => Err(out_of_range(field, i, v[i], range)),
                 None => Ok(()),
             }
@@ -287,12 +289,32 @@ mod tests {
         assert!(parse_value(&ok).is_ok());
         let g = "/samples/groups/0";
         let cases: [(&str, serde_json::Value, &str); 7] = [
-            ("/metrics/wall_ns/1", 1e308.into(), "metric wall_ns sample 1 is 1e308"),
-            ("/metrics/wall_ns/2", (-5.0).into(), "metric wall_ns sample 2 is -5"),
-            ("/metrics/gap_fraction/0", 1.5.into(), "metric gap_fraction sample 0 is 1.5"),
+            (
+                "/metrics/wall_ns/1",
+                1e308.into(),
+                "metric wall_ns sample 1 is 1e308",
+            ),
+            (
+                "/metrics/wall_ns/2",
+                (-5.0).into(),
+                "metric wall_ns sample 2 is -5",
+            ),
+            (
+                "/metrics/gap_fraction/0",
+                1.5.into(),
+                "metric gap_fraction sample 0 is 1.5",
+            ),
             ("/mean_context", (-1e300).into(), "mean_context is -1e300"),
-            ("/kernels/gemm/exclusive_ns/0", (-1.0).into(), "kernel gemm exclusive_ns sample 0 is -1"),
-            ("/kernels/gemm/instances/2", 1e300.into(), "kernel gemm instances sample 2 is 1e300"),
+            (
+                "/kernels/gemm/exclusive_ns/0",
+                (-1.0).into(),
+                "kernel gemm exclusive_ns sample 0 is -1",
+            ),
+            (
+                "/kernels/gemm/instances/2",
+                1e300.into(),
+                "kernel gemm instances sample 2 is 1e300",
+            ),
             ("/metrics", serde_json::json!({}), "has no step metrics"),
         ];
         for (ptr, v, want) in cases {

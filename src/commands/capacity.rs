@@ -74,7 +74,12 @@ const MAX_USD_PER_GPU_HOUR: f64 = 1e6;
 fn validate(args: &Args) -> Result<()> {
     numbers::real("--input-tokens", "tokens", args.input_tokens, MAX_TOKENS)?;
     numbers::real("--output-tokens", "tokens", args.output_tokens, MAX_TOKENS)?;
-    numbers::real_opt("--kv-pool-tokens", "tokens", args.kv_pool_tokens, MAX_POOL_TOKENS)?;
+    numbers::real_opt(
+        "--kv-pool-tokens",
+        "tokens",
+        args.kv_pool_tokens,
+        MAX_POOL_TOKENS,
+    )?;
     numbers::real_opt("--kv-pool-gib", "GiB", args.kv_pool_gib, MAX_POOL_GIB)?;
     numbers::fraction("--gpu-mem-util", args.gpu_mem_util)?;
     numbers::real_opt("--batch", "requests", args.batch, MAX_BATCH)?;

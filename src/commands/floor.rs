@@ -92,17 +92,35 @@ const MAX_LAUNCH_COST_US: f64 = numbers::MAX_LAUNCH_COST_US;
 
 /// `--layers`: 1 ..= 2^12 (the largest models have ~128).
 fn layers_flag(s: &str) -> std::result::Result<u64, String> {
-    numbers::count("--layers", "layers", s, 1, crate::roofline::model::MAX_LAYERS)
+    numbers::count(
+        "--layers",
+        "layers",
+        s,
+        1,
+        crate::roofline::model::MAX_LAYERS,
+    )
 }
 
 /// `--kv-heads`: 1 ..= 2^12; zero KV heads would price attention at nothing.
 fn kv_heads_flag(s: &str) -> std::result::Result<u64, String> {
-    numbers::count("--kv-heads", "heads", s, 1, crate::roofline::model::MAX_HEADS)
+    numbers::count(
+        "--kv-heads",
+        "heads",
+        s,
+        1,
+        crate::roofline::model::MAX_HEADS,
+    )
 }
 
 /// `--head-dim`: 1 ..= 2^12.
 fn head_dim_flag(s: &str) -> std::result::Result<u64, String> {
-    numbers::count("--head-dim", "dimensions", s, 1, crate::roofline::model::MAX_HEAD_DIM)
+    numbers::count(
+        "--head-dim",
+        "dimensions",
+        s,
+        1,
+        crate::roofline::model::MAX_HEAD_DIM,
+    )
 }
 
 /// `--launches`: 0 ..= 2^32 per step.

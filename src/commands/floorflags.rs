@@ -3,8 +3,8 @@
 
 use crate::attribution::FloorInput;
 use crate::commands::floor::ModelGpuArgs;
-use crate::commands::numbers;
 use crate::commands::floor::MAX_HBM_TB_S;
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::roofline::floor::{step_floor, Bound, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};

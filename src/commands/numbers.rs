@@ -24,7 +24,13 @@ pub const MAX_LAUNCH_COST_US: f64 = 1e6;
 /// A whole count flag in `[min, max]`, parsed from what the user typed. `unit` is plural
 /// (`tokens`, `requests`). Accepts `-1` as a token (clap would call it an unknown flag)
 /// so the message can say what is wrong with it.
-pub fn count(flag: &str, unit: &str, s: &str, min: u64, max: u64) -> std::result::Result<u64, String> {
+pub fn count(
+    flag: &str,
+    unit: &str,
+    s: &str,
+    min: u64,
+    max: u64,
+) -> std::result::Result<u64, String> {
     let t = s.trim();
     let v = match t.parse::<u64>() {
         Ok(v) => v,
@@ -35,7 +41,9 @@ pub fn count(flag: &str, unit: &str, s: &str, min: u64, max: u64) -> std::result
                     format!("{flag} must be a positive number of {unit}, got {t}")
                 }
                 Ok(f) if f > max as f64 => {
-                    format!("{flag} is {t} {unit}, beyond the {max} this model allows; check the value")
+                    format!(
+                        "{flag} is {t} {unit}, beyond the {max} this model allows; check the value"
+                    )
                 }
                 _ => format!("{flag} must be a whole number of {unit}, got {t}"),
             })
@@ -101,7 +109,13 @@ mod tests {
     #[test]
     fn counts() {
         let c = |s: &str| count("--context", "tokens", s, 1, 1000);
-        assert_eq!(c("2048"), Err("--context is 2048 tokens, beyond the 1000 this model allows; check the value".into()));
+        assert_eq!(
+            c("2048"),
+            Err(
+                "--context is 2048 tokens, beyond the 1000 this model allows; check the value"
+                    .into()
+            )
+        );
         assert_eq!(c("12"), Ok(12));
         assert_eq!(
             c("-1").unwrap_err(),

@@ -100,7 +100,10 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
         ""
     };
     // Reasons quote kernel names from the reports: one line, whatever the names hold.
-    format!("{icon} {word}{fails} — {}", crate::report::escape_control(&why))
+    format!(
+        "{icon} {word}{fails} — {}",
+        crate::report::escape_control(&why)
+    )
 }
 
 /// A value of a metric in its unit.

@@ -147,6 +147,9 @@ mod tests {
         let txt = t.to_text();
         assert_eq!(txt.lines().count(), 3, "{txt}");
         assert!(!txt.contains('\u{1b}') && !txt.contains('\r'));
-        assert_eq!(txt.lines().nth(2).unwrap(), "evil\\r\\n| x | 1 |\\x1b[2J   5");
+        assert_eq!(
+            txt.lines().nth(2).unwrap(),
+            "evil\\r\\n| x | 1 |\\x1b[2J   5"
+        );
     }
 }

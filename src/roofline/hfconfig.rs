@@ -553,7 +553,10 @@ mod tests {
             let m = with(key, json!(0));
             assert!(m.contains(&format!("`{key}` is 0")), "{key}: {m}");
             let m = with(key, json!(1u64 << 40));
-            assert!(m.contains(&format!("`{key}` is 1099511627776")), "{key}: {m}");
+            assert!(
+                m.contains(&format!("`{key}` is 1099511627776")),
+                "{key}: {m}"
+            );
         }
         let m = with("torch_dtype", json!("float128"));
         assert!(m.contains("`torch_dtype` is \"float128\""), "{m}");

@@ -27,7 +27,10 @@ fn accepted(args: &[&str]) -> String {
 #[test]
 fn the_issue_examples_say_what_is_wrong_in_the_flags_unit() {
     let e = refused(&["floor", "--context", "-1"]);
-    assert!(e.contains("--context must be a positive number of tokens"), "{e}");
+    assert!(
+        e.contains("--context must be a positive number of tokens"),
+        "{e}"
+    );
     let e = refused(&["floor", "--batch", "0"]);
     assert!(e.contains("--batch must be ≥ 1"), "{e}");
     // 2^32 · 2^32 wrapped to a KV read of 0 bytes.
@@ -41,7 +44,10 @@ fn the_issue_examples_say_what_is_wrong_in_the_flags_unit() {
     }
     // The same flags spelled with a space before a negative value reach our check too.
     let e = refused(&["capacity", "--fleet-rps", "-5"]);
-    assert!(e.contains("--fleet-rps must be positive, got -5 req/s"), "{e}");
+    assert!(
+        e.contains("--fleet-rps must be positive, got -5 req/s"),
+        "{e}"
+    );
     let e = refused(&["floor", "--weight-dtype", "int4-g0"]);
     assert!(e.contains("int4-g0") && e.contains("at least 8"), "{e}");
     let e = refused(&["floor", "--kv-heads", "0"]);
@@ -49,8 +55,14 @@ fn the_issue_examples_say_what_is_wrong_in_the_flags_unit() {
     // A valid plan still sizes replicas: 240 req/s needs at least one.
     let out = accepted(&["capacity", "--fleet-rps", "240", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let n = v.pointer("/plan/fixed_batch/replicas").or_else(|| v.pointer("/fixed_batch/replicas"));
-    assert!(n.and_then(serde_json::Value::as_u64).is_some_and(|n| n >= 1), "{out}");
+    let n = v
+        .pointer("/plan/fixed_batch/replicas")
+        .or_else(|| v.pointer("/fixed_batch/replicas"));
+    assert!(
+        n.and_then(serde_json::Value::as_u64)
+            .is_some_and(|n| n >= 1),
+        "{out}"
+    );
 }
 
 #[test]
@@ -145,10 +157,23 @@ fn step_finding_numbers_are_bounded() {
         let e = refused(&["steps", r, &format!("--launch-cost-us={v}")]);
         assert!(e.contains("--launch-cost-us"), "{v}: {e}");
     }
-    let e = refused(&["steps", r, "--model", "llama-3-8b", "--gpu", "h100-sxm", "--hbm-tb-s=-3"]);
-    assert!(e.contains("--hbm-tb-s must be positive, got -3 TB/s"), "{e}");
+    let e = refused(&[
+        "steps",
+        r,
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100-sxm",
+        "--hbm-tb-s=-3",
+    ]);
+    assert!(
+        e.contains("--hbm-tb-s must be positive, got -3 TB/s"),
+        "{e}"
+    );
     // The 12 steps are 8 eager kernels each, 200 µs apart: found with a sane gap.
-    let out = accepted(&["steps", r, "--steps", "gaps", "--gap-us", "100", "--format", "json"]);
+    let out = accepted(&[
+        "steps", r, "--steps", "gaps", "--gap-us", "100", "--format", "json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["steps"].as_array().map(Vec::len), Some(12), "{out}");
 }
@@ -166,13 +191,37 @@ fn model_configs_with_impossible_fields_are_refused_naming_the_field() {
     let cfg = p.to_str().unwrap();
     accepted(&["floor", "--model-config", cfg]);
     let cases = [
-        ("num_hidden_layers", serde_json::json!(0), "`num_hidden_layers` is 0"),
-        ("num_attention_heads", serde_json::json!(0), "`num_attention_heads` is 0"),
+        (
+            "num_hidden_layers",
+            serde_json::json!(0),
+            "`num_hidden_layers` is 0",
+        ),
+        (
+            "num_attention_heads",
+            serde_json::json!(0),
+            "`num_attention_heads` is 0",
+        ),
         ("head_dim", serde_json::json!(0), "`head_dim` is 0"),
-        ("num_key_value_heads", serde_json::json!(0), "`num_key_value_heads` is 0"),
-        ("torch_dtype", serde_json::json!("float128"), "`torch_dtype` is \"float128\""),
-        ("hidden_size", serde_json::json!(1u64 << 40), "`hidden_size` is 1099511627776"),
-        ("num_hidden_layers", serde_json::json!(-2), "`num_hidden_layers`"),
+        (
+            "num_key_value_heads",
+            serde_json::json!(0),
+            "`num_key_value_heads` is 0",
+        ),
+        (
+            "torch_dtype",
+            serde_json::json!("float128"),
+            "`torch_dtype` is \"float128\"",
+        ),
+        (
+            "hidden_size",
+            serde_json::json!(1u64 << 40),
+            "`hidden_size` is 1099511627776",
+        ),
+        (
+            "num_hidden_layers",
+            serde_json::json!(-2),
+            "`num_hidden_layers`",
+        ),
     ];
     for (key, v, want) in cases {
         let mut c = good.clone();
@@ -225,11 +274,27 @@ fn baselines_with_empty_groups_or_absurd_samples_never_pass() {
     let grp = "/samples/groups/0";
     let cases: [(&str, serde_json::Value, &str); 6] = [
         ("/metrics", serde_json::json!({}), "has no step metrics"),
-        ("/metrics/wall_ns/3", 1e308.into(), "metric wall_ns sample 3 is 1e308"),
-        ("/metrics/busy_ns/0", (-90_000.0).into(), "metric busy_ns sample 0 is -90000"),
+        (
+            "/metrics/wall_ns/3",
+            1e308.into(),
+            "metric wall_ns sample 3 is 1e308",
+        ),
+        (
+            "/metrics/busy_ns/0",
+            (-90_000.0).into(),
+            "metric busy_ns sample 0 is -90000",
+        ),
         ("/mean_context", (-1e300).into(), "mean_context is -1e300"),
-        ("/kernels/gemm/exclusive_ns/5", 1e20.into(), "kernel gemm exclusive_ns sample 5 is 1e20"),
-        ("/categories/gemm/1", (-1.0).into(), "category gemm sample 1 is -1"),
+        (
+            "/kernels/gemm/exclusive_ns/5",
+            1e20.into(),
+            "kernel gemm exclusive_ns sample 5 is 1e20",
+        ),
+        (
+            "/categories/gemm/1",
+            (-1.0).into(),
+            "category gemm sample 1 is -1",
+        ),
     ];
     for (ptr, v, want) in cases {
         let mut j = baseline_json();

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use stepgate::synth::workload::{build, vllm_execute_detailed, KernelSpec, LaunchMode, Scenario, StepSpec};
+use stepgate::synth::workload::{
+    build, vllm_execute_detailed, KernelSpec, LaunchMode, Scenario, StepSpec,
+};
 use stepgate::synth::Layout;
 
 use crate::common::{bin, run};
@@ -89,7 +91,16 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         vec!["gate", s(&r), "--baseline", s(&b), "--markdown", s(&r)],
         vec!["gate", s(&r), "--baseline", s(&b), "--json", s(&b)],
         vec!["gate", s(&r), "--baseline", s(&b), "--json", s(&link)],
-        vec!["gate", s(&r), "--baseline", s(&b), "--policy", s(&policy), "--markdown", s(&policy)],
+        vec![
+            "gate",
+            s(&r),
+            "--baseline",
+            s(&b),
+            "--policy",
+            s(&policy),
+            "--markdown",
+            s(&policy),
+        ],
         vec!["baseline", "record", s(&r), "-o", s(&r)],
         vec!["baseline", "record", s(&r), "-o", s(&dotted)],
         vec!["diff", s(&r), s(&b), "--markdown", s(&r)],
@@ -108,7 +119,14 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
     // Two outputs naming one file.
     let same = d.path().join("same.md");
     let (code, _, err) = run(&[
-        "gate", s(&r), "--baseline", s(&b), "--markdown", s(&same), "--json", s(&same),
+        "gate",
+        s(&r),
+        "--baseline",
+        s(&b),
+        "--markdown",
+        s(&same),
+        "--json",
+        s(&same),
     ]);
     assert_eq!(code, 2);
     assert!(err.contains("both name"), "{err}");
@@ -123,18 +141,35 @@ fn when_one_output_cannot_be_written_none_is() {
     let md = d.path().join("e.md");
     let bad = d.path().join("nodir").join("x.json");
     let (code, out, err) = run(&[
-        "gate", s(&r), "--baseline", s(&b), "--markdown", s(&md), "--json", s(&bad),
+        "gate",
+        s(&r),
+        "--baseline",
+        s(&b),
+        "--markdown",
+        s(&md),
+        "--json",
+        s(&bad),
     ]);
     assert_eq!(code, 2, "{err}");
     one_line_error(&err);
-    assert!(err.contains("--json") && err.contains("does not exist"), "{err}");
+    assert!(
+        err.contains("--json") && err.contains("does not exist"),
+        "{err}"
+    );
     assert!(out.is_empty());
     // No e.md saying "Pass", no temporary file.
     assert_eq!(listing(d.path()), before);
     // Both writable: both written, and the verdict (pass on the same run) is exit 0.
     let js = d.path().join("x.json");
     let (code, out, err) = run(&[
-        "gate", s(&r), "--baseline", s(&b), "--markdown", s(&md), "--json", s(&js),
+        "gate",
+        s(&r),
+        "--baseline",
+        s(&b),
+        "--markdown",
+        s(&md),
+        "--json",
+        s(&js),
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Pass"), "{out}");
@@ -143,7 +178,10 @@ fn when_one_output_cannot_be_written_none_is() {
     assert!(v.is_object());
     // Written files are shareable (0644), not the 0600 of a temporary file.
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&js).unwrap().permissions().mode() & 0o777, 0o644);
+    assert_eq!(
+        std::fs::metadata(&js).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
 }
 
 #[test]
@@ -152,7 +190,11 @@ fn what_is_not_a_regular_file_is_never_replaced_and_symlinks_are_written_through
     let r = d.path().join("run.sqlite");
     plain(&r, 12);
     let fifo = d.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let fifo_link = d.path().join("fifo-link.json");
     std::os::unix::fs::symlink(&fifo, &fifo_link).unwrap();
     let sub = d.path().join("sub");
@@ -165,7 +207,10 @@ fn what_is_not_a_regular_file_is_never_replaced_and_symlinks_are_written_through
     }
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
-    assert!(std::fs::symlink_metadata(&fifo_link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&fifo_link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert!(sub.is_dir() && listing(&sub).is_empty());
     // A symlink to a regular file: the link stays, its target gets the baseline.
     let real = d.path().join("real.json");
@@ -174,7 +219,10 @@ fn what_is_not_a_regular_file_is_never_replaced_and_symlinks_are_written_through
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let (code, _, err) = run(&["baseline", "record", s(&r), "-o", s(&link)]);
     assert_eq!(code, 0, "{err}");
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&real).unwrap()).unwrap();
     assert_eq!(v["format"], "stepgate-baseline");
     // A directory that does not exist yet is created for a baseline (and only then).
@@ -207,7 +255,10 @@ fn baseline_record_cleans_stale_temporaries_and_leaves_none_of_its_own() {
     let (code, _, err) = run(&["baseline", "record", s(&r), "-o", s(&b)]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("removed 1 stale temporary file"), "{err}");
-    assert_eq!(listing(&out), vec!["b.json".to_owned(), "notes.tmp".to_owned()]);
+    assert_eq!(
+        listing(&out),
+        vec!["b.json".to_owned(), "notes.tmp".to_owned()]
+    );
 }
 
 /// Spawn stepgate with its stdout's read end closed before it writes anything.
@@ -227,7 +278,10 @@ fn with_closed_stdout(args: &[&str]) -> (i32, String) {
 }
 
 fn with_stdout_to_dev_full(args: &[&str]) -> (i32, String) {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let out = Command::new(bin())
         .args(args)
         .stdout(Stdio::from(full))
@@ -246,7 +300,12 @@ fn a_closed_pipe_is_quiet_and_keeps_the_exit_code_a_full_disk_is_one_line() {
     let (r, b) = recorded(d.path());
     // A candidate whose GEMM is three times slower: a regression, exit 1.
     let slow = d.path().join("slow.sqlite");
-    report(&slow, 30, &[(GEMM, 40_000), (NORM, 5_000)], Some((GEMM, 3.0)));
+    report(
+        &slow,
+        30,
+        &[(GEMM, 40_000), (NORM, 5_000)],
+        Some((GEMM, 3.0)),
+    );
     let (code, out, err) = run(&["gate", s(&slow), "--baseline", s(&b)]);
     assert_eq!(code, 1, "{out}{err}");
 
@@ -306,7 +365,7 @@ fn concurrent_writers_of_one_path_never_leave_invalid_json() {
                     let v: serde_json::Value = serde_json::from_slice(&read)
                         .unwrap_or_else(|e| panic!("invalid JSON after a write: {e}"));
                     // Whole documents only: one of the four, never a mix.
-                    assert!(all.iter().any(|d| *d == read), "{}", v["writer"]);
+                    assert!(all.contains(&read), "{}", v["writer"]);
                 }
             });
         }
@@ -346,7 +405,10 @@ fn a_bad_regex_is_one_line() {
     let d = tempfile::tempdir().unwrap();
     let r = d.path().join("run.sqlite");
     plain(&r, 12);
-    for cmd in [vec!["steps", s(&r), "--steps", "(unclosed"], vec!["analyze", s(&r), "--steps", "a{99999999}"]] {
+    for cmd in [
+        vec!["steps", s(&r), "--steps", "(unclosed"],
+        vec!["analyze", s(&r), "--steps", "a{99999999}"],
+    ] {
         let (code, _, err) = run(&cmd);
         assert_eq!(code, 2, "{err}");
         one_line_error(&err);
@@ -390,7 +452,10 @@ fn kernel_names_with_cr_lf_never_split_the_gate_markdown() {
     let text = std::fs::read_to_string(&md).unwrap();
     // The kernel regressed threefold, so it is listed, with its full name.
     assert!(text.contains(r"evil\r\n- injected"), "{text}");
-    assert!(text.contains(r"void evil<int>(x)\r\n- injected item\x1b[31m"), "{text}");
+    assert!(
+        text.contains(r"void evil<int>(x)\r\n- injected item\x1b[31m"),
+        "{text}"
+    );
     for t in [&text, &out] {
         assert!(!t.contains('\r') && !t.contains('\u{1b}'), "{t}");
         assert!(!t.lines().any(|l| l.starts_with("- injected")), "{t}");
