@@ -74,7 +74,7 @@ pub enum Command {
         output: PathBuf,
         /// Keep at most this many steps per group (evenly spaced), so the file stays small;
         /// 0 keeps all.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, allow_negative_numbers = true, value_parser = crate::commands::numbers::max_steps_flag)]
         max_steps: usize,
         #[command(flatten)]
         report_args: Box<StepFlags>,

@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,

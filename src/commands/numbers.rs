@@ -42,7 +42,7 @@ pub fn count(
                 }
                 Ok(f) if f > max as f64 => {
                     format!(
-                        "{flag} is {t} {unit}, beyond the {max} this model allows; check the value"
+                        "{flag} is {t} {unit}, beyond the {max} stepgate accepts; check the value"
                     )
                 }
                 _ => format!("{flag} must be a whole number of {unit}, got {t}"),
@@ -54,10 +54,20 @@ pub fn count(
     }
     if v > max {
         return Err(format!(
-            "{flag} is {v} {unit}, beyond the {max} this model allows; check the value"
+            "{flag} is {v} {unit}, beyond the {max} stepgate accepts; check the value"
         ));
     }
     Ok(v)
+}
+
+/// `--top`: rows to show, 0 ..= 2^32 (a negative or fractional count is a typo).
+pub fn rows_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--top", "rows", s, 0, 1 << 32).map(|v| v as usize)
+}
+
+/// `baseline record --max-steps`: 0 (keep all) ..= 2^32.
+pub fn max_steps_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--max-steps", "steps", s, 0, 1 << 32).map(|v| v as usize)
 }
 
 /// A real flag that must be finite, above zero and at most `max`. `unit` is appended to
@@ -112,7 +122,7 @@ mod tests {
         assert_eq!(
             c("2048"),
             Err(
-                "--context is 2048 tokens, beyond the 1000 this model allows; check the value"
+                "--context is 2048 tokens, beyond the 1000 stepgate accepts; check the value"
                     .into()
             )
         );

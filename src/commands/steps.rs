@@ -84,7 +84,7 @@ pub struct Args {
     #[arg(long)]
     pub each: bool,
     /// Kernel rows kept per step in JSON.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,

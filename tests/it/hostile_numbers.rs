@@ -128,6 +128,33 @@ fn every_count_flag_refuses_negative_fractional_nan_and_huge() {
     }
     let e = refused(&["steps", "no-such-report.sqlite", "--batch", "0"]);
     assert!(e.contains("--batch must be ≥ 1"), "{e}");
+    // Row counts of every report command, and baseline thinning.
+    for cmd in [
+        vec!["steps", "r.sqlite", "--top"],
+        vec!["analyze", "r.sqlite", "--top"],
+        vec!["gate", "r.sqlite", "--baseline", "b.json", "--top"],
+        vec!["diff", "a.json", "b.json", "--top"],
+    ] {
+        for v in ["-1", "2.5", "1e300"] {
+            let mut args = cmd.clone();
+            args.push(v);
+            let e = refused(&args);
+            assert!(e.contains("--top"), "{args:?}: {e}");
+        }
+    }
+    let e = refused(&[
+        "baseline",
+        "record",
+        "r.sqlite",
+        "-o",
+        "b.json",
+        "--max-steps",
+        "-1",
+    ]);
+    assert!(
+        e.contains("--max-steps must be a positive number of steps"),
+        "{e}"
+    );
 }
 
 /// A small decode-step report with the GPU named, for flags checked after loading.
@@ -170,6 +197,9 @@ fn step_finding_numbers_are_bounded() {
         e.contains("--hbm-tb-s must be positive, got -3 TB/s"),
         "{e}"
     );
+    // A negative device id is a value (not an unknown flag) that names no device.
+    let e = refused(&["analyze", r, "--device", "-1"]);
+    assert!(e.contains("device -1 has no GPU activity"), "{e}");
     // The 12 steps are 8 eager kernels each, 200 µs apart: found with a sane gap.
     let out = accepted(&[
         "steps", r, "--steps", "gaps", "--gap-us", "100", "--format", "json",
