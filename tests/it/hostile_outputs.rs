@@ -461,3 +461,62 @@ fn kernel_names_with_cr_lf_never_split_the_gate_markdown() {
         assert!(!t.lines().any(|l| l.starts_with("- injected")), "{t}");
     }
 }
+
+#[test]
+fn concurrent_gate_processes_writing_one_json_never_leave_it_invalid() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a.json");
+    let b = d.path().join("b.json");
+    std::fs::write(&a, evil_baseline(80_000.0)).unwrap();
+    std::fs::write(&b, evil_baseline(240_000.0)).unwrap();
+    let out = d.path().join("gate.json");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let reads = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        // A reader parsing the file over and over while the writers run.
+        sc.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if let Ok(bytes) = std::fs::read(&out) {
+                    let v: serde_json::Value = serde_json::from_slice(&bytes)
+                        .unwrap_or_else(|e| panic!("invalid JSON mid-run: {e}"));
+                    assert_eq!(v["verdict"], "regression");
+                    reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        });
+        for _ in 0..4 {
+            let children: Vec<_> = (0..6)
+                .map(|_| {
+                    Command::new(bin())
+                        .args(["gate", s(&b), "--baseline", s(&a), "--json", s(&out)])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for c in children {
+                let o = c.wait_with_output().unwrap();
+                assert_eq!(
+                    o.status.code(),
+                    Some(1),
+                    "{}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+            assert_eq!(v["verdict"], "regression");
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    assert!(reads.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    assert_eq!(
+        listing(d.path()),
+        vec![
+            "a.json".to_owned(),
+            "b.json".to_owned(),
+            "gate.json".to_owned()
+        ]
+    );
+}
