@@ -192,11 +192,16 @@ fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> R
         }
     }
     // Probe writability with a real temporary file: permission bits lie under root,
-    // read-only mounts and ACLs.
+    // read-only mounts and ACLs. Ctrl-C is held meanwhile so the probe is never left.
+    let hold = crate::capture::interrupt::defer();
     let probe = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
         .suffix(TMP_SUFFIX)
-        .tempfile_in(dir);
+        .tempfile_in(dir)
+        .map(drop);
+    if hold.interrupted() {
+        return Err(Error::interrupted("interrupted before anything was written"));
+    }
     if let Err(e) = probe {
         return Err(Error::input(format!(
             "{flag} {}: cannot write in {}: {e}",
