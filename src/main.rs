@@ -40,7 +40,32 @@ fn main() -> ExitCode {
             }
             return ExitCode::from(stepgate::exit::INPUT);
         }
-        Err(e) => e.exit(),
+        // Help and version go to stdout as clap prints them; a bare `stepgate` shows help.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        // Every other usage error in one line, like stepgate's own: clap's first paragraph,
+        // its tip if any, and where to look; the usage block stays in --help.
+        Err(e) => {
+            let text = e.render().to_string();
+            let mut paras = text.split("\n\n").map(|p| {
+                p.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            let first = paras.next().unwrap_or_default();
+            let first = first.trim_start_matches("error: ");
+            let tip = paras
+                .find_map(|p| p.strip_prefix("tip: ").map(|t| format!("; {t}")))
+                .unwrap_or_default();
+            error_line(&format!("{first}{tip} (see --help)"));
+            return ExitCode::from(stepgate::exit::INPUT);
+        }
     };
     match stepgate::commands::run(cli) {
         Ok(code) => ExitCode::from(code),

@@ -200,7 +200,9 @@ fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> R
         .tempfile_in(dir)
         .map(drop);
     if hold.interrupted() {
-        return Err(Error::interrupted("interrupted before anything was written"));
+        return Err(Error::interrupted(
+            "interrupted before anything was written",
+        ));
     }
     if let Err(e) = probe {
         return Err(Error::input(format!(

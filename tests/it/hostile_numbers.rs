@@ -342,3 +342,22 @@ fn baselines_with_empty_groups_or_absurd_samples_never_pass() {
         }
     }
 }
+
+#[test]
+fn usage_errors_are_one_line_too() {
+    let e = refused(&["floor", "--nope"]);
+    assert!(e.contains("unexpected argument '--nope'"), "{e}");
+    let e = refused(&["gate"]);
+    assert!(
+        e.contains("--baseline <FILE>") && e.contains("<REPORT>"),
+        "{e}"
+    );
+    let e = refused(&["floor", "--kv-dtype", "fp4"]);
+    assert!(e.contains("'fp4'") && e.contains("'fp8'"), "{e}");
+    let e = refused(&["launch-probe", "--iters", "0"]);
+    assert!(e.contains("--iters"), "{e}");
+    // Help is not an error.
+    let (code, out, _) = run(&["floor", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--context"));
+}
