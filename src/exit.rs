@@ -1,7 +1,8 @@
 //! The exit-code contract and the error type every command returns, defined in one place.
 //!
 //! 0 ok · 1 regression found by `gate` · 2 usage or input error · 3 inconclusive gate ·
-//! 4 environment missing (no CUDA driver, no nsys, engine not reachable or not profiling).
+//! 4 environment missing (no CUDA driver, no nsys, engine not reachable or not profiling) ·
+//! 130 interrupted (Ctrl-C) while writing output files, which were removed.
 
 use std::fmt;
 
@@ -16,6 +17,8 @@ pub const INPUT: u8 = 2;
 pub const INCONCLUSIVE: u8 = 3;
 /// Something outside stepgate is missing: CUDA driver, nsys, a reachable engine.
 pub const ENVIRONMENT: u8 = 4;
+/// Ctrl-C or SIGTERM arrived while output files were being written (the shell's 128 + 2).
+pub const INTERRUPTED: u8 = 130;
 
 /// What went wrong, in the terms of the exit-code contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub enum Kind {
     Input,
     /// Missing environment (exit 4).
     Environment,
+    /// Interrupted while writing (exit 130).
+    Interrupted,
 }
 
 /// An error a user can act on: one line that says what is wrong and what to do.
@@ -50,11 +55,20 @@ impl Error {
         }
     }
 
+    /// Interrupted by a signal (exit code 130).
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Interrupted,
+            message: message.into(),
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self.kind {
             Kind::Input => INPUT,
             Kind::Environment => ENVIRONMENT,
+            Kind::Interrupted => INTERRUPTED,
         }
     }
 }

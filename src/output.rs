@@ -21,6 +21,9 @@ pub const TMP_SUFFIX: &str = ".tmp";
 pub struct Planned {
     pub flag: &'static str,
     pub path: PathBuf,
+    /// The writer creates missing parent directories (`baseline record -o baselines/x.json`),
+    /// so the check only asks that the nearest existing ancestor be a writable directory.
+    pub create_dirs: bool,
 }
 
 /// The files a command will write, checked up front.
@@ -40,9 +43,26 @@ impl Plan {
             self.items.push(Planned {
                 flag,
                 path: p.to_path_buf(),
+                create_dirs: false,
             });
         }
         self
+    }
+
+    /// Like [`Plan::add`], for an output whose missing parent directories the command
+    /// creates (with [`create_parent`]) just before writing.
+    pub fn add_creating_dirs(&mut self, flag: &'static str, path: &Path) -> &mut Self {
+        self.items.push(Planned {
+            flag,
+            path: path.to_path_buf(),
+            create_dirs: true,
+        });
+        self
+    }
+
+    /// The planned outputs, in the order they were added.
+    pub fn items(&self) -> &[Planned] {
+        &self.items
     }
 
     /// Refuse, before anything runs: an output that is one of the inputs, two outputs that
@@ -70,10 +90,18 @@ impl Plan {
                     )));
                 }
             }
-            check_target(o.flag, &o.path, &target)?;
+            check_target(o.flag, &o.path, &target, o.create_dirs)?;
         }
         Ok(())
     }
+}
+
+/// Create the missing parent directories of an output planned with
+/// [`Plan::add_creating_dirs`].
+pub fn create_parent(path: &Path) -> Result<()> {
+    let dir = parent_dir(path);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::input(format!("cannot create directory {}: {e}", dir.display())))
 }
 
 /// Follow a symlink chain to the file it points to (which may not exist yet), so the
@@ -123,7 +151,7 @@ fn parent_dir(p: &Path) -> &Path {
     }
 }
 
-fn check_target(flag: &str, given: &Path, target: &Path) -> Result<()> {
+fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> Result<()> {
     if let Ok(m) = std::fs::metadata(target) {
         if !m.is_file() {
             return Err(Error::input(format!(
@@ -132,7 +160,20 @@ fn check_target(flag: &str, given: &Path, target: &Path) -> Result<()> {
             )));
         }
     }
-    let dir = parent_dir(target);
+    let mut dir = parent_dir(target);
+    if create_dirs {
+        // Probe the nearest ancestor that exists: that is where the first new directory
+        // will be created.
+        while std::fs::metadata(dir).is_err() {
+            match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => dir = p,
+                _ => {
+                    dir = Path::new(".");
+                    break;
+                }
+            }
+        }
+    }
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
@@ -151,11 +192,18 @@ fn check_target(flag: &str, given: &Path, target: &Path) -> Result<()> {
         }
     }
     // Probe writability with a real temporary file: permission bits lie under root,
-    // read-only mounts and ACLs.
+    // read-only mounts and ACLs. Ctrl-C is held meanwhile so the probe is never left.
+    let hold = crate::capture::interrupt::defer();
     let probe = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
         .suffix(TMP_SUFFIX)
-        .tempfile_in(dir);
+        .tempfile_in(dir)
+        .map(drop);
+    if hold.interrupted() {
+        return Err(Error::interrupted(
+            "interrupted before anything was written",
+        ));
+    }
     if let Err(e) = probe {
         return Err(Error::input(format!(
             "{flag} {}: cannot write in {}: {e}",
@@ -169,15 +217,42 @@ fn check_target(flag: &str, given: &Path, target: &Path) -> Result<()> {
 /// Write every file or none: all contents go to temporary files first (synced), then
 /// each is renamed over its target. A failure before the renames removes every
 /// temporary file and leaves every target untouched.
+///
+/// Ctrl-C (or SIGTERM) while this runs does not kill the process mid-write: it is noted,
+/// the temporary files are removed, and the error says so (exit 130).
 pub fn write_all(files: &[(&Path, &[u8])]) -> Result<()> {
+    write_all_with(files, &|| {})
+}
+
+/// [`write_all`] with a hook run after staging and before the renames (the tests send
+/// SIGINT there).
+#[doc(hidden)]
+pub fn write_all_with(files: &[(&Path, &[u8])], after_stage: &dyn Fn()) -> Result<()> {
+    let guard = crate::capture::interrupt::defer();
     let mut staged = Vec::with_capacity(files.len());
     for (path, bytes) in files {
+        // A failure drops `staged`, which deletes every temporary file made so far.
         staged.push((stage(path, bytes)?, *path));
+        if guard.interrupted() {
+            break;
+        }
+    }
+    after_stage();
+    if guard.interrupted() {
+        drop(staged);
+        return Err(Error::interrupted(
+            "interrupted: no output file was written (temporary files removed)",
+        ));
     }
     for (tmp, path) in staged {
         let target = resolve(path);
         tmp.persist(&target)
             .map_err(|e| Error::input(format!("cannot write {}: {}", path.display(), e.error)))?;
+    }
+    if guard.interrupted() {
+        return Err(Error::interrupted(
+            "interrupted: every output file had been written in full",
+        ));
     }
     Ok(())
 }
@@ -243,27 +318,114 @@ pub fn clean_stale(dir: &Path) -> usize {
     n
 }
 
-/// Print to standard output through one locked handle. A closed pipe (`| head -1`) ends
-/// the process quietly with exit 0, as ripgrep does; any other write error (a full disk)
-/// is an input/output error with exit 2.
+/// Print to standard output through one locked handle. A closed pipe (`| head -1`) is
+/// not an error: the rest is dropped quietly, as ripgrep does, and the command still
+/// returns its own exit code (0, or `gate`'s verdict, which a pipe must never turn into
+/// a pass or a crash). Any other write error (a full disk) is one line with exit 2.
 pub fn print(s: &str) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    match lock.write_all(s.as_bytes()).and_then(|()| lock.flush()) {
+    print_to(&mut std::io::stdout().lock(), s)
+}
+
+/// [`print`] on any writer (the tests use a failing one).
+pub fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
+    match w.write_all(s.as_bytes()).and_then(|()| w.flush()) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Error::input(format!(
             "cannot write to standard output: {e}"
         ))),
     }
 }
 
+/// Lib tests that write files take this, so the one that sends SIGINT to the process
+/// never interrupts another test's write.
+#[cfg(test)]
+pub(crate) static TEST_WRITE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lock() -> std::sync::MutexGuard<'static, ()> {
+        TEST_WRITE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn ctrl_c_while_writing_removes_every_temporary_file() {
+        let _l = lock();
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.md");
+        let b = d.path().join("b.json");
+        std::fs::write(&b, b"old").unwrap();
+        let e = write_all_with(&[(&a, b"new a"), (&b, b"new b")], &|| {
+            // Both temporaries exist now; Ctrl-C arrives before the renames.
+            let tmps = std::fs::read_dir(d.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
+                .count();
+            assert_eq!(tmps, 2);
+            crate::capture::interrupt::raise_sigint();
+        })
+        .unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INTERRUPTED);
+        assert!(!a.exists());
+        assert_eq!(std::fs::read(&b).unwrap(), b"old");
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["b.json".to_owned()]);
+        // The default disposition is back: the next write is not deferred forever.
+        write_atomic(&a, b"after").unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), b"after");
+    }
+
+    #[test]
+    fn stale_temporaries_are_cleaned_fresh_ones_and_others_kept() {
+        let _l = lock();
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(".stepgate-abc123.tmp");
+        let fresh = d.path().join(".stepgate-def456.tmp");
+        let other = d.path().join(".other-abc.tmp");
+        for p in [&old, &fresh, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [&old, &other] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(hour_ago)
+                .unwrap();
+        }
+        assert_eq!(clean_stale(d.path()), 1);
+        assert!(!old.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn print_drops_a_closed_pipe_and_reports_other_errors() {
+        struct Fails(std::io::ErrorKind);
+        impl Write for Fails {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::from(self.0))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        assert!(print_to(&mut Fails(std::io::ErrorKind::BrokenPipe), "x").is_ok());
+        let e = print_to(&mut Fails(std::io::ErrorKind::StorageFull), "x").unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert!(e.message.starts_with("cannot write to standard output"));
+    }
+
     #[test]
     fn output_equal_to_input_is_refused() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let r = d.path().join("r.sqlite");
         std::fs::write(&r, b"x").unwrap();
@@ -280,6 +442,7 @@ mod tests {
 
     #[test]
     fn two_outputs_one_file_refused_and_missing_dir_refused() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a.md");
         let mut p = Plan::new();
@@ -292,6 +455,7 @@ mod tests {
 
     #[test]
     fn non_regular_target_refused_symlink_written_through() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let mut p = Plan::new();
         p.add("-o", Some(d.path()));
@@ -317,6 +481,7 @@ mod tests {
 
     #[test]
     fn write_all_leaves_nothing_when_one_fails() {
+        let _l = lock();
         let d = tempfile::tempdir().unwrap();
         let ok = d.path().join("e.md");
         let bad = d.path().join("nodir/x.json");

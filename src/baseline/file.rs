@@ -1,7 +1,7 @@
 //! Reading and writing baseline files: atomic writes, and one clear line for every way a
 //! file can be wrong (missing, truncated, foreign, newer, malformed).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -11,36 +11,16 @@ use crate::exit::{Error, Result};
 
 const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FILE`";
 
-/// Write `baseline` to `path` atomically: a temporary file in the same directory, synced,
-/// then renamed over the target, so a crash never leaves a half-written baseline.
+/// Write `baseline` to `path` through [`crate::output`]: a `.stepgate-*.tmp` file in the
+/// same directory, synced, then renamed over the target, so a crash never leaves a
+/// half-written baseline and a device node or FIFO at the path is never replaced.
+/// Missing parent directories are created.
 pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::input(format!("cannot create directory {}: {e}", dir.display())))?;
-    let fail = |e: &dyn std::fmt::Display| {
-        Error::input(format!("cannot write baseline {}: {e}", path.display()))
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
-    {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-        serde_json::to_writer(&mut w, baseline).map_err(|e| fail(&e))?;
-        w.write_all(b"\n").map_err(|e| fail(&e))?;
-        w.flush().map_err(|e| fail(&e))?;
-    }
-    tmp.as_file().sync_all().map_err(|e| fail(&e))?;
-    // Temp files are created 0600; a baseline is meant to be committed and shared.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(|e| fail(&e))?;
-    }
-    tmp.persist(path).map_err(|e| fail(&e.error))?;
-    Ok(())
+    crate::output::create_parent(path)?;
+    let mut bytes = serde_json::to_vec(baseline)
+        .map_err(|e| Error::input(format!("cannot write baseline {}: {e}", path.display())))?;
+    bytes.push(b'\n');
+    crate::output::write_atomic(path, &bytes)
 }
 
 /// Read and check a baseline file.
@@ -112,26 +92,108 @@ pub fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
     Ok(b)
 }
 
-/// Checks serde cannot express: every kernel and category has one sample per step.
+/// Largest time sample a baseline may hold, ns (about 11.6 days: no step is that long,
+/// and sums of such samples stay exact in f64).
+const MAX_NS: f64 = 1e15;
+/// Largest count sample (launches, kernel instances per step).
+const MAX_COUNT: f64 = 1e12;
+/// Largest mean context per request, tokens.
+const MAX_CONTEXT: f64 = 1e10;
+
+/// A number as a person reads it: 1e308, not 309 digits.
+fn short(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The range a sample of `metric` must lie in, and how to say it.
+fn sample_range(metric: &str) -> (f64, f64, &'static str) {
+    use crate::baseline::model::metric as m;
+    match metric {
+        m::GAP_FRACTION => (0.0, 1.0, "a fraction from 0 to 1"),
+        // Above 1 is possible when the floor is priced high; beyond 1000 is no measurement.
+        m::MBU => (0.0, 1e3, "a utilisation from 0 to 1000"),
+        m::LAUNCHES => (0.0, MAX_COUNT, "a count from 0 to 1e12"),
+        n if n.ends_with("_ns") => (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
+        _ => (-MAX_NS, MAX_NS, "a finite number within ±1e15"),
+    }
+}
+
+/// Checks serde cannot express: every group holds step metrics, every kernel and
+/// category has one sample per step, and every number is finite and in its range (a
+/// hand-edited or corrupted file with 1e308, a negative time or a mean context of −1e300
+/// must not decide a gate).
 fn validate(b: &Baseline, name: &str) -> Result<()> {
     for g in &b.samples.groups {
         let n = g.steps();
+        let label = g.label();
+        if g.metrics.is_empty() || n == 0 {
+            return Err(Error::input(format!(
+                "baseline {name} is malformed: group {label} has no step metrics (no samples \
+                 to compare, so no gate can pass on it); {RERECORD}"
+            )));
+        }
         let bad = |what: &str, len: usize| {
             Error::input(format!(
-                "baseline {name} is malformed: group {} has {n} steps but {what} has {len} \
-                 samples; {RERECORD}",
-                g.label()
+                "baseline {name} is malformed: group {label} has {n} steps but {what} has {len} \
+                 samples; {RERECORD}"
             ))
         };
+        let out_of_range = |field: &str, i: usize, v: f64, range: &str| {
+            Error::input(format!(
+                "baseline {name} is malformed: group {label} {field} sample {i} is {} (must be \
+                 {range}); {RERECORD}",
+                short(v)
+            ))
+        };
+        let check = |field: &str, v: &[f64], (lo, hi, range): (f64, f64, &str)| -> Result<()> {
+            match v
+                .iter()
+                .position(|x| !(x.is_finite() && *x >= lo && *x <= hi))
+            {
+                Some(i) => Err(out_of_range(field, i, v[i], range)),
+                None => Ok(()),
+            }
+        };
+        if let Some(c) = g.mean_context {
+            if !(c.is_finite() && (0.0..=MAX_CONTEXT).contains(&c)) {
+                return Err(Error::input(format!(
+                    "baseline {name} is malformed: group {label} mean_context is {} (must be \
+                     a number of tokens from 0 to 1e10); {RERECORD}",
+                    short(c)
+                )));
+            }
+        }
+        for (m, v) in &g.metrics {
+            check(&format!("metric {m}"), v, sample_range(m))?;
+        }
         for (k, s) in &g.kernels {
             if s.exclusive_ns.len() != n || s.instances.len() != n {
                 return Err(bad(&format!("kernel {k}"), s.exclusive_ns.len()));
             }
+            check(
+                &format!("kernel {k} exclusive_ns"),
+                &s.exclusive_ns,
+                (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
+            )?;
+            check(
+                &format!("kernel {k} instances"),
+                &s.instances,
+                (0.0, MAX_COUNT, "a count from 0 to 1e12"),
+            )?;
         }
         for (c, s) in &g.categories {
             if s.len() != n {
                 return Err(bad(&format!("category {c}"), s.len()));
             }
+            check(
+                &format!("category {c}"),
+                s,
+                (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
+            )?;
         }
     }
     Ok(())
@@ -182,6 +244,9 @@ mod tests {
 
     #[test]
     fn round_trip_and_sniff() {
+        let _l = crate::output::TEST_WRITE_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("sub").join("b.json");
         write_baseline(&p, &sample()).unwrap();
@@ -189,6 +254,77 @@ mod tests {
         assert_eq!(read_baseline(&p).unwrap(), sample());
         // Only the target is left behind: no temp files.
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    /// A baseline with one decode group of three steps and one kernel, as JSON to edit.
+    fn one_group() -> serde_json::Value {
+        use crate::baseline::model::{metric, Group, KernelSamples};
+        let mut g = Group::new("decode", Some(32));
+        g.mean_context = Some(2048.0);
+        g.metrics
+            .insert(metric::WALL_NS.into(), vec![1000.0, 1100.0, 1050.0]);
+        g.metrics
+            .insert(metric::GAP_FRACTION.into(), vec![0.1, 0.2, 0.15]);
+        g.kernels.insert(
+            "gemm".into(),
+            KernelSamples {
+                short_name: "gemm".into(),
+                category: "gemm".into(),
+                exclusive_ns: vec![500.0, 510.0, 505.0],
+                instances: vec![1.0, 1.0, 1.0],
+            },
+        );
+        let mut b = sample();
+        b.samples.groups.push(g);
+        serde_json::to_value(&b).unwrap()
+    }
+
+    fn parse_value(v: &serde_json::Value) -> Result<Baseline> {
+        parse_baseline(&serde_json::to_vec(v).unwrap(), "b.json")
+    }
+
+    #[test]
+    fn absurd_samples_and_empty_groups_are_refused_naming_the_field() {
+        let ok = one_group();
+        assert!(parse_value(&ok).is_ok());
+        let g = "/samples/groups/0";
+        let cases: [(&str, serde_json::Value, &str); 7] = [
+            (
+                "/metrics/wall_ns/1",
+                1e308.into(),
+                "metric wall_ns sample 1 is 1e308",
+            ),
+            (
+                "/metrics/wall_ns/2",
+                (-5.0).into(),
+                "metric wall_ns sample 2 is -5",
+            ),
+            (
+                "/metrics/gap_fraction/0",
+                1.5.into(),
+                "metric gap_fraction sample 0 is 1.5",
+            ),
+            ("/mean_context", (-1e300).into(), "mean_context is -1e300"),
+            (
+                "/kernels/gemm/exclusive_ns/0",
+                (-1.0).into(),
+                "kernel gemm exclusive_ns sample 0 is -1",
+            ),
+            (
+                "/kernels/gemm/instances/2",
+                1e300.into(),
+                "kernel gemm instances sample 2 is 1e300",
+            ),
+            ("/metrics", serde_json::json!({}), "has no step metrics"),
+        ];
+        for (ptr, v, want) in cases {
+            let mut b = ok.clone();
+            *b.pointer_mut(&format!("{g}{ptr}")).unwrap() = v;
+            let e = parse_value(&b).unwrap_err();
+            assert_eq!(e.exit_code(), crate::exit::INPUT);
+            assert!(e.message.contains(want), "{ptr}: {}", e.message);
+            assert!(e.message.contains("group decode bs=32"), "{}", e.message);
+        }
     }
 
     #[test]

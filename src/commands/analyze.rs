@@ -21,10 +21,10 @@ pub struct Args {
     /// .json/.json.gz, or a directory of per-rank Kineto traces.
     pub report: PathBuf,
     /// Only this device id.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub device: Option<i64>,
     /// Kernel rows per device in table and markdown output (JSON and CSV have all).
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -81,9 +81,6 @@ pub fn run(args: &Args) -> Result<u8> {
         }
         analysis.steps = Some(r);
     }
-    print!(
-        "{}",
-        report::analyze::render(&analysis, args.format, args.top)
-    );
+    crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
     Ok(OK)
 }

@@ -1,6 +1,7 @@
 //! `stepgate baseline record|show`: store a report's per-step samples as a versioned
 //! baseline file, and show what a baseline holds.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::baseline::{read_baseline, samples_from_steps, write_baseline, Baseline, BaselineMeta};
@@ -73,7 +74,7 @@ pub enum Command {
         output: PathBuf,
         /// Keep at most this many steps per group (evenly spaced), so the file stays small;
         /// 0 keeps all.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, allow_negative_numbers = true, value_parser = crate::commands::numbers::max_steps_flag)]
         max_steps: usize,
         #[command(flatten)]
         report_args: Box<StepFlags>,
@@ -96,6 +97,28 @@ pub fn run(cmd: &Command) -> Result<u8> {
             max_steps,
             report_args,
         } => {
+            // Checked before the report is read: never the report itself, never a device
+            // node or FIFO, a directory that exists or can be created.
+            let mut plan = crate::output::Plan::new();
+            plan.add_creating_dirs("-o", output);
+            let mut inputs = vec![report.as_path()];
+            inputs.extend(crate::commands::step_inputs(report_args));
+            plan.check(&inputs)?;
+            // A SIGKILLed earlier run may have left its temporary file beside the target.
+            let dir = match output.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let cleaned = crate::output::clean_stale(dir);
+            if cleaned > 0 {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "stepgate: removed {cleaned} stale temporary file(s) ({}*{}) from {}",
+                    crate::output::TMP_PREFIX,
+                    crate::output::TMP_SUFFIX,
+                    dir.display()
+                );
+            }
             let mut b = baseline_from_report(report, report_args)?;
             let before: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             b.samples.thin(*max_steps);
@@ -106,19 +129,19 @@ pub fn run(cmd: &Command) -> Result<u8> {
             } else {
                 String::new()
             };
-            println!(
-                "recorded {} group(s), {} steps{thinned} to {}",
+            crate::output::print(&format!(
+                "recorded {} group(s), {} steps{thinned} to {}\n",
                 b.samples.groups.len(),
                 fmt_int(after as i64),
                 output.display()
-            );
+            ))?;
             Ok(crate::exit::OK)
         }
         Command::Show { baseline } => {
             let b = read_baseline(baseline)?;
             let m = &b.meta;
-            println!(
-                "{}: schema {}, {}, GPU {}, model {}, recorded by {}",
+            let mut out = format!(
+                "{}: schema {}, {}, GPU {}, model {}, recorded by {}\n",
                 baseline.display(),
                 b.schema_version,
                 m.source_format,
@@ -150,7 +173,8 @@ pub fn run(cmd: &Command) -> Result<u8> {
                     g.metrics.keys().cloned().collect::<Vec<_>>().join(" "),
                 ]);
             }
-            print!("{}", t.to_text());
+            out.push_str(&t.to_text());
+            crate::output::print(&out)?;
             Ok(crate::exit::OK)
         }
     }

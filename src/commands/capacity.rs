@@ -2,6 +2,7 @@
 //! prefill, service time, M/M/1 TTFT screen, fluid ITL closure, replicas, cost).
 
 use crate::commands::floor::ModelGpuArgs;
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::report::Format;
 use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
@@ -24,43 +25,79 @@ pub struct Args {
     #[command(flatten)]
     pub mg: ModelGpuArgs,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 1800.0)]
+    #[arg(long, default_value_t = 1800.0, allow_negative_numbers = true)]
     pub input_tokens: f64,
     /// Output tokens per request.
-    #[arg(long, default_value_t = 220.0)]
+    #[arg(long, default_value_t = 220.0, allow_negative_numbers = true)]
     pub output_tokens: f64,
     /// KV pool in tokens (the seed's 428,569).
-    #[arg(long, conflicts_with = "kv_pool_gib")]
+    #[arg(long, conflicts_with = "kv_pool_gib", allow_negative_numbers = true)]
     pub kv_pool_tokens: Option<f64>,
     /// KV pool in GiB (2^30 B).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub kv_pool_gib: Option<f64>,
     /// Without an explicit pool: this fraction of GPU memory, minus weights, holds KV.
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
     pub gpu_mem_util: f64,
     /// Price the step at this batch instead of B_max.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub batch: Option<f64>,
     /// Assumed prefill MFU (fraction of peak): the softest input.
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true)]
     pub prefill_mfu: f64,
     /// p99 TTFT target, ms.
-    #[arg(long, default_value_t = 900.0)]
+    #[arg(long, default_value_t = 900.0, allow_negative_numbers = true)]
     pub ttft_ms: f64,
     /// Inter-token latency target for the fluid model, ms.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
     pub itl_ms: f64,
     /// Fleet request rate to size replicas for, req/s.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub fleet_rps: Option<f64>,
     /// GPU-hour price, USD (illustrative).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub usd_per_gpu_hour: f64,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
+/// Upper bounds: far beyond any deployment, low enough that replicas and costs stay exact.
+const MAX_TOKENS: f64 = 1e9;
+const MAX_POOL_TOKENS: f64 = 1e12;
+const MAX_POOL_GIB: f64 = 1e6;
+const MAX_BATCH: f64 = 1e7;
+const MAX_MS: f64 = 3.6e6;
+const MAX_RPS: f64 = 1e9;
+const MAX_USD_PER_GPU_HOUR: f64 = 1e6;
+
+/// Every numeric flag, in its own unit, before anything is computed.
+fn validate(args: &Args) -> Result<()> {
+    numbers::real("--input-tokens", "tokens", args.input_tokens, MAX_TOKENS)?;
+    numbers::real("--output-tokens", "tokens", args.output_tokens, MAX_TOKENS)?;
+    numbers::real_opt(
+        "--kv-pool-tokens",
+        "tokens",
+        args.kv_pool_tokens,
+        MAX_POOL_TOKENS,
+    )?;
+    numbers::real_opt("--kv-pool-gib", "GiB", args.kv_pool_gib, MAX_POOL_GIB)?;
+    numbers::fraction("--gpu-mem-util", args.gpu_mem_util)?;
+    numbers::real_opt("--batch", "requests", args.batch, MAX_BATCH)?;
+    numbers::fraction("--prefill-mfu", args.prefill_mfu)?;
+    numbers::real("--ttft-ms", "ms", args.ttft_ms, MAX_MS)?;
+    numbers::real("--itl-ms", "ms", args.itl_ms, MAX_MS)?;
+    numbers::real_opt("--fleet-rps", "req/s", args.fleet_rps, MAX_RPS)?;
+    numbers::real(
+        "--usd-per-gpu-hour",
+        "USD",
+        args.usd_per_gpu_hour,
+        MAX_USD_PER_GPU_HOUR,
+    )?;
+    Ok(())
+}
+
 pub fn run(args: &Args) -> Result<u8> {
+    validate(args)?;
     let m = args.mg.model()?;
     let g = args.mg.gpu()?;
     if args.mg.pp != 1 {
@@ -144,6 +181,6 @@ pub fn run(args: &Args) -> Result<u8> {
         },
         inputs,
     };
-    print!("{}", crate::report::capacity::render(&ctx, &p, args.format));
+    crate::output::print(&crate::report::capacity::render(&ctx, &p, args.format))?;
     Ok(crate::exit::OK)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::baseline::{compare, compare_unchecked, load_side};
 use crate::commands::baseline::baseline_from_report;
-use crate::commands::gate::{load_policy, write_out};
+use crate::commands::gate::{load_policy, write_outputs};
 use crate::commands::steps::StepFlags;
 use crate::exit::Result;
 use crate::report::gate::{markdown, render, RenderOptions};
@@ -36,13 +36,19 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    let mut plan = crate::output::Plan::new();
+    plan.add("--markdown", args.markdown.as_deref());
+    let mut inputs = vec![args.a.as_path(), args.b.as_path()];
+    inputs.extend(args.policy.as_deref());
+    inputs.extend(crate::commands::step_inputs(&args.report_args));
+    plan.check(&inputs)?;
     let policy = load_policy(args.policy.as_deref())?;
     let from_report = |p: &std::path::Path| baseline_from_report(p, &args.report_args);
     let a = load_side(&args.a, &from_report)?;
@@ -59,10 +65,14 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         command: "diff",
     };
-    if let Some(p) = &args.markdown {
-        write_out(p, &markdown(&cmp, &ro))?;
-    }
-    print!("{}", render(&cmp, args.format, &ro));
+    write_outputs(&[(
+        args.markdown.as_deref(),
+        args.markdown
+            .as_ref()
+            .map(|_| markdown(&cmp, &ro))
+            .unwrap_or_default(),
+    )])?;
+    crate::output::print(&render(&cmp, args.format, &ro))?;
     Ok(if args.verdict {
         cmp.exit_code
     } else {

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::commands::floorflags::{batch_flag, context_flag, pp_flag, tp_flag};
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::report::floor::{weight_dtype_name, ModelGeometry};
 use crate::report::Format;
@@ -45,34 +47,34 @@ pub struct ModelGpuArgs {
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
     pub kv_dtype: Option<String>,
     /// Bytes per KV element (overrides --kv-dtype).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub kv_dtype_bytes: Option<f64>,
     /// Tensor-parallel degree: per-GPU bytes and FLOPs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
     pub tp: u32,
     /// Pipeline-parallel degree (the last stage: layers/pp plus lm_head).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag)]
     pub pp: u32,
     /// Streamed weight bytes per step in GB (1e9), replacing the count from the geometry.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub weights_gb: Option<f64>,
     /// Streamed parameter count in billions for FLOPs (2·P per token).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub params_b: Option<f64>,
     /// Override the layer count L.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = layers_flag)]
     pub layers: Option<u64>,
     /// Override the KV heads h_kv.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = kv_heads_flag)]
     pub kv_heads: Option<u64>,
     /// Override the head dimension d_h.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = head_dim_flag)]
     pub head_dim: Option<u64>,
     /// HBM bandwidth in TB/s; a measured number beats the datasheet.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub hbm_tb_s: Option<f64>,
     /// Peak dense tensor TFLOP/s; a measured number beats the datasheet.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub peak_tflops: Option<f64>,
     /// How a step's tokens spread over MoE experts: uniform (expected count), spread
     /// (min(B·k, E), vLLM's convention) or packed (k, the lower bound).
@@ -80,12 +82,51 @@ pub struct ModelGpuArgs {
     pub moe_routing: MoeRouting,
 }
 
-fn positive(name: &str, v: f64) -> Result<f64> {
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(Error::input(format!("{name} must be positive, got {v}")))
-    }
+/// Upper bounds for the real-valued model and GPU flags: ten times beyond any part or
+/// model that exists, so a typo (or `1e300`) is refused instead of priced.
+pub const MAX_HBM_TB_S: f64 = 1e3;
+const MAX_PEAK_TFLOPS: f64 = 1e6;
+const MAX_WEIGHTS_GB: f64 = 1e6;
+const MAX_PARAMS_B: f64 = 1e6;
+const MAX_KV_DTYPE_BYTES: f64 = 16.0;
+const MAX_LAUNCH_COST_US: f64 = numbers::MAX_LAUNCH_COST_US;
+
+/// `--layers`: 1 ..= 2^12 (the largest models have ~128).
+fn layers_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--layers",
+        "layers",
+        s,
+        1,
+        crate::roofline::model::MAX_LAYERS,
+    )
+}
+
+/// `--kv-heads`: 1 ..= 2^12; zero KV heads would price attention at nothing.
+fn kv_heads_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--kv-heads",
+        "heads",
+        s,
+        1,
+        crate::roofline::model::MAX_HEADS,
+    )
+}
+
+/// `--head-dim`: 1 ..= 2^12.
+fn head_dim_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--head-dim",
+        "dimensions",
+        s,
+        1,
+        crate::roofline::model::MAX_HEAD_DIM,
+    )
+}
+
+/// `--launches`: 0 ..= 2^32 per step.
+fn launches_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count("--launches", "launches", s, 0, numbers::MAX_LAUNCHES)
 }
 
 impl ModelGpuArgs {
@@ -109,30 +150,30 @@ impl ModelGpuArgs {
             m.kv_dtype_bytes = if k == "fp8" { 1.0 } else { 2.0 };
         }
         if let Some(b) = self.kv_dtype_bytes {
-            m.kv_dtype_bytes = positive("--kv-dtype-bytes", b)?;
+            m.kv_dtype_bytes = numbers::real("--kv-dtype-bytes", "bytes", b, MAX_KV_DTYPE_BYTES)?;
         }
         if let Some(l) = self.layers {
-            if l == 0 {
-                return Err(Error::input("--layers must be at least 1"));
-            }
             m.layers = l;
             m.swa_layers = m.swa_layers.min(l);
             if let Some(moe) = &mut m.moe {
                 moe.moe_layers = moe.moe_layers.min(l);
             }
         }
+        // The value parsers refuse 0 for both; a zero here would price attention at nothing.
         if let Some(h) = self.kv_heads {
-            m.kv_heads = h.max(1);
+            m.kv_heads = h;
         }
         if let Some(d) = self.head_dim {
-            m.head_dim = d.max(1);
+            m.head_dim = d;
         }
 
         if let Some(w) = self.weights_gb {
-            m.overrides.weights_bytes = Some(positive("--weights-gb", w)? * 1e9);
+            m.overrides.weights_bytes =
+                Some(numbers::real("--weights-gb", "GB", w, MAX_WEIGHTS_GB)? * 1e9);
         }
         if let Some(p) = self.params_b {
-            m.overrides.params_streamed = Some(positive("--params-b", p)? * 1e9);
+            m.overrides.params_streamed =
+                Some(numbers::real("--params-b", "billion parameters", p, MAX_PARAMS_B)? * 1e9);
         }
         let raw = [self.weights_gb, self.params_b].iter().any(Option::is_some)
             || [self.layers, self.kv_heads, self.head_dim]
@@ -157,10 +198,10 @@ impl ModelGpuArgs {
             ))
         })?;
         if let Some(b) = self.hbm_tb_s {
-            g.hbm_bytes_per_s = positive("--hbm-tb-s", b)? * 1e12;
+            g.hbm_bytes_per_s = numbers::real("--hbm-tb-s", "TB/s", b, MAX_HBM_TB_S)? * 1e12;
         }
         if let Some(p) = self.peak_tflops {
-            let p = positive("--peak-tflops", p)? * 1e12;
+            let p = numbers::real("--peak-tflops", "TFLOP/s", p, MAX_PEAK_TFLOPS)? * 1e12;
             g.bf16_flops_per_s = p;
             g.fp8_flops_per_s = Some(p);
         }
@@ -175,16 +216,16 @@ pub struct Args {
     #[command(flatten)]
     pub mg: ModelGpuArgs,
     /// Decode requests in the step (B).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, allow_negative_numbers = true, value_parser = batch_flag)]
     pub batch: u64,
     /// Keys each request attends, the new token included (s).
-    #[arg(long, alias = "seq", default_value_t = 2048)]
+    #[arg(long, alias = "seq", default_value_t = 2048, allow_negative_numbers = true, value_parser = context_flag)]
     pub context: u64,
     /// Kernel launches per step (330: TP=1 Llama-3-8B, seed 000).
-    #[arg(long, default_value_t = DEFAULT_LAUNCHES)]
+    #[arg(long, default_value_t = DEFAULT_LAUNCHES, allow_negative_numbers = true, value_parser = launches_flag)]
     pub launches: u64,
     /// Per-launch cost in µs (default the cited 2.374; use `stepgate launch-probe`).
-    #[arg(long, alias = "launchcost")]
+    #[arg(long, alias = "launchcost", allow_negative_numbers = true)]
     pub launch_cost_us: Option<f64>,
     /// Price every layer as full attention, as vLLM serves the model with its
     /// --disable-sliding-window.
@@ -201,11 +242,8 @@ pub fn run(args: &Args) -> Result<u8> {
         m.swa_layers = 0;
     }
     let g = args.mg.gpu()?;
-    if args.batch == 0 {
-        return Err(Error::input("--batch must be at least 1"));
-    }
     let cost_ns = match args.launch_cost_us {
-        Some(us) => positive("--launch-cost-us", us)? * 1e3,
+        Some(us) => numbers::real("--launch-cost-us", "µs", us, MAX_LAUNCH_COST_US)? * 1e3,
         None => CITED_LAUNCH_NS,
     };
     let point = DecodePoint {
@@ -225,10 +263,7 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     let r = decode_floor(&m, &g, &point, &opts);
     let geometry = geometry(&args.mg, &m, args.disable_sliding_window)?;
-    print!(
-        "{}",
-        crate::report::floor::render(&r, &geometry, args.format)
-    );
+    crate::output::print(&crate::report::floor::render(&r, &geometry, args.format))?;
     Ok(crate::exit::OK)
 }
 
@@ -300,7 +335,7 @@ fn geometry(mg: &ModelGpuArgs, m: &ModelSpec, no_window: bool) -> Result<ModelGe
                 .ok()
                 .map(|r| r.weight_byte_size)
         },
-        bytes_per_activation: hfconfig::activation_bytes(&cfg),
+        bytes_per_activation: hfconfig::activation_bytes(&cfg)?,
         kv_bytes_per_element: m.kv_dtype_bytes,
         quantization_method: hfconfig::quant_method(&cfg),
         params_total: p.total,

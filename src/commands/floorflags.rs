@@ -3,6 +3,8 @@
 
 use crate::attribution::FloorInput;
 use crate::commands::floor::ModelGpuArgs;
+use crate::commands::floor::MAX_HBM_TB_S;
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::roofline::floor::{step_floor, Bound, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};
@@ -24,13 +26,13 @@ pub struct FloorFlags {
     #[arg(long)]
     pub gpu: Option<String>,
     /// Requests per step, for steps whose names do not say (graphs, gaps, regex).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag)]
     pub batch: Option<u64>,
     /// Context per request (keys attended, new token included) when names lack ΣN_KV.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = context_flag)]
     pub context: Option<u64>,
     /// Tensor-parallel degree.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
     pub tp: u32,
     /// Weight storage: bf16, fp16, fp8, int8, int4, mxfp4.
     #[arg(long)]
@@ -39,11 +41,31 @@ pub struct FloorFlags {
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
     pub kv_dtype: Option<String>,
     /// HBM bandwidth in TB/s (a measured number beats the datasheet).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub hbm_tb_s: Option<f64>,
     /// MoE expert routing model for the weight bytes.
     #[arg(long, value_enum, default_value_t = MoeRouting::Uniform)]
     pub moe_routing: MoeRouting,
+}
+
+/// `--batch`: requests per step, 1 ..= [`numbers::MAX_BATCH`].
+pub fn batch_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count("--batch", "requests", s, 1, numbers::MAX_BATCH)
+}
+
+/// `--context`: keys per request, 0 ..= [`numbers::MAX_CONTEXT`] (0: weights only).
+pub fn context_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count("--context", "tokens", s, 0, numbers::MAX_CONTEXT)
+}
+
+/// `--tp` / `--pp`: GPUs in the group, 1 ..= [`numbers::MAX_PARALLEL`].
+pub fn tp_flag(s: &str) -> std::result::Result<u32, String> {
+    numbers::count("--tp", "GPUs", s, 1, numbers::MAX_PARALLEL).map(|v| v as u32)
+}
+
+/// `--pp`, as [`tp_flag`].
+pub fn pp_flag(s: &str) -> std::result::Result<u32, String> {
+    numbers::count("--pp", "GPUs", s, 1, numbers::MAX_PARALLEL).map(|v| v as u32)
 }
 
 /// A resolved model and GPU to price steps with.
@@ -81,6 +103,7 @@ impl FloorFlags {
                 ))
             }
         };
+        numbers::real_opt("--hbm-tb-s", "TB/s", self.hbm_tb_s, MAX_HBM_TB_S)?;
         let mg = ModelGpuArgs {
             model: self.model.clone(),
             model_config: self.model_config.clone(),
@@ -136,9 +159,14 @@ pub fn composition(
     batch: Option<u64>,
     context: Option<u64>,
 ) -> Option<StepComposition> {
+    // Checked arithmetic throughout: the counts come from step names other tools wrote, and
+    // a product that wraps would price a step at a floor of nothing. Overflow = no floor.
     let Some(c) = c else {
         return match (batch, context) {
-            (Some(b), Some(s)) => Some(StepComposition::decode(b, s)),
+            (Some(b), Some(s)) => {
+                b.checked_mul(s)?;
+                Some(StepComposition::decode(b, s))
+            }
             _ => None,
         };
     };
@@ -150,7 +178,7 @@ pub fn composition(
     let d_sk = if dec_n == 0 {
         Some(0)
     } else {
-        g.sk.or(context.map(|s| dec_n * s))
+        g.sk.or(context.and_then(|s| dec_n.checked_mul(s)))
     }?;
     let d_sqsq = g.sqsq.unwrap_or(d_sq);
     let d_sqsk = g.sqsk.unwrap_or(d_sk);
@@ -159,19 +187,25 @@ pub fn composition(
         None => (0, 0, 0, 0),
         Some(n) => {
             let sq = x.sq?;
-            let sk = x.sk.or(context.map(|s| pre_n * s))?;
-            let sqsq = x.sqsq.unwrap_or(sq * sq / n);
-            let sqsk = x.sqsk.unwrap_or(sq * sk / n);
+            let sk = x.sk.or(context.and_then(|s| pre_n.checked_mul(s)))?;
+            let sqsq = match x.sqsq {
+                Some(v) => v,
+                None => sq.checked_mul(sq)? / n,
+            };
+            let sqsk = match x.sqsk {
+                Some(v) => v,
+                None => sq.checked_mul(sk)? / n,
+            };
             (sq, sk, sqsq, sqsk)
         }
     };
     Some(StepComposition {
         decode_requests: dec_n,
         prefill_requests: pre_n,
-        sq: d_sq + p_sq,
-        sk: d_sk + p_sk,
-        sqsq: d_sqsq + p_sqsq,
-        sqsk: d_sqsk + p_sqsk,
+        sq: d_sq.checked_add(p_sq)?,
+        sk: d_sk.checked_add(p_sk)?,
+        sqsq: d_sqsq.checked_add(p_sqsq)?,
+        sqsk: d_sqsk.checked_add(p_sqsk)?,
         decode_sq: d_sq,
         decode_sk: d_sk,
         decode_sqsq: d_sqsq,
@@ -235,5 +269,14 @@ mod tests {
             composition(None, Some(4), Some(100)).unwrap(),
             StepComposition::decode(4, 100)
         );
+    }
+
+    #[test]
+    fn products_that_would_wrap_give_no_floor() {
+        // 2^32 · 2^32 = 2^64 wraps to 0 in u64: no composition, not a floor of nothing.
+        assert!(composition(None, Some(1 << 32), Some(1 << 32)).is_none());
+        let p = parse("step[DECODE bs=32]").unwrap();
+        assert!(composition(Some(&p.composition), None, Some(u64::MAX / 2)).is_none());
+        assert!(composition(Some(&p.composition), None, Some(1 << 20)).is_some());
     }
 }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use crate::baseline::{compare, load_side, read_baseline, Policy};
 use crate::commands::baseline::baseline_from_report;
 use crate::commands::steps::StepFlags;
-use crate::exit::{Error, Result};
+use crate::exit::Result;
+use crate::output;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::{to_json, Format};
 
@@ -44,16 +45,39 @@ pub struct Args {
     #[arg(long)]
     pub inconclusive_fails: bool,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
 
-/// Write a rendered report next to stdout's.
-pub(crate) fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
-    std::fs::write(path, text)
-        .map_err(|e| Error::input(format!("cannot write {}: {e}", path.display())))
+/// Write one rendered report atomically. Prefer collecting every output of a command into
+/// one [`output::write_all`] (all or nothing); this stays for single-file callers.
+pub fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
+    output::write_atomic(path, text.as_bytes())
+}
+
+/// The outputs given (flag, path, contents), written all or nothing.
+pub(crate) fn write_outputs(outs: &[(Option<&std::path::Path>, String)]) -> Result<()> {
+    let files: Vec<(&std::path::Path, &[u8])> = outs
+        .iter()
+        .filter_map(|(p, text)| p.map(|p| (p, text.as_bytes())))
+        .collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    output::write_all(&files)
+}
+
+/// Refuse, before any work, an output that is an input or cannot be written.
+fn plan(args: &Args) -> Result<()> {
+    let mut plan = output::Plan::new();
+    plan.add("--markdown", args.markdown.as_deref())
+        .add("--json", args.json.as_deref());
+    let mut inputs = vec![args.report.as_path(), args.baseline.as_path()];
+    inputs.extend(args.policy.as_deref());
+    inputs.extend(crate::commands::step_inputs(&args.report_args));
+    plan.check(&inputs)
 }
 
 /// The policy from `--policy`, or the defaults.
@@ -65,6 +89,7 @@ pub(crate) fn load_policy(path: Option<&std::path::Path>) -> Result<Policy> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    plan(args)?;
     let mut policy = load_policy(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
     let base = read_baseline(&args.baseline)?;
@@ -79,12 +104,23 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         command: "gate",
     };
-    if let Some(p) = &args.markdown {
-        write_out(p, &markdown(&cmp, &opts))?;
-    }
-    if let Some(p) = &args.json {
-        write_out(p, &to_json(&cmp))?;
-    }
-    print!("{}", render(&cmp, args.format, &opts));
+    write_outputs(&[
+        (
+            args.markdown.as_deref(),
+            args.markdown
+                .as_ref()
+                .map(|_| markdown(&cmp, &opts))
+                .unwrap_or_default(),
+        ),
+        (
+            args.json.as_deref(),
+            args.json
+                .as_ref()
+                .map(|_| to_json(&cmp))
+                .unwrap_or_default(),
+        ),
+    ])?;
+    // A closed pipe keeps the verdict's exit code; a failed write is exit 2, never 101.
+    output::print(&render(&cmp, args.format, &opts))?;
     Ok(cmp.exit_code)
 }

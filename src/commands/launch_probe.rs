@@ -1,9 +1,10 @@
 //! `stepgate launch-probe`: measure this machine's per-launch cost with a null kernel and
 //! print it (or write the JSON file `steps --launch-cost` reads).
 
+use std::io::Write;
 use std::path::PathBuf;
 
-use crate::exit::{Error, Result};
+use crate::exit::Result;
 use crate::probe::{self, ProbeParams};
 use crate::report::{probe as render, Format};
 
@@ -38,6 +39,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    let mut plan = crate::output::Plan::new();
+    plan.add("-o", args.output.as_deref());
+    plan.check(&[])?;
     let params = ProbeParams {
         device: args.device,
         iters: args.iters,
@@ -49,11 +53,10 @@ pub fn run(args: &Args) -> Result<u8> {
     let text = render::render(&report, args.format);
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &text)
-                .map_err(|e| Error::input(format!("cannot write {}: {e}", path.display())))?;
-            eprintln!("stepgate: wrote {}", path.display());
+            crate::output::write_atomic(path, text.as_bytes())?;
+            let _ = writeln!(std::io::stderr(), "stepgate: wrote {}", path.display());
         }
-        None => print!("{text}"),
+        None => crate::output::print(&text)?,
     }
     Ok(crate::exit::OK)
 }

@@ -10,10 +10,13 @@ pub mod floor;
 pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
+pub mod numbers;
 pub mod steps;
 
+use std::path::Path;
+
 use crate::cli::{Cli, Command};
-use crate::exit::Result;
+use crate::exit::{Error, Result};
 
 /// Run one parsed command line; the returned value is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
@@ -28,4 +31,33 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Capture(a) => capture::run(&a),
         Command::LaunchProbe(a) => launch_probe::run(&a),
     }
+}
+
+/// The files a step-finding command reads besides its report (categories, launch-cost
+/// probe, model config): no output may overwrite one of them.
+pub(crate) fn step_inputs(f: &steps::StepFlags) -> Vec<&Path> {
+    [
+        f.categories.as_deref(),
+        f.launch_cost.as_deref(),
+        f.floor.model_config.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A regex flag that does not compile, in one line: regex's own message spreads the
+/// pattern, a caret and the reason over four lines; keep the reason.
+pub(crate) fn regex_error(flag: &str, pattern: &str, e: &regex::Error) -> Error {
+    let full = e.to_string();
+    let reason = full
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error:"))
+        .map(str::trim)
+        .unwrap_or_else(|| full.lines().last().unwrap_or("invalid regex").trim());
+    Error::input(format!(
+        "{flag} {pattern:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex ({reason}); \
+         check the pattern's brackets and escapes"
+    ))
 }

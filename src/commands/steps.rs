@@ -41,10 +41,10 @@ pub struct StepFlags {
     #[arg(long, value_enum, default_value_t = KindFilter::All)]
     pub kind: KindFilter,
     /// Idle gap that separates steps with --steps gaps, µs.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
     pub gap_us: f64,
     /// Measured per-launch cost, µs (default: the cited 2.374 µs).
-    #[arg(long, conflicts_with = "launch_cost")]
+    #[arg(long, conflicts_with = "launch_cost", allow_negative_numbers = true)]
     pub launch_cost_us: Option<f64>,
     /// JSON written by `stepgate launch-probe --format json` (its minimum end-to-end
     /// per-launch figure replaces the cited 2.374 µs).
@@ -92,7 +92,7 @@ pub struct Args {
     #[arg(long)]
     pub each: bool,
     /// Kernel rows kept per step in JSON.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -109,16 +109,20 @@ impl StepFlags {
             "sync" => StepSource::Sync,
             "graphs" => StepSource::Graphs,
             "gaps" => StepSource::Gaps,
-            re => StepSource::Regex(Regex::new(re).map_err(|e| {
-                Error::input(format!(
-                    "--steps {re:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex: {e}"
-                ))
-            })?),
+            re => StepSource::Regex(
+                Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?,
+            ),
         };
-        if !(self.gap_us.is_finite() && self.gap_us >= 0.0) {
-            return Err(Error::input(
-                "--gap-us must be a non-negative number of microseconds",
-            ));
+        // Bounded so `gap start + threshold` cannot overflow the i64 nanosecond clock.
+        if !(self.gap_us.is_finite()
+            && self.gap_us >= 0.0
+            && self.gap_us <= crate::commands::numbers::MAX_GAP_US)
+        {
+            return Err(Error::input(format!(
+                "--gap-us must be a number of µs from 0 to {:e} (one hour), got {} µs",
+                crate::commands::numbers::MAX_GAP_US,
+                self.gap_us
+            )));
         }
         Ok(StepOptions {
             source,
@@ -130,11 +134,12 @@ impl StepFlags {
     /// The per-launch cost: measured (flag or probe file) or the cited default.
     pub fn launch_cost(&self) -> Result<LaunchCost> {
         if let Some(us) = self.launch_cost_us {
-            if !(us.is_finite() && us > 0.0) {
-                return Err(Error::input(
-                    "--launch-cost-us must be a positive number of microseconds",
-                ));
-            }
+            crate::commands::numbers::real(
+                "--launch-cost-us",
+                "µs",
+                us,
+                crate::commands::numbers::MAX_LAUNCH_COST_US,
+            )?;
             return Ok(LaunchCost {
                 per_launch_ns: us * 1e3,
                 source: "given with --launch-cost-us".to_owned(),
@@ -169,10 +174,7 @@ pub fn load_for_steps(path: &std::path::Path, flags: &StepFlags) -> Result<Trace
         "auto" => Some(
             Regex::new(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}")).expect("static pattern"),
         ),
-        re => Some(
-            Regex::new(re)
-                .map_err(|e| Error::input(format!("--steps {re:?} is not a valid regex: {e}")))?,
-        ),
+        re => Some(Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?),
     };
     let opts = crate::source::LoadOptions {
         calls: true,
@@ -223,15 +225,12 @@ pub fn run(args: &Args) -> Result<u8> {
     let trace = load_for_steps(&args.report, &args.step)?;
     let cats = crate::commands::analyze::categorizer(args.step.categories.as_ref())?;
     let r = steps_of(&trace, &args.step, &cats, args.top)?;
-    print!(
-        "{}",
-        report::steps::render(
-            &args.report.display().to_string(),
-            &r,
-            args.format,
-            args.each
-        )
-    );
+    crate::output::print(&report::steps::render(
+        &args.report.display().to_string(),
+        &r,
+        args.format,
+        args.each,
+    ))?;
     Ok(OK)
 }
 

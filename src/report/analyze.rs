@@ -53,7 +53,8 @@ fn device_title(d: &DeviceSummary) -> String {
             .collect();
         t.push_str(&format!(" · pid {}", ps.join(", ")));
     }
-    t
+    // Device and process names come from the report: never let one end the line.
+    crate::report::escape_control(&t).into_owned()
 }
 
 fn totals_line(d: &DeviceSummary) -> String {

@@ -99,7 +99,11 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
     } else {
         ""
     };
-    format!("{icon} {word}{fails} — {why}")
+    // Reasons quote kernel names from the reports: one line, whatever the names hold.
+    format!(
+        "{icon} {word}{fails} — {}",
+        crate::report::escape_control(&why)
+    )
 }
 
 /// A value of a metric in its unit.
@@ -213,6 +217,8 @@ fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
 
 /// A markdown code span that survives backticks in the text.
 fn code(s: &str) -> String {
+    // A CR/LF in a kernel name would end the list item or table row it sits in.
+    let s = crate::report::escape_control(s);
     if s.contains('`') {
         format!("`` {s} ``")
     } else {
@@ -418,17 +424,17 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
     if o.show_verdict && c.reasons.len() > 1 {
         out.push('\n');
         for r in &c.reasons {
-            out.push_str(&format!("- {r}\n"));
+            out.push_str(&format!("- {}\n", crate::report::escape_control(r)));
         }
     }
     for w in &c.warnings {
-        out.push_str(&format!("\n> ⚠️ {w}\n"));
+        out.push_str(&format!("\n> ⚠️ {}\n", crate::report::escape_control(w)));
     }
     let mut full_names: Vec<(&str, &str)> = Vec::new();
     for g in &c.groups {
         out.push_str(&format!("\n#### {}\n\n", group_heading(g, o.show_verdict)));
         for n in &g.notes {
-            out.push_str(&format!("> ⚠️ {n}\n\n"));
+            out.push_str(&format!("> ⚠️ {}\n\n", crate::report::escape_control(n)));
         }
         out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_markdown());
         out.push('\n');
@@ -547,15 +553,15 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
     out.push_str(&sides_line(c, o, false));
     out.push('\n');
     for r in c.reasons.iter().skip(1) {
-        out.push_str(&format!("  also: {r}\n"));
+        out.push_str(&format!("  also: {}\n", crate::report::escape_control(r)));
     }
     for w in &c.warnings {
-        out.push_str(&format!("warning: {w}\n"));
+        out.push_str(&format!("warning: {}\n", crate::report::escape_control(w)));
     }
     for g in &c.groups {
         out.push_str(&format!("\n== {}\n", group_heading(g, o.show_verdict)));
         for n in &g.notes {
-            out.push_str(&format!("note: {n}\n"));
+            out.push_str(&format!("note: {}\n", crate::report::escape_control(n)));
         }
         out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
         out.push_str(&mbu_line(g, false, o.show_verdict));

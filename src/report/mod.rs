@@ -37,6 +37,44 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
 }
 
+/// A name as it may appear in a terminal table or a markdown cell: control characters
+/// (CR and LF would split a row, ESC would drive the terminal, NUL truncates in C tools)
+/// are written as visible escapes (`\r`, `\n`, `\t`, `\0`, `\x1b`, `\u{85}`). Names
+/// without any are returned as they are, without a copy.
+pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// An error message as one line: libraries (regex, clap) format theirs over several lines
+/// with caret art under the offending text; keep the words, drop the art, join with a space.
+pub fn one_line(msg: &str) -> String {
+    if !msg.contains('\n') && !msg.contains('\r') {
+        return msg.to_owned();
+    }
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c == '~' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Pretty JSON with a trailing newline.
 pub fn to_json<T: serde::Serialize>(value: &T) -> String {
     let mut s = serde_json::to_string_pretty(value).expect("plain data always serializes");
@@ -95,5 +133,27 @@ mod tests {
         assert_eq!(group_thousands("12"), "12");
         assert_eq!(fmt_us(7_046_008.6), "7,046.0");
         assert_eq!(fmt_pct(0.1234), "12.3%");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_plain_names_borrowed() {
+        assert!(matches!(
+            escape_control("gemm_kernel"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_control("a\r\nb\u{1b}[31mc\0d\te\u{85}"),
+            "a\\r\\nb\\x1b[31mc\\0d\\te\\u{85}"
+        );
+    }
+
+    #[test]
+    fn multi_line_messages_become_one() {
+        let m = "--steps \"(\": regex parse error:\n    (\n    ^\nerror: unclosed group";
+        assert_eq!(
+            one_line(m),
+            "--steps \"(\": regex parse error: ( error: unclosed group"
+        );
+        assert_eq!(one_line("plain"), "plain");
     }
 }

@@ -1,6 +1,8 @@
 //! One table layout shared by every command: aligned text, markdown and CSV from the same
 //! headers and rows, so the three never drift apart.
 
+use crate::report::escape_control;
+
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -35,7 +37,7 @@ impl Table {
         let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
             for (i, c) in r.iter().enumerate() {
-                w[i] = w[i].max(c.chars().count());
+                w[i] = w[i].max(escape_control(c).chars().count());
             }
         }
         w
@@ -48,6 +50,7 @@ impl Table {
         let line = |cells: &[String], out: &mut String| {
             let mut parts = Vec::with_capacity(cells.len());
             for (i, c) in cells.iter().enumerate() {
+                let c = escape_control(c);
                 let pad = w[i].saturating_sub(c.chars().count());
                 let cell = match self.align[i] {
                     Align::Left => format!("{c}{}", " ".repeat(pad)),
@@ -68,9 +71,10 @@ impl Table {
         out
     }
 
-    /// A GitHub-flavoured markdown table (pipes in cells escaped).
+    /// A GitHub-flavoured markdown table: pipes in cells escaped, control characters
+    /// written as visible escapes (a CR or LF in a name would otherwise end the row).
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
+        let esc = |s: &str| escape_control(s).replace('|', "\\|");
         let mut out = String::new();
         out.push_str(&format!(
             "| {} |\n",
@@ -127,5 +131,25 @@ mod tests {
             "| name | ns |\n| --- | ---: |\n| a\\|b | 5 |\n| long name | 12345 |\n"
         );
         assert_eq!(t.to_csv(), "name,ns\na|b,5\nlong name,12345\n");
+    }
+
+    #[test]
+    fn control_characters_never_split_a_row() {
+        let mut t = Table::new(&[("name", Align::Left), ("ns", Align::Right)]);
+        t.row(vec!["evil\r\n| x | 1 |\u{1b}[2J".into(), "5".into()]);
+        let md = t.to_markdown();
+        // Header, rule and exactly one data row.
+        assert_eq!(md.lines().count(), 3, "{md}");
+        assert_eq!(
+            md.lines().nth(2).unwrap(),
+            "| evil\\r\\n\\| x \\| 1 \\|\\x1b[2J | 5 |"
+        );
+        let txt = t.to_text();
+        assert_eq!(txt.lines().count(), 3, "{txt}");
+        assert!(!txt.contains('\u{1b}') && !txt.contains('\r'));
+        assert_eq!(
+            txt.lines().nth(2).unwrap(),
+            "evil\\r\\n| x | 1 |\\x1b[2J   5"
+        );
     }
 }

@@ -93,6 +93,23 @@ fn positive(name: &str, v: f64) -> Result<()> {
     }
 }
 
+/// Replicas to serve `fleet_rps` at `per_replica_rps` each: ⌈fleet / per replica⌉. A
+/// count that is not finite or beyond 2^53 (where f64 stops being exact) is an error, never
+/// a wrapped or saturated integer printed as a plan.
+fn replicas(fleet_rps: Option<f64>, per_replica_rps: f64) -> Result<Option<u64>> {
+    let Some(f) = fleet_rps else {
+        return Ok(None);
+    };
+    positive("fleet request rate", f)?;
+    let n = (f / per_replica_rps).ceil();
+    if !(n.is_finite() && n >= 0.0 && n <= (1u64 << 53) as f64) {
+        return Err(Error::input(format!(
+            "{f} req/s needs {n:e} replicas at {per_replica_rps:e} req/s each: no plan; check --fleet-rps and the model"
+        )));
+    }
+    Ok(Some(n as u64))
+}
+
 /// c in the causal prefill attention term c·S² per GPU: each of the S²/2 causal pairs
 /// costs 2·h·(w_qk + w_v) per layer, so c = L·h·(w_qk + w_v)/tp = 2·L·h·d_h/tp for
 /// standard attention (seed 000 step 3), un-absorbed widths for MLA prefill.
@@ -243,7 +260,7 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
         batch: per_lambda_b * hi,
         service_ns: s * 1e9,
         rho: hi * s,
-        replicas: inp.fleet_rps.map(|f| (f / hi).ceil() as u64),
+        replicas: replicas(inp.fleet_rps, hi)?,
         usd_per_million_output_tokens: usd_per_million(
             inp.price_usd_per_gpu_hour,
             inp.gpus_per_replica,
@@ -310,7 +327,7 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
     let fixed_batch = FixedBatch {
         rho,
         lambda_rps: lambda,
-        replicas: inp.fleet_rps.map(|f| (f / lambda).ceil() as u64),
+        replicas: replicas(inp.fleet_rps, lambda)?,
         usd_per_million_output_tokens: usd_per_million(
             inp.price_usd_per_gpu_hour,
             inp.gpus_per_replica,

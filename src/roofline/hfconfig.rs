@@ -55,11 +55,12 @@ pub fn quant_method(v: &Value) -> Option<String> {
 }
 
 /// Bytes per activation element: the model dtype (`torch_dtype`), 4 for float32, else 2.
-pub fn activation_bytes(v: &Value) -> f64 {
-    match model_dtype(&text_config(v)) {
+/// A dtype stepgate cannot read is refused, naming the field.
+pub fn activation_bytes(v: &Value) -> Result<f64> {
+    Ok(match model_dtype(&text_config(v))? {
         WeightDtype::Fp32 => 4.0,
         _ => 2.0,
-    }
+    })
 }
 
 /// Read and resolve a `config.json`.
@@ -237,14 +238,23 @@ fn quant_dtype(c: &Value) -> Result<Option<WeightDtype>> {
     };
     let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("");
     let bits = get_u64(q, "bits");
-    let group = get_u64(q, "group_size").map(|g| g as u32).unwrap_or(128);
+    // group_size -1 (per-channel) is not a u64 and keeps the 128 default.
+    let group = match get_u64(q, "group_size") {
+        None => 128,
+        Some(g) => u32::try_from(g).unwrap_or(u32::MAX),
+    };
     Ok(Some(match (method, bits) {
         ("mxfp4", _) => WeightDtype::Mxfp4,
         (_, Some(8)) => WeightDtype::Int8,
         ("experts_int8", _) => WeightDtype::Int8,
         (m, _) => match quant_weight_bytes(m) {
             Some(1.0) => WeightDtype::Fp8,
-            Some(_) => WeightDtype::Int4 { group },
+            Some(_) => WeightDtype::int4(group).map_err(|e| {
+                Error::input(format!(
+                    "model config `quantization_config.group_size`: {}",
+                    e.message
+                ))
+            })?,
             None => {
                 return Err(Error::input(format!(
                     "unsupported quantization method `{m}` in config.json; pass --weight-dtype explicitly"
@@ -254,17 +264,95 @@ fn quant_dtype(c: &Value) -> Result<Option<WeightDtype>> {
     }))
 }
 
-fn model_dtype(c: &Value) -> WeightDtype {
-    let s = c
-        .get("torch_dtype")
-        .or_else(|| c.get("dtype"))
-        .and_then(Value::as_str)
-        .unwrap_or("bfloat16");
-    match s {
-        "float16" => WeightDtype::Fp16,
-        "float32" => WeightDtype::Fp32,
-        _ => WeightDtype::Bf16,
+fn model_dtype(c: &Value) -> Result<WeightDtype> {
+    let (key, v) = match c.get("torch_dtype") {
+        Some(v) => ("torch_dtype", Some(v)),
+        None => ("dtype", c.get("dtype")),
+    };
+    let s = match v {
+        None | Some(Value::Null) => return Ok(WeightDtype::Bf16),
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(Error::input(format!(
+                "model config `{key}` is {other}, not a dtype name; use \"bfloat16\", \"float16\" or \"float32\""
+            )))
+        }
+    };
+    // transformers writes the torch dtype name without its `torch.` prefix; "auto" means
+    // "as stored", which for released checkpoints is bf16.
+    match s.strip_prefix("torch.").unwrap_or(s) {
+        "float16" | "half" => Ok(WeightDtype::Fp16),
+        "float32" | "float" => Ok(WeightDtype::Fp32),
+        "bfloat16" | "auto" => Ok(WeightDtype::Bf16),
+        other => Err(Error::input(format!(
+            "model config `{key}` is \"{other}\", which stepgate cannot price; use \"bfloat16\", \"float16\" or \"float32\""
+        ))),
     }
+}
+
+/// A geometry field that must be a whole number in `1..=max` when present: zero layers,
+/// heads or head_dim would price a model at nothing; absurd sizes would overflow the
+/// exact parameter counts. The message names the field as the file spells it.
+fn check_field(c: &Value, key: &str, max: u64, required: bool) -> Result<()> {
+    let Some(v) = c.get(key) else {
+        return Ok(());
+    };
+    if v.is_null() && !required {
+        return Ok(());
+    }
+    match v.as_u64() {
+        Some(0) => Err(Error::input(format!(
+            "model config `{key}` is 0; it must be at least 1: fix the config.json"
+        ))),
+        Some(n) if n > max => Err(Error::input(format!(
+            "model config `{key}` is {n}, beyond the {max} any real model has: fix the config.json"
+        ))),
+        Some(_) => Ok(()),
+        None => Err(Error::input(format!(
+            "model config `{key}` is {v}, not a positive whole number: fix the config.json"
+        ))),
+    }
+}
+
+/// Every geometry field the floor multiplies, checked before anything is computed.
+fn validate_geometry(c: &Value) -> Result<()> {
+    use super::model::{
+        MAX_EXPERTS, MAX_HEADS, MAX_HEAD_DIM, MAX_HIDDEN, MAX_INTERMEDIATE, MAX_LAYERS,
+        MAX_LORA_RANK, MAX_VOCAB,
+    };
+    for (key, max, required) in [
+        ("hidden_size", MAX_HIDDEN, true),
+        ("num_hidden_layers", MAX_LAYERS, true),
+        ("num_attention_heads", MAX_HEADS, true),
+        ("vocab_size", MAX_VOCAB, true),
+        ("num_key_value_heads", MAX_HEADS, false),
+        ("head_dim", MAX_HEAD_DIM, false),
+        ("intermediate_size", MAX_INTERMEDIATE, false),
+        ("moe_intermediate_size", MAX_INTERMEDIATE, false),
+        ("shared_expert_intermediate_size", MAX_INTERMEDIATE, false),
+        ("num_experts_per_tok", MAX_EXPERTS, false),
+        ("n_shared_experts", MAX_EXPERTS, false),
+        ("kv_lora_rank", MAX_LORA_RANK, false),
+        ("q_lora_rank", MAX_LORA_RANK, false),
+        ("qk_nope_head_dim", MAX_HEAD_DIM, false),
+        ("v_head_dim", MAX_HEAD_DIM, false),
+    ] {
+        check_field(c, key, max, required)?;
+    }
+    // These may be 0 (no rotary part, a dense model) but not absurd.
+    for (key, max) in [
+        ("qk_rope_head_dim", MAX_HEAD_DIM),
+        ("num_local_experts", MAX_EXPERTS),
+        ("num_experts", MAX_EXPERTS),
+        ("n_routed_experts", MAX_EXPERTS),
+    ] {
+        if let Some(n) = get_u64(c, key).filter(|n| *n > max) {
+            return Err(Error::input(format!(
+                "model config `{key}` is {n}, beyond the {max} any real model has: fix the config.json"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Resolve a parsed `config.json` into a [`ModelSpec`] (KV cache at the model dtype).
@@ -275,6 +363,7 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
     let layers = req_u64(&c, "num_hidden_layers")?;
     let heads = req_u64(&c, "num_attention_heads")?;
     let vocab = req_u64(&c, "vocab_size")?;
+    validate_geometry(&c)?;
     let intermediate = get_u64(&c, "intermediate_size").unwrap_or(4 * hidden);
     let (window, swa_layers) = sliding_window(&c, false);
     let e = experts(&c);
@@ -303,7 +392,7 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
         }),
         None => None,
     };
-    let dtype = model_dtype(&c);
+    let dtype = model_dtype(&c)?;
     let weight_dtype = quant_dtype(&c)?.unwrap_or(dtype);
     let kv_dtype_bytes = match dtype {
         WeightDtype::Fp32 => 4.0,
@@ -320,7 +409,14 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
         layers,
         heads,
         kv_heads: kv_heads(&c, &mt, heads),
-        head_dim: head_dim(&c, &mt, hidden, heads),
+        head_dim: match head_dim(&c, &mt, hidden, heads) {
+            0 => {
+                return Err(Error::input(format!(
+                    "model config has no `head_dim` and `hidden_size` {hidden} / `num_attention_heads` {heads} is 0: fix the config.json"
+                )))
+            }
+            d => d,
+        },
         intermediate,
         tie_word_embeddings: tied(&c, &mt),
         attention_bias: c
@@ -383,7 +479,7 @@ pub fn vllm_resolve(v: &Value, disable_sliding_window: bool) -> Result<VllmResol
     ) {
         moe_layers = (0..layers).filter(|l| *l >= k && l % f.max(1) == 0).count() as u64;
     }
-    let act = match model_dtype(&c) {
+    let act = match model_dtype(&c)? {
         WeightDtype::Fp32 => 4.0,
         _ => 2.0,
     };
@@ -452,5 +548,56 @@ mod tests {
     fn missing_key_is_input_error() {
         let e = from_value(&json!({"hidden_size": 8})).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::INPUT);
+    }
+
+    #[test]
+    fn impossible_geometry_and_dtypes_are_refused_naming_the_field() {
+        let base = json!({"model_type":"llama","vocab_size":1000,"hidden_size":1024,
+            "num_hidden_layers":2,"num_attention_heads":8});
+        assert!(from_value(&base).is_ok());
+        let with = |k: &str, v: Value| {
+            let mut c = base.clone();
+            c[k] = v;
+            from_value(&c).unwrap_err().message
+        };
+        for key in [
+            "num_hidden_layers",
+            "num_attention_heads",
+            "head_dim",
+            "num_key_value_heads",
+            "hidden_size",
+            "vocab_size",
+        ] {
+            let m = with(key, json!(0));
+            assert!(m.contains(&format!("`{key}` is 0")), "{key}: {m}");
+            let m = with(key, json!(1u64 << 40));
+            assert!(
+                m.contains(&format!("`{key}` is 1099511627776")),
+                "{key}: {m}"
+            );
+        }
+        let m = with("torch_dtype", json!("float128"));
+        assert!(m.contains("`torch_dtype` is \"float128\""), "{m}");
+        assert!(with("torch_dtype", json!(16)).contains("`torch_dtype` is 16"));
+        // hidden_size below the head count and no head_dim: a derived head_dim of 0.
+        let mut c = base.clone();
+        c["hidden_size"] = json!(4);
+        assert!(from_value(&c).unwrap_err().message.contains("head_dim"));
+        // Real dtype spellings still resolve.
+        let mut c = base.clone();
+        c["torch_dtype"] = json!("float16");
+        assert_eq!(from_value(&c).unwrap().weight_dtype, WeightDtype::Fp16);
+        // A group size of 0 in the quantization config.
+        let mut c = base.clone();
+        c["quantization_config"] = json!({"quant_method":"gptq","bits":4,"group_size":0});
+        assert!(from_value(&c)
+            .unwrap_err()
+            .message
+            .contains("quantization_config.group_size"));
+        c["quantization_config"] = json!({"quant_method":"gptq","bits":4,"group_size":-1});
+        assert_eq!(
+            from_value(&c).unwrap().weight_dtype,
+            WeightDtype::Int4 { group: 128 }
+        );
     }
 }

@@ -28,6 +28,21 @@ pub enum WeightDtype {
     Mxfp4,
 }
 
+/// Bounds on a model's geometry: about ten times the largest open models (DeepSeek-V3,
+/// Kimi K2, Llama 4), and small enough that the exact `u64` parameter counts in
+/// [`ModelSpec::params`] cannot overflow (largest product 3·d·mi·E·L < 2^62).
+pub const MAX_HIDDEN: u64 = 1 << 17;
+pub const MAX_INTERMEDIATE: u64 = 1 << 19;
+pub const MAX_LAYERS: u64 = 1 << 12;
+pub const MAX_HEADS: u64 = 1 << 12;
+pub const MAX_HEAD_DIM: u64 = 1 << 12;
+pub const MAX_VOCAB: u64 = 1 << 22;
+pub const MAX_EXPERTS: u64 = 1 << 11;
+pub const MAX_LORA_RANK: u64 = 1 << 14;
+/// Smallest int4 scale group: below 8 the fp16 scales outweigh the 4-bit weights and the
+/// format stores more than int8 (group 0 or 1: more than bf16).
+pub const MIN_INT4_GROUP: u32 = 8;
+
 impl WeightDtype {
     /// Bytes per weight including the scales the format stores.
     pub fn bytes_per_param(self) -> f64 {
@@ -56,7 +71,9 @@ impl WeightDtype {
                     let group = g.parse().map_err(|_| {
                         Error::input(format!("weight dtype `{other}`: group must be a number"))
                     })?;
-                    WeightDtype::Int4 { group }
+                    WeightDtype::int4(group).map_err(|e| {
+                        Error::input(format!("weight dtype `{other}`: {}", e.message))
+                    })?
                 } else {
                     return Err(Error::input(format!(
                         "unknown weight dtype `{other}`; use bf16, fp16, fp32, fp8, int8, int4, int4-gN or mxfp4"
@@ -64,6 +81,17 @@ impl WeightDtype {
                 }
             }
         })
+    }
+
+    /// int4 with one fp16 scale per `group` weights; a group below [`MIN_INT4_GROUP`] is
+    /// refused (its scales would make "4-bit" weights heavier than int8 or bf16).
+    pub fn int4(group: u32) -> Result<Self> {
+        if group < MIN_INT4_GROUP {
+            return Err(Error::input(format!(
+                "the int4 scale group size must be at least {MIN_INT4_GROUP} (GPTQ/AWQ use 32, 64 or 128), got {group}"
+            )));
+        }
+        Ok(WeightDtype::Int4 { group })
     }
 
     /// Whether compute can use the fp8 tensor path.
@@ -453,6 +481,21 @@ pub fn preset_keys() -> Vec<(&'static str, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int4_groups_below_eight_are_refused() {
+        // Group 0 was priced as group 1: 0.5 + 2/1 = 2.5 bytes per weight, above bf16's 2.
+        for g in ["int4-g0", "int4-g1", "int4-g4"] {
+            assert!(WeightDtype::parse(g).is_err(), "{g}");
+        }
+        let g8 = WeightDtype::parse("int4-g8").unwrap();
+        assert_eq!(g8.bytes_per_param(), 0.5 + 2.0 / 8.0);
+        assert!(g8.bytes_per_param() < WeightDtype::Int8.bytes_per_param());
+        assert_eq!(
+            WeightDtype::parse("int4-g128").unwrap(),
+            WeightDtype::Int4 { group: 128 }
+        );
+    }
 
     #[test]
     fn llama3_8b_counts_by_hand() {

@@ -7,6 +7,8 @@ mod common;
 mod floor_capacity;
 mod gate;
 mod golden;
+mod hostile_numbers;
+mod hostile_outputs;
 mod kineto;
 mod launch_probe;
 mod nsys_ingest;
