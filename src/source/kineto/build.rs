@@ -439,7 +439,17 @@ impl Collector {
                     ));
                     0
                 }
-                b => b.unwrap_or(0),
+                b => {
+                    if let Some(raw) = &self.files[i].header.base_time_unreadable {
+                        let name = self.slot_name[self.files[i].base_slot as usize].clone();
+                        let raw: String = raw.chars().take(40).collect();
+                        self.warnings.push(format!(
+                            "{name}: baseTimeNanoseconds {raw} is not an integer number of \
+                             nanoseconds; ignored (its times are taken as they are)"
+                        ));
+                    }
+                    b.unwrap_or(0)
+                }
             };
             bases.push(b);
         }
