@@ -5,6 +5,7 @@ mod capture;
 mod common;
 mod floor_capacity;
 mod gate;
+mod fuzz;
 mod golden;
 mod hostile_reports;
 mod kineto;
