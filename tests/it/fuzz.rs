@@ -14,6 +14,16 @@ use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
 
 use crate::common::fixture;
 
+/// Cases per fixture scale by `STEPGATE_FUZZ_SCALE` (default 1) and the seed mixes in
+/// `STEPGATE_FUZZ_SEED` (default 0), for longer local hunts; CI runs the defaults.
+fn knobs() -> (usize, u64) {
+    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    (
+        var("STEPGATE_FUZZ_SCALE").unwrap_or(1).max(1) as usize,
+        var("STEPGATE_FUZZ_SEED").unwrap_or(0),
+    )
+}
+
 /// xorshift64*: small, seeded, no dependency (the cases must be the same on every run).
 struct Rng(u64);
 
@@ -202,7 +212,8 @@ fn sql_mutation(rng: &mut Rng) -> String {
 fn sqlite_reports_with_mutated_rows_never_panic() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("m.sqlite");
-    let mut rng = Rng(0x5eed_0f_5e1f);
+    let (scale, seed) = knobs();
+    let mut rng = Rng(0x5eed_0f_5e1f ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut failures = Vec::new();
     let mut loaded = 0;
     // The small exports carry most cases; each layout is covered.
@@ -213,7 +224,7 @@ fn sqlite_reports_with_mutated_rows_never_panic() {
     ];
     for (f, cases) in plan {
         let pristine = std::fs::read(fixture(f)).unwrap();
-        for case in 0..cases {
+        for case in 0..cases * scale {
             std::fs::write(&p, &pristine).unwrap();
             let conn = Connection::open(&p).unwrap();
             let mut applied = Vec::new();
@@ -250,6 +261,10 @@ const NUMBERS: &[&str] = &[
     "-9223372036854775808",
     "4294967296",
     "8589934592",
+    "4611686018427387",
+    "-4611686018427387",
+    "36028797018963.968",
+    "-36028797018963.968",
     "1.5e-300",
     "-0",
     "\"12\"",
@@ -403,7 +418,8 @@ fn gunzip(p: &Path) -> Vec<u8> {
 fn kineto_traces_with_mutated_text_never_panic() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("m.json");
-    let mut rng = Rng(0x0bad_cafe_f00d);
+    let (scale, seed) = knobs();
+    let mut rng = Rng(0x0bad_cafe_f00d ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut failures = Vec::new();
     let mut loaded = 0;
     for f in [
@@ -411,7 +427,7 @@ fn kineto_traces_with_mutated_text_never_panic() {
         "kineto/vllm_mi300x_decode_fullgraph_step.json.gz",
     ] {
         let text = gunzip(&fixture(f));
-        for case in 0..80 {
+        for case in 0..80 * scale {
             let (mut what, mut t) = json_mutation(&mut rng, &text);
             if rng.below(3) == 0 {
                 let (w2, t2) = json_mutation(&mut rng, &t);

@@ -111,6 +111,8 @@ fn kineto_unusable_times_are_dropped_with_a_warning() {
         kernel("20", "1e308", "0", 6),
         kernel("20", "-1", "0", 7),
         kernel("9223372036854775807", "1", "0", 8),
+        // ±2^62 ns: each alone is a time, together they would span more than i64 holds.
+        kernel("-4611686018427387.904", "1", "0", 8),
         kernel_members(r#""ts": 20,"#),
         kernel_members(r#""dur": 5,"#),
         kernel_members(r#""ts": "20", "dur": 5,"#),
@@ -124,7 +126,7 @@ fn kineto_unusable_times_are_dropped_with_a_warning() {
     assert_eq!(v.start_ns, &[10_000]);
     assert_eq!(v.end_ns, &[15_000]);
     assert!(
-        has_warning(&t, "11 kernel/memcpy/memset event(s) had a missing, non-numeric"),
+        has_warning(&t, "12 kernel/memcpy/memset event(s) had a missing, non-numeric"),
         "{:?}",
         t.meta.warnings
     );

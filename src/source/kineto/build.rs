@@ -28,10 +28,16 @@ use super::number::us_text_to_ns;
 /// one vLLM's and SGLang's own NVTX ranges use (ENGINES.md §1.2, §2.2).
 const DEFAULT_DOMAIN: i64 = 0;
 
-/// Largest |ts| accepted, ns (2^62 ≈ year 2116 as an epoch time); larger is damage.
+/// Largest `ts` accepted, ns (2^62 ≈ year 2116 as an epoch time); larger is damage.
 const MAX_ABS_TS_NS: i64 = 1 << 62;
 /// Largest `dur` accepted, ns (2^55 ≈ 417 days); longer is damage.
 const MAX_DUR_NS: i64 = 1 << 55;
+/// Earliest `ts` accepted, ns: 417 days before the file's time base. Together with the
+/// bounds above, any two times differ by less than 2^63, so no later subtraction or
+/// small addition can overflow.
+const MIN_TS_NS: i64 = -MAX_DUR_NS;
+/// Latest time after ranks are shifted onto one base.
+const MAX_END_NS: i64 = MAX_ABS_TS_NS + MAX_DUR_NS;
 /// Ranks whose time bases differ by more than this (ns, one hour) are not one capture.
 const MAX_BASE_SPREAD_NS: i64 = 3_600_000_000_000;
 
@@ -220,7 +226,7 @@ impl Collector {
         let start = ev
             .ts
             .and_then(us_text_to_ns)
-            .filter(|t| t.abs() <= MAX_ABS_TS_NS);
+            .filter(|t| (MIN_TS_NS..=MAX_ABS_TS_NS).contains(t));
         let dur = ev
             .dur
             .and_then(us_text_to_ns)
@@ -688,7 +694,7 @@ fn pick_props(props: &[DeviceProps], device: i64) -> Option<&DeviceProps> {
 /// Add `shift` to every time; false if one would overflow.
 fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) -> bool {
     for v in start.iter_mut().chain(end.iter_mut()) {
-        match v.checked_add(shift) {
+        match v.checked_add(shift).filter(|x| *x <= MAX_END_NS) {
             Some(x) => *v = x,
             None => return false,
         }
