@@ -112,7 +112,12 @@ fn ambiguous_launches(trace: &Trace) -> Option<(u64, u64)> {
     let api = c.column(col::API).ok()?.u32().ok()?;
     let launch = c.column(col::IS_LAUNCH).ok()?.u32().ok()?;
     let mut keys: Vec<(i64, u32, i64)> = Vec::new();
-    for (((p, k), a), l) in pid.iter().zip(corr.iter()).zip(api.iter()).zip(launch.iter()) {
+    for (((p, k), a), l) in pid
+        .iter()
+        .zip(corr.iter())
+        .zip(api.iter())
+        .zip(launch.iter())
+    {
         if let (Some(p), Some(k), Some(a), Some(1)) = (p, k, a, l) {
             if k >= 0 {
                 keys.push((p, a, k));

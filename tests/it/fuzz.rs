@@ -201,10 +201,7 @@ fn sql_mutation(rng: &mut Rng) -> String {
         4 => format!("DELETE FROM {table} {filter};"),
         // Arithmetic on a column (overflows go to real in SQLite).
         5 => format!("UPDATE {table} SET {col} = {col} * 1000000007 {filter};"),
-        _ => format!(
-            "UPDATE {table} SET {col} = {} {filter};",
-            rng.pick(VALUES)
-        ),
+        _ => format!("UPDATE {table} SET {col} = {} {filter};", rng.pick(VALUES)),
     }
 }
 
@@ -213,7 +210,7 @@ fn sqlite_reports_with_mutated_rows_never_panic() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("m.sqlite");
     let (scale, seed) = knobs();
-    let mut rng = Rng(0x5eed_0f_5e1f ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng = Rng(0x005e_ed0f_5e1f ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut failures = Vec::new();
     let mut loaded = 0;
     // The small exports carry most cases; each layout is covered.
@@ -241,7 +238,12 @@ fn sqlite_reports_with_mutated_rows_never_panic() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     // The pass must reach the analysis, not only the readers' refusals.
     assert!(loaded > 50, "only {loaded} mutated exports loaded");
 }
@@ -293,7 +295,10 @@ const STRINGS: &[&str] = &[
 
 /// Byte ranges of number tokens and string tokens (outside strings), found by a plain
 /// scan: the mutations need positions, not a parse.
-fn tokens(text: &[u8]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+/// `(start, end)` byte spans.
+type Spans = Vec<(usize, usize)>;
+
+fn tokens(text: &[u8]) -> (Spans, Spans) {
     let (mut nums, mut strs) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < text.len() {
@@ -309,7 +314,9 @@ fn tokens(text: &[u8]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
             }
             b'-' | b'0'..=b'9' => {
                 let s = i;
-                while i < text.len() && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                while i < text.len()
+                    && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
                     i += 1;
                 }
                 nums.push((s, i));
@@ -348,7 +355,9 @@ fn json_mutation(rng: &mut Rng, text: &[u8]) -> (String, Vec<u8>) {
             // Several numbers at once, so kernels, calls and header fields all get hit.
             let mut t = text.to_vec();
             let mut what = Vec::new();
-            let mut picks: Vec<usize> = (0..1 + rng.below(6)).map(|_| rng.below(nums.len())).collect();
+            let mut picks: Vec<usize> = (0..1 + rng.below(6))
+                .map(|_| rng.below(nums.len()))
+                .collect();
             picks.sort_unstable();
             picks.dedup();
             for &k in picks.iter().rev() {
@@ -361,22 +370,43 @@ fn json_mutation(rng: &mut Rng, text: &[u8]) -> (String, Vec<u8>) {
         6 | 7 => {
             let k = rng.below(strs.len());
             let v = rng.pick(STRINGS);
-            (format!("string {k} → {v}"), splice(text, strs[k], v.as_bytes()))
+            (
+                format!("string {k} → {v}"),
+                splice(text, strs[k], v.as_bytes()),
+            )
         }
         8 => {
             // Drop one member (`"key": value,`) by cutting from a key to the next comma.
             let k = rng.below(strs.len());
             let (s, _) = strs[k];
-            let e = text[s..].iter().position(|&b| b == b',').map_or(text.len(), |p| s + p + 1);
+            let e = text[s..]
+                .iter()
+                .position(|&b| b == b',')
+                .map_or(text.len(), |p| s + p + 1);
             ("drop a member".into(), splice(text, (s, e), b""))
         }
         9 => {
             let (from, to): (&[u8], &[u8]) = *rng.pick(&[
-                (&b"\"traceEvents\": ["[..], &b"\"traceEvents\": {\"x\": ["[..]),
-                (&b"\"traceEvents\": ["[..], &b"\"traceEvents\": 5, \"y\": ["[..]),
-                (&b"\"baseTimeNanoseconds\": "[..], &b"\"baseTimeNanoseconds\": -9000000000000000000"[..]),
-                (&b"\"baseTimeNanoseconds\": "[..], &b"\"baseTimeNanoseconds\": 9e18, \"z\": "[..]),
-                (&b"\"args\": {"[..], &b"\"args\": {\"device\": 4294967296, "[..]),
+                (
+                    &b"\"traceEvents\": ["[..],
+                    &b"\"traceEvents\": {\"x\": ["[..],
+                ),
+                (
+                    &b"\"traceEvents\": ["[..],
+                    &b"\"traceEvents\": 5, \"y\": ["[..],
+                ),
+                (
+                    &b"\"baseTimeNanoseconds\": "[..],
+                    &b"\"baseTimeNanoseconds\": -9000000000000000000"[..],
+                ),
+                (
+                    &b"\"baseTimeNanoseconds\": "[..],
+                    &b"\"baseTimeNanoseconds\": 9e18, \"z\": "[..],
+                ),
+                (
+                    &b"\"args\": {"[..],
+                    &b"\"args\": {\"device\": 4294967296, "[..],
+                ),
                 (&b"\"args\": {"[..], &b"\"args\": {\"device\": -5, "[..]),
                 (&b"\"pid\": "[..], &b"\"pid\": 8589934592, \"q\": "[..]),
                 (&b"\"ph\": \"X\""[..], &b"\"ph\": \"X\", \"ph\": 1"[..]),
@@ -400,7 +430,10 @@ fn json_mutation(rng: &mut Rng, text: &[u8]) -> (String, Vec<u8>) {
                 .take(4000)
                 .collect();
             let i = *rng.pick(&cands);
-            ("drop a structural byte".into(), splice(text, (i, i + 1), b""))
+            (
+                "drop a structural byte".into(),
+                splice(text, (i, i + 1), b""),
+            )
         }
     }
 }
@@ -441,6 +474,11 @@ fn kineto_traces_with_mutated_text_never_panic() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(loaded > 60, "only {loaded} mutated traces loaded");
 }

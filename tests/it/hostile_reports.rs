@@ -89,8 +89,16 @@ fn kineto_ids_of_2_pow_32_and_more_never_panic() {
     assert_eq!((v.start_ns[0], v.end_ns[0]), (10_000, 15_000));
     // Its launching process is unknown, not a number made of the id's low bits.
     assert_eq!(v.pid, &[-1]);
-    assert!(has_warning(&t, "2 GPU event(s) had a device id of 2^32 or more"), "{:?}", t.meta.warnings);
-    assert!(has_warning(&t, "1 host event(s) had a pid of 2^32 or more"), "{:?}", t.meta.warnings);
+    assert!(
+        has_warning(&t, "2 GPU event(s) had a device id of 2^32 or more"),
+        "{:?}",
+        t.meta.warnings
+    );
+    assert!(
+        has_warning(&t, "1 host event(s) had a pid of 2^32 or more"),
+        "{:?}",
+        t.meta.warnings
+    );
     // The command line: no panic (exit 101), the numbers and the warning in the JSON.
     let (code, out, err) = run(&["analyze", p.to_str().unwrap(), "--format", "json"]);
     assert_eq!(code, 0, "{err}");
@@ -126,11 +134,18 @@ fn kineto_unusable_times_are_dropped_with_a_warning() {
     assert_eq!(v.start_ns, &[10_000]);
     assert_eq!(v.end_ns, &[15_000]);
     assert!(
-        has_warning(&t, "12 kernel/memcpy/memset event(s) had a missing, non-numeric"),
+        has_warning(
+            &t,
+            "12 kernel/memcpy/memset event(s) had a missing, non-numeric"
+        ),
         "{:?}",
         t.meta.warnings
     );
-    assert!(has_warning(&t, "1 runtime/annotation event(s)"), "{:?}", t.meta.warnings);
+    assert!(
+        has_warning(&t, "1 runtime/annotation event(s)"),
+        "{:?}",
+        t.meta.warnings
+    );
 
     // Every kernel unusable: an input error that says why, not "no GPU kernels".
     let p = write(
@@ -146,9 +161,14 @@ fn kineto_unusable_times_are_dropped_with_a_warning() {
 #[test]
 fn kineto_time_bases_out_of_range_are_ignored_and_said() {
     let d = tempfile::tempdir().unwrap();
-    for (i, base) in ["9000000000000000000", "-9000000000000000000", "9e18", "\"soon\""]
-        .iter()
-        .enumerate()
+    for (i, base) in [
+        "9000000000000000000",
+        "-9000000000000000000",
+        "9e18",
+        "\"soon\"",
+    ]
+    .iter()
+    .enumerate()
     {
         let header = format!(r#""baseTimeNanoseconds": {base},"#);
         let p = write(
@@ -159,7 +179,11 @@ fn kineto_time_bases_out_of_range_are_ignored_and_said() {
         let t = load_ok(&p);
         let v = t.ops_view().unwrap();
         assert_eq!((v.start_ns[0], v.end_ns[0]), (10_000, 15_000), "{base}");
-        assert!(has_warning(&t, "baseTimeNanoseconds"), "{base}: {:?}", t.meta.warnings);
+        assert!(
+            has_warning(&t, "baseTimeNanoseconds"),
+            "{base}: {:?}",
+            t.meta.warnings
+        );
     }
 
     // Two ranks whose bases are ±9e18: both ignored, no overflow in the shift.
@@ -176,7 +200,11 @@ fn kineto_time_bases_out_of_range_are_ignored_and_said() {
     let t = load_ok(&dir);
     assert_eq!(t.ops.height(), 2);
     assert_eq!(
-        t.meta.warnings.iter().filter(|w| w.contains("not a plausible time")).count(),
+        t.meta
+            .warnings
+            .iter()
+            .filter(|w| w.contains("not a plausible time"))
+            .count(),
         2,
         "{:?}",
         t.meta.warnings
@@ -260,7 +288,8 @@ fn kineto_trace_events_that_is_not_an_array_says_so() {
         let e = load_err(&p);
         assert_eq!(e.exit_code(), 2);
         assert!(
-            e.message.contains(&format!("\"traceEvents\" is {what}, not an array")),
+            e.message
+                .contains(&format!("\"traceEvents\" is {what}, not an array")),
             "{value}: {}",
             e.message
         );
@@ -283,7 +312,11 @@ fn non_regular_report_paths_are_refused_without_blocking() {
     let e = load_err(&fifo);
     assert_eq!(e.exit_code(), 2);
     assert!(e.message.contains("a pipe"), "{}", e.message);
-    assert!(e.message.contains("save it to a file first"), "{}", e.message);
+    assert!(
+        e.message.contains("save it to a file first"),
+        "{}",
+        e.message
+    );
 
     let e = load_err(Path::new("/dev/null"));
     assert!(e.message.contains("a character device"), "{}", e.message);
@@ -369,14 +402,21 @@ fn nsys_rows_with_unusable_times_are_dropped_never_read_as_zero() {
         .unwrap();
     }
     let n: i64 = conn
-        .query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(n, 10);
     drop(conn);
 
     let t = load_ok(&p);
     let v = t.ops_view().unwrap();
-    let mut spans: Vec<(i64, i64)> = v.start_ns.iter().copied().zip(v.end_ns.iter().copied()).collect();
+    let mut spans: Vec<(i64, i64)> = v
+        .start_ns
+        .iter()
+        .copied()
+        .zip(v.end_ns.iter().copied())
+        .collect();
     spans.sort_unstable();
     assert_eq!(spans, vec![(100, 200), (300, 450)]);
     assert!(
@@ -393,23 +433,39 @@ fn nsys_rows_with_unusable_times_are_dropped_never_read_as_zero() {
     let dev = &j["devices"][0];
     assert_eq!(dev["busy_ns"], 250);
     assert_eq!(dev["kernel_sum_ns"], 250);
-    assert_eq!((dev["window_start_ns"].clone(), dev["window_end_ns"].clone()), (100.into(), 450.into()));
-    assert!(j["warnings"].to_string().contains("8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"));
+    assert_eq!(
+        (dev["window_start_ns"].clone(), dev["window_end_ns"].clone()),
+        (100.into(), 450.into())
+    );
+    assert!(j["warnings"]
+        .to_string()
+        .contains("8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"));
     // And in the table.
     let (code, out, _) = run(&["analyze", p.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"), "{out}");
+    assert!(
+        out.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"),
+        "{out}"
+    );
     // `steps` prints them too (on stderr, its stdout stays the report).
     let (_, _, err) = run(&["steps", p.to_str().unwrap(), "--steps", "gaps"]);
-    assert!(err.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"), "{err}");
+    assert!(
+        err.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"),
+        "{err}"
+    );
 
     // Every row unusable: says why.
     let conn = Connection::open(&p).unwrap();
-    conn.execute_batch("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL").unwrap();
+    conn.execute_batch("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL")
+        .unwrap();
     drop(conn);
     let e = load_err(&p);
     assert_eq!(e.exit_code(), 2);
-    assert!(e.message.contains("no usable GPU ops: 10 row(s)"), "{}", e.message);
+    assert!(
+        e.message.contains("no usable GPU ops: 10 row(s)"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -461,7 +517,11 @@ fn nsys_bad_call_rows_and_memcpy_kind_names() {
         t.meta.warnings
     );
     let v = t.ops_view().unwrap();
-    let names: Vec<&str> = v.name_id.iter().map(|&i| t.strings[i as usize].as_str()).collect();
+    let names: Vec<&str> = v
+        .name_id
+        .iter()
+        .map(|&i| t.strings[i as usize].as_str())
+        .collect();
     assert!(names.contains(&"[memcpy éab]"), "{names:?}");
 }
 
@@ -490,7 +550,10 @@ fn nsys_duplicate_launch_correlation_ids_are_warned() {
     w.finish().unwrap();
     let t = load_ok(&p);
     assert!(
-        has_warning(&t, "1 correlation id(s) are shared by 3 launch calls of the same process"),
+        has_warning(
+            &t,
+            "1 correlation id(s) are shared by 3 launch calls of the same process"
+        ),
         "{:?}",
         t.meta.warnings
     );
@@ -506,7 +569,11 @@ fn nsys_duplicate_launch_correlation_ids_are_warned() {
         "kineto/vllm_mi300x_decode_fullgraph_step.json.gz",
     ] {
         let t = load_ok(&fixture(f));
-        assert!(!has_warning(&t, "correlation id(s) are shared"), "{f}: {:?}", t.meta.warnings);
+        assert!(
+            !has_warning(&t, "correlation id(s) are shared"),
+            "{f}: {:?}",
+            t.meta.warnings
+        );
     }
 }
 
@@ -536,7 +603,9 @@ fn wal_exports_are_read_without_writing_beside_them() {
     let p = dir.join("wal.sqlite");
     two_kernels(&p);
     let conn = Connection::open(&p).unwrap();
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(mode, "wal");
     drop(conn);
     let head = std::fs::read(&p).unwrap();
@@ -566,7 +635,11 @@ fn wal_exports_are_read_without_writing_beside_them() {
     std::fs::create_dir(&crash).unwrap();
     let p = crash.join("live.sqlite");
     std::fs::copy(&live, &p).unwrap();
-    std::fs::copy(d.path().join("live.sqlite-wal"), crash.join("live.sqlite-wal")).unwrap();
+    std::fs::copy(
+        d.path().join("live.sqlite-wal"),
+        crash.join("live.sqlite-wal"),
+    )
+    .unwrap();
     drop(writer);
     let wal_before = std::fs::read(crash.join("live.sqlite-wal")).unwrap();
     let db_before = std::fs::read(&p).unwrap();
@@ -575,10 +648,17 @@ fn wal_exports_are_read_without_writing_beside_them() {
     chmod(&crash, 0o755);
     let mut ends = t.ops_view().unwrap().end_ns.to_vec();
     ends.sort_unstable();
-    assert_eq!(ends, vec![1200, 1450], "the -wal's committed update is read");
+    assert_eq!(
+        ends,
+        vec![1200, 1450],
+        "the -wal's committed update is read"
+    );
     assert!(has_warning(&t, "WAL mode"), "{:?}", t.meta.warnings);
     assert_eq!(listing(&crash), vec!["live.sqlite", "live.sqlite-wal"]);
-    assert_eq!(std::fs::read(crash.join("live.sqlite-wal")).unwrap(), wal_before);
+    assert_eq!(
+        std::fs::read(crash.join("live.sqlite-wal")).unwrap(),
+        wal_before
+    );
     assert_eq!(std::fs::read(&p).unwrap(), db_before);
 }
 
@@ -593,7 +673,11 @@ fn a_locked_export_says_what_to_do() {
         .unwrap();
     let e = load_err(&p);
     assert_eq!(e.exit_code(), 4, "{}", e.message);
-    assert!(e.message.contains("locked by another process"), "{}", e.message);
+    assert!(
+        e.message.contains("locked by another process"),
+        "{}",
+        e.message
+    );
     assert!(e.message.contains("copy the file"), "{}", e.message);
     holder.execute_batch("ROLLBACK").unwrap();
     drop(holder);

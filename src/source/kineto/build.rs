@@ -231,8 +231,9 @@ impl Collector {
             .dur
             .and_then(us_text_to_ns)
             .filter(|d| (0..=MAX_DUR_NS).contains(d));
-        let Some((start_ns, end_ns)) =
-            start.zip(dur).and_then(|(s, d)| Some((s, s.checked_add(d)?)))
+        let Some((start_ns, end_ns)) = start
+            .zip(dur)
+            .and_then(|(s, d)| Some((s, s.checked_add(d)?)))
         else {
             match class {
                 Class::Kernel | Class::Memcpy | Class::Memset => self.bad_time_ops += 1,

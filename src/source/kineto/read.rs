@@ -31,10 +31,17 @@ pub fn read_file(col: &mut Collector, path: &Path) -> Result<usize> {
 /// A failure while reading, before it is worded for the user.
 enum Fail {
     Scan(ScanError),
-    NotJson { offset: u64 },
-    BadEvent { offset: u64 },
+    NotJson {
+        offset: u64,
+    },
+    BadEvent {
+        offset: u64,
+    },
     /// `traceEvents` holds something other than an array (what it holds is named).
-    EventsNotArray { offset: u64, found: &'static str },
+    EventsNotArray {
+        offset: u64,
+        found: &'static str,
+    },
 }
 
 impl From<ScanError> for Fail {
