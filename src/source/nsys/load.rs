@@ -372,6 +372,7 @@ fn load_ops(
     if let Some(mut st) = prepare(&conn, schema, &queries::MEMCPY, path)? {
         let mut n_bad = 0u64;
         let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
+        let mut odd_kinds: std::collections::HashMap<i64, u32> = Default::default();
         let mut rows = st.query([]).map_err(err("memcpy"))?;
         while let Some(r) = rows.next().map_err(err("memcpy"))? {
             let rd = |i| int(r, i).map_err(err("memcpy"));
@@ -384,7 +385,10 @@ fn load_ops(
                 Some(k) => *kind_ids[k].get_or_insert_with(|| {
                     names.text(memcpy_names[k].as_deref().unwrap_or("[memcpy]"))
                 }),
-                None => names.text(&format!("[memcpy kind {kind}]")),
+                // Kinds beyond the table: one name per distinct kind, formatted once.
+                None => *odd_kinds
+                    .entry(kind)
+                    .or_insert_with(|| names.text(&format!("[memcpy kind {kind}]"))),
             };
             b.push(OpRow {
                 name_id,
@@ -422,6 +426,7 @@ fn load_ops(
 
     if let Some(mut st) = prepare(&conn, schema, &queries::GRAPH_TRACE, path)? {
         let mut n_bad = 0u64;
+        let mut graph_names: std::collections::HashMap<i64, u32> = Default::default();
         let mut rows = st.query([]).map_err(err("graph_trace"))?;
         while let Some(r) = rows.next().map_err(err("graph_trace"))? {
             let rd = |i| int(r, i).map_err(err("graph_trace"));
@@ -430,11 +435,14 @@ fn load_ops(
                 continue;
             };
             let graph_id = rd(6)?.unwrap_or(-1);
-            let name_id = if graph_id >= 0 {
-                names.text(&format!("[cuda graph {graph_id}]"))
-            } else {
-                names.text("[cuda graph]")
-            };
+            // One name per graph, formatted once (a replay per row is the hot case).
+            let name_id = *graph_names.entry(graph_id.max(-1)).or_insert_with(|| {
+                if graph_id >= 0 {
+                    names.text(&format!("[cuda graph {graph_id}]"))
+                } else {
+                    names.text("[cuda graph]")
+                }
+            });
             b.push(OpRow {
                 name_id,
                 short_id: name_id,
