@@ -318,6 +318,22 @@ fn non_regular_report_paths_are_refused_without_blocking() {
         e.message
     );
 
+    // A FIFO inside a directory of ranks is skipped, not opened.
+    let ranks = d.path().join("ranks");
+    std::fs::create_dir(&ranks).unwrap();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(ranks.join("x_rank1.1.pt.trace.json"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    write(
+        &ranks,
+        "x_rank0.1.pt.trace.json",
+        doc("", &[kernel("10", "5", "0", 1)]).as_bytes(),
+    );
+    assert_eq!(load_ok(&ranks).ops.height(), 1);
+
     let e = load_err(Path::new("/dev/null"));
     assert!(e.message.contains("a character device"), "{}", e.message);
 

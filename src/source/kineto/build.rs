@@ -449,7 +449,9 @@ impl Collector {
                 b => {
                     if let Some(raw) = &self.files[i].header.base_time_unreadable {
                         let name = self.slot_name[self.files[i].base_slot as usize].clone();
-                        let raw: String = raw.chars().take(40).collect();
+                        // Shown escaped: the text is the file's, not ours.
+                        let raw: String =
+                            raw.chars().take(40).flat_map(char::escape_debug).collect();
                         self.warnings.push(format!(
                             "{name}: baseTimeNanoseconds {raw} is not an integer number of \
                              nanoseconds; ignored (its times are taken as they are)"
