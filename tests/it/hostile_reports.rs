@@ -636,6 +636,15 @@ fn wal_exports_are_read_without_writing_beside_them() {
     assert_eq!(listing(&dir), vec!["wal.sqlite"]);
     assert_eq!(std::fs::read(&p).unwrap(), head, "the report is unchanged");
 
+    // The immutable open goes through a file: URI: characters that mean something in a
+    // URI (`?`, `#`, `%`, space) in the path must still name the file.
+    let odd = d.path().join("a b?#%41c");
+    std::fs::create_dir(&odd).unwrap();
+    let q = odd.join("w%3F.sqlite");
+    std::fs::copy(&p, &q).unwrap();
+    assert_eq!(load_ok(&q).ops.height(), 2);
+    assert_eq!(listing(&odd), vec!["w%3F.sqlite"]);
+
     // WAL mode with committed pages still in the -wal: they are read (from a private
     // copy), the warning says so, and the directory is left exactly as it was.
     let live = d.path().join("live.sqlite");
