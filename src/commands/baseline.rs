@@ -14,6 +14,7 @@ use crate::trace::SourceFormat;
 /// Load a report, find and price its steps, and turn them into a baseline.
 pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
     let trace = crate::commands::steps::load_for_steps(path, flags)?;
+    crate::source::print_warnings(&trace);
     let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
     let report = steps_of(&trace, flags, &cats, 5)?;
     if report.steps.len() == report.steps_without_gpu_work {

@@ -223,6 +223,7 @@ pub fn steps_of(
 
 pub fn run(args: &Args) -> Result<u8> {
     let trace = load_for_steps(&args.report, &args.step)?;
+    crate::source::print_warnings(&trace);
     let cats = crate::commands::analyze::categorizer(args.step.categories.as_ref())?;
     let r = steps_of(&trace, &args.step, &cats, args.top)?;
     crate::output::print(&report::steps::render(

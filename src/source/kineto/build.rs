@@ -20,13 +20,26 @@ use crate::trace::{
 
 use super::event::{self, Class, Event};
 use super::header::{DeviceProps, Header};
-use super::ids::{collides, dec, enc, renumber, DEVICE_STRIDE, PID_STRIDE};
+use super::ids::{self, collides, dec, enc, renumber, DEVICE_STRIDE, PID_STRIDE};
 use super::names::short_name;
 use super::number::us_text_to_ns;
 
 /// Kineto has no NVTX domains; its annotations count as the default domain (id 0), the
 /// one vLLM's and SGLang's own NVTX ranges use (ENGINES.md §1.2, §2.2).
 const DEFAULT_DOMAIN: i64 = 0;
+
+/// Largest `ts` accepted, ns (2^62 ≈ year 2116 as an epoch time); larger is damage.
+const MAX_ABS_TS_NS: i64 = 1 << 62;
+/// Largest `dur` accepted, ns (2^55 ≈ 417 days); longer is damage.
+const MAX_DUR_NS: i64 = 1 << 55;
+/// Earliest `ts` accepted, ns: 417 days before the file's time base. Together with the
+/// bounds above, any two times differ by less than 2^63, so no later subtraction or
+/// small addition can overflow.
+const MIN_TS_NS: i64 = -MAX_DUR_NS;
+/// Latest time after ranks are shifted onto one base.
+const MAX_END_NS: i64 = MAX_ABS_TS_NS + MAX_DUR_NS;
+/// Ranks whose time bases differ by more than this (ns, one hour) are not one capture.
+const MAX_BASE_SPREAD_NS: i64 = 3_600_000_000_000;
 
 struct FileState {
     header: Header,
@@ -59,6 +72,14 @@ pub struct Collector {
     files: Vec<FileState>,
     /// Complete events without a readable `ts`, or GPU events without a device.
     dropped: u64,
+    /// GPU ops / host events whose `ts` or `dur` is missing, not a finite number, negative
+    /// (dur) or out of range: dropped, never read as 0.
+    bad_time_ops: u64,
+    bad_time_host: u64,
+    /// GPU ops whose device id is 2^32 or more (dropped), and host events whose pid is
+    /// (kept with pid unknown).
+    bad_device_ids: u64,
+    bad_pids: u64,
     pub warnings: Vec<String>,
 }
 
@@ -76,6 +97,10 @@ impl Collector {
             slot_name: Vec::new(),
             files: Vec::new(),
             dropped: 0,
+            bad_time_ops: 0,
+            bad_time_host: 0,
+            bad_device_ids: 0,
+            bad_pids: 0,
             warnings: Vec::new(),
         }
     }
@@ -196,13 +221,26 @@ impl Collector {
         if class == Class::Meta {
             return self.meta(ev);
         }
-        let Some(start_ns) = ev.ts.and_then(us_text_to_ns) else {
-            self.dropped += 1;
+        // Kineto itself never writes a negative `dur` (it clamps them to 0), and always
+        // writes `ts` and `dur` on complete events: anything else is not to be trusted.
+        let start = ev
+            .ts
+            .and_then(us_text_to_ns)
+            .filter(|t| (MIN_TS_NS..=MAX_ABS_TS_NS).contains(t));
+        let dur = ev
+            .dur
+            .and_then(us_text_to_ns)
+            .filter(|d| (0..=MAX_DUR_NS).contains(d));
+        let Some((start_ns, end_ns)) = start
+            .zip(dur)
+            .and_then(|(s, d)| Some((s, s.checked_add(d)?)))
+        else {
+            match class {
+                Class::Kernel | Class::Memcpy | Class::Memset => self.bad_time_ops += 1,
+                _ => self.bad_time_host += 1,
+            }
             return;
         };
-        // Kineto clamps negative durations to 0 (KINETO.md §8); do the same for others.
-        let dur_ns = ev.dur.and_then(us_text_to_ns).unwrap_or(0).max(0);
-        let end_ns = start_ns + dur_ns;
         let slot = self.slot_for(ev.pid.label);
         match class {
             Class::Kernel | Class::Memcpy | Class::Memset => {
@@ -218,6 +256,10 @@ impl Collector {
                     self.dropped += 1;
                     return;
                 };
+                if !ids::fits(device) {
+                    self.bad_device_ids += 1;
+                    return;
+                }
                 let stream = if a.stream >= 0 {
                     a.stream
                 } else {
@@ -258,8 +300,10 @@ impl Collector {
                 let is_launch = ev
                     .name
                     .is_some_and(|n| is_launch_call(&String::from_utf8_lossy(n.raw)));
+                let pid = ev.pid.num.unwrap_or(-1);
+                self.bad_pids += u64::from(!ids::fits(pid));
                 self.calls.push(CallRow {
-                    pid: enc(slot, ev.pid.num.unwrap_or(-1)),
+                    pid: enc(slot, pid),
                     tid: ev.tid.num.unwrap_or(-1),
                     start_ns,
                     end_ns,
@@ -278,6 +322,7 @@ impl Collector {
                     self.dropped += 1;
                     return;
                 };
+                self.bad_pids += u64::from(!ids::fits(pid));
                 let (name_id, _) = self.intern_name(ev, false);
                 self.ranges.push(RangeRow {
                     pid: enc(slot, pid),
@@ -311,13 +356,21 @@ impl Collector {
 
     /// Build the trace. `path` is what the user passed.
     pub fn finish(mut self, path: &Path) -> Result<Trace> {
+        self.warn_dropped();
         if self.ops.is_empty() {
+            if self.bad_time_ops + self.bad_device_ids > 0 {
+                return Err(Error::input(format!(
+                    "{}: no usable GPU kernels: {}",
+                    path.display(),
+                    self.warnings.join("; ")
+                )));
+            }
             return Err(Error::input(format!(
                 "{}: no GPU kernels in this trace: was the profiler run with CUDA activities?",
                 path.display()
             )));
         }
-        let origin = self.align_times();
+        let origin = self.align_times(path)?;
         self.fill_op_pids();
         let ranks = self.ranks_of_slots();
         let device_map = self.remap_devices(&ranks);
@@ -343,7 +396,7 @@ impl Collector {
         meta.process_names = names;
         if self.dropped > 0 {
             self.warnings.push(format!(
-                "{} kept events had no readable ts, pid or device and were dropped",
+                "{} kept events had no readable pid or device and were dropped",
                 self.dropped
             ));
         }
@@ -378,37 +431,87 @@ impl Collector {
     /// One origin for all files: each file's own time base (`baseTimeNanoseconds`, or 0
     /// for the old absolute-epoch layout), and the smallest base is the trace's origin
     /// (KINETO.md §8: "align ranks on absolute ns"). A single file keeps its own times.
-    fn align_times(&mut self) -> Option<i64> {
-        let bases: Vec<i64> = self
+    ///
+    /// A base outside 0..=2^62 ns is not a time: it is ignored (with a warning), so the
+    /// shift below can never overflow; a shifted time that would is an error.
+    fn align_times(&mut self, path: &Path) -> Result<Option<i64>> {
+        let mut bases: Vec<i64> = Vec::with_capacity(self.files.len());
+        for i in 0..self.files.len() {
+            let b = match self.files[i].header.base_time_ns {
+                Some(b) if !(0..=MAX_ABS_TS_NS).contains(&b) => {
+                    let name = self.slot_name[self.files[i].base_slot as usize].clone();
+                    self.warnings.push(format!(
+                        "{name}: baseTimeNanoseconds {b} is not a plausible time; ignored \
+                         (its times are taken as they are)"
+                    ));
+                    0
+                }
+                b => {
+                    if let Some(raw) = &self.files[i].header.base_time_unreadable {
+                        let name = self.slot_name[self.files[i].base_slot as usize].clone();
+                        // Shown escaped: the text is the file's, not ours.
+                        let raw: String =
+                            raw.chars().take(40).flat_map(char::escape_debug).collect();
+                        self.warnings.push(format!(
+                            "{name}: baseTimeNanoseconds {raw} is not an integer number of \
+                             nanoseconds; ignored (its times are taken as they are)"
+                        ));
+                    }
+                    b.unwrap_or(0)
+                }
+            };
+            bases.push(b);
+        }
+        let kept: Vec<i64> = self
             .files
             .iter()
-            .map(|f| f.header.base_time_ns.unwrap_or(0))
+            .zip(&bases)
+            .filter(|(f, _)| f.has_ops())
+            .map(|(_, b)| *b)
             .collect();
-        let kept = self.files.iter().zip(&bases).filter(|(f, _)| f.has_ops());
-        let origin = kept.map(|(_, b)| *b).min()?;
+        let Some(origin) = kept.iter().copied().min() else {
+            return Ok(None);
+        };
+        let spread = kept.iter().copied().max().unwrap_or(origin) - origin;
+        if spread > MAX_BASE_SPREAD_NS {
+            self.warnings.push(format!(
+                "the ranks' time bases (baseTimeNanoseconds) lie {:.0} s apart: these \
+                 traces are not from one capture, or a clock was wrong; times across \
+                 ranks are not comparable",
+                spread as f64 / 1e9
+            ));
+        }
+        let overflow = || {
+            Error::input(format!(
+                "{}: shifting the ranks onto one time base overflows (baseTimeNanoseconds \
+                 and ts too far apart): pass the ranks one at a time",
+                path.display()
+            ))
+        };
         for (f, base) in self.files.iter().zip(bases) {
             let shift = base - origin;
             if shift == 0 {
                 continue;
             }
             let [(o0, o1), (c0, c1), (r0, r1)] = f.rows;
-            shift_rows(
+            let ok = shift_rows(
                 &mut self.ops.start_ns[o0..o1],
                 &mut self.ops.end_ns[o0..o1],
                 shift,
-            );
-            shift_rows(
+            ) && shift_rows(
                 &mut self.calls.start_ns[c0..c1],
                 &mut self.calls.end_ns[c0..c1],
                 shift,
-            );
-            shift_rows(
+            ) && shift_rows(
                 &mut self.ranges.start_ns[r0..r1],
                 &mut self.ranges.end_ns[r0..r1],
                 shift,
             );
+            if !ok {
+                return Err(overflow());
+            }
         }
-        Some(origin)
+        Ok(Some(origin))
     }
 
     /// `ops.pid` = the process of the call with the same correlation id in the same rank
@@ -437,6 +540,37 @@ impl Collector {
                 .copied()
                 .or_else(|| busiest.get(&slot).map(|b| b.1))
                 .unwrap_or(-1);
+        }
+    }
+
+    /// Say how many events were dropped or degraded, and why (one warning per cause).
+    fn warn_dropped(&mut self) {
+        if self.bad_time_ops > 0 {
+            self.warnings.push(format!(
+                "{} kernel/memcpy/memset event(s) had a missing, non-numeric (NaN, Infinity), \
+                 negative or out-of-range ts or dur and were dropped (never read as 0)",
+                self.bad_time_ops
+            ));
+        }
+        if self.bad_time_host > 0 {
+            self.warnings.push(format!(
+                "{} runtime/annotation event(s) had a missing, non-numeric (NaN, Infinity), \
+                 negative or out-of-range ts or dur and were dropped",
+                self.bad_time_host
+            ));
+        }
+        if self.bad_device_ids > 0 {
+            self.warnings.push(format!(
+                "{} GPU event(s) had a device id of 2^32 or more (not a device) and were dropped",
+                self.bad_device_ids
+            ));
+        }
+        if self.bad_pids > 0 {
+            self.warnings.push(format!(
+                "{} host event(s) had a pid of 2^32 or more (not a process id); kept with the \
+                 process unknown",
+                self.bad_pids
+            ));
         }
     }
 
@@ -560,8 +694,13 @@ fn pick_props(props: &[DeviceProps], device: i64) -> Option<&DeviceProps> {
         .then_some(first)
 }
 
-fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) {
+/// Add `shift` to every time; false if one would overflow.
+fn shift_rows(start: &mut [i64], end: &mut [i64], shift: i64) -> bool {
     for v in start.iter_mut().chain(end.iter_mut()) {
-        *v += shift;
+        match v.checked_add(shift).filter(|x| *x <= MAX_END_NS) {
+            Some(x) => *v = x,
+            None => return false,
+        }
     }
+    true
 }

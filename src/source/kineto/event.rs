@@ -94,6 +94,15 @@ fn parse_id(v: Val<'_>) -> Id<'_> {
     }
 }
 
+/// A number's raw text; a string or nested value is consumed and read as `None`.
+fn scalar_or_none<'a>(c: &mut Cur<'a>) -> Option<Option<&'a [u8]>> {
+    if c.at_scalar() {
+        c.scalar().map(Some)
+    } else {
+        c.value().map(|_| None)
+    }
+}
+
 /// The fields of one kept event (all borrowed from the input window).
 #[derive(Debug, Default)]
 pub struct Event<'a> {
@@ -150,8 +159,10 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
             }
             b"pid" => ev.pid = parse_id(c.value()?),
             b"tid" => ev.tid = parse_id(c.value()?),
-            b"ts" => ev.ts = Some(c.scalar()?),
-            b"dur" => ev.dur = Some(c.scalar()?),
+            // A string or nested `ts`/`dur` is read as missing (the event is then dropped
+            // with a warning), not as a malformed trace.
+            b"ts" => ev.ts = scalar_or_none(c)?,
+            b"dur" => ev.dur = scalar_or_none(c)?,
             b"args" => {
                 ev.args = match c.value()? {
                     Val::Nested(a) => Some(a),

@@ -19,6 +19,8 @@ pub struct DeviceProps {
 pub struct Header {
     /// `baseTimeNanoseconds` (current Kineto); absent in the old absolute-µs layout.
     pub base_time_ns: Option<i64>,
+    /// The raw text of a `baseTimeNanoseconds` that is not an integer (`9e18`, `"x"`).
+    pub base_time_unreadable: Option<String>,
     pub schema_version: Option<String>,
     /// `(key, value)` of the version fields, in file order.
     pub versions: Vec<(String, String)>,
@@ -43,7 +45,12 @@ impl Header {
     /// Take one top-level member (its raw JSON text).
     pub fn take(&mut self, key: &[u8], raw: &[u8]) {
         match key {
-            b"baseTimeNanoseconds" => self.base_time_ns = int_text(raw),
+            b"baseTimeNanoseconds" => {
+                self.base_time_ns = int_text(raw);
+                if self.base_time_ns.is_none() {
+                    self.base_time_unreadable = Some(String::from_utf8_lossy(raw).into_owned());
+                }
+            }
             b"schemaVersion" => self.schema_version = Some(scalar_text(raw)),
             b"deviceProperties" => {
                 if let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(raw) {

@@ -8,14 +8,24 @@ pub const DEVICE_STRIDE: i64 = 1000;
 pub const PID_STRIDE: i64 = 10_000_000;
 const RAW_MASK: i64 = 0xffff_ffff;
 
-/// Tag a raw id with its slot; negative ids (-1 = unknown) stay as they are.
+/// Tag a raw id with its slot; negative ids (-1 = unknown) stay as they are. A raw id
+/// of 2^32 or more has no room beside the slot (decoding would read its high bits as a
+/// slot): it becomes -1, unknown; callers check [`fits`] first to count such ids.
 #[inline]
 pub fn enc(slot: u32, raw: i64) -> i64 {
     if (0..=RAW_MASK).contains(&raw) {
         (i64::from(slot) << 32) | raw
-    } else {
+    } else if raw < 0 {
         raw
+    } else {
+        -1
     }
+}
+
+/// Whether a raw id survives [`enc`] unchanged (negative = unknown, or below 2^32).
+#[inline]
+pub fn fits(raw: i64) -> bool {
+    raw <= RAW_MASK
 }
 
 /// `(slot, raw)` of a tagged id.
@@ -61,6 +71,10 @@ mod tests {
         assert_eq!(dec(enc(3, 6583)), (3, 6583));
         assert_eq!(dec(enc(0, 9)), (0, 9));
         assert_eq!(enc(2, -1), -1);
+        // 2^32 and 2^33 would decode as slots 1 and 2: they become unknown instead.
+        assert_eq!(enc(0, 1 << 32), -1);
+        assert_eq!(enc(5, 1 << 33), -1);
+        assert!(fits(RAW_MASK) && !fits(RAW_MASK + 1));
         assert!(!collides(vec![enc(0, 0), enc(1, 1), enc(0, 0)]));
         assert!(collides(vec![enc(0, 0), enc(1, 0)]));
         assert_eq!(renumber(enc(2, 5), Some(&[-1, 0, 2]), 1000), 2005);

@@ -10,6 +10,9 @@ use flate2::read::MultiGzDecoder;
 use crate::exit::{Error, Result};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// A UTF-8 byte-order mark some editors and Windows tools put before JSON (RFC 8259 §8.1
+/// lets a parser ignore it).
+const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
 /// What the first bytes of a file say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +36,7 @@ fn classify(head: &[u8]) -> Sniff {
     if head.starts_with(&GZIP_MAGIC) {
         return Sniff::Gzip;
     }
+    let head = head.strip_prefix(&BOM[..]).unwrap_or(head);
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{' | b'[') => Sniff::Json,
         _ => Sniff::Other,
@@ -54,11 +58,19 @@ pub fn open(path: &Path) -> Result<Opened> {
         .fill_buf()
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
+        let mut inner = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(buffered));
+        // A corrupt gzip header surfaces later, worded by the reader; only skip a BOM here.
+        if inner.fill_buf().is_ok_and(|h| h.starts_with(&BOM)) {
+            inner.consume(BOM.len());
+        }
         Ok(Opened {
-            reader: Box::new(MultiGzDecoder::new(buffered)),
+            reader: Box::new(inner),
             gzip: true,
         })
     } else {
+        if head.starts_with(&BOM) {
+            buffered.consume(BOM.len());
+        }
         Ok(Opened {
             reader: Box::new(buffered),
             gzip: false,
@@ -77,5 +89,6 @@ mod tests {
         assert_eq!(classify(b"[{\"ph\":\"X\"}]"), Sniff::Json);
         assert_eq!(classify(b"SQLite format 3\0"), Sniff::Other);
         assert_eq!(classify(b""), Sniff::Other);
+        assert_eq!(classify(b"\xef\xbb\xbf{\"traceEvents\": []}"), Sniff::Json);
     }
 }

@@ -48,6 +48,7 @@ pub fn looks_like_kineto(path: &Path) -> bool {
 
 /// Load one trace file, or every rank trace in a directory, into one [`Trace`].
 pub fn load(path: &Path) -> Result<Trace> {
+    crate::source::check_readable_kind(path)?;
     let mut col = build::Collector::new();
     if path.is_dir() {
         let ranks = ranks::discover(path)?;

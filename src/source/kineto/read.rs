@@ -31,8 +31,17 @@ pub fn read_file(col: &mut Collector, path: &Path) -> Result<usize> {
 /// A failure while reading, before it is worded for the user.
 enum Fail {
     Scan(ScanError),
-    NotJson { offset: u64 },
-    BadEvent { offset: u64 },
+    NotJson {
+        offset: u64,
+    },
+    BadEvent {
+        offset: u64,
+    },
+    /// `traceEvents` holds something other than an array (what it holds is named).
+    EventsNotArray {
+        offset: u64,
+        found: &'static str,
+    },
 }
 
 impl From<ScanError> for Fail {
@@ -66,6 +75,11 @@ fn explain(f: Fail, path: &Path, gzip: bool) -> Error {
         Fail::BadEvent { offset } => {
             format!("{p}: malformed trace event at byte {offset}: not a readable trace")
         }
+        Fail::EventsNotArray { offset, found } => format!(
+            "{p}: \"traceEvents\" is {found}, not an array of events (byte {offset}): not a \
+             PyTorch profiler trace, or one rewritten by another tool; pass the file \
+             torch.profiler / Kineto wrote"
+        ),
     })
 }
 
@@ -95,6 +109,21 @@ fn read_document<R: Read>(
         s.expect(b':')?;
         if key == b"traceEvents" {
             header.saw_trace_events = true;
+            let found = match s.peek()? {
+                Some(b'[') | None => None,
+                Some(b'{') => Some("an object"),
+                Some(b'"') => Some("a string"),
+                Some(b'n') => Some("null"),
+                Some(b't' | b'f') => Some("a boolean"),
+                Some(b'-' | b'0'..=b'9') => Some("a number"),
+                Some(_) => None,
+            };
+            if let Some(found) = found {
+                return Err(Fail::EventsNotArray {
+                    offset: s.offset(),
+                    found,
+                });
+            }
             read_events(s, col)?;
         } else {
             let raw = s.value()?;

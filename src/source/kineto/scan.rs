@@ -401,6 +401,12 @@ impl<'a> Cur<'a> {
         }
     }
 
+    /// Whether the next value is a number or literal (not a string, object or array).
+    pub fn at_scalar(&mut self) -> bool {
+        self.ws();
+        !matches!(self.s.get(self.i), Some(b'"' | b'{' | b'[') | None)
+    }
+
     /// A number or literal's raw text; `None` for strings and nested values.
     pub fn scalar(&mut self) -> Option<&'a [u8]> {
         match self.value()? {

@@ -47,6 +47,129 @@ pub fn open(path: &Path) -> Result<Connection> {
     .map_err(|e| sql_error(path, "opening", e))
 }
 
+/// How one export is opened so that nothing is ever written beside it.
+///
+/// A WAL-mode database (header bytes 18 and 19 = 2, sqlite.org/fileformat2.html §1.3)
+/// makes even a read-only connection create `-wal` and `-shm` files next to it, and fails
+/// on a read-only mount. Without a `-wal` file the database file holds every committed
+/// page, so it is opened `immutable=1` (sqlite.org/uri.html: no locks, no side files).
+/// With a `-wal` file its pages belong to the database too: the database and its `-wal`
+/// are copied to a private temporary directory and read there (SQLite rebuilds the
+/// `-shm` index from the `-wal` on first open). A rollback-journal database is opened
+/// plainly read-only, which writes nothing and respects another writer's lock.
+pub struct Db {
+    /// What the user passed (for messages).
+    pub shown: std::path::PathBuf,
+    /// The file SQLite opens.
+    file: std::path::PathBuf,
+    immutable: bool,
+    _tmp: Option<tempfile::TempDir>,
+    /// Said to the user when the database was read from a copy.
+    pub note: Option<String>,
+}
+
+impl Db {
+    /// Decide how to open `path` (an SQLite file, checked by the caller).
+    pub fn new(path: &Path) -> Result<Db> {
+        let plain = |file: &Path| Db {
+            shown: path.to_path_buf(),
+            file: file.to_path_buf(),
+            immutable: false,
+            _tmp: None,
+            note: None,
+        };
+        if !is_wal(path) {
+            return Ok(plain(path));
+        }
+        let wal = side_file(path, "-wal");
+        if !wal.metadata().map(|m| m.len() > 0).unwrap_or(false) {
+            return Ok(Db {
+                immutable: true,
+                ..plain(path)
+            });
+        }
+        let env = |what: &str, e: std::io::Error| {
+            Error::environment(format!(
+                "{}: the export is in WAL mode with a pending -wal file and could not be \
+                 copied to a temporary directory to read it untouched ({what}: {e}); free \
+                 space in $TMPDIR or run `sqlite3 {} 'PRAGMA wal_checkpoint'` on a copy",
+                path.display(),
+                path.display()
+            ))
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".stepgate-")
+            .tempdir()
+            .map_err(|e| env("creating the directory", e))?;
+        let copy = tmp.path().join("export.sqlite");
+        std::fs::copy(path, &copy).map_err(|e| env("copying the database", e))?;
+        std::fs::copy(&wal, side_file(&copy, "-wal")).map_err(|e| env("copying the -wal", e))?;
+        Ok(Db {
+            note: Some(format!(
+                "the export is an SQLite database in WAL mode with a pending {} file: read \
+                 from a private copy of both in a temporary directory, so nothing was \
+                 written beside the report",
+                wal.file_name().unwrap_or_default().to_string_lossy()
+            )),
+            _tmp: Some(tmp),
+            ..plain(&copy)
+        })
+    }
+
+    /// A read-only connection (immutable where that is safe, see [`Db`]).
+    pub fn open(&self) -> Result<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if self.immutable {
+            Connection::open_with_flags(
+                format!("file:{}?immutable=1", uri_path(&self.file)),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            )
+        } else if self._tmp.is_some() {
+            // The private copy may need its -shm built: it is ours to write.
+            Connection::open_with_flags(
+                &self.file,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        } else {
+            Connection::open_with_flags(&self.file, flags)
+        };
+        conn.map_err(|e| sql_error(&self.shown, "opening", e))
+    }
+}
+
+/// `path` + suffix (`x.sqlite` → `x.sqlite-wal`), as SQLite names its side files.
+fn side_file(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(suffix);
+    s.into()
+}
+
+/// Whether the database header says WAL mode (write and read versions both 2).
+fn is_wal(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head[18] == 2
+        && head[19] == 2
+}
+
+/// A path for an SQLite `file:` URI: absolute, with every byte that is not unreserved or
+/// `/` percent-encoded (`?`, `#` and `%` in a file name would otherwise end the path).
+fn uri_path(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for &b in abs.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// One line for a SQLite failure, saying what to do about it.
 pub fn sql_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
     let p = path.display();
@@ -54,8 +177,18 @@ pub fn sql_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
     );
+    let locked = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
     let msg = e.to_string();
-    if corrupt {
+    if locked {
+        Error::environment(format!(
+            "{p}: the database is locked by another process ({what}: {msg}): wait until \
+             that process (an nsys export still writing it?) finishes, or copy the file and \
+             pass the copy"
+        ))
+    } else if corrupt {
         Error::input(format!(
             "{p}: the SQLite file is corrupt or truncated ({what}: {msg}); export the report \
              again with `nsys export --type sqlite`"
@@ -80,6 +213,63 @@ fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
     })
 }
 
+/// Largest |timestamp| accepted, ns (2^55 ns ≈ 417 days). nsys times count from the
+/// session start, so anything beyond this is a damaged or crafted row; accepting it would
+/// turn one row into a wall time of centuries and a gate change of 1e16 %.
+pub const MAX_ABS_NS: i64 = 1 << 55;
+
+/// A timestamp cell: an integer (or an integral real) within ±[`MAX_ABS_NS`]; NULL,
+/// text, blobs, fractions, NaN and out-of-range values are `None` (the row is dropped,
+/// never read as 0).
+#[inline]
+fn time(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(v) if (-MAX_ABS_NS..=MAX_ABS_NS).contains(&v) => Some(v),
+        ValueRef::Real(v) if v.fract() == 0.0 && v.abs() <= MAX_ABS_NS as f64 => Some(v as i64),
+        _ => None,
+    })
+}
+
+/// `(start, end)` of a row whose first two columns are start and end, when both are
+/// readable timestamps and end ≥ start; `None` marks a row that cannot be right.
+#[inline]
+fn times(r: &Row<'_>) -> rusqlite::Result<Option<(i64, i64)>> {
+    Ok(match (time(r, 0)?, time(r, 1)?) {
+        (Some(s), Some(e)) if e >= s => Some((s, e)),
+        _ => None,
+    })
+}
+
+/// Rows dropped per table because their start/end cannot be right.
+#[derive(Debug, Default)]
+struct Dropped(Vec<(&'static str, u64)>);
+
+impl Dropped {
+    fn add(&mut self, table: &'static str, n: u64) {
+        if n > 0 {
+            self.0.push((table, n));
+        }
+    }
+
+    /// One warning per table: how many rows, which table, what was done.
+    fn warnings(&self, schema: &Schema) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(q, n)| {
+                let table = queries::ALL
+                    .iter()
+                    .find(|x| x.name == *q)
+                    .and_then(|x| x.table(schema))
+                    .unwrap_or(q);
+                format!(
+                    "{n} row(s) of {table} had a NULL, non-integer or out-of-range start/end, \
+                     or end before start, and were left out (never read as 0)"
+                )
+            })
+            .collect()
+    }
+}
+
 /// A missing id (NULL, or 0 which CUPTI never assigns to a correlation or graph node) → -1.
 #[inline]
 fn id_or_missing(v: Option<i64>) -> i64 {
@@ -92,13 +282,13 @@ fn id_or_missing(v: Option<i64>) -> i64 {
 /// The six columns every op query selects first (queries/kernels.sql, memcpy.sql,
 /// memset.sql, graph_trace.sql): start, end, deviceId, streamId, globalPid, correlationId.
 /// The caller fills the name, kind and the columns that differ per table.
-fn op_row(r: &Row<'_>) -> rusqlite::Result<OpRow> {
+fn op_row(r: &Row<'_>, (start_ns, end_ns): (i64, i64)) -> rusqlite::Result<OpRow> {
     Ok(OpRow {
         device: int(r, 2)?.unwrap_or(-1),
         stream: int(r, 3)?.unwrap_or(-1),
         pid: int(r, 4)?.map(gid_pid).unwrap_or(-1),
-        start_ns: int(r, 0)?.unwrap_or(0),
-        end_ns: int(r, 1)?.unwrap_or(0),
+        start_ns,
+        end_ns,
         name_id: 0,
         short_id: 0,
         kind: OpKind::Kernel,
@@ -130,32 +320,40 @@ struct OpsOut {
     ops: OpsBuilder,
     strings: Vec<String>,
     dropped_no_timestamp: u64,
+    dropped_bad_times: Dropped,
 }
 
 fn load_ops(
-    path: &Path,
+    db: &Db,
     schema: &Schema,
     table: &StringTable,
     memcpy_names: &[Option<String>],
     progress: &Progress,
 ) -> Result<OpsOut> {
-    let conn = open(path)?;
+    let path = db.shown.as_path();
+    let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = OpsBuilder::default();
     let mut dropped = 0u64;
+    let mut bad = Dropped::default();
     let mut n = 0u64;
     let err = |q: &'static str| move |e| sql_error(path, q, e);
 
     if let Some(mut st) = prepare(&conn, schema, &queries::KERNELS, path)? {
+        let mut n_bad = 0u64;
         let mut rows = st.query([]).map_err(err("kernels"))?;
         while let Some(r) = rows.next().map_err(err("kernels"))? {
             let rd = |i| int(r, i).map_err(err("kernels"));
-            let op = op_row(r).map_err(err("kernels"))?;
+            let Some(t) = times(r).map_err(err("kernels"))? else {
+                n_bad += 1;
+                continue;
+            };
             // CUPTI: start = end = 0 means the timestamp could not be collected.
-            if op.start_ns == 0 && op.end_ns == 0 {
+            if t == (0, 0) {
                 dropped += 1;
                 continue;
             }
+            let op = op_row(r, t).map_err(err("kernels"))?;
             b.push(OpRow {
                 name_id: names.id(rd(6)?.unwrap_or(-1)),
                 short_id: names.id(rd(7)?.unwrap_or(-1)),
@@ -168,91 +366,125 @@ fn load_ops(
                 progress.inc(TICK);
             }
         }
+        bad.add("kernels", n_bad);
     }
 
     if let Some(mut st) = prepare(&conn, schema, &queries::MEMCPY, path)? {
+        let mut n_bad = 0u64;
         let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
+        let mut odd_kinds: std::collections::HashMap<i64, u32> = Default::default();
         let mut rows = st.query([]).map_err(err("memcpy"))?;
         while let Some(r) = rows.next().map_err(err("memcpy"))? {
             let rd = |i| int(r, i).map_err(err("memcpy"));
+            let Some(t) = times(r).map_err(err("memcpy"))? else {
+                n_bad += 1;
+                continue;
+            };
             let kind = rd(6)?.unwrap_or(0);
             let name_id = match usize::try_from(kind).ok().filter(|&k| k < kind_ids.len()) {
                 Some(k) => *kind_ids[k].get_or_insert_with(|| {
                     names.text(memcpy_names[k].as_deref().unwrap_or("[memcpy]"))
                 }),
-                None => names.text(&format!("[memcpy kind {kind}]")),
+                // Kinds beyond the table: one name per distinct kind, formatted once.
+                None => *odd_kinds
+                    .entry(kind)
+                    .or_insert_with(|| names.text(&format!("[memcpy kind {kind}]"))),
             };
             b.push(OpRow {
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memcpy,
                 graph_node_id: id_or_missing(rd(8)?),
-                bytes: rd(7)?.unwrap_or(0),
-                ..op_row(r).map_err(err("memcpy"))?
+                bytes: rd(7)?.filter(|&b| b >= 0).unwrap_or(0),
+                ..op_row(r, t).map_err(err("memcpy"))?
             });
         }
+        bad.add("memcpy", n_bad);
     }
 
     if let Some(mut st) = prepare(&conn, schema, &queries::MEMSET, path)? {
         let name_id = names.text("[memset]");
+        let mut n_bad = 0u64;
         let mut rows = st.query([]).map_err(err("memset"))?;
         while let Some(r) = rows.next().map_err(err("memset"))? {
             let rd = |i| int(r, i).map_err(err("memset"));
+            let Some(t) = times(r).map_err(err("memset"))? else {
+                n_bad += 1;
+                continue;
+            };
             b.push(OpRow {
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memset,
                 graph_node_id: id_or_missing(rd(7)?),
-                bytes: rd(6)?.unwrap_or(0),
-                ..op_row(r).map_err(err("memset"))?
+                bytes: rd(6)?.filter(|&b| b >= 0).unwrap_or(0),
+                ..op_row(r, t).map_err(err("memset"))?
             });
         }
+        bad.add("memset", n_bad);
     }
 
     if let Some(mut st) = prepare(&conn, schema, &queries::GRAPH_TRACE, path)? {
+        let mut n_bad = 0u64;
+        let mut graph_names: std::collections::HashMap<i64, u32> = Default::default();
         let mut rows = st.query([]).map_err(err("graph_trace"))?;
         while let Some(r) = rows.next().map_err(err("graph_trace"))? {
             let rd = |i| int(r, i).map_err(err("graph_trace"));
-            let graph_id = rd(6)?.unwrap_or(-1);
-            let name_id = if graph_id >= 0 {
-                names.text(&format!("[cuda graph {graph_id}]"))
-            } else {
-                names.text("[cuda graph]")
+            let Some(t) = times(r).map_err(err("graph_trace"))? else {
+                n_bad += 1;
+                continue;
             };
+            let graph_id = rd(6)?.unwrap_or(-1);
+            // One name per graph, formatted once (a replay per row is the hot case).
+            let name_id = *graph_names.entry(graph_id.max(-1)).or_insert_with(|| {
+                if graph_id >= 0 {
+                    names.text(&format!("[cuda graph {graph_id}]"))
+                } else {
+                    names.text("[cuda graph]")
+                }
+            });
             b.push(OpRow {
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Graph,
                 graph_id,
-                ..op_row(r).map_err(err("graph_trace"))?
+                ..op_row(r, t).map_err(err("graph_trace"))?
             });
         }
+        bad.add("graph_trace", n_bad);
     }
     progress.inc(n % TICK);
     Ok(OpsOut {
         ops: b,
         strings: names.finish(),
         dropped_no_timestamp: dropped,
+        dropped_bad_times: bad,
     })
 }
 
 fn load_calls(
-    path: &Path,
+    db: &Db,
     schema: &Schema,
     table: &StringTable,
     progress: &Progress,
-) -> Result<(CallsBuilder, Vec<String>)> {
-    let conn = open(path)?;
+) -> Result<(CallsBuilder, Vec<String>, u64)> {
+    let path = db.shown.as_path();
+    let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = CallsBuilder::default();
     // Launch classification once per distinct name (0 unknown, 1 launch, 2 not).
     let mut launch: Vec<u8> = Vec::new();
     let mut n = 0u64;
+    let mut n_bad = 0u64;
     let err = |e| sql_error(path, "runtime", e);
     if let Some(mut st) = prepare(&conn, schema, &queries::RUNTIME, path)? {
         let mut rows = st.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let rd = |i| int(r, i).map_err(err);
+            let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
+                n_bad += 1;
+                continue;
+            };
             let (name_id, s) = names.lookup(rd(5)?.unwrap_or(-1));
             let i = name_id as usize;
             if i >= launch.len() {
@@ -265,8 +497,8 @@ fn load_calls(
             b.push(CallRow {
                 pid: gtid.map(gid_pid).unwrap_or(-1),
                 tid: gtid.map(gid_tid).unwrap_or(-1),
-                start_ns: rd(0)?.unwrap_or(0),
-                end_ns: rd(1)?.unwrap_or(0),
+                start_ns,
+                end_ns,
                 name_id,
                 correlation_id: id_or_missing(rd(4)?),
                 api: if rd(2)? == Some(1) {
@@ -283,22 +515,24 @@ fn load_calls(
         }
     }
     progress.inc(n % TICK);
-    Ok((b, names.finish()))
+    Ok((b, names.finish(), n_bad))
 }
 
 fn load_ranges(
-    path: &Path,
+    db: &Db,
     schema: &Schema,
     table: &StringTable,
     filter: Option<&regex::Regex>,
     progress: &Progress,
-) -> Result<(RangesBuilder, Vec<String>)> {
-    let conn = open(path)?;
+) -> Result<(RangesBuilder, Vec<String>, u64)> {
+    let path = db.shown.as_path();
+    let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = RangesBuilder::default();
     // Filter verdict once per distinct name (0 unknown, 1 keep, 2 drop).
     let mut keep: Vec<u8> = Vec::new();
     let mut n = 0u64;
+    let mut n_bad = 0u64;
     let err = |e| sql_error(path, "nvtx", e);
     if let Some(mut st) = prepare(&conn, schema, &queries::NVTX, path)? {
         let mut rows = st.query([]).map_err(err)?;
@@ -308,6 +542,10 @@ fn load_ranges(
                 progress.inc(TICK);
             }
             let rd = |i| int(r, i).map_err(err);
+            let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
+                n_bad += 1;
+                continue;
+            };
             // Name = COALESCE(text, StringIds[textId]) (NSYS_SCHEMA.md §4).
             let (name_id, fresh) = match r.get_ref(4).map_err(err)? {
                 ValueRef::Text(t) => {
@@ -343,8 +581,8 @@ fn load_ranges(
             b.push(RangeRow {
                 pid: gtid.map(gid_pid).unwrap_or(-1),
                 tid: gtid.map(gid_tid).unwrap_or(-1),
-                start_ns: rd(0)?.unwrap_or(0),
-                end_ns: rd(1)?.unwrap_or(0),
+                start_ns,
+                end_ns,
                 name_id,
                 domain_id: rd(6)?.unwrap_or(-1),
                 kind,
@@ -352,7 +590,7 @@ fn load_ranges(
         }
     }
     progress.inc(n % TICK);
-    Ok((b, names.finish()))
+    Ok((b, names.finish(), n_bad))
 }
 
 /// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
@@ -425,7 +663,8 @@ pub fn memcpy_symbol(sym: &str) -> String {
     s.split('_')
         .map(|t| {
             let b = t.as_bytes();
-            if b.len() == 4 && &t[1..3] == "TO" {
+            // Bytes, not a str slice: a crafted symbol may hold multi-byte characters.
+            if b.len() == 4 && &b[1..3] == b"TO" {
                 format!("{}to{}", &t[..1], &t[3..])
             } else if t == "UVM" {
                 t.to_owned()
@@ -526,7 +765,8 @@ fn load_meta(conn: &Connection, schema: &Schema, path: &Path, meta: &mut TraceMe
 
 /// Load an export that is known to be an SQLite file (checked by the caller).
 pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
-    let conn = open(path)?;
+    let db = Db::new(path)?;
+    let conn = db.open()?;
     let schema = Schema::probe(&conn).map_err(|e| sql_error(path, "reading the schema", e))?;
     if !schema.is_nsys_export() {
         return Err(Error::input(format!(
@@ -542,11 +782,11 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let (ops, calls, ranges) = std::thread::scope(|s| {
         let calls = opts
             .calls
-            .then(|| s.spawn(|| load_calls(path, &schema, &table, &progress)));
+            .then(|| s.spawn(|| load_calls(&db, &schema, &table, &progress)));
         let ranges = opts.ranges.then(|| {
-            s.spawn(|| load_ranges(path, &schema, &table, opts.range_filter.as_ref(), &progress))
+            s.spawn(|| load_ranges(&db, &schema, &table, opts.range_filter.as_ref(), &progress))
         });
-        let ops = load_ops(path, &schema, &table, &memcpy, &progress);
+        let ops = load_ops(&db, &schema, &table, &memcpy, &progress);
         (ops, calls.map(join), ranges.map(join))
     });
     progress.finish();
@@ -554,7 +794,16 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
+    meta.warnings.extend(db.note.clone());
     if ops.ops.is_empty() {
+        let bad = ops.dropped_bad_times.warnings(&schema);
+        if !bad.is_empty() {
+            return Err(Error::input(format!(
+                "{}: no usable GPU ops: {}; export the report again",
+                path.display(),
+                bad.join("; ")
+            )));
+        }
         return Err(Error::input(format!(
             "{}: no GPU kernels, memcpy or memset in this export: was it captured with -t cuda?",
             path.display()
@@ -578,20 +827,24 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     trace_devices.sort_unstable();
     trace_devices.dedup();
 
+    let mut bad = ops.dropped_bad_times;
     let calls = match calls.transpose()? {
-        Some((mut cb, strings)) => {
+        Some((mut cb, strings, n_bad)) => {
             remap(&mut cb.name_id, &merge(&mut global, &strings));
+            bad.add("runtime", n_bad);
             cb
         }
         None => CallsBuilder::default(),
     };
     let ranges = match ranges.transpose()? {
-        Some((mut rb, strings)) => {
+        Some((mut rb, strings, n_bad)) => {
             remap(&mut rb.name_id, &merge(&mut global, &strings));
+            bad.add("nvtx", n_bad);
             rb
         }
         None => RangesBuilder::default(),
     };
+    meta.warnings.extend(bad.warnings(&schema));
 
     let mut devices = load_devices(&conn, &schema, path)?;
     for id in trace_devices {

@@ -64,6 +64,7 @@ pub fn load(path: &Path) -> Result<Trace> {
 
 /// Load an nsys export (`.sqlite`) or report (`.nsys-rep`/`.qdrep`) with the given options.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    crate::source::check_readable_kind(path)?;
     match sniff(path)? {
         FileKind::Sqlite => load::load_sqlite(path, opts),
         FileKind::Report => {
