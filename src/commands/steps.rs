@@ -223,7 +223,11 @@ pub fn steps_of(
 
 pub fn run(args: &Args) -> Result<u8> {
     let trace = load_for_steps(&args.report, &args.step)?;
-    crate::source::print_warnings(&trace);
+    // Table and markdown print the loader's warnings under the headline; JSON and CSV
+    // carry them in the document, so say them on stderr too.
+    if matches!(args.format, Format::Json | Format::Csv) {
+        crate::source::print_warnings(&trace);
+    }
     let cats = crate::commands::analyze::categorizer(args.step.categories.as_ref())?;
     let r = steps_of(&trace, &args.step, &cats, args.top)?;
     crate::output::print(&report::steps::render(
