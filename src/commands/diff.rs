@@ -38,6 +38,9 @@ pub struct Args {
     /// Kernel rows per list in the report.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub waterfall_top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
@@ -57,6 +60,7 @@ pub fn run(args: &Args) -> Result<u8> {
         baseline_name: args.a.display().to_string(),
         candidate_name: args.b.display().to_string(),
         top: args.top,
+        waterfall_top: args.waterfall_top,
         command: "diff",
     };
     if let Some(p) = &args.markdown {

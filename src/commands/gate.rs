@@ -46,6 +46,9 @@ pub struct Args {
     /// Kernel rows per list in the report.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub waterfall_top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
@@ -77,6 +80,7 @@ pub fn run(args: &Args) -> Result<u8> {
         baseline_name: args.baseline.display().to_string(),
         candidate_name: args.report.display().to_string(),
         top: args.top,
+        waterfall_top: args.waterfall_top,
         command: "gate",
     };
     if let Some(p) = &args.markdown {

@@ -5,6 +5,7 @@ use crate::baseline::compare::{
     Change, Comparison, GroupComparison, KernelPresence, KernelRow, RowVerdict, SideInfo, Verdict,
 };
 use crate::baseline::model::metric;
+use crate::baseline::waterfall::{summarize, Waterfall};
 use crate::report::table::{Align, Table};
 use crate::report::{
     fmt_int, fmt_pct, fmt_us, group_thousands, to_json, truncate, Format, NAME_WIDTH,
@@ -22,6 +23,8 @@ pub struct RenderOptions {
     pub top: usize,
     /// The command name for the title (`gate`, `diff`).
     pub command: &'static str,
+    /// Waterfall rows shown before the rest fold into "N others".
+    pub waterfall_top: usize,
 }
 
 impl Default for RenderOptions {
@@ -32,6 +35,7 @@ impl Default for RenderOptions {
             candidate_name: "candidate".to_owned(),
             top: 10,
             command: "gate",
+            waterfall_top: 8,
         }
     }
 }
@@ -379,6 +383,91 @@ fn mbu_line(g: &GroupComparison, md: bool, judge: bool) -> String {
     }
 }
 
+/// A signed µs change with U+2212 for minus.
+fn fmt_signed_us(d: f64) -> String {
+    fmt_delta("_ns", d)
+}
+
+/// The waterfall of one group: top kernels by |Δ mean|, "N others", the gap, and the sum
+/// check in the last row.
+pub fn waterfall_table(w: &Waterfall, top: usize, md: bool) -> Option<Table> {
+    let check = w.waterfall_check.as_ref()?;
+    let s = summarize(w, top);
+    let mut t = Table::new(&[
+        ("contributor", Align::Left),
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("Δ mean µs/step", Align::Right),
+    ]);
+    let name = |n: &str| {
+        if md {
+            code(n)
+        } else {
+            truncate(n, NAME_WIDTH)
+        }
+    };
+    for r in &s.top {
+        t.row(vec![
+            name(&r.short_name),
+            r.category.clone(),
+            fmt_us(r.baseline_mean_ns),
+            fmt_us(r.candidate_mean_ns),
+            fmt_signed_us(r.delta_ns),
+        ]);
+    }
+    if let Some((n, d, b, c)) = s.others {
+        t.row(vec![
+            format!("{n} other{}", if n == 1 { "" } else { "s" }),
+            "–".to_owned(),
+            fmt_us(b),
+            fmt_us(c),
+            fmt_signed_us(d),
+        ]);
+    }
+    if let Some(g) = s.gap {
+        t.row(vec![
+            "gap (wall − busy)".to_owned(),
+            "gap".to_owned(),
+            fmt_us(g.baseline_mean_ns),
+            fmt_us(g.candidate_mean_ns),
+            fmt_signed_us(g.delta_ns),
+        ]);
+    }
+    let (b, c) = (
+        fmt_us(check.baseline_mean_wall_ns),
+        fmt_us(check.candidate_mean_wall_ns),
+    );
+    t.row(vec![
+        format!(
+            "= Δ mean wall (rows sum to {}{})",
+            fmt_signed_us(check.sum_rows_ns),
+            if check.exact { ", exact" } else { ", MISMATCH" }
+        ),
+        String::new(),
+        b,
+        c,
+        fmt_signed_us(check.delta_mean_wall_ns),
+    ]);
+    Some(t)
+}
+
+/// The floor beside the waterfall: how far each side is from it and how much the floor
+/// itself moved.
+fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
+    let f = w.waterfall_floor.as_ref()?;
+    let c = w.waterfall_check.as_ref()?;
+    Some(format!(
+        "Mean floor per step (derived, MBU × wall): baseline {} µs ({} µs above it), \
+         candidate {} µs ({} µs above it); the floor itself moved {} µs.",
+        fmt_us(f.baseline_mean_floor_ns),
+        fmt_us(c.baseline_mean_wall_ns - f.baseline_mean_floor_ns),
+        fmt_us(f.candidate_mean_floor_ns),
+        fmt_us(c.candidate_mean_wall_ns - f.candidate_mean_floor_ns),
+        fmt_signed_us(f.delta_floor_ns),
+    ))
+}
+
 fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
     let mut s = g.label.clone();
     if show_verdict {
@@ -434,6 +523,18 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         out.push('\n');
         out.push_str(&mbu_line(g, true, o.show_verdict));
         out.push_str("\n\n");
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, true) {
+            out.push_str("**Waterfall** (mean per step, derived: exclusive time per kernel plus the gap; the rows add up to the change of the mean wall)\n\n");
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+            if let Some(l) = waterfall_floor_line(&g.explain) {
+                out.push_str(&l);
+                out.push_str("\n\n");
+            }
+        }
+        if let Some(n) = &g.explain.waterfall_note {
+            out.push_str(&format!("> ⚠️ {n}\n\n"));
+        }
         let reg = regressions(g, o.top);
         let imp = improvements(g, o.top);
         let judged = g
@@ -560,6 +661,19 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
         out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
         out.push_str(&mbu_line(g, false, o.show_verdict));
         out.push('\n');
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false) {
+            out.push_str(
+                "\nwaterfall (mean per step, derived; rows add up to the mean wall change)\n",
+            );
+            out.push_str(&t.to_text());
+            if let Some(l) = waterfall_floor_line(&g.explain) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        if let Some(n) = &g.explain.waterfall_note {
+            out.push_str(&format!("note: {n}\n"));
+        }
         let reg = regressions(g, o.top);
         if !reg.is_empty() {
             out.push_str(&format!(

@@ -10,3 +10,4 @@ mod kineto;
 mod launch_probe;
 mod nsys_ingest;
 mod steps;
+mod waterfall;
