@@ -10,6 +10,7 @@ use crate::report::table::{Align, Table};
 use crate::report::{
     fmt_int, fmt_pct, fmt_us, group_thousands, to_json, truncate, Format, NAME_WIDTH,
 };
+use crate::timing::overlap::NameLabels;
 
 /// What the renderer needs besides the comparison.
 #[derive(Debug, Clone)]
@@ -224,7 +225,7 @@ fn code(s: &str) -> String {
     }
 }
 
-fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
+fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool, labels: &NameLabels) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -237,11 +238,12 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
     let u = "exclusive_ns";
     for k in rows {
         let ch = &k.change;
+        let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
             if md {
-                code(&k.short_name)
+                code(label)
             } else {
-                truncate(&k.short_name, NAME_WIDTH)
+                truncate(label, NAME_WIDTH)
             },
             k.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
@@ -254,7 +256,7 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
     t
 }
 
-fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
+fn presence_table(rows: &[KernelPresence], md: bool, new: bool, labels: &NameLabels) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -263,11 +265,12 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
         ("gates", Align::Left),
     ]);
     for k in rows {
+        let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
             if md {
-                code(&k.short_name)
+                code(label)
             } else {
-                truncate(&k.short_name, NAME_WIDTH)
+                truncate(label, NAME_WIDTH)
             },
             k.category.clone(),
             fmt_us(k.mean_ns_per_step),
@@ -390,7 +393,7 @@ fn fmt_signed_us(d: f64) -> String {
 
 /// The waterfall of one group: top kernels by |Δ mean|, "N others", the gap, and the sum
 /// check in the last row.
-pub fn waterfall_table(w: &Waterfall, top: usize, md: bool) -> Option<Table> {
+pub fn waterfall_table(w: &Waterfall, top: usize, md: bool, labels: &NameLabels) -> Option<Table> {
     let check = w.waterfall_check.as_ref()?;
     let s = summarize(w, top);
     let mut t = Table::new(&[
@@ -398,7 +401,7 @@ pub fn waterfall_table(w: &Waterfall, top: usize, md: bool) -> Option<Table> {
         ("category", Align::Left),
         ("baseline µs", Align::Right),
         ("candidate µs", Align::Right),
-        ("Δ mean µs/step", Align::Right),
+        ("Δ mean per step", Align::Right),
     ]);
     let name = |n: &str| {
         if md {
@@ -409,7 +412,7 @@ pub fn waterfall_table(w: &Waterfall, top: usize, md: bool) -> Option<Table> {
     };
     for r in &s.top {
         t.row(vec![
-            name(&r.short_name),
+            name(labels.get(&r.name, &r.short_name)),
             r.category.clone(),
             fmt_us(r.baseline_mean_ns),
             fmt_us(r.candidate_mean_ns),
@@ -452,6 +455,39 @@ pub fn waterfall_table(w: &Waterfall, top: usize, md: bool) -> Option<Table> {
     Some(t)
 }
 
+/// The kernel rows a waterfall table shows (for the full-names details).
+fn waterfall_table_rows(
+    w: &Waterfall,
+    top: usize,
+) -> impl Iterator<Item = &crate::baseline::waterfall::WaterfallRow> {
+    w.waterfall
+        .iter()
+        .filter(|r| r.name != crate::baseline::waterfall::GAP_ROW)
+        .take(top)
+}
+
+/// Labels that tell apart distinct kernels sharing a short name, over every name the
+/// comparison can show (both sides, every group), so one kernel reads the same everywhere.
+pub fn name_labels(c: &Comparison) -> NameLabels {
+    NameLabels::new(c.groups.iter().flat_map(|g| {
+        g.kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.short_name.as_str()))
+            .chain(
+                g.new_kernels
+                    .iter()
+                    .chain(&g.vanished_kernels)
+                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
+            )
+            .chain(
+                g.explain
+                    .waterfall
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.short_name.as_str())),
+            )
+    }))
+}
+
 /// The floor beside the waterfall: how far each side is from it and how much the floor
 /// itself moved.
 fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
@@ -459,7 +495,7 @@ fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
     let c = w.waterfall_check.as_ref()?;
     Some(format!(
         "Mean floor per step (derived, MBU × wall): baseline {} µs ({} µs above it), \
-         candidate {} µs ({} µs above it); the floor itself moved {} µs.",
+         candidate {} µs ({} µs above it); the floor itself moved {}.",
         fmt_us(f.baseline_mean_floor_ns),
         fmt_us(c.baseline_mean_wall_ns - f.baseline_mean_floor_ns),
         fmt_us(f.candidate_mean_floor_ns),
@@ -500,6 +536,7 @@ fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
 
 /// Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`.
 pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
+    let labels = name_labels(c);
     let mut out = String::new();
     out.push_str(&format!("### {}\n\n", verdict_line(c, o)));
     out.push_str(&sides_line(c, o, true));
@@ -523,7 +560,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         out.push('\n');
         out.push_str(&mbu_line(g, true, o.show_verdict));
         out.push_str("\n\n");
-        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, true) {
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, true, &labels) {
             out.push_str("**Waterfall** (mean per step, derived: exclusive time per kernel plus the gap; the rows add up to the change of the mean wall)\n\n");
             out.push_str(&t.to_markdown());
             out.push('\n');
@@ -550,7 +587,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
                 "**{}** (median exclusive time per step)\n\n",
                 titles(o).0
             ));
-            out.push_str(&kernel_table(&reg, true, o.show_verdict).to_markdown());
+            out.push_str(&kernel_table(&reg, true, o.show_verdict, &labels).to_markdown());
             out.push('\n');
         }
         if !imp.is_empty() {
@@ -558,17 +595,17 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
                 "**{}** (median exclusive time per step)\n\n",
                 titles(o).1
             ));
-            out.push_str(&kernel_table(&imp, true, o.show_verdict).to_markdown());
+            out.push_str(&kernel_table(&imp, true, o.show_verdict, &labels).to_markdown());
             out.push('\n');
         }
         if !g.new_kernels.is_empty() {
             out.push_str("**New kernels** (in the candidate only; mean per step, derived)\n\n");
-            out.push_str(&presence_table(&g.new_kernels, true, true).to_markdown());
+            out.push_str(&presence_table(&g.new_kernels, true, true, &labels).to_markdown());
             out.push('\n');
         }
         if !g.vanished_kernels.is_empty() {
             out.push_str("**Vanished kernels** (in the baseline only; mean per step, derived)\n\n");
-            out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
+            out.push_str(&presence_table(&g.vanished_kernels, true, false, &labels).to_markdown());
             out.push('\n');
         }
         if g.categories
@@ -587,12 +624,16 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         let shown = reg
             .iter()
             .chain(imp.iter())
-            .map(|k| (k.short_name.as_str(), k.name.as_str()))
+            .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str()))
             .chain(
                 g.new_kernels
                     .iter()
                     .chain(&g.vanished_kernels)
-                    .map(|k| (k.short_name.as_str(), k.name.as_str())),
+                    .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str())),
+            )
+            .chain(
+                waterfall_table_rows(&g.explain, o.waterfall_top)
+                    .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str())),
             );
         for (s, f) in shown {
             if s != f && !full_names.contains(&(s, f)) {
@@ -642,6 +683,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
 
 /// Aligned text for the terminal.
 pub fn text(c: &Comparison, o: &RenderOptions) -> String {
+    let labels = name_labels(c);
     let mut out = String::new();
     out.push_str(&verdict_line(c, o));
     out.push('\n');
@@ -661,7 +703,7 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
         out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
         out.push_str(&mbu_line(g, false, o.show_verdict));
         out.push('\n');
-        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false) {
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false, &labels) {
             out.push_str(
                 "\nwaterfall (mean per step, derived; rows add up to the mean wall change)\n",
             );
@@ -680,7 +722,7 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
                 "\n{} (median exclusive time per step)\n",
                 titles(o).0.to_lowercase()
             ));
-            out.push_str(&kernel_table(&reg, false, o.show_verdict).to_text());
+            out.push_str(&kernel_table(&reg, false, o.show_verdict, &labels).to_text());
         }
         let imp = improvements(g, o.top);
         if !imp.is_empty() {
@@ -688,15 +730,15 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
                 "\n{} (median exclusive time per step)\n",
                 titles(o).1.to_lowercase()
             ));
-            out.push_str(&kernel_table(&imp, false, o.show_verdict).to_text());
+            out.push_str(&kernel_table(&imp, false, o.show_verdict, &labels).to_text());
         }
         if !g.new_kernels.is_empty() {
             out.push_str("\nnew kernels (candidate only)\n");
-            out.push_str(&presence_table(&g.new_kernels, false, true).to_text());
+            out.push_str(&presence_table(&g.new_kernels, false, true, &labels).to_text());
         }
         if !g.vanished_kernels.is_empty() {
             out.push_str("\nvanished kernels (baseline only)\n");
-            out.push_str(&presence_table(&g.vanished_kernels, false, false).to_text());
+            out.push_str(&presence_table(&g.vanished_kernels, false, false, &labels).to_text());
         }
     }
     for s in &c.one_sided {
