@@ -5,6 +5,7 @@ pub mod capacity;
 pub mod capture;
 pub mod floor;
 pub mod gate;
+pub mod perfetto;
 pub mod probe;
 pub mod steps;
 pub mod table;

@@ -9,5 +9,6 @@ mod golden;
 mod kineto;
 mod launch_probe;
 mod nsys_ingest;
+mod perfetto;
 mod steps;
 mod waterfall;
