@@ -32,6 +32,9 @@ pub struct Args {
     /// Also write the markdown report here.
     #[arg(long, value_name = "OUT")]
     pub markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts (waterfall, distributions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -46,6 +49,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    crate::output::Plan::new()
+        .add("--html", args.html.as_deref())
+        .check(&[args.a.as_path(), args.b.as_path()])?;
     let policy = load_policy(args.policy.as_deref())?;
     let from_report = |p: &std::path::Path| baseline_from_report(p, &args.report_args);
     let a = load_side(&args.a, &from_report)?;
@@ -65,6 +71,10 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     if let Some(p) = &args.markdown {
         write_out(p, &markdown(&cmp, &ro))?;
+    }
+    if let Some(p) = &args.html {
+        let page = crate::report::html::gate::render(&cmp, &ro, &a, &b);
+        crate::output::write_atomic(p, page.as_bytes())?;
     }
     print!("{}", render(&cmp, args.format, &ro));
     Ok(if args.verdict {

@@ -37,6 +37,9 @@ pub struct Args {
     /// Also write the full JSON comparison here (a CI artifact).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts (waterfall, distributions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -68,6 +71,9 @@ pub(crate) fn load_policy(path: Option<&std::path::Path>) -> Result<Policy> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    crate::output::Plan::new()
+        .add("--html", args.html.as_deref())
+        .check(&[args.report.as_path(), args.baseline.as_path()])?;
     let mut policy = load_policy(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
     let base = read_baseline(&args.baseline)?;
@@ -88,6 +94,10 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     if let Some(p) = &args.json {
         write_out(p, &to_json(&cmp))?;
+    }
+    if let Some(p) = &args.html {
+        let page = crate::report::html::gate::render(&cmp, &opts, &base, &cand);
+        crate::output::write_atomic(p, page.as_bytes())?;
     }
     print!("{}", render(&cmp, args.format, &opts));
     Ok(cmp.exit_code)

@@ -225,6 +225,10 @@ pub fn run(args: &Args) -> Result<u8> {
             report::perfetto::render(&trace, &r, window)?.into_bytes(),
         ));
     }
+    if let Some(p) = &args.html {
+        let path = args.report.display().to_string();
+        files.push((p, report::html::steps::render(&path, &r).into_bytes()));
+    }
     if !files.is_empty() {
         let refs: Vec<(&std::path::Path, &[u8])> =
             files.iter().map(|(p, b)| (*p, b.as_slice())).collect();

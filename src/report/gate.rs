@@ -190,7 +190,7 @@ fn metric_title(name: &str) -> &str {
     }
 }
 
-fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
+pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
     let mut t = Table::new(&[
         (name, Align::Left),
         ("baseline", Align::Right),
@@ -327,7 +327,7 @@ fn side_desc(s: &SideInfo) -> String {
 }
 
 /// Who was compared with whom; the description once when both sides agree.
-fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
+pub(crate) fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
     let name = |n: &str| if md { code(n) } else { n.to_owned() };
     let (b, k) = (side_desc(&c.baseline), side_desc(&c.candidate));
     if b == k {
@@ -504,7 +504,7 @@ fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
     ))
 }
 
-fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
+pub(crate) fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
     let mut s = g.label.clone();
     if show_verdict {
         let (icon, word) = verdict_word(g.verdict);
