@@ -100,7 +100,13 @@ pub fn hbars(
     });
     // Room on the right for the notes.
     let span = hi - lo;
-    let hi_pad = hi + span * if rows.iter().any(|r| r.note.is_some()) { 0.16 } else { 0.03 };
+    let hi_pad = hi
+        + span
+            * if rows.iter().any(|r| r.note.is_some()) {
+                0.16
+            } else {
+                0.03
+            };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -233,7 +239,11 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
         .flat_map(|l| l.points.iter().map(|q| q.0))
         .chain(p.points.iter().map(|q| q.0));
     let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let (x0, x1) = if x0 <= x1 { (x0, x1.max(x0 + 1.0)) } else { (0.0, 1.0) };
+    let (x0, x1) = if x0 <= x1 {
+        (x0, x1.max(x0 + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
     let y1 = p
         .lines
         .iter()
@@ -339,11 +349,19 @@ impl Five {
 }
 
 /// Horizontal box plots, one row per (label, summary, colour).
-pub fn boxes(title: &str, x_desc: &str, rows: &[(String, Five, RGBColor)]) -> Result<String, String> {
+pub fn boxes(
+    title: &str,
+    x_desc: &str,
+    rows: &[(String, Five, RGBColor)],
+) -> Result<String, String> {
     let n = rows.len().max(1);
     let lo = rows.iter().map(|r| r.1.min).fold(f64::MAX, f64::min);
     let hi = rows.iter().map(|r| r.1.max).fold(f64::MIN, f64::max);
-    let (lo, hi) = if lo < hi { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
+    let (lo, hi) = if lo < hi {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
     let pad = (hi - lo) * 0.06;
     let label_chars = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8);
     let label_px = (label_chars as f64 * 7.0 + 16.0).clamp(60.0, 420.0) as u32;
@@ -404,9 +422,7 @@ pub fn boxes(title: &str, x_desc: &str, rows: &[(String, Five, RGBColor)]) -> Re
                 )))
                 .map_err(err)?;
             chart
-                .draw_series([
-                    Rectangle::new([(f.q1, a), (f.q3, b)], stroke),
-                ])
+                .draw_series([Rectangle::new([(f.q1, a), (f.q3, b)], stroke)])
                 .map_err(err)?;
             chart
                 .draw_series(std::iter::once(PathElement::new(
@@ -427,7 +443,10 @@ mod tests {
     #[test]
     fn quartiles_interpolate() {
         let f = Five::of(&[4.0, 1.0, 3.0, 2.0, 5.0]).unwrap();
-        assert_eq!((f.min, f.q1, f.median, f.q3, f.max), (1.0, 2.0, 3.0, 4.0, 5.0));
+        assert_eq!(
+            (f.min, f.q1, f.median, f.q3, f.max),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
         let g = Five::of(&[1.0, 2.0]).unwrap();
         assert_eq!((g.q1, g.median, g.q3), (1.25, 1.5, 1.75));
         assert!(Five::of(&[]).is_none());

@@ -6,6 +6,7 @@ mod common;
 mod floor_capacity;
 mod gate;
 mod golden;
+mod html;
 mod kineto;
 mod launch_probe;
 mod nsys_ingest;

@@ -74,7 +74,14 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
     for d in &a.devices {
         let window = d.window_end_ns - d.window_start_ns;
         t.row(vec![
-            format!("GPU {}{}", d.device, d.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()),
+            format!(
+                "GPU {}{}",
+                d.device,
+                d.name
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            ),
             fmt_us(window as f64),
             fmt_us(d.busy_ns as f64),
             fmt_us(d.idle_ns as f64),
@@ -86,7 +93,10 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
     b.push_str(&table(&t, None));
 
     for d in &a.devices {
-        b.push_str(&format!("<h2>GPU {}: exclusive time by category</h2>\n", d.device));
+        b.push_str(&format!(
+            "<h2>GPU {}: exclusive time by category</h2>\n",
+            d.device
+        ));
         let rows: Vec<BarRow> = d
             .categories
             .iter()
@@ -149,7 +159,11 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
                 k.name.clone(),
             ]);
         }
-        b.push_str(&format!("<h3>GPU {}: top {} kernels by exclusive time</h3>\n", d.device, top.min(d.kernels_by_name.len())));
+        b.push_str(&format!(
+            "<h3>GPU {}: top {} kernels by exclusive time</h3>\n",
+            d.device,
+            top.min(d.kernels_by_name.len())
+        ));
         b.push_str(&table(&kt, None));
     }
     page(&format!("stepgate analyze — {path}"), &b)

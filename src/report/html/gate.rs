@@ -125,7 +125,13 @@ fn distribution(
     let wall = g.metrics.iter().find(|m| m.metric == metric::WALL_NS);
     let interval = wall
         .and_then(|m| m.change.interval_rel)
-        .map(|[a, b]| format!(", median change 95% interval {:+.1}% … {:+.1}%", a * 100.0, b * 100.0))
+        .map(|[a, b]| {
+            format!(
+                ", median change 95% interval {:+.1}% … {:+.1}%",
+                a * 100.0,
+                b * 100.0
+            )
+        })
         .unwrap_or_default();
     let verdict = if show_verdict {
         format!(" — {}", verdict_word(g.verdict))
@@ -200,7 +206,10 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(w)));
     }
     for g in &c.groups {
-        b.push_str(&format!("<h2>{}</h2>\n", esc(&group_heading(g, o.show_verdict))));
+        b.push_str(&format!(
+            "<h2>{}</h2>\n",
+            esc(&group_heading(g, o.show_verdict))
+        ));
         for n in &g.notes {
             b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
         }
@@ -232,7 +241,11 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
         if !shown.is_empty() {
             b.push_str("<details><summary>Full kernel names</summary><ul>\n");
             for (s, f) in shown {
-                b.push_str(&format!("<li><code>{}</code>: <code>{}</code></li>\n", esc(s), esc(f)));
+                b.push_str(&format!(
+                    "<li><code>{}</code>: <code>{}</code></li>\n",
+                    esc(s),
+                    esc(f)
+                ));
             }
             b.push_str("</ul></details>\n");
         }

@@ -104,14 +104,22 @@ pub fn table(t: &Table, caption: Option<&str>) -> String {
     }
     s.push_str("<thead><tr>");
     for (h, a) in t.headers.iter().zip(&t.align) {
-        let cls = if *a == Align::Right { " class=\"num\"" } else { "" };
+        let cls = if *a == Align::Right {
+            " class=\"num\""
+        } else {
+            ""
+        };
         s.push_str(&format!("<th{cls}>{}</th>", esc(h)));
     }
     s.push_str("</tr></thead><tbody>");
     for r in &t.rows {
         s.push_str("<tr>");
         for (c, a) in r.iter().zip(&t.align) {
-            let cls = if *a == Align::Right { " class=\"num\"" } else { "" };
+            let cls = if *a == Align::Right {
+                " class=\"num\""
+            } else {
+                ""
+            };
             s.push_str(&format!("<td{cls}>{}</td>", esc(c)));
         }
         s.push_str("</tr>");

@@ -166,11 +166,23 @@ fn composition(s: &Step) -> String {
         segments: stacked,
         note: Some(format!("{} µs wall", fmt_us(wall))),
     }];
-    let mut t = Table::new(&[("part", Align::Left), ("µs", Align::Right), ("share of wall", Align::Right)]);
+    let mut t = Table::new(&[
+        ("part", Align::Left),
+        ("µs", Align::Right),
+        ("share of wall", Align::Right),
+    ]);
     for (name, v) in &segs {
-        t.row(vec![name.clone(), fmt_us(*v), crate::report::fmt_pct(v / wall.max(1.0))]);
+        t.row(vec![
+            name.clone(),
+            fmt_us(*v),
+            crate::report::fmt_pct(v / wall.max(1.0)),
+        ]);
     }
-    t.row(vec!["gap (GPU idle)".into(), fmt_us(gap), crate::report::fmt_pct(gap / wall.max(1.0))]);
+    t.row(vec![
+        "gap (GPU idle)".into(),
+        fmt_us(gap),
+        crate::report::fmt_pct(gap / wall.max(1.0)),
+    ]);
     t.row(vec!["= wall".into(), fmt_us(wall), "100.0%".into()]);
     if let Some(f) = s.attribution.as_ref().and_then(|a| a.floor.as_ref()) {
         rows.push(BarRow {
@@ -183,7 +195,11 @@ fn composition(s: &Step) -> String {
             note: Some(format!("{} µs", fmt_us(f.floor_ns))),
         });
         legend_owned.push(("floor (derived)".into(), PALETTE[5]));
-        t.row(vec!["floor (derived)".into(), fmt_us(f.floor_ns), crate::report::fmt_pct(f.floor_ns / wall.max(1.0))]);
+        t.row(vec![
+            "floor (derived)".into(),
+            fmt_us(f.floor_ns),
+            crate::report::fmt_pct(f.floor_ns / wall.max(1.0)),
+        ]);
     }
     rows.push(BarRow {
         label: "host launch calls".into(),
@@ -196,7 +212,10 @@ fn composition(s: &Step) -> String {
     });
     legend_owned.push(("host launch time (CPU, overlaps the GPU)".into(), NEUTRAL));
     t.row(vec![
-        format!("host launch calls ({} launches)", fmt_int(s.launches as i64)),
+        format!(
+            "host launch calls ({} launches)",
+            fmt_int(s.launches as i64)
+        ),
         fmt_us(s.launch_host_ns as f64),
         crate::report::fmt_pct(s.launch_host_ns as f64 / wall.max(1.0)),
     ]);
@@ -231,7 +250,10 @@ pub fn render(path: &str, r: &StepsReport) -> String {
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
     }
     b.push_str("<h2>Summary by kind</h2>\n");
-    b.push_str(&table(&crate::report::steps::summary_table(r), Some("median · p10 · p90 per step (derived)")));
+    b.push_str(&table(
+        &crate::report::steps::summary_table(r),
+        Some("median · p10 · p90 per step (derived)"),
+    ));
     let all: Vec<&Step> = r.steps.iter().collect();
     if let Some(m) = median_step(&all) {
         b.push_str("<h2>The median step</h2>\n");
@@ -259,7 +281,10 @@ pub fn render(path: &str, r: &StepsReport) -> String {
         b.push_str(&series_panel(r, i, &steps));
         let owned: Vec<Step> = steps.iter().map(|s| (*s).clone()).collect();
         b.push_str("<details><summary>Per-step table</summary>\n");
-        b.push_str(&table(&crate::report::steps::steps_table(&owned, false), None));
+        b.push_str(&table(
+            &crate::report::steps::steps_table(&owned, false),
+            None,
+        ));
         b.push_str("</details>\n");
     }
     page(&format!("stepgate steps — {path}"), &b)
