@@ -26,16 +26,16 @@ OUT=target/html-check
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-# Inputs: two generated vLLM captures (the candidate has 20% more kernels per step and
+# Inputs: two generated vLLM captures (the candidate has 10% more kernels per step and
 # eager launches), and a real two-GPU nsys export for analyze.
-"$SYNTH" workload --steps 60 --kernels 40 --ranks 2 -o "$OUT/base.sqlite" >/dev/null
-"$SYNTH" workload --steps 60 --kernels 48 --ranks 2 --mode eager -o "$OUT/cand.sqlite" >/dev/null
-"$BIN" steps "$OUT/base.sqlite" --model llama-3-8b --html "$OUT/steps.html" >/dev/null
+"$SYNTH" workload --steps 60 --kernels 400 --ranks 2 -o "$OUT/base.sqlite" >/dev/null
+"$SYNTH" workload --steps 60 --kernels 440 --ranks 2 --mode eager -o "$OUT/cand.sqlite" >/dev/null
+"$BIN" steps "$OUT/base.sqlite" --model qwen3-0.6b --html "$OUT/steps.html" >/dev/null
 "$BIN" analyze tests/fixtures/nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite --html "$OUT/analyze.html" >/dev/null
-"$BIN" baseline record "$OUT/base.sqlite" --model llama-3-8b -o "$OUT/base.json" >/dev/null
+"$BIN" baseline record "$OUT/base.sqlite" --model qwen3-0.6b -o "$OUT/base.json" >/dev/null
 # A regression is the expected verdict here (exit 1); anything else is a failure.
 set +e
-"$BIN" gate "$OUT/cand.sqlite" --baseline "$OUT/base.json" --model llama-3-8b --html "$OUT/gate.html" >/dev/null
+"$BIN" gate "$OUT/cand.sqlite" --baseline "$OUT/base.json" --model qwen3-0.6b --html "$OUT/gate.html" >/dev/null
 rc=$?
 set -e
 [ "$rc" = 1 ] || { echo "check_html: gate exited $rc, expected 1 (regression)" >&2; exit 1; }

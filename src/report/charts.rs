@@ -84,7 +84,7 @@ pub fn hbars(
         .map(|r| r.label.chars().count())
         .max()
         .unwrap_or(8);
-    let label_px = (label_chars as f64 * 7.0 + 16.0).clamp(60.0, 420.0) as u32;
+    let label_px = (label_chars as f64 * 7.6 + 18.0).clamp(60.0, 420.0) as u32;
     let legend_px = if legend.is_empty() { 0 } else { 26 };
     let height = (n as u32 * 26 + 90 + legend_px).max(160);
     let (lo, hi) = x_range.unwrap_or_else(|| {
@@ -112,7 +112,7 @@ pub fn hbars(
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (top, body) = root.split_vertically(30 + legend_px);
-        top.titled(title, (FONT, 17).into_font().color(&BLACK))
+        top.titled(title, (FONT, 20).into_font().color(&BLACK))
             .map_err(err)?;
         draw_legend(&top, legend, 28)?;
         let mut chart = ChartBuilder::on(&body)
@@ -141,9 +141,9 @@ pub fn hbars(
             })
             .x_desc(x_desc)
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(235, 235, 235))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
         for (i, r) in rows.iter().enumerate() {
@@ -167,7 +167,7 @@ pub fn hbars(
                     .draw_series(std::iter::once(Text::new(
                         note.clone(),
                         (x + span * 0.01, y + 0.62),
-                        (FONT, 12).into_font().color(&BLACK),
+                        (FONT, 15).into_font().color(&BLACK),
                     )))
                     .map_err(err)?;
             }
@@ -188,11 +188,11 @@ fn draw_legend(
             .map_err(err)?;
         area.draw(&Text::new(
             name.to_string(),
-            (x + 20, y + 3),
-            (FONT, 13).into_font().color(&BLACK),
+            (x + 20, y + 2),
+            (FONT, 16).into_font().color(&BLACK),
         ))
         .map_err(err)?;
-        x += 34 + (name.chars().count() as i32) * 7;
+        x += 36 + (name.chars().count() as i32) * 8;
     }
     Ok(())
 }
@@ -258,7 +258,7 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (top, body) = root.split_vertically(56);
-        top.titled(p.title, (FONT, 17).into_font().color(&BLACK))
+        top.titled(p.title, (FONT, 20).into_font().color(&BLACK))
             .map_err(err)?;
         let mut legend: Vec<(&str, RGBColor)> = p.lines.iter().map(|l| (l.name, l.color)).collect();
         if !p.band.is_empty() {
@@ -279,9 +279,9 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
             .y_desc(p.y_desc)
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
             .y_label_formatter(&|v: &f64| fmt_axis(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(235, 235, 235))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
         if !p.band.is_empty() {
@@ -364,14 +364,14 @@ pub fn boxes(
     };
     let pad = (hi - lo) * 0.06;
     let label_chars = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8);
-    let label_px = (label_chars as f64 * 7.0 + 16.0).clamp(60.0, 420.0) as u32;
+    let label_px = (label_chars as f64 * 7.6 + 18.0).clamp(60.0, 420.0) as u32;
     let height = (n as u32 * 40 + 110).max(170);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (top, body) = root.split_vertically(34);
-        top.titled(title, (FONT, 17).into_font().color(&BLACK))
+        top.titled(title, (FONT, 20).into_font().color(&BLACK))
             .map_err(err)?;
         let mut chart = ChartBuilder::on(&body)
             .margin_right(24)
@@ -398,9 +398,9 @@ pub fn boxes(
             })
             .x_desc(x_desc)
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 12))
-            .light_line_style(RGBColor(235, 235, 235))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
         for (i, (_, f, c)) in rows.iter().enumerate() {

@@ -196,11 +196,18 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
     };
     b.push_str(&format!(
         "<p class=\"verdict {cls}\">{}</p>\n<p class=\"muted\">{}</p>\n",
-        esc(&verdict_line(c, o)),
+        esc(&crate::report::html::plain(&verdict_line(c, o))),
         esc(&sides_line(c, o, false))
     ));
-    for r in c.reasons.iter().skip(1) {
-        b.push_str(&format!("<p>also: {}</p>\n", esc(r)));
+    if c.reasons.len() > 1 {
+        b.push_str(&format!(
+            "<details><summary>All {} reasons</summary><ul>\n",
+            c.reasons.len()
+        ));
+        for r in &c.reasons {
+            b.push_str(&format!("<li>{}</li>\n", esc(r)));
+        }
+        b.push_str("</ul></details>\n");
     }
     for w in &c.warnings {
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(w)));
@@ -208,7 +215,10 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
     for g in &c.groups {
         b.push_str(&format!(
             "<h2>{}</h2>\n",
-            esc(&group_heading(g, o.show_verdict))
+            esc(&crate::report::html::plain(&group_heading(
+                g,
+                o.show_verdict
+            )))
         ));
         for n in &g.notes {
             b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));

@@ -46,8 +46,9 @@ figure.chart { margin: 12px 0 6px; padding: 8px; background: #ffffff; border: 1p
   border-radius: 6px; overflow-x: auto; }
 figure.chart svg { display: block; max-width: 100%; height: auto; }
 figcaption { color: #444444; font-size: .9em; padding: 4px 6px 0; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: .9em; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: .9em; max-width: 100%; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; vertical-align: top; }
+td.nw { white-space: nowrap; } td.long { overflow-wrap: anywhere; min-width: 28ch; }
 th { background: var(--head); text-align: left; cursor: pointer; user-select: none; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td code, li code { font-size: .95em; word-break: break-all; }
@@ -96,6 +97,17 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// Text without the emoji the terminal and markdown renderings use (a browser without an
+/// emoji font shows boxes); the words next to them carry the meaning.
+pub fn plain(s: &str) -> String {
+    s.replace("❌ ", "")
+        .replace("✅ ", "")
+        .replace("⚠️ ", "")
+        .replace('❌', "")
+        .replace('✅', "")
+        .replace("⚠️", "")
+}
+
 /// A report table as a sortable HTML table.
 pub fn table(t: &Table, caption: Option<&str>) -> String {
     let mut s = String::from("<table class=\"sortable\">");
@@ -115,12 +127,14 @@ pub fn table(t: &Table, caption: Option<&str>) -> String {
     for r in &t.rows {
         s.push_str("<tr>");
         for (c, a) in r.iter().zip(&t.align) {
-            let cls = if *a == Align::Right {
-                " class=\"num\""
-            } else {
-                ""
+            // Short text stays on one line; only long text (full kernel names) wraps.
+            let cls = match (a, c.chars().count()) {
+                (Align::Right, _) => " class=\"num\"",
+                (_, n) if n > 64 => " class=\"long\"",
+                (_, n) if n > 12 => " class=\"nw\"",
+                _ => "",
             };
-            s.push_str(&format!("<td{cls}>{}</td>", esc(c)));
+            s.push_str(&format!("<td{cls}>{}</td>", esc(&plain(c))));
         }
         s.push_str("</tr>");
     }

@@ -208,7 +208,11 @@ fn composition(s: &Step) -> String {
             to: s.launch_host_ns as f64 / 1e3,
             color: NEUTRAL,
         }],
-        note: Some(format!("{} launches", fmt_int(s.launches as i64))),
+        note: Some(format!(
+            "{} launch{}",
+            fmt_int(s.launches as i64),
+            if s.launches == 1 { "" } else { "es" }
+        )),
     });
     legend_owned.push(("host launch time (CPU, overlaps the GPU)".into(), NEUTRAL));
     t.row(vec![
