@@ -86,8 +86,11 @@ fn ops(t: &Trace) -> Vec<(i64, i64, i64, String)> {
     v
 }
 
-/// (pid, gpu start, gpu end, busy, kernels, name) per step.
-fn spans(r: &StepsReport) -> Vec<(i64, Option<i64>, Option<i64>, i64, u64, String)> {
+/// (pid, gpu start, gpu end, busy, kernels, name) of one step.
+type Span = (i64, Option<i64>, Option<i64>, i64, u64, String);
+
+/// Every step's [`Span`], sorted.
+fn spans(r: &StepsReport) -> Vec<Span> {
     let mut v: Vec<_> = r
         .steps
         .iter()

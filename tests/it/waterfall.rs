@@ -60,7 +60,7 @@ fn lcg(seed: &mut u64) -> i64 {
 fn side(n: usize, seed: u64, candidate: bool) -> Side {
     let mut s = seed;
     let mut kernels: BTreeMap<&'static str, Vec<i64>> = BTreeMap::new();
-    let mut col = |base: i64, s: &mut u64| (0..n).map(|_| base + lcg(s)).collect::<Vec<i64>>();
+    let col = |base: i64, s: &mut u64| (0..n).map(|_| base + lcg(s)).collect::<Vec<i64>>();
     kernels.insert(
         "gemm_big",
         col(if candidate { 180_000 } else { 120_000 }, &mut s),

@@ -103,8 +103,7 @@ pub fn plain(s: &str) -> String {
     s.replace("❌ ", "")
         .replace("✅ ", "")
         .replace("⚠️ ", "")
-        .replace('❌', "")
-        .replace('✅', "")
+        .replace(['❌', '✅'], "")
         .replace("⚠️", "")
 }
 
