@@ -490,7 +490,7 @@ pub fn name_labels(c: &Comparison) -> NameLabels {
 
 /// The floor beside the waterfall: how far each side is from it and how much the floor
 /// itself moved.
-fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
+pub(crate) fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
     let f = w.waterfall_floor.as_ref()?;
     let c = w.waterfall_check.as_ref()?;
     Some(format!(

@@ -64,9 +64,23 @@ fn push_us(out: &mut String, ns: i64) {
     let _ = write!(out, "{sign}{}.{:03}", a / 1000, a % 1000);
 }
 
+/// `s` as a JSON string literal, escaped in place (no allocation per event).
 fn push_str(out: &mut String, s: &str) {
-    // serde_json escapes exactly as JSON needs; a str always serializes.
-    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned()));
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// One complete event; `args` is a JSON object's body (without braces) or empty.
@@ -395,6 +409,14 @@ mod tests {
         s.push(' ');
         push_us(&mut s, -1_500);
         assert_eq!(s, "12.345 0.007 -1.500");
+    }
+
+    #[test]
+    fn strings_are_valid_json() {
+        let mut s = String::new();
+        push_str(&mut s, "a\"b\\c\nd\u{1}é<>");
+        let back: String = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, "a\"b\\c\nd\u{1}é<>");
     }
 
     #[test]

@@ -232,6 +232,9 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
         if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false, &labels) {
             b.push_str(&table(&t, Some("Waterfall (mean per step, derived)")));
         }
+        if let Some(l) = crate::report::gate::waterfall_floor_line(&g.explain) {
+            b.push_str(&format!("<p>{}</p>\n", esc(&l)));
+        }
         if let Some(n) = &g.explain.waterfall_note {
             b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
         }
