@@ -227,7 +227,19 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
-        files.push((p, report::html::steps::render(&path, &r).into_bytes()));
+        let pricing = args.step.floor.pricing(&trace)?;
+        let work = |s: &steps::Step| {
+            let f = pricing.as_ref()?.floor_of(s)?;
+            Some((f.flops, f.total_bytes))
+        };
+        let roofs = pricing.as_ref().map(|p| report::html::steps::Roofs {
+            gpu_name: p.gpu.name,
+            bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
+            peak_flops_per_s: p.gpu.bf16_flops_per_s,
+            work: &work,
+        });
+        let page = report::html::steps::render(&path, &r, roofs.as_ref());
+        files.push((p, page.into_bytes()));
     }
     if !files.is_empty() {
         let refs: Vec<(&std::path::Path, &[u8])> =

@@ -73,8 +73,10 @@ fn steps_page_has_the_panel_and_the_median_step_with_its_numbers() {
     assert_eq!(code, 0, "{err}");
     let html = read(&out);
     assert_self_contained(&html);
-    // The median-step bar and one panel for the one series.
-    assert_eq!(svg_count(&html), 2);
+    // The median-step bar, the roofline (a model is given) and one panel for the series.
+    assert_eq!(svg_count(&html), 3);
+    assert!(html.contains("Steps under the NVIDIA H100"));
+    assert!(html.contains("arithmetic intensity (FLOP per byte"));
     assert!(html.contains("time per step (µs)") && html.contains("step index"));
     assert!(html.contains("floor (derived)"));
     // Every step is identical: busy = 40 + 20 + 5 µs, and the table says so.

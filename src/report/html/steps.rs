@@ -240,8 +240,87 @@ fn composition(s: &Step) -> String {
     out
 }
 
-/// The whole `steps --html` page.
-pub fn render(path: &str, r: &StepsReport) -> String {
+/// What the roofline plot needs from a model: the GPU's cited peaks and each step's FLOPs
+/// and compulsory bytes (derived).
+pub struct Roofs<'a> {
+    pub gpu_name: &'a str,
+    pub bandwidth_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    /// (FLOPs, bytes) of a step, when its composition is known.
+    pub work: &'a dyn Fn(&Step) -> Option<(f64, f64)>,
+}
+
+/// The steps against the GPU's roofs.
+fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
+    let steps: Vec<&Step> = r
+        .steps
+        .iter()
+        .filter(|s| s.busy_ns > 0)
+        .take(MAX_STEPS_SHOWN)
+        .collect();
+    let classes = kind_classes(&steps);
+    let mut t = Table::new(&[
+        ("series", Align::Right),
+        ("index", Align::Right),
+        ("kind", Align::Left),
+        ("FLOP / byte", Align::Right),
+        ("achieved TFLOP/s", Align::Right),
+        ("achieved TB/s", Align::Right),
+    ]);
+    let mut points = Vec::new();
+    for s in &steps {
+        let Some((fl, by)) = (p.work)(s) else {
+            continue;
+        };
+        if by <= 0.0 {
+            continue;
+        }
+        let secs = s.busy_ns as f64 / 1e9;
+        let (ai, flops, bytes) = (fl / by, fl / secs, by / secs);
+        let c = classes
+            .iter()
+            .position(|k| k.0 == s.kind.as_str())
+            .unwrap_or(0);
+        points.push((ai, flops, c));
+        t.row(vec![
+            s.series.to_string(),
+            s.index.to_string(),
+            s.kind.as_str().to_owned(),
+            format!("{ai:.2}"),
+            format!("{:.2}", flops / 1e12),
+            format!("{:.3}", bytes / 1e12),
+        ]);
+    }
+    if points.is_empty() {
+        return String::new();
+    }
+    let beta = p.bandwidth_bytes_per_s;
+    let pi = p.peak_flops_per_s;
+    let mem = format!("memory roof {:.2} TB/s (cited)", beta / 1e12);
+    let comp = format!("bf16 tensor roof {:.0} TFLOP/s (cited)", pi / 1e12);
+    let title = format!("Steps under the {} roofline", p.gpu_name);
+    let chart = charts::roofline(&charts::Roofline {
+        title: &title,
+        bandwidth_bytes_per_s: beta,
+        peak_flops_per_s: pi,
+        roof_names: (&mem, &comp),
+        points,
+        classes,
+    });
+    let mut out = String::from("<h2>Roofline</h2>\n");
+    out.push_str(&figure(
+        chart,
+        "One point per step: the model's FLOPs and compulsory bytes for the step's batch \
+         (derived), over the step's busy time (measured). Numbers: the table below.",
+    ));
+    out.push_str("<details><summary>Roofline points per step</summary>\n");
+    out.push_str(&table(&t, None));
+    out.push_str("</details>\n");
+    out
+}
+
+/// The whole `steps --html` page; `roofs` (with `--model`) adds the roofline plot.
+pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String {
     let mut b = String::new();
     b.push_str(&format!(
         "<h1>stepgate steps</h1>\n<p class=\"muted\"><code>{}</code> · steps found by {} · {} steps in {} series</p>\n",
@@ -262,6 +341,9 @@ pub fn render(path: &str, r: &StepsReport) -> String {
     if let Some(m) = median_step(&all) {
         b.push_str("<h2>The median step</h2>\n");
         b.push_str(&composition(m));
+    }
+    if let Some(p) = roofs {
+        b.push_str(&roofline(r, p));
     }
     for (i, _) in r.series.iter().enumerate() {
         let steps: Vec<&Step> = r
