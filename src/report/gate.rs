@@ -225,7 +225,12 @@ fn code(s: &str) -> String {
     }
 }
 
-fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool, labels: &NameLabels) -> Table {
+pub(crate) fn kernel_table(
+    rows: &[&KernelRow],
+    md: bool,
+    judge: bool,
+    labels: &NameLabels,
+) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -256,7 +261,12 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool, labels: &NameLabels)
     t
 }
 
-fn presence_table(rows: &[KernelPresence], md: bool, new: bool, labels: &NameLabels) -> Table {
+pub(crate) fn presence_table(
+    rows: &[KernelPresence],
+    md: bool,
+    new: bool,
+    labels: &NameLabels,
+) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -285,7 +295,7 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool, labels: &NameLab
     t
 }
 
-fn categories_table(g: &GroupComparison, judge: bool) -> Table {
+pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
     let mut t = Table::new(&[
         ("category", Align::Left),
         ("baseline µs", Align::Right),
@@ -345,7 +355,7 @@ pub(crate) fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String 
     }
 }
 
-fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+pub(crate) fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
     g.kernels
         .iter()
         .filter(|k| k.change.verdict == RowVerdict::Regression)
@@ -353,7 +363,7 @@ fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
         .collect()
 }
 
-fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+pub(crate) fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
     // Kernels are sorted by increase; the largest decreases are at the end.
     g.kernels
         .iter()
@@ -526,7 +536,7 @@ pub(crate) fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
 }
 
 /// Headings of the two kernel lists: a plain diff says slower/faster, not regression.
-fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
+pub(crate) fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
     if o.show_verdict {
         ("Kernel regressions", "Kernel improvements")
     } else {

@@ -7,8 +7,8 @@ use crate::baseline::model::{metric, Baseline};
 use crate::baseline::waterfall::summarize;
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
 use crate::report::gate::{
-    group_heading, metrics_table, name_labels, sides_line, verdict_line, waterfall_table,
-    RenderOptions,
+    categories_table, group_heading, improvements, kernel_table, metrics_table, name_labels,
+    presence_table, regressions, sides_line, titles, verdict_line, waterfall_table, RenderOptions,
 };
 use crate::report::html::{esc, figure, page, table};
 use crate::report::table::{Align, Table};
@@ -242,15 +242,64 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
             &metrics_table(g, "step metric (median)", o.show_verdict),
             Some("Step metrics (medians of per-step samples, derived)"),
         ));
-        let shown: Vec<(&str, &str)> = g
+        let (reg_title, imp_title) = titles(o);
+        let reg = regressions(g, o.top);
+        if !reg.is_empty() {
+            b.push_str(&table(
+                &kernel_table(&reg, false, o.show_verdict, &labels),
+                Some(&format!("{reg_title} (median exclusive time per step)")),
+            ));
+        }
+        let imp = improvements(g, o.top);
+        if !imp.is_empty() {
+            b.push_str(&table(
+                &kernel_table(&imp, false, o.show_verdict, &labels),
+                Some(&format!("{imp_title} (median exclusive time per step)")),
+            ));
+        }
+        if !g.new_kernels.is_empty() {
+            b.push_str(&table(
+                &presence_table(&g.new_kernels, false, true, &labels),
+                Some("New kernels (candidate only; mean per step, derived)"),
+            ));
+        }
+        if !g.vanished_kernels.is_empty() {
+            b.push_str(&table(
+                &presence_table(&g.vanished_kernels, false, false, &labels),
+                Some("Vanished kernels (baseline only; mean per step, derived)"),
+            ));
+        }
+        if !g.categories.is_empty() {
+            b.push_str(&table(
+                &categories_table(g, o.show_verdict),
+                Some("Time per category (median per step)"),
+            ));
+        }
+        let mut shown: Vec<(&str, &str)> = Vec::new();
+        let rows = g
             .explain
             .waterfall
             .iter()
             .filter(|r| r.name != crate::baseline::waterfall::GAP_ROW)
             .take(o.waterfall_top)
-            .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str()))
-            .filter(|(s, f)| s != f)
-            .collect();
+            .map(|r| (r.name.as_str(), r.short_name.as_str()))
+            .chain(
+                reg.iter()
+                    .chain(&imp)
+                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
+            )
+            .chain(
+                g.new_kernels
+                    .iter()
+                    .chain(&g.vanished_kernels)
+                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
+            );
+        for (full, short) in rows {
+            let l = labels.get(full, short);
+            if l != full && !shown.contains(&(l, full)) {
+                shown.push((l, full));
+            }
+        }
         if !shown.is_empty() {
             b.push_str("<details><summary>Full kernel names</summary><ul>\n");
             for (s, f) in shown {
