@@ -199,7 +199,7 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
         esc(&crate::report::html::plain(&verdict_line(c, o))),
         esc(&sides_line(c, o, false))
     ));
-    if c.reasons.len() > 1 {
+    if o.show_verdict && c.reasons.len() > 1 {
         b.push_str(&format!(
             "<details><summary>All {} reasons</summary><ul>\n",
             c.reasons.len()
