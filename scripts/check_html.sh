@@ -41,6 +41,17 @@ set -e
 [ "$rc" = 1 ] || { echo "check_html: gate exited $rc, expected 1 (regression)" >&2; exit 1; }
 "$BIN" diff "$OUT/base.sqlite" "$OUT/cand.sqlite" --html "$OUT/diff.html" >/dev/null
 
+# The console check must be able to fail: a page with an error has to be caught.
+printf '<!DOCTYPE html><p>x</p><script>nope();</script>' >"$OUT/broken.html"
+"$BROWSER" --headless=new --no-sandbox --disable-gpu --no-first-run \
+  --user-data-dir="$PWD/$OUT/profile-broken" --enable-logging=stderr --v=0 \
+  --virtual-time-budget=2000 --dump-dom "file://$PWD/$OUT/broken.html" \
+  >/dev/null 2>"$OUT/broken.console.log" || true
+if ! grep -qE 'CONSOLE|Uncaught' "$OUT/broken.console.log"; then
+  echo "check_html: this browser does not report console errors on stderr; cannot check" >&2
+  exit 1
+fi
+
 fail=0
 for kind in steps analyze gate diff; do
   page="$PWD/$OUT/$kind.html"
