@@ -123,6 +123,9 @@ pub struct GroupComparison {
     pub categories: Vec<CategoryRow>,
     pub new_kernels: Vec<KernelPresence>,
     pub vanished_kernels: Vec<KernelPresence>,
+    /// The exact decomposition of the mean wall change (`waterfall`, `waterfall_check`, …).
+    #[serde(flatten)]
+    pub explain: crate::baseline::waterfall::Waterfall,
 }
 
 /// Which side a one-sided group is on.
@@ -705,6 +708,7 @@ fn compare_group(b: &Group, c: &Group, policy: &Policy, scratch: &mut Scratch) -
         categories,
         new_kernels,
         vanished_kernels,
+        explain: crate::baseline::waterfall::waterfall(b, c),
     }
 }
 

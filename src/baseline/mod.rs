@@ -11,6 +11,7 @@ pub mod from_report;
 pub mod model;
 pub mod policy;
 pub mod stats;
+pub mod waterfall;
 
 pub use compare::{compare, compare_unchecked, Comparison, Verdict};
 pub use file::{is_baseline_file, load_side, read_baseline, write_baseline};

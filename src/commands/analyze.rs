@@ -30,6 +30,9 @@ pub struct Args {
     pub format: Format,
     #[command(flatten)]
     pub step: crate::commands::steps::StepFlags,
+    /// Also write a self-contained HTML report with charts (busy/idle, categories).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Leave step finding out (faster on huge reports when only kernels matter).
     #[arg(long)]
     pub no_steps: bool,
@@ -67,6 +70,13 @@ pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> 
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    crate::output::Plan::new()
+        .add("--html", args.html.as_deref())
+        .check(&{
+            let mut inputs = vec![args.report.as_path()];
+            inputs.extend(crate::commands::step_inputs(&args.step));
+            inputs
+        })?;
     let cats = categorizer(args.step.categories.as_ref())?;
     let trace = if args.no_steps {
         crate::source::load_with(&args.report, &crate::source::LoadOptions::ops_only())?
@@ -80,6 +90,11 @@ pub fn run(args: &Args) -> Result<u8> {
             r.steps.retain(|s| s.device == Some(d));
         }
         analysis.steps = Some(r);
+    }
+    if let Some(p) = &args.html {
+        let path = args.report.display().to_string();
+        let page = report::html::analyze::render(&path, &analysis, args.top);
+        crate::output::write_atomic(p, page.as_bytes())?;
     }
     crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
     Ok(OK)

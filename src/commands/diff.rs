@@ -32,19 +32,26 @@ pub struct Args {
     /// Also write the markdown report here.
     #[arg(long, value_name = "OUT")]
     pub markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts (waterfall, distributions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
     /// Kernel rows per list in the report.
     #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
+    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag)]
+    pub waterfall_top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
     let mut plan = crate::output::Plan::new();
-    plan.add("--markdown", args.markdown.as_deref());
+    plan.add("--markdown", args.markdown.as_deref())
+        .add("--html", args.html.as_deref());
     let mut inputs = vec![args.a.as_path(), args.b.as_path()];
     inputs.extend(args.policy.as_deref());
     inputs.extend(crate::commands::step_inputs(&args.report_args));
@@ -63,15 +70,26 @@ pub fn run(args: &Args) -> Result<u8> {
         baseline_name: args.a.display().to_string(),
         candidate_name: args.b.display().to_string(),
         top: args.top,
+        waterfall_top: args.waterfall_top,
         command: "diff",
     };
-    write_outputs(&[(
-        args.markdown.as_deref(),
-        args.markdown
-            .as_ref()
-            .map(|_| markdown(&cmp, &ro))
-            .unwrap_or_default(),
-    )])?;
+    // Every file of this run is written together or not at all.
+    write_outputs(&[
+        (
+            args.markdown.as_deref(),
+            args.markdown
+                .as_ref()
+                .map(|_| markdown(&cmp, &ro))
+                .unwrap_or_default(),
+        ),
+        (
+            args.html.as_deref(),
+            args.html
+                .as_ref()
+                .map(|_| crate::report::html::gate::render(&cmp, &ro, &a, &b))
+                .unwrap_or_default(),
+        ),
+    ])?;
     crate::output::print(&render(&cmp, args.format, &ro))?;
     Ok(if args.verdict {
         cmp.exit_code

@@ -38,6 +38,9 @@ pub struct Args {
     /// Also write the full JSON comparison here (a CI artifact).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report with charts (waterfall, distributions).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -47,6 +50,9 @@ pub struct Args {
     /// Kernel rows per list in the report.
     #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
+    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag)]
+    pub waterfall_top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
@@ -73,7 +79,8 @@ pub(crate) fn write_outputs(outs: &[(Option<&std::path::Path>, String)]) -> Resu
 fn plan(args: &Args) -> Result<()> {
     let mut plan = output::Plan::new();
     plan.add("--markdown", args.markdown.as_deref())
-        .add("--json", args.json.as_deref());
+        .add("--json", args.json.as_deref())
+        .add("--html", args.html.as_deref());
     let mut inputs = vec![args.report.as_path(), args.baseline.as_path()];
     inputs.extend(args.policy.as_deref());
     inputs.extend(crate::commands::step_inputs(&args.report_args));
@@ -102,8 +109,10 @@ pub fn run(args: &Args) -> Result<u8> {
         baseline_name: args.baseline.display().to_string(),
         candidate_name: args.report.display().to_string(),
         top: args.top,
+        waterfall_top: args.waterfall_top,
         command: "gate",
     };
+    // Every file of this run is written together or not at all.
     write_outputs(&[
         (
             args.markdown.as_deref(),
@@ -117,6 +126,13 @@ pub fn run(args: &Args) -> Result<u8> {
             args.json
                 .as_ref()
                 .map(|_| to_json(&cmp))
+                .unwrap_or_default(),
+        ),
+        (
+            args.html.as_deref(),
+            args.html
+                .as_ref()
+                .map(|_| crate::report::html::gate::render(&cmp, &opts, &base, &cand))
                 .unwrap_or_default(),
         ),
     ])?;

@@ -65,6 +65,11 @@ pub fn rows_flag(s: &str) -> std::result::Result<usize, String> {
     count("--top", "rows", s, 0, 1 << 32).map(|v| v as usize)
 }
 
+/// `--waterfall-top`: rows before the rest fold into "N others", 0 ..= 2^32.
+pub fn waterfall_rows_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--waterfall-top", "rows", s, 0, 1 << 32).map(|v| v as usize)
+}
+
 /// `baseline record --max-steps`: 0 (keep all) ..= 2^32.
 pub fn max_steps_flag(s: &str) -> std::result::Result<usize, String> {
     count("--max-steps", "steps", s, 0, 1 << 32).map(|v| v as usize)

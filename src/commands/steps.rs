@@ -96,6 +96,16 @@ pub struct Args {
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Also write the steps and the GPU work under them as a Chrome/Perfetto trace JSON
+    /// (opens in ui.perfetto.dev and chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+    /// Only steps A to B−1 of each series (and what runs meanwhile) in --perfetto.
+    #[arg(long, value_name = "A..B", requires = "perfetto")]
+    pub perfetto_steps: Option<String>,
+    /// Also write a self-contained HTML report with charts.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 impl StepFlags {
@@ -222,6 +232,17 @@ pub fn steps_of(
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    let window = args
+        .perfetto_steps
+        .as_deref()
+        .map(report::perfetto::StepWindow::parse)
+        .transpose()?;
+    let mut plan = crate::output::Plan::new();
+    plan.add("--perfetto", args.perfetto.as_deref())
+        .add("--html", args.html.as_deref());
+    let mut inputs = vec![args.report.as_path()];
+    inputs.extend(crate::commands::step_inputs(&args.step));
+    plan.check(&inputs)?;
     let trace = load_for_steps(&args.report, &args.step)?;
     // Table and markdown print the loader's warnings under the headline; JSON and CSV
     // carry them in the document, so say them on stderr too.
@@ -230,6 +251,34 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     let cats = crate::commands::analyze::categorizer(args.step.categories.as_ref())?;
     let r = steps_of(&trace, &args.step, &cats, args.top)?;
+    let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
+    if let Some(p) = &args.perfetto {
+        files.push((
+            p,
+            report::perfetto::render(&trace, &r, window)?.into_bytes(),
+        ));
+    }
+    if let Some(p) = &args.html {
+        let path = args.report.display().to_string();
+        let pricing = args.step.floor.pricing(&trace)?;
+        let work = |s: &steps::Step| {
+            let f = pricing.as_ref()?.floor_of(s)?;
+            Some((f.flops, f.total_bytes))
+        };
+        let roofs = pricing.as_ref().map(|p| report::html::steps::Roofs {
+            gpu_name: p.gpu.name,
+            bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
+            peak_flops_per_s: p.gpu.bf16_flops_per_s,
+            work: &work,
+        });
+        let page = report::html::steps::render(&path, &r, roofs.as_ref());
+        files.push((p, page.into_bytes()));
+    }
+    if !files.is_empty() {
+        let refs: Vec<(&std::path::Path, &[u8])> =
+            files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+        crate::output::write_all(&refs)?;
+    }
     crate::output::print(&report::steps::render(
         &args.report.display().to_string(),
         &r,

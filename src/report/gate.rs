@@ -5,10 +5,12 @@ use crate::baseline::compare::{
     Change, Comparison, GroupComparison, KernelPresence, KernelRow, RowVerdict, SideInfo, Verdict,
 };
 use crate::baseline::model::metric;
+use crate::baseline::waterfall::{summarize, Waterfall};
 use crate::report::table::{Align, Table};
 use crate::report::{
     fmt_int, fmt_pct, fmt_us, group_thousands, to_json, truncate, Format, NAME_WIDTH,
 };
+use crate::timing::overlap::NameLabels;
 
 /// What the renderer needs besides the comparison.
 #[derive(Debug, Clone)]
@@ -22,6 +24,8 @@ pub struct RenderOptions {
     pub top: usize,
     /// The command name for the title (`gate`, `diff`).
     pub command: &'static str,
+    /// Waterfall rows shown before the rest fold into "N others".
+    pub waterfall_top: usize,
 }
 
 impl Default for RenderOptions {
@@ -32,6 +36,7 @@ impl Default for RenderOptions {
             candidate_name: "candidate".to_owned(),
             top: 10,
             command: "gate",
+            waterfall_top: 8,
         }
     }
 }
@@ -189,7 +194,7 @@ fn metric_title(name: &str) -> &str {
     }
 }
 
-fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
+pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
     let mut t = Table::new(&[
         (name, Align::Left),
         ("baseline", Align::Right),
@@ -226,7 +231,12 @@ fn code(s: &str) -> String {
     }
 }
 
-fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
+pub(crate) fn kernel_table(
+    rows: &[&KernelRow],
+    md: bool,
+    judge: bool,
+    labels: &NameLabels,
+) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -239,11 +249,12 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
     let u = "exclusive_ns";
     for k in rows {
         let ch = &k.change;
+        let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
             if md {
-                code(&k.short_name)
+                code(label)
             } else {
-                truncate(&k.short_name, NAME_WIDTH)
+                truncate(label, NAME_WIDTH)
             },
             k.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
@@ -256,7 +267,12 @@ fn kernel_table(rows: &[&KernelRow], md: bool, judge: bool) -> Table {
     t
 }
 
-fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
+pub(crate) fn presence_table(
+    rows: &[KernelPresence],
+    md: bool,
+    new: bool,
+    labels: &NameLabels,
+) -> Table {
     let mut t = Table::new(&[
         ("kernel", Align::Left),
         ("category", Align::Left),
@@ -265,11 +281,12 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
         ("gates", Align::Left),
     ]);
     for k in rows {
+        let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
             if md {
-                code(&k.short_name)
+                code(label)
             } else {
-                truncate(&k.short_name, NAME_WIDTH)
+                truncate(label, NAME_WIDTH)
             },
             k.category.clone(),
             fmt_us(k.mean_ns_per_step),
@@ -284,7 +301,7 @@ fn presence_table(rows: &[KernelPresence], md: bool, new: bool) -> Table {
     t
 }
 
-fn categories_table(g: &GroupComparison, judge: bool) -> Table {
+pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
     let mut t = Table::new(&[
         ("category", Align::Left),
         ("baseline µs", Align::Right),
@@ -326,7 +343,7 @@ fn side_desc(s: &SideInfo) -> String {
 }
 
 /// Who was compared with whom; the description once when both sides agree.
-fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
+pub(crate) fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
     let name = |n: &str| if md { code(n) } else { n.to_owned() };
     let (b, k) = (side_desc(&c.baseline), side_desc(&c.candidate));
     if b == k {
@@ -344,7 +361,7 @@ fn sides_line(c: &Comparison, o: &RenderOptions, md: bool) -> String {
     }
 }
 
-fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+pub(crate) fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
     g.kernels
         .iter()
         .filter(|k| k.change.verdict == RowVerdict::Regression)
@@ -352,7 +369,7 @@ fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
         .collect()
 }
 
-fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+pub(crate) fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
     // Kernels are sorted by increase; the largest decreases are at the end.
     g.kernels
         .iter()
@@ -385,7 +402,125 @@ fn mbu_line(g: &GroupComparison, md: bool, judge: bool) -> String {
     }
 }
 
-fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
+/// A signed µs change with U+2212 for minus.
+fn fmt_signed_us(d: f64) -> String {
+    fmt_delta("_ns", d)
+}
+
+/// The waterfall of one group: top kernels by |Δ mean|, "N others", the gap, and the sum
+/// check in the last row.
+pub fn waterfall_table(w: &Waterfall, top: usize, md: bool, labels: &NameLabels) -> Option<Table> {
+    let check = w.waterfall_check.as_ref()?;
+    let s = summarize(w, top);
+    let mut t = Table::new(&[
+        ("contributor", Align::Left),
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("Δ mean per step", Align::Right),
+    ]);
+    let name = |n: &str| {
+        if md {
+            code(n)
+        } else {
+            truncate(n, NAME_WIDTH)
+        }
+    };
+    for r in &s.top {
+        t.row(vec![
+            name(labels.get(&r.name, &r.short_name)),
+            r.category.clone(),
+            fmt_us(r.baseline_mean_ns),
+            fmt_us(r.candidate_mean_ns),
+            fmt_signed_us(r.delta_ns),
+        ]);
+    }
+    if let Some((n, d, b, c)) = s.others {
+        t.row(vec![
+            format!("{n} other{}", if n == 1 { "" } else { "s" }),
+            "–".to_owned(),
+            fmt_us(b),
+            fmt_us(c),
+            fmt_signed_us(d),
+        ]);
+    }
+    if let Some(g) = s.gap {
+        t.row(vec![
+            "gap (wall − busy)".to_owned(),
+            "gap".to_owned(),
+            fmt_us(g.baseline_mean_ns),
+            fmt_us(g.candidate_mean_ns),
+            fmt_signed_us(g.delta_ns),
+        ]);
+    }
+    let (b, c) = (
+        fmt_us(check.baseline_mean_wall_ns),
+        fmt_us(check.candidate_mean_wall_ns),
+    );
+    t.row(vec![
+        format!(
+            "= Δ mean wall (rows sum to {}{})",
+            fmt_signed_us(check.sum_rows_ns),
+            if check.exact { ", exact" } else { ", MISMATCH" }
+        ),
+        String::new(),
+        b,
+        c,
+        fmt_signed_us(check.delta_mean_wall_ns),
+    ]);
+    Some(t)
+}
+
+/// The kernel rows a waterfall table shows (for the full-names details).
+fn waterfall_table_rows(
+    w: &Waterfall,
+    top: usize,
+) -> impl Iterator<Item = &crate::baseline::waterfall::WaterfallRow> {
+    w.waterfall
+        .iter()
+        .filter(|r| r.name != crate::baseline::waterfall::GAP_ROW)
+        .take(top)
+}
+
+/// Labels that tell apart distinct kernels sharing a short name, over every name the
+/// comparison can show (both sides, every group), so one kernel reads the same everywhere.
+pub fn name_labels(c: &Comparison) -> NameLabels {
+    NameLabels::new(c.groups.iter().flat_map(|g| {
+        g.kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.short_name.as_str()))
+            .chain(
+                g.new_kernels
+                    .iter()
+                    .chain(&g.vanished_kernels)
+                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
+            )
+            .chain(
+                g.explain
+                    .waterfall
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.short_name.as_str())),
+            )
+    }))
+}
+
+/// The floor beside the waterfall: how far each side is from it and how much the floor
+/// itself moved.
+pub(crate) fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
+    let f = w.waterfall_floor.as_ref()?;
+    let c = w.waterfall_check.as_ref()?;
+    Some(format!(
+        "Mean floor per step (derived, MBU × wall): baseline {} µs ({} µs above it), \
+         candidate {} µs ({} µs above it); the floor itself moved {}.",
+        fmt_us(f.baseline_mean_floor_ns),
+        fmt_us(c.baseline_mean_wall_ns - f.baseline_mean_floor_ns),
+        fmt_us(f.candidate_mean_floor_ns),
+        fmt_us(c.candidate_mean_wall_ns - f.candidate_mean_floor_ns),
+        fmt_signed_us(f.delta_floor_ns),
+    ))
+}
+
+pub(crate) fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
     let mut s = g.label.clone();
     if show_verdict {
         let (icon, word) = verdict_word(g.verdict);
@@ -407,7 +542,7 @@ fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {
 }
 
 /// Headings of the two kernel lists: a plain diff says slower/faster, not regression.
-fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
+pub(crate) fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
     if o.show_verdict {
         ("Kernel regressions", "Kernel improvements")
     } else {
@@ -417,6 +552,7 @@ fn titles(o: &RenderOptions) -> (&'static str, &'static str) {
 
 /// Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`.
 pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
+    let labels = name_labels(c);
     let mut out = String::new();
     out.push_str(&format!("### {}\n\n", verdict_line(c, o)));
     out.push_str(&sides_line(c, o, true));
@@ -440,6 +576,18 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         out.push('\n');
         out.push_str(&mbu_line(g, true, o.show_verdict));
         out.push_str("\n\n");
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, true, &labels) {
+            out.push_str("**Waterfall** (mean per step, derived: exclusive time per kernel plus the gap; the rows add up to the change of the mean wall)\n\n");
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+            if let Some(l) = waterfall_floor_line(&g.explain) {
+                out.push_str(&l);
+                out.push_str("\n\n");
+            }
+        }
+        if let Some(n) = &g.explain.waterfall_note {
+            out.push_str(&format!("> ⚠️ {n}\n\n"));
+        }
         let reg = regressions(g, o.top);
         let imp = improvements(g, o.top);
         let judged = g
@@ -455,7 +603,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
                 "**{}** (median exclusive time per step)\n\n",
                 titles(o).0
             ));
-            out.push_str(&kernel_table(&reg, true, o.show_verdict).to_markdown());
+            out.push_str(&kernel_table(&reg, true, o.show_verdict, &labels).to_markdown());
             out.push('\n');
         }
         if !imp.is_empty() {
@@ -463,17 +611,17 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
                 "**{}** (median exclusive time per step)\n\n",
                 titles(o).1
             ));
-            out.push_str(&kernel_table(&imp, true, o.show_verdict).to_markdown());
+            out.push_str(&kernel_table(&imp, true, o.show_verdict, &labels).to_markdown());
             out.push('\n');
         }
         if !g.new_kernels.is_empty() {
             out.push_str("**New kernels** (in the candidate only; mean per step, derived)\n\n");
-            out.push_str(&presence_table(&g.new_kernels, true, true).to_markdown());
+            out.push_str(&presence_table(&g.new_kernels, true, true, &labels).to_markdown());
             out.push('\n');
         }
         if !g.vanished_kernels.is_empty() {
             out.push_str("**Vanished kernels** (in the baseline only; mean per step, derived)\n\n");
-            out.push_str(&presence_table(&g.vanished_kernels, true, false).to_markdown());
+            out.push_str(&presence_table(&g.vanished_kernels, true, false, &labels).to_markdown());
             out.push('\n');
         }
         if g.categories
@@ -492,12 +640,16 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
         let shown = reg
             .iter()
             .chain(imp.iter())
-            .map(|k| (k.short_name.as_str(), k.name.as_str()))
+            .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str()))
             .chain(
                 g.new_kernels
                     .iter()
                     .chain(&g.vanished_kernels)
-                    .map(|k| (k.short_name.as_str(), k.name.as_str())),
+                    .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str())),
+            )
+            .chain(
+                waterfall_table_rows(&g.explain, o.waterfall_top)
+                    .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str())),
             );
         for (s, f) in shown {
             if s != f && !full_names.contains(&(s, f)) {
@@ -547,6 +699,7 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
 
 /// Aligned text for the terminal.
 pub fn text(c: &Comparison, o: &RenderOptions) -> String {
+    let labels = name_labels(c);
     let mut out = String::new();
     out.push_str(&verdict_line(c, o));
     out.push('\n');
@@ -566,13 +719,26 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
         out.push_str(&metrics_table(g, "step metric (median)", o.show_verdict).to_text());
         out.push_str(&mbu_line(g, false, o.show_verdict));
         out.push('\n');
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false, &labels) {
+            out.push_str(
+                "\nwaterfall (mean per step, derived; rows add up to the mean wall change)\n",
+            );
+            out.push_str(&t.to_text());
+            if let Some(l) = waterfall_floor_line(&g.explain) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        if let Some(n) = &g.explain.waterfall_note {
+            out.push_str(&format!("note: {n}\n"));
+        }
         let reg = regressions(g, o.top);
         if !reg.is_empty() {
             out.push_str(&format!(
                 "\n{} (median exclusive time per step)\n",
                 titles(o).0.to_lowercase()
             ));
-            out.push_str(&kernel_table(&reg, false, o.show_verdict).to_text());
+            out.push_str(&kernel_table(&reg, false, o.show_verdict, &labels).to_text());
         }
         let imp = improvements(g, o.top);
         if !imp.is_empty() {
@@ -580,15 +746,15 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
                 "\n{} (median exclusive time per step)\n",
                 titles(o).1.to_lowercase()
             ));
-            out.push_str(&kernel_table(&imp, false, o.show_verdict).to_text());
+            out.push_str(&kernel_table(&imp, false, o.show_verdict, &labels).to_text());
         }
         if !g.new_kernels.is_empty() {
             out.push_str("\nnew kernels (candidate only)\n");
-            out.push_str(&presence_table(&g.new_kernels, false, true).to_text());
+            out.push_str(&presence_table(&g.new_kernels, false, true, &labels).to_text());
         }
         if !g.vanished_kernels.is_empty() {
             out.push_str("\nvanished kernels (baseline only)\n");
-            out.push_str(&presence_table(&g.vanished_kernels, false, false).to_text());
+            out.push_str(&presence_table(&g.vanished_kernels, false, false, &labels).to_text());
         }
     }
     for s in &c.one_sided {

@@ -3,8 +3,11 @@
 pub mod analyze;
 pub mod capacity;
 pub mod capture;
+pub mod charts;
 pub mod floor;
 pub mod gate;
+pub mod html;
+pub mod perfetto;
 pub mod probe;
 pub mod steps;
 pub mod table;

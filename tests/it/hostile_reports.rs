@@ -463,8 +463,20 @@ fn nsys_rows_with_unusable_times_are_dropped_never_read_as_zero() {
         out.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"),
         "{out}"
     );
-    // `steps` prints them too (on stderr, its stdout stays the report).
-    let (_, _, err) = run(&["steps", p.to_str().unwrap(), "--steps", "gaps"]);
+    // `steps` prints them too: under the headline in a table, on stderr beside JSON.
+    let (_, out, _) = run(&["steps", p.to_str().unwrap(), "--steps", "gaps"]);
+    assert!(
+        out.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"),
+        "{out}"
+    );
+    let (_, _, err) = run(&[
+        "steps",
+        p.to_str().unwrap(),
+        "--steps",
+        "gaps",
+        "--format",
+        "json",
+    ]);
     assert!(
         err.contains("warning: 8 row(s) of CUPTI_ACTIVITY_KIND_KERNEL"),
         "{err}"

@@ -1,0 +1,208 @@
+//! The exact step-time waterfall of one compared group: the change of the mean step wall
+//! time split into one row per kernel name (mean exclusive ns per step, candidate minus
+//! baseline; new and vanished names included) plus one `[gap]` row.
+//!
+//! Why means: per step, wall = busy + gap and busy = Σ exclusive over names (exclusive
+//! times partition the busy union), and means are linear, so
+//! Δ mean wall = Σ_names Δ mean exclusive + Δ mean gap holds exactly. Medians do not add
+//! up, which is why the gate's verdict (medians) and this decomposition (means) differ in
+//! what they show.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::baseline::model::{metric, Group};
+
+/// Name of the row carrying the change of the mean gap (wall − busy) per step.
+pub const GAP_ROW: &str = "[gap]";
+
+/// Largest |Σ rows − Δ mean wall| (ns) still called exact: f64 rounding of the means.
+pub const EXACT_TOLERANCE_NS: f64 = 1e-6;
+
+/// One row: a kernel name (or the gap) and its mean ns per step on each side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallRow {
+    /// Full demangled name, or [`GAP_ROW`].
+    pub name: String,
+    /// The short name tables show (the gap row repeats its name).
+    pub short_name: String,
+    /// Kernel category (`gap` for the gap row).
+    pub category: String,
+    /// Mean exclusive ns per step in the baseline (0 when the name is new). Derived.
+    pub baseline_mean_ns: f64,
+    /// Mean exclusive ns per step in the candidate (0 when the name vanished). Derived.
+    pub candidate_mean_ns: f64,
+    /// candidate − baseline mean ns per step. Derived.
+    pub delta_ns: f64,
+}
+
+/// The sum check: the rows must add up to the change of the mean wall.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallCheck {
+    /// Mean wall ns per step of each side (derived).
+    pub baseline_mean_wall_ns: f64,
+    pub candidate_mean_wall_ns: f64,
+    /// Mean wall ns per step, candidate minus baseline, from the wall samples.
+    pub delta_mean_wall_ns: f64,
+    /// Σ `delta_ns` over every row (gap included).
+    pub sum_rows_ns: f64,
+    /// |sum − delta| within [`EXACT_TOLERANCE_NS`].
+    pub exact: bool,
+}
+
+/// Each side's mean roofline floor per step, when both sides were priced (floor = MBU ×
+/// wall per step, so it is derived from the stored samples).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallFloor {
+    pub baseline_mean_floor_ns: f64,
+    pub candidate_mean_floor_ns: f64,
+    /// candidate − baseline mean floor: the part of the change the workload itself (e.g. a
+    /// context shift) explains.
+    pub delta_floor_ns: f64,
+}
+
+/// The waterfall parts a group comparison carries (flattened into its JSON).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Waterfall {
+    /// Every row, largest |Δ| first, the gap row last; empty when unavailable.
+    pub waterfall: Vec<WaterfallRow>,
+    pub waterfall_check: Option<WaterfallCheck>,
+    pub waterfall_floor: Option<WaterfallFloor>,
+    /// Why there is no waterfall, or why the sum check fails.
+    pub waterfall_note: Option<String>,
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// Mean floor per step: floor_i = MBU_i × wall_i (MBU = floor / wall).
+fn mean_floor(g: &Group) -> Option<f64> {
+    let mbu = g.metrics.get(metric::MBU)?;
+    let wall = g.metrics.get(metric::WALL_NS)?;
+    if mbu.len() != wall.len() || wall.is_empty() {
+        return None;
+    }
+    Some(mbu.iter().zip(wall).map(|(m, w)| m * w).sum::<f64>() / wall.len() as f64)
+}
+
+/// Decompose the change of the mean step wall time between two groups of like steps.
+pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
+    let (Some(wb), Some(wc)) = (
+        b.metrics.get(metric::WALL_NS),
+        c.metrics.get(metric::WALL_NS),
+    ) else {
+        return unavailable("no wall samples on one side");
+    };
+    let (Some(gb), Some(gc)) = (b.metrics.get(metric::GAP_NS), c.metrics.get(metric::GAP_NS))
+    else {
+        return unavailable("no gap samples on one side");
+    };
+    if wb.is_empty() || wc.is_empty() {
+        return unavailable("no steps on one side");
+    }
+    let names: BTreeSet<&String> = b.kernels.keys().chain(c.kernels.keys()).collect();
+    let mut rows = Vec::with_capacity(names.len() + 1);
+    for name in names {
+        let (kb, kc) = (b.kernels.get(name), c.kernels.get(name));
+        let Some(k) = kb.or(kc) else { continue };
+        let mb = kb.map_or(0.0, |k| mean(&k.exclusive_ns));
+        let mc = kc.map_or(0.0, |k| mean(&k.exclusive_ns));
+        rows.push(WaterfallRow {
+            name: name.clone(),
+            short_name: k.short_name.clone(),
+            category: k.category.clone(),
+            baseline_mean_ns: mb,
+            candidate_mean_ns: mc,
+            delta_ns: mc - mb,
+        });
+    }
+    rows.sort_by(|x, y| {
+        y.delta_ns
+            .abs()
+            .total_cmp(&x.delta_ns.abs())
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    let (mgb, mgc) = (mean(gb), mean(gc));
+    rows.push(WaterfallRow {
+        name: GAP_ROW.to_owned(),
+        short_name: GAP_ROW.to_owned(),
+        category: "gap".to_owned(),
+        baseline_mean_ns: mgb,
+        candidate_mean_ns: mgc,
+        delta_ns: mgc - mgb,
+    });
+    let delta = mean(wc) - mean(wb);
+    let sum: f64 = rows.iter().map(|r| r.delta_ns).sum();
+    let exact = (sum - delta).abs() < EXACT_TOLERANCE_NS;
+    let note = (!exact).then(|| {
+        format!(
+            "rows sum to {sum:.1} ns but the mean wall changed {delta:.1} ns: the stored \
+             kernel samples do not cover every step's busy time (a baseline written by \
+             another tool or version?)"
+        )
+    });
+    let floor = match (mean_floor(b), mean_floor(c)) {
+        (Some(fb), Some(fc)) => Some(WaterfallFloor {
+            baseline_mean_floor_ns: fb,
+            candidate_mean_floor_ns: fc,
+            delta_floor_ns: fc - fb,
+        }),
+        _ => None,
+    };
+    Waterfall {
+        waterfall: rows,
+        waterfall_check: Some(WaterfallCheck {
+            baseline_mean_wall_ns: mean(wb),
+            candidate_mean_wall_ns: mean(wc),
+            delta_mean_wall_ns: delta,
+            sum_rows_ns: sum,
+            exact,
+        }),
+        waterfall_floor: floor,
+        waterfall_note: note,
+    }
+}
+
+fn unavailable(why: &str) -> Waterfall {
+    Waterfall {
+        waterfall_note: Some(format!("waterfall unavailable: {why}")),
+        ..Waterfall::default()
+    }
+}
+
+/// The top `n` rows by |Δ| (gap excluded), the rest folded into one sum, and the gap row.
+pub struct Summary<'a> {
+    pub top: Vec<&'a WaterfallRow>,
+    /// (count, Δ sum, baseline mean sum, candidate mean sum) of the rows not in `top`.
+    pub others: Option<(usize, f64, f64, f64)>,
+    pub gap: Option<&'a WaterfallRow>,
+}
+
+/// Cut a waterfall for a table: top `n` kernels, "N others", gap.
+pub fn summarize(w: &Waterfall, n: usize) -> Summary<'_> {
+    let (kernels, gap): (Vec<&WaterfallRow>, Vec<&WaterfallRow>) =
+        w.waterfall.iter().partition(|r| r.name != GAP_ROW);
+    let top: Vec<&WaterfallRow> = kernels.iter().take(n).copied().collect();
+    let rest = &kernels[top.len()..];
+    let others = (!rest.is_empty()).then(|| {
+        rest.iter().fold((0, 0.0, 0.0, 0.0), |a, r| {
+            (
+                a.0 + 1,
+                a.1 + r.delta_ns,
+                a.2 + r.baseline_mean_ns,
+                a.3 + r.candidate_mean_ns,
+            )
+        })
+    });
+    Summary {
+        top,
+        others,
+        gap: gap.first().copied(),
+    }
+}

@@ -1,0 +1,558 @@
+//! Charts for the HTML reports, drawn with plotters' SVG backend into strings that the page
+//! inlines: no script and no network needed to see them. Every chart takes plain numbers
+//! (already computed elsewhere) and only decides how they look.
+//!
+//! Text is SVG `<text>` (plotters without its font feature estimates text extents), so the
+//! browser renders it with the page's sans-serif font.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Chart width in px: fits a 1280 px window with the page's margins.
+pub const WIDTH: u32 = 1100;
+
+/// A colour-blind-safe palette (Okabe–Ito), in the order series are assigned.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(0, 158, 115),   // green
+    RGBColor(204, 121, 167), // purple
+    RGBColor(86, 180, 233),  // sky
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(240, 228, 66),  // yellow
+    RGBColor(110, 110, 110), // grey
+];
+/// Worse (slower) in a waterfall.
+pub const WORSE: RGBColor = RGBColor(213, 94, 0);
+/// Better (faster) in a waterfall.
+pub const BETTER: RGBColor = RGBColor(0, 158, 115);
+/// Totals and neutral bars.
+pub const NEUTRAL: RGBColor = RGBColor(90, 90, 90);
+/// GPU idle inside a step.
+pub const GAP: RGBColor = RGBColor(200, 200, 200);
+
+const FONT: &str = "sans-serif";
+
+/// Cut a label for a chart axis (the page's table carries the full text).
+pub fn short_label(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        s.chars().take(max - 1).collect::<String>() + "…"
+    }
+}
+
+/// plotters' errors carry the backend's error type; a chart that fails to draw is a bug in
+/// this module, reported as one line instead of a panic.
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("chart could not be drawn: {e:?}")
+}
+
+fn finish(root: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> {
+    root.present().map_err(err)
+}
+
+/// One segment of a horizontal bar: `[from, to]` on the value axis.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    pub from: f64,
+    pub to: f64,
+    pub color: RGBColor,
+}
+
+/// One labelled row of horizontal bars.
+#[derive(Debug, Clone)]
+pub struct BarRow {
+    pub label: String,
+    pub segments: Vec<Segment>,
+    /// Text drawn just right of the row's last segment (e.g. `+12.3 µs`).
+    pub note: Option<String>,
+}
+
+/// Horizontal bars, one row per label, each made of segments: stacked bars, rankings and
+/// waterfalls are all this. `legend`: (name, colour) entries drawn under the title.
+pub fn hbars(
+    title: &str,
+    x_desc: &str,
+    rows: &[BarRow],
+    legend: &[(&str, RGBColor)],
+    x_range: Option<(f64, f64)>,
+) -> Result<String, String> {
+    let n = rows.len().max(1);
+    let label_chars = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(8);
+    let label_px = (label_chars as f64 * 7.6 + 18.0).clamp(60.0, 420.0) as u32;
+    let legend_px = if legend.is_empty() { 0 } else { 26 };
+    let height = (n as u32 * 26 + 90 + legend_px).max(160);
+    let (lo, hi) = x_range.unwrap_or_else(|| {
+        let lo = rows
+            .iter()
+            .flat_map(|r| r.segments.iter().flat_map(|s| [s.from, s.to]))
+            .fold(0.0f64, f64::min);
+        let hi = rows
+            .iter()
+            .flat_map(|r| r.segments.iter().flat_map(|s| [s.from, s.to]))
+            .fold(0.0f64, f64::max);
+        (lo, if hi > lo { hi } else { lo + 1.0 })
+    });
+    // Room on the right for the notes.
+    let span = hi - lo;
+    let hi_pad = hi
+        + span
+            * if rows.iter().any(|r| r.note.is_some()) {
+                0.16
+            } else {
+                0.03
+            };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, body) = root.split_vertically(30 + legend_px);
+        top.titled(title, (FONT, 20).into_font().color(&BLACK))
+            .map_err(err)?;
+        draw_legend(&top, legend, 28)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_right(20)
+            .margin_left(8)
+            .x_label_area_size(42)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(lo..hi_pad, 0f64..n as f64)
+            .map_err(err)?;
+        let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|v: &f64| {
+                // Row i sits at i + 0.5 (top row first).
+                let f = v - v.floor();
+                if (f - 0.5).abs() > 1e-6 {
+                    return String::new();
+                }
+                let i = n as isize - 1 - v.floor() as isize;
+                labels
+                    .get(usize::try_from(i).unwrap_or(usize::MAX))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .x_desc(x_desc)
+            .x_label_formatter(&|v: &f64| fmt_axis(*v))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(err)?;
+        for (i, r) in rows.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            for s in &r.segments {
+                let (a, b) = (s.from.min(s.to).max(lo), s.from.max(s.to).min(hi_pad));
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(a, y + 0.18), (b, y + 0.82)],
+                        s.color.filled(),
+                    )))
+                    .map_err(err)?;
+            }
+            if let Some(note) = &r.note {
+                let x = r
+                    .segments
+                    .iter()
+                    .map(|s| s.from.max(s.to))
+                    .fold(lo, f64::max);
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        note.clone(),
+                        (x + span * 0.01, y + 0.62),
+                        (FONT, 15).into_font().color(&BLACK),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        finish(&root)?;
+    }
+    Ok(svg)
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    legend: &[(&str, RGBColor)],
+    y: i32,
+) -> Result<(), String> {
+    let mut x = 12;
+    for (name, c) in legend {
+        area.draw(&Rectangle::new([(x, y + 2), (x + 14, y + 16)], c.filled()))
+            .map_err(err)?;
+        area.draw(&Text::new(
+            name.to_string(),
+            (x + 20, y + 2),
+            (FONT, 16).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+        x += 36 + (name.chars().count() as i32) * 8;
+    }
+    Ok(())
+}
+
+/// Axis numbers: thousands separated, no trailing zeros.
+pub fn fmt_axis(v: f64) -> String {
+    let s = if v.abs() >= 100.0 || v == v.round() {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    crate::report::group_thousands(&s)
+}
+
+/// A line series of a step panel.
+pub struct Line<'a> {
+    pub name: &'a str,
+    pub color: RGBColor,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+}
+
+/// Per-step panel: lines against step index, a shaded band (`band`: x, low, high — the
+/// gap between busy and wall) and points coloured by class (`points`: x, y, colour index
+/// into `classes`).
+pub struct Panel<'a> {
+    pub title: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    pub lines: Vec<Line<'a>>,
+    pub band: Vec<(f64, f64, f64)>,
+    pub band_name: &'a str,
+    pub points: Vec<(f64, f64, usize)>,
+    pub classes: Vec<(&'a str, RGBColor)>,
+}
+
+/// Draw a [`Panel`].
+pub fn panel(p: &Panel<'_>) -> Result<String, String> {
+    let xs = p
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|q| q.0))
+        .chain(p.points.iter().map(|q| q.0));
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (x0, x1) = if x0 <= x1 {
+        (x0, x1.max(x0 + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let y1 = p
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|q| q.1))
+        .chain(p.points.iter().map(|q| q.1))
+        .chain(p.band.iter().map(|b| b.2))
+        .fold(0.0f64, f64::max)
+        * 1.08;
+    let y1 = if y1 > 0.0 { y1 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, body) = root.split_vertically(56);
+        top.titled(p.title, (FONT, 20).into_font().color(&BLACK))
+            .map_err(err)?;
+        let mut legend: Vec<(&str, RGBColor)> = p.lines.iter().map(|l| (l.name, l.color)).collect();
+        if !p.band.is_empty() {
+            legend.push((p.band_name, GAP));
+        }
+        legend.extend(p.classes.iter().cloned());
+        draw_legend(&top, &legend, 28)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_right(24)
+            .margin_left(8)
+            .x_label_area_size(42)
+            .y_label_area_size(72)
+            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(p.x_desc)
+            .y_desc(p.y_desc)
+            .x_label_formatter(&|v: &f64| fmt_axis(*v))
+            .y_label_formatter(&|v: &f64| fmt_axis(*v))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(err)?;
+        if !p.band.is_empty() {
+            // The band as one polygon: lows left to right, highs back.
+            let mut poly: Vec<(f64, f64)> = p.band.iter().map(|b| (b.0, b.1)).collect();
+            poly.extend(p.band.iter().rev().map(|b| (b.0, b.2)));
+            chart
+                .draw_series(std::iter::once(Polygon::new(poly, GAP.mix(0.7).filled())))
+                .map_err(err)?;
+        }
+        for l in &p.lines {
+            let style = l.color.stroke_width(2);
+            if l.dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))
+                    .map_err(err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(l.points.iter().copied(), style))
+                    .map_err(err)?;
+            }
+        }
+        chart
+            .draw_series(p.points.iter().map(|&(x, y, c)| {
+                let color = p.classes.get(c).map_or(NEUTRAL, |k| k.1);
+                Circle::new((x, y), 3, color.filled())
+            }))
+            .map_err(err)?;
+        finish(&root)?;
+    }
+    Ok(svg)
+}
+
+/// Five-number summary for a box plot (linear-interpolated quartiles).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Five {
+    pub min: f64,
+    pub q1: f64,
+    pub median: f64,
+    pub q3: f64,
+    pub max: f64,
+}
+
+impl Five {
+    /// None for no samples.
+    pub fn of(samples: &[f64]) -> Option<Five> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut v = samples.to_vec();
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let pos = p * (v.len() - 1) as f64;
+            let (i, f) = (pos.floor() as usize, pos - pos.floor());
+            v[i] + (v[(i + 1).min(v.len() - 1)] - v[i]) * f
+        };
+        Some(Five {
+            min: v[0],
+            q1: q(0.25),
+            median: q(0.5),
+            q3: q(0.75),
+            max: v[v.len() - 1],
+        })
+    }
+}
+
+/// Horizontal box plots, one row per (label, summary, colour).
+pub fn boxes(
+    title: &str,
+    x_desc: &str,
+    rows: &[(String, Five, RGBColor)],
+) -> Result<String, String> {
+    let n = rows.len().max(1);
+    let lo = rows.iter().map(|r| r.1.min).fold(f64::MAX, f64::min);
+    let hi = rows.iter().map(|r| r.1.max).fold(f64::MIN, f64::max);
+    let (lo, hi) = if lo < hi {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
+    let pad = (hi - lo) * 0.06;
+    let label_chars = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(8);
+    let label_px = (label_chars as f64 * 7.6 + 18.0).clamp(60.0, 420.0) as u32;
+    let height = (n as u32 * 40 + 110).max(170);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, body) = root.split_vertically(34);
+        top.titled(title, (FONT, 20).into_font().color(&BLACK))
+            .map_err(err)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_right(24)
+            .margin_left(8)
+            .x_label_area_size(42)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..n as f64)
+            .map_err(err)?;
+        let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|v: &f64| {
+                let f = v - v.floor();
+                if (f - 0.5).abs() > 1e-6 {
+                    return String::new();
+                }
+                let i = n as isize - 1 - v.floor() as isize;
+                labels
+                    .get(usize::try_from(i).unwrap_or(usize::MAX))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .x_desc(x_desc)
+            .x_label_formatter(&|v: &f64| fmt_axis(*v))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(err)?;
+        for (i, (_, f, c)) in rows.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let (a, b, m) = (y + 0.25, y + 0.75, y + 0.5);
+            let stroke = c.stroke_width(2);
+            chart
+                .draw_series([
+                    PathElement::new(vec![(f.min, m), (f.q1, m)], stroke),
+                    PathElement::new(vec![(f.q3, m), (f.max, m)], stroke),
+                    PathElement::new(vec![(f.min, a + 0.1), (f.min, b - 0.1)], stroke),
+                    PathElement::new(vec![(f.max, a + 0.1), (f.max, b - 0.1)], stroke),
+                ])
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(f.q1, a), (f.q3, b)],
+                    c.mix(0.35).filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series([Rectangle::new([(f.q1, a), (f.q3, b)], stroke)])
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(f.median, a), (f.median, b)],
+                    BLACK.stroke_width(3),
+                )))
+                .map_err(err)?;
+        }
+        finish(&root)?;
+    }
+    Ok(svg)
+}
+
+/// A roofline plot: log-log arithmetic intensity (FLOP/byte) against achieved FLOP/s, under
+/// the memory roof (β·x) and the compute roof (π). `points`: (x, y, class index).
+pub struct Roofline<'a> {
+    pub title: &'a str,
+    pub bandwidth_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    pub roof_names: (&'a str, &'a str),
+    pub points: Vec<(f64, f64, usize)>,
+    pub classes: Vec<(&'a str, RGBColor)>,
+}
+
+/// Draw a [`Roofline`].
+pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
+    let (beta, pi) = (r.bandwidth_bytes_per_s, r.peak_flops_per_s);
+    if !(beta > 0.0 && pi > 0.0) {
+        return Err("roofline: no peak bandwidth or compute for this GPU".to_owned());
+    }
+    let ridge = pi / beta;
+    let finite = r
+        .points
+        .iter()
+        .filter(|p| p.0 > 0.0 && p.1 > 0.0 && p.0.is_finite() && p.1.is_finite());
+    let (mut x0, mut x1, mut y0) = (ridge / 100.0, ridge * 10.0, pi / 1e4);
+    for p in finite {
+        x0 = x0.min(p.0 / 2.0);
+        x1 = x1.max(p.0 * 2.0);
+        y0 = y0.min(p.1 / 2.0);
+    }
+    let y1 = pi * 2.0;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 440)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, body) = root.split_vertically(56);
+        top.titled(r.title, (FONT, 20).into_font().color(&BLACK))
+            .map_err(err)?;
+        let mut legend: Vec<(&str, RGBColor)> =
+            vec![(r.roof_names.0, NEUTRAL), (r.roof_names.1, WORSE)];
+        legend.extend(r.classes.iter().cloned());
+        draw_legend(&top, &legend, 28)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_right(24)
+            .margin_left(8)
+            .x_label_area_size(44)
+            .y_label_area_size(80)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("arithmetic intensity (FLOP per byte, derived from the model)")
+            .y_desc("achieved TFLOP/s (derived)")
+            .x_label_formatter(&|v: &f64| fmt_axis(*v))
+            .y_label_formatter(&|v: &f64| fmt_axis(*v / 1e12))
+            .axis_desc_style((FONT, 17))
+            .label_style((FONT, 16))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(x0, beta * x0), (ridge, pi)],
+                NEUTRAL.stroke_width(2),
+            ))
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(ridge, pi), (x1, pi)],
+                WORSE.stroke_width(2),
+            ))
+            .map_err(err)?;
+        chart
+            .draw_series(
+                r.points
+                    .iter()
+                    .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+                    .map(|&(x, y, c)| {
+                        let color = r.classes.get(c).map_or(NEUTRAL, |k| k.1);
+                        Circle::new((x, y), 4, color.filled())
+                    }),
+            )
+            .map_err(err)?;
+        finish(&root)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quartiles_interpolate() {
+        let f = Five::of(&[4.0, 1.0, 3.0, 2.0, 5.0]).unwrap();
+        assert_eq!(
+            (f.min, f.q1, f.median, f.q3, f.max),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
+        let g = Five::of(&[1.0, 2.0]).unwrap();
+        assert_eq!((g.q1, g.median, g.q3), (1.25, 1.5, 1.75));
+        assert!(Five::of(&[]).is_none());
+    }
+
+    #[test]
+    fn bars_are_svg_with_text_and_rects() {
+        let rows = vec![BarRow {
+            label: "gemm".into(),
+            segments: vec![Segment {
+                from: 0.0,
+                to: 10.0,
+                color: PALETTE[0],
+            }],
+            note: Some("10 µs".into()),
+        }];
+        let svg = hbars("t", "µs per step", &rows, &[("busy", PALETTE[0])], None).unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("<rect"));
+        assert!(svg.contains("\ngemm\n"));
+        assert!(svg.contains("µs per step"));
+    }
+}

@@ -1,0 +1,377 @@
+//! The `steps --html` page: per-step wall, busy and floor per series, and where the median
+//! step's time goes next to its floor.
+
+use crate::report::charts::{self, BarRow, Line, Panel, Segment, GAP, NEUTRAL, PALETTE};
+use crate::report::html::{esc, figure, page, table};
+use crate::report::table::{Align, Table};
+use crate::report::{fmt_int, fmt_us};
+use crate::timing::steps::{Step, StepsReport};
+
+/// Steps per series drawn and listed; beyond this the page says how many were left out
+/// (the JSON output has them all).
+pub const MAX_STEPS_SHOWN: usize = 5_000;
+
+/// The kinds present, each with a colour, in a fixed order.
+fn kind_classes(steps: &[&Step]) -> Vec<(&'static str, plotters::style::RGBColor)> {
+    let mut kinds: Vec<&'static str> = steps.iter().map(|s| s.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| (k, PALETTE[(i + 1) % PALETTE.len()]))
+        .collect()
+}
+
+fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
+    let classes = kind_classes(steps);
+    let us = |ns: f64| ns / 1e3;
+    let with_wall: Vec<&&Step> = steps.iter().filter(|s| s.wall_ns.is_some()).collect();
+    let points: Vec<(f64, f64, usize)> = with_wall
+        .iter()
+        .map(|s| {
+            let c = classes
+                .iter()
+                .position(|k| k.0 == s.kind.as_str())
+                .unwrap_or(0);
+            (s.index as f64, us(s.wall_ns.unwrap_or(0) as f64), c)
+        })
+        .collect();
+    let wall: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
+    let busy: Vec<(f64, f64)> = with_wall
+        .iter()
+        .map(|s| (s.index as f64, us(s.busy_ns as f64)))
+        .collect();
+    let band: Vec<(f64, f64, f64)> = with_wall
+        .iter()
+        .map(|s| {
+            (
+                s.index as f64,
+                us(s.busy_ns as f64),
+                us(s.wall_ns.unwrap_or(0) as f64),
+            )
+        })
+        .collect();
+    let floor: Vec<(f64, f64)> = with_wall
+        .iter()
+        .filter_map(|s| {
+            let f = s.attribution.as_ref()?.floor.as_ref()?;
+            Some((s.index as f64, us(f.floor_ns)))
+        })
+        .collect();
+    let mut lines = vec![
+        Line {
+            name: "wall",
+            color: NEUTRAL,
+            points: wall,
+            dashed: false,
+        },
+        Line {
+            name: "busy",
+            color: PALETTE[0],
+            points: busy,
+            dashed: false,
+        },
+    ];
+    if !floor.is_empty() {
+        lines.push(Line {
+            name: "floor (derived)",
+            color: PALETTE[5],
+            points: floor,
+            dashed: true,
+        });
+    }
+    let s = &r.series[series];
+    let title = format!(
+        "Series {series} (pid {}{}): per-step time",
+        s.pid,
+        s.device.map(|d| format!(", GPU {d}")).unwrap_or_default()
+    );
+    let p = Panel {
+        title: &title,
+        x_desc: "step index",
+        y_desc: "time per step (µs)",
+        lines,
+        band,
+        band_name: "gap (GPU idle in the step)",
+        points,
+        classes,
+    };
+    figure(
+        charts::panel(&p),
+        "Wall (points coloured by step kind), busy and — with a model — the floor per step; \
+         the shaded band between busy and wall is the gap. Numbers: the per-step table below.",
+    )
+}
+
+/// The step with the median wall among the most common kind.
+fn median_step<'a>(steps: &[&'a Step]) -> Option<&'a Step> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
+        match counts.iter_mut().find(|c| c.0 == s.kind.as_str()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((s.kind.as_str(), 1)),
+        }
+    }
+    let kind = counts.iter().max_by_key(|c| c.1)?.0;
+    let mut of: Vec<&Step> = steps
+        .iter()
+        .copied()
+        .filter(|s| s.wall_ns.is_some() && s.kind.as_str() == kind)
+        .collect();
+    of.sort_by_key(|s| (s.wall_ns, s.index));
+    of.get(of.len() / 2).copied()
+}
+
+fn composition(s: &Step) -> String {
+    const TOP: usize = 6;
+    let mut segs: Vec<(String, f64)> = s
+        .categories
+        .iter()
+        .take(TOP)
+        .map(|c| (c.category.clone(), c.exclusive_ns as f64))
+        .collect();
+    let rest: f64 = s
+        .categories
+        .iter()
+        .skip(TOP)
+        .map(|c| c.exclusive_ns as f64)
+        .sum();
+    if rest > 0.0 {
+        segs.push(("other categories".into(), rest));
+    }
+    let gap = s.gap_ns.unwrap_or(0) as f64;
+    let mut legend_owned: Vec<(String, plotters::style::RGBColor)> = Vec::new();
+    let mut x = 0.0;
+    let mut stacked = Vec::new();
+    for (i, (name, v)) in segs.iter().enumerate() {
+        let c = PALETTE[i % (PALETTE.len() - 1)];
+        stacked.push(Segment {
+            from: x / 1e3,
+            to: (x + v) / 1e3,
+            color: c,
+        });
+        legend_owned.push((name.clone(), c));
+        x += v;
+    }
+    stacked.push(Segment {
+        from: x / 1e3,
+        to: (x + gap) / 1e3,
+        color: GAP,
+    });
+    legend_owned.push(("gap".into(), GAP));
+    let wall = s.wall_ns.unwrap_or(0) as f64;
+    let mut rows = vec![BarRow {
+        label: format!("step {} ({})", s.index, s.kind.as_str()),
+        segments: stacked,
+        note: Some(format!("{} µs wall", fmt_us(wall))),
+    }];
+    let mut t = Table::new(&[
+        ("part", Align::Left),
+        ("µs", Align::Right),
+        ("share of wall", Align::Right),
+    ]);
+    for (name, v) in &segs {
+        t.row(vec![
+            name.clone(),
+            fmt_us(*v),
+            crate::report::fmt_pct(v / wall.max(1.0)),
+        ]);
+    }
+    t.row(vec![
+        "gap (GPU idle)".into(),
+        fmt_us(gap),
+        crate::report::fmt_pct(gap / wall.max(1.0)),
+    ]);
+    t.row(vec!["= wall".into(), fmt_us(wall), "100.0%".into()]);
+    if let Some(f) = s.attribution.as_ref().and_then(|a| a.floor.as_ref()) {
+        rows.push(BarRow {
+            label: "floor (derived)".into(),
+            segments: vec![Segment {
+                from: 0.0,
+                to: f.floor_ns / 1e3,
+                color: PALETTE[5],
+            }],
+            note: Some(format!("{} µs", fmt_us(f.floor_ns))),
+        });
+        legend_owned.push(("floor (derived)".into(), PALETTE[5]));
+        t.row(vec![
+            "floor (derived)".into(),
+            fmt_us(f.floor_ns),
+            crate::report::fmt_pct(f.floor_ns / wall.max(1.0)),
+        ]);
+    }
+    rows.push(BarRow {
+        label: "host launch calls".into(),
+        segments: vec![Segment {
+            from: 0.0,
+            to: s.launch_host_ns as f64 / 1e3,
+            color: NEUTRAL,
+        }],
+        note: Some(format!(
+            "{} launch{}",
+            fmt_int(s.launches as i64),
+            if s.launches == 1 { "" } else { "es" }
+        )),
+    });
+    legend_owned.push(("host launch time (CPU, overlaps the GPU)".into(), NEUTRAL));
+    t.row(vec![
+        format!(
+            "host launch calls ({} launches)",
+            fmt_int(s.launches as i64)
+        ),
+        fmt_us(s.launch_host_ns as f64),
+        crate::report::fmt_pct(s.launch_host_ns as f64 / wall.max(1.0)),
+    ]);
+    let legend: Vec<(&str, plotters::style::RGBColor)> =
+        legend_owned.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    let mut out = figure(
+        charts::hbars(
+            "Where the median step's time goes",
+            "time (µs)",
+            &rows,
+            &legend,
+            None,
+        ),
+        "GPU exclusive time per kernel category and the gap add up to the step's wall; \
+         the floor and the host's launch time are drawn beside it.",
+    );
+    out.push_str(&table(&t, Some("The median step, in numbers")));
+    out
+}
+
+/// What the roofline plot needs from a model: the GPU's cited peaks and each step's FLOPs
+/// and compulsory bytes (derived).
+pub struct Roofs<'a> {
+    pub gpu_name: &'a str,
+    pub bandwidth_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    /// (FLOPs, bytes) of a step, when its composition is known.
+    pub work: &'a dyn Fn(&Step) -> Option<(f64, f64)>,
+}
+
+/// The steps against the GPU's roofs.
+fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
+    let steps: Vec<&Step> = r
+        .steps
+        .iter()
+        .filter(|s| s.busy_ns > 0)
+        .take(MAX_STEPS_SHOWN)
+        .collect();
+    let classes = kind_classes(&steps);
+    let mut t = Table::new(&[
+        ("series", Align::Right),
+        ("index", Align::Right),
+        ("kind", Align::Left),
+        ("FLOP / byte", Align::Right),
+        ("achieved TFLOP/s", Align::Right),
+        ("achieved TB/s", Align::Right),
+    ]);
+    let mut points = Vec::new();
+    for s in &steps {
+        let Some((fl, by)) = (p.work)(s) else {
+            continue;
+        };
+        if by <= 0.0 {
+            continue;
+        }
+        let secs = s.busy_ns as f64 / 1e9;
+        let (ai, flops, bytes) = (fl / by, fl / secs, by / secs);
+        let c = classes
+            .iter()
+            .position(|k| k.0 == s.kind.as_str())
+            .unwrap_or(0);
+        points.push((ai, flops, c));
+        t.row(vec![
+            s.series.to_string(),
+            s.index.to_string(),
+            s.kind.as_str().to_owned(),
+            format!("{ai:.2}"),
+            format!("{:.2}", flops / 1e12),
+            format!("{:.3}", bytes / 1e12),
+        ]);
+    }
+    if points.is_empty() {
+        return String::new();
+    }
+    let beta = p.bandwidth_bytes_per_s;
+    let pi = p.peak_flops_per_s;
+    let mem = format!("memory roof {:.2} TB/s (cited)", beta / 1e12);
+    let comp = format!("bf16 tensor roof {:.0} TFLOP/s (cited)", pi / 1e12);
+    let title = format!("Steps under the {} roofline", p.gpu_name);
+    let chart = charts::roofline(&charts::Roofline {
+        title: &title,
+        bandwidth_bytes_per_s: beta,
+        peak_flops_per_s: pi,
+        roof_names: (&mem, &comp),
+        points,
+        classes,
+    });
+    let mut out = String::from("<h2>Roofline</h2>\n");
+    out.push_str(&figure(
+        chart,
+        "One point per step: the model's FLOPs and compulsory bytes for the step's batch \
+         (derived), over the step's busy time (measured). Numbers: the table below.",
+    ));
+    out.push_str("<details><summary>Roofline points per step</summary>\n");
+    out.push_str(&table(&t, None));
+    out.push_str("</details>\n");
+    out
+}
+
+/// The whole `steps --html` page; `roofs` (with `--model`) adds the roofline plot.
+pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String {
+    let mut b = String::new();
+    b.push_str(&format!(
+        "<h1>stepgate steps</h1>\n<p class=\"muted\"><code>{}</code> · steps found by {} · {} steps in {} series</p>\n",
+        esc(path),
+        esc(&r.method),
+        fmt_int(r.steps.len() as i64),
+        r.series.len()
+    ));
+    for n in &r.notes {
+        b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
+    }
+    b.push_str("<h2>Summary by kind</h2>\n");
+    b.push_str(&table(
+        &crate::report::steps::summary_table(r),
+        Some("median · p10 · p90 per step (derived)"),
+    ));
+    let all: Vec<&Step> = r.steps.iter().collect();
+    if let Some(m) = median_step(&all) {
+        b.push_str("<h2>The median step</h2>\n");
+        b.push_str(&composition(m));
+    }
+    if let Some(p) = roofs {
+        b.push_str(&roofline(r, p));
+    }
+    for (i, _) in r.series.iter().enumerate() {
+        let steps: Vec<&Step> = r
+            .steps
+            .iter()
+            .filter(|s| s.series == i)
+            .take(MAX_STEPS_SHOWN)
+            .collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let total = r.steps.iter().filter(|s| s.series == i).count();
+        b.push_str(&format!("<h2>Series {i}</h2>\n"));
+        if total > steps.len() {
+            b.push_str(&format!(
+                "<p class=\"note\">The first {} of {} steps are drawn and listed; the JSON output has all.</p>\n",
+                fmt_int(steps.len() as i64),
+                fmt_int(total as i64)
+            ));
+        }
+        b.push_str(&series_panel(r, i, &steps));
+        let owned: Vec<Step> = steps.iter().map(|s| (*s).clone()).collect();
+        b.push_str("<details><summary>Per-step table</summary>\n");
+        b.push_str(&table(
+            &crate::report::steps::steps_table(&owned, false),
+            None,
+        ));
+        b.push_str("</details>\n");
+    }
+    page(&format!("stepgate steps — {path}"), &b)
+}

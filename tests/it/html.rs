@@ -1,0 +1,232 @@
+//! `--html` pages: self-contained (no network, no external file), with the charts the
+//! issue lists and the charted numbers in tables; and kernel names that share a short
+//! name told apart in `analyze`.
+
+use std::path::Path;
+
+use serde_json::Value;
+use stepgate::synth::workload::*;
+use stepgate::synth::Layout;
+
+use crate::common;
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// Self-contained: inline CSS/SVG only, no fetch of any kind.
+fn assert_self_contained(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for bad in [
+        "<link",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(",
+        "<img",
+        "<iframe",
+    ] {
+        assert!(!html.contains(bad), "page contains {bad}");
+    }
+    assert!(html.contains("prefers-color-scheme: dark"));
+    assert!(html.contains("@media print"));
+}
+
+fn svg_count(html: &str) -> usize {
+    html.matches("<svg").count()
+}
+
+/// Ten decode steps of three kernels, the last one slower in the candidate.
+fn report(dir: &Path, name: &str, slow: i64) -> std::path::PathBuf {
+    let step = vllm_execute_detailed(8, [0; 5], [8, 8, 8 * 1024, 8, 8 * 1024]);
+    let steps = (0..12)
+        .map(|_| {
+            StepSpec::new(
+                Some(&step),
+                LaunchMode::Eager,
+                vec![
+                    KernelSpec::new("gemm_kernel_a", 40_000),
+                    KernelSpec::new("attention_kernel_b", 20_000),
+                    KernelSpec::new("norm_kernel_c", slow),
+                ],
+            )
+        })
+        .collect();
+    let p = dir.join(name);
+    build(&Scenario::new(Layout::Nsys2026_2, 1, steps), &p).unwrap();
+    p
+}
+
+#[test]
+fn steps_page_has_the_panel_and_the_median_step_with_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(dir.path(), "a.sqlite", 5_000);
+    let out = dir.path().join("steps.html");
+    let (code, _, err) = common::run(&[
+        "steps",
+        rep.to_str().unwrap(),
+        "--model",
+        "llama-3-8b",
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    assert_self_contained(&html);
+    // The median-step bar, the roofline (a model is given) and one panel for the series.
+    assert_eq!(svg_count(&html), 3);
+    assert!(html.contains("Steps under the NVIDIA H100"));
+    assert!(html.contains("arithmetic intensity (FLOP per byte"));
+    assert!(html.contains("time per step (µs)") && html.contains("step index"));
+    assert!(html.contains("floor (derived)"));
+    // Every step is identical: busy = 40 + 20 + 5 µs, and the table says so.
+    assert!(
+        html.contains("<td class=\"num\">65.0</td>"),
+        "busy 65.0 µs in the table"
+    );
+    let (_, json, _) = common::run(&["steps", rep.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let wall = v["steps"][0]["wall_ns"].as_i64().unwrap() as f64;
+    assert!(
+        html.contains(&format!("{:.1} µs wall", wall / 1e3)),
+        "wall note"
+    );
+}
+
+#[test]
+fn diff_and_gate_pages_draw_the_waterfall_with_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = report(dir.path(), "a.sqlite", 5_000);
+    let b = report(dir.path(), "b.sqlite", 35_000);
+    let out = dir.path().join("diff.html");
+    let (code, _, err) = common::run(&[
+        "diff",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    assert_self_contained(&html);
+    // Distribution and waterfall for the one group.
+    assert_eq!(svg_count(&html), 2);
+    assert!(html.contains("waterfall of the mean step wall"));
+    assert!(html.contains("step wall per side"));
+    // The norm kernel is 30 µs slower per step: in the chart note and the table.
+    assert!(html.contains("+30.0 µs"), "{html}");
+    assert!(html.contains(">norm_kernel_c</td>"));
+    assert!(html.contains("exact)"), "the sum check row");
+
+    let base = dir.path().join("base.json");
+    let (code, _, err) = common::run(&[
+        "baseline",
+        "record",
+        a.to_str().unwrap(),
+        "-o",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let gate = dir.path().join("gate.html");
+    let (code, _, _) = common::run(&[
+        "gate",
+        b.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--html",
+        gate.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "a 30 µs slower kernel is a regression");
+    let html = read(&gate);
+    assert_self_contained(&html);
+    assert!(html.contains("class=\"verdict fail\""));
+    assert!(html.contains("— regression: step wall per side"));
+}
+
+#[test]
+fn analyze_page_shows_busy_idle_and_categories_per_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("analyze.html");
+    let rep = common::fixture("nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite");
+    let (code, _, err) = common::run(&[
+        "analyze",
+        rep.to_str().unwrap(),
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    assert_self_contained(&html);
+    // One busy/idle chart, one category chart per device (2 GPUs).
+    assert_eq!(svg_count(&html), 3);
+    let (_, json, _) = common::run(&["analyze", rep.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    for d in v["devices"].as_array().unwrap() {
+        let busy = d["busy_ns"].as_i64().unwrap() as f64;
+        let cell = stepgate::report::fmt_us(busy);
+        assert!(
+            html.contains(&format!("<td class=\"num\">{cell}</td>")),
+            "busy {cell}"
+        );
+        assert!(html.contains(&format!(
+            "GPU {}: exclusive time per kernel category",
+            d["device"]
+        )));
+    }
+}
+
+#[test]
+fn html_to_an_input_path_is_refused() {
+    let rep = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
+    let (code, _, err) = common::run(&[
+        "analyze",
+        rep.to_str().unwrap(),
+        "--html",
+        rep.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--html"), "{err}");
+}
+
+#[test]
+fn analyze_tells_apart_kernels_sharing_a_short_name() {
+    let rep = common::fixture("nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite");
+    let (code, json, err) = common::run(&["analyze", rep.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    for d in v["devices"].as_array().unwrap() {
+        let ks = d["kernels_by_name"].as_array().unwrap();
+        let mut names: Vec<&str> = ks.iter().map(|k| k["name"].as_str().unwrap()).collect();
+        let mut shorts: Vec<&str> = ks
+            .iter()
+            .map(|k| k["short_name"].as_str().unwrap())
+            .collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "distinct names are never merged");
+        shorts.sort_unstable();
+        shorts.dedup();
+        assert_eq!(shorts.len(), n, "every row has its own display name");
+        // The plain name is at most one of the vectorized_elementwise_kernel family.
+        let plain = ks
+            .iter()
+            .filter(|k| k["short_name"] == "vectorized_elementwise_kernel")
+            .count();
+        assert!(plain <= 1);
+        let family = ks
+            .iter()
+            .filter(|k| {
+                k["short_name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("vectorized_elementwise_kernel")
+            })
+            .count();
+        assert!(family >= 4, "the fixture has several of them ({family})");
+    }
+    // The table shows the labels, one row each.
+    let (_, table, _) = common::run(&["analyze", rep.to_str().unwrap(), "--top", "60"]);
+    assert!(table.contains("vectorized_elementwise_kernel<FillFunctor<long>>"));
+    assert!(table.contains("vectorized_elementwise_kernel<CUDAFunctor_add<float>>"));
+}
