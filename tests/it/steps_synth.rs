@@ -440,14 +440,33 @@ fn steps_sync_only_both_formats() {
 
 #[test]
 fn steps_forced_source_overrides_discovery() {
-    // --steps graphs on the vLLM python trace: graph launches grouped, no python.
-    let (_d, path, truth) = generate(Scenario::VllmV1Python, Format::Kineto);
-    let r = steps_json(&path, &["--steps", "graphs"]);
-    assert_eq!(r["found_by"].as_str(), Some("graphs"));
-    // Grouped: 81 pieces per decode are one step, never 729 per rank.
-    for s in &truth.series {
-        let n = series_steps(&r, s).len();
-        assert!(n < 81, "rank {}: {n} graph steps", s.rank);
+    // --steps graphs on the vLLM python trace (Kineto: no graph ids) and on its nsys form
+    // (graph ids): graph launches grouped, no python. The 81 pieces of a decode (with the
+    // eager attention between them) have no host sync between them and replay 81
+    // different graphs: one step per decode, never one per piece (729 per rank).
+    for fmt in [Format::Kineto, Format::Nsys] {
+        let (_d, path, truth) = generate(Scenario::VllmV1Python, fmt);
+        let r = steps_json(&path, &["--steps", "graphs"]);
+        assert_eq!(r["found_by"].as_str(), Some("graphs"));
+        for s in &truth.series {
+            let got = series_steps(&r, s);
+            let decodes: Vec<_> = s.steps.iter().filter(|t| t.graph_launches > 0).collect();
+            assert_eq!(decodes.len(), 9);
+            assert_eq!(got.len(), decodes.len(), "{fmt:?} rank {}", s.rank);
+            for (g, t) in got.iter().zip(&decodes) {
+                assert_eq!(
+                    g["name"].as_str(),
+                    Some(&*format!("[{} CUDA-graph launches]", t.graph_launches)),
+                    "{fmt:?} rank {}",
+                    s.rank
+                );
+                // The group spans first to last launch: its busy time is the 81 pieces
+                // and the 80 attention kernels between them; the decode's sampling and
+                // copies fall outside the group (tail or outside steps).
+                assert!(g["busy_ns"].as_i64().unwrap() <= t.busy_ns);
+                assert!(g["busy_ns"].as_i64().unwrap() * 10 >= t.busy_ns * 9);
+            }
+        }
     }
 }
 
