@@ -403,6 +403,7 @@ fn steps_sglang_scheduler_nvtx() {
 #[test]
 fn steps_trtllm_composition_and_floor() {
     for scn in [Scenario::Trtllm, Scenario::TrtllmOld] {
+        let (_d, _path, truth) = generate(scn, Format::Nsys);
         let r = check(
             scn,
             Format::Nsys,
@@ -415,9 +416,37 @@ fn steps_trtllm_composition_and_floor() {
                 "1024",
             ],
         );
-        for s in r["steps"].as_array().unwrap() {
-            let f = s["attribution"]["floor"]["floor_ns"].as_f64();
-            assert!(f.is_some_and(|f| f > 0.0), "{}: no floor: {s}", scn.name());
+        let mut unpriced = 0;
+        for st in &truth.series {
+            for (s, t) in series_steps(&r, st).iter().zip(&st.steps) {
+                let f = s["attribution"]["floor"]["floor_ns"].as_f64();
+                let c = t.composition.as_ref().unwrap();
+                // A prefill's floor scales with its context tokens. The older TensorRT-LLM
+                // form names context requests but not their tokens (and --context is the
+                // decode KV length, not a prompt length): those steps cannot be priced,
+                // and a made-up floor would be a guess presented as fact. Decode-only
+                // steps can.
+                if c.context_requests == 0 || c.context_tokens.is_some() {
+                    assert!(f.is_some_and(|f| f > 0.0), "{}: no floor: {s}", scn.name());
+                } else {
+                    assert!(f.is_none(), "{}: floor without tokens: {s}", scn.name());
+                    unpriced += 1;
+                }
+            }
+        }
+        let notes = r["notes"].to_string();
+        if scn == Scenario::Trtllm {
+            assert_eq!(unpriced, 0);
+            assert!(!notes.contains("not their token count"), "{notes}");
+        } else {
+            // Iteration 100's context step and iteration 106's mixed one.
+            assert_eq!(unpriced, 2);
+            assert!(
+                notes.contains(
+                    "2 step(s) name context (prefill) requests but not their token count"
+                ),
+                "{notes}"
+            );
         }
     }
 }
