@@ -7,9 +7,10 @@
 //! periods within ±50 % of the median (a prefill among decodes is an outlier, not
 //! instability); else discovery falls through.
 //!
-//! The work before the first such sync and after the last one is a step too when it
-//! holds at least half the median launches of a period (else it is a step the capture
-//! cut, left outside steps). Within any segment, a CUDA graph that replays a second time
+//! The work before the first such sync is a step too when it holds at least half the
+//! median launches of a period (else it is a step the capture cut, left outside steps);
+//! the work after the last one never reached its closing sync and stays outside steps,
+//! unless CUDA-graph replays split it (below). Within any segment, a CUDA graph that replays a second time
 //! starts a new step (the graph grouping rule of `graphs`): SGLang under nsys blocks per
 //! extend but not per full-graph decode, so its prefill steps come from the syncs
 //! (`found_by sync`) and its decode steps from the graph launches (`found_by graphs`).
@@ -140,10 +141,12 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             let sub = &calls[a..b];
             let splits = super::graphs::repeat_splits(ix, sub);
             if splits.is_empty() {
-                // The segment before the first sync / after the last one is a step when
-                // it holds at least half a median period's launches.
+                // The segment before the first sync is a step when it holds at least
+                // half a median period's launches; the one after the last sync never
+                // reached its closing sync (the capture stopped inside it).
                 let n = launches_in(a, b);
-                if edge && (n == 0 || 2 * n < median) {
+                let trailing = edge && a > 0;
+                if edge && (n == 0 || 2 * n < median || trailing) {
                     dropped_edges += usize::from(n > 0);
                     continue;
                 }
@@ -207,7 +210,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     }
     if dropped_edges > 0 {
         f.notes.push(format!(
-            "{dropped_edges} partial step(s) before the first or after the last sync (under half a period's launches) left outside steps"
+            "{dropped_edges} partial step(s) left outside steps: before the first sync (under half a period's launches) or after the last one (no closing sync)"
         ));
     }
     Some(f)
