@@ -681,3 +681,49 @@ fn generator_python_spans_and_tails_match_an_independent_projection() {
         }
     }
 }
+
+#[test]
+fn steps_headline_names_the_engine_and_each_method() {
+    // (scenario, format, the headline's method words given the truth's step counts).
+    let cases: [(Scenario, Format, fn(&Truth) -> String); 3] = [
+        (Scenario::VllmV1Python, Format::Kineto, |_| {
+            "python-stack spans (heuristic: vLLM V1 without step annotation)".to_owned()
+        }),
+        (Scenario::SglangScheduler, Format::Nsys, |_| {
+            "scheduler scopes (SGLang scheduler.run_batch)".to_owned()
+        }),
+        (Scenario::SglangNsysBare, Format::Nsys, |t| {
+            let n = |by: &str| {
+                t.series
+                    .iter()
+                    .flat_map(|s| &s.steps)
+                    .filter(|x| x.found_by == by)
+                    .count()
+            };
+            format!(
+                "host sync points ({}) and CUDA-graph launch groups ({}) (heuristic)",
+                n("sync"),
+                n("graphs")
+            )
+        }),
+    ];
+    for (scn, fmt, how) in cases {
+        let (_d, path, truth) = generate(scn, fmt);
+        let p = path.to_str().unwrap();
+        let (code, out, err) = common::run(&["steps", p]);
+        assert_eq!(code, 0, "{err}");
+        let steps: usize = truth.series.iter().map(|s| s.steps.len()).sum();
+        let empty = truth
+            .series
+            .iter()
+            .flat_map(|s| &s.steps)
+            .filter(|x| x.gpu_start_ns.is_none() && x.tail_ops == 0)
+            .count();
+        let want = format!(
+            "stepgate steps: {p}: {steps} steps by {} on {} rank(s); {empty} without GPU work",
+            how(&truth),
+            truth.series.len()
+        );
+        assert_eq!(out.lines().next(), Some(&*want), "{}", scn.name());
+    }
+}

@@ -79,6 +79,8 @@ pub struct Found {
     pub method: &'static str,
     pub found_by: FoundBy,
     pub hint: Option<String>,
+    /// The engine (and version range) the winning family identifies, for the headline.
+    pub detail: Option<&'static str>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
     pub items: Items,
@@ -90,6 +92,7 @@ impl Found {
             method,
             found_by,
             hint: None,
+            detail: None,
             notes: Vec::new(),
             warnings: Vec::new(),
             items: Items::Spans(c),
