@@ -712,6 +712,16 @@ fn steps_headline_names_the_engine_and_each_method() {
         let p = path.to_str().unwrap();
         let (code, out, err) = common::run(&["steps", p]);
         assert_eq!(code, 0, "{err}");
+        // The JSON names the engine too, where the family identifies one.
+        let j = steps_json(&path, &[]);
+        let engine = j["found_by_engine"].as_str();
+        match scn {
+            Scenario::VllmV1Python => {
+                assert_eq!(engine, Some("vLLM V1 without step annotation"))
+            }
+            Scenario::SglangScheduler => assert_eq!(engine, Some("SGLang scheduler.run_batch")),
+            _ => assert!(j.get("found_by_engine").is_none(), "{j}"),
+        }
         let steps: usize = truth.series.iter().map(|s| s.steps.len()).sum();
         let empty = truth
             .series

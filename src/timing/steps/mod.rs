@@ -317,9 +317,10 @@ pub struct StepsReport {
     #[serde(default)]
     pub exact_steps_hint: Option<String>,
     /// The engine (and version range) the found_by family identifies, e.g. "vLLM V1
-    /// without step annotation" for python-stack `execute_model` spans; null when the
-    /// family names no engine.
-    #[serde(default)]
+    /// without step annotation" for python-stack `execute_model` spans; none when the
+    /// family names no engine. Absent then (not null), so reports of the other methods
+    /// keep their shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub found_by_engine: Option<String>,
     /// The per-launch cost the attribution used.
     pub launch_cost: Option<crate::attribution::LaunchCost>,
