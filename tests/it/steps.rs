@@ -190,6 +190,50 @@ fn graphs_and_gaps_modes() {
     assert_eq!(dev0[2].launches, 0);
 }
 
+/// Graph launches at 1000·k + 10 (op at +20..+60, graph `gid(k)`), with a stream sync
+/// after the launches whose index is in `sync_after`.
+fn graph_launches(n: i64, gid: impl Fn(i64) -> i64, sync_after: &[i64]) -> Trace {
+    let mut b = B::new();
+    for k in 0..n {
+        let t0 = 1000 * k;
+        b.call(1, 11, t0 + 10, t0 + 15, "cudaGraphLaunch_v10000", k + 1);
+        b.op(1, 0, 7, t0 + 20, t0 + 60, "k", OpKind::Kernel, k + 1);
+        if let Some(o) = b.ops.graph_id.last_mut() {
+            *o = gid(k);
+        }
+        if sync_after.contains(&k) {
+            b.call(1, 11, t0 + 70, t0 + 80, "cudaStreamSynchronize_v3020", -1);
+        }
+    }
+    b.trace()
+}
+
+#[test]
+fn graph_groups_split_at_syncs_and_repeated_graphs() {
+    let opts = StepOptions {
+        source: StepSource::Graphs,
+        ..Default::default()
+    };
+    let run = |t: &Trace| -> Vec<u64> {
+        let r = find_steps(t, &opts, &Categorizer::default()).unwrap();
+        assert_eq!(r.found_by, FoundBy::Graphs);
+        r.steps.iter().map(|s| s.kernels).collect()
+    };
+    // No graph ids (as in Kineto): 6 launches, syncs after the 3rd and the 6th: two
+    // piecewise steps of 3 pieces each.
+    assert_eq!(run(&graph_launches(6, |_| -1, &[2, 5])), vec![3, 3]);
+    // No graph ids and no sync at all: nothing separates the launches, so each is its
+    // own step (one full graph per step), never one step for the whole capture.
+    let t = graph_launches(4, |_| -1, &[]);
+    assert_eq!(run(&t), vec![1, 1, 1, 1]);
+    let r = find_steps(&t, &opts, &Categorizer::default()).unwrap();
+    assert!(r.notes.iter().any(|n| n.contains("each launch counted as its own step")));
+    // Graph ids, no sync: pieces 1,2,3 replay per step: a repeat of graph 1 starts the
+    // next step (3 steps of 3 pieces); one graph replayed per step: 4 steps.
+    assert_eq!(run(&graph_launches(9, |k| k % 3 + 1, &[])), vec![3, 3, 3]);
+    assert_eq!(run(&graph_launches(4, |_| 5, &[])), vec![1, 1, 1, 1]);
+}
+
 #[test]
 fn outer_range_is_the_step_and_keeps_the_inner_name() {
     let mut b = B::new();
