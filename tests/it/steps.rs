@@ -227,7 +227,10 @@ fn graph_groups_split_at_syncs_and_repeated_graphs() {
     let t = graph_launches(4, |_| -1, &[]);
     assert_eq!(run(&t), vec![1, 1, 1, 1]);
     let r = find_steps(&t, &opts, &Categorizer::default()).unwrap();
-    assert!(r.notes.iter().any(|n| n.contains("each launch counted as its own step")));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("each launch counted as its own step")));
     // Graph ids, no sync: pieces 1,2,3 replay per step: a repeat of graph 1 starts the
     // next step (3 steps of 3 pieces); one graph replayed per step: 4 steps.
     assert_eq!(run(&graph_launches(9, |k| k % 3 + 1, &[])), vec![3, 3, 3]);

@@ -685,7 +685,8 @@ fn generator_python_spans_and_tails_match_an_independent_projection() {
 #[test]
 fn steps_headline_names_the_engine_and_each_method() {
     // (scenario, format, the headline's method words given the truth's step counts).
-    let cases: [(Scenario, Format, fn(&Truth) -> String); 3] = [
+    type Words = fn(&Truth) -> String;
+    let cases: [(Scenario, Format, Words); 3] = [
         (Scenario::VllmV1Python, Format::Kineto, |_| {
             "python-stack spans (heuristic: vLLM V1 without step annotation)".to_owned()
         }),

@@ -561,11 +561,7 @@ impl Host {
     /// an engine captures one graph per batch size and replays that same graph (same
     /// `graphId`) every step.
     fn graph(&mut self, kernels: &[(&str, i64)]) {
-        let key = format!(
-            "{}:{}",
-            kernels.len(),
-            kernels.first().map_or("", |k| k.0)
-        );
+        let key = format!("{}:{}", kernels.len(), kernels.first().map_or("", |k| k.0));
         self.graph_keyed(&key, kernels);
     }
 

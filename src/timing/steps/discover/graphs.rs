@@ -60,20 +60,18 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     let mut last_end = i64::MIN;
     let mut thread = None;
     let mut unsplit_threads = 0usize;
-    let mut end_thread = |group: &mut Vec<u32>,
-                          out: &mut Vec<Candidate>,
-                          unknown: bool,
-                          groups_here: usize| {
-        if unknown && groups_here == 0 && group.len() > 1 {
-            // No sync and no graph id ever separated this thread's launches.
-            unsplit_threads += 1;
-            for ci in std::mem::take(group) {
-                flush(ix, &mut vec![ci], out);
+    let mut end_thread =
+        |group: &mut Vec<u32>, out: &mut Vec<Candidate>, unknown: bool, groups_here: usize| {
+            if unknown && groups_here == 0 && group.len() > 1 {
+                // No sync and no graph id ever separated this thread's launches.
+                unsplit_threads += 1;
+                for ci in std::mem::take(group) {
+                    flush(ix, &mut vec![ci], out);
+                }
+            } else {
+                flush(ix, group, out);
             }
-        } else {
-            flush(ix, group, out);
-        }
-    };
+        };
     for &ci in &ix.calls_by_thread {
         let i = ci as usize;
         let here = (c.pid[i], c.tid[i]);

@@ -97,9 +97,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         }
         let mut periods: Vec<i64> = bounds
             .windows(2)
-            .map(|w| {
-                c.end_ns[calls[w[1]] as usize].saturating_sub(c.end_ns[calls[w[0]] as usize])
-            })
+            .map(|w| c.end_ns[calls[w[1]] as usize].saturating_sub(c.end_ns[calls[w[0]] as usize]))
             .collect();
         if !stable(&mut periods) {
             continue;
@@ -159,7 +157,10 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
                     tid,
                     start,
                     end,
-                    format!("[between {}]", ix.trace.name(c.name_id[calls[first] as usize])),
+                    format!(
+                        "[between {}]",
+                        ix.trace.name(c.name_id[calls[first] as usize])
+                    ),
                     (graphs == 1).then_some(StepKind::Decode),
                     None,
                 ));
@@ -172,7 +173,11 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             cuts.extend_from_slice(&splits);
             cuts.push(sub.len());
             for (k, w) in cuts.windows(2).enumerate() {
-                let s = if k == 0 { start } else { c.start_ns[sub[w[0]] as usize] };
+                let s = if k == 0 {
+                    start
+                } else {
+                    c.start_ns[sub[w[0]] as usize]
+                };
                 let e = if w[1] == sub.len() {
                     end
                 } else {
