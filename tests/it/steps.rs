@@ -391,16 +391,15 @@ fn recurring_syncs_are_step_boundaries_only_with_a_stable_period() {
         assert_eq!(s.found_by, FoundBy::Sync);
     }
     assert_eq!(r.outside_steps[0].before_ns, 0);
-    // A launch after the last sync never reached its closing sync: not a step. It was
-    // launched on the last step's thread after its span with no next step, so it is that
-    // step's tail (as the projector accounts every later launch on the thread).
+    // A launch after the last sync never reached its closing sync: not a step, and not
+    // the last step's tail either (sync steps tile the thread's time): outside, after.
     let mut b = synced_b(&[1000, 1000, 1000]);
     b.call(1, 11, 4010, 4015, "cudaLaunchKernel_v7000", 99);
     b.op(1, 0, 7, 4020, 4060, "k", OpKind::Kernel, 99);
     let r = auto(&b.trace());
     assert_eq!(r.steps.len(), 4);
-    assert_eq!((r.steps[3].tail_busy_ns, r.steps[3].tail_kernels), (40, 1));
-    assert_eq!(r.outside_steps[0].after_ns, 0);
+    assert_eq!((r.steps[3].tail_busy_ns, r.steps[3].tail_kernels), (0, 0));
+    assert_eq!(r.outside_steps[0].after_ns, 40);
     // Periods 1000, 20000, 100, 40000: none within ±50 % of the median, so no sync
     // steps; nothing else is there but idle gaps.
     let r = auto(&synced(&[1000, 20000, 100, 40000]));

@@ -149,6 +149,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 kind_guess: Some(StepKind::Decode),
                 all_threads: false,
                 found_by: None,
+                no_tail: false,
             });
         }
         [first, .., last] => {
@@ -165,6 +166,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 kind_guess: None,
                 all_threads: false,
                 found_by: None,
+                no_tail: false,
             });
         }
     }

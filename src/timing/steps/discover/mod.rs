@@ -39,6 +39,9 @@ pub struct Candidate {
     /// How this one step was found, where it differs from the report's method (a sync
     /// segment that replays CUDA graphs).
     pub found_by: Option<FoundBy>,
+    /// No tail: the spans tile the thread's time (sync segments), so work launched after
+    /// the last one belongs to a step the capture cut, outside steps.
+    pub no_tail: bool,
 }
 
 impl Candidate {
@@ -55,6 +58,7 @@ impl Candidate {
             kind_guess: None,
             all_threads: false,
             found_by: None,
+            no_tail: false,
         }
     }
 }

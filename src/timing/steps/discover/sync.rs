@@ -242,6 +242,7 @@ fn segment(
         kind_guess,
         all_threads: false,
         found_by,
+        no_tail: true,
     }
 }
 
