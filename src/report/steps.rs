@@ -146,9 +146,39 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
 /// The first line: how many steps, and how they were found (heuristics say so).
 fn headline(path: &str, r: &StepsReport) -> String {
     let total = r.steps.len();
+    // Steps found by another method than the report's (SGLang under nsys: decodes split
+    // at graph replays among sync steps) are counted per method.
+    let mut by: Vec<(crate::timing::steps::FoundBy, usize)> = Vec::new();
+    for s in &r.steps {
+        match by.iter_mut().find(|(f, _)| *f == s.found_by) {
+            Some(x) => x.1 += 1,
+            None => by.push((s.found_by, 1)),
+        }
+    }
+    let how = if by.len() > 1 {
+        by.sort_by_key(|&(f, _)| (f != r.found_by, f as u8));
+        let mut heuristic = false;
+        let parts: Vec<String> = by
+            .iter()
+            .map(|&(f, n)| {
+                let d = f.describe_for(r.found_by_engine.as_deref());
+                let d = match d.strip_suffix(" (heuristic)") {
+                    Some(x) => {
+                        heuristic = true;
+                        x.to_owned()
+                    }
+                    None => d,
+                };
+                format!("{d} ({n})")
+            })
+            .collect();
+        let h = if heuristic { " (heuristic)" } else { "" };
+        format!("{}{h}", parts.join(" and "))
+    } else {
+        r.found_by.describe_for(r.found_by_engine.as_deref())
+    };
     format!(
-        "{path}: {total} steps by {} on {} rank(s); {} without GPU work",
-        r.found_by.describe(),
+        "{path}: {total} steps by {how} on {} rank(s); {} without GPU work",
         r.series.len(),
         r.steps_without_gpu_work
     )

@@ -152,6 +152,8 @@ pub struct StepExpect {
     pub tid: i64,
     /// Outermost range name (`None`: no NVTX range was written).
     pub name: Option<String>,
+    /// Innermost range name: the name a nested step is reported under.
+    pub inner_name: Option<String>,
     /// The outermost range (or, without one, the host window it would have had).
     pub cpu_start_ns: i64,
     pub cpu_end_ns: i64,
@@ -261,6 +263,7 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                 pid,
                 tid,
                 name: step.names.first().cloned(),
+                inner_name: step.names.last().cloned(),
                 cpu_start_ns: range_start,
                 cpu_end_ns: 0,
                 gpu_start_ns: None,

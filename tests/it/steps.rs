@@ -190,6 +190,53 @@ fn graphs_and_gaps_modes() {
     assert_eq!(dev0[2].launches, 0);
 }
 
+/// Graph launches at 1000·k + 10 (op at +20..+60, graph `gid(k)`), with a stream sync
+/// after the launches whose index is in `sync_after`.
+fn graph_launches(n: i64, gid: impl Fn(i64) -> i64, sync_after: &[i64]) -> Trace {
+    let mut b = B::new();
+    for k in 0..n {
+        let t0 = 1000 * k;
+        b.call(1, 11, t0 + 10, t0 + 15, "cudaGraphLaunch_v10000", k + 1);
+        b.op(1, 0, 7, t0 + 20, t0 + 60, "k", OpKind::Kernel, k + 1);
+        if let Some(o) = b.ops.graph_id.last_mut() {
+            *o = gid(k);
+        }
+        if sync_after.contains(&k) {
+            b.call(1, 11, t0 + 70, t0 + 80, "cudaStreamSynchronize_v3020", -1);
+        }
+    }
+    b.trace()
+}
+
+#[test]
+fn graph_groups_split_at_syncs_and_repeated_graphs() {
+    let opts = StepOptions {
+        source: StepSource::Graphs,
+        ..Default::default()
+    };
+    let run = |t: &Trace| -> Vec<u64> {
+        let r = find_steps(t, &opts, &Categorizer::default()).unwrap();
+        assert_eq!(r.found_by, FoundBy::Graphs);
+        r.steps.iter().map(|s| s.kernels).collect()
+    };
+    // No graph ids (as in Kineto): 6 launches, syncs after the 3rd and the 6th: two
+    // piecewise steps of 3 pieces each.
+    assert_eq!(run(&graph_launches(6, |_| -1, &[2, 5])), vec![3, 3]);
+    // No graph ids and no sync at all: nothing separates the launches, so each is its
+    // own step (one full graph per step), never one step for the whole capture.
+    let t = graph_launches(4, |_| -1, &[]);
+    assert_eq!(run(&t), vec![1, 1, 1, 1]);
+    let r = find_steps(&t, &opts, &Categorizer::default()).unwrap();
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("each launch counted as its own step")));
+    // Graph ids, no sync: pieces 1,2,3 replay per step: a repeat of graph 1 starts the
+    // next step (3 steps of 3 pieces); one graph replayed per step: 4 steps.
+    assert_eq!(run(&graph_launches(9, |k| k % 3 + 1, &[])), vec![3, 3, 3]);
+    assert_eq!(run(&graph_launches(4, |_| 5, &[])), vec![1, 1, 1, 1]);
+}
+
 #[test]
 fn outer_range_is_the_step_and_keeps_the_inner_name() {
     let mut b = B::new();
@@ -295,6 +342,10 @@ fn absurd_marker_counts_are_a_step_of_unknown_kind_with_a_warning() {
 /// One launch per iteration at k·period + 10 (op at +20..+60), then a DtoH copy and a
 /// stream sync ending at k·period + 100.
 fn synced(periods: &[i64]) -> Trace {
+    synced_b(periods).trace()
+}
+
+fn synced_b(periods: &[i64]) -> B {
     let mut b = B::new();
     let mut t0 = 0;
     for (k, p) in std::iter::once(&0).chain(periods).enumerate() {
@@ -315,7 +366,7 @@ fn synced(periods: &[i64]) -> Trace {
         );
         b.call(1, 11, t0 + 30, t0 + 100, "cudaStreamSynchronize_v3020", -1);
     }
-    b.trace()
+    b
 }
 
 #[test]
@@ -323,20 +374,32 @@ fn recurring_syncs_are_step_boundaries_only_with_a_stable_period() {
     let r = auto(&synced(&[1000, 1000, 1000]));
     assert_eq!(r.found_by, FoundBy::Sync);
     assert!(r.exact_steps_hint.is_some());
-    // Boundaries at 100, 1100, 2100, 3100: three steps, each holding the next
-    // iteration's launch (42 ns busy: kernel 40 + copy 2); iteration 0 is before them.
-    assert_eq!(r.steps.len(), 3);
+    // Boundaries at 100, 1100, 2100, 3100: four steps, each holding one iteration's
+    // launch (42 ns busy: kernel 40 + copy 2). Iteration 0, before the first sync, has a
+    // full period's launches (1 of a median 1), so it is a step too: from its first call
+    // (10) to the first sync's end.
+    assert_eq!(r.steps.len(), 4);
     for (j, s) in r.steps.iter().enumerate() {
         let j = j as i64;
+        let start = if j == 0 { 10 } else { j * 1000 - 900 };
         assert_eq!(
             (s.cpu_start_ns, s.cpu_end_ns),
-            (Some(j * 1000 + 100), Some(j * 1000 + 1100))
+            (Some(start), Some(j * 1000 + 100))
         );
         assert_eq!((s.busy_ns, s.kernels, s.ops), (42, 1, 2));
         assert_eq!(s.kind, StepKind::Unknown);
         assert_eq!(s.found_by, FoundBy::Sync);
     }
-    assert_eq!(r.outside_steps[0].before_ns, 42);
+    assert_eq!(r.outside_steps[0].before_ns, 0);
+    // A launch after the last sync never reached its closing sync: not a step, and not
+    // the last step's tail either (sync steps tile the thread's time): outside, after.
+    let mut b = synced_b(&[1000, 1000, 1000]);
+    b.call(1, 11, 4010, 4015, "cudaLaunchKernel_v7000", 99);
+    b.op(1, 0, 7, 4020, 4060, "k", OpKind::Kernel, 99);
+    let r = auto(&b.trace());
+    assert_eq!(r.steps.len(), 4);
+    assert_eq!((r.steps[3].tail_busy_ns, r.steps[3].tail_kernels), (0, 0));
+    assert_eq!(r.outside_steps[0].after_ns, 40);
     // Periods 1000, 20000, 100, 40000: none within ±50 % of the median, so no sync
     // steps; nothing else is there but idle gaps.
     let r = auto(&synced(&[1000, 20000, 100, 40000]));
@@ -388,15 +451,20 @@ fn sync_segments_replaying_a_graph_are_decode_guesses_and_eager_ones_prefill_by_
     }
     let r = auto(&b.trace());
     assert_eq!(r.found_by, FoundBy::Sync);
-    // Seven boundaries, six steps: each holds the iteration after its opening sync.
-    assert_eq!(r.steps.len(), 6);
+    // Seven boundaries, seven steps: each holds the iteration its sync closes (the first
+    // one, before the first sync, holds a full period's launch).
+    assert_eq!(r.steps.len(), 7);
     let by: Vec<(FoundBy, Option<StepKind>, u64)> = r
         .steps
         .iter()
         .map(|s| (s.found_by, s.kind_guess, s.kernels))
         .collect();
-    let d = (FoundBy::Graphs, Some(StepKind::Decode), 1);
-    assert_eq!(by, vec![d, d, (FoundBy::Sync, None, 3), d, d, d]);
+    // found_by says what delimited the step: here every iteration ends at a sync, so
+    // every step is `sync`; the one graph replay in a decode makes its kind_guess decode.
+    // (`graphs` is for steps split at a graph's second replay with no sync between, as
+    // SGLang's decodes without a host sync: see the next test.)
+    let d = (FoundBy::Sync, Some(StepKind::Decode), 1);
+    assert_eq!(by, vec![d, d, d, (FoundBy::Sync, None, 3), d, d, d]);
     assert!(r.steps.iter().all(|s| s.kind == StepKind::Unknown));
 }
 
@@ -704,8 +772,9 @@ mod generated {
             assert_eq!(s.graph_replays, e.graph_replays, "{ctx} graph replays");
             assert_eq!(s.launches, e.launches, "{ctx} launches");
             assert_eq!(s.launch_host_ns, e.launch_host_ns, "{ctx} launch host time");
-            // A nested step keeps its inner span's name (checked where nesting is tested).
-            if let (Some(n), false) = (&e.name, s.name.starts_with("step[")) {
+            // Every named step, SGLang's step[…] included, is reported under its innermost
+            // range's name (the outer one when not nested).
+            if let Some(n) = &e.inner_name {
                 assert_eq!(&s.name, n, "{ctx} name");
             }
         }

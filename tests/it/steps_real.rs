@@ -3,7 +3,7 @@
 //! each with the busy time of an independent projection; ProfilerStep#N traces give
 //! their N steps; every op of a series is accounted once (steps, tails, outside).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use polars::prelude::*;
 use stepgate::categories::Categorizer;
@@ -269,23 +269,40 @@ fn training_capture_without_markers_steps_at_its_recurring_syncs() {
     assert!(r.exact_steps_hint.is_some());
     let c = t.calls_view().unwrap();
     // Each step runs from the end of one stream sync to the end of the next on its
-    // thread, and its busy time is the independent projection of that span.
+    // thread, and its busy time is the independent projection of that span. The work
+    // before a thread's first sync is a step too when it holds a full period's launches:
+    // then it starts at the thread's first call.
     let sync_ends: HashSet<(i64, i64, i64)> = (0..c.start_ns.len())
         .filter(|&i| t.name(c.name_id[i]).starts_with("cudaStreamSynchronize"))
         .map(|i| (c.pid[i], c.tid[i], c.end_ns[i]))
         .collect();
+    let mut first_call: HashMap<(i64, i64), i64> = HashMap::new();
+    for i in 0..c.start_ns.len() {
+        let e = first_call.entry((c.pid[i], c.tid[i])).or_insert(i64::MAX);
+        *e = (*e).min(c.start_ns[i]);
+    }
+    let mut leading = 0;
     for s in &r.steps {
         let (a, b, tid) = (
             s.cpu_start_ns.unwrap(),
             s.cpu_end_ns.unwrap(),
             s.tid.unwrap(),
         );
-        assert!(sync_ends.contains(&(s.pid, tid, a)) && sync_ends.contains(&(s.pid, tid, b)));
+        assert!(sync_ends.contains(&(s.pid, tid, b)));
+        if !sync_ends.contains(&(s.pid, tid, a)) {
+            assert_eq!((s.index, Some(&a)), (0, first_call.get(&(s.pid, tid))));
+            // A full period: the same 119 launches as every other step of this loop.
+            assert_eq!(s.launches, 119);
+            leading += 1;
+        }
         let (busy, ops) = independent_busy(&t, s.pid, Some(tid), a, b);
         assert_eq!((s.busy_ns, s.ops), (busy, ops as u64));
         assert_eq!(s.kind, StepKind::Unknown);
     }
     assert_eq!(r.series.len(), 2);
+    // On both ranks the first call in the capture opens a full step (119 launches, as
+    // every period has); the GPU work before it has no launching call in the capture.
+    assert_eq!(leading, 2);
     check_accounting(&t, &r);
 }
 

@@ -403,6 +403,7 @@ fn steps_sglang_scheduler_nvtx() {
 #[test]
 fn steps_trtllm_composition_and_floor() {
     for scn in [Scenario::Trtllm, Scenario::TrtllmOld] {
+        let (_d, _path, truth) = generate(scn, Format::Nsys);
         let r = check(
             scn,
             Format::Nsys,
@@ -415,9 +416,37 @@ fn steps_trtllm_composition_and_floor() {
                 "1024",
             ],
         );
-        for s in r["steps"].as_array().unwrap() {
-            let f = s["attribution"]["floor"]["floor_ns"].as_f64();
-            assert!(f.is_some_and(|f| f > 0.0), "{}: no floor: {s}", scn.name());
+        let mut unpriced = 0;
+        for st in &truth.series {
+            for (s, t) in series_steps(&r, st).iter().zip(&st.steps) {
+                let f = s["attribution"]["floor"]["floor_ns"].as_f64();
+                let c = t.composition.as_ref().unwrap();
+                // A prefill's floor scales with its context tokens. The older TensorRT-LLM
+                // form names context requests but not their tokens (and --context is the
+                // decode KV length, not a prompt length): those steps cannot be priced,
+                // and a made-up floor would be a guess presented as fact. Decode-only
+                // steps can.
+                if c.context_requests == 0 || c.context_tokens.is_some() {
+                    assert!(f.is_some_and(|f| f > 0.0), "{}: no floor: {s}", scn.name());
+                } else {
+                    assert!(f.is_none(), "{}: floor without tokens: {s}", scn.name());
+                    unpriced += 1;
+                }
+            }
+        }
+        let notes = r["notes"].to_string();
+        if scn == Scenario::Trtllm {
+            assert_eq!(unpriced, 0);
+            assert!(!notes.contains("not their token count"), "{notes}");
+        } else {
+            // Iteration 100's context step and iteration 106's mixed one.
+            assert_eq!(unpriced, 2);
+            assert!(
+                notes.contains(
+                    "2 step(s) name context (prefill) requests but not their token count"
+                ),
+                "{notes}"
+            );
         }
     }
 }
@@ -440,14 +469,33 @@ fn steps_sync_only_both_formats() {
 
 #[test]
 fn steps_forced_source_overrides_discovery() {
-    // --steps graphs on the vLLM python trace: graph launches grouped, no python.
-    let (_d, path, truth) = generate(Scenario::VllmV1Python, Format::Kineto);
-    let r = steps_json(&path, &["--steps", "graphs"]);
-    assert_eq!(r["found_by"].as_str(), Some("graphs"));
-    // Grouped: 81 pieces per decode are one step, never 729 per rank.
-    for s in &truth.series {
-        let n = series_steps(&r, s).len();
-        assert!(n < 81, "rank {}: {n} graph steps", s.rank);
+    // --steps graphs on the vLLM python trace (Kineto: no graph ids) and on its nsys form
+    // (graph ids): graph launches grouped, no python. The 81 pieces of a decode (with the
+    // eager attention between them) have no host sync between them and replay 81
+    // different graphs: one step per decode, never one per piece (729 per rank).
+    for fmt in [Format::Kineto, Format::Nsys] {
+        let (_d, path, truth) = generate(Scenario::VllmV1Python, fmt);
+        let r = steps_json(&path, &["--steps", "graphs"]);
+        assert_eq!(r["found_by"].as_str(), Some("graphs"));
+        for s in &truth.series {
+            let got = series_steps(&r, s);
+            let decodes: Vec<_> = s.steps.iter().filter(|t| t.graph_launches > 0).collect();
+            assert_eq!(decodes.len(), 9);
+            assert_eq!(got.len(), decodes.len(), "{fmt:?} rank {}", s.rank);
+            for (g, t) in got.iter().zip(&decodes) {
+                assert_eq!(
+                    g["name"].as_str(),
+                    Some(&*format!("[{} CUDA-graph launches]", t.graph_launches)),
+                    "{fmt:?} rank {}",
+                    s.rank
+                );
+                // The group spans first to last launch: its busy time is the 81 pieces
+                // and the 80 attention kernels between them; the decode's sampling and
+                // copies fall outside the group (tail or outside steps).
+                assert!(g["busy_ns"].as_i64().unwrap() <= t.busy_ns);
+                assert!(g["busy_ns"].as_i64().unwrap() * 10 >= t.busy_ns * 9);
+            }
+        }
     }
 }
 
@@ -631,5 +679,62 @@ fn generator_python_spans_and_tails_match_an_independent_projection() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn steps_headline_names_the_engine_and_each_method() {
+    // (scenario, format, the headline's method words given the truth's step counts).
+    type Words = fn(&Truth) -> String;
+    let cases: [(Scenario, Format, Words); 3] = [
+        (Scenario::VllmV1Python, Format::Kineto, |_| {
+            "python-stack spans (heuristic: vLLM V1 without step annotation)".to_owned()
+        }),
+        (Scenario::SglangScheduler, Format::Nsys, |_| {
+            "scheduler scopes (SGLang scheduler.run_batch)".to_owned()
+        }),
+        (Scenario::SglangNsysBare, Format::Nsys, |t| {
+            let n = |by: &str| {
+                t.series
+                    .iter()
+                    .flat_map(|s| &s.steps)
+                    .filter(|x| x.found_by == by)
+                    .count()
+            };
+            format!(
+                "host sync points ({}) and CUDA-graph launch groups ({}) (heuristic)",
+                n("sync"),
+                n("graphs")
+            )
+        }),
+    ];
+    for (scn, fmt, how) in cases {
+        let (_d, path, truth) = generate(scn, fmt);
+        let p = path.to_str().unwrap();
+        let (code, out, err) = common::run(&["steps", p]);
+        assert_eq!(code, 0, "{err}");
+        // The JSON names the engine too, where the family identifies one.
+        let j = steps_json(&path, &[]);
+        let engine = j["found_by_engine"].as_str();
+        match scn {
+            Scenario::VllmV1Python => {
+                assert_eq!(engine, Some("vLLM V1 without step annotation"))
+            }
+            Scenario::SglangScheduler => assert_eq!(engine, Some("SGLang scheduler.run_batch")),
+            _ => assert!(j.get("found_by_engine").is_none(), "{j}"),
+        }
+        let steps: usize = truth.series.iter().map(|s| s.steps.len()).sum();
+        let empty = truth
+            .series
+            .iter()
+            .flat_map(|s| &s.steps)
+            .filter(|x| x.gpu_start_ns.is_none() && x.tail_ops == 0)
+            .count();
+        let want = format!(
+            "stepgate steps: {p}: {steps} steps by {} on {} rank(s); {empty} without GPU work",
+            how(&truth),
+            truth.series.len()
+        );
+        assert_eq!(out.lines().next(), Some(&*want), "{}", scn.name());
     }
 }

@@ -363,7 +363,8 @@ struct Host {
     ops: Vec<Op>,
     steps: Vec<StepMeta>,
     tag: Option<(usize, bool)>,
-    graph_id: i64,
+    /// Graph ids by the graph's key: a captured graph keeps its id across replays.
+    graph_ids: HashMap<String, i64>,
 }
 
 /// Python frames wrapped around every launch when noise is on (the torch stack under a
@@ -401,7 +402,7 @@ impl Host {
             ops: Vec::new(),
             steps: Vec::new(),
             tag: None,
-            graph_id: 0,
+            graph_ids: HashMap::new(),
         }
     }
 
@@ -556,11 +557,20 @@ impl Host {
     }
 
     /// One `cudaGraphLaunch` replaying `kernels` (node-mode tracing: every kernel carries
-    /// the launch's correlation id).
+    /// the launch's correlation id). The graph is keyed by its kernel count and names:
+    /// an engine captures one graph per batch size and replays that same graph (same
+    /// `graphId`) every step.
     fn graph(&mut self, kernels: &[(&str, i64)]) {
+        let key = format!("{}:{}", kernels.len(), kernels.first().map_or("", |k| k.0));
+        self.graph_keyed(&key, kernels);
+    }
+
+    /// A graph launch replaying the graph captured under `key` (vLLM's piecewise pieces
+    /// hold the same kernels but are distinct graphs, one per piece).
+    fn graph_keyed(&mut self, key: &str, kernels: &[(&str, i64)]) {
         let c = self.call(CallKind::GraphLaunch, LAUNCH_NS);
-        self.graph_id += 1;
-        let g = self.graph_id;
+        let next = self.graph_ids.len() as i64 + 1;
+        let g = *self.graph_ids.entry(key.to_owned()).or_insert(next);
         if let Some((i, false)) = self.tag {
             self.steps[i].graph_launches += 1;
         }

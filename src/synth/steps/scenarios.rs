@@ -39,7 +39,7 @@ fn piecewise_decode(h: &mut Host) {
     for g in 0..81 {
         let d = 54_000 + (g % 3) as i64 * 1_000;
         let ks: Vec<(&str, i64)> = mix.iter().map(|k| (k.name.as_str(), d)).collect();
-        h.graph(&ks);
+        h.graph_keyed(&format!("piece{g}"), &ks);
         if g < 80 {
             h.kernel_via(
                 CallKind::DriverLaunch,

@@ -70,6 +70,7 @@ pub struct Meta {
     pub method: &'static str,
     pub found_by: FoundBy,
     pub hint: Option<String>,
+    pub engine: Option<&'static str>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -208,6 +209,7 @@ pub fn assemble(
         method: meta.method.to_owned(),
         found_by: meta.found_by,
         exact_steps_hint: meta.hint,
+        found_by_engine: meta.engine.map(str::to_owned),
         launch_cost: None,
         shapes: Vec::new(),
         notes: meta.notes,

@@ -86,6 +86,16 @@ impl FoundBy {
         }
     }
 
+    /// Words for the first output line, naming the engine the family identifies:
+    /// "python-stack spans (heuristic: vLLM V1 without step annotation)".
+    pub fn describe_for(self, engine: Option<&str>) -> String {
+        match (self, engine) {
+            (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
+            (FoundBy::Scheduler, Some(e)) => format!("scheduler scopes ({e})"),
+            _ => self.describe().to_owned(),
+        }
+    }
+
     /// Words for the first output line.
     pub fn describe(self) -> &'static str {
         match self {
@@ -306,6 +316,12 @@ pub struct StepsReport {
     /// Which engine flag or version would make the steps exact; null when they are.
     #[serde(default)]
     pub exact_steps_hint: Option<String>,
+    /// The engine (and version range) the found_by family identifies, e.g. "vLLM V1
+    /// without step annotation" for python-stack `execute_model` spans; none when the
+    /// family names no engine. Absent then (not null), so reports of the other methods
+    /// keep their shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by_engine: Option<String>,
     /// The per-launch cost the attribution used.
     pub launch_cost: Option<crate::attribution::LaunchCost>,
     /// Step count per shape over steps with GPU work, most frequent first.
@@ -354,6 +370,7 @@ pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Resu
             method: found.method,
             found_by: found.found_by,
             hint: found.hint,
+            engine: found.detail,
             notes,
             warnings,
         },

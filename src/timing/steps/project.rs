@@ -272,6 +272,7 @@ impl<'i, 'a> Projector<'i, 'a> {
         for (c, &te) in cands.iter().zip(&tail_end) {
             let mut col = self.span(c, found_by);
             let after = col.raw.cpu.map_or(c.end, |x| x.1).saturating_add(1);
+            let te = if c.no_tail { after } else { te };
             let mut tail = Vec::new();
             for &ci in self.ix.calls_in(c.pid, c.tid, after, te.saturating_sub(1)) {
                 let corr = self.ix.calls.correlation_id[ci as usize];

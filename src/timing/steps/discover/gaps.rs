@@ -62,6 +62,7 @@ pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
         method: "gaps",
         found_by: FoundBy::Gaps,
         hint: None,
+        detail: None,
         notes: Vec::new(),
         warnings: Vec::new(),
         items: Items::Groups(out),

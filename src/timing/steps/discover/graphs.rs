@@ -1,10 +1,15 @@
 //! CUDA-graph launches grouped into steps. Back-to-back launches on one thread with no
 //! host sync between them (and the eager kernels launched between them) are the pieces
 //! of one step: vLLM V1's piecewise graphs replay dozens of different graphs per step.
-//! A step never replays the same graph twice, so a launch of a graph already in the
-//! current group starts the next step: one full graph per step (full-graph decode)
-//! stays one step per launch. Where the trace does not say which graph a launch
-//! replays, each launch stays its own step.
+//! A step never replays the same graph twice, so where the trace says which graph a
+//! launch replays (nsys: the kernels' `graphId`), a launch of a graph already in the
+//! current group starts the next step: one full graph per step (full-graph decode) stays
+//! one step per launch even without a sync between them.
+//!
+//! Where the trace does not say (Kineto writes no graph id), only host syncs separate
+//! steps; a thread whose launches no sync ever separates would otherwise become one
+//! step spanning the whole capture, so there each launch stays its own step (the
+//! full-graph decode reading) and a note says so.
 
 use crate::timing::stepname::StepKind;
 use crate::trace::is_graph_launch_call;
@@ -13,26 +18,80 @@ use super::sync::is_sync_call;
 use super::{Candidate, Found, Index};
 use crate::timing::steps::FoundBy;
 
+/// Positions (in `calls`, one thread's calls in time order) of the graph launches that
+/// start a new step because their graph already replayed since the last split, in
+/// order. Launch calls nested in the previous launch (a driver `cuGraphLaunch` under the
+/// runtime `cudaGraphLaunch`) are the same replay and never split.
+pub fn repeat_splits(ix: &Index<'_>, calls: &[u32]) -> Vec<usize> {
+    let c = &ix.calls;
+    let mut seen: Vec<i64> = Vec::new();
+    let mut out = Vec::new();
+    let mut last_end = i64::MIN;
+    for (p, &ci) in calls.iter().enumerate() {
+        let i = ci as usize;
+        if c.is_launch[i] == 0 || !is_graph_launch_call(ix.trace.name(c.name_id[i])) {
+            continue;
+        }
+        if c.start_ns[i] < last_end {
+            continue;
+        }
+        last_end = c.end_ns[i];
+        let gid = graph_of(ix, i);
+        if gid < 0 {
+            continue;
+        }
+        if seen.contains(&gid) {
+            out.push(p);
+            seen.clear();
+        }
+        seen.push(gid);
+    }
+    out
+}
+
 pub fn find(ix: &Index<'_>) -> Option<Found> {
     let c = &ix.calls;
     let mut out: Vec<Candidate> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
     let mut seen: Vec<i64> = Vec::new();
     let mut synced = false;
+    let mut unknown = false;
+    let mut groups_here = 0usize;
+    let mut last_end = i64::MIN;
     let mut thread = None;
+    let mut unsplit_threads = 0usize;
+    let mut end_thread =
+        |group: &mut Vec<u32>, out: &mut Vec<Candidate>, unknown: bool, groups_here: usize| {
+            if unknown && groups_here == 0 && group.len() > 1 {
+                // No sync and no graph id ever separated this thread's launches.
+                unsplit_threads += 1;
+                for ci in std::mem::take(group) {
+                    flush(ix, &mut vec![ci], out);
+                }
+            } else {
+                flush(ix, group, out);
+            }
+        };
     for &ci in &ix.calls_by_thread {
         let i = ci as usize;
         let here = (c.pid[i], c.tid[i]);
         if thread != Some(here) {
-            flush(ix, &mut group, &mut out);
+            end_thread(&mut group, &mut out, unknown, groups_here);
             seen.clear();
+            (synced, unknown, groups_here, last_end) = (false, false, 0, i64::MIN);
             thread = Some(here);
         }
         let name = ix.trace.name(c.name_id[i]);
         if is_graph_launch_call(name) {
+            if c.start_ns[i] < last_end {
+                continue; // the driver call nested in the same replay
+            }
+            last_end = c.end_ns[i];
             let gid = graph_of(ix, i);
-            if synced || gid < 0 || seen.contains(&gid) || seen.contains(&-1) {
+            unknown |= gid < 0;
+            if !group.is_empty() && (synced || (gid >= 0 && seen.contains(&gid))) {
                 flush(ix, &mut group, &mut out);
+                groups_here += 1;
                 seen.clear();
             }
             synced = false;
@@ -42,7 +101,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             synced = true;
         }
     }
-    flush(ix, &mut group, &mut out);
+    end_thread(&mut group, &mut out, unknown, groups_here);
     if out.is_empty() {
         return None;
     }
@@ -51,8 +110,13 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     f.notes.push(if grouped == 0 {
         "steps found from CUDA-graph launches: each replay counted as one step (one full graph per step, as in full-graph decode: kind_guess decode)".to_owned()
     } else {
-        format!("steps found from CUDA-graph launches: back-to-back launches of different graphs with no host sync between them grouped into one step ({grouped} multi-launch step(s), piecewise graphs)")
+        format!("steps found from CUDA-graph launches: back-to-back launches with no host sync between them (and no graph replayed twice) grouped into one step ({grouped} multi-launch step(s), piecewise graphs)")
     });
+    if unsplit_threads > 0 {
+        f.notes.push(format!(
+            "{unsplit_threads} thread(s) launch CUDA graphs with no host sync between any two launches and the trace does not say which graph each replays: each launch counted as its own step"
+        ));
+    }
     Some(f)
 }
 
@@ -85,6 +149,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 kind_guess: Some(StepKind::Decode),
                 all_threads: false,
                 found_by: None,
+                no_tail: false,
             });
         }
         [first, .., last] => {
@@ -101,6 +166,7 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 kind_guess: None,
                 all_threads: false,
                 found_by: None,
+                no_tail: false,
             });
         }
     }

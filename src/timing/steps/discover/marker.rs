@@ -8,6 +8,22 @@ use crate::timing::stepname::{self, Marker};
 use super::{host_ranges, outermost, Found, Index};
 use crate::timing::steps::FoundBy;
 
+/// How many steps have context requests with no context-token count (none: `None`).
+fn untokened(f: &Found) -> Option<usize> {
+    let super::Items::Spans(c) = &f.items else {
+        return None;
+    };
+    let n = c
+        .iter()
+        .filter_map(|c| c.parsed.as_ref())
+        .filter(|p| {
+            let x = &p.composition.context;
+            x.requests.is_some_and(|r| r > 0) && x.sq.is_none()
+        })
+        .count();
+    (n > 0).then_some(n)
+}
+
 pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     let mut warnings = Vec::new();
     let mut engine = host_ranges(ix, |n| {
@@ -45,6 +61,11 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
         return Ok(None);
     }
     let mut f = Found::spans("engine", FoundBy::Marker, outermost(cands));
+    if let Some(n) = untokened(&f) {
+        f.notes.push(format!(
+            "{n} step(s) name context (prefill) requests but not their token count (TensorRT-LLM's older `_forward_step N: n ctx reqs, m gen reqs`, vLLM `execute_new_N_cached_M`): no floor can be priced for them (a prefill's floor scales with its tokens; --context is the decode KV length); TensorRT-LLM with `ctx tokens` in the name and vLLM ≥ 0.14 `execute_context_N(T)` carry it"
+        ));
+    }
     if !warnings.is_empty() {
         let n = warnings.len();
         warnings.truncate(5);

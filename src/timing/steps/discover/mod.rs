@@ -39,6 +39,9 @@ pub struct Candidate {
     /// How this one step was found, where it differs from the report's method (a sync
     /// segment that replays CUDA graphs).
     pub found_by: Option<FoundBy>,
+    /// No tail: the spans tile the thread's time (sync segments), so work launched after
+    /// the last one belongs to a step the capture cut, outside steps.
+    pub no_tail: bool,
 }
 
 impl Candidate {
@@ -55,6 +58,7 @@ impl Candidate {
             kind_guess: None,
             all_threads: false,
             found_by: None,
+            no_tail: false,
         }
     }
 }
@@ -79,6 +83,8 @@ pub struct Found {
     pub method: &'static str,
     pub found_by: FoundBy,
     pub hint: Option<String>,
+    /// The engine (and version range) the winning family identifies, for the headline.
+    pub detail: Option<&'static str>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
     pub items: Items,
@@ -90,6 +96,7 @@ impl Found {
             method,
             found_by,
             hint: None,
+            detail: None,
             notes: Vec::new(),
             warnings: Vec::new(),
             items: Items::Spans(c),

@@ -14,6 +14,16 @@ use crate::trace::RangeKind;
 use super::{outermost, Candidate, Found, Index};
 use crate::timing::steps::FoundBy;
 
+/// What each family says about the engine, for the headline (index = family).
+const ENGINE: [&str; 6] = [
+    "vLLM V1 without step annotation",
+    "vLLM V1 without step annotation",
+    "SGLang without step[…] annotation",
+    "SGLang without step[…] annotation",
+    "SGLang without step[…] annotation",
+    "SGLang ≤ 0.5.2 overlap thread, without step[…] annotation",
+];
+
 /// (file suffix before `.py(`, function) per family, in order of preference.
 const FAMILIES: [(&str, &str); 6] = [
     ("gpu_worker", "execute_model"),
@@ -46,7 +56,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     if py.is_empty() {
         return Ok(None);
     }
-    for fam in FAMILIES {
+    for (fi, fam) in FAMILIES.into_iter().enumerate() {
         let c: Vec<Candidate> = py
             .iter()
             .filter(|&&i| is_family(ix.trace.name(r.name_id[i]), fam))
@@ -71,6 +81,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
             continue;
         }
         let mut f = Found::spans("python", FoundBy::Python, c);
+        f.detail = Some(ENGINE[fi]);
         f.notes.push(format!(
             "steps are the python-stack spans of {}.py {} (outermost per thread): a heuristic, the engine wrote no step marker",
             fam.0, fam.1

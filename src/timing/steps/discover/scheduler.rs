@@ -23,9 +23,21 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     if c.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Found::spans(
-        "scheduler",
-        FoundBy::Scheduler,
-        outermost(c),
-    )))
+    let c = outermost(c);
+    let mut sglang = false;
+    let mut vllm = false;
+    for x in &c {
+        match x.name_id.map(|id| strip_emit_nvtx(t.name(id))) {
+            Some("scheduler.run_batch") => sglang = true,
+            Some(_) => vllm = true,
+            None => {}
+        }
+    }
+    let mut f = Found::spans("scheduler", FoundBy::Scheduler, c);
+    f.detail = match (sglang, vllm) {
+        (true, false) => Some("SGLang scheduler.run_batch"),
+        (false, true) => Some("vLLM custom profiling scopes"),
+        _ => None,
+    };
+    Ok(Some(f))
 }

@@ -7,9 +7,13 @@
 //! periods within ±50 % of the median (a prefill among decodes is an outlier, not
 //! instability); else discovery falls through.
 //!
-//! A segment that replays CUDA graphs is labelled `graphs` (one graph launch: a
-//! full-graph decode, kind_guess decode); an eager segment is labelled `sync` (SGLang
-//! under nsys: decode from graph launches, prefill from the sync points).
+//! The work before the first such sync is a step too when it holds at least half the
+//! median launches of a period (else it is a step the capture cut, left outside steps);
+//! the work after the last one never reached its closing sync and stays outside steps,
+//! unless CUDA-graph replays split it (below). Within any segment, a CUDA graph that replays a second time
+//! starts a new step (the graph grouping rule of `graphs`): SGLang under nsys blocks per
+//! extend but not per full-graph decode, so its prefill steps come from the syncs
+//! (`found_by sync`) and its decode steps from the graph launches (`found_by graphs`).
 
 use super::{Candidate, Found, Index};
 use crate::timing::stepname::StepKind;
@@ -69,18 +73,22 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     }
     let mut out = Vec::new();
     let mut sync_name = None;
+    let mut dropped_edges = 0usize;
+    let mut graph_steps = 0usize;
     for &(pid, tid, lo, hi, launches) in &best {
         if launches == 0 {
             continue;
         }
+        let calls = &t[lo..hi];
+        // Positions (in `calls`) of the syncs that close a step.
         let mut bounds: Vec<usize> = Vec::new();
         let mut launched = false;
-        for &ci in &t[lo..hi] {
+        for (p, &ci) in calls.iter().enumerate() {
             let i = ci as usize;
             if c.is_launch[i] != 0 {
                 launched = true;
             } else if launched && is_sync_call(ix.trace.name(c.name_id[i])) {
-                bounds.push(i);
+                bounds.push(p);
                 launched = false;
             }
         }
@@ -89,32 +97,107 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         }
         let mut periods: Vec<i64> = bounds
             .windows(2)
-            .map(|w| c.end_ns[w[1]].saturating_sub(c.end_ns[w[0]]))
+            .map(|w| c.end_ns[calls[w[1]] as usize].saturating_sub(c.end_ns[calls[w[0]] as usize]))
             .collect();
         if !stable(&mut periods) {
             continue;
         }
-        sync_name.get_or_insert_with(|| ix.trace.name(c.name_id[bounds[0]]).to_owned());
-        for w in bounds.windows(2) {
-            let (a, b) = (c.end_ns[w[0]], c.end_ns[w[1]]);
-            let graphs = ix
-                .calls_in(pid, tid, a, b)
+        let first = bounds[0];
+        let last = bounds[bounds.len() - 1];
+        sync_name.get_or_insert_with(|| ix.trace.name(c.name_id[calls[first] as usize]).to_owned());
+        let launches_in = |a: usize, b: usize| {
+            calls[a..b]
                 .iter()
-                .filter(|&&ci| is_graph_launch_call(ix.trace.name(c.name_id[ci as usize])))
-                .count();
-            out.push(Candidate {
-                pid,
-                tid,
-                start: a,
-                end: b,
-                name_id: None,
-                label: Some(format!("[between {}]", ix.trace.name(c.name_id[w[1]]))),
-                parsed: None,
-                exact_call: None,
-                kind_guess: (graphs == 1).then_some(StepKind::Decode),
-                all_threads: false,
-                found_by: (graphs > 0).then_some(FoundBy::Graphs),
-            });
+                .filter(|&&ci| c.is_launch[ci as usize] != 0)
+                .count()
+        };
+        // A period's launches, for judging the segments before the first sync and after
+        // the last one: a capture that starts or stops mid-step leaves a partial one.
+        let mut per: Vec<usize> = bounds
+            .windows(2)
+            .map(|w| launches_in(w[0] + 1, w[1] + 1))
+            .collect();
+        per.sort_unstable();
+        let median = per[per.len() / 2];
+        // Segments as position ranges [a, b) in `calls`, with their host window.
+        let end_of = |p: usize| c.end_ns[calls[p] as usize];
+        let start_of = |p: usize| c.start_ns[calls[p] as usize];
+        let mut segs: Vec<(usize, usize, i64, i64, bool)> = Vec::new();
+        segs.push((0, first + 1, start_of(0), end_of(first), true));
+        for w in bounds.windows(2) {
+            segs.push((w[0] + 1, w[1] + 1, end_of(w[0]), end_of(w[1]), false));
+        }
+        if last + 1 < calls.len() {
+            let tail_end = calls[last + 1..]
+                .iter()
+                .map(|&ci| c.end_ns[ci as usize])
+                .max()
+                .unwrap_or(end_of(last));
+            segs.push((last + 1, calls.len(), end_of(last), tail_end, true));
+        }
+        for (a, b, start, end, edge) in segs {
+            let sub = &calls[a..b];
+            let splits = super::graphs::repeat_splits(ix, sub);
+            if splits.is_empty() {
+                // The segment before the first sync is a step when it holds at least
+                // half a median period's launches; the one after the last sync never
+                // reached its closing sync (the capture stopped inside it).
+                let n = launches_in(a, b);
+                let trailing = edge && a > 0;
+                if edge && (n == 0 || 2 * n < median || trailing) {
+                    dropped_edges += usize::from(n > 0);
+                    continue;
+                }
+                let graphs = sub
+                    .iter()
+                    .filter(|&&ci| is_graph_launch_call(ix.trace.name(c.name_id[ci as usize])))
+                    .count();
+                out.push(segment(
+                    pid,
+                    tid,
+                    start,
+                    end,
+                    format!(
+                        "[between {}]",
+                        ix.trace.name(c.name_id[calls[first] as usize])
+                    ),
+                    (graphs == 1).then_some(StepKind::Decode),
+                    None,
+                ));
+                continue;
+            }
+            // A graph replayed twice with no sync between: each replay run is its own
+            // step (SGLang's full-graph decodes never block on the host).
+            let mut cuts: Vec<usize> = Vec::with_capacity(splits.len() + 2);
+            cuts.push(0);
+            cuts.extend_from_slice(&splits);
+            cuts.push(sub.len());
+            for (k, w) in cuts.windows(2).enumerate() {
+                let s = if k == 0 {
+                    start
+                } else {
+                    c.start_ns[sub[w[0]] as usize]
+                };
+                let e = if w[1] == sub.len() {
+                    end
+                } else {
+                    c.start_ns[sub[w[1]] as usize] - 1
+                };
+                let graphs = sub[w[0]..w[1]]
+                    .iter()
+                    .filter(|&&ci| is_graph_launch_call(ix.trace.name(c.name_id[ci as usize])))
+                    .count();
+                graph_steps += 1;
+                out.push(segment(
+                    pid,
+                    tid,
+                    s,
+                    e,
+                    format!("[{graphs} CUDA-graph launch(es)]"),
+                    (graphs == 1).then_some(StepKind::Decode),
+                    Some(FoundBy::Graphs),
+                ));
+            }
         }
     }
     if out.is_empty() {
@@ -125,7 +208,42 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         "steps found between recurring host syncs ({}) on each process's busiest launching thread: a heuristic",
         sync_name.unwrap_or_default()
     ));
+    if graph_steps > 0 {
+        f.notes.push(format!(
+            "{graph_steps} step(s) between syncs split where a CUDA graph replays again (found_by graphs): a heuristic"
+        ));
+    }
+    if dropped_edges > 0 {
+        f.notes.push(format!(
+            "{dropped_edges} partial step(s) left outside steps: before the first sync (under half a period's launches) or after the last one (no closing sync)"
+        ));
+    }
     Some(f)
+}
+
+fn segment(
+    pid: i64,
+    tid: i64,
+    start: i64,
+    end: i64,
+    label: String,
+    kind_guess: Option<StepKind>,
+    found_by: Option<FoundBy>,
+) -> Candidate {
+    Candidate {
+        pid,
+        tid,
+        start,
+        end,
+        name_id: None,
+        label: Some(label),
+        parsed: None,
+        exact_call: None,
+        kind_guess,
+        all_threads: false,
+        found_by,
+        no_tail: true,
+    }
 }
 
 #[cfg(test)]
