@@ -1016,9 +1016,12 @@ fn no_report_when_the_capture_range_never_opened_exit_4() {
 #[test]
 fn error_after_start_still_shuts_the_server_down() {
     let t = tmp();
+    // Ready only after a moment, so the server process has written its pid before the
+    // arming fails (on a loaded machine the failure could otherwise beat its first line).
     let eng = FakeEngine::start(Behaviour {
         vllm_profiler: Some("cuda"),
         pre_armed: true,
+        ready_after: Duration::from_millis(800),
         ..Behaviour::vllm()
     });
     let n = under_nsys(
