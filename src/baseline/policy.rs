@@ -146,7 +146,23 @@ impl Default for Policy {
     }
 }
 
+/// A step metric the policy does not list: reported with a 3% relative threshold, never
+/// gated (a new metric must not fail gates recorded before it existed).
+pub const UNLISTED_METRIC: Threshold = Threshold {
+    rel: 0.03,
+    abs: 0.0,
+    gate: false,
+};
+
 impl Policy {
+    /// The threshold for one step metric: the policy's entry, else [`UNLISTED_METRIC`].
+    pub fn metric_threshold(&self, metric_name: &str) -> Threshold {
+        self.metrics
+            .get(metric_name)
+            .copied()
+            .unwrap_or(UNLISTED_METRIC)
+    }
+
     /// The threshold for one kernel: first `[[kernel]]` rule that matches, else its
     /// category's rule, else the kernel default. None: ignored (`gate = false` still
     /// reports; this is the resolved threshold in every case).
