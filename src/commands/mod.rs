@@ -11,6 +11,7 @@ pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
 pub mod numbers;
+pub mod stepflags;
 pub mod steps;
 
 use std::path::Path;
@@ -35,7 +36,7 @@ pub fn run(cli: Cli) -> Result<u8> {
 
 /// The files a step-finding command reads besides its report (categories, launch-cost
 /// probe, model config): no output may overwrite one of them.
-pub(crate) fn step_inputs(f: &steps::StepFlags) -> Vec<&Path> {
+pub(crate) fn step_inputs(f: &stepflags::StepFlags) -> Vec<&Path> {
     [
         f.categories.as_deref(),
         f.launch_cost.as_deref(),
