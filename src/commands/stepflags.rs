@@ -8,6 +8,7 @@ use regex::Regex;
 
 use crate::attribution::{self, LaunchCost};
 use crate::categories::Categorizer;
+use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags, Pricing};
 use crate::exit::{Error, Result};
 use crate::timing::stepname::StepKind;
 use crate::timing::steps::{self, StepOptions, StepSource, StepsReport};
@@ -37,7 +38,13 @@ pub struct StepFlags {
     #[arg(long)]
     pub categories: Option<PathBuf>,
     #[command(flatten)]
-    pub floor: crate::commands::floorflags::FloorFlags,
+    pub floor: ModelFlags,
+    /// Requests per step, for steps whose names do not say (graphs, gaps, regex).
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag)]
+    pub batch: Option<u64>,
+    /// Context per request (keys attended, new token included) when names lack ΣN_KV.
+    #[arg(long, allow_negative_numbers = true, value_parser = context_flag)]
+    pub context: Option<u64>,
 }
 
 /// `--kind`.
@@ -95,6 +102,11 @@ impl StepFlags {
             gap_threshold_ns: (self.gap_us * 1e3) as i64,
             top_kernels: top,
         })
+    }
+
+    /// The model and GPU to price steps against, or None without a model.
+    pub fn pricing(&self, trace: &Trace) -> Result<Option<Pricing>> {
+        crate::commands::floorflags::pricing(&self.floor, self.batch, self.context, trace)
     }
 
     /// The per-launch cost: measured (flag or probe file) or the cited default.
@@ -165,7 +177,7 @@ pub fn steps_of(
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
     }
     let cost = flags.launch_cost()?;
-    match flags.floor.pricing(trace)? {
+    match flags.pricing(trace)? {
         Some(p) => {
             attribution::attribute_all(&mut r, &|s| p.floor_of(s), &cost);
             let priced = r
@@ -185,6 +197,19 @@ pub fn steps_of(
         None => attribution::attribute_all(&mut r, &|_| None, &cost),
     }
     Ok(r)
+}
+
+/// The files a step-finding command reads besides its report (categories, launch-cost
+/// probe, model config): no output may overwrite one of them.
+pub(crate) fn step_inputs(f: &StepFlags) -> Vec<&Path> {
+    [
+        f.categories.as_deref(),
+        f.launch_cost.as_deref(),
+        f.floor.model_config.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Load categories from the optional user file.
