@@ -8,7 +8,7 @@ use crate::attribution::FloorInput;
 use crate::commands::floor::MAX_HBM_TB_S;
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
-use crate::roofline::floor::{step_floor, Bound, FloorOptions, StepComposition};
+use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};
 use crate::roofline::model::{ModelSpec, MoeRouting};
 use crate::roofline::options::{GpuOptions, ModelOptions};
@@ -242,10 +242,7 @@ impl Pricing {
             floor_ns: f.floor_ns,
             total_bytes: f.total_bytes,
             flops: f.flops,
-            bound: match f.bound {
-                Bound::Memory => "memory".to_owned(),
-                Bound::Compute => "compute".to_owned(),
-            },
+            bound: f.bound,
         })
     }
 }

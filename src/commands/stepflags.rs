@@ -124,7 +124,7 @@ impl StepFlags {
             });
         }
         if let Some(p) = &self.launch_cost {
-            let c = crate::probe::LaunchCost::from_file(p)?;
+            let c = crate::probe::MeasuredLaunchCost::from_file(p)?;
             return Ok(LaunchCost {
                 per_launch_ns: c.per_launch_ns,
                 source: c.label(),
