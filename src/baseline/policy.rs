@@ -366,6 +366,17 @@ mod tests {
     }
 
     #[test]
+    fn an_unlisted_metric_is_reported_not_gated() {
+        let p = Policy::default();
+        assert_eq!(
+            p.metric_threshold(metric::WALL_NS),
+            Threshold::new(0.03, 20_000.0)
+        );
+        let t = p.metric_threshold("tokens_per_s");
+        assert_eq!((t.rel, t.abs, t.gate), (0.03, 0.0, false));
+    }
+
+    #[test]
     fn rules_take_precedence_in_order() {
         let p = Policy::from_str(
             r#"
