@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::roofline::floor::Bound;
 use crate::timing::steps::Step;
 
 /// Gap share of wall above which the GPU lane counts as gappy.
@@ -19,7 +20,8 @@ pub const DOMINANT_FRACTION: f64 = 0.5;
 /// Busy time within this factor of the floor is at the memory roof.
 pub const AT_ROOF_FACTOR: f64 = 1.3;
 
-/// The per-launch cost used, and where it came from.
+/// The per-launch cost attribution prices with, and where it came from (cited, given, or a
+/// [`crate::probe::MeasuredLaunchCost`] read from a probe file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchCost {
     pub per_launch_ns: f64,
@@ -43,15 +45,16 @@ pub struct FloorInput {
     pub floor_ns: f64,
     pub total_bytes: f64,
     pub flops: f64,
-    /// `memory` or `compute`.
-    pub bound: String,
+    /// Which roof binds (`memory` or `compute` in JSON).
+    pub bound: Bound,
 }
 
 /// Where a step's time went relative to its floor (all derived from measured + floor).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FloorAttribution {
     pub floor_ns: f64,
-    pub bound: String,
+    /// Which roof binds (`memory` or `compute` in JSON).
+    pub bound: Bound,
     /// wall − floor.
     pub residual_ns: f64,
     /// The part of the residual with the GPU idle inside the step.
@@ -145,7 +148,7 @@ pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> 
     };
     let fa = floor.map(|f| FloorAttribution {
         floor_ns: f.floor_ns,
-        bound: f.bound.clone(),
+        bound: f.bound,
         residual_ns: wall as f64 - f.floor_ns,
         gap_ns: gap as f64,
         kernel_excess_ns: step.busy_ns as f64 - f.floor_ns,

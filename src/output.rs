@@ -326,7 +326,7 @@ pub fn print(s: &str) -> Result<()> {
     print_to(&mut std::io::stdout().lock(), s)
 }
 
-/// [`print`] on any writer (the tests use a failing one).
+/// [`print()`] on any writer (the tests use a failing one).
 pub fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
     match w.write_all(s.as_bytes()).and_then(|()| w.flush()) {
         Ok(()) => Ok(()),

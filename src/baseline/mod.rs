@@ -2,7 +2,7 @@
 //! `diff`: the sample model, its versioned file, the statistics, the policy and the verdict.
 //!
 //! Flow: a report becomes a [`Baseline`] (per-step samples grouped by step kind and batch
-//! size) through [`samples_from_steps`]; two baselines meet in [`compare`] under a
+//! size) through [`samples_from_steps`]; two baselines meet in [`compare()`] under a
 //! [`Policy`]; `report::gate` renders the [`Comparison`].
 
 pub mod compare;

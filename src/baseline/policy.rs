@@ -146,7 +146,23 @@ impl Default for Policy {
     }
 }
 
+/// A step metric the policy does not list: reported with a 3% relative threshold, never
+/// gated (a new metric must not fail gates recorded before it existed).
+pub const UNLISTED_METRIC: Threshold = Threshold {
+    rel: 0.03,
+    abs: 0.0,
+    gate: false,
+};
+
 impl Policy {
+    /// The threshold for one step metric: the policy's entry, else [`UNLISTED_METRIC`].
+    pub fn metric_threshold(&self, metric_name: &str) -> Threshold {
+        self.metrics
+            .get(metric_name)
+            .copied()
+            .unwrap_or(UNLISTED_METRIC)
+    }
+
     /// The threshold for one kernel: first `[[kernel]]` rule that matches, else its
     /// category's rule, else the kernel default. None: ignored (`gate = false` still
     /// reports; this is the resolved threshold in every case).
@@ -347,6 +363,17 @@ mod tests {
         assert_eq!(p.kernel, Threshold::new(0.10, 5_000.0));
         assert_eq!(p.new_kernel_share, 0.01);
         assert_eq!((p.resamples, p.min_samples), (10_000, 10));
+    }
+
+    #[test]
+    fn an_unlisted_metric_is_reported_not_gated() {
+        let p = Policy::default();
+        assert_eq!(
+            p.metric_threshold(metric::WALL_NS),
+            Threshold::new(0.03, 20_000.0)
+        );
+        let t = p.metric_threshold("tokens_per_s");
+        assert_eq!((t.rel, t.abs, t.gate), (0.03, 0.0, false));
     }
 
     #[test]

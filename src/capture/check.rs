@@ -17,12 +17,12 @@ pub fn vllm_profiler(argv: &[String]) -> Option<String> {
             return Some(v.to_owned());
         }
         if a == "--profiler-config.profiler" {
-            return it.peek().map(|s| s.to_string());
+            return it.peek().map(|s| (*s).clone());
         }
         let json = if let Some(v) = a.strip_prefix("--profiler-config=") {
             Some(v.to_owned())
         } else if a == "--profiler-config" {
-            it.peek().map(|s| s.to_string())
+            it.peek().map(|s| (*s).clone())
         } else {
             None
         };

@@ -29,21 +29,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
-    pub step: crate::commands::steps::StepFlags,
+    pub step: crate::commands::stepflags::StepFlags,
     /// Also write a self-contained HTML report with charts (busy/idle, categories).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Leave step finding out (faster on huge reports when only kernels matter).
     #[arg(long)]
     pub no_steps: bool,
-}
-
-/// Load categories from the optional user file.
-pub fn categorizer(path: Option<&PathBuf>) -> Result<Categorizer> {
-    match path {
-        Some(p) => Categorizer::with_user_file(p),
-        None => Ok(Categorizer::default()),
-    }
 }
 
 /// Analyse a loaded trace: per-device summaries, optionally one device.
@@ -77,15 +69,15 @@ pub fn run(args: &Args) -> Result<u8> {
             inputs.extend(crate::commands::step_inputs(&args.step));
             inputs
         })?;
-    let cats = categorizer(args.step.categories.as_ref())?;
+    let cats = crate::commands::stepflags::categorizer(args.step.categories.as_ref())?;
     let trace = if args.no_steps {
         crate::source::load_with(&args.report, &crate::source::LoadOptions::ops_only())?
     } else {
-        crate::commands::steps::load_for_steps(&args.report, &args.step)?
+        crate::commands::stepflags::load_for_steps(&args.report, &args.step)?
     };
     let mut analysis = analyze_trace(&trace, &cats, args.device)?;
     if !args.no_steps {
-        let mut r = crate::commands::steps::steps_of(&trace, &args.step, &cats, 5)?;
+        let mut r = crate::commands::stepflags::steps_of(&trace, &args.step, &cats, 5)?;
         if let Some(d) = args.device {
             r.steps.retain(|s| s.device == Some(d));
         }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::baseline::{read_baseline, samples_from_steps, write_baseline, Baseline, BaselineMeta};
-use crate::commands::steps::{steps_of, StepFlags};
+use crate::commands::stepflags::{steps_of, StepFlags};
 use crate::exit::{Error, Result};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
@@ -13,9 +13,9 @@ use crate::trace::SourceFormat;
 
 /// Load a report, find and price its steps, and turn them into a baseline.
 pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
-    let trace = crate::commands::steps::load_for_steps(path, flags)?;
+    let trace = crate::commands::stepflags::load_for_steps(path, flags)?;
     crate::source::print_warnings(&trace);
-    let cats = crate::commands::analyze::categorizer(flags.categories.as_ref())?;
+    let cats = crate::commands::stepflags::categorizer(flags.categories.as_ref())?;
     let report = steps_of(&trace, flags, &cats, 5)?;
     if report.steps.len() == report.steps_without_gpu_work {
         return Err(Error::input(format!(

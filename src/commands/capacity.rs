@@ -98,14 +98,15 @@ fn validate(args: &Args) -> Result<()> {
 
 pub fn run(args: &Args) -> Result<u8> {
     validate(args)?;
-    let m = args.mg.model()?;
-    let g = args.mg.gpu()?;
-    if args.mg.pp != 1 {
+    let parts = args.mg.into_parts()?;
+    let m = parts.model.resolve()?;
+    let g = parts.gpu.resolve()?;
+    if parts.floor.pp != 1 {
         return Err(Error::input(
             "capacity models tensor parallelism only; pass --pp 1 (use --tp for multi-GPU replicas)",
         ));
     }
-    let tp = args.mg.tp;
+    let tp = parts.floor.tp;
     let cell = m.kv_cell_bytes(tp, 1);
     let kv_pool_tokens = match (args.kv_pool_tokens, args.kv_pool_gib) {
         (Some(t), _) => t,
@@ -135,7 +136,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let opts = FloorOptions {
         tp,
         pp: 1,
-        moe_routing: args.mg.moe_routing,
+        moe_routing: parts.floor.moe_routing,
         include_kv_write: false,
     };
     let weights = m.streamed_weight_bytes(b_guess, opts.moe_routing, tp, 1);
@@ -164,12 +165,12 @@ pub fn run(args: &Args) -> Result<u8> {
         model: m.name.clone(),
         gpu: g.key.to_owned(),
         gpu_source: g.source.to_owned(),
-        hbm_basis: if args.mg.hbm_tb_s.is_some() {
+        hbm_basis: if parts.gpu.hbm_bytes_per_s.is_some() {
             "input"
         } else {
             "cited"
         },
-        peak_basis: if args.mg.peak_tflops.is_some() {
+        peak_basis: if parts.gpu.peak_flops_per_s.is_some() {
             "input"
         } else {
             "cited"

@@ -249,7 +249,8 @@ pub fn run(args: &Args) -> Result<u8> {
     args.then_argv(std::path::Path::new("-"))?;
     interrupt::install();
     let summary = flow::run(&cfg, &mut |line| eprintln!("capture: {line}"))?;
-    print!("{}", render::render(&summary, args.format));
+    // Through output::print: a closed pipe (`… | head`) is not a panic.
+    crate::output::print(&render::render(&summary, args.format))?;
     let Some(sqlite) = &summary.sqlite else {
         return Ok(crate::exit::OK);
     };

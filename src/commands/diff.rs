@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::baseline::{compare, compare_unchecked, load_side};
 use crate::commands::baseline::baseline_from_report;
 use crate::commands::gate::{load_policy, write_outputs};
-use crate::commands::steps::StepFlags;
+use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::Format;

@@ -1,16 +1,14 @@
 //! `stepgate floor`: the analytic roofline floor of one decode step (no trace needed).
-//! Also holds the model/GPU flags `capacity` shares.
+//! Also holds the raw model/GPU overrides `capacity` shares ([`ModelGpuArgs`]).
 
-use std::path::PathBuf;
-
-use crate::commands::floorflags::{batch_flag, context_flag, pp_flag, tp_flag};
+use crate::commands::floorflags::{batch_flag, context_flag, pp_flag, ModelFlags};
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::report::floor::{weight_dtype_name, ModelGeometry};
 use crate::report::Format;
 use crate::roofline::floor::{decode_floor, DecodePoint, FloorOptions};
-use crate::roofline::gpu::{self, GpuSpec};
-use crate::roofline::model::{self, ModelSpec, MoeRouting, WeightDtype};
+use crate::roofline::model::{self, ModelSpec};
+use crate::roofline::options::{GpuOptions, ModelOptions};
 use crate::roofline::{hfconfig, CITED_LAUNCH_NS, DEFAULT_LAUNCHES};
 
 const EXAMPLE: &str = "\
@@ -28,30 +26,15 @@ a100-40gb a100-80gb (a100-80) a100-80gb-pcie a10g l4 l40s rtx-4090 b200 mi300x m
 Models: llama-3-8b llama-3.1-8b llama-3-70b llama-2-7b mistral-7b mixtral-8x7b qwen2.5-7b
 qwen3-0.6b qwen3-8b qwen3-30b-a3b gemma-2-9b gemma-3-12b deepseek-v2-lite deepseek-v3 kimi-k2.";
 
-/// Model and GPU selection shared by `floor` and `capacity`.
+/// Model and GPU selection of `floor` and `capacity`: the shared model and GPU flags, and
+/// raw geometry and roof overrides only these two take.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelGpuArgs {
-    /// Model preset (default llama-3-8b, the seeds' operating point).
-    #[arg(long, conflicts_with = "model_config")]
-    pub model: Option<String>,
-    /// A Hugging Face config.json to read the geometry from.
-    #[arg(long, value_name = "PATH")]
-    pub model_config: Option<PathBuf>,
-    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x.
-    #[arg(long, alias = "card", default_value = "h100-sxm")]
-    pub gpu: String,
-    /// Weight storage: bf16, fp16, fp8, int8, int4 (group 128 scales), int4-gN, mxfp4.
-    #[arg(long)]
-    pub weight_dtype: Option<String>,
-    /// KV-cache dtype: bf16 or fp8.
-    #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
-    pub kv_dtype: Option<String>,
+    #[command(flatten)]
+    pub common: ModelFlags,
     /// Bytes per KV element (overrides --kv-dtype).
     #[arg(long, allow_negative_numbers = true)]
     pub kv_dtype_bytes: Option<f64>,
-    /// Tensor-parallel degree: per-GPU bytes and FLOPs.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
-    pub tp: u32,
     /// Pipeline-parallel degree (the last stage: layers/pp plus lm_head).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag)]
     pub pp: u32,
@@ -70,16 +53,20 @@ pub struct ModelGpuArgs {
     /// Override the head dimension d_h.
     #[arg(long, allow_negative_numbers = true, value_parser = head_dim_flag)]
     pub head_dim: Option<u64>,
-    /// HBM bandwidth in TB/s; a measured number beats the datasheet.
-    #[arg(long, allow_negative_numbers = true)]
-    pub hbm_tb_s: Option<f64>,
     /// Peak dense tensor TFLOP/s; a measured number beats the datasheet.
     #[arg(long, allow_negative_numbers = true)]
     pub peak_tflops: Option<f64>,
-    /// How a step's tokens spread over MoE experts: uniform (expected count), spread
-    /// (min(B·k, E), vLLM's convention) or packed (k, the lower bound).
-    #[arg(long, value_enum, default_value_t = MoeRouting::Uniform)]
-    pub moe_routing: MoeRouting,
+}
+
+/// The GPU `floor` and `capacity` price when `--gpu` is not given.
+pub const DEFAULT_GPU: &str = "h100-sxm";
+
+/// The model/GPU flags as plain library options, checked once (inferno's `into_parts`).
+#[derive(Debug, Clone)]
+pub struct Parts {
+    pub model: ModelOptions,
+    pub gpu: GpuOptions,
+    pub floor: FloorOptions,
 }
 
 /// Upper bounds for the real-valued model and GPU flags: ten times beyond any part or
@@ -130,82 +117,53 @@ fn launches_flag(s: &str) -> std::result::Result<u64, String> {
 }
 
 impl ModelGpuArgs {
-    /// The model with every override applied.
-    pub fn model(&self) -> Result<ModelSpec> {
-        let mut m = match (&self.model, &self.model_config) {
-            (_, Some(p)) => hfconfig::load(p)?,
-            (Some(n), None) => model::preset(n).ok_or_else(|| {
-                let keys: Vec<_> = model::preset_keys().iter().map(|(k, _)| *k).collect();
-                Error::input(format!(
-                    "unknown model `{n}`; use one of {} or --model-config PATH",
-                    keys.join(", ")
-                ))
-            })?,
-            (None, None) => model::preset("llama-3-8b").expect("built-in preset"),
-        };
-        if let Some(w) = &self.weight_dtype {
-            m.weight_dtype = WeightDtype::parse(w)?;
-        }
-        if let Some(k) = &self.kv_dtype {
-            m.kv_dtype_bytes = if k == "fp8" { 1.0 } else { 2.0 };
-        }
+    /// Check the numbers and convert the flags into plain options.
+    pub fn into_parts(&self) -> Result<Parts> {
+        let f = &self.common;
+        let mut model = f.model_options();
         if let Some(b) = self.kv_dtype_bytes {
-            m.kv_dtype_bytes = numbers::real("--kv-dtype-bytes", "bytes", b, MAX_KV_DTYPE_BYTES)?;
+            model.kv_dtype_bytes = Some(numbers::real(
+                "--kv-dtype-bytes",
+                "bytes",
+                b,
+                MAX_KV_DTYPE_BYTES,
+            )?);
         }
-        if let Some(l) = self.layers {
-            m.layers = l;
-            m.swa_layers = m.swa_layers.min(l);
-            if let Some(moe) = &mut m.moe {
-                moe.moe_layers = moe.moe_layers.min(l);
-            }
-        }
-        // The value parsers refuse 0 for both; a zero here would price attention at nothing.
-        if let Some(h) = self.kv_heads {
-            m.kv_heads = h;
-        }
-        if let Some(d) = self.head_dim {
-            m.head_dim = d;
-        }
-
-        if let Some(w) = self.weights_gb {
-            m.overrides.weights_bytes =
-                Some(numbers::real("--weights-gb", "GB", w, MAX_WEIGHTS_GB)? * 1e9);
-        }
-        if let Some(p) = self.params_b {
-            m.overrides.params_streamed =
-                Some(numbers::real("--params-b", "billion parameters", p, MAX_PARAMS_B)? * 1e9);
-        }
-        let raw = [self.weights_gb, self.params_b].iter().any(Option::is_some)
-            || [self.layers, self.kv_heads, self.head_dim]
-                .iter()
-                .any(Option::is_some);
-        if raw {
-            m.name.push_str(" (raw overrides)");
-        }
-        if self.tp == 0 || self.pp == 0 {
+        // The value parsers refuse 0 for these; a zero would price attention at nothing.
+        model.layers = self.layers;
+        model.kv_heads = self.kv_heads;
+        model.head_dim = self.head_dim;
+        model.weights_bytes =
+            numbers::real_opt("--weights-gb", "GB", self.weights_gb, MAX_WEIGHTS_GB)?
+                .map(|w| w * 1e9);
+        model.params_streamed = numbers::real_opt(
+            "--params-b",
+            "billion parameters",
+            self.params_b,
+            MAX_PARAMS_B,
+        )?
+        .map(|p| p * 1e9);
+        if f.tp == 0 || self.pp == 0 {
             return Err(Error::input("--tp and --pp must be at least 1"));
         }
-        Ok(m)
-    }
-
-    /// The GPU with --hbm-tb-s / --peak-tflops applied.
-    pub fn gpu(&self) -> Result<GpuSpec> {
-        let mut g = gpu::lookup(&self.gpu).ok_or_else(|| {
-            Error::input(format!(
-                "unknown GPU `{}`; use one of {} (or pass --hbm-tb-s and --peak-tflops)",
-                self.gpu,
-                GpuSpec::keys().join(", ")
-            ))
-        })?;
-        if let Some(b) = self.hbm_tb_s {
-            g.hbm_bytes_per_s = numbers::real("--hbm-tb-s", "TB/s", b, MAX_HBM_TB_S)? * 1e12;
-        }
-        if let Some(p) = self.peak_tflops {
-            let p = numbers::real("--peak-tflops", "TFLOP/s", p, MAX_PEAK_TFLOPS)? * 1e12;
-            g.bf16_flops_per_s = p;
-            g.fp8_flops_per_s = Some(p);
-        }
-        Ok(g)
+        let gpu = GpuOptions {
+            key: f.gpu.clone().unwrap_or_else(|| DEFAULT_GPU.to_owned()),
+            hbm_bytes_per_s: f.hbm_bytes_per_s()?,
+            peak_flops_per_s: numbers::real_opt(
+                "--peak-tflops",
+                "TFLOP/s",
+                self.peak_tflops,
+                MAX_PEAK_TFLOPS,
+            )?
+            .map(|p| p * 1e12),
+        };
+        let floor = FloorOptions {
+            tp: f.tp,
+            pp: self.pp,
+            moe_routing: f.moe_routing,
+            include_kv_write: true,
+        };
+        Ok(Parts { model, gpu, floor })
     }
 }
 
@@ -236,12 +194,13 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut m = args.mg.model()?;
+    let parts = args.mg.into_parts()?;
+    let mut m = parts.model.resolve()?;
     if args.disable_sliding_window {
         m.sliding_window = None;
         m.swa_layers = 0;
     }
-    let g = args.mg.gpu()?;
+    let g = parts.gpu.resolve()?;
     let cost_ns = match args.launch_cost_us {
         Some(us) => numbers::real("--launch-cost-us", "µs", us, MAX_LAUNCH_COST_US)? * 1e3,
         None => CITED_LAUNCH_NS,
@@ -252,24 +211,18 @@ pub fn run(args: &Args) -> Result<u8> {
         launches: args.launches,
         launch_cost_ns: cost_ns,
         launch_cost_measured: args.launch_cost_us.is_some(),
-        hbm_overridden: args.mg.hbm_tb_s.is_some(),
-        peak_overridden: args.mg.peak_tflops.is_some(),
+        hbm_overridden: parts.gpu.hbm_bytes_per_s.is_some(),
+        peak_overridden: parts.gpu.peak_flops_per_s.is_some(),
     };
-    let opts = FloorOptions {
-        tp: args.mg.tp,
-        pp: args.mg.pp,
-        moe_routing: args.mg.moe_routing,
-        include_kv_write: true,
-    };
-    let r = decode_floor(&m, &g, &point, &opts);
-    let geometry = geometry(&args.mg, &m, args.disable_sliding_window)?;
+    let r = decode_floor(&m, &g, &point, &parts.floor);
+    let geometry = geometry(&parts.model, &m, args.disable_sliding_window)?;
     crate::output::print(&crate::report::floor::render(&r, &geometry, args.format))?;
     Ok(crate::exit::OK)
 }
 
 /// The config the model was read from: the `--model-config` file or the preset's excerpt.
-fn config_value(mg: &ModelGpuArgs) -> Result<serde_json::Value> {
-    if let Some(p) = &mg.model_config {
+fn config_value(mo: &ModelOptions) -> Result<serde_json::Value> {
+    if let Some(p) = &mo.config {
         let text = std::fs::read_to_string(p).map_err(|e| {
             Error::input(format!(
                 "cannot read model config {}: {e}; pass the path of a Hugging Face config.json",
@@ -283,24 +236,16 @@ fn config_value(mg: &ModelGpuArgs) -> Result<serde_json::Value> {
             ))
         });
     }
-    let key = mg.model.as_deref().unwrap_or("llama-3-8b");
+    let key = mo.preset_key();
     model::preset_config(key)
         .ok_or_else(|| Error::input(format!("unknown model `{key}`; see stepgate floor --help")))
 }
 
 /// What stepgate resolved, for the JSON `model` object.
-fn geometry(mg: &ModelGpuArgs, m: &ModelSpec, no_window: bool) -> Result<ModelGeometry> {
-    let cfg = config_value(mg)?;
-    let overridden = [mg.layers, mg.kv_heads, mg.head_dim]
-        .iter()
-        .any(Option::is_some)
-        || mg.weights_gb.is_some()
-        || mg.params_b.is_some()
-        || mg.weight_dtype.is_some()
-        || mg.kv_dtype.is_some()
-        || mg.kv_dtype_bytes.is_some()
-        || no_window;
-    let source = match (&mg.model_config, overridden) {
+fn geometry(mo: &ModelOptions, m: &ModelSpec, no_window: bool) -> Result<ModelGeometry> {
+    let cfg = config_value(mo)?;
+    let overridden = mo.overridden() || no_window;
+    let source = match (&mo.config, overridden) {
         (Some(_), false) => "config.json",
         (Some(_), true) => "config.json + overrides",
         (None, false) => "preset",
@@ -328,7 +273,7 @@ fn geometry(mg: &ModelGpuArgs, m: &ModelSpec, no_window: bool) -> Result<ModelGe
         mla: m.mla.clone(),
         weight_dtype: weight_dtype_name(m.weight_dtype),
         bytes_per_weight: m.weight_dtype.bytes_per_param(),
-        vllm_bytes_per_weight: if mg.weight_dtype.is_some() {
+        vllm_bytes_per_weight: if mo.weight_dtype.is_some() {
             None
         } else {
             hfconfig::vllm_resolve(&cfg, no_window)

@@ -1,51 +1,74 @@
-//! Model and GPU flags shared by `steps`, `gate`, `baseline` and `diff`: turning a step's
+//! The model and GPU flags every pricing command shares (defined once, converted into the
+//! plain [`crate::roofline::options`]), and the step commands' pricing: turning a step's
 //! parsed batch composition into its own roofline floor.
 
+use std::path::PathBuf;
+
 use crate::attribution::FloorInput;
-use crate::commands::floor::ModelGpuArgs;
 use crate::commands::floor::MAX_HBM_TB_S;
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
-use crate::roofline::floor::{step_floor, Bound, FloorOptions, StepComposition};
+use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};
 use crate::roofline::model::{ModelSpec, MoeRouting};
+use crate::roofline::options::{GpuOptions, ModelOptions};
 use crate::timing::stepname::BatchComposition;
 use crate::timing::steps::Step;
 use crate::trace::Trace;
 
-/// `--model …` and friends; the floor is priced only when a model is given.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct FloorFlags {
-    /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3): enables per-step floors.
+/// The model and GPU flags, defined once: `floor` and `capacity` flatten them beside their
+/// raw geometry overrides ([`crate::commands::floor::ModelGpuArgs`]), the step commands
+/// beside `--batch`/`--context` ([`crate::commands::stepflags::StepFlags`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelFlags {
+    /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3). `floor` and `capacity`
+    /// default to llama-3-8b; the step commands price floors only when a model is given.
     #[arg(long, conflicts_with = "model_config")]
     pub model: Option<String>,
-    /// A Hugging Face config.json instead of a preset.
+    /// A Hugging Face config.json to read the geometry from, instead of a preset.
     #[arg(long, value_name = "PATH")]
-    pub model_config: Option<std::path::PathBuf>,
-    /// GPU preset; default: the GPU the report names.
-    #[arg(long)]
+    pub model_config: Option<PathBuf>,
+    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x. Default: h100-sxm for `floor`
+    /// and `capacity`, the GPU the report names for the step commands.
+    #[arg(long, alias = "card")]
     pub gpu: Option<String>,
-    /// Requests per step, for steps whose names do not say (graphs, gaps, regex).
-    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag)]
-    pub batch: Option<u64>,
-    /// Context per request (keys attended, new token included) when names lack ΣN_KV.
-    #[arg(long, allow_negative_numbers = true, value_parser = context_flag)]
-    pub context: Option<u64>,
-    /// Tensor-parallel degree.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
-    pub tp: u32,
-    /// Weight storage: bf16, fp16, fp8, int8, int4, mxfp4.
+    /// Weight storage: bf16, fp16, fp8, int8, int4 (group 128 scales), int4-gN, mxfp4.
     #[arg(long)]
     pub weight_dtype: Option<String>,
     /// KV-cache dtype.
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
     pub kv_dtype: Option<String>,
-    /// HBM bandwidth in TB/s (a measured number beats the datasheet).
+    /// Tensor-parallel degree: per-GPU bytes and FLOPs.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
+    pub tp: u32,
+    /// HBM bandwidth in TB/s; a measured number beats the datasheet.
     #[arg(long, allow_negative_numbers = true)]
     pub hbm_tb_s: Option<f64>,
-    /// MoE expert routing model for the weight bytes.
+    /// How a step's tokens spread over MoE experts: uniform (expected count), spread
+    /// (min(B·k, E), vLLM's convention) or packed (k, the lower bound).
     #[arg(long, value_enum, default_value_t = MoeRouting::Uniform)]
     pub moe_routing: MoeRouting,
+}
+
+impl ModelFlags {
+    /// The model these flags name, as plain options (no raw geometry overrides).
+    pub fn model_options(&self) -> ModelOptions {
+        ModelOptions {
+            preset: self.model.clone(),
+            config: self.model_config.clone(),
+            weight_dtype: self.weight_dtype.clone(),
+            kv_dtype_bytes: self
+                .kv_dtype
+                .as_deref()
+                .map(|k| if k == "fp8" { 1.0 } else { 2.0 }),
+            ..ModelOptions::default()
+        }
+    }
+
+    /// `--hbm-tb-s`, checked, in bytes/s.
+    pub fn hbm_bytes_per_s(&self) -> Result<Option<f64>> {
+        Ok(numbers::real_opt("--hbm-tb-s", "TB/s", self.hbm_tb_s, MAX_HBM_TB_S)?.map(|b| b * 1e12))
+    }
 }
 
 /// `--batch`: requests per step, 1 ..= [`numbers::MAX_BATCH`].
@@ -80,76 +103,68 @@ pub struct Pricing {
     pub basis: String,
 }
 
-impl FloorFlags {
-    /// The pricing, or None without `--model`/`--model-config`.
-    pub fn pricing(&self, trace: &Trace) -> Result<Option<Pricing>> {
-        if self.model.is_none() && self.model_config.is_none() {
-            return Ok(None);
-        }
-        let report_gpu = trace.devices.iter().find_map(|d| d.name.clone());
-        let (gpu_key, gpu_from) = match (&self.gpu, &report_gpu) {
-            (Some(g), _) => (g.clone(), "--gpu"),
-            (None, Some(name)) => match gpu::from_report_name(name) {
-                Some(g) => (g.key.to_owned(), "named by the report"),
-                None => {
-                    return Err(Error::input(format!(
-                        "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
-                    )))
-                }
-            },
-            (None, None) => {
-                return Err(Error::input(
-                    "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",
-                ))
-            }
-        };
-        numbers::real_opt("--hbm-tb-s", "TB/s", self.hbm_tb_s, MAX_HBM_TB_S)?;
-        let mg = ModelGpuArgs {
-            model: self.model.clone(),
-            model_config: self.model_config.clone(),
-            gpu: gpu_key,
-            weight_dtype: self.weight_dtype.clone(),
-            kv_dtype: self.kv_dtype.clone(),
-            kv_dtype_bytes: None,
-            tp: self.tp,
-            pp: 1,
-            weights_gb: None,
-            params_b: None,
-            layers: None,
-            kv_heads: None,
-            head_dim: None,
-            hbm_tb_s: self.hbm_tb_s,
-            peak_tflops: None,
-            moe_routing: self.moe_routing,
-        };
-        let model = mg.model()?;
-        let gpu = mg.gpu()?;
-        let basis = format!(
-            "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} — derived",
-            model.name,
-            gpu.name,
-            gpu.hbm_bytes_per_s / 1e12,
-            if self.hbm_tb_s.is_some() {
-                "given"
-            } else {
-                "cited"
-            },
-            self.tp
-        );
-        Ok(Some(Pricing {
-            model,
-            gpu,
-            opts: FloorOptions {
-                tp: self.tp,
-                pp: 1,
-                moe_routing: self.moe_routing,
-                include_kv_write: true,
-            },
-            batch: self.batch,
-            context: self.context,
-            basis,
-        }))
+/// The pricing for the step commands, or None without `--model`/`--model-config`. The GPU
+/// is `--gpu`, else the one the report names; `--batch`/`--context` fill what step names
+/// do not say.
+pub fn pricing(
+    flags: &ModelFlags,
+    batch: Option<u64>,
+    context: Option<u64>,
+    trace: &Trace,
+) -> Result<Option<Pricing>> {
+    if flags.model.is_none() && flags.model_config.is_none() {
+        return Ok(None);
     }
+    let report_gpu = trace.devices.iter().find_map(|d| d.name.clone());
+    let (gpu_key, gpu_from) = match (&flags.gpu, &report_gpu) {
+        (Some(g), _) => (g.clone(), "--gpu"),
+        (None, Some(name)) => match gpu::from_report_name(name) {
+            Some(g) => (g.key.to_owned(), "named by the report"),
+            None => {
+                return Err(Error::input(format!(
+                    "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
+                )))
+            }
+        },
+        (None, None) => {
+            return Err(Error::input(
+                "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",
+            ))
+        }
+    };
+    let hbm_bytes_per_s = flags.hbm_bytes_per_s()?;
+    let model = flags.model_options().resolve()?;
+    let gpu = GpuOptions {
+        key: gpu_key,
+        hbm_bytes_per_s,
+        peak_flops_per_s: None,
+    }
+    .resolve()?;
+    let basis = format!(
+        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} — derived",
+        model.name,
+        gpu.name,
+        gpu.hbm_bytes_per_s / 1e12,
+        if flags.hbm_tb_s.is_some() {
+            "given"
+        } else {
+            "cited"
+        },
+        flags.tp
+    );
+    Ok(Some(Pricing {
+        model,
+        gpu,
+        opts: FloorOptions {
+            tp: flags.tp,
+            pp: 1,
+            moe_routing: flags.moe_routing,
+            include_kv_write: true,
+        },
+        batch,
+        context,
+        basis,
+    }))
 }
 
 /// A step's composition for the floor: the parsed name first, `--batch`/`--context`
@@ -227,10 +242,7 @@ impl Pricing {
             floor_ns: f.floor_ns,
             total_bytes: f.total_bytes,
             flops: f.flops,
-            bound: match f.bound {
-                Bound::Memory => "memory".to_owned(),
-                Bound::Compute => "compute".to_owned(),
-            },
+            bound: f.bound,
         })
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::baseline::{compare, load_side, read_baseline, Policy};
 use crate::commands::baseline::baseline_from_report;
-use crate::commands::steps::StepFlags;
+use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
 use crate::output;
 use crate::report::gate::{markdown, render, RenderOptions};

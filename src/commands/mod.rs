@@ -11,12 +11,13 @@ pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
 pub mod numbers;
+pub mod stepflags;
 pub mod steps;
-
-use std::path::Path;
 
 use crate::cli::{Cli, Command};
 use crate::exit::{Error, Result};
+
+pub(crate) use stepflags::step_inputs;
 
 /// Run one parsed command line; the returned value is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
@@ -31,19 +32,6 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Capture(a) => capture::run(&a),
         Command::LaunchProbe(a) => launch_probe::run(&a),
     }
-}
-
-/// The files a step-finding command reads besides its report (categories, launch-cost
-/// probe, model config): no output may overwrite one of them.
-pub(crate) fn step_inputs(f: &steps::StepFlags) -> Vec<&Path> {
-    [
-        f.categories.as_deref(),
-        f.launch_cost.as_deref(),
-        f.floor.model_config.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
 }
 
 /// A regex flag that does not compile, in one line: regex's own message spreads the

@@ -32,22 +32,17 @@ pub fn count(
     max: u64,
 ) -> std::result::Result<u64, String> {
     let t = s.trim();
-    let v = match t.parse::<u64>() {
-        Ok(v) => v,
-        Err(_) => {
-            return Err(match t.parse::<f64>() {
-                Ok(f) if f.is_nan() => format!("{flag} must be a whole number of {unit}, got {t}"),
-                Ok(f) if f < 0.0 || (f == 0.0 && min > 0) => {
-                    format!("{flag} must be a positive number of {unit}, got {t}")
-                }
-                Ok(f) if f > max as f64 => {
-                    format!(
-                        "{flag} is {t} {unit}, beyond the {max} stepgate accepts; check the value"
-                    )
-                }
-                _ => format!("{flag} must be a whole number of {unit}, got {t}"),
-            })
-        }
+    let Ok(v) = t.parse::<u64>() else {
+        return Err(match t.parse::<f64>() {
+            Ok(f) if f.is_nan() => format!("{flag} must be a whole number of {unit}, got {t}"),
+            Ok(f) if f < 0.0 || (f == 0.0 && min > 0) => {
+                format!("{flag} must be a positive number of {unit}, got {t}")
+            }
+            Ok(f) if f > max as f64 => {
+                format!("{flag} is {t} {unit}, beyond the {max} stepgate accepts; check the value")
+            }
+            _ => format!("{flag} must be a whole number of {unit}, got {t}"),
+        });
     };
     if v < min {
         return Err(format!("{flag} must be ≥ {min}, got {v}"));

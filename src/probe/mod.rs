@@ -93,18 +93,19 @@ pub struct ProbeReport {
     pub cited_source: String,
 }
 
-/// The per-launch cost `steps --launch-cost FILE` uses: the minimum end-to-end per-launch
-/// time of a probe file (the seed's `--launchcost` is the same min).
+/// The measured per-launch cost `steps --launch-cost FILE` reads (distinct from
+/// [`crate::attribution::LaunchCost`], the cost attribution prices with, whatever its
+/// source): the minimum end-to-end per-launch time of a probe file (the seed's `--launchcost` is the same min).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LaunchCost {
+pub struct MeasuredLaunchCost {
     pub per_launch_ns: f64,
     pub device_name: String,
 }
 
-impl LaunchCost {
+impl MeasuredLaunchCost {
     /// Read a file written by `launch-probe --format json -o FILE`. Bad files are input
     /// errors (exit 2).
-    pub fn from_file(path: &Path) -> Result<LaunchCost> {
+    pub fn from_file(path: &Path) -> Result<MeasuredLaunchCost> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::input(format!(
                 "cannot read launch-cost file {}: {e}; write one with `stepgate launch-probe --format json -o FILE`",
@@ -131,7 +132,7 @@ impl LaunchCost {
                 path.display()
             )));
         }
-        Ok(LaunchCost {
+        Ok(MeasuredLaunchCost {
             per_launch_ns: v,
             device_name: r.device_name,
         })

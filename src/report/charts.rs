@@ -264,7 +264,7 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
         if !p.band.is_empty() {
             legend.push((p.band_name, GAP));
         }
-        legend.extend(p.classes.iter().cloned());
+        legend.extend(p.classes.iter().copied());
         draw_legend(&top, &legend, 28)?;
         let mut chart = ChartBuilder::on(&body)
             .margin_right(24)
@@ -474,7 +474,7 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
             .map_err(err)?;
         let mut legend: Vec<(&str, RGBColor)> =
             vec![(r.roof_names.0, NEUTRAL), (r.roof_names.1, WORSE)];
-        legend.extend(r.classes.iter().cloned());
+        legend.extend(r.classes.iter().copied());
         draw_legend(&top, &legend, 28)?;
         let mut chart = ChartBuilder::on(&body)
             .margin_right(24)

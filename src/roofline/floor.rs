@@ -9,7 +9,7 @@
 //! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
 //! 4·L·h·d_h·s does). MLA decode pairs use the absorbed widths (576/512), prefill 192/128.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::gpu::GpuSpec;
 use super::model::{ModelSpec, MoeRouting};
@@ -129,8 +129,8 @@ impl Default for FloorOptions {
     }
 }
 
-/// Which roof binds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Which roof binds. Serialized as `memory` / `compute`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     Memory,

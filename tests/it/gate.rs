@@ -1042,3 +1042,35 @@ mod end_to_end {
         );
     }
 }
+
+/// Markdown and text come from one document walker: with nothing moved, the markdown folds
+/// the per-category table into `<details>` and the text shows it, one `ok` row per category
+/// of the generated kernels.
+#[test]
+fn text_and_markdown_both_carry_the_category_table() {
+    let b = generate(&Spec::default());
+    let cmp = compare(&b, &b, &Policy::default()).unwrap();
+    let o = stepgate::report::gate::RenderOptions::default();
+    let text = stepgate::report::gate::text(&cmp, &o);
+    let md = stepgate::report::gate::markdown(&cmp, &o);
+    let want: std::collections::BTreeSet<&str> = KERNELS.iter().map(|k| k.2).collect();
+    let (_, after) = text
+        .split_once("\ntime per category\n")
+        .unwrap_or_else(|| panic!("no category table in:\n{text}"));
+    // Header and rule, then one row per category in name order.
+    let rows: Vec<&str> = after
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rows.len(), want.len(), "{after}");
+    for (row, cat) in rows.iter().zip(&want) {
+        assert!(row.starts_with(cat), "{row} should be {cat}");
+        assert!(row.trim_end().ends_with(" ok"), "{row}");
+    }
+    assert!(
+        md.contains("<details><summary>Time per category</summary>"),
+        "{md}"
+    );
+    assert!(!md.contains("**Time per category**"), "{md}");
+}

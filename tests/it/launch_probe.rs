@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use stepgate::probe::{EndToEnd, GraphCost, LaunchCost, ProbeReport};
+use stepgate::probe::{EndToEnd, GraphCost, MeasuredLaunchCost, ProbeReport};
 
 use crate::common;
 
@@ -70,7 +70,7 @@ fn check_measured_file(path: &Path) {
     );
     assert_eq!(g.per_node_ns, g.per_graph_launch_ns / f64::from(g.nodes));
     // The reader `steps --launch-cost` uses takes the same minimum.
-    let lc = LaunchCost::from_file(path).unwrap();
+    let lc = MeasuredLaunchCost::from_file(path).unwrap();
     assert_eq!(lc.per_launch_ns, e.min);
     assert_eq!(lc.device_name, r.device_name);
     // The device name, as nvidia-smi reports device 0 (where it is installed).
@@ -122,7 +122,7 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 fn launch_cost_reads_the_min_end_to_end_figure() {
     let t = tempfile::tempdir().unwrap();
     let p = write(t.path(), "ok.json", HAND_WRITTEN);
-    let lc = LaunchCost::from_file(&p).unwrap();
+    let lc = MeasuredLaunchCost::from_file(&p).unwrap();
     // 10,000 ns / 4 launches = 2,500 ns: the fastest burst.
     assert_eq!(lc.per_launch_ns, 10_000.0 / 4.0);
     assert_eq!(lc.device_name, "NVIDIA H200");
@@ -156,11 +156,11 @@ fn bad_launch_cost_files_are_input_errors() {
     ];
     for (name, text, says) in cases {
         let p = write(t.path(), name, &text);
-        let e = LaunchCost::from_file(&p).unwrap_err();
+        let e = MeasuredLaunchCost::from_file(&p).unwrap_err();
         assert_eq!(e.exit_code(), stepgate::exit::INPUT, "{name}");
         assert!(e.message.contains(says), "{name}: {}", e.message);
     }
-    let e = LaunchCost::from_file(&t.path().join("missing.json")).unwrap_err();
+    let e = MeasuredLaunchCost::from_file(&t.path().join("missing.json")).unwrap_err();
     assert_eq!(e.exit_code(), stepgate::exit::INPUT);
 }
 

@@ -1,5 +1,8 @@
 //! The one integration-test binary: each module tests one capability end to end.
 
+// A panic in a test is a failed test (Cargo.toml denies unwrap outside tests).
+#![allow(clippy::unwrap_used)]
+
 mod analyze;
 mod capture;
 mod cli;

@@ -200,7 +200,7 @@ fn perfetto_steps_window_keeps_only_those_steps() {
         .map(|e| e["args"]["index"].as_i64().unwrap())
         .collect();
     let mut sorted = idx.clone();
-    sorted.sort();
+    sorted.sort_unstable();
     assert_eq!(sorted, vec![3, 3, 4, 4, 5, 5]);
     // Loaded back: exactly the steps 3..6 of each rank, with the same spans.
     let cats = Categorizer::default();

@@ -7,6 +7,7 @@ use stepgate::attribution::{
     attribute, FloorInput, LaunchCost, Shape, AT_ROOF_FACTOR, DENSE_HOST_FRACTION,
     DOMINANT_FRACTION, GAPPY_FRACTION,
 };
+use stepgate::roofline::floor::Bound;
 use stepgate::timing::stepname::StepKind;
 use stepgate::timing::steps::{FoundBy, HostCall, Step, StepKernel};
 
@@ -82,7 +83,7 @@ fn floor(floor_ns: f64) -> FloorInput {
         floor_ns,
         total_bytes: 1e9,
         flops: 1e9,
-        bound: "memory".to_owned(),
+        bound: Bound::Memory,
     }
 }
 
@@ -322,7 +323,7 @@ fn residual_splits_into_gap_and_kernel_excess() {
     // 1e9 bytes in 70 µs of busy time.
     assert!((f.achieved_bytes_per_s - 1e9 / 70e-6).abs() < 1.0);
     assert!(!f.below_floor);
-    assert_eq!(f.bound, "memory");
+    assert_eq!(f.bound, Bound::Memory);
     // 30% gap, host 12 µs < half of 30 µs: a host stall, not launch-bound.
     assert_eq!(a.shape, Shape::HostStall);
 }

@@ -80,7 +80,7 @@ fn independent_busy(t: &Trace, pid: i64, tid: Option<i64>, s: i64, e: i64) -> (i
 }
 
 fn union(iv: &mut [(i64, i64)]) -> i64 {
-    iv.sort();
+    iv.sort_unstable();
     let (mut total, mut cur) = (0, None::<(i64, i64)>);
     for &(s, e) in iv.iter() {
         cur = match cur {

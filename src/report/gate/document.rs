@@ -1,0 +1,348 @@
+//! The gate/diff document, walked once: what is said and in which order lives in
+//! [`walk`]; how it looks (markdown for a PR comment, aligned text for the terminal) lives
+//! in the two [`Markup`] implementations.
+
+use crate::baseline::compare::{Comparison, OneSided, RowVerdict, Side};
+use crate::report::table::Table;
+use crate::report::{escape_control, fmt_int};
+
+use super::{
+    categories_table, code, group_heading, improvements, kernel_table, mbu_line, metrics_table,
+    name_labels, presence_table, regressions, sides_line, titles, verdict_line,
+    waterfall_floor_line, waterfall_table, waterfall_table_rows, RenderOptions,
+};
+
+/// A titled table: the markdown document says more in its parenthesis than the terminal.
+struct Titled<'a> {
+    title: &'a str,
+    /// The parenthesis in markdown.
+    long: &'a str,
+    /// The parenthesis in text.
+    short: &'a str,
+}
+
+/// How the document's parts look. Text is terse: it drops the remarks, the footnote and
+/// the full-names list (its names are truncated, not labelled).
+trait Markup {
+    /// Whether tables and names are markdown (code spans) or plain text.
+    const MD: bool;
+    fn out(&mut self) -> &mut String;
+    /// The opening line.
+    fn title(&mut self, s: &str);
+    /// A line of its own.
+    fn line(&mut self, s: &str) {
+        let out = self.out();
+        out.push_str(s);
+        out.push('\n');
+    }
+    /// The reasons behind the verdict, after the first (which the title shows).
+    fn reasons(&mut self, reasons: &[String], show_verdict: bool);
+    fn warning(&mut self, s: &str);
+    fn heading(&mut self, s: &str);
+    fn note(&mut self, s: &str);
+    /// A paragraph that closes a block.
+    fn paragraph(&mut self, s: &str);
+    /// A sentence the long form says and the terminal leaves out.
+    fn remark(&mut self, s: &str);
+    fn table(&mut self, t: &Table);
+    fn titled_table(&mut self, title: &Titled, t: &Table);
+    /// A table that is a detail unless something in it moved.
+    fn folded_table(&mut self, title: &str, t: &Table);
+    fn not_compared(&mut self, groups: &[OneSided]);
+    fn full_names(&mut self, names: &[(&str, &str)]);
+    fn footnote(&mut self, s: &str);
+}
+
+struct Markdown(String);
+
+impl Markup for Markdown {
+    const MD: bool = true;
+    fn out(&mut self) -> &mut String {
+        &mut self.0
+    }
+    fn title(&mut self, s: &str) {
+        self.0.push_str(&format!("### {s}\n\n"));
+    }
+    fn reasons(&mut self, reasons: &[String], show_verdict: bool) {
+        if show_verdict && reasons.len() > 1 {
+            self.0.push('\n');
+            for r in reasons {
+                self.0.push_str(&format!("- {}\n", escape_control(r)));
+            }
+        }
+    }
+    fn warning(&mut self, s: &str) {
+        self.0.push_str(&format!("\n> ⚠️ {s}\n"));
+    }
+    fn heading(&mut self, s: &str) {
+        self.0.push_str(&format!("\n#### {s}\n\n"));
+    }
+    fn note(&mut self, s: &str) {
+        self.0.push_str(&format!("> ⚠️ {s}\n\n"));
+    }
+    fn paragraph(&mut self, s: &str) {
+        self.0.push_str(s);
+        self.0.push_str("\n\n");
+    }
+    fn remark(&mut self, s: &str) {
+        self.paragraph(s);
+    }
+    fn table(&mut self, t: &Table) {
+        self.0.push_str(&t.to_markdown());
+        self.0.push('\n');
+    }
+    fn titled_table(&mut self, title: &Titled, t: &Table) {
+        self.0
+            .push_str(&format!("**{}** ({})\n\n", title.title, title.long));
+        self.table(t);
+    }
+    fn folded_table(&mut self, title: &str, t: &Table) {
+        self.0
+            .push_str(&format!("<details><summary>{title}</summary>\n\n"));
+        self.0.push_str(&t.to_markdown());
+        self.0.push_str("\n</details>\n");
+    }
+    fn not_compared(&mut self, groups: &[OneSided]) {
+        if groups.is_empty() {
+            return;
+        }
+        self.0
+            .push_str("\n**Not compared** (present on one side only):");
+        let items: Vec<String> = groups
+            .iter()
+            .map(|s| {
+                format!(
+                    " {} ({} only, {} steps)",
+                    s.label,
+                    side_word(s.side),
+                    fmt_int(s.steps as i64)
+                )
+            })
+            .collect();
+        self.0.push_str(&items.join(";"));
+        self.0.push('\n');
+    }
+    fn full_names(&mut self, names: &[(&str, &str)]) {
+        if names.is_empty() {
+            return;
+        }
+        self.0
+            .push_str("\n<details><summary>Full kernel names</summary>\n\n");
+        for (s, f) in names {
+            self.0.push_str(&format!("- {}: {}\n", code(s), code(f)));
+        }
+        self.0.push_str("\n</details>\n");
+    }
+    fn footnote(&mut self, s: &str) {
+        self.0.push_str(&format!("\n<sub>{s}</sub>\n"));
+    }
+}
+
+struct Text(String);
+
+impl Markup for Text {
+    const MD: bool = false;
+    fn out(&mut self) -> &mut String {
+        &mut self.0
+    }
+    fn title(&mut self, s: &str) {
+        self.line(s);
+    }
+    fn reasons(&mut self, reasons: &[String], _show_verdict: bool) {
+        for r in reasons.iter().skip(1) {
+            self.0.push_str(&format!("  also: {}\n", escape_control(r)));
+        }
+    }
+    fn warning(&mut self, s: &str) {
+        self.0.push_str(&format!("warning: {s}\n"));
+    }
+    fn heading(&mut self, s: &str) {
+        self.0.push_str(&format!("\n== {s}\n"));
+    }
+    fn note(&mut self, s: &str) {
+        self.0.push_str(&format!("note: {s}\n"));
+    }
+    fn paragraph(&mut self, s: &str) {
+        self.line(s);
+    }
+    fn remark(&mut self, _s: &str) {}
+    fn table(&mut self, t: &Table) {
+        self.0.push_str(&t.to_text());
+    }
+    fn titled_table(&mut self, title: &Titled, t: &Table) {
+        self.0.push_str(&format!(
+            "\n{} ({})\n",
+            title.title.to_lowercase(),
+            title.short
+        ));
+        self.table(t);
+    }
+    fn folded_table(&mut self, title: &str, t: &Table) {
+        // No folding in a terminal: the table as it is.
+        self.0.push_str(&format!("\n{}\n", title.to_lowercase()));
+        self.table(t);
+    }
+    fn not_compared(&mut self, groups: &[OneSided]) {
+        for s in groups {
+            self.0.push_str(&format!(
+                "not compared: {} is in the {} only ({} steps)\n",
+                s.label,
+                side_word(s.side),
+                s.steps
+            ));
+        }
+    }
+    fn full_names(&mut self, _names: &[(&str, &str)]) {}
+    fn footnote(&mut self, _s: &str) {}
+}
+
+fn side_word(side: Side) -> &'static str {
+    match side {
+        Side::Baseline => "baseline",
+        Side::Candidate => "candidate",
+    }
+}
+
+/// Markdown for a PR comment or `$GITHUB_STEP_SUMMARY`.
+pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
+    let mut m = Markdown(String::new());
+    walk(c, o, &mut m);
+    m.0
+}
+
+/// Aligned text for the terminal.
+pub fn text(c: &Comparison, o: &RenderOptions) -> String {
+    let mut m = Text(String::new());
+    walk(c, o, &mut m);
+    m.0
+}
+
+const PER_STEP: &str = "median exclusive time per step";
+
+/// The document: verdict, sides, reasons and warnings, then per group its step metrics,
+/// MBU, waterfall, kernel lists and categories, then what was not compared.
+fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
+    let md = M::MD;
+    let labels = name_labels(c);
+    m.title(&verdict_line(c, o));
+    m.line(&sides_line(c, o, md));
+    m.reasons(&c.reasons, o.show_verdict);
+    for w in &c.warnings {
+        m.warning(&escape_control(w));
+    }
+    let mut full_names: Vec<(&str, &str)> = Vec::new();
+    for g in &c.groups {
+        m.heading(&group_heading(g, o.show_verdict));
+        for n in &g.notes {
+            m.note(&escape_control(n));
+        }
+        m.table(&metrics_table(g, "step metric (median)", o.show_verdict));
+        m.paragraph(&mbu_line(g, md, o.show_verdict));
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, md, &labels) {
+            let title = Titled {
+                title: "Waterfall",
+                long: "mean per step, derived: exclusive time per kernel plus the gap; the \
+                       rows add up to the change of the mean wall",
+                short: "mean per step, derived; rows add up to the mean wall change",
+            };
+            m.titled_table(&title, &t);
+            if let Some(l) = waterfall_floor_line(&g.explain) {
+                m.paragraph(&l);
+            }
+        }
+        if let Some(n) = &g.explain.waterfall_note {
+            m.note(n);
+        }
+        let reg = regressions(g, o.top);
+        let imp = improvements(g, o.top);
+        let judged = g
+            .kernels
+            .iter()
+            .all(|k| k.change.verdict != RowVerdict::Inconclusive);
+        let (reg_title, imp_title) = titles(o);
+        // Markdown puts the remark in place of the list when some kernel could not be
+        // judged; the terminal lists what did regress.
+        if !judged && M::MD {
+            m.remark("Kernels not judged: too few steps.");
+        } else if reg.is_empty() {
+            m.remark("No kernel regressed beyond its threshold.");
+        } else {
+            let title = Titled {
+                title: reg_title,
+                long: PER_STEP,
+                short: PER_STEP,
+            };
+            m.titled_table(&title, &kernel_table(&reg, md, o.show_verdict, &labels));
+        }
+        if !imp.is_empty() {
+            let title = Titled {
+                title: imp_title,
+                long: PER_STEP,
+                short: PER_STEP,
+            };
+            m.titled_table(&title, &kernel_table(&imp, md, o.show_verdict, &labels));
+        }
+        if !g.new_kernels.is_empty() {
+            let title = Titled {
+                title: "New kernels",
+                long: "in the candidate only; mean per step, derived",
+                short: "candidate only",
+            };
+            m.titled_table(&title, &presence_table(&g.new_kernels, md, true, &labels));
+        }
+        if !g.vanished_kernels.is_empty() {
+            let title = Titled {
+                title: "Vanished kernels",
+                long: "in the baseline only; mean per step, derived",
+                short: "baseline only",
+            };
+            let t = presence_table(&g.vanished_kernels, md, false, &labels);
+            m.titled_table(&title, &t);
+        }
+        if g.categories
+            .iter()
+            .any(|c| c.change.verdict != RowVerdict::Ok)
+        {
+            // Something moved: the table is part of the story, not a detail.
+            let title = Titled {
+                title: "Time per category",
+                long: "median per step",
+                short: "median per step",
+            };
+            m.titled_table(&title, &categories_table(g, o.show_verdict));
+        } else if !g.categories.is_empty() {
+            m.folded_table("Time per category", &categories_table(g, o.show_verdict));
+        }
+        let shown = reg
+            .iter()
+            .chain(imp.iter())
+            .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str()))
+            .chain(
+                g.new_kernels
+                    .iter()
+                    .chain(&g.vanished_kernels)
+                    .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str())),
+            )
+            .chain(
+                waterfall_table_rows(&g.explain, o.waterfall_top)
+                    .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str())),
+            );
+        for (s, f) in shown {
+            if s != f && !full_names.contains(&(s, f)) {
+                full_names.push((s, f));
+            }
+        }
+    }
+    m.not_compared(&c.one_sided);
+    m.full_names(&full_names);
+    m.footnote(&format!(
+        "Medians of per-step samples (derived). Change interval: {:.0}% percentile \
+         bootstrap, {} resamples, seed {:#x}. A regression needs the whole interval beyond \
+         the relative threshold and the change beyond the absolute one; fewer than {} steps \
+         per side is inconclusive.",
+        c.method.confidence * 100.0,
+        fmt_int(c.method.resamples as i64),
+        c.method.seed,
+        c.method.min_samples
+    ));
+}
