@@ -2,7 +2,7 @@
 //! `.qdrep` reports, exported through `nsys` when it is on PATH) read into the [`Trace`].
 //!
 //! Layout: [`schema`] probes tables and columns, [`queries`] embeds `queries/*.sql` and fits
-//! them to the export, [`load`] reads rows, [`export`] turns a report into its SQLite export.
+//! them to the export, [`mod@load`] reads rows, [`export`] turns a report into its SQLite export.
 //! Every difference between nsys versions is documented in ../shared/docs/NSYS_SCHEMA.md.
 
 use std::io::Read;
