@@ -6,11 +6,13 @@ pub mod baseline;
 pub mod capacity;
 pub mod capture;
 pub mod diff;
+pub mod export;
 pub mod floor;
 pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
 pub mod steps;
+pub mod trend;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Result;
@@ -27,5 +29,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Diff(a) => diff::run(&a),
         Command::Capture(a) => capture::run(&a),
         Command::LaunchProbe(a) => launch_probe::run(&a),
+        Command::Export(a) => export::run(&a),
+        Command::Trend(a) => trend::run(&a),
     }
 }

@@ -3,6 +3,7 @@
 mod analyze;
 mod capture;
 mod common;
+mod dataset;
 mod floor_capacity;
 mod gate;
 mod golden;
