@@ -338,7 +338,7 @@ mod tests {
     }
 
     #[test]
-    fn a_step_up_is_marked_once_noise_is_not() {
+    fn a_step_up_is_marked_and_noise_is_not() {
         // 3% / 20 µs thresholds; medians in ns.
         let t = Threshold {
             rel: 0.03,

@@ -101,7 +101,8 @@ fn read_table(dataset: &Path, table: &str) -> DataFrame {
 }
 
 fn i64_sum(df: &DataFrame, c: &str) -> i64 {
-    df.column(c).unwrap().i64().unwrap().into_iter().flatten().sum()
+    let ca = df.column(c).unwrap().i64().unwrap();
+    (0..ca.len()).filter_map(|i| ca.get(i)).sum()
 }
 
 #[test]
@@ -194,11 +195,21 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     let (code, out, err) = gate(&c.p("noise.sqlite"), &[]);
     assert_eq!(code, 0, "{out}{err}");
     // Runs mode: two run medians are fewer than the policy's 10 samples: inconclusive.
-    let (code, out, _) = gate(&c.p("noise.sqlite"), &["--history-mode", "runs", "--format", "json"]);
-    assert_eq!(code, 3, "{out}");
+    let (code, out, err) =
+        gate(&c.p("noise.sqlite"), &["--history-mode", "runs", "--format", "json"]);
+    assert_eq!(code, 3, "{out}{err}");
     assert_eq!(json(&out)["baseline"]["steps"], 2);
     // Too few matching runs: inconclusive, saying why.
-    let (code, out, _) = gate(&c.p("noise.sqlite"), &["--min-runs", "5"]);
+    let (code, out, _) = stepgate(&[
+        "gate",
+        &c.p("noise.sqlite"),
+        "--history",
+        &ds,
+        "--where",
+        "label.branch=main",
+        "--min-runs",
+        "5",
+    ]);
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("2 matching run(s)"), "{out}");
     // No run on another branch.
@@ -268,7 +279,7 @@ fn tables_hold_the_report_counts_and_sums() {
     for t in ["steps", "step_kernels", "kernels", "devices", "runs"] {
         let df = read_table(&ds, t);
         let ids = df.column("run_id").unwrap().str().unwrap();
-        assert!(ids.into_iter().all(|x| x == Some(id.as_str())), "{t}");
+        assert!((0..ids.len()).all(|i| ids.get(i) == Some(id.as_str())), "{t}");
         assert_eq!(
             df.column("schema_version").unwrap().i32().unwrap().get(0),
             Some(1),
@@ -290,10 +301,9 @@ fn the_same_run_twice_is_refused_or_replaced_never_doubled() {
     let ds = c.p("d");
     report(&c.path("r.sqlite"), 12, 1, &|_| 1.0);
     let export = |extra: &[&str]| {
-        let mut a = vec!["export", &c.p("r.sqlite") as &str, "-o", &ds];
+        let r = c.p("r.sqlite");
+        let mut a = vec!["export", r.as_str(), "-o", &ds];
         a.extend_from_slice(extra);
-        let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
         stepgate(&a)
     };
     assert_eq!(export(&[]).0, 0);
