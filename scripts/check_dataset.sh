@@ -21,8 +21,8 @@ python3 -m pip install --quiet --disable-pip-version-check duckdb >/dev/null 2>&
   python3 -m pip install --quiet --disable-pip-version-check --user duckdb
 
 # Two generated runs (different sizes, two TP ranks in the second), two labels.
-"$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/a.sqlite" >/dev/null
-"$bin_dir/stepgate-synth" workload --steps 25 --kernels 64 --ranks 2 -o "$work/b.sqlite" >/dev/null
+"$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/a.sqlite" >/dev/null 2>&1
+"$bin_dir/stepgate-synth" workload --steps 25 --kernels 64 --ranks 2 -o "$work/b.sqlite" >/dev/null 2>&1
 "$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds" --label branch=main --label git_sha=aaa
 "$bin_dir/stepgate" export "$work/b.sqlite" -o "$work/ds" --label branch=pr --label git_sha=bbb
 "$bin_dir/stepgate" steps "$work/a.sqlite" --format json >"$work/a.json"
@@ -78,7 +78,7 @@ for t in ["steps", "step_kernels", "kernels", "devices"]:
     if n != 2:
         bad.append(f"{t}.run_id")
 # Hive partition columns come from the paths; per-step column types are integers.
-types = dict(con.execute("SELECT column_name, data_type FROM (DESCRIBE steps)").fetchall())
+types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE steps)").fetchall())
 for c in ["wall_ns", "busy_ns", "gap_ns", "launches", "index"]:
     if types.get(c) != "BIGINT":
         bad.append(f"steps.{c} is {types.get(c)}")
