@@ -112,10 +112,7 @@ pub fn run_source(trace: &Trace, flags: &StepFlags) -> RunSource {
 
 /// Hash the report on a second thread while `work` loads it (hashing a multi-GB export
 /// costs as much as a fair part of reading it).
-pub fn with_report_hash<T>(
-    path: &Path,
-    work: impl FnOnce() -> Result<T>,
-) -> Result<(T, String)> {
+pub fn with_report_hash<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<(T, String)> {
     std::thread::scope(|s| {
         let h = s.spawn(|| write::report_sha256(path));
         let out = work();
@@ -168,7 +165,11 @@ fn already_there(dataset: &Path, id: &str) -> bool {
 }
 
 /// `gate --history`: the baseline from the dataset for this candidate.
-pub fn history_side(h: &HistoryFlags, dataset: &Path, cand: &Baseline) -> Result<dataset::history::History> {
+pub fn history_side(
+    h: &HistoryFlags,
+    dataset: &Path,
+    cand: &Baseline,
+) -> Result<dataset::history::History> {
     let q = HistoryQuery {
         filter: Filter::parse(&h.where_)?,
         last: h.last.max(1),

@@ -162,7 +162,11 @@ fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow]) -> Vec<Group> {
             push(metric::GAP_NS, s.gap_ns);
             push(
                 metric::GAP_FRACTION,
-                if s.wall_ns > 0.0 { s.gap_ns / s.wall_ns } else { 0.0 },
+                if s.wall_ns > 0.0 {
+                    s.gap_ns / s.wall_ns
+                } else {
+                    0.0
+                },
             );
             push(metric::LAUNCHES, s.launches);
             if let Some(m) = s.mbu {
@@ -304,12 +308,25 @@ mod tests {
             step(1, 0, 200.0),
             step(1, 1, 210.0),
         ];
-        let ks = vec![kern(0, 0, "a", 5.0), kern(1, 1, "a", 7.0), kern(1, 0, "b", 3.0)];
+        let ks = vec![
+            kern(0, 0, "a", 5.0),
+            kern(1, 1, "a", 7.0),
+            kern(1, 0, "b", 3.0),
+        ];
         let g = groups_of(&steps, &ks);
         assert_eq!(g.len(), 1);
-        assert_eq!(g[0].metrics[metric::WALL_NS], vec![100.0, 110.0, 300.0, 200.0, 210.0]);
-        assert_eq!(g[0].kernels["a"].exclusive_ns, vec![5.0, 0.0, 0.0, 0.0, 7.0]);
-        assert_eq!(g[0].kernels["b"].exclusive_ns, vec![0.0, 0.0, 0.0, 3.0, 0.0]);
+        assert_eq!(
+            g[0].metrics[metric::WALL_NS],
+            vec![100.0, 110.0, 300.0, 200.0, 210.0]
+        );
+        assert_eq!(
+            g[0].kernels["a"].exclusive_ns,
+            vec![5.0, 0.0, 0.0, 0.0, 7.0]
+        );
+        assert_eq!(
+            g[0].kernels["b"].exclusive_ns,
+            vec![0.0, 0.0, 0.0, 3.0, 0.0]
+        );
         assert_eq!(g[0].categories["gemm"], vec![5.0, 0.0, 0.0, 3.0, 7.0]);
 
         let r = run_medians(&steps, &ks, 2);

@@ -28,7 +28,11 @@ impl RunRow {
     /// The file of another table of this run (same partition).
     pub fn table_file(&self, table: &str) -> PathBuf {
         // runs_file = DATASET/runs/gpu=…/model=…/run-….parquet
-        let name = self.runs_file.file_name().map(PathBuf::from).unwrap_or_default();
+        let name = self
+            .runs_file
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_default();
         let model = self.runs_file.parent();
         let gpu = model.and_then(Path::parent);
         let root = gpu.and_then(Path::parent).and_then(Path::parent);
@@ -97,9 +101,7 @@ impl Filter {
     pub fn matches(&self, r: &RunRow) -> bool {
         self.clauses.iter().all(|(k, v)| match r.key(k) {
             None => false,
-            Some(x) if k == "gpu" || k == "model" => {
-                x.to_lowercase().contains(&v.to_lowercase())
-            }
+            Some(x) if k == "gpu" || k == "model" => x.to_lowercase().contains(&v.to_lowercase()),
             Some(x) => x == *v,
         })
     }
@@ -199,9 +201,12 @@ pub fn read_runs(dataset: &Path) -> Result<Vec<RunRow>> {
                 .with_column(lit(i as u32).cast(DataType::UInt32).alias("file")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let df = concat(lfs, UnionArgs::default())?
-        .collect()
-        .map_err(|e| Error::input(format!("{}: cannot read the runs table: {e}", dataset.display())))?;
+    let df = concat(lfs, UnionArgs::default())?.collect().map_err(|e| {
+        Error::input(format!(
+            "{}: cannot read the runs table: {e}",
+            dataset.display()
+        ))
+    })?;
     let id = str_col(&df, "run_id")?;
     let at = df.column("exported_at_ns")?.i64()?;
     let gpu = str_col(&df, "gpu_name")?;
@@ -446,14 +451,18 @@ mod tests {
         // 2000-03-01 is day 11,017 since the epoch (30 years × 365 + 7 leap days + Jan + Feb).
         assert_eq!(days_from_civil(2000, 3, 1), 30 * 365 + 7 + 31 + 29);
         assert_eq!(parse_date("1970-01-02").unwrap(), 86_400_000_000_000);
-        assert_eq!(fmt_time(parse_date("2026-11-30").unwrap() + 3_661_000_000_000), "2026-11-30 01:01:01");
+        assert_eq!(
+            fmt_time(parse_date("2026-11-30").unwrap() + 3_661_000_000_000),
+            "2026-11-30 01:01:01"
+        );
         assert!(parse_date("2026-13-01").is_err());
         assert!(parse_date("yesterday").is_err());
     }
 
     #[test]
     fn where_clauses() {
-        let f = Filter::parse(&["gpu=h100, label.branch=main".into(), "kind=decode".into()]).unwrap();
+        let f =
+            Filter::parse(&["gpu=h100, label.branch=main".into(), "kind=decode".into()]).unwrap();
         assert_eq!(f.kind.as_deref(), Some("decode"));
         let mut r = RunRow {
             run_id: "x".into(),

@@ -289,9 +289,14 @@ pub fn kernels_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
     let mut by: HashMap<(Option<i64>, &str), Acc> = HashMap::new();
     for s in &report.steps {
         for k in &s.all_kernels {
-            let e = by
-                .entry((s.device, k.name.as_str()))
-                .or_insert((&k.short_name, &k.category, 0, 0, 0, 0));
+            let e = by.entry((s.device, k.name.as_str())).or_insert((
+                &k.short_name,
+                &k.category,
+                0,
+                0,
+                0,
+                0,
+            ));
             e.2 += k.instances as i64;
             e.3 += k.total_ns;
             e.4 += k.exclusive_ns;
@@ -300,20 +305,42 @@ pub fn kernels_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
     }
     let mut rows: Vec<_> = by.into_iter().collect();
     // Stable file contents: by device, then exclusive time (largest first), then name.
-    rows.sort_by(|a, b| {
-        (a.0 .0, -a.1 .4, a.0 .1).cmp(&(b.0 .0, -b.1 .4, b.0 .1))
-    });
+    rows.sort_by(|a, b| (a.0 .0, -a.1 .4, a.0 .1).cmp(&(b.0 .0, -b.1 .4, b.0 .1)));
     let n = rows.len();
     let mut cols = leading(run_id, n);
     cols.extend([
-        Column::new("device".into(), rows.iter().map(|r| r.0 .0).collect::<Vec<_>>()),
-        Column::new("name".into(), rows.iter().map(|r| r.0 .1).collect::<Vec<_>>()),
-        Column::new("short_name".into(), rows.iter().map(|r| r.1 .0).collect::<Vec<_>>()),
-        Column::new("category".into(), rows.iter().map(|r| r.1 .1).collect::<Vec<_>>()),
-        Column::new("instances".into(), rows.iter().map(|r| r.1 .2).collect::<Vec<_>>()),
-        Column::new("total_ns".into(), rows.iter().map(|r| r.1 .3).collect::<Vec<_>>()),
-        Column::new("exclusive_ns".into(), rows.iter().map(|r| r.1 .4).collect::<Vec<_>>()),
-        Column::new("steps".into(), rows.iter().map(|r| r.1 .5).collect::<Vec<_>>()),
+        Column::new(
+            "device".into(),
+            rows.iter().map(|r| r.0 .0).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "name".into(),
+            rows.iter().map(|r| r.0 .1).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "short_name".into(),
+            rows.iter().map(|r| r.1 .0).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "category".into(),
+            rows.iter().map(|r| r.1 .1).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "instances".into(),
+            rows.iter().map(|r| r.1 .2).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "total_ns".into(),
+            rows.iter().map(|r| r.1 .3).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "exclusive_ns".into(),
+            rows.iter().map(|r| r.1 .4).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "steps".into(),
+            rows.iter().map(|r| r.1 .5).collect::<Vec<_>>(),
+        ),
     ]);
     Ok(DataFrame::new_infer_height(cols)?)
 }
@@ -330,7 +357,11 @@ pub struct DeviceRow {
 
 /// The `devices` table: one row per device the report names or a step ran on, with the
 /// step totals on it.
-pub fn devices_frame(run_id: &str, devices: &[DeviceRow], report: &StepsReport) -> Result<DataFrame> {
+pub fn devices_frame(
+    run_id: &str,
+    devices: &[DeviceRow],
+    report: &StepsReport,
+) -> Result<DataFrame> {
     let mut ids: Vec<i64> = devices.iter().map(|d| d.id).collect();
     ids.extend(report.steps.iter().filter_map(|s| s.device));
     ids.sort_unstable();
@@ -473,7 +504,10 @@ mod tests {
     #[test]
     fn slugs_are_path_safe() {
         assert_eq!(slug(Some("NVIDIA H100 80GB HBM3")), "nvidia-h100-80gb-hbm3");
-        assert_eq!(slug(Some("meta-llama/Llama-3.1-8B")), "meta-llama-llama-3.1-8b");
+        assert_eq!(
+            slug(Some("meta-llama/Llama-3.1-8B")),
+            "meta-llama-llama-3.1-8b"
+        );
         assert_eq!(slug(None), "unknown");
         assert_eq!(slug(Some(" / ")), "unknown");
     }

@@ -211,9 +211,10 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     let (values, threshold): (Vec<Option<f64>>, Threshold) = match &q.metric {
         Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => {
             let name = q.metric.name();
-            let t = policy.metrics.get(&name).copied().ok_or_else(|| {
-                Error::input(format!("the policy has no threshold for {name}"))
-            })?;
+            let t =
+                policy.metrics.get(&name).copied().ok_or_else(|| {
+                    Error::input(format!("the policy has no threshold for {name}"))
+                })?;
             let v = steps
                 .iter()
                 .map(|s| match q.metric {
@@ -254,18 +255,17 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     for (s, v) in steps.iter().zip(&values) {
         let Some(v) = v else { continue };
         let r = &runs[s.run];
-        let key: Vec<(String, String)> = q
-            .by
-            .iter()
-            .map(|k| {
-                let val = if k == "kind" {
-                    Some(s.kind.clone())
-                } else {
-                    r.key(k)
-                };
-                (k.clone(), val.unwrap_or_else(|| "–".into()))
-            })
-            .collect();
+        let key: Vec<(String, String)> =
+            q.by.iter()
+                .map(|k| {
+                    let val = if k == "kind" {
+                        Some(s.kind.clone())
+                    } else {
+                        r.key(k)
+                    };
+                    (k.clone(), val.unwrap_or_else(|| "–".into()))
+                })
+                .collect();
         cells.entry((key, s.run)).or_default().push(*v);
     }
     let mut series: BTreeMap<Vec<(String, String)>, Vec<Point>> = BTreeMap::new();
@@ -345,10 +345,16 @@ mod tests {
             abs: 20_000.0,
             gate: true,
         };
-        let mut p: Vec<Point> = [1_000_000.0, 1_010_000.0, 990_000.0, 1_200_000.0, 1_205_000.0]
-            .into_iter()
-            .map(pt)
-            .collect();
+        let mut p: Vec<Point> = [
+            1_000_000.0,
+            1_010_000.0,
+            990_000.0,
+            1_200_000.0,
+            1_205_000.0,
+        ]
+        .into_iter()
+        .map(pt)
+        .collect();
         mark_changes(&mut p, 3, t);
         let marked: Vec<usize> = p
             .iter()

@@ -55,8 +55,7 @@ pub fn parse_labels(items: &[String]) -> Result<Labels> {
             )));
         };
         let ok = !k.is_empty()
-            && k
-                .chars()
+            && k.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
         if !ok {
             return Err(Error::input(format!(
@@ -218,9 +217,10 @@ pub fn export_run(
     replace: bool,
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
-    let found_by = serde_json::to_value(report)
-        .ok()
-        .and_then(|v| v.get("found_by").and_then(|f| f.as_str().map(str::to_owned)));
+    let found_by = serde_json::to_value(report).ok().and_then(|v| {
+        v.get("found_by")
+            .and_then(|f| f.as_str().map(str::to_owned))
+    });
     let engine = report
         .steps
         .iter()
@@ -287,9 +287,8 @@ pub fn write_frames(
         .iter()
         .map(|t| run_file(dataset, t, &gpu, &model, id))
         .collect();
-    std::fs::create_dir_all(dataset).map_err(|e| {
-        Error::input(format!("cannot create dataset {}: {e}", dataset.display()))
-    })?;
+    std::fs::create_dir_all(dataset)
+        .map_err(|e| Error::input(format!("cannot create dataset {}: {e}", dataset.display())))?;
     let _lock = lock(dataset)?;
     let old = existing_files(dataset, id);
     let replaced = !old.is_empty();

@@ -33,7 +33,10 @@ fn report(path: &Path, steps: usize, seed: u64, scale: &dyn Fn(usize) -> f64) ->
                 .enumerate()
                 .map(|(k, spec)| {
                     let jitter = 1.0 + rng.random_range(-0.005..0.005);
-                    KernelSpec::new(&spec.name, (spec.duration_ns as f64 * scale(k) * jitter) as i64)
+                    KernelSpec::new(
+                        &spec.name,
+                        (spec.duration_ns as f64 * scale(k) * jitter) as i64,
+                    )
                 })
                 .collect();
             let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
@@ -111,7 +114,13 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     let ds = c.p("history");
     report(&c.path("base.sqlite"), STEPS, 1, &|_| 1.0);
     report(&c.path("same.sqlite"), STEPS, 2, &|_| 1.0);
-    report(&c.path("slow.sqlite"), STEPS, 3, &|k| if k % 8 == 6 { 1.2 } else { 1.0 });
+    report(&c.path("slow.sqlite"), STEPS, 3, &|k| {
+        if k % 8 == 6 {
+            1.2
+        } else {
+            1.0
+        }
+    });
     report(&c.path("noise.sqlite"), STEPS, 4, &|_| 1.01);
     for (f, branch) in [("base", "main"), ("same", "main"), ("slow", "pr")] {
         let (code, out, err) = stepgate(&[
@@ -142,11 +151,17 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     let base_ns = 3.0 * 15_200.0;
     for (i, want) in [base_ns, base_ns, base_ns * 1.2].into_iter().enumerate() {
         let m = pts[i]["median"].as_f64().unwrap();
-        assert!((m / want - 1.0).abs() < 0.005, "run {i}: median {m} vs {want}");
+        assert!(
+            (m / want - 1.0).abs() < 0.005,
+            "run {i}: median {m} vs {want}"
+        );
         assert_eq!(pts[i]["steps"], 60);
     }
     assert!(pts[0]["change"].is_null());
-    assert!(pts[1]["change"].is_null(), "same workload, other jitter: no change");
+    assert!(
+        pts[1]["change"].is_null(),
+        "same workload, other jitter: no change"
+    );
     let ch = &pts[2]["change"];
     assert_eq!(ch["direction"], "up", "{t}");
     let rel = ch["relative"].as_f64().unwrap();
@@ -162,8 +177,16 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
 
     // Step wall time: by kind, filtered to main → two runs, no change.
     let (code, out, err) = stepgate(&[
-        "trend", &ds, "--metric", "wall_ns", "--where", "label.branch=main", "--by", "kind",
-        "--format", "json",
+        "trend",
+        &ds,
+        "--metric",
+        "wall_ns",
+        "--where",
+        "label.branch=main",
+        "--by",
+        "kind",
+        "--format",
+        "json",
     ]);
     assert_eq!(code, 0, "{err}");
     let t = json(&out);
@@ -195,8 +218,10 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     let (code, out, err) = gate(&c.p("noise.sqlite"), &[]);
     assert_eq!(code, 0, "{out}{err}");
     // Runs mode: two run medians are fewer than the policy's 10 samples: inconclusive.
-    let (code, out, err) =
-        gate(&c.p("noise.sqlite"), &["--history-mode", "runs", "--format", "json"]);
+    let (code, out, err) = gate(
+        &c.p("noise.sqlite"),
+        &["--history-mode", "runs", "--format", "json"],
+    );
     assert_eq!(code, 3, "{out}{err}");
     assert_eq!(json(&out)["baseline"]["steps"], 2);
     // Too few matching runs: inconclusive, saying why.
@@ -247,11 +272,29 @@ fn tables_hold_the_report_counts_and_sums() {
     let json_wall: i64 = js.iter().map(|s| s["wall_ns"].as_i64().unwrap()).sum();
     assert_eq!(i64_sum(&steps, "wall_ns"), json_wall);
     // Per-step names keep the JSON's, integers stay integers.
-    for c in ["wall_ns", "busy_ns", "gap_ns", "launches", "kernels", "period_ns"] {
+    for c in [
+        "wall_ns",
+        "busy_ns",
+        "gap_ns",
+        "launches",
+        "kernels",
+        "period_ns",
+    ] {
         assert_eq!(steps.column(c).unwrap().dtype(), &DataType::Int64, "{c}");
     }
-    assert_eq!(steps.column("kind").unwrap().str().unwrap().get(0), Some("decode"));
-    assert_eq!(steps.column("composition_requests").unwrap().i64().unwrap().get(0), Some(32));
+    assert_eq!(
+        steps.column("kind").unwrap().str().unwrap().get(0),
+        Some("decode")
+    );
+    assert_eq!(
+        steps
+            .column("composition_requests")
+            .unwrap()
+            .i64()
+            .unwrap()
+            .get(0),
+        Some(32)
+    );
 
     // step_kernels: every op of every step; 24 kernel rows per step, 8 distinct names.
     let sk = read_table(&ds, "step_kernels");
@@ -271,15 +314,34 @@ fn tables_hold_the_report_counts_and_sums() {
     assert_eq!(i64_sum(&devices, "step_busy_ns"), truth);
     let runs = read_table(&ds, "runs");
     assert_eq!(runs.height(), 1);
-    assert_eq!(runs.column("gpu_name").unwrap().str().unwrap().get(0), Some(H100));
-    assert_eq!(runs.column("steps").unwrap().i64().unwrap().get(0), Some(30));
-    assert_eq!(runs.column("engine").unwrap().str().unwrap().get(0), Some("vllm"));
+    assert_eq!(
+        runs.column("gpu_name").unwrap().str().unwrap().get(0),
+        Some(H100)
+    );
+    assert_eq!(
+        runs.column("steps").unwrap().i64().unwrap().get(0),
+        Some(30)
+    );
+    assert_eq!(
+        runs.column("engine").unwrap().str().unwrap().get(0),
+        Some("vllm")
+    );
     // Every table carries run_id and schema_version, and the same run id.
-    let id = runs.column("run_id").unwrap().str().unwrap().get(0).unwrap().to_owned();
+    let id = runs
+        .column("run_id")
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(0)
+        .unwrap()
+        .to_owned();
     for t in ["steps", "step_kernels", "kernels", "devices", "runs"] {
         let df = read_table(&ds, t);
         let ids = df.column("run_id").unwrap().str().unwrap();
-        assert!((0..ids.len()).all(|i| ids.get(i) == Some(id.as_str())), "{t}");
+        assert!(
+            (0..ids.len()).all(|i| ids.get(i) == Some(id.as_str())),
+            "{t}"
+        );
         assert_eq!(
             df.column("schema_version").unwrap().i32().unwrap().get(0),
             Some(1),
@@ -289,7 +351,9 @@ fn tables_hold_the_report_counts_and_sums() {
     // Hive layout.
     let f = &table_files(&ds, "steps")[0];
     assert!(
-        f.to_str().unwrap().contains("/steps/gpu=nvidia-h100-80gb-hbm3/model=unknown/run-"),
+        f.to_str()
+            .unwrap()
+            .contains("/steps/gpu=nvidia-h100-80gb-hbm3/model=unknown/run-"),
         "{}",
         f.display()
     );
@@ -309,12 +373,19 @@ fn the_same_run_twice_is_refused_or_replaced_never_doubled() {
     assert_eq!(export(&[]).0, 0);
     let (code, _, err) = export(&[]);
     assert_eq!(code, 2);
-    assert!(err.contains("already in") && err.contains("--replace"), "{err}");
+    assert!(
+        err.contains("already in") && err.contains("--replace"),
+        "{err}"
+    );
     assert_eq!(table_files(&c.path("d"), "runs").len(), 1);
     let (code, out, _) = export(&["--replace"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("replaced run"), "{out}");
-    assert_eq!(read_table(&c.path("d"), "steps").height(), 12, "not doubled");
+    assert_eq!(
+        read_table(&c.path("d"), "steps").height(),
+        12,
+        "not doubled"
+    );
     // Another label is another run.
     assert_eq!(export(&["--label", "branch=main"]).0, 0);
     assert_eq!(table_files(&c.path("d"), "runs").len(), 2);
@@ -322,12 +393,24 @@ fn the_same_run_twice_is_refused_or_replaced_never_doubled() {
 
     // gate/baseline --export: a run already there is a note, not an error.
     let (code, _, err) = stepgate(&[
-        "baseline", "record", &c.p("r.sqlite"), "-o", &c.p("b.json"), "--export", &ds,
+        "baseline",
+        "record",
+        &c.p("r.sqlite"),
+        "-o",
+        &c.p("b.json"),
+        "--export",
+        &ds,
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("not added again"), "{err}");
     let (code, _, err) = stepgate(&[
-        "gate", &c.p("r.sqlite"), "--baseline", &c.p("b.json"), "--export", &ds, "--label",
+        "gate",
+        &c.p("r.sqlite"),
+        "--baseline",
+        &c.p("b.json"),
+        "--export",
+        &ds,
+        "--label",
         "branch=pr",
     ]);
     assert_eq!(code, 0, "the same report passes; {err}");
