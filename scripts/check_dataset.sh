@@ -132,7 +132,7 @@ work = sys.argv[1]
 ds = f"{work}/ds"
 exp = json.load(open(f"{work}/expected.json"))
 spark = (SparkSession.builder.master("local[1]").appName("check_dataset")
-         .config("spark.ui.enabled", "false").getOrCreate())
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 for t in ["runs", "steps", "step_kernels"]:
     (spark.read.option("basePath", f"{ds}/{t}").option("mergeSchema", "true")
@@ -144,6 +144,21 @@ got = {"runs": row.runs, "steps": row.steps, "busy_ns": row.busy_ns, "wall_ns": 
        "excl_ns": excl}
 bad = [k for k in got if got[k] != exp[k]]
 print("pyspark", spark.version, "read", got)
+# The docs' Spark SQL and PySpark examples run on this dataset.
+doc = open("docs/dataset.md").read().split("## The same in Spark SQL / PySpark")[1]
+sql = doc.split("```sql")[1].split("```")[0]
+sql = sql.replace("%fused_moe%", "%gemm%").replace("%h100%", "%")
+rows = []
+for stmt in sql.split(";"):
+    body = "\n".join(l for l in stmt.splitlines() if not l.strip().startswith("--")).strip()
+    if body:
+        rows.append(len(spark.sql(body).collect()))
+cand = spark.sql("SELECT run_id FROM runs WHERE get_json_object(labels, '$.branch') = 'pr'").first()[0]
+py3 = doc.split("```python")[2].split("```")[0].replace("0123456789abcdef", cand)
+from pyspark.sql import functions as F, Window
+exec(py3, {"spark": spark, "F": F, "Window": Window})
+if rows != [2, 1]:
+    bad.append(f"docs Spark SQL rows {rows}")
 spark.stop()
 if bad:
     sys.exit(f"check_dataset: Spark disagrees with stepgate's JSON on: {', '.join(bad)}")

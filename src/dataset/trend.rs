@@ -172,6 +172,9 @@ pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
     }
 }
 
+/// `(key, value)` per `--by` key, in `--by` order.
+type GroupKey = Vec<(String, String)>;
+
 /// The runs that pass the filter and `--since`, oldest first.
 pub fn select_runs(dataset: &Path, filter: &Filter, since_ns: Option<i64>) -> Result<Vec<RunRow>> {
     Ok(read::read_runs(dataset)?
@@ -251,7 +254,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         }
     };
     // Group: (group key, run) → values.
-    let mut cells: BTreeMap<(Vec<(String, String)>, usize), Vec<f64>> = BTreeMap::new();
+    let mut cells: BTreeMap<(GroupKey, usize), Vec<f64>> = BTreeMap::new();
     for (s, v) in steps.iter().zip(&values) {
         let Some(v) = v else { continue };
         let r = &runs[s.run];
@@ -268,7 +271,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                 .collect();
         cells.entry((key, s.run)).or_default().push(*v);
     }
-    let mut series: BTreeMap<Vec<(String, String)>, Vec<Point>> = BTreeMap::new();
+    let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
     for ((key, run), mut v) in cells {
         v.sort_by(f64::total_cmp);
         let r = &runs[run];
