@@ -108,7 +108,7 @@ impl StepColumns {
 
     /// Walk one step's JSON object: scalars become cells, objects recurse with a `_`
     /// joined name, arrays (top kernels, categories) are kept as JSON text.
-    fn walk(&mut self, key: &mut String, v: &Value) {
+    fn walk(&mut self, key: &mut String, v: Value) {
         match v {
             Value::Object(m) => {
                 let len = key.len();
@@ -116,7 +116,7 @@ impl StepColumns {
                     if !key.is_empty() {
                         key.push('_');
                     }
-                    key.push_str(k);
+                    key.push_str(&k);
                     self.walk(key, x);
                     key.truncate(len);
                 }
@@ -127,16 +127,16 @@ impl StepColumns {
             }
             _ => {
                 let i = self.col(key);
-                self.cols[i].values.push(v.clone());
+                self.cols[i].values.push(v);
             }
         }
     }
 
-    fn push(&mut self, step: &Step) -> Result<()> {
-        let v = serde_json::to_value(step)
-            .map_err(|e| crate::exit::Error::input(format!("internal: step to JSON: {e}")))?;
+    /// One step: its serialized JSON (moved in, not copied) and the struct for the derived
+    /// columns.
+    fn push(&mut self, step: &Step, v: Value) {
         let mut key = String::with_capacity(64);
-        self.walk(&mut key, &v);
+        self.walk(&mut key, v);
         let ctx = step.composition.as_ref().and_then(|c| c.mean_context());
         let i = self.col(MEAN_CONTEXT);
         self.cols[i]
@@ -149,7 +149,6 @@ impl StepColumns {
                 c.values.push(Value::Null);
             }
         }
-        Ok(())
     }
 
     /// The frame, with a fixed type for core columns and an inferred one for the rest.
@@ -232,11 +231,21 @@ fn leading(run_id: &str, n: usize) -> Vec<Column> {
     ]
 }
 
-/// The `steps` table: one row per step.
-pub fn steps_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
+/// The `steps` table: one row per step. `steps_json` is the report's `steps` array as
+/// `steps --format json` prints it (serialized once by the caller).
+pub fn steps_frame(
+    run_id: &str,
+    report: &StepsReport,
+    steps_json: Vec<Value>,
+) -> Result<DataFrame> {
+    if steps_json.len() != report.steps.len() {
+        return Err(crate::exit::Error::input(
+            "internal: the serialized steps do not match the steps",
+        ));
+    }
     let mut cols = StepColumns::new(report.steps.len());
-    for s in &report.steps {
-        cols.push(s)?;
+    for (s, v) in report.steps.iter().zip(steps_json) {
+        cols.push(s, v);
     }
     cols.finish(run_id)
 }

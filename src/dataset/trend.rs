@@ -235,6 +235,18 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                 _ => KernelPick::Category(n.clone()),
             };
             let rows = read::read_step_kernels(&runs, &pick)?;
+            if rows.is_empty() && !steps.is_empty() {
+                let what = if matches!(q.metric, Metric::Kernel(_)) {
+                    "no op with this full or short name"
+                } else {
+                    "no op of this category"
+                };
+                return Err(Error::input(format!(
+                    "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
+                    q.metric.name(),
+                    runs.len()
+                )));
+            }
             let t = match (&q.metric, rows.first()) {
                 (Metric::Kernel(_), Some(r)) => {
                     policy.kernel_threshold(&r.name, &r.short_name, &r.category)

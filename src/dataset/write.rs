@@ -217,10 +217,17 @@ pub fn export_run(
     replace: bool,
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
-    let found_by = serde_json::to_value(report).ok().and_then(|v| {
-        v.get("found_by")
-            .and_then(|f| f.as_str().map(str::to_owned))
-    });
+    // Serialized once: the steps array becomes the steps table, and report-level fields
+    // that other builds add (`found_by`) are read by name.
+    let mut json = serde_json::to_value(report)
+        .map_err(|e| Error::input(format!("internal: steps report to JSON: {e}")))?;
+    let found_by = json
+        .get("found_by")
+        .and_then(|f| f.as_str().map(str::to_owned));
+    let steps_json = match json.get_mut("steps").map(serde_json::Value::take) {
+        Some(serde_json::Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
     let engine = report
         .steps
         .iter()
@@ -244,7 +251,7 @@ pub fn export_run(
         steps_with_gpu_work: (report.steps.len() - report.steps_without_gpu_work) as i64,
         devices: 0,
     };
-    let frames = build_frames(meta, src, report)?;
+    let frames = build_frames(meta, src, report, steps_json)?;
     write_frames(dataset, &id, src, frames, replace)
 }
 
@@ -253,12 +260,13 @@ fn build_frames(
     mut meta: RunMeta,
     src: &RunSource,
     report: &StepsReport,
+    steps_json: Vec<serde_json::Value>,
 ) -> Result<Vec<DataFrame>> {
     let id = meta.run_id.clone();
     let devices = schema::devices_frame(&id, &src.devices, report)?;
     meta.devices = devices.height() as i64;
     Ok(vec![
-        schema::steps_frame(&id, report)?,
+        schema::steps_frame(&id, report, steps_json)?,
         schema::step_kernels_frame(&id, report)?,
         schema::kernels_frame(&id, report)?,
         devices,

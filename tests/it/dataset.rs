@@ -168,6 +168,11 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     assert!((rel - 0.2).abs() < 0.01, "{rel}");
     assert_eq!(pts[2]["labels"]["branch"], "pr");
 
+    // A kernel no run ran: an error, not a series of zeros.
+    let (code, _, err) = stepgate(&["trend", &ds, "--metric", "kernel:no_such_kernel"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no op with this full or short name"), "{err}");
+
     // The text table marks the same run.
     let (code, out, _) = stepgate(&["trend", &ds, "--metric", &format!("kernel:{}", gemm())]);
     assert_eq!(code, 0);
