@@ -156,14 +156,17 @@ impl StepColumns {
         let n = self.rows;
         let mut out = leading(run_id, n);
         for c in self.cols {
-            let ty = STEP_CORE
-                .iter()
-                .find(|(k, _)| *k == c.name)
-                .map(|(_, t)| *t)
-                .unwrap_or_else(|| infer(&c.values));
+            let ty = match STEP_CORE.iter().find(|(k, _)| *k == c.name) {
+                Some((_, t)) => *t,
+                // A non-core column with no value in this run is left out rather than
+                // typed by guess: a guessed type could clash with the real one in other
+                // runs' files (Spark's mergeSchema refuses string vs long).
+                None if c.values.iter().all(Value::is_null) => continue,
+                None => infer(&c.values),
+            };
             out.push(typed(&c.name, ty, &c.values));
         }
-        Ok(DataFrame::new_infer_height(out)?)
+        Ok(DataFrame::new(n, out)?)
     }
 }
 
