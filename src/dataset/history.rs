@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::baseline::stats::median_in_place;
-use crate::dataset::read::{self, Filter, KernelPick, RunRow, StepKernelRow, StepRow};
+use crate::dataset::read::{self, Filter, KernelName, KernelPick, RunRow, StepKernelRow, StepRow};
 use crate::exit::Result;
 
 /// `--history-mode`.
@@ -98,8 +98,8 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
     let steps = read::read_steps(&runs, q.filter.kind.as_deref())?;
     let kernels = read::read_step_kernels(&runs, &KernelPick::All)?;
     let groups = match q.mode {
-        HistoryMode::Steps => groups_of(&steps, &kernels),
-        HistoryMode::Runs => run_medians(&steps, &kernels, runs.len()),
+        HistoryMode::Steps => groups_of(&steps, &kernels.rows, &kernels.names),
+        HistoryMode::Runs => run_medians(&steps, &kernels.rows, &kernels.names, runs.len()),
     };
     let labels: Vec<String> = groups.iter().map(Group::label).collect();
     meta.step_kinds = {
@@ -128,7 +128,7 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
 
 /// Per-step samples grouped by (kind, batch size), as `samples_from_steps` groups a report:
 /// kernel and category vectors hold one value per step, 0 where absent.
-fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow]) -> Vec<Group> {
+fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow], names: &[KernelName]) -> Vec<Group> {
     let mut at: HashMap<(usize, i64, i64), usize> = HashMap::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
         at.insert((s.run, s.series, s.index), i);
@@ -139,9 +139,9 @@ fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow]) -> Vec<Group> {
             of_step[i].push(k);
         }
     }
-    let mut by: BTreeMap<(String, Option<u32>), Vec<usize>> = BTreeMap::new();
+    let mut by: BTreeMap<(&str, Option<u32>), Vec<usize>> = BTreeMap::new();
     for (i, s) in steps.iter().enumerate() {
-        by.entry((s.kind.clone(), s.batch)).or_default().push(i);
+        by.entry((&*s.kind, s.batch)).or_default().push(i);
     }
     let mut groups = Vec::with_capacity(by.len());
     for ((kind, batch), idx) in by {
@@ -177,19 +177,20 @@ fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow]) -> Vec<Group> {
             .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
         for (j, &i) in idx.iter().enumerate() {
             for k in &of_step[i] {
+                let id = &names[k.name as usize];
                 let e = g
                     .kernels
-                    .entry(k.name.clone())
+                    .entry(id.name.clone())
                     .or_insert_with(|| KernelSamples {
-                        short_name: k.short_name.clone(),
-                        category: k.category.clone(),
+                        short_name: id.short_name.clone(),
+                        category: id.category.clone(),
                         exclusive_ns: vec![0.0; n],
                         instances: vec![0.0; n],
                     });
                 e.exclusive_ns[j] += k.exclusive_ns;
                 e.instances[j] += k.instances;
                 g.categories
-                    .entry(k.category.clone())
+                    .entry(id.category.clone())
                     .or_insert_with(|| vec![0.0; n])[j] += k.exclusive_ns;
             }
         }
@@ -200,15 +201,30 @@ fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow]) -> Vec<Group> {
 
 /// One sample per run and group: the run's median of every metric, kernel and category
 /// (a kernel or category a run lacks counts 0 for that run).
-fn run_medians(steps: &[StepRow], kernels: &[StepKernelRow], runs: usize) -> Vec<Group> {
+fn run_medians(
+    steps: &[StepRow],
+    kernels: &[StepKernelRow],
+    names: &[KernelName],
+    runs: usize,
+) -> Vec<Group> {
     let mut out: BTreeMap<(String, Option<u32>), Group> = BTreeMap::new();
     // Per group: the runs seen, in order, to pad kernels a later run adds.
     let mut seen: BTreeMap<(String, Option<u32>), usize> = BTreeMap::new();
     let mut ctxs: BTreeMap<(String, Option<u32>), Vec<Option<f64>>> = BTreeMap::new();
-    for run in 0..runs {
-        let s: Vec<StepRow> = steps.iter().filter(|s| s.run == run).cloned().collect();
-        let k: Vec<StepKernelRow> = kernels.iter().filter(|k| k.run == run).cloned().collect();
-        for g in groups_of(&s, &k) {
+    let mut steps_of: Vec<Vec<StepRow>> = vec![Vec::new(); runs];
+    for s in steps {
+        if let Some(v) = steps_of.get_mut(s.run) {
+            v.push(s.clone());
+        }
+    }
+    let mut kernels_of: Vec<Vec<StepKernelRow>> = vec![Vec::new(); runs];
+    for k in kernels {
+        if let Some(v) = kernels_of.get_mut(k.run) {
+            v.push(*k);
+        }
+    }
+    for (s, k) in steps_of.iter().zip(&kernels_of) {
+        for g in groups_of(s, k, names) {
             let key = (g.step_kind.clone(), g.batch_size);
             let n = *seen.get(&key).unwrap_or(&0);
             let acc = out
@@ -274,7 +290,7 @@ mod tests {
         StepRow {
             run,
             index,
-            kind: "decode".into(),
+            kind: std::sync::Arc::from("decode"),
             batch: Some(8),
             wall_ns: wall,
             busy_ns: wall - 10.0,
@@ -284,17 +300,26 @@ mod tests {
         }
     }
 
-    fn kern(run: usize, index: i64, name: &str, ns: f64) -> StepKernelRow {
+    fn kern(run: usize, index: i64, name: u32, ns: f64) -> StepKernelRow {
         StepKernelRow {
             run,
             series: 0,
             index,
-            name: name.into(),
-            short_name: name.into(),
-            category: "gemm".into(),
+            name,
             exclusive_ns: ns,
             instances: 1.0,
         }
+    }
+
+    fn names() -> Vec<KernelName> {
+        ["a", "b"]
+            .iter()
+            .map(|n| KernelName {
+                name: (*n).into(),
+                short_name: (*n).into(),
+                category: "gemm".into(),
+            })
+            .collect()
     }
 
     #[test]
@@ -308,12 +333,8 @@ mod tests {
             step(1, 0, 200.0),
             step(1, 1, 210.0),
         ];
-        let ks = vec![
-            kern(0, 0, "a", 5.0),
-            kern(1, 1, "a", 7.0),
-            kern(1, 0, "b", 3.0),
-        ];
-        let g = groups_of(&steps, &ks);
+        let ks = vec![kern(0, 0, 0, 5.0), kern(1, 1, 0, 7.0), kern(1, 0, 1, 3.0)];
+        let g = groups_of(&steps, &ks, &names());
         assert_eq!(g.len(), 1);
         assert_eq!(
             g[0].metrics[metric::WALL_NS],
@@ -329,7 +350,7 @@ mod tests {
         );
         assert_eq!(g[0].categories["gemm"], vec![5.0, 0.0, 0.0, 3.0, 7.0]);
 
-        let r = run_medians(&steps, &ks, 2);
+        let r = run_medians(&steps, &ks, &names(), 2);
         // Medians: run 0 walls → 110; run 1 → 205. Kernel a: run 0 (5,0,0) → 0; run 1
         // (0,7) → 3.5. Kernel b: absent from run 0 → 0; run 1 (3,0) → 1.5.
         assert_eq!(r[0].metrics[metric::WALL_NS], vec![110.0, 205.0]);

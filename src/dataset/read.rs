@@ -3,8 +3,9 @@
 //! only the columns asked for (projection pushdown) and the kernel filter pushed into the
 //! Parquet scan, so a year of history is never loaded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use polars::prelude::*;
 
@@ -241,7 +242,8 @@ pub struct StepRow {
     pub run: usize,
     pub series: i64,
     pub index: i64,
-    pub kind: String,
+    /// Interned: a handful of distinct kinds over any number of steps.
+    pub kind: Arc<str>,
     pub batch: Option<u32>,
     pub mean_context: Option<f64>,
     pub wall_ns: f64,
@@ -252,11 +254,38 @@ pub struct StepRow {
     pub mbu: Option<f64>,
 }
 
+/// Runs per collected batch: bounds memory (a batch's projected, filtered columns) while
+/// letting polars scan a batch's files in parallel.
+const BATCH: usize = 64;
+
+/// Scan one table of `runs` batch by batch: `build` makes each run's lazy frame (projection
+/// and filters pushed into the scan), a `run` column (index into `runs`) is added, and
+/// `each` gets every collected batch.
+fn scan_batches(
+    runs: &[RunRow],
+    table: &str,
+    build: &dyn Fn(LazyFrame) -> LazyFrame,
+    each: &mut dyn FnMut(DataFrame) -> Result<()>,
+) -> Result<()> {
+    for (b, chunk) in runs.chunks(BATCH).enumerate() {
+        let mut lfs = Vec::with_capacity(chunk.len());
+        for (j, r) in chunk.iter().enumerate() {
+            let i = (b * BATCH + j) as u32;
+            lfs.push(
+                build(scan(&r.table_file(table))?)
+                    .with_column(lit(i).cast(DataType::UInt32).alias("run")),
+            );
+        }
+        let df = concat(lfs, UnionArgs::default())?
+            .collect()
+            .map_err(|e| Error::input(format!("cannot read the {table} table: {e}")))?;
+        each(df)?;
+    }
+    Ok(())
+}
+
 /// The steps with GPU work of the given runs (index into `runs` kept in [`StepRow::run`]).
 pub fn read_steps(runs: &[RunRow], kind: Option<&str>) -> Result<Vec<StepRow>> {
-    if runs.is_empty() {
-        return Ok(Vec::new());
-    }
     let cols = [
         "series",
         "index",
@@ -270,62 +299,86 @@ pub fn read_steps(runs: &[RunRow], kind: Option<&str>) -> Result<Vec<StepRow>> {
         "launches",
         "attribution_floor_mbu",
     ];
-    let mut lfs = Vec::with_capacity(runs.len());
-    for (i, r) in runs.iter().enumerate() {
-        let mut lf = scan(&r.table_file("steps"))?
+    let kind = kind.map(str::to_owned);
+    let build = |lf: LazyFrame| {
+        let mut lf = lf
             .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
             .filter(col("wall_ns").is_not_null());
-        if let Some(k) = kind {
-            lf = lf.filter(col("kind").eq(lit(k.to_owned())));
+        if let Some(k) = &kind {
+            lf = lf.filter(col("kind").eq(lit(k.clone())));
         }
-        lfs.push(lf.with_column(lit(i as u32).cast(DataType::UInt32).alias("run")));
-    }
-    let df = concat(lfs, UnionArgs::default())?
-        .collect()
-        .map_err(|e| Error::input(format!("cannot read the steps table: {e}")))?;
-    let run = df.column("run")?.u32()?;
-    let series = df.column("series")?.i64()?;
-    let index = df.column("index")?.i64()?;
-    let kinds = str_col(&df, "kind")?;
-    let req = df.column("composition_requests")?.i64()?;
-    let ctx = df.column("mean_context")?.f64()?;
-    let wall = df.column("wall_ns")?.i64()?;
-    let period = df.column("period_ns")?.i64()?;
-    let busy = df.column("busy_ns")?.i64()?;
-    let gap = df.column("gap_ns")?.i64()?;
-    let launches = df.column("launches")?.i64()?;
-    let mbu = df.column("attribution_floor_mbu")?.f64()?;
-    let mut out = Vec::with_capacity(df.height());
-    for i in 0..df.height() {
-        out.push(StepRow {
-            run: run.get(i).unwrap_or(0) as usize,
-            series: series.get(i).unwrap_or(0),
-            index: index.get(i).unwrap_or(0),
-            kind: kinds.get(i).unwrap_or("unknown").to_owned(),
-            batch: req.get(i).and_then(|r| u32::try_from(r).ok()),
-            mean_context: ctx.get(i),
-            wall_ns: wall.get(i).unwrap_or(0) as f64,
-            period_ns: period.get(i).map(|p| p as f64),
-            busy_ns: busy.get(i).unwrap_or(0) as f64,
-            gap_ns: gap.get(i).unwrap_or(0) as f64,
-            launches: launches.get(i).unwrap_or(0) as f64,
-            mbu: mbu.get(i),
-        });
-    }
+        lf
+    };
+    let mut kinds: HashMap<String, Arc<str>> = HashMap::new();
+    let mut out = Vec::new();
+    scan_batches(runs, "steps", &build, &mut |df| {
+        let run = df.column("run")?.u32()?;
+        let series = df.column("series")?.i64()?;
+        let index = df.column("index")?.i64()?;
+        let kcol = str_col(&df, "kind")?;
+        let req = df.column("composition_requests")?.i64()?;
+        let ctx = df.column("mean_context")?.f64()?;
+        let wall = df.column("wall_ns")?.i64()?;
+        let period = df.column("period_ns")?.i64()?;
+        let busy = df.column("busy_ns")?.i64()?;
+        let gap = df.column("gap_ns")?.i64()?;
+        let launches = df.column("launches")?.i64()?;
+        let mbu = df.column("attribution_floor_mbu")?.f64()?;
+        out.reserve(df.height());
+        for i in 0..df.height() {
+            let k = kcol.get(i).unwrap_or("unknown");
+            let kind = match kinds.get(k) {
+                Some(a) => a.clone(),
+                None => {
+                    let a: Arc<str> = Arc::from(k);
+                    kinds.insert(k.to_owned(), a.clone());
+                    a
+                }
+            };
+            out.push(StepRow {
+                run: run.get(i).unwrap_or(0) as usize,
+                series: series.get(i).unwrap_or(0),
+                index: index.get(i).unwrap_or(0),
+                kind,
+                batch: req.get(i).and_then(|r| u32::try_from(r).ok()),
+                mean_context: ctx.get(i),
+                wall_ns: wall.get(i).unwrap_or(0) as f64,
+                period_ns: period.get(i).map(|p| p as f64),
+                busy_ns: busy.get(i).unwrap_or(0) as f64,
+                gap_ns: gap.get(i).unwrap_or(0) as f64,
+                launches: launches.get(i).unwrap_or(0) as f64,
+                mbu: mbu.get(i),
+            });
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 
-/// One (step, op name) row of a stored run.
-#[derive(Debug, Clone)]
+/// One (step, op name) row of a stored run; names index into [`StepKernels::names`].
+#[derive(Debug, Clone, Copy)]
 pub struct StepKernelRow {
     pub run: usize,
     pub series: i64,
     pub index: i64,
+    pub name: u32,
+    pub exclusive_ns: f64,
+    pub instances: f64,
+}
+
+/// An op's identity: full name, short name, category.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KernelName {
     pub name: String,
     pub short_name: String,
     pub category: String,
-    pub exclusive_ns: f64,
-    pub instances: f64,
+}
+
+/// `step_kernels` rows with their names interned (a few hundred names over millions of rows).
+#[derive(Debug, Clone, Default)]
+pub struct StepKernels {
+    pub names: Vec<KernelName>,
+    pub rows: Vec<StepKernelRow>,
 }
 
 /// Which `step_kernels` rows to read.
@@ -340,10 +393,7 @@ pub enum KernelPick {
 
 /// The `step_kernels` rows of the given runs; the name/category filter is pushed into the
 /// Parquet scan.
-pub fn read_step_kernels(runs: &[RunRow], pick: &KernelPick) -> Result<Vec<StepKernelRow>> {
-    if runs.is_empty() {
-        return Ok(Vec::new());
-    }
+pub fn read_step_kernels(runs: &[RunRow], pick: &KernelPick) -> Result<StepKernels> {
     let cols = [
         "series",
         "step_index",
@@ -353,11 +403,9 @@ pub fn read_step_kernels(runs: &[RunRow], pick: &KernelPick) -> Result<Vec<StepK
         "exclusive_ns",
         "instances",
     ];
-    let mut lfs = Vec::with_capacity(runs.len());
-    for (i, r) in runs.iter().enumerate() {
-        let mut lf = scan(&r.table_file("step_kernels"))?
-            .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>());
-        lf = match pick {
+    let build = |lf: LazyFrame| {
+        let lf = lf.select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>());
+        match pick {
             KernelPick::All => lf,
             KernelPick::Name(n) => lf.filter(
                 col("name")
@@ -365,33 +413,46 @@ pub fn read_step_kernels(runs: &[RunRow], pick: &KernelPick) -> Result<Vec<StepK
                     .or(col("short_name").eq(lit(n.clone()))),
             ),
             KernelPick::Category(c) => lf.filter(col("category").eq(lit(c.clone()))),
-        };
-        lfs.push(lf.with_column(lit(i as u32).cast(DataType::UInt32).alias("run")));
-    }
-    let df = concat(lfs, UnionArgs::default())?
-        .collect()
-        .map_err(|e| Error::input(format!("cannot read the step_kernels table: {e}")))?;
-    let run = df.column("run")?.u32()?;
-    let series = df.column("series")?.i64()?;
-    let index = df.column("step_index")?.i64()?;
-    let name = str_col(&df, "name")?;
-    let short = str_col(&df, "short_name")?;
-    let cat = str_col(&df, "category")?;
-    let excl = df.column("exclusive_ns")?.i64()?;
-    let inst = df.column("instances")?.i64()?;
-    let mut out = Vec::with_capacity(df.height());
-    for i in 0..df.height() {
-        out.push(StepKernelRow {
-            run: run.get(i).unwrap_or(0) as usize,
-            series: series.get(i).unwrap_or(0),
-            index: index.get(i).unwrap_or(0),
-            name: name.get(i).unwrap_or_default().to_owned(),
-            short_name: short.get(i).unwrap_or_default().to_owned(),
-            category: cat.get(i).unwrap_or_default().to_owned(),
-            exclusive_ns: excl.get(i).unwrap_or(0) as f64,
-            instances: inst.get(i).unwrap_or(0) as f64,
-        });
-    }
+        }
+    };
+    let mut out = StepKernels::default();
+    let mut ids: HashMap<String, u32> = HashMap::new();
+    scan_batches(runs, "step_kernels", &build, &mut |df| {
+        let run = df.column("run")?.u32()?;
+        let series = df.column("series")?.i64()?;
+        let index = df.column("step_index")?.i64()?;
+        let name = str_col(&df, "name")?;
+        let short = str_col(&df, "short_name")?;
+        let cat = str_col(&df, "category")?;
+        let excl = df.column("exclusive_ns")?.i64()?;
+        let inst = df.column("instances")?.i64()?;
+        out.rows.reserve(df.height());
+        for i in 0..df.height() {
+            let n = name.get(i).unwrap_or_default();
+            let id = match ids.get(n) {
+                Some(&id) => id,
+                None => {
+                    let id = out.names.len() as u32;
+                    out.names.push(KernelName {
+                        name: n.to_owned(),
+                        short_name: short.get(i).unwrap_or_default().to_owned(),
+                        category: cat.get(i).unwrap_or_default().to_owned(),
+                    });
+                    ids.insert(n.to_owned(), id);
+                    id
+                }
+            };
+            out.rows.push(StepKernelRow {
+                run: run.get(i).unwrap_or(0) as usize,
+                series: series.get(i).unwrap_or(0),
+                index: index.get(i).unwrap_or(0),
+                name: id,
+                exclusive_ns: excl.get(i).unwrap_or(0) as f64,
+                instances: inst.get(i).unwrap_or(0) as f64,
+            });
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -234,7 +234,8 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                 Metric::Kernel(_) => KernelPick::Name(n.clone()),
                 _ => KernelPick::Category(n.clone()),
             };
-            let rows = read::read_step_kernels(&runs, &pick)?;
+            let ks = read::read_step_kernels(&runs, &pick)?;
+            let rows = &ks.rows;
             if rows.is_empty() && !steps.is_empty() {
                 let what = if matches!(q.metric, Metric::Kernel(_)) {
                     "no op with this full or short name"
@@ -249,13 +250,14 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             }
             let t = match (&q.metric, rows.first()) {
                 (Metric::Kernel(_), Some(r)) => {
-                    policy.kernel_threshold(&r.name, &r.short_name, &r.category)
+                    let k = &ks.names[r.name as usize];
+                    policy.kernel_threshold(&k.name, &k.short_name, &k.category)
                 }
                 (Metric::Kernel(_), None) => policy.kernel,
                 _ => policy.category_threshold(n),
             };
             let mut per: HashMap<(usize, i64, i64), f64> = HashMap::with_capacity(rows.len());
-            for r in &rows {
+            for r in rows {
                 *per.entry((r.run, r.series, r.index)).or_default() += r.exclusive_ns;
             }
             let v = steps
@@ -274,7 +276,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             q.by.iter()
                 .map(|k| {
                     let val = if k == "kind" {
-                        Some(s.kind.clone())
+                        Some(s.kind.to_string())
                     } else {
                         r.key(k)
                     };
