@@ -57,11 +57,11 @@ pub struct ExportFlags {
 pub struct HistoryFlags {
     /// Gate against the last runs of this dataset instead of a baseline file (only runs on
     /// the candidate's GPU, and for its model when --model is given).
-    #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
+    #[arg(long, value_name = "DATASET", conflicts_with = "baseline", value_parser = dataset_dir)]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;
     /// comma-separated or repeated.
-    #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history")]
+    #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history", value_parser = where_clauses)]
     pub where_: Vec<String>,
     /// How many of the newest matching runs.
     #[arg(long, default_value_t = 20, requires = "history")]
@@ -72,6 +72,25 @@ pub struct HistoryFlags {
     /// Fewer matching runs than this: inconclusive.
     #[arg(long, default_value_t = 3, requires = "history")]
     pub min_runs: usize,
+}
+
+/// Check `--where` while parsing flags, before a long report load.
+pub fn where_clauses(s: &str) -> std::result::Result<String, String> {
+    Filter::parse(&[s.to_owned()])
+        .map(|_| s.to_owned())
+        .map_err(|e| e.message)
+}
+
+/// Check `--history` while parsing flags: an existing directory.
+fn dataset_dir(s: &str) -> std::result::Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if p.is_dir() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "{s} is not a directory: pass a dataset written by `stepgate export`"
+        ))
+    }
 }
 
 /// What `export` needs from a loaded trace besides its steps.

@@ -29,7 +29,7 @@ pub struct Args {
     pub metric: String,
     /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
     /// kind=… (steps); comma-separated or repeated.
-    #[arg(long = "where", value_name = "KEY=VALUE,…")]
+    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = crate::commands::export::where_clauses)]
     pub where_: Vec<String>,
     /// One series per value of these keys (gpu, model, engine, kind, label.NAME, …).
     #[arg(long, value_delimiter = ',')]

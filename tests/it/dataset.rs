@@ -495,4 +495,17 @@ fn bad_inputs_get_one_line_errors() {
     assert!(err.contains("key=value"), "{err}");
     let (code, _, _) = stepgate(&["gate", &c.p("r.sqlite")]);
     assert_eq!(code, 2, "neither --baseline nor --history");
+    let (code, _, err) = stepgate(&["gate", &c.p("r.sqlite"), "--history", &c.p("missing")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a directory"), "{err}");
+    let (code, _, err) = stepgate(&[
+        "gate",
+        &c.p("r.sqlite"),
+        "--history",
+        &c.p("empty"),
+        "--where",
+        "branch=main",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown key"), "{err}");
 }
