@@ -191,46 +191,52 @@ pub fn read_runs(dataset: &Path) -> Result<Vec<RunRow>> {
         "labels",
     ];
     let mut out = Vec::with_capacity(files.len());
-    // One lazy scan per file, concatenated and collected once (the files are scanned in
-    // parallel); the file index tells each row's partition.
-    let lfs = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            Ok(scan(f)?
-                .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
-                .with_column(lit(i as u32).cast(DataType::UInt32).alias("file")))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let df = concat(lfs, UnionArgs::default())?.collect().map_err(|e| {
-        Error::input(format!(
-            "{}: cannot read the runs table: {e}",
-            dataset.display()
-        ))
-    })?;
-    let id = str_col(&df, "run_id")?;
-    let at = df.column("exported_at_ns")?.i64()?;
-    let gpu = str_col(&df, "gpu_name")?;
-    let model = str_col(&df, "model_name")?;
-    let engine = str_col(&df, "engine")?;
-    let fmt = str_col(&df, "source_format")?;
-    let labels = str_col(&df, "labels")?;
-    let file = df.column("file")?.u32()?;
-    for i in 0..df.height() {
-        let l: BTreeMap<String, String> = labels
-            .get(i)
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default();
-        out.push(RunRow {
-            run_id: id.get(i).unwrap_or_default().to_owned(),
-            exported_at_ns: at.get(i).unwrap_or(0),
-            gpu_name: gpu.get(i).map(str::to_owned),
-            model: model.get(i).map(str::to_owned),
-            engine: engine.get(i).map(str::to_owned),
-            source_format: fmt.get(i).map(str::to_owned),
-            labels: l,
-            runs_file: files[file.get(i).unwrap_or(0) as usize].clone(),
-        });
+    // Lazy scans concatenated and collected a batch at a time (polars scans a batch's
+    // files in parallel); the file index tells each row's partition.
+    for (b, chunk) in files.chunks(BATCH).enumerate() {
+        let lfs = chunk
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                Ok(scan(f)?
+                    .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
+                    .with_column(
+                        lit((b * BATCH + j) as u32)
+                            .cast(DataType::UInt32)
+                            .alias("file"),
+                    ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let df = concat(lfs, UnionArgs::default())?.collect().map_err(|e| {
+            Error::input(format!(
+                "{}: cannot read the runs table: {e}",
+                dataset.display()
+            ))
+        })?;
+        let id = str_col(&df, "run_id")?;
+        let at = df.column("exported_at_ns")?.i64()?;
+        let gpu = str_col(&df, "gpu_name")?;
+        let model = str_col(&df, "model_name")?;
+        let engine = str_col(&df, "engine")?;
+        let fmt = str_col(&df, "source_format")?;
+        let labels = str_col(&df, "labels")?;
+        let file = df.column("file")?.u32()?;
+        for i in 0..df.height() {
+            let l: BTreeMap<String, String> = labels
+                .get(i)
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default();
+            out.push(RunRow {
+                run_id: id.get(i).unwrap_or_default().to_owned(),
+                exported_at_ns: at.get(i).unwrap_or(0),
+                gpu_name: gpu.get(i).map(str::to_owned),
+                model: model.get(i).map(str::to_owned),
+                engine: engine.get(i).map(str::to_owned),
+                source_format: fmt.get(i).map(str::to_owned),
+                labels: l,
+                runs_file: files[file.get(i).unwrap_or(0) as usize].clone(),
+            });
+        }
     }
     out.sort_by(|a, b| (a.exported_at_ns, &a.run_id).cmp(&(b.exported_at_ns, &b.run_id)));
     Ok(out)
