@@ -221,9 +221,12 @@ pub fn export_run(
     // that other builds add (`found_by`) are read by name.
     let mut json = serde_json::to_value(report)
         .map_err(|e| Error::input(format!("internal: steps report to JSON: {e}")))?;
-    let found_by = json
-        .get("found_by")
-        .and_then(|f| f.as_str().map(str::to_owned));
+    let found_by = match json.get("found_by") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(f)) => Some(f.clone()),
+        // A structured value is kept whole, as JSON text.
+        Some(other) => Some(other.to_string()),
+    };
     let steps_json = match json.get_mut("steps").map(serde_json::Value::take) {
         Some(serde_json::Value::Array(a)) => a,
         _ => Vec::new(),
