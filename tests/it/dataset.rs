@@ -276,6 +276,25 @@ fn tables_hold_the_report_counts_and_sums() {
     assert_eq!(json_busy, truth);
     let json_wall: i64 = js.iter().map(|s| s["wall_ns"].as_i64().unwrap()).sum();
     assert_eq!(i64_sum(&steps, "wall_ns"), json_wall);
+    // Every per-step JSON field with a value in some step is a column: scalars and arrays
+    // under their own name, objects flattened with `_`.
+    let names: Vec<String> = steps
+        .get_column_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    for (k, _) in js[0].as_object().unwrap() {
+        let vals: Vec<&serde_json::Value> = js.iter().map(|s| &s[k]).collect();
+        if vals.iter().all(|v| v.is_null()) {
+            continue;
+        }
+        let hit = if vals.iter().any(|v| v.is_object()) {
+            names.iter().any(|n| n.starts_with(&format!("{k}_")))
+        } else {
+            names.contains(k)
+        };
+        assert!(hit, "step field {k} has no column in {names:?}");
+    }
     // Per-step names keep the JSON's, integers stay integers.
     for c in [
         "wall_ns",
@@ -331,6 +350,7 @@ fn tables_hold_the_report_counts_and_sums() {
         runs.column("engine").unwrap().str().unwrap().get(0),
         Some("vllm")
     );
+    assert!(runs.column("found_by").is_ok());
     // Every table carries run_id and schema_version, and the same run id.
     let id = runs
         .column("run_id")
