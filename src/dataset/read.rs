@@ -262,7 +262,7 @@ pub struct StepRow {
 
 /// Runs per collected batch: bounds memory (a batch's projected, filtered columns) while
 /// letting polars scan a batch's files in parallel.
-const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 
 /// Scan one table of `runs` batch by batch: `build` makes each run's lazy frame (projection
 /// and filters pushed into the scan), a `run` column (index into `runs`) is added, and

@@ -209,16 +209,27 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         keep.sort_unstable();
         runs.extend(keep.into_iter().map(|i| all[i].clone()));
     }
-    let steps = read::read_steps(&runs, q.filter.kind.as_deref())?;
-    // Per step value of the metric.
-    let (values, threshold): (Vec<Option<f64>>, Threshold) = match &q.metric {
-        Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => {
-            let name = q.metric.name();
-            let t =
-                policy.metrics.get(&name).copied().ok_or_else(|| {
+    // A batch of runs at a time: each run's points are final once its batch is read, so
+    // memory holds one batch's steps, however many runs match.
+    let mut threshold: Option<Threshold> =
+        match &q.metric {
+            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => {
+                let name = q.metric.name();
+                Some(policy.metrics.get(&name).copied().ok_or_else(|| {
                     Error::input(format!("the policy has no threshold for {name}"))
-                })?;
-            let v = steps
+                })?)
+            }
+            Metric::Category(n) => Some(policy.category_threshold(n)),
+            Metric::Kernel(_) => None,
+        };
+    let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
+    let (mut any_steps, mut any_kernel_rows) = (false, false);
+    for chunk in runs.chunks(read::BATCH) {
+        let steps = read::read_steps(chunk, q.filter.kind.as_deref())?;
+        any_steps |= !steps.is_empty();
+        // Per step value of the metric.
+        let values: Vec<Option<f64>> = match &q.metric {
+            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => steps
                 .iter()
                 .map(|s| match q.metric {
                     Metric::WallNs => Some(s.wall_ns),
@@ -226,86 +237,83 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                     Metric::GapNs => Some(s.gap_ns),
                     _ => s.mbu,
                 })
-                .collect();
-            (v, t)
-        }
-        Metric::Kernel(n) | Metric::Category(n) => {
-            let pick = match &q.metric {
-                Metric::Kernel(_) => KernelPick::Name(n.clone()),
-                _ => KernelPick::Category(n.clone()),
-            };
-            let ks = read::read_step_kernels(&runs, &pick)?;
-            let rows = &ks.rows;
-            if rows.is_empty() && !steps.is_empty() {
-                let what = if matches!(q.metric, Metric::Kernel(_)) {
-                    "no op with this full or short name"
-                } else {
-                    "no op of this category"
+                .collect(),
+            Metric::Kernel(n) | Metric::Category(n) => {
+                let pick = match &q.metric {
+                    Metric::Kernel(_) => KernelPick::Name(n.clone()),
+                    _ => KernelPick::Category(n.clone()),
                 };
-                return Err(Error::input(format!(
-                    "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
-                    q.metric.name(),
-                    runs.len()
-                )));
-            }
-            let t = match (&q.metric, rows.first()) {
-                (Metric::Kernel(_), Some(r)) => {
+                let ks = read::read_step_kernels(chunk, &pick)?;
+                any_kernel_rows |= !ks.rows.is_empty();
+                if let (None, Some(r)) = (threshold, ks.rows.first()) {
                     let k = &ks.names[r.name as usize];
-                    policy.kernel_threshold(&k.name, &k.short_name, &k.category)
+                    threshold = Some(policy.kernel_threshold(&k.name, &k.short_name, &k.category));
                 }
-                (Metric::Kernel(_), None) => policy.kernel,
-                _ => policy.category_threshold(n),
-            };
-            let mut per: HashMap<(usize, i64, i64), f64> = HashMap::with_capacity(rows.len());
-            for r in rows {
-                *per.entry((r.run, r.series, r.index)).or_default() += r.exclusive_ns;
+                let mut per: HashMap<(usize, i64, i64), f64> =
+                    HashMap::with_capacity(ks.rows.len());
+                for r in &ks.rows {
+                    *per.entry((r.run, r.series, r.index)).or_default() += r.exclusive_ns;
+                }
+                steps
+                    .iter()
+                    .map(|s| Some(per.get(&(s.run, s.series, s.index)).copied().unwrap_or(0.0)))
+                    .collect()
             }
-            let v = steps
-                .iter()
-                .map(|s| Some(per.get(&(s.run, s.series, s.index)).copied().unwrap_or(0.0)))
-                .collect();
-            (v, t)
+        };
+        // Group: (group key, run) → values.
+        let mut cells: BTreeMap<(GroupKey, usize), Vec<f64>> = BTreeMap::new();
+        for (s, v) in steps.iter().zip(&values) {
+            let Some(v) = v else { continue };
+            let r = &chunk[s.run];
+            let key: GroupKey =
+                q.by.iter()
+                    .map(|k| {
+                        let val = if k == "kind" {
+                            Some(s.kind.to_string())
+                        } else {
+                            r.key(k)
+                        };
+                        (k.clone(), val.unwrap_or_else(|| "–".into()))
+                    })
+                    .collect();
+            cells.entry((key, s.run)).or_default().push(*v);
         }
-    };
-    // Group: (group key, run) → values.
-    let mut cells: BTreeMap<(GroupKey, usize), Vec<f64>> = BTreeMap::new();
-    for (s, v) in steps.iter().zip(&values) {
-        let Some(v) = v else { continue };
-        let r = &runs[s.run];
-        let key: Vec<(String, String)> =
-            q.by.iter()
-                .map(|k| {
-                    let val = if k == "kind" {
-                        Some(s.kind.to_string())
-                    } else {
-                        r.key(k)
-                    };
-                    (k.clone(), val.unwrap_or_else(|| "–".into()))
-                })
-                .collect();
-        cells.entry((key, s.run)).or_default().push(*v);
+        // Batches are in time order, and so are the runs of a batch within a key.
+        for ((key, run), mut v) in cells {
+            v.sort_by(f64::total_cmp);
+            let r = &chunk[run];
+            series.entry(key).or_default().push(Point {
+                run_id: r.run_id.clone(),
+                exported_at_ns: r.exported_at_ns,
+                exported_at: read::fmt_time(r.exported_at_ns),
+                labels: r.labels.clone(),
+                steps: v.len(),
+                median: percentile(&v, 0.5),
+                p10: percentile(&v, 0.1),
+                p90: percentile(&v, 0.9),
+                change: None,
+            });
+        }
     }
-    let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
-    for ((key, run), mut v) in cells {
-        v.sort_by(f64::total_cmp);
-        let r = &runs[run];
-        series.entry(key).or_default().push(Point {
-            run_id: r.run_id.clone(),
-            exported_at_ns: r.exported_at_ns,
-            exported_at: read::fmt_time(r.exported_at_ns),
-            labels: r.labels.clone(),
-            steps: v.len(),
-            median: percentile(&v, 0.5),
-            p10: percentile(&v, 0.1),
-            p90: percentile(&v, 0.9),
-            change: None,
-        });
+    if matches!(q.metric, Metric::Kernel(_) | Metric::Category(_)) && any_steps && !any_kernel_rows
+    {
+        let what = if matches!(q.metric, Metric::Kernel(_)) {
+            "no op with this full or short name"
+        } else {
+            "no op of this category"
+        };
+        return Err(Error::input(format!(
+            "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
+            q.metric.name(),
+            runs.len()
+        )));
     }
-    if series.is_empty() && q.metric == Metric::Mbu && !steps.is_empty() {
+    if series.is_empty() && q.metric == Metric::Mbu && any_steps {
         return Err(Error::input(
             "no stored step has an MBU: export the runs with --model (and --gpu) so steps are priced",
         ));
     }
+    let threshold = threshold.unwrap_or(policy.kernel);
     let mut out = Vec::with_capacity(series.len());
     for (key, mut points) in series {
         // Runs were read in time order and cells keep that order per key.
