@@ -37,4 +37,8 @@ pub enum Command {
     Capture(commands::capture::Args),
     /// Measure this machine's per-launch cost with a null kernel.
     LaunchProbe(commands::launch_probe::Args),
+    /// Append a run to a Parquet dataset (run history any engine can read).
+    Export(commands::export::Args),
+    /// One metric per run over time from a dataset, with change points marked.
+    Trend(commands::trend::Args),
 }

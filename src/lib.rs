@@ -12,6 +12,7 @@ pub mod capture;
 pub mod categories;
 pub mod cli;
 pub mod commands;
+pub mod dataset;
 pub mod exit;
 pub mod output;
 pub mod probe;

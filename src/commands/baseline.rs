@@ -13,10 +13,23 @@ use crate::trace::SourceFormat;
 
 /// Load a report, find and price its steps, and turn them into a baseline.
 pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
+    Ok(baseline_and_steps(path, flags)?.0)
+}
+
+/// The baseline plus the steps and source facts `--export` writes (one load for both).
+pub fn baseline_and_steps(
+    path: &Path,
+    flags: &StepFlags,
+) -> Result<(
+    Baseline,
+    crate::timing::steps::StepsReport,
+    crate::dataset::RunSource,
+)> {
     let trace = crate::commands::stepflags::load_for_steps(path, flags)?;
     crate::source::print_warnings(&trace);
     let cats = crate::commands::stepflags::categorizer(flags.categories.as_ref())?;
     let report = steps_of(&trace, flags, &cats, 5)?;
+    let src = crate::commands::export::run_source(&trace, flags);
     if report.steps.len() == report.steps_without_gpu_work {
         return Err(Error::input(format!(
             "{}: no steps with GPU work were found (method {}): check --steps and --kind",
@@ -58,7 +71,7 @@ pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> 
         floor_inputs,
         created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
     };
-    Ok(samples_from_steps(&report, meta))
+    Ok((samples_from_steps(&report, meta), report, src))
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -79,6 +92,8 @@ pub enum Command {
         max_steps: usize,
         #[command(flatten)]
         report_args: Box<StepFlags>,
+        #[command(flatten)]
+        export: crate::commands::export::ExportFlags,
     },
     /// Show what a baseline file holds.
     #[command(
@@ -97,6 +112,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             output,
             max_steps,
             report_args,
+            export,
         } => {
             // Checked before the report is read: never the report itself, never a device
             // node or FIFO, a directory that exists or can be created.
@@ -120,11 +136,32 @@ pub fn run(cmd: &Command) -> Result<u8> {
                     dir.display()
                 );
             }
-            let mut b = baseline_from_report(report, report_args)?;
+            // With --export, one load gives both the baseline and the steps to append.
+            let (mut b, found) = match &export.export {
+                None => (baseline_from_report(report, report_args)?, None),
+                Some(_) => {
+                    let ((b, steps, src), sha) =
+                        crate::commands::export::with_report_hash(report, || {
+                            baseline_and_steps(report, report_args)
+                        })?;
+                    (b, Some((steps, src, sha)))
+                }
+            };
             let before: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             b.samples.thin(*max_steps);
             let after: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             write_baseline(output, &b)?;
+            if let (Some(dataset), Some((steps, src, sha))) = (&export.export, &found) {
+                crate::commands::export::append(
+                    dataset,
+                    report,
+                    sha,
+                    &export.labels,
+                    src,
+                    steps,
+                    true,
+                )?;
+            }
             let thinned = if after < before {
                 format!(" (evenly thinned from {})", fmt_int(before as i64))
             } else {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::baseline::{compare, load_side, read_baseline, Policy};
 use crate::commands::baseline::baseline_from_report;
 use crate::commands::stepflags::StepFlags;
-use crate::exit::Result;
+use crate::exit::{Error, Result};
 use crate::output;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::{to_json, Format};
@@ -15,6 +15,7 @@ const GATE_HELP: &str = "Examples:
   stepgate gate run.sqlite --baseline baselines/h100-llama-3-8b-decode.json
   stepgate gate run.sqlite --baseline base.json --policy examples/policy.toml --markdown gate.md
   stepgate gate trace.pt.trace.json.gz --baseline base.json --format json --inconclusive-fails
+  stepgate gate run.sqlite --history history/ --where label.branch=main --last 20 --export history/ --label branch=pr
 
 Exit codes: 0 pass · 1 regression (or inconclusive with \
 --inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline, \
@@ -26,9 +27,9 @@ in common). Policy file format: docs/gate.md.";
 pub struct Args {
     /// The candidate: a report (nsys SQLite export, Kineto trace) or a baseline .json.
     pub report: PathBuf,
-    /// The stored baseline to compare against.
-    #[arg(long, value_name = "FILE")]
-    pub baseline: PathBuf,
+    /// The stored baseline to compare against (or --history DATASET).
+    #[arg(long, value_name = "FILE", required_unless_present = "history")]
+    pub baseline: Option<PathBuf>,
     /// Thresholds and overrides (TOML or JSON); defaults when absent.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
@@ -55,6 +56,10 @@ pub struct Args {
     pub waterfall_top: usize,
     #[command(flatten)]
     pub report_args: StepFlags,
+    #[command(flatten)]
+    pub history: crate::commands::export::HistoryFlags,
+    #[command(flatten)]
+    pub export: crate::commands::export::ExportFlags,
 }
 
 /// Write one rendered report atomically. Prefer collecting every output of a command into
@@ -81,7 +86,9 @@ fn plan(args: &Args) -> Result<()> {
     plan.add("--markdown", args.markdown.as_deref())
         .add("--json", args.json.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.report.as_path(), args.baseline.as_path()];
+    let mut inputs = vec![args.report.as_path()];
+    inputs.extend(args.baseline.as_deref());
+    inputs.extend(args.history.history.as_deref());
     inputs.extend(args.policy.as_deref());
     inputs.extend(crate::commands::step_inputs(&args.report_args));
     plan.check(&inputs)
@@ -99,14 +106,38 @@ pub fn run(args: &Args) -> Result<u8> {
     plan(args)?;
     let mut policy = load_policy(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
-    let base = read_baseline(&args.baseline)?;
-    let cand = load_side(&args.report, &|p| {
-        baseline_from_report(p, &args.report_args)
+    // --export keeps the candidate's steps from the same load.
+    let found = std::cell::RefCell::new(None);
+    let cand = load_side(&args.report, &|p| match &args.export.export {
+        None => baseline_from_report(p, &args.report_args),
+        Some(_) => {
+            let ((b, steps, src), sha) = crate::commands::export::with_report_hash(p, || {
+                crate::commands::baseline::baseline_and_steps(p, &args.report_args)
+            })?;
+            *found.borrow_mut() = Some((steps, src, sha));
+            Ok(b)
+        }
     })?;
-    let cmp = compare(&base, &cand, &policy)?;
+    if args.export.export.is_some() && found.borrow().is_none() {
+        return Err(Error::input(
+            "--export needs a report as the candidate, not a baseline file",
+        ));
+    }
+    let (base, history, base_name) = match (&args.history.history, &args.baseline) {
+        (Some(d), _) => {
+            let h = crate::commands::export::history_side(&args.history, d, &cand)?;
+            (h.baseline.clone(), Some(h), d.display().to_string())
+        }
+        (None, Some(b)) => (read_baseline(b)?, None, b.display().to_string()),
+        (None, None) => return Err(Error::input("give --baseline FILE or --history DATASET")),
+    };
+    let mut cmp = compare(&base, &cand, &policy)?;
+    if let Some(h) = &history {
+        crate::commands::export::note_history(&mut cmp, h);
+    }
     let opts = RenderOptions {
         show_verdict: true,
-        baseline_name: args.baseline.display().to_string(),
+        baseline_name: base_name,
         candidate_name: args.report.display().to_string(),
         top: args.top,
         waterfall_top: args.waterfall_top,
@@ -138,5 +169,17 @@ pub fn run(args: &Args) -> Result<u8> {
     ])?;
     // A closed pipe keeps the verdict's exit code; a failed write is exit 2, never 101.
     output::print(&render(&cmp, args.format, &opts))?;
+    // Appended after the comparison, so a run is never part of its own history.
+    if let (Some(dataset), Some((steps, src, sha))) = (&args.export.export, &*found.borrow()) {
+        crate::commands::export::append(
+            dataset,
+            &args.report,
+            sha,
+            &args.export.labels,
+            src,
+            steps,
+            true,
+        )?;
+    }
     Ok(cmp.exit_code)
 }

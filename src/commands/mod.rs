@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod capacity;
 pub mod capture;
 pub mod diff;
+pub mod export;
 pub mod floor;
 pub mod floorflags;
 pub mod gate;
@@ -13,6 +14,7 @@ pub mod launch_probe;
 pub mod numbers;
 pub mod stepflags;
 pub mod steps;
+pub mod trend;
 
 use crate::cli::{Cli, Command};
 use crate::exit::{Error, Result};
@@ -31,6 +33,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Diff(a) => diff::run(&a),
         Command::Capture(a) => capture::run(&a),
         Command::LaunchProbe(a) => launch_probe::run(&a),
+        Command::Export(a) => export::run(&a),
+        Command::Trend(a) => trend::run(&a),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod perfetto;
 pub mod probe;
 pub mod steps;
 pub mod table;
+pub mod trend;
 
 /// Output format shared by every subcommand that renders a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]

@@ -7,6 +7,7 @@ mod analyze;
 mod capture;
 mod cli;
 mod common;
+mod dataset;
 mod floor_capacity;
 mod fuzz;
 mod gate;

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Reads a dataset written by `stepgate export` with DuckDB (installed from PyPI) and checks
+# row counts and sums against stepgate's own `steps --format json` for the same reports,
+# then runs the DuckDB queries of docs/dataset.md on it. Then the same counts with PySpark in
+# local mode if it installs (it needs Java), else says it skipped.
+#
+# Usage: scripts/check_dataset.sh            (builds the debug binaries if missing)
+# Env:   STEPGATE_BIN_DIR=target/release     to use other binaries
+#        CHECK_DATASET_SPARK=0               to skip the PySpark part
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin_dir="${STEPGATE_BIN_DIR:-target/debug}"
+if [ ! -x "$bin_dir/stepgate" ] || [ ! -x "$bin_dir/stepgate-synth" ]; then
+  cargo build --locked --bins
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 -m pip install --quiet --disable-pip-version-check duckdb >/dev/null 2>&1 ||
+  python3 -m pip install --quiet --disable-pip-version-check --user duckdb
+
+# Two generated runs (different sizes, two TP ranks in the second), two labels.
+"$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/a.sqlite" >/dev/null 2>&1
+"$bin_dir/stepgate-synth" workload --steps 25 --kernels 64 --ranks 2 -o "$work/b.sqlite" >/dev/null 2>&1
+"$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds" --label branch=main --label git_sha=aaa
+"$bin_dir/stepgate" export "$work/b.sqlite" -o "$work/ds" --label branch=pr --label git_sha=bbb
+"$bin_dir/stepgate" steps "$work/a.sqlite" --format json >"$work/a.json"
+"$bin_dir/stepgate" steps "$work/b.sqlite" --format json >"$work/b.json"
+
+python3 - "$work" <<'EOF'
+import json, sys
+import duckdb
+
+work = sys.argv[1]
+ds = f"{work}/ds"
+reports = [json.load(open(f"{work}/{n}.json")) for n in ("a", "b")]
+steps = [s for r in reports for s in r["steps"]]
+exp = {
+    "runs": 2,
+    "steps": len(steps),
+    "busy_ns": sum(s["busy_ns"] for s in steps),
+    "wall_ns": sum(s["wall_ns"] or 0 for s in steps),
+    "gap_ns": sum(s["gap_ns"] or 0 for s in steps),
+    "launches": sum(s["launches"] for s in steps),
+    "excl_ns": sum(c["exclusive_ns"] for s in steps for c in s["categories"]),
+    "instances": sum(c["instances"] for s in steps for c in s["categories"]),
+    "devices": len({(i, s["device"]) for i, r in enumerate(reports) for s in r["steps"]}),
+}
+con = duckdb.connect()
+for t in ["runs", "steps", "step_kernels", "kernels", "devices"]:
+    con.execute(
+        f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{ds}/{t}/**/*.parquet', "
+        "hive_partitioning = true, union_by_name = true)"
+    )
+one = lambda q: con.execute(q).fetchone()[0]
+got = {
+    "runs": one("SELECT count(*) FROM runs"),
+    "steps": one("SELECT count(*) FROM steps"),
+    "busy_ns": one("SELECT sum(busy_ns) FROM steps"),
+    "wall_ns": one("SELECT sum(wall_ns) FROM steps"),
+    "gap_ns": one("SELECT sum(gap_ns) FROM steps"),
+    "launches": one("SELECT sum(launches) FROM steps"),
+    "excl_ns": one("SELECT sum(exclusive_ns) FROM step_kernels"),
+    "instances": one("SELECT sum(instances) FROM step_kernels"),
+    "devices": one("SELECT count(*) FROM devices"),
+}
+got_k = one("SELECT sum(exclusive_ns) FROM kernels")
+got_dev_busy = one("SELECT sum(step_busy_ns) FROM devices")
+bad = [k for k in exp if exp[k] != got[k]]
+if got_k != exp["excl_ns"]:
+    bad.append("kernels.exclusive_ns")
+if got_dev_busy != exp["busy_ns"]:
+    bad.append("devices.step_busy_ns")
+# Every table joins to runs, and the run ids of each table are the two runs.
+for t in ["steps", "step_kernels", "kernels", "devices"]:
+    n = one(f"SELECT count(DISTINCT run_id) FROM {t} WHERE run_id IN (SELECT run_id FROM runs)")
+    if n != 2:
+        bad.append(f"{t}.run_id")
+# Hive partition columns come from the paths; per-step column types are integers.
+types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE steps)").fetchall())
+for c in ["wall_ns", "busy_ns", "gap_ns", "launches", "index"]:
+    if types.get(c) != "BIGINT":
+        bad.append(f"steps.{c} is {types.get(c)}")
+if "gpu" not in types or "model" not in types:
+    bad.append("hive columns gpu/model")
+print("duckdb", duckdb.__version__, "expected", exp)
+print("duckdb", duckdb.__version__, "read    ", got)
+if bad:
+    sys.exit(f"check_dataset: DuckDB disagrees with stepgate's JSON on: {', '.join(bad)}")
+
+# The docs' DuckDB queries run on this dataset (the kernel is one the generator writes).
+cand = one("SELECT run_id FROM runs WHERE json_extract_string(labels, '$.branch') = 'pr'")
+doc = open("docs/dataset.md").read().split("## The three questions in DuckDB")[1]
+sql = doc.split("```sql")[1].split("```")[0]
+sql = sql.replace("'history/", f"'{ds}/").replace("0123456789abcdef", cand)
+sql = sql.replace("%fused_moe%", "%gemm%").replace("%h100%", "%")
+stmts = []
+for s in sql.split(";"):
+    body = "\n".join(l for l in s.splitlines() if not l.strip().startswith("--")).strip()
+    if body:
+        stmts.append(body)
+doc_con = duckdb.connect()
+results = [doc_con.execute(s).fetchall() for s in stmts]
+q1, q2, q3 = results[-3:]
+if not (len(q1) == 2 and len(q2) == 1 and len(q3) >= 1):
+    sys.exit(f"check_dataset: the docs' DuckDB queries gave {len(q1)}, {len(q2)}, {len(q3)} rows")
+print("duckdb: docs/dataset.md queries ran:", len(q1), len(q2), len(q3), "rows")
+print("check_dataset: DuckDB counts and sums equal stepgate's JSON")
+json.dump(exp, open(f"{work}/expected.json", "w"))
+EOF
+
+if [ "${CHECK_DATASET_SPARK:-1}" = "0" ]; then
+  echo "check_dataset: PySpark skipped (CHECK_DATASET_SPARK=0)"
+  exit 0
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "check_dataset: PySpark skipped (no java on PATH)"
+  exit 0
+fi
+if ! python3 -c 'import pyspark' 2>/dev/null; then
+  if ! python3 -m pip install --quiet --disable-pip-version-check pyspark >/dev/null 2>&1; then
+    echo "check_dataset: PySpark skipped (pip install pyspark failed)"
+    exit 0
+  fi
+fi
+python3 - "$work" <<'EOF' || { echo "check_dataset: PySpark check FAILED"; exit 1; }
+import json, sys
+from pyspark.sql import SparkSession
+
+work = sys.argv[1]
+ds = f"{work}/ds"
+exp = json.load(open(f"{work}/expected.json"))
+spark = (SparkSession.builder.master("local[1]").appName("check_dataset")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+for t in ["runs", "steps", "step_kernels"]:
+    (spark.read.option("basePath", f"{ds}/{t}").option("mergeSchema", "true")
+        .parquet(f"{ds}/{t}").createOrReplaceTempView(t))
+row = spark.sql("""SELECT (SELECT count(*) FROM runs) AS runs, count(*) AS steps,
+                   sum(busy_ns) AS busy_ns, sum(wall_ns) AS wall_ns FROM steps""").first()
+excl = spark.sql("SELECT sum(exclusive_ns) FROM step_kernels").first()[0]
+got = {"runs": row.runs, "steps": row.steps, "busy_ns": row.busy_ns, "wall_ns": row.wall_ns,
+       "excl_ns": excl}
+bad = [k for k in got if got[k] != exp[k]]
+print("pyspark", spark.version, "read", got)
+# The docs' Spark SQL and PySpark examples run on this dataset.
+doc = open("docs/dataset.md").read().split("## The same in Spark SQL / PySpark")[1]
+sql = doc.split("```sql")[1].split("```")[0]
+sql = sql.replace("%fused_moe%", "%gemm%").replace("%h100%", "%")
+rows = []
+for stmt in sql.split(";"):
+    body = "\n".join(l for l in stmt.splitlines() if not l.strip().startswith("--")).strip()
+    if body:
+        rows.append(len(spark.sql(body).collect()))
+cand = spark.sql("SELECT run_id FROM runs WHERE get_json_object(labels, '$.branch') = 'pr'").first()[0]
+py3 = doc.split("```python")[2].split("```")[0].replace("0123456789abcdef", cand)
+from pyspark.sql import functions as F, Window
+exec(py3, {"spark": spark, "F": F, "Window": Window})
+if rows != [2, 1]:
+    bad.append(f"docs Spark SQL rows {rows}")
+spark.stop()
+if bad:
+    sys.exit(f"check_dataset: Spark disagrees with stepgate's JSON on: {', '.join(bad)}")
+print("check_dataset: Spark (local mode) counts and sums equal stepgate's JSON")
+EOF

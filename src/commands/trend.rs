@@ -1,0 +1,72 @@
+//! `stepgate trend`: one metric per run over time from a dataset written by `export`, with
+//! change points marked.
+
+use std::path::PathBuf;
+
+use crate::commands::gate::load_policy;
+use crate::dataset::read::{parse_date, Filter};
+use crate::dataset::trend::{trend, Metric, TrendQuery};
+use crate::exit::{Error, Result, OK};
+use crate::report::Format;
+
+const TREND_HELP: &str = "Examples:
+  stepgate trend history/ --metric kernel:fused_moe_kernel --by gpu,model --since 2026-01-01
+  stepgate trend history/ --metric wall_ns --where gpu=h100,label.branch=main,kind=decode --last 90
+  stepgate trend history/ --metric category:attention --by kind --format csv
+
+Per group, one row per run in export order: median, p10 and p90 over the run's steps with GPU
+work (kernel and category metrics: exclusive ns per step, 0 where absent). A change point
+(heuristic) is a run whose median moved beyond the gate thresholds (--policy, defaults as
+in `gate`) relative to the median of the previous --window runs.";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = TREND_HELP)]
+pub struct Args {
+    /// The dataset directory written by `stepgate export`.
+    pub dataset: PathBuf,
+    /// wall_ns, busy_ns, gap_ns, mbu, kernel:NAME (full or short name) or category:NAME.
+    #[arg(long, default_value = "wall_ns")]
+    pub metric: String,
+    /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
+    /// kind=… (steps); comma-separated or repeated.
+    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = crate::commands::export::where_clauses)]
+    pub where_: Vec<String>,
+    /// One series per value of these keys (gpu, model, engine, kind, label.NAME, …).
+    #[arg(long, value_delimiter = ',')]
+    pub by: Vec<String>,
+    /// Only runs exported on or after this UTC date (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only the last N runs of each group.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    /// Previous runs a change point is measured against.
+    #[arg(long, default_value_t = 5)]
+    pub window: usize,
+    /// Thresholds (TOML or JSON, as for `gate`); defaults when absent.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let metric = Metric::parse(&args.metric)?;
+    let filter = Filter::parse(&args.where_)?;
+    let since_ns = args.since.as_deref().map(parse_date).transpose()?;
+    if args.last == Some(0) {
+        return Err(Error::input("--last must be at least 1"));
+    }
+    let policy = load_policy(args.policy.as_deref())?;
+    let q = TrendQuery {
+        metric,
+        filter,
+        by: args.by.iter().map(|s| s.trim().to_owned()).collect(),
+        since_ns,
+        last: args.last,
+        window: args.window,
+    };
+    let t = trend(&args.dataset, &q, &policy)?;
+    crate::output::print(&crate::report::trend::render(&t, args.format))?;
+    Ok(OK)
+}

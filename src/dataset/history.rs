@@ -1,0 +1,361 @@
+//! `gate --history`: the baseline side built from the last N matching runs of a dataset,
+//! as the same per-group samples a baseline file holds, so the statistics, thresholds and
+//! exit codes are those of a gate against a file.
+//!
+//! `steps` mode pools every step of those runs per (kind, batch size) group; `runs` mode
+//! uses one sample per run (the run's median of each metric, kernel and category), which
+//! weighs every run equally however many steps it captured.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use crate::baseline::stats::median_in_place;
+use crate::dataset::read::{self, Filter, KernelName, KernelPick, RunRow, StepKernelRow, StepRow};
+use crate::exit::Result;
+
+/// `--history-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum HistoryMode {
+    /// Pool the steps of the matching runs per group.
+    #[default]
+    Steps,
+    /// One sample per run: its median.
+    Runs,
+}
+
+/// Which runs make the baseline.
+#[derive(Debug, Clone)]
+pub struct HistoryQuery {
+    pub filter: Filter,
+    pub last: usize,
+    pub mode: HistoryMode,
+    /// Fewer matching runs than this: the baseline is empty, so the gate is inconclusive.
+    pub min_runs: usize,
+    /// Only runs on this GPU (the candidate's), when known.
+    pub gpu: Option<String>,
+    /// Only runs priced for this model (the candidate's), when given.
+    pub model: Option<String>,
+}
+
+/// The baseline and how it was made.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub baseline: Baseline,
+    pub runs: Vec<String>,
+    /// One line for the report: which runs, which mode, or why too few.
+    pub note: String,
+    pub too_few: bool,
+}
+
+/// Build the baseline from the dataset.
+pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
+    let all = read::read_runs(dataset)?;
+    let matching: Vec<RunRow> = all
+        .into_iter()
+        .filter(|r| q.filter.matches(r))
+        .filter(|r| match (&q.gpu, &r.gpu_name) {
+            (Some(want), Some(have)) => want == have,
+            _ => true,
+        })
+        .filter(|r| match (&q.model, &r.model) {
+            (Some(want), have) => have.as_ref() == Some(want),
+            _ => true,
+        })
+        .collect();
+    let skip = matching.len().saturating_sub(q.last);
+    let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
+    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    let mut meta = BaselineMeta {
+        gpu_name: runs.iter().find_map(|r| r.gpu_name.clone()),
+        nsys_version: None,
+        source_format: runs
+            .iter()
+            .find_map(|r| r.source_format.clone())
+            .unwrap_or_else(|| "dataset".into()),
+        engine: runs.iter().find_map(|r| r.engine.clone()),
+        model: runs.iter().find_map(|r| r.model.clone()),
+        created_by: format!(
+            "stepgate {} history of {}",
+            env!("CARGO_PKG_VERSION"),
+            dataset.display()
+        ),
+        ..BaselineMeta::default()
+    };
+    if runs.len() < q.min_runs.max(1) {
+        return Ok(History {
+            baseline: Baseline::new(meta, SampleSet::default()),
+            runs: ids,
+            note: format!(
+                "history: {} matching run(s) in {} (at least {} needed): inconclusive",
+                runs.len(),
+                dataset.display(),
+                q.min_runs.max(1)
+            ),
+            too_few: true,
+        });
+    }
+    let steps = read::read_steps(&runs, q.filter.kind.as_deref())?;
+    let kernels = read::read_step_kernels(&runs, &KernelPick::All)?;
+    let groups = match q.mode {
+        HistoryMode::Steps => groups_of(&steps, &kernels.rows, &kernels.names),
+        HistoryMode::Runs => run_medians(&steps, &kernels.rows, &kernels.names, runs.len()),
+    };
+    let labels: Vec<String> = groups.iter().map(Group::label).collect();
+    meta.step_kinds = {
+        let mut k: Vec<String> = groups.iter().map(|g| g.step_kind.clone()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    meta.batch_compositions = labels;
+    Ok(History {
+        baseline: Baseline::new(meta, SampleSet { groups }),
+        note: format!(
+            "history: the last {} matching run(s) of {} ({} mode): {}",
+            runs.len(),
+            dataset.display(),
+            match q.mode {
+                HistoryMode::Steps => "steps pooled",
+                HistoryMode::Runs => "one median per run",
+            },
+            ids.join(", ")
+        ),
+        runs: ids,
+        too_few: false,
+    })
+}
+
+/// Per-step samples grouped by (kind, batch size), as `samples_from_steps` groups a report:
+/// kernel and category vectors hold one value per step, 0 where absent.
+fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow], names: &[KernelName]) -> Vec<Group> {
+    let mut at: HashMap<(usize, i64, i64), usize> = HashMap::with_capacity(steps.len());
+    for (i, s) in steps.iter().enumerate() {
+        at.insert((s.run, s.series, s.index), i);
+    }
+    let mut of_step: Vec<Vec<&StepKernelRow>> = vec![Vec::new(); steps.len()];
+    for k in kernels {
+        if let Some(&i) = at.get(&(k.run, k.series, k.index)) {
+            of_step[i].push(k);
+        }
+    }
+    let mut by: BTreeMap<(&str, Option<u32>), Vec<usize>> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        by.entry((&*s.kind, s.batch)).or_default().push(i);
+    }
+    let mut groups = Vec::with_capacity(by.len());
+    for ((kind, batch), idx) in by {
+        let mut g = Group::new(kind, batch);
+        let n = idx.len();
+        let ctx: Vec<f64> = idx.iter().filter_map(|&i| steps[i].mean_context).collect();
+        if ctx.len() == n && n > 0 {
+            g.mean_context = Some(ctx.iter().sum::<f64>() / n as f64);
+        }
+        let mut push = |name: &str, v: f64| g.metrics.entry(name.to_owned()).or_default().push(v);
+        for &i in &idx {
+            let s = &steps[i];
+            push(metric::WALL_NS, s.wall_ns);
+            if let Some(p) = s.period_ns {
+                push(metric::PERIOD_NS, p);
+            }
+            push(metric::BUSY_NS, s.busy_ns);
+            push(metric::GAP_NS, s.gap_ns);
+            push(
+                metric::GAP_FRACTION,
+                if s.wall_ns > 0.0 {
+                    s.gap_ns / s.wall_ns
+                } else {
+                    0.0
+                },
+            );
+            push(metric::LAUNCHES, s.launches);
+            if let Some(m) = s.mbu {
+                push(metric::MBU, m);
+            }
+        }
+        g.metrics
+            .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+        for (j, &i) in idx.iter().enumerate() {
+            for k in &of_step[i] {
+                let id = &names[k.name as usize];
+                let e = g
+                    .kernels
+                    .entry(id.name.clone())
+                    .or_insert_with(|| KernelSamples {
+                        short_name: id.short_name.clone(),
+                        category: id.category.clone(),
+                        exclusive_ns: vec![0.0; n],
+                        instances: vec![0.0; n],
+                    });
+                e.exclusive_ns[j] += k.exclusive_ns;
+                e.instances[j] += k.instances;
+                g.categories
+                    .entry(id.category.clone())
+                    .or_insert_with(|| vec![0.0; n])[j] += k.exclusive_ns;
+            }
+        }
+        groups.push(g);
+    }
+    groups
+}
+
+/// One sample per run and group: the run's median of every metric, kernel and category
+/// (a kernel or category a run lacks counts 0 for that run).
+fn run_medians(
+    steps: &[StepRow],
+    kernels: &[StepKernelRow],
+    names: &[KernelName],
+    runs: usize,
+) -> Vec<Group> {
+    let mut out: BTreeMap<(String, Option<u32>), Group> = BTreeMap::new();
+    // Per group: the runs seen, in order, to pad kernels a later run adds.
+    let mut seen: BTreeMap<(String, Option<u32>), usize> = BTreeMap::new();
+    let mut ctxs: BTreeMap<(String, Option<u32>), Vec<Option<f64>>> = BTreeMap::new();
+    let mut steps_of: Vec<Vec<StepRow>> = vec![Vec::new(); runs];
+    for s in steps {
+        if let Some(v) = steps_of.get_mut(s.run) {
+            v.push(s.clone());
+        }
+    }
+    let mut kernels_of: Vec<Vec<StepKernelRow>> = vec![Vec::new(); runs];
+    for k in kernels {
+        if let Some(v) = kernels_of.get_mut(k.run) {
+            v.push(*k);
+        }
+    }
+    for (s, k) in steps_of.iter().zip(&kernels_of) {
+        for g in groups_of(s, k, names) {
+            let key = (g.step_kind.clone(), g.batch_size);
+            let n = *seen.get(&key).unwrap_or(&0);
+            let acc = out
+                .entry(key.clone())
+                .or_insert_with(|| Group::new(g.step_kind.clone(), g.batch_size));
+            ctxs.entry(key.clone()).or_default().push(g.mean_context);
+            let med = |v: &[f64]| median_in_place(&mut v.to_vec()).unwrap_or(0.0);
+            for (m, v) in &g.metrics {
+                if !v.is_empty() {
+                    acc.metrics.entry(m.clone()).or_default().push(med(v));
+                }
+            }
+            for (name, ks) in &g.kernels {
+                let e = acc
+                    .kernels
+                    .entry(name.clone())
+                    .or_insert_with(|| KernelSamples {
+                        short_name: ks.short_name.clone(),
+                        category: ks.category.clone(),
+                        exclusive_ns: vec![0.0; n],
+                        instances: vec![0.0; n],
+                    });
+                e.exclusive_ns.push(med(&ks.exclusive_ns));
+                e.instances.push(med(&ks.instances));
+            }
+            for (c, v) in &g.categories {
+                acc.categories
+                    .entry(c.clone())
+                    .or_insert_with(|| vec![0.0; n])
+                    .push(med(v));
+            }
+            let n = n + 1;
+            // Kernels and categories absent from this run: 0 for it.
+            for ks in acc.kernels.values_mut() {
+                ks.exclusive_ns.resize(n, 0.0);
+                ks.instances.resize(n, 0.0);
+            }
+            for v in acc.categories.values_mut() {
+                v.resize(n, 0.0);
+            }
+            seen.insert(key, n);
+        }
+    }
+    let mut groups = Vec::with_capacity(out.len());
+    for (key, mut g) in out {
+        let n = seen.get(&key).copied().unwrap_or(0);
+        g.metrics
+            .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+        let c = ctxs.remove(&key).unwrap_or_default();
+        if !c.is_empty() && c.iter().all(Option::is_some) {
+            g.mean_context = Some(c.iter().flatten().sum::<f64>() / c.len() as f64);
+        }
+        groups.push(g);
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(run: usize, index: i64, wall: f64) -> StepRow {
+        StepRow {
+            run,
+            index,
+            kind: std::sync::Arc::from("decode"),
+            batch: Some(8),
+            wall_ns: wall,
+            busy_ns: wall - 10.0,
+            gap_ns: 10.0,
+            launches: 1.0,
+            ..StepRow::default()
+        }
+    }
+
+    fn kern(run: usize, index: i64, name: u32, ns: f64) -> StepKernelRow {
+        StepKernelRow {
+            run,
+            series: 0,
+            index,
+            name,
+            exclusive_ns: ns,
+            instances: 1.0,
+        }
+    }
+
+    fn names() -> Vec<KernelName> {
+        ["a", "b"]
+            .iter()
+            .map(|n| KernelName {
+                name: (*n).into(),
+                short_name: (*n).into(),
+                category: "gemm".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pooled_steps_and_run_medians() {
+        // Run 0: walls 100, 110, 300; run 1: walls 200, 210. Kernel "a" in run 0 step 0
+        // (5 ns) and run 1 step 1 (7 ns); "b" only in run 1 step 0 (3 ns).
+        let steps = vec![
+            step(0, 0, 100.0),
+            step(0, 1, 110.0),
+            step(0, 2, 300.0),
+            step(1, 0, 200.0),
+            step(1, 1, 210.0),
+        ];
+        let ks = vec![kern(0, 0, 0, 5.0), kern(1, 1, 0, 7.0), kern(1, 0, 1, 3.0)];
+        let g = groups_of(&steps, &ks, &names());
+        assert_eq!(g.len(), 1);
+        assert_eq!(
+            g[0].metrics[metric::WALL_NS],
+            vec![100.0, 110.0, 300.0, 200.0, 210.0]
+        );
+        assert_eq!(
+            g[0].kernels["a"].exclusive_ns,
+            vec![5.0, 0.0, 0.0, 0.0, 7.0]
+        );
+        assert_eq!(
+            g[0].kernels["b"].exclusive_ns,
+            vec![0.0, 0.0, 0.0, 3.0, 0.0]
+        );
+        assert_eq!(g[0].categories["gemm"], vec![5.0, 0.0, 0.0, 3.0, 7.0]);
+
+        let r = run_medians(&steps, &ks, &names(), 2);
+        // Medians: run 0 walls → 110; run 1 → 205. Kernel a: run 0 (5,0,0) → 0; run 1
+        // (0,7) → 3.5. Kernel b: absent from run 0 → 0; run 1 (3,0) → 1.5.
+        assert_eq!(r[0].metrics[metric::WALL_NS], vec![110.0, 205.0]);
+        assert_eq!(r[0].kernels["a"].exclusive_ns, vec![0.0, 3.5]);
+        assert_eq!(r[0].kernels["b"].exclusive_ns, vec![0.0, 1.5]);
+        assert_eq!(r[0].steps(), 2);
+    }
+}

@@ -1,0 +1,409 @@
+//! `stepgate trend`: one metric per run over time, per group, with change points marked.
+//!
+//! A change point is a heuristic: a run whose median moved beyond the gate's thresholds
+//! (the same relative and absolute thresholds `gate` uses for that metric) relative to the
+//! median of the previous K runs' medians. It says where to look, not that a regression is
+//! proven; `gate --history` gives the statistical verdict.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::baseline::policy::Threshold;
+use crate::baseline::Policy;
+use crate::dataset::read::{self, Filter, KernelPick, RunRow};
+use crate::exit::{Error, Result};
+
+/// `--metric`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Metric {
+    WallNs,
+    BusyNs,
+    GapNs,
+    Mbu,
+    /// Exclusive ns per step of the op whose full or short name is this (0 in steps it is
+    /// absent from).
+    Kernel(String),
+    /// Exclusive ns per step of one category.
+    Category(String),
+}
+
+impl Metric {
+    pub fn parse(s: &str) -> Result<Metric> {
+        Ok(match s {
+            "wall_ns" => Metric::WallNs,
+            "busy_ns" => Metric::BusyNs,
+            "gap_ns" => Metric::GapNs,
+            "mbu" => Metric::Mbu,
+            _ => match s.split_once(':') {
+                Some(("kernel", n)) if !n.is_empty() => Metric::Kernel(n.to_owned()),
+                Some(("category", n)) if !n.is_empty() => Metric::Category(n.to_owned()),
+                _ => {
+                    return Err(Error::input(format!(
+                        "--metric {s:?}: use wall_ns, busy_ns, gap_ns, mbu, kernel:NAME or category:NAME"
+                    )))
+                }
+            },
+        })
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Metric::WallNs => "wall_ns".into(),
+            Metric::BusyNs => "busy_ns".into(),
+            Metric::GapNs => "gap_ns".into(),
+            Metric::Mbu => "mbu".into(),
+            Metric::Kernel(n) => format!("kernel:{n}"),
+            Metric::Category(n) => format!("category:{n}"),
+        }
+    }
+
+    /// `ns` for times, `fraction` for MBU.
+    pub fn unit(&self) -> &'static str {
+        if *self == Metric::Mbu {
+            "fraction"
+        } else {
+            "ns"
+        }
+    }
+}
+
+/// What to compute.
+#[derive(Debug, Clone)]
+pub struct TrendQuery {
+    pub metric: Metric,
+    pub filter: Filter,
+    /// Group keys: run keys (`gpu`, `model`, `label.NAME`, …) and `kind`.
+    pub by: Vec<String>,
+    pub since_ns: Option<i64>,
+    /// Keep the last N runs of each group.
+    pub last: Option<usize>,
+    /// K: previous runs a change is measured against.
+    pub window: usize,
+}
+
+/// A marked change.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    /// Median of the previous runs' medians (up to `window` of them).
+    pub reference: f64,
+    pub previous_runs: usize,
+    pub delta: f64,
+    /// delta / reference; null when the reference is 0.
+    pub relative: Option<f64>,
+    /// `up` or `down`.
+    pub direction: &'static str,
+}
+
+/// One run in a series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub run_id: String,
+    pub exported_at_ns: i64,
+    pub exported_at: String,
+    pub labels: BTreeMap<String, String>,
+    /// Steps the statistics are over.
+    pub steps: usize,
+    pub median: f64,
+    pub p10: f64,
+    pub p90: f64,
+    /// Set on a change point (heuristic, see the module docs).
+    pub change: Option<Change>,
+}
+
+/// One group's runs in time order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    /// `key=value` per `--by` key.
+    pub group: BTreeMap<String, String>,
+    pub points: Vec<Point>,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trend {
+    pub metric: String,
+    pub unit: &'static str,
+    pub window: usize,
+    /// The threshold a change must cross (relative and absolute, as `gate` uses it).
+    pub threshold_rel: f64,
+    pub threshold_abs: f64,
+    pub runs_matched: usize,
+    pub change_rule: String,
+    pub series: Vec<Series>,
+}
+
+/// Linear-interpolated percentile of sorted values (numpy's default), as `steps` reports.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Mark change points in one series of run medians (in time order): point i changed when
+/// |m_i − ref| crosses both the absolute and the relative threshold, ref being the median of
+/// the previous (up to) `window` medians.
+pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
+    let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
+    for (i, p) in points.iter_mut().enumerate() {
+        if i == 0 || window == 0 {
+            continue;
+        }
+        let mut prev: Vec<f64> = medians[i.saturating_sub(window)..i].to_vec();
+        prev.sort_by(f64::total_cmp);
+        let reference = percentile(&prev, 0.5);
+        let delta = p.median - reference;
+        let relative = (reference != 0.0).then(|| delta / reference.abs());
+        let crosses = delta.abs() > t.abs && relative.is_none_or(|r| r.abs() > t.rel);
+        if crosses {
+            p.change = Some(Change {
+                reference,
+                previous_runs: prev.len(),
+                delta,
+                relative,
+                direction: if delta > 0.0 { "up" } else { "down" },
+            });
+        }
+    }
+}
+
+/// `(key, value)` per `--by` key, in `--by` order.
+type GroupKey = Vec<(String, String)>;
+
+/// The runs that pass the filter and `--since`, oldest first.
+pub fn select_runs(dataset: &Path, filter: &Filter, since_ns: Option<i64>) -> Result<Vec<RunRow>> {
+    Ok(read::read_runs(dataset)?
+        .into_iter()
+        .filter(|r| filter.matches(r) && since_ns.is_none_or(|s| r.exported_at_ns >= s))
+        .collect())
+}
+
+/// Compute the trend.
+pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
+    for k in &q.by {
+        read::check_key(k, "--by")?;
+    }
+    let all = select_runs(dataset, &q.filter, q.since_ns)?;
+    // Keep only the last N runs per run-level group before reading any step file.
+    let run_keys: Vec<&String> = q.by.iter().filter(|k| *k != "kind").collect();
+    let mut runs: Vec<RunRow> = Vec::new();
+    {
+        let mut per: HashMap<Vec<Option<String>>, Vec<usize>> = HashMap::new();
+        for (i, r) in all.iter().enumerate() {
+            per.entry(run_keys.iter().map(|k| r.key(k)).collect())
+                .or_default()
+                .push(i);
+        }
+        let mut keep: Vec<usize> = per
+            .into_values()
+            .flat_map(|v| {
+                let skip = q.last.map_or(0, |n| v.len().saturating_sub(n));
+                v.into_iter().skip(skip)
+            })
+            .collect();
+        keep.sort_unstable();
+        runs.extend(keep.into_iter().map(|i| all[i].clone()));
+    }
+    // A batch of runs at a time: each run's points are final once its batch is read, so
+    // memory holds one batch's steps, however many runs match.
+    let mut threshold: Option<Threshold> =
+        match &q.metric {
+            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => {
+                let name = q.metric.name();
+                Some(policy.metrics.get(&name).copied().ok_or_else(|| {
+                    Error::input(format!("the policy has no threshold for {name}"))
+                })?)
+            }
+            Metric::Category(n) => Some(policy.category_threshold(n)),
+            Metric::Kernel(_) => None,
+        };
+    let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
+    let (mut any_steps, mut any_kernel_rows) = (false, false);
+    for chunk in runs.chunks(read::BATCH) {
+        let steps = read::read_steps(chunk, q.filter.kind.as_deref())?;
+        any_steps |= !steps.is_empty();
+        // Per step value of the metric.
+        let values: Vec<Option<f64>> = match &q.metric {
+            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => steps
+                .iter()
+                .map(|s| match q.metric {
+                    Metric::WallNs => Some(s.wall_ns),
+                    Metric::BusyNs => Some(s.busy_ns),
+                    Metric::GapNs => Some(s.gap_ns),
+                    _ => s.mbu,
+                })
+                .collect(),
+            Metric::Kernel(n) | Metric::Category(n) => {
+                let pick = match &q.metric {
+                    Metric::Kernel(_) => KernelPick::Name(n.clone()),
+                    _ => KernelPick::Category(n.clone()),
+                };
+                let ks = read::read_step_kernels(chunk, &pick)?;
+                any_kernel_rows |= !ks.rows.is_empty();
+                if let (None, Some(r)) = (threshold, ks.rows.first()) {
+                    let k = &ks.names[r.name as usize];
+                    threshold = Some(policy.kernel_threshold(&k.name, &k.short_name, &k.category));
+                }
+                let mut per: HashMap<(usize, i64, i64), f64> =
+                    HashMap::with_capacity(ks.rows.len());
+                for r in &ks.rows {
+                    *per.entry((r.run, r.series, r.index)).or_default() += r.exclusive_ns;
+                }
+                steps
+                    .iter()
+                    .map(|s| Some(per.get(&(s.run, s.series, s.index)).copied().unwrap_or(0.0)))
+                    .collect()
+            }
+        };
+        // Group: (group key, run) → values.
+        let mut cells: BTreeMap<(GroupKey, usize), Vec<f64>> = BTreeMap::new();
+        for (s, v) in steps.iter().zip(&values) {
+            let Some(v) = v else { continue };
+            let r = &chunk[s.run];
+            let key: GroupKey =
+                q.by.iter()
+                    .map(|k| {
+                        let val = if k == "kind" {
+                            Some(s.kind.to_string())
+                        } else {
+                            r.key(k)
+                        };
+                        (k.clone(), val.unwrap_or_else(|| "–".into()))
+                    })
+                    .collect();
+            cells.entry((key, s.run)).or_default().push(*v);
+        }
+        // Batches are in time order, and so are the runs of a batch within a key.
+        for ((key, run), mut v) in cells {
+            v.sort_by(f64::total_cmp);
+            let r = &chunk[run];
+            series.entry(key).or_default().push(Point {
+                run_id: r.run_id.clone(),
+                exported_at_ns: r.exported_at_ns,
+                exported_at: read::fmt_time(r.exported_at_ns),
+                labels: r.labels.clone(),
+                steps: v.len(),
+                median: percentile(&v, 0.5),
+                p10: percentile(&v, 0.1),
+                p90: percentile(&v, 0.9),
+                change: None,
+            });
+        }
+    }
+    if matches!(q.metric, Metric::Kernel(_) | Metric::Category(_)) && any_steps && !any_kernel_rows
+    {
+        let what = if matches!(q.metric, Metric::Kernel(_)) {
+            "no op with this full or short name"
+        } else {
+            "no op of this category"
+        };
+        return Err(Error::input(format!(
+            "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
+            q.metric.name(),
+            runs.len()
+        )));
+    }
+    if series.is_empty() && q.metric == Metric::Mbu && any_steps {
+        return Err(Error::input(
+            "no stored step has an MBU: export the runs with --model (and --gpu) so steps are priced",
+        ));
+    }
+    let threshold = threshold.unwrap_or(policy.kernel);
+    let mut out = Vec::with_capacity(series.len());
+    for (key, mut points) in series {
+        // Runs were read in time order and cells keep that order per key.
+        mark_changes(&mut points, q.window, threshold);
+        out.push(Series {
+            group: key.into_iter().collect(),
+            points,
+        });
+    }
+    Ok(Trend {
+        metric: q.metric.name(),
+        unit: q.metric.unit(),
+        window: q.window,
+        threshold_rel: threshold.rel,
+        threshold_abs: threshold.abs,
+        runs_matched: runs.len(),
+        change_rule: format!(
+            "heuristic: median moved by more than {:.1}% and {} vs the median of the previous {} run(s)",
+            threshold.rel * 100.0,
+            if q.metric == Metric::Mbu {
+                format!("{:.3}", threshold.abs)
+            } else {
+                format!("{:.0} ns", threshold.abs)
+            },
+            q.window
+        ),
+        series: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(m: f64) -> Point {
+        Point {
+            run_id: String::new(),
+            exported_at_ns: 0,
+            exported_at: String::new(),
+            labels: BTreeMap::new(),
+            steps: 1,
+            median: m,
+            p10: m,
+            p90: m,
+            change: None,
+        }
+    }
+
+    #[test]
+    fn a_step_up_is_marked_and_noise_is_not() {
+        // 3% / 20 µs thresholds; medians in ns.
+        let t = Threshold {
+            rel: 0.03,
+            abs: 20_000.0,
+            gate: true,
+        };
+        let mut p: Vec<Point> = [
+            1_000_000.0,
+            1_010_000.0,
+            990_000.0,
+            1_200_000.0,
+            1_205_000.0,
+        ]
+        .into_iter()
+        .map(pt)
+        .collect();
+        mark_changes(&mut p, 3, t);
+        let marked: Vec<usize> = p
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| x.change.as_ref().map(|_| i))
+            .collect();
+        // Run 3: reference median(1.0, 1.01, 0.99 ms) = 1.0 ms, +20% → marked. Run 4:
+        // reference median(1.01, 0.99, 1.2 ms) = 1.01 ms, +19.3% → marked too (the window
+        // still holds mostly old runs).
+        assert_eq!(marked, vec![3, 4]);
+        let c = p[3].change.as_ref().unwrap();
+        assert_eq!(c.reference, 1_000_000.0);
+        assert_eq!(c.direction, "up");
+        assert!((c.relative.unwrap() - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn metrics_parse() {
+        assert_eq!(Metric::parse("wall_ns").unwrap(), Metric::WallNs);
+        assert_eq!(
+            Metric::parse("kernel:fused_moe").unwrap(),
+            Metric::Kernel("fused_moe".into())
+        );
+        assert!(Metric::parse("kernel:").is_err());
+        assert!(Metric::parse("latency").is_err());
+    }
+}
