@@ -529,7 +529,7 @@ fn load_ranges(
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = RangesBuilder::default();
-    // Filter verdict once per distinct name (0 unknown, 1 keep, 2 drop).
+    // Filter verdict once per distinct StringIds name (0 unknown, 1 keep, 2 drop).
     let mut keep: Vec<u8> = Vec::new();
     let mut n = 0u64;
     let mut n_bad = 0u64;
@@ -547,32 +547,37 @@ fn load_ranges(
                 continue;
             };
             // Name = COALESCE(text, StringIds[textId]) (NSYS_SCHEMA.md §4).
-            let (name_id, fresh) = match r.get_ref(4).map_err(err)? {
+            let name_id = match r.get_ref(4).map_err(err)? {
+                // Inline texts are mostly distinct (`aten::mul, op_id = 321664`): test
+                // the filter on the cell itself and intern only what is kept, so dropped
+                // rows cost one match and never grow a name table.
                 ValueRef::Text(t) => {
-                    let s = String::from_utf8_lossy(t);
-                    let id = names.text(&s);
-                    (id, Some(s.into_owned()).filter(|_| is_new(&keep, id)))
+                    if filter.is_some_and(|re| !matches_text(re, t)) {
+                        continue;
+                    }
+                    names.text_bytes(t)
                 }
+                // StringIds names repeat: one verdict per distinct id. A textId missing
+                // from StringIds is filtered as "" (its name is a placeholder).
                 _ => {
                     let (id, s) = names.lookup(rd(5)?.unwrap_or(-1));
-                    (id, s.map(str::to_owned).filter(|_| is_new(&keep, id)))
+                    let i = id as usize;
+                    if i >= keep.len() {
+                        keep.resize(i + 1, 0);
+                    }
+                    if keep[i] == 0 {
+                        keep[i] = if filter.is_none_or(|re| re.is_match(s.unwrap_or(""))) {
+                            1
+                        } else {
+                            2
+                        };
+                    }
+                    if keep[i] != 1 {
+                        continue;
+                    }
+                    id
                 }
             };
-            let i = name_id as usize;
-            if i >= keep.len() {
-                keep.resize(i + 1, 0);
-            }
-            if keep[i] == 0 {
-                let s = fresh.as_deref().unwrap_or("");
-                keep[i] = if filter.is_none_or(|re| re.is_match(s)) {
-                    1
-                } else {
-                    2
-                };
-            }
-            if keep[i] != 1 {
-                continue;
-            }
             let gtid = rd(3)?;
             let kind = match rd(2)? {
                 Some(60) | Some(71) => RangeKind::HostStartEnd,
@@ -602,10 +607,14 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     })
 }
 
-/// Whether a local id has not been classified yet (so its string is worth copying once).
+/// Whether an NVTX text cell matches the range filter: valid UTF-8 is matched in place,
+/// anything else as its lossy string (what the range is named), so both agree.
 #[inline]
-fn is_new(verdicts: &[u8], id: u32) -> bool {
-    verdicts.get(id as usize).is_none_or(|&v| v == 0)
+fn matches_text(re: &regex::Regex, t: &[u8]) -> bool {
+    match std::str::from_utf8(t) {
+        Ok(s) => re.is_match(s),
+        Err(_) => re.is_match(&String::from_utf8_lossy(t)),
+    }
 }
 
 /// Read StringIds once (shared by every loader thread).
