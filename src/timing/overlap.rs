@@ -65,77 +65,106 @@ fn f64_vec(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     Ok(s.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 
-/// The ops frame sorted in sweep order (device, start, end, name) with `dur_ns` and
-/// `exclusive_ns` columns added.
-pub fn sweep_frame(trace: &Trace) -> Result<DataFrame> {
-    let ranks = name_ranks(&trace.strings);
-    let name_ids = crate::trace::u32s(&trace.ops, col::NAME)?;
-    let name_rank: Vec<u32> = name_ids.iter().map(|&i| ranks[i as usize]).collect();
-    let mut ops = trace.ops.select([
-        col::DEVICE,
-        col::PID,
-        col::START,
-        col::END,
-        col::NAME,
-        col::SHORT,
-        col::KIND,
-    ])?;
-    ops.with_column(Column::new("name_rank".into(), name_rank))?;
-    let sorted = ops
-        .lazy()
-        .with_column((col(col::END) - col(col::START)).alias("dur_ns"))
-        .sort_by_exprs(
-            [
-                col(col::DEVICE),
-                col(col::START),
-                col(col::END),
-                col("name_rank"),
-            ],
-            SortMultipleOptions::default(),
-        )
-        .collect()?;
-    let device = i64_vec(&sorted, col::DEVICE)?;
-    let start = i64_vec(&sorted, col::START)?;
-    let end = i64_vec(&sorted, col::END)?;
-    // One sweep per device: restart the running end at each device boundary.
-    let mut exclusive = Vec::with_capacity(start.len());
-    let mut lo = 0;
-    while lo < device.len() {
-        let mut hi = lo;
-        while hi < device.len() && device[hi] == device[lo] {
-            hi += 1;
-        }
-        exclusive.extend(exclusive_in_order(&start[lo..hi], &end[lo..hi]));
-        lo = hi;
+/// Op row indices in sweep order (device, start, end, name rank), one slice per device
+/// in ascending device order. Devices are few, so rows are bucketed by device first;
+/// within a device they arrive as a few start-ordered runs (one per source table), which
+/// the stable sort merges in near-linear time. A polars multi-column sort of the frame
+/// cost ~700 MB of row encodings and gathered columns on a 4M-op report; this costs one
+/// u32 per op.
+fn sweep_order(
+    device: &[i64],
+    start: &[i64],
+    end: &[i64],
+    name: &[u32],
+    ranks: &[u32],
+) -> (Vec<u32>, Vec<(i64, std::ops::Range<usize>)>) {
+    let mut counts: std::collections::BTreeMap<i64, usize> = Default::default();
+    for &d in device {
+        *counts.entry(d).or_default() += 1;
     }
-    let mut sorted = sorted;
-    sorted.with_column(Column::new("exclusive_ns".into(), exclusive))?;
-    Ok(sorted)
+    let mut at: HashMap<i64, usize> = HashMap::with_capacity(counts.len());
+    let mut buckets = Vec::with_capacity(counts.len());
+    let mut off = 0;
+    for (&d, &n) in &counts {
+        at.insert(d, off);
+        buckets.push((d, off..off + n));
+        off += n;
+    }
+    let mut order = vec![0u32; device.len()];
+    for (i, d) in device.iter().enumerate() {
+        let slot = at.get_mut(d).expect("every device was counted");
+        order[*slot] = i as u32;
+        *slot += 1;
+    }
+    for (_, r) in &buckets {
+        order[r.clone()].sort_by_key(|&i| {
+            let i = i as usize;
+            (start[i], end[i], ranks[name[i] as usize])
+        });
+    }
+    (order, buckets)
 }
 
 /// Per-device summaries with every op name ranked by exclusive time.
 pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<DeviceSummary>> {
-    let swept = sweep_frame(trace)?;
+    let mut frame = trace.ops.clone();
+    if frame.should_rechunk() {
+        frame.rechunk_mut();
+    }
+    let device = crate::trace::i64s(&frame, col::DEVICE)?;
+    let pid = crate::trace::i64s(&frame, col::PID)?;
+    let start = crate::trace::i64s(&frame, col::START)?;
+    let end = crate::trace::i64s(&frame, col::END)?;
+    let name = crate::trace::u32s(&frame, col::NAME)?;
+    let short = crate::trace::u32s(&frame, col::SHORT)?;
+    let kind = crate::trace::u32s(&frame, col::KIND)?;
+    let ranks = name_ranks(&trace.strings);
+    let (order, buckets) = sweep_order(device, start, end, name, &ranks);
     let kernel = OpKind::Kernel as u32;
 
-    // Device totals.
-    let totals = swept
-        .clone()
-        .lazy()
-        .group_by([col(col::DEVICE)])
-        .agg([
-            len().alias("ops"),
-            col(col::KIND).eq(lit(kernel)).sum().alias("kernels"),
-            col("exclusive_ns").sum().alias("busy_ns"),
-            col("dur_ns")
-                .filter(col(col::KIND).eq(lit(kernel)))
-                .sum()
-                .alias("kernel_sum_ns"),
-            col(col::START).min().alias("window_start_ns"),
-            col(col::END).max().alias("window_end_ns"),
-        ])
-        .sort([col::DEVICE], SortMultipleOptions::default())
-        .collect()?;
+    // One sweep per device (the running end restarts at each device), with the device
+    // totals on the way. Sums wrap as polars' do, so hostile durations give the same.
+    let mut exclusive = vec![0i64; order.len()];
+    let mut totals = Vec::with_capacity(buckets.len());
+    for (d, r) in &buckets {
+        let mut running = i64::MIN;
+        let (mut kernels, mut busy, mut ksum) = (0u64, 0i64, 0i64);
+        let (mut ws, mut we) = (i64::MAX, i64::MIN);
+        for k in r.clone() {
+            let i = order[k] as usize;
+            let (s, e) = (start[i], end[i]);
+            let x = (e - s.max(running)).max(0);
+            running = running.max(e);
+            exclusive[k] = x;
+            busy = busy.wrapping_add(x);
+            if kind[i] == kernel {
+                kernels += 1;
+                ksum = ksum.wrapping_add(e.wrapping_sub(s));
+            }
+            ws = ws.min(s);
+            we = we.max(e);
+        }
+        totals.push((*d, r.len() as u64, kernels, busy, ksum, ws, we));
+    }
+
+    // Per (device, name) statistics, aggregated by polars over the rows in sweep order
+    // (its mean and median are the ones every earlier report printed).
+    let gather_i64 = |v: &[i64]| -> Vec<i64> { order.iter().map(|&i| v[i as usize]).collect() };
+    let gather_u32 = |v: &[u32]| -> Vec<u32> { order.iter().map(|&i| v[i as usize]).collect() };
+    let dur: Vec<i64> = order
+        .iter()
+        .map(|&i| end[i as usize].wrapping_sub(start[i as usize]))
+        .collect();
+    let i64c = |n: &str, v: Vec<i64>| Int64Chunked::from_vec(n.into(), v).into_column();
+    let u32c = |n: &str, v: Vec<u32>| UInt32Chunked::from_vec(n.into(), v).into_column();
+    let swept = DataFrame::new_infer_height(vec![
+        i64c(col::DEVICE, gather_i64(device)),
+        u32c(col::NAME, gather_u32(name)),
+        u32c(col::SHORT, gather_u32(short)),
+        i64c("dur_ns", dur),
+        i64c("exclusive_ns", exclusive),
+    ])?;
+    drop(order);
 
     // Per (device, name) statistics.
     let by_name = swept
@@ -155,12 +184,14 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
         .collect()?;
 
     // Which processes used each device.
-    let pids = swept
-        .lazy()
-        .select([col(col::DEVICE), col(col::PID)])
-        .unique(None, UniqueKeepStrategy::First)
-        .sort([col::DEVICE, col::PID], SortMultipleOptions::default())
-        .collect()?;
+    let mut pairs: std::collections::BTreeSet<(i64, i64)> = Default::default();
+    let mut last = None;
+    for p in device.iter().copied().zip(pid.iter().copied()) {
+        if last != Some(p) {
+            pairs.insert(p);
+            last = Some(p);
+        }
+    }
     let process_names: HashMap<i64, &str> = trace
         .meta
         .process_names
@@ -168,10 +199,7 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
         .map(|(p, n)| (*p, n.as_str()))
         .collect();
     let mut processes: HashMap<i64, Vec<ProcessRef>> = HashMap::new();
-    for (d, p) in i64_vec(&pids, col::DEVICE)?
-        .into_iter()
-        .zip(i64_vec(&pids, col::PID)?)
-    {
+    for (d, p) in pairs {
         processes.entry(d).or_default().push(ProcessRef {
             pid: p,
             name: process_names.get(&p).map(|s| (*s).to_owned()),
@@ -211,16 +239,8 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
         });
     }
 
-    let t_dev = i64_vec(&totals, col::DEVICE)?;
-    let t_ops = f64_vec(&totals, "ops")?;
-    let t_kernels = f64_vec(&totals, "kernels")?;
-    let t_busy = i64_vec(&totals, "busy_ns")?;
-    let t_ksum = i64_vec(&totals, "kernel_sum_ns")?;
-    let t_ws = i64_vec(&totals, "window_start_ns")?;
-    let t_we = i64_vec(&totals, "window_end_ns")?;
-    let mut out = Vec::with_capacity(t_dev.len());
-    for i in 0..t_dev.len() {
-        let d = t_dev[i];
+    let mut out = Vec::with_capacity(totals.len());
+    for (d, ops, kernels_n, busy, ksum, ws, we) in totals {
         let info = trace.devices.iter().find(|x| x.id == d);
         let mut ks = kernels.remove(&d).unwrap_or_default();
         ks.sort_by(|a, b| {
@@ -238,13 +258,13 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
             name: info.and_then(|x| x.name.clone()),
             memory_bandwidth_bytes_per_s: info.and_then(|x| x.memory_bandwidth_bytes_per_s),
             processes: processes.remove(&d).unwrap_or_default(),
-            ops: t_ops[i] as u64,
-            kernels: t_kernels[i] as u64,
-            busy_ns: t_busy[i],
-            kernel_sum_ns: t_ksum[i],
-            window_start_ns: t_ws[i],
-            window_end_ns: t_we[i],
-            idle_ns: (t_we[i] - t_ws[i]) - t_busy[i],
+            ops,
+            kernels: kernels_n,
+            busy_ns: busy,
+            kernel_sum_ns: ksum,
+            window_start_ns: ws,
+            window_end_ns: we,
+            idle_ns: (we - ws) - busy,
             kernels_by_name: ks,
             categories,
         });
