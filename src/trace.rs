@@ -383,6 +383,15 @@ macro_rules! row_ops {
             pub fn truncate(&mut self, n: usize) {
                 $(self.$col.truncate(n);)+
             }
+
+            /// Move `other`'s rows after this builder's (into an empty builder: no copy).
+            pub fn append(&mut self, other: &mut Self) {
+                if self.start_ns.is_empty() {
+                    std::mem::swap(self, other);
+                    return;
+                }
+                $(self.$col.append(&mut other.$col);)+
+            }
         }
     };
 }

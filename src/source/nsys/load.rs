@@ -246,8 +246,13 @@ struct Dropped(Vec<(&'static str, u64)>);
 
 impl Dropped {
     fn add(&mut self, table: &'static str, n: u64) {
-        if n > 0 {
-            self.0.push((table, n));
+        if n == 0 {
+            return;
+        }
+        // Slices of one table add up to one count (and one warning).
+        match self.0.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, m)) => *m += n,
+            None => self.0.push((table, n)),
         }
     }
 
@@ -306,13 +311,65 @@ fn prepare<'c>(
     q: &Query,
     path: &Path,
 ) -> Result<Option<rusqlite::Statement<'c>>> {
-    match q.render(schema) {
+    prepare_rows(conn, schema, q, path, None)
+}
+
+/// As [`prepare`], for one rowid slice of the table (`None`: all of it).
+fn prepare_rows<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+    rows: Option<(i64, i64)>,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    match q.render_rows(schema, rows) {
         None => Ok(None),
         Some(sql) => conn
             .prepare(&sql)
             .map(Some)
             .map_err(|e| sql_error(path, q.name, e)),
     }
+}
+
+/// Rows per slice below which a table is read whole: a thread and a connection cost more
+/// than they save on a small table.
+const SLICE_ROWS: i128 = 1 << 19;
+
+/// Rowid ranges that split a big table into up to `parts` slices of about equal size,
+/// read on parallel connections (SQLite readers do not block each other) and
+/// concatenated in rowid order, so the rows come out exactly as one scan reads them.
+/// `[None]` (one whole-table read) for small tables, or when the table's rowids cannot
+/// be asked for (a WITHOUT ROWID table, or a column that shadows `rowid`).
+fn slices(conn: &Connection, schema: &Schema, q: &Query, parts: usize) -> Vec<Option<(i64, i64)>> {
+    let whole = vec![None];
+    let Some(table) = q.table(schema) else {
+        return whole;
+    };
+    if ["rowid", "_rowid_", "oid"]
+        .iter()
+        .any(|c| schema.has_column(table, c))
+    {
+        return whole;
+    }
+    let sql = format!("SELECT min(rowid), max(rowid) FROM {table}");
+    let Ok((Some(lo), Some(hi))) = conn.query_row(&sql, [], |r| {
+        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
+    }) else {
+        return whole;
+    };
+    let span = hi as i128 - lo as i128 + 1;
+    let n = (span / SLICE_ROWS).clamp(1, parts.max(1) as i128);
+    if n <= 1 {
+        return whole;
+    }
+    let step = span / n;
+    (0..n)
+        .map(|k| {
+            let a = lo as i128 + k * step;
+            let b = if k == n - 1 { hi as i128 } else { a + step - 1 };
+            Some((a as i64, b as i64))
+        })
+        .collect()
 }
 
 /// Everything the ops thread produces.
@@ -523,6 +580,7 @@ fn load_ranges(
     schema: &Schema,
     table: &StringTable,
     filter: Option<&regex::Regex>,
+    rows: Option<(i64, i64)>,
     progress: &Progress,
 ) -> Result<(RangesBuilder, Vec<String>, u64)> {
     let path = db.shown.as_path();
@@ -534,7 +592,7 @@ fn load_ranges(
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "nvtx", e);
-    if let Some(mut st) = prepare(&conn, schema, &queries::NVTX, path)? {
+    if let Some(mut st) = prepare_rows(&conn, schema, &queries::NVTX, path, rows)? {
         let mut rows = st.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             n += 1;
@@ -788,24 +846,55 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let memcpy = memcpy_names(&conn, &schema, path)?;
     let progress = Progress::new("reading nsys export");
 
+    // GPU ops, host calls and NVTX ranges are read on their own connections and threads.
+    // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
+    // the range filter keeps few of its rows, so it is also read in rowid slices (their
+    // kept rows are concatenated in rowid order: one scan's order, at no copy worth
+    // counting). The op and call tables keep one reader each: their slices would each
+    // hold a full share of rows and the concatenation would copy half of them.
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let range_slices = if opts.ranges {
+        slices(&conn, &schema, &queries::NVTX, parts)
+    } else {
+        Vec::new()
+    };
     let (ops, calls, ranges) = std::thread::scope(|s| {
+        let (db, schema, table, progress) = (&db, &schema, &table, &progress);
+        let filter = opts.range_filter.as_ref();
         let calls = opts
             .calls
-            .then(|| s.spawn(|| load_calls(&db, &schema, &table, &progress)));
-        let ranges = opts.ranges.then(|| {
-            s.spawn(|| load_ranges(&db, &schema, &table, opts.range_filter.as_ref(), &progress))
-        });
-        let ops = load_ops(&db, &schema, &table, &memcpy, &progress);
-        (ops, calls.map(join), ranges.map(join))
+            .then(|| s.spawn(move || load_calls(db, schema, table, progress)));
+        let ranges: Vec<_> = range_slices
+            .iter()
+            .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
+            .collect();
+        let ops = load_ops(db, schema, table, &memcpy, progress);
+        (
+            ops,
+            calls.map(join),
+            ranges.into_iter().map(join).collect::<Vec<_>>(),
+        )
     });
     progress.finish();
-    let ops = ops?;
+
+    // One interner for the whole trace; each reader's local ids are mapped into it, in
+    // read order (ops, calls, range slices), so names get one sequential read's ids.
+    let mut global = Interner::default();
+    let OpsOut {
+        ops: mut ob,
+        strings,
+        dropped_no_timestamp,
+        dropped_bad_times: mut bad,
+    } = ops?;
+    let map = merge(&mut global, &strings);
+    remap(&mut ob.name_id, &map);
+    remap(&mut ob.short_id, &map);
 
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
     meta.warnings.extend(db.note.clone());
-    if ops.ops.is_empty() {
-        let bad = ops.dropped_bad_times.warnings(&schema);
+    if ob.is_empty() {
+        let bad = bad.warnings(&schema);
         if !bad.is_empty() {
             return Err(Error::input(format!(
                 "{}: no usable GPU ops: {}; export the report again",
@@ -818,26 +907,15 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
             path.display()
         )));
     }
-    if ops.dropped_no_timestamp > 0 {
+    if dropped_no_timestamp > 0 {
         meta.warnings.push(format!(
-            "{} kernel rows had no timestamps (start = end = 0: CUPTI could not collect them) \
-             and were left out",
-            ops.dropped_no_timestamp
+            "{dropped_no_timestamp} kernel rows had no timestamps (start = end = 0: CUPTI \
+             could not collect them) and were left out"
         ));
     }
+    let trace_devices: std::collections::BTreeSet<i64> = ob.device.iter().copied().collect();
 
-    // One interner for the whole trace; each thread's local ids are mapped into it.
-    let mut global = Interner::default();
-    let mut ob = ops.ops;
-    let map = merge(&mut global, &ops.strings);
-    remap(&mut ob.name_id, &map);
-    remap(&mut ob.short_id, &map);
-    let mut trace_devices: Vec<i64> = ob.device.clone();
-    trace_devices.sort_unstable();
-    trace_devices.dedup();
-
-    let mut bad = ops.dropped_bad_times;
-    let calls = match calls.transpose()? {
+    let calls_b = match calls.transpose()? {
         Some((mut cb, strings, n_bad)) => {
             remap(&mut cb.name_id, &merge(&mut global, &strings));
             bad.add("runtime", n_bad);
@@ -845,14 +923,15 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
         }
         None => CallsBuilder::default(),
     };
-    let ranges = match ranges.transpose()? {
-        Some((mut rb, strings, n_bad)) => {
-            remap(&mut rb.name_id, &merge(&mut global, &strings));
-            bad.add("nvtx", n_bad);
-            rb
-        }
-        None => RangesBuilder::default(),
-    };
+    let mut ranges_b = RangesBuilder::default();
+    let mut n_bad = 0;
+    for part in ranges {
+        let (mut rb, strings, bad_rows) = part?;
+        remap(&mut rb.name_id, &merge(&mut global, &strings));
+        n_bad += bad_rows;
+        ranges_b.append(&mut rb);
+    }
+    bad.add("nvtx", n_bad);
     meta.warnings.extend(bad.warnings(&schema));
 
     let mut devices = load_devices(&conn, &schema, path)?;
@@ -868,8 +947,8 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 
     Ok(Trace {
         ops: ob.finish()?,
-        calls: calls.finish()?,
-        ranges: ranges.finish()?,
+        calls: calls_b.finish()?,
+        ranges: ranges_b.finish()?,
         devices,
         strings: global.into_strings(),
         meta,
