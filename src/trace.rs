@@ -156,7 +156,10 @@ impl Interner {
 
     /// The string of an id this interner returned.
     pub fn get(&self, id: u32) -> &str {
-        self.strings.get(id as usize).map(String::as_str).unwrap_or("")
+        self.strings
+            .get(id as usize)
+            .map(String::as_str)
+            .unwrap_or("")
     }
 
     pub fn into_strings(self) -> Vec<String> {

@@ -525,14 +525,20 @@ mod tests {
         // (3 + 9) / 2 = 6; exclusive 10 + 0 + 3 + 9 (the [12,13) op is inside [10,20)).
         let g = &fast[1];
         assert_eq!((g.device, g.name, g.short, g.instances), (0, 0, 7, 4));
-        assert_eq!((g.total_ns, g.min_ns, g.max_ns, g.exclusive_ns), (23, 1, 10, 22));
+        assert_eq!(
+            (g.total_ns, g.min_ns, g.max_ns, g.exclusive_ns),
+            (23, 1, 10, 22)
+        );
         assert_eq!((g.mean_ns, g.median_ns), (5.75, 6.0));
         // Device 0, name 1: [0,5) and [2,9) → durations 5, 7, exclusive 5 + 4.
         let g = &fast[0];
         assert_eq!((g.device, g.name, g.instances, g.total_ns), (0, 1, 2, 12));
         assert_eq!((g.median_ns, g.exclusive_ns), (6.0, 9));
         // Device 1, name 0: durations 7, 1 (odd counts take the middle value elsewhere).
-        assert_eq!((fast[3].device, fast[3].instances, fast[3].median_ns), (1, 2, 4.0));
+        assert_eq!(
+            (fast[3].device, fast[3].instances, fast[3].median_ns),
+            (1, 2, 4.0)
+        );
         // polars' group_by on the same rows agrees on every field.
         let slow = polars_name_stats(&order, &d, &n, &short, &s, &e, excl.clone()).unwrap();
         let key = |g: &NameStat| {
