@@ -959,6 +959,69 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 mod tests {
     use super::*;
 
+    /// An in-memory database with one NVTX_EVENTS table created by `ddl`, holding rows at
+    /// the given rowids, and the NVTX slices `parts` readers would get.
+    fn nvtx_slices(ddl: &str, rowids: &[i64], parts: usize) -> Vec<Option<(i64, i64)>> {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(ddl).unwrap();
+        for &id in rowids {
+            conn.execute(
+                "INSERT INTO NVTX_EVENTS (rowid, start, end, eventType, text) \
+                 VALUES (?1, 0, 1, 59, 'x')",
+                [id],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn).unwrap();
+        slices(&conn, &schema, &queries::NVTX, parts)
+    }
+
+    #[test]
+    fn big_tables_split_into_contiguous_rowid_ranges() {
+        let ddl = "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, \
+                   globalTid INTEGER, text TEXT, textId INTEGER, domainId INTEGER);";
+        // 1,100,000 rowids = 2 slices of at least 2^19: [1, 550000] and [550001, 1100000],
+        // whatever the number of readers beyond 2.
+        let two = vec![Some((1, 550_000)), Some((550_001, 1_100_000))];
+        assert_eq!(nvtx_slices(ddl, &[1, 600_000, 1_100_000], 4), two);
+        assert_eq!(nvtx_slices(ddl, &[1, 600_000, 1_100_000], 2), two);
+        // One reader, or a small table: one whole-table read.
+        assert_eq!(nvtx_slices(ddl, &[1, 1_100_000], 1), vec![None]);
+        assert_eq!(nvtx_slices(ddl, &[1, 1_000], 4), vec![None]);
+        assert_eq!(nvtx_slices(ddl, &[], 4), vec![None]);
+        // Four readers over 4 * 2^19 rowids: four equal ranges covering every rowid.
+        let s = nvtx_slices(ddl, &[10, 10 + 4 * (1 << 19) - 1], 4);
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[0], Some((10, 10 + (1 << 19) - 1)));
+        assert_eq!(s[3], Some((10 + 3 * (1 << 19), 10 + 4 * (1 << 19) - 1)));
+        // The slice is a rowid range in the rendered query.
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(ddl).unwrap();
+        let schema = Schema::probe(&conn).unwrap();
+        let sql = queries::NVTX.render_rows(&schema, Some((5, 9))).unwrap();
+        assert!(sql.contains("AND rowid BETWEEN 5 AND 9"), "{sql}");
+        assert!(queries::NVTX
+            .render(&schema)
+            .unwrap()
+            .contains("NOT NULL AND 1"));
+    }
+
+    #[test]
+    fn tables_without_a_usable_rowid_are_read_whole() {
+        // A column named rowid shadows the real one: a range on it could drop rows.
+        let shadow = "CREATE TABLE NVTX_EVENTS (rowid INTEGER, start INTEGER, end INTEGER, \
+                      eventType INTEGER, globalTid INTEGER, text TEXT);";
+        assert_eq!(nvtx_slices(shadow, &[1, 1_100_000], 4), vec![None]);
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE NVTX_EVENTS (start INTEGER PRIMARY KEY, end INTEGER, \
+             eventType INTEGER, globalTid INTEGER, text TEXT) WITHOUT ROWID;",
+        )
+        .unwrap();
+        let schema = Schema::probe(&conn).unwrap();
+        assert_eq!(slices(&conn, &schema, &queries::NVTX, 4), vec![None]);
+    }
+
     #[test]
     fn memcpy_symbols() {
         assert_eq!(memcpy_symbol("CUDA_MEMCPY_KIND_HTOD"), "HtoD");
