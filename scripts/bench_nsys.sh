@@ -3,19 +3,24 @@
 # sqlite3 CLI printing the rows they read, measured in the same run on the same machine.
 #
 #   scripts/bench_nsys.sh [OUT_DIR]        (default target/bench-inputs)
+#   RUNS=3 scripts/bench_nsys.sh ...       (pairs per row; medians are printed)
+#   SG=old/stepgate scripts/bench_nsys.sh  (time another build instead of this one)
 #
 # Inputs (made once by scripts/make_nsys_bench_inputs.sh, release build):
 #   bench_1m / bench_4m   the real fastvideo_h100 export replicated in time to 1M / 4M kernels
 #                         (~1.7 runtime and ~4.9 NVTX rows per kernel, the real mix)
 #   decode_10k_x400       10,000 node-mode CUDA-graph decode steps x 400 kernels (4M kernels)
-# Prints wall seconds and peak RSS for each, and the ratio stepgate / sqlite3.
+# Prints, per row, the median wall seconds of RUNS (default 3) sqlite3/stepgate pairs run
+# back to back, stepgate's largest peak RSS, and the median of the per-pair ratios (each
+# pair shares the machine's load of the moment, so the ratio is the stable number).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/bench-inputs}
 command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install sqlite3)" >&2; exit 4; }
 scripts/make_nsys_bench_inputs.sh "$out" --release >/dev/null
-cargo build --release --bin stepgate >/dev/null 2>&1
-sg=target/release/stepgate
+# SG=/path/to/stepgate compares another build (e.g. an older release) on the same inputs.
+sg=${SG:-target/release/stepgate}
+[ -n "${SG:-}" ] || cargo build --release --bin stepgate >/dev/null 2>&1
 
 # The columns stepgate reads, printed by the sqlite3 CLI to /dev/null.
 ref_sql() {
@@ -36,21 +41,31 @@ SELECT id,value FROM StringIds;"
   echo "$q"
 }
 
-# wall seconds and max RSS (MB) of a command, its stdout discarded.
+# wall seconds and max RSS (MiB) of a command, its stdout discarded.
 measure() {
   local log; log=$(mktemp)
   /usr/bin/time -f '%e %M' -o "$log" "$@" >/dev/null
   awk '{printf "%s %.0f", $1, $2/1024}' "$log"; rm -f "$log"
 }
 
+runs=${RUNS:-3}
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
 row() {
   local label=$1 file=$2 nvtx=$3; shift 3
   # Warm the page cache so neither side pays for the first read from disk.
   cat "$file" >/dev/null
-  read -r ref_s ref_mb <<<"$(measure sqlite3 "$file" "$(ref_sql "$file" "$nvtx")")"
-  read -r sg_s sg_mb <<<"$(measure "$sg" "$@" "$file")"
-  printf '%-34s %-28s sqlite3 %6.2f s | stepgate %6.2f s, peak %5s MB | ratio %.2f\n' \
-    "$label" "$(basename "$file")" "$ref_s" "$sg_s" "$sg_mb" "$(echo "$sg_s / $ref_s" | bc -l)"
+  local refs=() sgs=() ratios=() peak=0 ref_s ref_mb sg_s sg_mb
+  for _ in $(seq "$runs"); do
+    read -r ref_s ref_mb <<<"$(measure sqlite3 "$file" "$(ref_sql "$file" "$nvtx")")"
+    read -r sg_s sg_mb <<<"$(measure "$sg" "$@" "$file")"
+    refs+=("$ref_s"); sgs+=("$sg_s"); ratios+=("$(echo "$sg_s / $ref_s" | bc -l)")
+    [ "$sg_mb" -gt "$peak" ] && peak=$sg_mb
+  done
+  printf '%-34s %-24s sqlite3 %6.2f s | stepgate %6.2f s, peak %5s MiB | ratio %.2f (%s pairs)\n' \
+    "$label" "$(basename "$file")" "$(printf '%s\n' "${refs[@]}" | median)" \
+    "$(printf '%s\n' "${sgs[@]}" | median)" "$peak" "$(printf '%s\n' "${ratios[@]}" | median)" "$runs"
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -246,8 +246,13 @@ struct Dropped(Vec<(&'static str, u64)>);
 
 impl Dropped {
     fn add(&mut self, table: &'static str, n: u64) {
-        if n > 0 {
-            self.0.push((table, n));
+        if n == 0 {
+            return;
+        }
+        // Slices of one table add up to one count (and one warning).
+        match self.0.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, m)) => *m += n,
+            None => self.0.push((table, n)),
         }
     }
 
@@ -306,13 +311,65 @@ fn prepare<'c>(
     q: &Query,
     path: &Path,
 ) -> Result<Option<rusqlite::Statement<'c>>> {
-    match q.render(schema) {
+    prepare_rows(conn, schema, q, path, None)
+}
+
+/// As [`prepare`], for one rowid slice of the table (`None`: all of it).
+fn prepare_rows<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+    rows: Option<(i64, i64)>,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    match q.render_rows(schema, rows) {
         None => Ok(None),
         Some(sql) => conn
             .prepare(&sql)
             .map(Some)
             .map_err(|e| sql_error(path, q.name, e)),
     }
+}
+
+/// Rows per slice below which a table is read whole: a thread and a connection cost more
+/// than they save on a small table.
+const SLICE_ROWS: i128 = 1 << 19;
+
+/// Rowid ranges that split a big table into up to `parts` slices of about equal size,
+/// read on parallel connections (SQLite readers do not block each other) and
+/// concatenated in rowid order, so the rows come out exactly as one scan reads them.
+/// `[None]` (one whole-table read) for small tables, or when the table's rowids cannot
+/// be asked for (a WITHOUT ROWID table, or a column that shadows `rowid`).
+fn slices(conn: &Connection, schema: &Schema, q: &Query, parts: usize) -> Vec<Option<(i64, i64)>> {
+    let whole = vec![None];
+    let Some(table) = q.table(schema) else {
+        return whole;
+    };
+    if ["rowid", "_rowid_", "oid"]
+        .iter()
+        .any(|c| schema.has_column(table, c))
+    {
+        return whole;
+    }
+    let sql = format!("SELECT min(rowid), max(rowid) FROM {table}");
+    let Ok((Some(lo), Some(hi))) = conn.query_row(&sql, [], |r| {
+        Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
+    }) else {
+        return whole;
+    };
+    let span = hi as i128 - lo as i128 + 1;
+    let n = (span / SLICE_ROWS).clamp(1, parts.max(1) as i128);
+    if n <= 1 {
+        return whole;
+    }
+    let step = span / n;
+    (0..n)
+        .map(|k| {
+            let a = lo as i128 + k * step;
+            let b = if k == n - 1 { hi as i128 } else { a + step - 1 };
+            Some((a as i64, b as i64))
+        })
+        .collect()
 }
 
 /// Everything the ops thread produces.
@@ -523,18 +580,19 @@ fn load_ranges(
     schema: &Schema,
     table: &StringTable,
     filter: Option<&regex::Regex>,
+    rows: Option<(i64, i64)>,
     progress: &Progress,
 ) -> Result<(RangesBuilder, Vec<String>, u64)> {
     let path = db.shown.as_path();
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = RangesBuilder::default();
-    // Filter verdict once per distinct name (0 unknown, 1 keep, 2 drop).
+    // Filter verdict once per distinct StringIds name (0 unknown, 1 keep, 2 drop).
     let mut keep: Vec<u8> = Vec::new();
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "nvtx", e);
-    if let Some(mut st) = prepare(&conn, schema, &queries::NVTX, path)? {
+    if let Some(mut st) = prepare_rows(&conn, schema, &queries::NVTX, path, rows)? {
         let mut rows = st.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             n += 1;
@@ -547,32 +605,37 @@ fn load_ranges(
                 continue;
             };
             // Name = COALESCE(text, StringIds[textId]) (NSYS_SCHEMA.md §4).
-            let (name_id, fresh) = match r.get_ref(4).map_err(err)? {
+            let name_id = match r.get_ref(4).map_err(err)? {
+                // Inline texts are mostly distinct (`aten::mul, op_id = 321664`): test
+                // the filter on the cell itself and intern only what is kept, so dropped
+                // rows cost one match and never grow a name table.
                 ValueRef::Text(t) => {
-                    let s = String::from_utf8_lossy(t);
-                    let id = names.text(&s);
-                    (id, Some(s.into_owned()).filter(|_| is_new(&keep, id)))
+                    if filter.is_some_and(|re| !matches_text(re, t)) {
+                        continue;
+                    }
+                    names.text_bytes(t)
                 }
+                // StringIds names repeat: one verdict per distinct id. A textId missing
+                // from StringIds is filtered as "" (its name is a placeholder).
                 _ => {
                     let (id, s) = names.lookup(rd(5)?.unwrap_or(-1));
-                    (id, s.map(str::to_owned).filter(|_| is_new(&keep, id)))
+                    let i = id as usize;
+                    if i >= keep.len() {
+                        keep.resize(i + 1, 0);
+                    }
+                    if keep[i] == 0 {
+                        keep[i] = if filter.is_none_or(|re| re.is_match(s.unwrap_or(""))) {
+                            1
+                        } else {
+                            2
+                        };
+                    }
+                    if keep[i] != 1 {
+                        continue;
+                    }
+                    id
                 }
             };
-            let i = name_id as usize;
-            if i >= keep.len() {
-                keep.resize(i + 1, 0);
-            }
-            if keep[i] == 0 {
-                let s = fresh.as_deref().unwrap_or("");
-                keep[i] = if filter.is_none_or(|re| re.is_match(s)) {
-                    1
-                } else {
-                    2
-                };
-            }
-            if keep[i] != 1 {
-                continue;
-            }
             let gtid = rd(3)?;
             let kind = match rd(2)? {
                 Some(60) | Some(71) => RangeKind::HostStartEnd,
@@ -602,10 +665,14 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     })
 }
 
-/// Whether a local id has not been classified yet (so its string is worth copying once).
+/// Whether an NVTX text cell matches the range filter: valid UTF-8 is matched in place,
+/// anything else as its lossy string (what the range is named), so both agree.
 #[inline]
-fn is_new(verdicts: &[u8], id: u32) -> bool {
-    verdicts.get(id as usize).is_none_or(|&v| v == 0)
+fn matches_text(re: &regex::Regex, t: &[u8]) -> bool {
+    match std::str::from_utf8(t) {
+        Ok(s) => re.is_match(s),
+        Err(_) => re.is_match(&String::from_utf8_lossy(t)),
+    }
 }
 
 /// Read StringIds once (shared by every loader thread).
@@ -779,24 +846,55 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let memcpy = memcpy_names(&conn, &schema, path)?;
     let progress = Progress::new("reading nsys export");
 
+    // GPU ops, host calls and NVTX ranges are read on their own connections and threads.
+    // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
+    // the range filter keeps few of its rows, so it is also read in rowid slices (their
+    // kept rows are concatenated in rowid order: one scan's order, at no copy worth
+    // counting). The op and call tables keep one reader each: their slices would each
+    // hold a full share of rows and the concatenation would copy half of them.
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let range_slices = if opts.ranges {
+        slices(&conn, &schema, &queries::NVTX, parts)
+    } else {
+        Vec::new()
+    };
     let (ops, calls, ranges) = std::thread::scope(|s| {
+        let (db, schema, table, progress) = (&db, &schema, &table, &progress);
+        let filter = opts.range_filter.as_ref();
         let calls = opts
             .calls
-            .then(|| s.spawn(|| load_calls(&db, &schema, &table, &progress)));
-        let ranges = opts.ranges.then(|| {
-            s.spawn(|| load_ranges(&db, &schema, &table, opts.range_filter.as_ref(), &progress))
-        });
-        let ops = load_ops(&db, &schema, &table, &memcpy, &progress);
-        (ops, calls.map(join), ranges.map(join))
+            .then(|| s.spawn(move || load_calls(db, schema, table, progress)));
+        let ranges: Vec<_> = range_slices
+            .iter()
+            .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
+            .collect();
+        let ops = load_ops(db, schema, table, &memcpy, progress);
+        (
+            ops,
+            calls.map(join),
+            ranges.into_iter().map(join).collect::<Vec<_>>(),
+        )
     });
     progress.finish();
-    let ops = ops?;
+
+    // One interner for the whole trace; each reader's local ids are mapped into it, in
+    // read order (ops, calls, range slices), so names get one sequential read's ids.
+    let mut global = Interner::default();
+    let OpsOut {
+        ops: mut ob,
+        strings,
+        dropped_no_timestamp,
+        dropped_bad_times: mut bad,
+    } = ops?;
+    let map = merge(&mut global, &strings);
+    remap(&mut ob.name_id, &map);
+    remap(&mut ob.short_id, &map);
 
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
     meta.warnings.extend(db.note.clone());
-    if ops.ops.is_empty() {
-        let bad = ops.dropped_bad_times.warnings(&schema);
+    if ob.is_empty() {
+        let bad = bad.warnings(&schema);
         if !bad.is_empty() {
             return Err(Error::input(format!(
                 "{}: no usable GPU ops: {}; export the report again",
@@ -809,26 +907,15 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
             path.display()
         )));
     }
-    if ops.dropped_no_timestamp > 0 {
+    if dropped_no_timestamp > 0 {
         meta.warnings.push(format!(
-            "{} kernel rows had no timestamps (start = end = 0: CUPTI could not collect them) \
-             and were left out",
-            ops.dropped_no_timestamp
+            "{dropped_no_timestamp} kernel rows had no timestamps (start = end = 0: CUPTI \
+             could not collect them) and were left out"
         ));
     }
+    let trace_devices: std::collections::BTreeSet<i64> = ob.device.iter().copied().collect();
 
-    // One interner for the whole trace; each thread's local ids are mapped into it.
-    let mut global = Interner::default();
-    let mut ob = ops.ops;
-    let map = merge(&mut global, &ops.strings);
-    remap(&mut ob.name_id, &map);
-    remap(&mut ob.short_id, &map);
-    let mut trace_devices: Vec<i64> = ob.device.clone();
-    trace_devices.sort_unstable();
-    trace_devices.dedup();
-
-    let mut bad = ops.dropped_bad_times;
-    let calls = match calls.transpose()? {
+    let calls_b = match calls.transpose()? {
         Some((mut cb, strings, n_bad)) => {
             remap(&mut cb.name_id, &merge(&mut global, &strings));
             bad.add("runtime", n_bad);
@@ -836,14 +923,15 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
         }
         None => CallsBuilder::default(),
     };
-    let ranges = match ranges.transpose()? {
-        Some((mut rb, strings, n_bad)) => {
-            remap(&mut rb.name_id, &merge(&mut global, &strings));
-            bad.add("nvtx", n_bad);
-            rb
-        }
-        None => RangesBuilder::default(),
-    };
+    let mut ranges_b = RangesBuilder::default();
+    let mut n_bad = 0;
+    for part in ranges {
+        let (mut rb, strings, bad_rows) = part?;
+        remap(&mut rb.name_id, &merge(&mut global, &strings));
+        n_bad += bad_rows;
+        ranges_b.append(&mut rb);
+    }
+    bad.add("nvtx", n_bad);
     meta.warnings.extend(bad.warnings(&schema));
 
     let mut devices = load_devices(&conn, &schema, path)?;
@@ -859,8 +947,8 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 
     Ok(Trace {
         ops: ob.finish()?,
-        calls: calls.finish()?,
-        ranges: ranges.finish()?,
+        calls: calls_b.finish()?,
+        ranges: ranges_b.finish()?,
         devices,
         strings: global.into_strings(),
         meta,
@@ -870,6 +958,69 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An in-memory database with one NVTX_EVENTS table created by `ddl`, holding rows at
+    /// the given rowids, and the NVTX slices `parts` readers would get.
+    fn nvtx_slices(ddl: &str, rowids: &[i64], parts: usize) -> Vec<Option<(i64, i64)>> {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(ddl).unwrap();
+        for &id in rowids {
+            conn.execute(
+                "INSERT INTO NVTX_EVENTS (rowid, start, end, eventType, text) \
+                 VALUES (?1, 0, 1, 59, 'x')",
+                [id],
+            )
+            .unwrap();
+        }
+        let schema = Schema::probe(&conn).unwrap();
+        slices(&conn, &schema, &queries::NVTX, parts)
+    }
+
+    #[test]
+    fn big_tables_split_into_contiguous_rowid_ranges() {
+        let ddl = "CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, \
+                   globalTid INTEGER, text TEXT, textId INTEGER, domainId INTEGER);";
+        // 1,100,000 rowids = 2 slices of at least 2^19: [1, 550000] and [550001, 1100000],
+        // whatever the number of readers beyond 2.
+        let two = vec![Some((1, 550_000)), Some((550_001, 1_100_000))];
+        assert_eq!(nvtx_slices(ddl, &[1, 600_000, 1_100_000], 4), two);
+        assert_eq!(nvtx_slices(ddl, &[1, 600_000, 1_100_000], 2), two);
+        // One reader, or a small table: one whole-table read.
+        assert_eq!(nvtx_slices(ddl, &[1, 1_100_000], 1), vec![None]);
+        assert_eq!(nvtx_slices(ddl, &[1, 1_000], 4), vec![None]);
+        assert_eq!(nvtx_slices(ddl, &[], 4), vec![None]);
+        // Four readers over 4 * 2^19 rowids: four equal ranges covering every rowid.
+        let s = nvtx_slices(ddl, &[10, 10 + 4 * (1 << 19) - 1], 4);
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[0], Some((10, 10 + (1 << 19) - 1)));
+        assert_eq!(s[3], Some((10 + 3 * (1 << 19), 10 + 4 * (1 << 19) - 1)));
+        // The slice is a rowid range in the rendered query.
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(ddl).unwrap();
+        let schema = Schema::probe(&conn).unwrap();
+        let sql = queries::NVTX.render_rows(&schema, Some((5, 9))).unwrap();
+        assert!(sql.contains("AND rowid BETWEEN 5 AND 9"), "{sql}");
+        assert!(queries::NVTX
+            .render(&schema)
+            .unwrap()
+            .contains("NOT NULL AND 1"));
+    }
+
+    #[test]
+    fn tables_without_a_usable_rowid_are_read_whole() {
+        // A column named rowid shadows the real one: a range on it could drop rows.
+        let shadow = "CREATE TABLE NVTX_EVENTS (rowid INTEGER, start INTEGER, end INTEGER, \
+                      eventType INTEGER, globalTid INTEGER, text TEXT);";
+        assert_eq!(nvtx_slices(shadow, &[1, 1_100_000], 4), vec![None]);
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE NVTX_EVENTS (start INTEGER PRIMARY KEY, end INTEGER, \
+             eventType INTEGER, globalTid INTEGER, text TEXT) WITHOUT ROWID;",
+        )
+        .unwrap();
+        let schema = Schema::probe(&conn).unwrap();
+        assert_eq!(slices(&conn, &schema, &queries::NVTX, 4), vec![None]);
+    }
 
     #[test]
     fn memcpy_symbols() {

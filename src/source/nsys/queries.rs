@@ -4,7 +4,9 @@
 //! Placeholders: `{{TABLE}}` is the first of the query's candidate tables present in the
 //! export; `{{a|b}}` is the first of columns `a`, `b` that table has, or `NULL` when it has
 //! none (columns come and go across nsys versions, NSYS_SCHEMA.md §9). Every other column
-//! a query names is required: preparing it fails when the column is absent.
+//! a query names is required: preparing it fails when the column is absent. `{{ROWS}}`
+//! (in the NVTX query) is `rowid BETWEEN lo AND hi` for a query that reads
+//! one slice of its table, else `1`.
 
 use super::schema::Schema;
 
@@ -108,6 +110,11 @@ impl Query {
 
     /// The SQL fitted to `schema`, or `None` when none of its tables exists.
     pub fn render(&self, schema: &Schema) -> Option<String> {
+        self.render_rows(schema, None)
+    }
+
+    /// As [`Query::render`], reading only rowids `lo..=hi` when `rows` is given.
+    pub fn render_rows(&self, schema: &Schema, rows: Option<(i64, i64)>) -> Option<String> {
         let table = self.table(schema)?;
         let mut out = String::with_capacity(self.sql.len());
         let mut rest = self.sql;
@@ -122,6 +129,11 @@ impl Query {
             let key = &after[..close];
             if key == "TABLE" {
                 out.push_str(table);
+            } else if key == "ROWS" {
+                match rows {
+                    Some((lo, hi)) => out.push_str(&format!("rowid BETWEEN {lo} AND {hi}")),
+                    None => out.push('1'),
+                }
             } else {
                 let col = key.split('|').find(|c| schema.has_column(table, c));
                 out.push_str(col.unwrap_or("NULL"));

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use polars::prelude::PlHashMap;
+
 use crate::trace::Interner;
 
 /// Where an nsys string id lives in [`StringTable::values`].
@@ -72,6 +74,9 @@ impl StringTable {
 pub struct LocalNames<'a> {
     table: &'a StringTable,
     cache: Vec<u32>,
+    /// Literal texts by their raw bytes: NVTX rows carry their name inline, so this is
+    /// looked up once per row and must not validate UTF-8 or build a String each time.
+    texts: PlHashMap<Box<[u8]>, u32>,
     pub interner: Interner,
 }
 
@@ -80,6 +85,7 @@ impl<'a> LocalNames<'a> {
         LocalNames {
             table,
             cache: vec![NONE; table.len()],
+            texts: PlHashMap::default(),
             interner: Interner::default(),
         }
     }
@@ -112,6 +118,17 @@ impl<'a> LocalNames<'a> {
     /// Local id of a literal string (NVTX `text`, synthesized op names).
     pub fn text(&mut self, s: &str) -> u32 {
         self.interner.intern(s)
+    }
+
+    /// Local id of a literal text given as raw bytes (an NVTX `text` cell): invalid
+    /// UTF-8 is replaced (U+FFFD) once, when the bytes are first seen.
+    pub fn text_bytes(&mut self, b: &[u8]) -> u32 {
+        if let Some(&id) = self.texts.get(b) {
+            return id;
+        }
+        let id = self.interner.intern(&String::from_utf8_lossy(b));
+        self.texts.insert(b.into(), id);
+        id
     }
 
     /// The local string for a local id (the interner keeps insertion order).
