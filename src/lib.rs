@@ -21,3 +21,4 @@ pub mod source;
 pub mod synth;
 pub mod timing;
 pub mod trace;
+pub mod wire;
