@@ -9,10 +9,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::roofline::floor::Bound;
-use crate::timing::steps::Step;
+use crate::wire::steps::{ShapeCount, Step};
 
 pub use crate::wire::attribution::{
-    FloorAttribution, LaunchAttribution, LaunchCost, Shape, StepAttribution,
+    Attributions, FloorAttribution, LaunchAttribution, LaunchCost, Shape, StepAttribution,
 };
 
 /// Gap share of wall above which the GPU lane counts as gappy.
@@ -180,27 +180,33 @@ fn classify(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) 
     }
 }
 
-/// Attribute every step in place and count shapes (steps with GPU work only).
+/// Attribute every step and count shapes (steps with GPU work only). Reads the steps,
+/// changes nothing: [`StepsReport::join`](crate::wire::steps::StepsReport::join) puts the
+/// result into the report.
 pub fn attribute_all(
-    report: &mut crate::timing::steps::StepsReport,
+    steps: &[Step],
     floor_of: &dyn Fn(&Step) -> Option<FloorInput>,
     cost: &LaunchCost,
-) {
+) -> Attributions {
     use std::collections::BTreeMap;
     let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
-    for s in &mut report.steps {
+    let mut per_step = Vec::with_capacity(steps.len());
+    for s in steps {
         let f = floor_of(s);
         let a = attribute(s, f.as_ref(), cost);
         if a.shape != Shape::NoGpuWork {
             *counts.entry(a.shape).or_default() += 1;
         }
-        s.attribution = Some(a);
+        per_step.push(a);
     }
-    let mut shapes: Vec<crate::timing::steps::ShapeCount> = counts
+    let mut shapes: Vec<ShapeCount> = counts
         .into_iter()
-        .map(|(shape, steps)| crate::timing::steps::ShapeCount { shape, steps })
+        .map(|(shape, steps)| ShapeCount { shape, steps })
         .collect();
     shapes.sort_by(|a, b| b.steps.cmp(&a.steps).then(a.shape.cmp(&b.shape)));
-    report.shapes = shapes;
-    report.launch_cost = Some(cost.clone());
+    Attributions {
+        steps: per_step,
+        shapes,
+        launch_cost: cost.clone(),
+    }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::steps::ShapeCount;
+
 /// Which roof binds. Serialized as `memory` / `compute`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,4 +95,17 @@ pub struct StepAttribution {
     pub shape: Shape,
     /// The next action, in one line.
     pub action: String,
+}
+
+/// What attribution returns for a list of steps: one attribution per step (same order,
+/// same length) and the report-level fields. Not serialized itself:
+/// [`StepsReport::join`](super::steps::StepsReport::join) places it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attributions {
+    /// Parallel to the steps it was computed from.
+    pub steps: Vec<StepAttribution>,
+    /// Step count per shape over steps with GPU work, most frequent first.
+    pub shapes: Vec<ShapeCount>,
+    /// The per-launch cost the attribution used.
+    pub launch_cost: LaunchCost,
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::CategoryStat;
-use super::attribution::{LaunchCost, Shape, StepAttribution};
+use super::attribution::{Attributions, LaunchCost, Shape, StepAttribution};
 
 /// What kind of engine step a span is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -339,4 +339,27 @@ pub struct StepsReport {
     pub summary: Vec<KindSummary>,
     pub ranks: Vec<AlignedStep>,
     pub steps: Vec<Step>,
+}
+
+impl StepsReport {
+    /// The one place steps and their attributions meet: step finding returns the report
+    /// with every `attribution` empty, attribution returns [`Attributions`] computed from
+    /// `self.steps` (same order), and this puts them together.
+    ///
+    /// # Panics
+    /// When `a` was not computed from these steps (lengths differ): a programming error.
+    #[must_use]
+    pub fn join(mut self, a: Attributions) -> StepsReport {
+        assert_eq!(
+            a.steps.len(),
+            self.steps.len(),
+            "attributions must be computed from the report's own steps"
+        );
+        for (s, at) in self.steps.iter_mut().zip(a.steps) {
+            s.attribution = Some(at);
+        }
+        self.shapes = a.shapes;
+        self.launch_cost = Some(a.launch_cost);
+        self
+    }
 }

@@ -72,7 +72,10 @@ impl Default for StepOptions {
     }
 }
 
-/// Find and project every step in the trace.
+/// Find and project every step in the trace. Every step's `attribution` is empty and the
+/// report's `shapes`/`launch_cost` are unset: step finding knows nothing of attribution.
+/// `crate::attribution::attribute_all` prices the steps and
+/// [`StepsReport::join`] puts the two together.
 pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
     let ix = project::Index::new(trace)?;
     let found = discover::discover(&ix, opts)?;
