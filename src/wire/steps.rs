@@ -306,11 +306,59 @@ pub struct ShapeCount {
     pub steps: usize,
 }
 
+/// Which step finder produced a report (`method` in JSON, the word in "steps (…)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepMethod {
+    /// Engine step markers.
+    Engine,
+    /// Scheduler scopes.
+    Scheduler,
+    /// Python-stack step functions (heuristic).
+    Python,
+    /// Host sync points (heuristic).
+    Sync,
+    /// A user-given regex over range names.
+    Regex,
+    /// CUDA-graph launch groups (heuristic).
+    Graphs,
+    /// Idle-gap splits (heuristic).
+    Gaps,
+}
+
+impl StepMethod {
+    /// The wire string (the same as the JSON value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepMethod::Engine => "engine",
+            StepMethod::Scheduler => "scheduler",
+            StepMethod::Python => "python",
+            StepMethod::Sync => "sync",
+            StepMethod::Regex => "regex",
+            StepMethod::Graphs => "graphs",
+            StepMethod::Gaps => "gaps",
+        }
+    }
+}
+
+impl std::fmt::Display for StepMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A method equals its wire string, so `report.method == "engine"` reads as the JSON does.
+impl PartialEq<&str> for StepMethod {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// Everything step finding produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepsReport {
     /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
-    pub method: String,
+    pub method: StepMethod,
     /// How the steps were found (the same for every step).
     #[serde(default)]
     pub found_by: FoundBy,
@@ -361,5 +409,33 @@ impl StepsReport {
         self.shapes = a.shapes;
         self.launch_cost = Some(a.launch_cost);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StepMethod;
+
+    #[test]
+    fn step_method_serializes_to_the_strings_reports_always_carried() {
+        // The strings `method` had while it was a String: the JSON must not change.
+        let cases = [
+            (StepMethod::Engine, "engine"),
+            (StepMethod::Scheduler, "scheduler"),
+            (StepMethod::Python, "python"),
+            (StepMethod::Sync, "sync"),
+            (StepMethod::Regex, "regex"),
+            (StepMethod::Graphs, "graphs"),
+            (StepMethod::Gaps, "gaps"),
+        ];
+        for (m, s) in cases {
+            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{s}\""));
+            assert_eq!(m.to_string(), s);
+            assert_eq!(
+                serde_json::from_str::<StepMethod>(&format!("\"{s}\"")).unwrap(),
+                m
+            );
+        }
+        assert!(serde_json::from_str::<StepMethod>("\"marker\"").is_err());
     }
 }

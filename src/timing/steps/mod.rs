@@ -24,7 +24,7 @@ use crate::trace::Trace;
 
 pub use crate::wire::steps::{
     AlignedStep, FoundBy, HostCall, KindSummary, OutsideSteps, Series, ShapeCount, Spread, Step,
-    StepKernel, StepsReport,
+    StepKernel, StepMethod, StepsReport,
 };
 pub use assemble::{percentile, summarize};
 
