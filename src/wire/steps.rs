@@ -414,7 +414,10 @@ impl StepsReport {
 
 #[cfg(test)]
 mod tests {
-    use super::StepMethod;
+    use super::{ShapeCount, Step, StepKind, StepMethod, StepsReport};
+    use crate::wire::attribution::{
+        Attributions, LaunchAttribution, LaunchCost, Shape, StepAttribution,
+    };
 
     #[test]
     fn step_method_serializes_to_the_strings_reports_always_carried() {
@@ -437,5 +440,135 @@ mod tests {
             );
         }
         assert!(serde_json::from_str::<StepMethod>("\"marker\"").is_err());
+    }
+
+    fn step(index: usize, launches: u64) -> Step {
+        Step {
+            index,
+            series: 0,
+            pid: 1,
+            tid: Some(1),
+            device: Some(0),
+            name: format!("s{index}"),
+            found_by: super::FoundBy::Marker,
+            kind: StepKind::Decode,
+            kind_guess: None,
+            composition: None,
+            cpu_start_ns: None,
+            cpu_end_ns: None,
+            cpu_ns: None,
+            gpu_start_ns: Some(0),
+            gpu_end_ns: Some(10),
+            wall_ns: Some(10),
+            period_ns: None,
+            idle_before_ns: None,
+            busy_ns: 10,
+            gap_ns: Some(0),
+            kernels: 1,
+            ops: 1,
+            tail_busy_ns: 0,
+            tail_kernels: 0,
+            tail_ops: 0,
+            graph_replays: 0,
+            launches,
+            launch_host_ns: 0,
+            longest_host_call: None,
+            annotation_gpu_start_ns: None,
+            annotation_gpu_end_ns: None,
+            top_kernels: Vec::new(),
+            categories: Vec::new(),
+            attribution: None,
+            all_kernels: Vec::new(),
+        }
+    }
+
+    fn attribution(launches: u64, shape: Shape) -> StepAttribution {
+        StepAttribution {
+            floor: None,
+            launch: LaunchAttribution {
+                launches,
+                host_ns: 0,
+                driver_floor_ns: 0.0,
+                framework_ns: 0.0,
+                host_to_gap_ratio: None,
+            },
+            shape,
+            action: String::new(),
+        }
+    }
+
+    fn report(steps: Vec<Step>) -> StepsReport {
+        StepsReport {
+            method: StepMethod::Engine,
+            found_by: super::FoundBy::Marker,
+            exact_steps_hint: None,
+            found_by_engine: None,
+            launch_cost: None,
+            shapes: Vec::new(),
+            notes: Vec::new(),
+            warnings: Vec::new(),
+            series: Vec::new(),
+            outside_steps: Vec::new(),
+            steps_without_gpu_work: 0,
+            summary: Vec::new(),
+            ranks: Vec::new(),
+            steps,
+        }
+    }
+
+    #[test]
+    fn join_puts_each_attribution_on_its_own_step_and_sets_the_report_fields() {
+        // Steps told apart by their launch count; each attribution carries the same count,
+        // so a shifted or reversed join shows.
+        let r = report(vec![step(0, 7), step(1, 3)]);
+        let cost = LaunchCost {
+            per_launch_ns: 2500.0,
+            source: "measured".to_owned(),
+        };
+        let shapes = vec![
+            ShapeCount {
+                shape: Shape::LaunchBound,
+                steps: 1,
+            },
+            ShapeCount {
+                shape: Shape::HostStall,
+                steps: 1,
+            },
+        ];
+        let j = r.join(Attributions {
+            steps: vec![
+                attribution(7, Shape::LaunchBound),
+                attribution(3, Shape::HostStall),
+            ],
+            shapes: shapes.clone(),
+            launch_cost: cost.clone(),
+        });
+        for s in &j.steps {
+            let a = s.attribution.as_ref().unwrap();
+            assert_eq!(a.launch.launches, s.launches, "step {}", s.index);
+        }
+        assert_eq!(
+            j.steps[0].attribution.as_ref().unwrap().shape,
+            Shape::LaunchBound
+        );
+        assert_eq!(
+            j.steps[1].attribution.as_ref().unwrap().shape,
+            Shape::HostStall
+        );
+        assert_eq!(j.shapes, shapes);
+        assert_eq!(j.launch_cost, Some(cost));
+    }
+
+    #[test]
+    #[should_panic(expected = "attributions must be computed from the report's own steps")]
+    fn join_refuses_attributions_of_other_steps() {
+        let _ = report(vec![step(0, 1), step(1, 1)]).join(Attributions {
+            steps: vec![attribution(1, Shape::Undetermined)],
+            shapes: Vec::new(),
+            launch_cost: LaunchCost {
+                per_launch_ns: 1.0,
+                source: "cited".to_owned(),
+            },
+        });
     }
 }
