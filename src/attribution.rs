@@ -1,7 +1,7 @@
 //! Step versus floor: split each step's residual into gap and kernel excess, attribute
 //! the gap to launches, and name the step's shape with the next action.
 //!
-//! The decision procedure is seed 000's (Figure 1/3): is the GPU lane gappy? then
+//! The decision procedure (docs/method.md): is the GPU lane gappy? then
 //! launch-bound if the host lane is dense, else a host stall; if dense, is one kernel
 //! most of it? else are the kernels near the memory roof (only fewer bytes help) or
 //! far from it (under-utilized)?

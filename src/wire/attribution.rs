@@ -42,7 +42,7 @@ pub struct FloorAttribution {
     pub below_floor: bool,
 }
 
-/// Host launch time against the gap (seed 001 `analyze`).
+/// Host launch time against the gap: how much of the GPU-idle time the host spent launching.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchAttribution {
     pub launches: u64,
