@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 bin_dir="${STEPGATE_BIN_DIR:-target/debug}"
 if [ ! -x "$bin_dir/stepgate" ] || [ ! -x "$bin_dir/stepgate-synth" ]; then
-  cargo build --locked --bins
+  cargo build --locked --bins --features synth
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

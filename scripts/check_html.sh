@@ -19,7 +19,7 @@ DOCS=0
 [ "${1:-}" = "--docs" ] && DOCS=1
 
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
-cargo build --quiet --bin stepgate --bin stepgate-synth
+cargo build --quiet --features synth --bin stepgate --bin stepgate-synth
 BIN=target/debug/stepgate
 SYNTH=target/debug/stepgate-synth
 OUT=target/html-check

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 out=${1:-target/bench-inputs}
 flag=${2:-}
 mkdir -p "$out"
-cargo build ${flag} --bin stepgate-synth
+cargo build ${flag} --features synth --bin stepgate-synth
 dir=debug; [ "$flag" = "--release" ] && dir=release
 synth=target/$dir/stepgate-synth
 fixture=tests/fixtures/nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite

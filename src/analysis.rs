@@ -1,42 +1,11 @@
-//! The analysis wire types: plain serde structs that `timing` fills and `report` renders.
-//!
-//! This is a versioned contract (`schema_version`): later issues add fields, never remove
-//! or rename them. Measured times are integer ns relative to the report's origin.
+//! The analysis of one trace: `timing` fills the wire types (defined in
+//! [`crate::wire::analysis`], re-exported here) and `report` renders them.
 
-use serde::{Deserialize, Serialize};
+use crate::trace::TraceMeta;
 
-use crate::trace::{SourceFormat, TraceMeta};
-
-/// Bump when a field changes meaning or disappears (adding fields does not bump it).
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// Everything `analyze` reports for one trace.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Analysis {
-    pub schema_version: u32,
-    /// `stepgate <version>` that wrote this.
-    pub tool: String,
-    pub source: SourceInfo,
-    pub warnings: Vec<String>,
-    pub devices: Vec<DeviceSummary>,
-    /// Steps found in the trace (`steps` issue); absent when step finding was not asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<crate::timing::steps::StepsReport>,
-}
-
-/// Where the trace came from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SourceInfo {
-    pub format: SourceFormat,
-    pub path: String,
-    pub tool_version: Option<String>,
-    pub schema_version: Option<String>,
-    pub cuda_graph_trace_mode: Option<String>,
-    /// Unix-epoch ns of time zero, where the format states it: add it to any `*_ns` time
-    /// to get an absolute timestamp.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin_epoch_ns: Option<i64>,
-}
+pub use crate::wire::analysis::{
+    Analysis, CategoryStat, DeviceSummary, KernelStat, ProcessRef, SourceInfo, SCHEMA_VERSION,
+};
 
 impl From<&TraceMeta> for SourceInfo {
     fn from(m: &TraceMeta) -> Self {
@@ -49,64 +18,4 @@ impl From<&TraceMeta> for SourceInfo {
             origin_epoch_ns: m.origin_epoch_ns,
         }
     }
-}
-
-/// A process that ran work on a device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessRef {
-    pub pid: i64,
-    pub name: Option<String>,
-}
-
-/// Per-GPU totals. `busy_ns` is the length of the union of all op intervals on the
-/// device across streams; `idle_ns = (window_end_ns - window_start_ns) - busy_ns`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DeviceSummary {
-    pub device: i64,
-    pub name: Option<String>,
-    /// As the report states it (nsys `TARGET_INFO_GPU.memoryBandwidth`), bytes/s; cited.
-    pub memory_bandwidth_bytes_per_s: Option<f64>,
-    pub processes: Vec<ProcessRef>,
-    /// Kernels + memcpy + memset + opaque CUDA-graph replays.
-    pub ops: u64,
-    /// Kernel rows only.
-    pub kernels: u64,
-    pub busy_ns: i64,
-    /// Plain sum of kernel durations (overlap counted twice).
-    pub kernel_sum_ns: i64,
-    pub window_start_ns: i64,
-    pub window_end_ns: i64,
-    pub idle_ns: i64,
-    /// Every op name on the device, ranked by exclusive (non-overlapped) time.
-    pub kernels_by_name: Vec<KernelStat>,
-    /// The same time grouped by kernel category, ranked by exclusive time.
-    pub categories: Vec<CategoryStat>,
-}
-
-/// One op name's statistics on one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KernelStat {
-    /// Demangled name: the identity.
-    pub name: String,
-    /// Readable short form for display.
-    pub short_name: String,
-    pub category: String,
-    pub instances: u64,
-    pub total_ns: i64,
-    pub mean_ns: f64,
-    pub median_ns: f64,
-    pub min_ns: i64,
-    pub max_ns: i64,
-    /// Time this name alone kept the device busy: Σ over its ops of the part past the
-    /// running end of every op that started before it (see `timing::overlap`).
-    pub exclusive_ns: i64,
-}
-
-/// One category's totals on one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CategoryStat {
-    pub category: String,
-    pub instances: u64,
-    pub total_ns: i64,
-    pub exclusive_ns: i64,
 }

@@ -1,7 +1,7 @@
 //! Step versus floor: split each step's residual into gap and kernel excess, attribute
 //! the gap to launches, and name the step's shape with the next action.
 //!
-//! The decision procedure is seed 000's (Figure 1/3): is the GPU lane gappy? then
+//! The decision procedure (docs/method.md): is the GPU lane gappy? then
 //! launch-bound if the host lane is dense, else a host stall; if dense, is one kernel
 //! most of it? else are the kernels near the memory roof (only fewer bytes help) or
 //! far from it (under-utilized)?
@@ -9,7 +9,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::roofline::floor::Bound;
-use crate::timing::steps::Step;
+use crate::wire::steps::{ShapeCount, Step};
+
+pub use crate::wire::attribution::{
+    Attributions, FloorAttribution, LaunchAttribution, LaunchCost, Shape, StepAttribution,
+};
 
 /// Gap share of wall above which the GPU lane counts as gappy.
 pub const GAPPY_FRACTION: f64 = 0.20;
@@ -19,15 +23,6 @@ pub const DENSE_HOST_FRACTION: f64 = 0.5;
 pub const DOMINANT_FRACTION: f64 = 0.5;
 /// Busy time within this factor of the floor is at the memory roof.
 pub const AT_ROOF_FACTOR: f64 = 1.3;
-
-/// The per-launch cost attribution prices with, and where it came from (cited, given, or a
-/// [`crate::probe::MeasuredLaunchCost`] read from a probe file).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchCost {
-    pub per_launch_ns: f64,
-    /// `cited` (arXiv:2504.11750) or `measured` (launch-probe / --launch-cost-us).
-    pub source: String,
-}
 
 impl Default for LaunchCost {
     fn default() -> Self {
@@ -47,81 +42,6 @@ pub struct FloorInput {
     pub flops: f64,
     /// Which roof binds (`memory` or `compute` in JSON).
     pub bound: Bound,
-}
-
-/// Where a step's time went relative to its floor (all derived from measured + floor).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FloorAttribution {
-    pub floor_ns: f64,
-    /// Which roof binds (`memory` or `compute` in JSON).
-    pub bound: Bound,
-    /// wall − floor.
-    pub residual_ns: f64,
-    /// The part of the residual with the GPU idle inside the step.
-    pub gap_ns: f64,
-    /// busy − floor: time the kernels took beyond the floor.
-    pub kernel_excess_ns: f64,
-    /// Floor efficiency: floor / wall (MBU when memory-bound).
-    pub mbu: f64,
-    /// Compulsory bytes / busy time.
-    pub achieved_bytes_per_s: f64,
-    /// Wall below the floor: the byte model is wrong, not the machine.
-    pub below_floor: bool,
-}
-
-/// Host launch time against the gap (seed 001 `analyze`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchAttribution {
-    pub launches: u64,
-    /// Measured: summed host time inside launch calls.
-    pub host_ns: i64,
-    /// Derived: launches × per-launch cost.
-    pub driver_floor_ns: f64,
-    /// Derived: host time above the driver floor.
-    pub framework_ns: f64,
-    /// Host launch time / gap: > 1 the host runs ahead; < 1 look for a synchronize.
-    pub host_to_gap_ratio: Option<f64>,
-}
-
-/// The shape of a step's timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    LaunchBound,
-    HostStall,
-    OneKernelDominant,
-    AtMemoryRoof,
-    UnderUtilized,
-    /// Dense GPU lane, no dominant kernel, and no floor to tell the last two apart.
-    Undetermined,
-    /// Dense GPU lane, no dominant kernel, and measured below the floor: the floor is wrong.
-    BelowFloor,
-    NoGpuWork,
-}
-
-impl Shape {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Shape::LaunchBound => "launch-bound",
-            Shape::HostStall => "host stall",
-            Shape::OneKernelDominant => "one kernel dominant",
-            Shape::AtMemoryRoof => "at the memory roof",
-            Shape::UnderUtilized => "under-utilized",
-            Shape::Undetermined => "undetermined (no floor)",
-            Shape::BelowFloor => "below the floor",
-            Shape::NoGpuWork => "no GPU work",
-        }
-    }
-}
-
-/// Everything attributed to one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepAttribution {
-    pub floor: Option<FloorAttribution>,
-    pub launch: LaunchAttribution,
-    pub shape: Shape,
-    /// The next action, in one line.
-    pub action: String,
 }
 
 /// Attribute one step; `floor` is its own floor when a model and GPU are known.
@@ -260,27 +180,33 @@ fn classify(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) 
     }
 }
 
-/// Attribute every step in place and count shapes (steps with GPU work only).
+/// Attribute every step and count shapes (steps with GPU work only). Reads the steps,
+/// changes nothing: [`StepsReport::join`](crate::wire::steps::StepsReport::join) puts the
+/// result into the report.
 pub fn attribute_all(
-    report: &mut crate::timing::steps::StepsReport,
+    steps: &[Step],
     floor_of: &dyn Fn(&Step) -> Option<FloorInput>,
     cost: &LaunchCost,
-) {
+) -> Attributions {
     use std::collections::BTreeMap;
     let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
-    for s in &mut report.steps {
+    let mut per_step = Vec::with_capacity(steps.len());
+    for s in steps {
         let f = floor_of(s);
         let a = attribute(s, f.as_ref(), cost);
         if a.shape != Shape::NoGpuWork {
             *counts.entry(a.shape).or_default() += 1;
         }
-        s.attribution = Some(a);
+        per_step.push(a);
     }
-    let mut shapes: Vec<crate::timing::steps::ShapeCount> = counts
+    let mut shapes: Vec<ShapeCount> = counts
         .into_iter()
-        .map(|(shape, steps)| crate::timing::steps::ShapeCount { shape, steps })
+        .map(|(shape, steps)| ShapeCount { shape, steps })
         .collect();
     shapes.sort_by(|a, b| b.steps.cmp(&a.steps).then(a.shape.cmp(&b.shape)));
-    report.shapes = shapes;
-    report.launch_cost = Some(cost.clone());
+    Attributions {
+        steps: per_step,
+        shapes,
+        launch_cost: cost.clone(),
+    }
 }

@@ -9,21 +9,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::baseline::model::metric;
 use crate::exit::{Error, Result};
 
-/// When a change counts: the whole interval beyond `rel` and the point change beyond `abs`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Threshold {
-    /// Relative change (0.03 = 3%).
-    pub rel: f64,
-    /// Absolute change, in the metric's unit (ns for times).
-    pub abs: f64,
-    /// Whether crossing it fails the gate (false: reported only).
-    pub gate: bool,
-}
+pub use crate::wire::gate::Threshold;
 
 impl Threshold {
     const fn new(rel: f64, abs: f64) -> Self {

@@ -10,68 +10,11 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
-
 use crate::baseline::model::{metric, Group};
 
-/// Name of the row carrying the change of the mean gap (wall − busy) per step.
-pub const GAP_ROW: &str = "[gap]";
-
-/// Largest |Σ rows − Δ mean wall| (ns) still called exact: f64 rounding of the means.
-pub const EXACT_TOLERANCE_NS: f64 = 1e-6;
-
-/// One row: a kernel name (or the gap) and its mean ns per step on each side.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WaterfallRow {
-    /// Full demangled name, or [`GAP_ROW`].
-    pub name: String,
-    /// The short name tables show (the gap row repeats its name).
-    pub short_name: String,
-    /// Kernel category (`gap` for the gap row).
-    pub category: String,
-    /// Mean exclusive ns per step in the baseline (0 when the name is new). Derived.
-    pub baseline_mean_ns: f64,
-    /// Mean exclusive ns per step in the candidate (0 when the name vanished). Derived.
-    pub candidate_mean_ns: f64,
-    /// candidate − baseline mean ns per step. Derived.
-    pub delta_ns: f64,
-}
-
-/// The sum check: the rows must add up to the change of the mean wall.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WaterfallCheck {
-    /// Mean wall ns per step of each side (derived).
-    pub baseline_mean_wall_ns: f64,
-    pub candidate_mean_wall_ns: f64,
-    /// Mean wall ns per step, candidate minus baseline, from the wall samples.
-    pub delta_mean_wall_ns: f64,
-    /// Σ `delta_ns` over every row (gap included).
-    pub sum_rows_ns: f64,
-    /// |sum − delta| within [`EXACT_TOLERANCE_NS`].
-    pub exact: bool,
-}
-
-/// Each side's mean roofline floor per step, when both sides were priced (floor = MBU ×
-/// wall per step, so it is derived from the stored samples).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WaterfallFloor {
-    pub baseline_mean_floor_ns: f64,
-    pub candidate_mean_floor_ns: f64,
-    /// candidate − baseline mean floor: the part of the change the workload itself (e.g. a
-    /// context shift) explains.
-    pub delta_floor_ns: f64,
-}
-
-/// The waterfall parts a group comparison carries (flattened into its JSON).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Waterfall {
-    /// Every row, largest |Δ| first, the gap row last; empty when unavailable.
-    pub waterfall: Vec<WaterfallRow>,
-    pub waterfall_check: Option<WaterfallCheck>,
-    pub waterfall_floor: Option<WaterfallFloor>,
-    /// Why there is no waterfall, or why the sum check fails.
-    pub waterfall_note: Option<String>,
-}
+pub use crate::wire::gate::{
+    Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
+};
 
 fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {

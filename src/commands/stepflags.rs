@@ -177,24 +177,27 @@ pub fn steps_of(
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
     }
     let cost = flags.launch_cost()?;
-    match flags.pricing(trace)? {
-        Some(p) => {
-            attribution::attribute_all(&mut r, &|s| p.floor_of(s), &cost);
-            let priced = r
-                .steps
-                .iter()
-                .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
-                .count();
-            let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
-            r.notes.push(format!("floor: {}", p.basis));
-            if priced < gpu_steps {
-                r.notes.push(format!(
-                    "{} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)",
-                    gpu_steps - priced
-                ));
-            }
+    let pricing = flags.pricing(trace)?;
+    let a = match &pricing {
+        Some(p) => attribution::attribute_all(&r.steps, &|s| p.floor_of(s), &cost),
+        None => attribution::attribute_all(&r.steps, &|_| None, &cost),
+    };
+    // The one join of steps and attribution.
+    let mut r = r.join(a);
+    if let Some(p) = pricing {
+        let priced = r
+            .steps
+            .iter()
+            .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
+            .count();
+        let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
+        r.notes.push(format!("floor: {}", p.basis));
+        if priced < gpu_steps {
+            r.notes.push(format!(
+                "{} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)",
+                gpu_steps - priced
+            ));
         }
-        None => attribution::attribute_all(&mut r, &|_| None, &cost),
     }
     Ok(r)
 }

@@ -248,7 +248,7 @@ pub fn export_run(
         model: src.model.clone(),
         engine,
         labels_json: serde_json::to_string(labels).unwrap_or_else(|_| "{}".into()),
-        method: report.method.clone(),
+        method: report.method.as_str().to_owned(),
         found_by,
         steps: report.steps.len() as i64,
         steps_with_gpu_work: (report.steps.len() - report.steps_without_gpu_work) as i64,

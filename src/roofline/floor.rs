@@ -9,11 +9,13 @@
 //! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
 //! 4·L·h·d_h·s does). MLA decode pairs use the absorbed widths (576/512), prefill 192/128.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::gpu::GpuSpec;
 use super::model::{ModelSpec, MoeRouting};
 use super::vllm::{Batch, Breakdown, ModelComponents, Request};
+
+pub use crate::wire::attribution::Bound;
 
 /// A step's batch composition in the aggregates engines annotate (vLLM's detailed trace
 /// annotations: sq, sk, sqsq, sqsk, split into context and generation groups).
@@ -127,14 +129,6 @@ impl Default for FloorOptions {
             include_kv_write: true,
         }
     }
-}
-
-/// Which roof binds. Serialized as `memory` / `compute`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bound {
-    Memory,
-    Compute,
 }
 
 /// One step's floor on one GPU. All derived, f64 (a floor of 7,046,008.6 ns stays

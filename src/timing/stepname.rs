@@ -24,72 +24,8 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-/// What kind of engine step a span is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepKind {
-    Decode,
-    Prefill,
-    Mixed,
-    Verify,
-    Draft,
-    Idle,
-    /// Found by regex, graph launch or idle gap, with no parsable composition.
-    Unknown,
-}
-
-impl StepKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepKind::Decode => "decode",
-            StepKind::Prefill => "prefill",
-            StepKind::Mixed => "mixed",
-            StepKind::Verify => "verify",
-            StepKind::Draft => "draft",
-            StepKind::Idle => "idle",
-            StepKind::Unknown => "unknown",
-        }
-    }
-}
-
-/// Aggregates of one request group: Σ query tokens, Σ KV length (including the new
-/// tokens), Σ query², Σ query·KV.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupAggregates {
-    pub requests: Option<u64>,
-    /// ΣN_Q: tokens scheduled for this group.
-    pub sq: Option<u64>,
-    /// ΣN_KV: context length including this step's tokens.
-    pub sk: Option<u64>,
-    /// ΣN_Q².
-    pub sqsq: Option<u64>,
-    /// ΣN_Q·N_KV.
-    pub sqsk: Option<u64>,
-}
-
-/// The batch a step ran, as its span name states it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchComposition {
-    /// `vllm`, `sglang` or `trtllm`.
-    pub engine: String,
-    /// SGLang stage label (DECODE, EXTEND, …) or vLLM's `execute`.
-    pub stage: String,
-    /// Number of requests in the batch (SGLang `bs`, vLLM context + generation).
-    pub requests: Option<u64>,
-    /// Total scheduled tokens (vLLM `execute_{T}`, SGLang `toks=`).
-    pub tokens: Option<u64>,
-    /// Context (prefill) requests.
-    pub context: GroupAggregates,
-    /// Generation (decode) requests.
-    pub generation: GroupAggregates,
-    /// SGLang `forward_id`.
-    pub forward_id: Option<u64>,
-    /// TensorRT-LLM executor iteration (`_forward_step {iter}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iteration: Option<u64>,
-}
+pub use crate::wire::steps::{BatchComposition, GroupAggregates, StepKind};
 
 impl BatchComposition {
     /// Σ over both groups of a field, when every present group has it.

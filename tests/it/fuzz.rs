@@ -68,8 +68,9 @@ fn exercise(path: &Path) -> Result<bool, String> {
                 top_kernels: 3,
             };
             match find_steps(&t, &opts, &cats) {
-                Ok(mut r) => {
-                    attribute_all(&mut r, &|_| None, &LaunchCost::default());
+                Ok(r) => {
+                    let a = attribute_all(&r.steps, &|_| None, &LaunchCost::default());
+                    let r = r.join(a);
                     for f in [Format::Table, Format::Json, Format::Markdown] {
                         let _ = stepgate::report::steps::render("r", &r, f, true);
                     }

@@ -325,7 +325,7 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
     b.push_str(&format!(
         "<h1>stepgate steps</h1>\n<p class=\"muted\"><code>{}</code> · steps found by {} · {} steps in {} series</p>\n",
         esc(path),
-        esc(&r.method),
+        esc(r.method.as_str()),
         fmt_int(r.steps.len() as i64),
         r.series.len()
     ));

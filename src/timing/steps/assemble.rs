@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use super::project::{gpu_annotations, Index, Raw};
 use super::{
-    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepOptions, StepsReport,
+    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepMethod, StepOptions,
+    StepsReport,
 };
 use crate::timing::overlap::category_totals;
 use crate::timing::stepname::StepKind;
@@ -67,7 +68,7 @@ pub fn summarize(steps: &[Step]) -> Vec<KindSummary> {
 
 /// What discovery says about the whole report.
 pub struct Meta {
-    pub method: &'static str,
+    pub method: StepMethod,
     pub found_by: FoundBy,
     pub hint: Option<String>,
     pub engine: Option<&'static str>,
@@ -206,7 +207,7 @@ pub fn assemble(
     let ranks = align_ranks(&steps, &series);
     let outside_steps = outside(ix, &steps, &series, claimed);
     StepsReport {
-        method: meta.method.to_owned(),
+        method: meta.method,
         found_by: meta.found_by,
         exact_steps_hint: meta.hint,
         found_by_engine: meta.engine.map(str::to_owned),

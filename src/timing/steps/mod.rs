@@ -16,16 +16,16 @@ mod assemble;
 mod discover;
 mod project;
 
-use std::sync::Arc;
-
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
 use crate::categories::Categorizer;
 use crate::exit::Result;
-use crate::timing::stepname::{BatchComposition, StepKind};
 use crate::trace::Trace;
 
+pub use crate::wire::steps::{
+    AlignedStep, FoundBy, HostCall, KindSummary, OutsideSteps, Series, ShapeCount, Spread, Step,
+    StepKernel, StepMethod, StepsReport,
+};
 pub use assemble::{percentile, summarize};
 
 /// How steps are found (`--steps`).
@@ -52,64 +52,6 @@ pub enum StepSource {
     Gaps,
 }
 
-/// How a step was found, most certain first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FoundBy {
-    /// An engine step marker (annotation or NVTX range) named the step.
-    #[default]
-    Marker,
-    /// A scheduler scope (SGLang `scheduler.run_batch`, vLLM `gpu_model_runner: forward`).
-    Scheduler,
-    /// A python-stack span of the engine's step function (heuristic).
-    Python,
-    /// Recurring host synchronisation on the launching thread (heuristic).
-    Sync,
-    /// CUDA-graph launches grouped between host syncs (heuristic).
-    Graphs,
-    /// GPU activity split at idle gaps (heuristic).
-    Gaps,
-    /// A user-given regex over range names.
-    Regex,
-}
-
-impl FoundBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FoundBy::Marker => "marker",
-            FoundBy::Scheduler => "scheduler",
-            FoundBy::Python => "python",
-            FoundBy::Sync => "sync",
-            FoundBy::Graphs => "graphs",
-            FoundBy::Gaps => "gaps",
-            FoundBy::Regex => "regex",
-        }
-    }
-
-    /// Words for the first output line, naming the engine the family identifies:
-    /// "python-stack spans (heuristic: vLLM V1 without step annotation)".
-    pub fn describe_for(self, engine: Option<&str>) -> String {
-        match (self, engine) {
-            (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
-            (FoundBy::Scheduler, Some(e)) => format!("scheduler scopes ({e})"),
-            _ => self.describe().to_owned(),
-        }
-    }
-
-    /// Words for the first output line.
-    pub fn describe(self) -> &'static str {
-        match self {
-            FoundBy::Marker => "engine step markers",
-            FoundBy::Scheduler => "scheduler scopes",
-            FoundBy::Python => "python-stack spans (heuristic)",
-            FoundBy::Sync => "host sync points (heuristic)",
-            FoundBy::Graphs => "CUDA-graph launch groups (heuristic)",
-            FoundBy::Gaps => "idle-gap splits (heuristic)",
-            FoundBy::Regex => "--steps regex",
-        }
-    }
-}
-
 /// Step finding options.
 #[derive(Debug, Clone)]
 pub struct StepOptions {
@@ -130,217 +72,10 @@ impl Default for StepOptions {
     }
 }
 
-/// One op name inside one step. Names are shared (`Arc<str>`), not copied per step:
-/// 20,000 steps of 2 KB template names would otherwise cost a gigabyte.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepKernel {
-    #[serde(with = "arc_str")]
-    pub name: Arc<str>,
-    #[serde(with = "arc_str")]
-    pub short_name: Arc<str>,
-    #[serde(with = "arc_str")]
-    pub category: Arc<str>,
-    pub instances: u64,
-    pub total_ns: i64,
-    pub exclusive_ns: i64,
-}
-
-/// `Arc<str>` as a plain JSON string (serde's `rc` feature is not enabled).
-mod arc_str {
-    use std::sync::Arc;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
-        String::deserialize(d).map(Arc::from)
-    }
-}
-
-/// A host call, for naming what the host did during a gap.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostCall {
-    pub name: String,
-    pub start_ns: i64,
-    pub dur_ns: i64,
-}
-
-/// One engine step on one rank, with every time in integer ns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Step {
-    /// Position in its series (rank), in GPU-start order.
-    pub index: usize,
-    /// Index into [`StepsReport::series`].
-    pub series: usize,
-    pub pid: i64,
-    pub tid: Option<i64>,
-    pub device: Option<i64>,
-    pub name: String,
-    /// How this step was found.
-    #[serde(default)]
-    pub found_by: FoundBy,
-    /// decode/prefill/… only when a marker name or its composition says so.
-    pub kind: StepKind,
-    /// A heuristic's guess at the kind (never the gate's grouping key); null when the
-    /// kind is known or nothing suggests one.
-    #[serde(default)]
-    pub kind_guess: Option<StepKind>,
-    pub composition: Option<BatchComposition>,
-    pub cpu_start_ns: Option<i64>,
-    pub cpu_end_ns: Option<i64>,
-    /// Host range length.
-    pub cpu_ns: Option<i64>,
-    pub gpu_start_ns: Option<i64>,
-    pub gpu_end_ns: Option<i64>,
-    /// GPU-projected span: last op end − first op start.
-    pub wall_ns: Option<i64>,
-    /// To the next step's GPU start on this series; null for the last.
-    pub period_ns: Option<i64>,
-    /// From the previous step's GPU end on this series; null for the first.
-    pub idle_before_ns: Option<i64>,
-    /// Union of the step's op intervals (the span's own projection).
-    pub busy_ns: i64,
-    /// wall − busy.
-    pub gap_ns: Option<i64>,
-    /// Kernel rows (memcpy/memset/opaque graph replays not included).
-    pub kernels: u64,
-    /// All ops: kernels, memcpy, memset, opaque graph replays.
-    pub ops: u64,
-    /// Busy time the tail adds: union(span ops ∪ tail ops) − busy. The tail is the GPU
-    /// work launched on the step's thread after its span ends and before the next step's
-    /// span starts (vLLM sampling after `execute_model`, SGLang's after `step[…]`).
-    #[serde(default)]
-    pub tail_busy_ns: i64,
-    /// Kernel rows in the tail.
-    #[serde(default)]
-    pub tail_kernels: u64,
-    /// All ops in the tail.
-    #[serde(default)]
-    pub tail_ops: u64,
-    /// Opaque graph replays (graph-mode tracing) among the ops.
-    pub graph_replays: u64,
-    /// Kernel and graph launch calls inside the host range.
-    pub launches: u64,
-    /// Summed host time of those launch calls.
-    pub launch_host_ns: i64,
-    /// The longest non-launch host call inside the host range (a sync, a blocking copy).
-    pub longest_host_call: Option<HostCall>,
-    /// Kineto `gpu_user_annotation` span of the same name, where the trace has one.
-    pub annotation_gpu_start_ns: Option<i64>,
-    pub annotation_gpu_end_ns: Option<i64>,
-    pub top_kernels: Vec<StepKernel>,
-    pub categories: Vec<crate::analysis::CategoryStat>,
-    /// Floor, launch attribution and shape (filled by `attribution`).
-    pub attribution: Option<crate::attribution::StepAttribution>,
-    /// Every op name in the step (for baselines); not serialized.
-    #[serde(skip)]
-    pub all_kernels: Vec<StepKernel>,
-}
-
-/// The steps of one rank: one process on one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Series {
-    pub pid: i64,
-    pub device: Option<i64>,
-    pub steps: usize,
-}
-
-/// GPU time of one series that no step accounts for (neither a span nor a tail).
-/// Identity, per series: Σ over its steps of (busy_ns + tail_busy_ns) + before_ns +
-/// between_ns + after_ns = busy_ns here, exactly when the steps' GPU work does not
-/// overlap in time (each term is a union of intervals over disjoint op sets).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutsideSteps {
-    /// Index into [`StepsReport::series`].
-    pub series: usize,
-    /// Union of the unaccounted ops that start before the first step's GPU start.
-    pub before_ns: i64,
-    /// Union of the unaccounted ops that start at or after the last step's GPU end.
-    pub after_ns: i64,
-    /// Union of the unaccounted ops in between (launched from another thread, or with
-    /// no launching call in the trace).
-    pub between_ns: i64,
-    /// Union of every op of the series (its process on its device).
-    pub busy_ns: i64,
-}
-
-/// Median and spread of one metric over a step kind.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub median: f64,
-    pub p10: f64,
-    pub p90: f64,
-}
-
-/// Per-kind summary of the steps with GPU work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KindSummary {
-    pub kind: StepKind,
-    pub count: usize,
-    pub wall_ns: Option<Spread>,
-    pub period_ns: Option<Spread>,
-    pub busy_ns: Option<Spread>,
-    pub gap_ns: Option<Spread>,
-    pub launches: Option<Spread>,
-}
-
-/// Tensor-parallel ranks aligned by step order: which rank was slowest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AlignedStep {
-    pub index: usize,
-    pub slowest_series: usize,
-    pub slowest_pid: i64,
-    pub slowest_device: Option<i64>,
-    pub max_wall_ns: i64,
-    pub min_wall_ns: i64,
-}
-
-/// How many steps had one shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShapeCount {
-    pub shape: crate::attribution::Shape,
-    pub steps: usize,
-}
-
-/// Everything step finding produced.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepsReport {
-    /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
-    pub method: String,
-    /// How the steps were found (the same for every step).
-    #[serde(default)]
-    pub found_by: FoundBy,
-    /// Which engine flag or version would make the steps exact; null when they are.
-    #[serde(default)]
-    pub exact_steps_hint: Option<String>,
-    /// The engine (and version range) the found_by family identifies, e.g. "vLLM V1
-    /// without step annotation" for python-stack `execute_model` spans; none when the
-    /// family names no engine. Absent then (not null), so reports of the other methods
-    /// keep their shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found_by_engine: Option<String>,
-    /// The per-launch cost the attribution used.
-    pub launch_cost: Option<crate::attribution::LaunchCost>,
-    /// Step count per shape over steps with GPU work, most frequent first.
-    pub shapes: Vec<ShapeCount>,
-    pub notes: Vec<String>,
-    /// Things the user must know: refused step names, the loader's warnings.
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    pub series: Vec<Series>,
-    /// Per series, GPU time outside every step.
-    #[serde(default)]
-    pub outside_steps: Vec<OutsideSteps>,
-    pub steps_without_gpu_work: usize,
-    pub summary: Vec<KindSummary>,
-    pub ranks: Vec<AlignedStep>,
-    pub steps: Vec<Step>,
-}
-
-/// Find and project every step in the trace.
+/// Find and project every step in the trace. Every step's `attribution` is empty and the
+/// report's `shapes`/`launch_cost` are unset: step finding knows nothing of attribution.
+/// `crate::attribution::attribute_all` prices the steps and
+/// [`StepsReport::join`] puts the two together.
 pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
     let ix = project::Index::new(trace)?;
     let found = discover::discover(&ix, opts)?;

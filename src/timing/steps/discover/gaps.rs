@@ -2,7 +2,7 @@
 //! The last resort, with no host span: steps carry no tail.
 
 use super::{Found, GapGroup, Index, Items};
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 
 pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
     let o = &ix.ops;
@@ -59,7 +59,7 @@ pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
         lo = hi;
     }
     Found {
-        method: "gaps",
+        method: StepMethod::Gaps,
         found_by: FoundBy::Gaps,
         hint: None,
         detail: None,

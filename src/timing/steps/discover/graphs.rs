@@ -16,7 +16,7 @@ use crate::trace::is_graph_launch_call;
 
 use super::sync::is_sync_call;
 use super::{Candidate, Found, Index};
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 
 /// Positions (in `calls`, one thread's calls in time order) of the graph launches that
 /// start a new step because their graph already replayed since the last split, in
@@ -106,7 +106,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         return None;
     }
     let grouped = out.iter().filter(|c| c.exact_call.is_none()).count();
-    let mut f = Found::spans("graphs", FoundBy::Graphs, out);
+    let mut f = Found::spans(StepMethod::Graphs, FoundBy::Graphs, out);
     f.notes.push(if grouped == 0 {
         "steps found from CUDA-graph launches: each replay counted as one step (one full graph per step, as in full-graph decode: kind_guess decode)".to_owned()
     } else {

@@ -6,7 +6,7 @@ use crate::exit::Result;
 use crate::timing::stepname::{self, Marker};
 
 use super::{host_ranges, outermost, Found, Index};
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 
 /// How many steps have context requests with no context-token count (none: `None`).
 fn untokened(f: &Found) -> Option<usize> {
@@ -60,7 +60,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     if cands.is_empty() {
         return Ok(None);
     }
-    let mut f = Found::spans("engine", FoundBy::Marker, outermost(cands));
+    let mut f = Found::spans(StepMethod::Engine, FoundBy::Marker, outermost(cands));
     if let Some(n) = untokened(&f) {
         f.notes.push(format!(
             "{n} step(s) name context (prefill) requests but not their token count (TensorRT-LLM's older `_forward_step N: n ctx reqs, m gen reqs`, vLLM `execute_new_N_cached_M`): no floor can be priced for them (a prefill's floor scales with its tokens; --context is the decode KV length); TensorRT-LLM with `ctx tokens` in the name and vLLM ≥ 0.14 `execute_context_N(T)` carry it"

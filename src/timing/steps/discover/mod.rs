@@ -15,7 +15,7 @@ use crate::timing::stepname::{self, StepKind};
 use crate::trace::{RangeKind, SourceFormat};
 
 use super::project::Index;
-use super::{FoundBy, StepOptions, StepSource};
+use super::{FoundBy, StepMethod, StepOptions, StepSource};
 
 /// A host span chosen as a step, before projection.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ pub enum Items {
 
 /// What discovery found and how sure it is.
 pub struct Found {
-    pub method: &'static str,
+    pub method: StepMethod,
     pub found_by: FoundBy,
     pub hint: Option<String>,
     /// The engine (and version range) the winning family identifies, for the headline.
@@ -91,7 +91,7 @@ pub struct Found {
 }
 
 impl Found {
-    fn spans(method: &'static str, found_by: FoundBy, c: Vec<Candidate>) -> Self {
+    fn spans(method: StepMethod, found_by: FoundBy, c: Vec<Candidate>) -> Self {
         Found {
             method,
             found_by,
@@ -206,7 +206,7 @@ pub fn discover(ix: &Index<'_>, opts: &StepOptions) -> Result<Found> {
                     re.as_str()
                 )));
             }
-            Ok(Found::spans("regex", FoundBy::Regex, c))
+            Ok(Found::spans(StepMethod::Regex, FoundBy::Regex, c))
         }
         StepSource::Marker => marker::find(ix)?.ok_or_else(|| {
             Error::input("--steps marker: no engine step markers (vLLM execute_…, SGLang step[…], TensorRT-LLM _forward_step, ProfilerStep#N) in this report; try --steps auto")

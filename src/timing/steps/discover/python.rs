@@ -12,7 +12,7 @@ use crate::exit::Result;
 use crate::trace::RangeKind;
 
 use super::{outermost, Candidate, Found, Index};
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 
 /// What each family says about the engine, for the headline (index = family).
 const ENGINE: [&str; 6] = [
@@ -80,7 +80,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
         if launches == 0 {
             continue;
         }
-        let mut f = Found::spans("python", FoundBy::Python, c);
+        let mut f = Found::spans(StepMethod::Python, FoundBy::Python, c);
         f.detail = Some(ENGINE[fi]);
         f.notes.push(format!(
             "steps are the python-stack spans of {}.py {} (outermost per thread): a heuristic, the engine wrote no step marker",

@@ -9,7 +9,7 @@ use crate::exit::Result;
 use crate::timing::stepname::strip_emit_nvtx;
 
 use super::{host_ranges, outermost, Found, Index};
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 
 pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
     let t = ix.trace;
@@ -33,7 +33,7 @@ pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
             None => {}
         }
     }
-    let mut f = Found::spans("scheduler", FoundBy::Scheduler, c);
+    let mut f = Found::spans(StepMethod::Scheduler, FoundBy::Scheduler, c);
     f.detail = match (sglang, vllm) {
         (true, false) => Some("SGLang scheduler.run_batch"),
         (false, true) => Some("vLLM custom profiling scopes"),

@@ -17,7 +17,7 @@
 
 use super::{Candidate, Found, Index};
 use crate::timing::stepname::StepKind;
-use crate::timing::steps::FoundBy;
+use crate::timing::steps::{FoundBy, StepMethod};
 use crate::trace::is_graph_launch_call;
 
 /// A blocking wait on the GPU: CUDA runtime/driver and HIP stream, event, device and
@@ -203,7 +203,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     if out.is_empty() {
         return None;
     }
-    let mut f = Found::spans("sync", FoundBy::Sync, out);
+    let mut f = Found::spans(StepMethod::Sync, FoundBy::Sync, out);
     f.notes.push(format!(
         "steps found between recurring host syncs ({}) on each process's busiest launching thread: a heuristic",
         sync_name.unwrap_or_default()

@@ -1,0 +1,250 @@
+//! What `gate --format json` and `diff --format json` print: the verdict, the judged rows
+//! per group, the thresholds they were judged by, and the wall-time waterfall.
+
+use serde::Serialize;
+
+/// The outcome of a whole comparison or of one group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Regression,
+    Inconclusive,
+}
+
+/// What the statistics say about one row, before asking whether it gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowVerdict {
+    /// Whole interval beyond the threshold in the worse direction.
+    Regression,
+    /// Whole interval beyond the threshold in the better direction.
+    Improvement,
+    /// Within threshold or within noise.
+    Ok,
+    /// Too few samples to say.
+    Inconclusive,
+}
+
+/// One judged quantity: medians (derived) of the per-step samples and their change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub baseline_median: Option<f64>,
+    pub candidate_median: Option<f64>,
+    pub baseline_samples: usize,
+    pub candidate_samples: usize,
+    /// candidate − baseline median.
+    pub change: Option<f64>,
+    /// candidate / baseline − 1; None when the baseline median is not positive.
+    pub change_rel: Option<f64>,
+    /// Bootstrap interval of the absolute change; computed only where the point change
+    /// crosses the thresholds (and always for step metrics).
+    pub interval: Option<[f64; 2]>,
+    /// Bootstrap interval of the relative change.
+    pub interval_rel: Option<[f64; 2]>,
+    pub threshold: Threshold,
+    pub higher_is_worse: bool,
+    pub verdict: RowVerdict,
+    /// Whether this row can fail the gate (policy `gate`, and not overruled by a context
+    /// shift).
+    pub gated: bool,
+}
+
+/// A step metric's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricRow {
+    pub metric: String,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A kernel's exclusive ns per step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRow {
+    pub name: String,
+    pub short_name: String,
+    pub category: String,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A category's ns per step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CategoryRow {
+    pub category: String,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A kernel seen on one side of a group only, above the new-kernel share.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelPresence {
+    pub name: String,
+    pub short_name: String,
+    pub category: String,
+    /// Mean exclusive ns per step on the side that has it (derived).
+    pub mean_ns_per_step: f64,
+    /// That mean over the side's mean busy ns per step (derived).
+    pub share_of_busy: f64,
+    /// Whether it fails the gate (new kernels only, per policy).
+    pub gated: bool,
+}
+
+/// One (step kind, batch size) group present on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupComparison {
+    pub step_kind: String,
+    pub batch_size: Option<u32>,
+    pub label: String,
+    pub baseline_steps: usize,
+    pub candidate_steps: usize,
+    pub baseline_mean_context: Option<f64>,
+    pub candidate_mean_context: Option<f64>,
+    /// Relative move of the mean context, when both sides know it.
+    pub context_change: Option<f64>,
+    pub verdict: Verdict,
+    /// Why the verdict is what it is, one line each.
+    pub reasons: Vec<String>,
+    pub notes: Vec<String>,
+    pub metrics: Vec<MetricRow>,
+    /// Kernels on both sides, the largest increase per step first.
+    pub kernels: Vec<KernelRow>,
+    pub categories: Vec<CategoryRow>,
+    pub new_kernels: Vec<KernelPresence>,
+    pub vanished_kernels: Vec<KernelPresence>,
+    /// The exact decomposition of the mean wall change (`waterfall`, `waterfall_check`, …).
+    #[serde(flatten)]
+    pub explain: Waterfall,
+}
+
+/// Which side a one-sided group is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Baseline,
+    Candidate,
+}
+
+/// A group present on one side only: reported, not compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OneSided {
+    pub step_kind: String,
+    pub batch_size: Option<u32>,
+    pub label: String,
+    pub side: Side,
+    pub steps: usize,
+}
+
+/// What a side is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SideInfo {
+    pub gpu_name: Option<String>,
+    pub model: Option<String>,
+    pub engine: Option<String>,
+    pub nsys_version: Option<String>,
+    pub source_format: String,
+    pub created_by: String,
+    pub groups: usize,
+    pub steps: usize,
+}
+
+/// How the numbers were derived, so the report can say it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Method {
+    pub statistic: &'static str,
+    pub interval: &'static str,
+    pub confidence: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    pub min_samples: usize,
+    pub context_shift: f64,
+    pub new_kernel_share: f64,
+}
+
+/// The full comparison (the JSON `gate --format json` and `diff --format json` print).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub schema_version: u32,
+    pub verdict: Verdict,
+    /// The process exit code this verdict maps to.
+    pub exit_code: u8,
+    pub inconclusive_fails: bool,
+    /// What drove the verdict, one line each (empty on a clean pass).
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    pub baseline: SideInfo,
+    pub candidate: SideInfo,
+    pub method: Method,
+    pub groups: Vec<GroupComparison>,
+    pub one_sided: Vec<OneSided>,
+}
+
+/// When a change counts: the whole interval beyond `rel` and the point change beyond `abs`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Threshold {
+    /// Relative change (0.03 = 3%).
+    pub rel: f64,
+    /// Absolute change, in the metric's unit (ns for times).
+    pub abs: f64,
+    /// Whether crossing it fails the gate (false: reported only).
+    pub gate: bool,
+}
+
+/// Name of the row carrying the change of the mean gap (wall − busy) per step.
+pub const GAP_ROW: &str = "[gap]";
+
+/// Largest |Σ rows − Δ mean wall| (ns) still called exact: f64 rounding of the means.
+pub const EXACT_TOLERANCE_NS: f64 = 1e-6;
+
+/// One row: a kernel name (or the gap) and its mean ns per step on each side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallRow {
+    /// Full demangled name, or [`GAP_ROW`].
+    pub name: String,
+    /// The short name tables show (the gap row repeats its name).
+    pub short_name: String,
+    /// Kernel category (`gap` for the gap row).
+    pub category: String,
+    /// Mean exclusive ns per step in the baseline (0 when the name is new). Derived.
+    pub baseline_mean_ns: f64,
+    /// Mean exclusive ns per step in the candidate (0 when the name vanished). Derived.
+    pub candidate_mean_ns: f64,
+    /// candidate − baseline mean ns per step. Derived.
+    pub delta_ns: f64,
+}
+
+/// The sum check: the rows must add up to the change of the mean wall.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallCheck {
+    /// Mean wall ns per step of each side (derived).
+    pub baseline_mean_wall_ns: f64,
+    pub candidate_mean_wall_ns: f64,
+    /// Mean wall ns per step, candidate minus baseline, from the wall samples.
+    pub delta_mean_wall_ns: f64,
+    /// Σ `delta_ns` over every row (gap included).
+    pub sum_rows_ns: f64,
+    /// |sum − delta| within [`EXACT_TOLERANCE_NS`].
+    pub exact: bool,
+}
+
+/// Each side's mean roofline floor per step, when both sides were priced (floor = MBU ×
+/// wall per step, so it is derived from the stored samples).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WaterfallFloor {
+    pub baseline_mean_floor_ns: f64,
+    pub candidate_mean_floor_ns: f64,
+    /// candidate − baseline mean floor: the part of the change the workload itself (e.g. a
+    /// context shift) explains.
+    pub delta_floor_ns: f64,
+}
+
+/// The waterfall parts a group comparison carries (flattened into its JSON).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Waterfall {
+    /// Every row, largest |Δ| first, the gap row last; empty when unavailable.
+    pub waterfall: Vec<WaterfallRow>,
+    pub waterfall_check: Option<WaterfallCheck>,
+    pub waterfall_floor: Option<WaterfallFloor>,
+    /// Why there is no waterfall, or why the sum check fails.
+    pub waterfall_note: Option<String>,
+}
