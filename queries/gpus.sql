@@ -1,4 +1,4 @@
 -- GPUs as the report names them. The id column was `deviceId` in nsys 2020.5 and `id`
--- from 2021.3 on; the other columns appear with the 41-column layout (NSYS_SCHEMA.md §7).
+-- from 2021.3 on; the other columns appear with the 41-column layout (docs/nsys-format.md §7).
 SELECT {{id|deviceId}}, name, {{memoryBandwidth}}, {{smCount}}, {{totalMemory}}
 FROM {{TABLE}}

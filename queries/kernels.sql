@@ -1,5 +1,5 @@
 -- GPU kernels. {{col|alt}} placeholders become the first column of that name the table
--- has, or NULL (graphId appears in nsys 2026.1, see NSYS_SCHEMA.md §2). No ORDER BY: rows
+-- has, or NULL (graphId appears in nsys 2026.1, see docs/nsys-format.md §2). No ORDER BY: rows
 -- are read in rowid (= start) order and the loader sorts only when they are not.
 SELECT start, end, deviceId, streamId, globalPid, correlationId,
        demangledName, shortName, {{graphNodeId}}, {{graphId}}

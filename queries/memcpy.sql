@@ -1,4 +1,4 @@
--- GPU memory copies; copyKind indexes ENUM_CUDA_MEMCPY_OPER (NSYS_SCHEMA.md §5).
+-- GPU memory copies; copyKind indexes ENUM_CUDA_MEMCPY_OPER (docs/nsys-format.md §5).
 SELECT start, end, deviceId, streamId, globalPid, correlationId, copyKind, bytes,
        {{graphNodeId}}
 FROM {{TABLE}}

@@ -1,3 +1,3 @@
--- GPU memsets (NSYS_SCHEMA.md §5).
+-- GPU memsets (docs/nsys-format.md §5).
 SELECT start, end, deviceId, streamId, globalPid, correlationId, bytes, {{graphNodeId}}
 FROM {{TABLE}}

@@ -1,5 +1,5 @@
 -- CUDA runtime (eventClass 0) and driver (1) API calls. eventClass 67 rows are CUDA
--- backtrace duplicates carrying the same correlationId (NSYS_SCHEMA.md §3): dropped here.
+-- backtrace duplicates carrying the same correlationId (docs/nsys-format.md §3): dropped here.
 SELECT start, end, eventClass, globalTid, correlationId, nameId
 FROM {{TABLE}}
 WHERE eventClass IN (0, 1)

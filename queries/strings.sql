@@ -1,2 +1,2 @@
--- Interned strings every *Name / nameId / textId column points at (NSYS_SCHEMA.md §1).
+-- Interned strings every *Name / nameId / textId column points at (docs/nsys-format.md §1).
 SELECT id, value FROM {{TABLE}}

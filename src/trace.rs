@@ -114,7 +114,7 @@ pub struct TraceMeta {
     pub process_names: Vec<(i64, String)>,
     /// Unix-epoch ns of the trace's time zero, where the format states it (Kineto:
     /// `baseTimeNanoseconds`, or 0 for the old absolute layout). nsys: None, since its
-    /// origin is not documented (NSYS_SCHEMA.md §0).
+    /// origin is not documented (docs/nsys-format.md §0).
     pub origin_epoch_ns: Option<i64>,
     /// Things the loader noticed and the user should know (schema newer than tested…).
     pub warnings: Vec<String>,

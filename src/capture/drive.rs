@@ -1,5 +1,5 @@
 //! Keep N generation requests in flight so the armed window lands on steady decode rather
-//! than an idle server (seed 001 `_drive`): vLLM `POST /v1/completions`, SGLang
+//! than an idle server (docs/method.md §5): vLLM `POST /v1/completions`, SGLang
 //! `POST /generate`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! `stepgate capacity`: seed 000's six-step capacity plan (KV pool → B_max, step time,
+//! `stepgate capacity`: the six-step capacity plan (KV pool → B_max, step time,
 //! prefill, service time, M/M/1 TTFT screen, fluid ITL closure, replicas, cost).
 
 use crate::commands::floor::ModelGpuArgs;
@@ -9,7 +9,7 @@ use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
 use crate::roofline::floor::FloorOptions;
 
 const EXAMPLE: &str = "\
-Example (seed 000's worked plan: Llama-3-8B bf16 on one H100 SXM, 1800 in / 220 out):
+Example (the worked plan of docs/method.md §7: Llama-3-8B bf16 on one H100 SXM, 1800 in / 220 out):
   stepgate capacity --model llama-3-8b --gpu h100-sxm --weights-gb 15.01 --params-b 7.5 \\
       --kv-pool-tokens 428569 --input-tokens 1800 --output-tokens 220 --prefill-mfu 0.4 \\
       --ttft-ms 900 --itl-ms 60 --fleet-rps 240 --usd-per-gpu-hour 3

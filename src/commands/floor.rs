@@ -16,11 +16,11 @@ Examples:
   stepgate floor --model llama-3-8b --gpu h100-sxm --batch 32 --context 2048
   stepgate floor --model deepseek-v3 --gpu h200 --batch 1 --context 16384 --tp 8
   stepgate floor --model-config ./config.json --gpu mi300x --kv-dtype fp8 --format json
-  # seed 001's raw form: weights and KV geometry given directly
+  # the raw form (docs/method.md §3.1): weights and KV geometry given directly
   stepgate floor --weights-gb 15.01 --layers 32 --kv-heads 8 --head-dim 128 --hbm-tb-s 3.0 --launches 395
 
 Floor = (weights + KV read k·B·s + KV write k·B) / HBM bandwidth, or FLOPs / peak when
-that is larger (the reference definition of seed 001; the chapter's omits the KV write).
+that is larger (the reference definition, docs/method.md §3.1; the chapter's omits the KV write).
 Every number is derived or cited, none measured. GPUs: h100-sxm h100-pcie h200 h20
 a100-40gb a100-80gb (a100-80) a100-80gb-pcie a10g l4 l40s rtx-4090 b200 mi300x mi325x.
 Models: llama-3-8b llama-3.1-8b llama-3-70b llama-2-7b mistral-7b mixtral-8x7b qwen2.5-7b
@@ -179,7 +179,7 @@ pub struct Args {
     /// Keys each request attends, the new token included (s).
     #[arg(long, alias = "seq", default_value_t = 2048, allow_negative_numbers = true, value_parser = context_flag)]
     pub context: u64,
-    /// Kernel launches per step (330: TP=1 Llama-3-8B, seed 000).
+    /// Kernel launches per step (330: TP=1 Llama-3-8B, docs/method.md).
     #[arg(long, default_value_t = DEFAULT_LAUNCHES, allow_negative_numbers = true, value_parser = launches_flag)]
     pub launches: u64,
     /// Per-launch cost in µs (default the cited 2.374; use `stepgate launch-probe`).

@@ -24,7 +24,7 @@ pub struct Args {
     /// Bursts (min and median are over these).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: u32,
-    /// Null kernels in the CUDA graph (default: 330, seed 000's launches per TP=1 Llama-3-8B step).
+    /// Null kernels in the CUDA graph (default: 330, the launches (docs/method.md §8.2) per TP=1 Llama-3-8B step).
     #[arg(long, default_value_t = 330, value_parser = clap::value_parser!(u32).range(1..))]
     pub graph_nodes: u32,
     /// Graph launches per burst.

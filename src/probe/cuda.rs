@@ -144,7 +144,7 @@ fn bursts(p: &ProbeParams, stream: &Arc<CudaStream>, func: sys::CUfunction) -> R
     let iters = p.iters.max(1);
     let repeats = p.repeats.max(1);
 
-    // Warm up: module JIT, first-launch setup (seed 001 does the same with 200 launches).
+    // Warm up: module JIT, first-launch setup (the reference method does the same with 200 launches).
     for _ in 0..200 {
         launch()?;
     }

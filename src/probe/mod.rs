@@ -12,7 +12,7 @@ use crate::exit::{Error, Result};
 
 /// The cited driver-only `cudaLaunchKernel` cost: Vellaisamy et al., "Characterizing GPU
 /// Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6);
-/// seed 000 §8.1 applies it. Cited, not measured here.
+/// docs/method.md §8.1 applies it. Cited, not measured here.
 pub const CITED_LAUNCH_NS: f64 = 2374.0;
 
 /// Where [`CITED_LAUNCH_NS`] comes from, for labels.
@@ -24,8 +24,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// The message (and exit code 4) when there is nothing to measure on.
 pub const NO_DRIVER: &str = "no CUDA driver found; the cited 2.374 µs stands";
 
-/// Launch-probe settings (the defaults mirror seed 001: 2,000 launches per burst, 5 bursts;
-/// 330 graph nodes is seed 000 §8.1's launch count of one TP=1 Llama-3-8B decode step).
+/// Launch-probe settings (the defaults follow docs/method.md §8.1: 2,000 launches per burst, 5 bursts;
+/// 330 graph nodes is docs/method.md §8.1's launch count of one TP=1 Llama-3-8B decode step).
 #[derive(Debug, Clone, Copy)]
 pub struct ProbeParams {
     pub device: usize,

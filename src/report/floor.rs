@@ -278,7 +278,7 @@ fn table(r: &FloorReport) -> Table {
     t
 }
 
-const NOTE: &str = "Floor definition: reference (seed 001), KV write of the new token included; \
+const NOTE: &str = "Floor definition: reference (docs/method.md §3.1), KV write of the new token included; \
 the chapter's variant without it is the 'chapter floor' row. Arithmetic only: nothing here is measured.";
 
 /// JSON wire form: the resolved model, the report's fields, and the basis of each row.

@@ -1,4 +1,4 @@
-//! The six-step capacity-planning template of seed 000: KV pool → B_max, step time at B,
+//! The six-step capacity-planning template of docs/method.md: KV pool → B_max, step time at B,
 //! decode tok/s, causal prefill at an assumed MFU, GPU service time per request, the
 //! M/M/1 p99 TTFT proxy, the fluid ITL closure, replicas and cost.
 //!
@@ -38,7 +38,7 @@ pub struct CapacityInputs {
     pub batch: Option<f64>,
 }
 
-/// The fixed-batch M/M/1 screen at B (seed 000 step 5).
+/// The fixed-batch M/M/1 screen at B (docs/method.md §7 step 5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FixedBatch {
     pub rho: f64,
@@ -47,7 +47,7 @@ pub struct FixedBatch {
     pub usd_per_million_output_tokens: f64,
 }
 
-/// The fluid ITL model's higher-load root (seed 000 step 6).
+/// The fluid ITL model's higher-load root (docs/method.md §7 step 6).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Fluid {
     pub itl_target_ns: f64,
@@ -112,7 +112,7 @@ fn replicas(fleet_rps: Option<f64>, per_replica_rps: f64) -> Result<Option<u64>>
 
 /// c in the causal prefill attention term c·S² per GPU: each of the S²/2 causal pairs
 /// costs 2·h·(w_qk + w_v) per layer, so c = L·h·(w_qk + w_v)/tp = 2·L·h·d_h/tp for
-/// standard attention (seed 000 step 3), un-absorbed widths for MLA prefill.
+/// standard attention (docs/method.md §7 step 3), un-absorbed widths for MLA prefill.
 pub fn prefill_attention_coeff(m: &super::model::ModelSpec, tp: u32) -> f64 {
     let (wq, wv) = match &m.mla {
         Some(x) => x.unabsorbed_widths(),
@@ -163,7 +163,7 @@ pub fn usd_per_million(price_usd_per_gpu_hour: f64, gpus: f64, goodput_tok_s: f6
     price_usd_per_gpu_hour * gpus * 1e6 / (3600.0 * goodput_tok_s)
 }
 
-/// Inputs of the fluid ITL closure (seed 000 step 6).
+/// Inputs of the fluid ITL closure (docs/method.md §7 step 6).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FluidInputs {
     pub weights_bytes: f64,

@@ -1,9 +1,9 @@
 //! The per-step roofline floor: compulsory HBM bytes and executed FLOPs of one engine step
 //! for its own batch composition, and t = max(bytes/β, FLOPs/π).
 //!
-//! Bytes (seed 000 §Bytes, seed 001 `--mode floor`): streamed weights W, plus KV read
+//! Bytes (docs/method.md §2.1, §3.1): streamed weights W, plus KV read
 //! k·ΣN_KV, plus KV write k·ΣN_Q (the reference definition; the chapter's omits the write,
-//! 0.02 % lower at B=32, s=2048). FLOPs (seed 000 §FLOPs): 2·P per token (lm_head only for tokens
+//! 0.02 % lower at B=32, s=2048). FLOPs (docs/method.md §2.2): 2·P per token (lm_head only for tokens
 //! that need logits) plus attention 2·h·(w_qk + w_v) per query-key pair, with causal
 //! pairs counted exactly: Σ N_Q·N_KV − Σ N_Q(N_Q−1)/2 (the ΣN_Q·N_KV − ΣN_Q²/2 is
 //! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
@@ -249,12 +249,12 @@ pub fn step_floor(
 }
 
 /// FlashAttention-2's decode grid at query length 1: batch × heads thread blocks
-/// (seed 000: 1,024 at B=32, h=32; 128 at B=4, under-filling an H100's 132 SMs).
+/// (docs/method.md §4: 1,024 at B=32, h=32; 128 at B=4, under-filling an H100's 132 SMs).
 pub fn decode_grid_blocks(batch: u64, heads: u64) -> u64 {
     batch * heads
 }
 
-/// Launch budget: launches × per-launch cost (seed 001: 330 × 2.374 µs = 0.783 ms).
+/// Launch budget: launches × per-launch cost (docs/method.md §8.2: 330 × 2.374 µs = 0.783 ms).
 pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
     launches as f64 * per_launch_ns
 }
@@ -288,7 +288,7 @@ pub struct FloorReport {
     pub memory_floor_ns: f64,
     pub compute_floor_ns: f64,
     pub floor_ns: f64,
-    /// The chapter's floor (seed 000): no KV write.
+    /// The chapter's floor (docs/method.md §3.2): no KV write.
     pub chapter_floor_ns: f64,
     pub floor_definition: &'static str,
     pub decode_tokens_per_s: f64,
@@ -311,7 +311,7 @@ pub struct FloorReport {
 }
 
 /// The MLA decode attention core: what the absorbed kernel executes against what vLLM's
-/// perf model bills (seed 000 §6).
+/// perf model bills (docs/method.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MlaComparison {
     /// 2·h·(576+512) per context token per layer vs 2·h·(192+128): 3.4 for DeepSeek-V3.
@@ -419,7 +419,8 @@ pub fn decode_floor(
         compute_floor_ns: s.compute_floor_ns,
         floor_ns: s.floor_ns,
         chapter_floor_ns: chapter.floor_ns,
-        floor_definition: "reference (seed 001): weights + KV read + KV write of the new token",
+        floor_definition:
+            "reference (docs/method.md §3.1): weights + KV read + KV write of the new token",
         decode_tokens_per_s: point.batch as f64 / (s.floor_ns / 1e9),
         flops: s.flops,
         attention_flops: s.attention_flops,

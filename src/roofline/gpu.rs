@@ -30,7 +30,7 @@ pub struct GpuSpec {
 
 /// The table. Sources are in `source`; comments say where a number needs care.
 pub const GPUS: &[GpuSpec] = &[
-    // 3.35 TB/s and 989.4 TFLOP/s are the figures seed 000 cites and the golden cases use.
+    // 3.35 TB/s and 989.4 TFLOP/s are the figures docs/method.md §1 cites and the golden cases use.
     GpuSpec {
         key: "h100-sxm",
         name: "NVIDIA H100 SXM5 80GB",
@@ -41,7 +41,7 @@ pub const GPUS: &[GpuSpec] = &[
         memory_bytes: 80.0e9,
         source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5; dense = half the sparse figure)",
     },
-    // seed 001's card table gives h100-pcie 2.0 TB/s.
+    // docs/method.md §9 gives h100-pcie 2.0 TB/s.
     GpuSpec {
         key: "h100-pcie",
         name: "NVIDIA H100 PCIe 80GB",
@@ -50,7 +50,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp8_flops_per_s: Some(1513.0e12),
         sm_count: 114,
         memory_bytes: 80.0e9,
-        source: "NVIDIA H100 Tensor Core GPU datasheet (PCIe); seed 001 HBM_TB_S",
+        source: "NVIDIA H100 Tensor Core GPU datasheet (PCIe); docs/method.md §9",
     },
     GpuSpec {
         key: "h200",
@@ -82,7 +82,7 @@ pub const GPUS: &[GpuSpec] = &[
         memory_bytes: 40.0e9,
         source: "NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB)",
     },
-    // seed 001's card table gives a100-80 2.039 TB/s (the SXM4 part).
+    // docs/method.md §9 gives a100-80 2.039 TB/s (the SXM4 part).
     GpuSpec {
         key: "a100-80gb",
         name: "NVIDIA A100 SXM4 80GB",
@@ -91,7 +91,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp8_flops_per_s: None,
         sm_count: 108,
         memory_bytes: 80.0e9,
-        source: "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB); seed 001 HBM_TB_S",
+        source: "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB); docs/method.md §9",
     },
     GpuSpec {
         key: "a100-80gb-pcie",
@@ -115,7 +115,7 @@ pub const GPUS: &[GpuSpec] = &[
         memory_bytes: 24.0e9,
         source: "AWS G5 / third-party spec (baseten.co 'NVIDIA A10 vs A10G'); no NVIDIA datasheet",
     },
-    // seed 004 cites 300 GB/s and 121 TFLOP/s dense bf16 for the L4.
+    // docs/method.md §9 cites 300 GB/s and 121 TFLOP/s dense bf16 for the L4.
     GpuSpec {
         key: "l4",
         name: "NVIDIA L4 24GB",
@@ -124,9 +124,9 @@ pub const GPUS: &[GpuSpec] = &[
         fp8_flops_per_s: Some(242.5e12),
         sm_count: 58,
         memory_bytes: 24.0e9,
-        source: "NVIDIA L4 Tensor Core GPU datasheet; seed 004",
+        source: "NVIDIA L4 Tensor Core GPU datasheet; docs/method.md §9",
     },
-    // seed 001's card table gives l40s 0.864 TB/s.
+    // docs/method.md §9 gives l40s 0.864 TB/s.
     GpuSpec {
         key: "l40s",
         name: "NVIDIA L40S 48GB",
@@ -135,7 +135,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp8_flops_per_s: Some(733.0e12),
         sm_count: 142,
         memory_bytes: 48.0e9,
-        source: "NVIDIA L40S datasheet; seed 001 HBM_TB_S",
+        source: "NVIDIA L40S datasheet; docs/method.md §9",
     },
     // GeForce parts run bf16 with FP32 accumulate at half the FP16-accumulate rate.
     GpuSpec {
@@ -180,7 +180,7 @@ pub const GPUS: &[GpuSpec] = &[
     },
 ];
 
-/// Aliases accepted by `--gpu` besides the keys (the golden files and seed 001 use `a100-80`).
+/// Aliases accepted by `--gpu` besides the keys (the golden files use `a100-80`).
 const ALIASES: &[(&str, &str)] = &[
     ("a100-80", "a100-80gb"),
     ("a100", "a100-80gb"),
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(lookup("a100-80").unwrap().hbm_bytes_per_s, 2.039e12);
         assert_eq!(lookup("H100_SXM").unwrap().key, "h100-sxm");
         assert!(lookup("v100").is_none());
-        // seed 000: I* = 989.4 / 3.35 = 295.34 FLOP/byte.
+        // docs/method.md §3: I* = 989.4 / 3.35 = 295.34 FLOP/byte.
         let r = lookup("h100-sxm").unwrap().ridge_flop_per_byte();
         assert!((r - 295.343_283_582).abs() < 1e-6);
     }

@@ -2,7 +2,7 @@
 //! KV cell size, plus the built-in presets (each an HF `config.json` excerpt read by
 //! [`super::hfconfig`], so presets and `--model-config` go through one reader).
 //!
-//! Conventions (seed 000 §Bytes, golden README "Units and definitions"): the input
+//! Conventions (docs/method.md §2.1, golden README "Units and definitions"): the input
 //! embedding is gathered one row per token, not streamed; lm_head is streamed (with tied
 //! embeddings the one shared matrix is streamed as lm_head); norms are streamed.
 
@@ -142,7 +142,7 @@ impl MlaSpec {
     }
 }
 
-/// Raw overrides from the command line (seed 001's `--weights-gb` etc.).
+/// Raw overrides from the command line (the raw form of docs/method.md §3.1: `--weights-gb` etc.).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Overrides {
     /// Streamed weight bytes for the whole model (replaces the count from the geometry).

@@ -301,7 +301,7 @@ impl MlaCfg {
             None => flops.push(("q_proj", (2 * t * d_model * q * qk_dim * l) as i64)),
         }
         flops.push(("kv_a_proj", (2 * t * d_model * (c + r) * l) as i64));
-        // = q-fold 2·h·nope·c + v-fold 2·h·c·v of the absorbed path (seed 000 §6).
+        // = q-fold 2·h·nope·c + v-fold 2·h·c·v of the absorbed path (docs/method.md §6).
         flops.push(("kv_b_proj", (2 * t * c * q * (self.nope + v) * l) as i64));
         let (qk, av) = if absorbed_decode {
             (

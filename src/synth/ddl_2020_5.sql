@@ -1,4 +1,4 @@
--- The nsys 2020.5 layout as NSYS_SCHEMA.md describes it (source F20, a 2020.5.1.85 export
+-- The nsys 2020.5 layout as docs/nsys-format.md describes it (source F20, a 2020.5.1.85 export
 -- not in this repository): no per-column comments, TARGET_INFO_GPU with `deviceId` and
 -- five columns, no kernel `mangledName`, no memcpy `virtualAddress`, no export-metadata
 -- table, no ENUM tables. NVTX_EVENTS before 2022.1 was never seen (UNCONFIRMED): the

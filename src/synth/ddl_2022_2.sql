@@ -1,7 +1,7 @@
 -- CREATE TABLE statements copied from sqlite_master of the real nsys 2022.2.1.31 export
 -- tests/fixtures/nsys/saxpy_mpi_a100_nsys2022.2.sqlite (export schema 2.9.1), the tables the
 -- generator writes. The trailing `name TEXT` that file's RUNTIME and MEMCPY tables carry
--- was added after export (NSYS_SCHEMA.md §0) and is left out here. No ENUM tables existed.
+-- was added after export (docs/nsys-format.md §0) and is left out here. No ENUM tables existed.
 
 CREATE TABLE StringIds (
     -- Consolidation of repetitive string values.

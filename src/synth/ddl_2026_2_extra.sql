@@ -1,7 +1,7 @@
 -- Tables a 2026.2 export has only when they had data and that the copied fastvideo file
 -- lacks. TARGET_INFO_GPU: the 41-column layout of nsys 2021.3 onwards (copied from the 2022.2
--- saxpy export; NSYS_SCHEMA.md §7 lists the same columns for 2024.5-2026.1).
--- The three CUDA-graph tables follow NSYS_SCHEMA.md §6: column lists from nsys2prv's
+-- saxpy export; docs/nsys-format.md §7 lists the same columns for 2024.5-2026.1).
+-- The three CUDA-graph tables follow docs/nsys-format.md §6: column lists from nsys2prv's
 -- queries (graph_cupti.sql, graph_node.sql, graph_events.sql), not from a real file
 -- (UNCONFIRMED there); the comments imitate nsys's own style.
 

@@ -170,7 +170,7 @@ fn fa2_grid(i: &Value) -> Result<Computed, String> {
     Ok(c)
 }
 
-/// `floor_mode.*`: run the binary with seed 001's flags and read its JSON.
+/// `floor_mode.*`: run the binary with the reference flags (docs/method.md §3.1) and read its JSON.
 fn floor_mode(i: &Value) -> Result<Computed, String> {
     let mut args: Vec<String> = vec!["floor".into(), "--format".into(), "json".into()];
     let mut flag = |name: &str, key: &str| {
@@ -713,7 +713,7 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
             .filter(|(n, _)| n.starts_with("attn_"))
             .map(|(_, v)| v)
             .sum();
-        // "at 40 %" of the cited H100 SXM peak (seed 000 step 3).
+        // "at 40 %" of the cited H100 SXM peak (docs/method.md §7 step 3).
         let pi = gpu::lookup("h100-sxm").ok_or("preset")?.bf16_flops_per_s * 0.4;
         put(&mut c, "attn_flops.causal_seed", causal);
         put(&mut c, "attn_flops.vllm_token_context", vllm);

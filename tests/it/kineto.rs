@@ -181,7 +181,7 @@ fn base_relative_times_and_links_match_the_json() {
             }
             assert_eq!(v.graph_id[i], -1, "these Kineto builds write no graph id");
         }
-        // KINETO.md §5: every GPU op of these files has its launching call.
+        // docs/kineto-format.md §5: every GPU op of these files has its launching call.
         assert_eq!(linked, gpu.len(), "{f}");
     }
 }
@@ -255,7 +255,7 @@ fn step_annotations_are_ranges_with_their_spans() {
         1_365_627_862_757_064,
         1_365_627_862_757_064 + 87_412_863
     )));
-    // The GPU span is shorter (KINETO.md §7) and sits on device 0, stream 7.
+    // The GPU span is shorter (docs/kineto-format.md §7) and sits on device 0, stream 7.
     assert!(b200.contains(&(
         name.into(),
         gpu,
@@ -350,7 +350,7 @@ fn graph_replay_kernels_keep_the_launch_correlation() {
             .iter()
             .filter(|e| e["cat"] == "kernel" && e["args"]["correlation"].as_i64() == Some(corr))
             .count();
-        assert_eq!(by_json, replayed, "{f}: KINETO.md §6");
+        assert_eq!(by_json, replayed, "{f}: docs/kineto-format.md §6");
         let t = load(&path).unwrap();
         let v = t.ops_view().unwrap();
         assert_eq!(

@@ -436,7 +436,7 @@ fn train_nvtx_mixes_text_and_text_id() {
     let t = nsys::load(&db).unwrap();
     assert_eq!(range_names(&t), range_names_sql(&db, ""));
     let v = t.ranges_view().unwrap();
-    // NSYS_SCHEMA.md §4: 18656 text ranges in domain 0, 462 textId (NCCL) ranges in domain 1.
+    // docs/nsys-format.md §4: 18656 text ranges in domain 0, 462 textId (NCCL) ranges in domain 1.
     let dom1 = v.domain_id.iter().filter(|&&d| d == 1).count();
     assert_eq!(dom1, 462);
     assert_eq!(v.domain_id.len(), 18656 + 462);

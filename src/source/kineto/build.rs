@@ -25,7 +25,7 @@ use super::names::short_name;
 use super::number::us_text_to_ns;
 
 /// Kineto has no NVTX domains; its annotations count as the default domain (id 0), the
-/// one vLLM's and SGLang's own NVTX ranges use (ENGINES.md §1.2, §2.2).
+/// one vLLM's and SGLang's own NVTX ranges use (docs/engines.md §1.2, §2.2).
 const DEFAULT_DOMAIN: i64 = 0;
 
 /// Largest `ts` accepted, ns (2^62 ≈ year 2116 as an epoch time); larger is damage.
@@ -246,7 +246,7 @@ impl Collector {
             Class::Kernel | Class::Memcpy | Class::Memset => {
                 let a = event::parse_args(ev.args);
                 // On ROCm the GPU pid is not the deviceProperties index; args.device is the
-                // key (KINETO.md §4). They agree wherever both exist.
+                // key (docs/kineto-format.md §4). They agree wherever both exist.
                 let device = if a.device >= 0 {
                     Some(a.device)
                 } else {
@@ -430,7 +430,7 @@ impl Collector {
 
     /// One origin for all files: each file's own time base (`baseTimeNanoseconds`, or 0
     /// for the old absolute-epoch layout), and the smallest base is the trace's origin
-    /// (KINETO.md §8: "align ranks on absolute ns"). A single file keeps its own times.
+    /// (docs/kineto-format.md §8: "align ranks on absolute ns"). A single file keeps its own times.
     ///
     /// A base outside 0..=2^62 ns is not a time: it is ignored (with a warning), so the
     /// shift below can never overflow; a shifted time that would is an error.
@@ -515,7 +515,7 @@ impl Collector {
     }
 
     /// `ops.pid` = the process of the call with the same correlation id in the same rank
-    /// (KINETO.md §5 rule 1); else the rank's busiest calling process; else -1.
+    /// (docs/kineto-format.md §5 rule 1); else the rank's busiest calling process; else -1.
     fn fill_op_pids(&mut self) {
         let mut by_corr: HashMap<(u32, i64), i64> = HashMap::with_capacity(self.calls.pid.len());
         let mut counts: HashMap<i64, u64> = HashMap::new();
@@ -677,7 +677,7 @@ impl Collector {
 }
 
 /// The `deviceProperties` entry for a device: the one with that `id`; failing that (ROCm
-/// numbers GPU rows by agent, e.g. pid 9 with one entry `id 0`, KINETO.md §4) the entries'
+/// numbers GPU rows by agent, e.g. pid 9 with one entry `id 0`, docs/kineto-format.md §4) the entries'
 /// common values when they all describe the same GPU model.
 fn pick_props(props: &[DeviceProps], device: i64) -> Option<&DeviceProps> {
     if let Some(p) = props.iter().find(|p| p.id == Some(device)) {

@@ -59,7 +59,7 @@ pub fn is_step_function(raw: &[u8]) -> bool {
 }
 
 /// A `pid`/`tid` value: a number, or a string such as SGLang's merged
-/// `"[TP01-DP00] 6583"` (ENGINES.md §2.3) or Kineto's `"Spans"`, `""`.
+/// `"[TP01-DP00] 6583"` (docs/engines.md §2.3) or Kineto's `"Spans"`, `""`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Id<'a> {
     /// The numeric part, if any.
@@ -186,7 +186,7 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
     Ok(Some(ev))
 }
 
-/// The `args` keys used for linking and placement (KINETO.md §5); -1 where absent.
+/// The `args` keys used for linking and placement (docs/kineto-format.md §5); -1 where absent.
 #[derive(Debug, Clone, Copy)]
 pub struct Args {
     pub device: i64,

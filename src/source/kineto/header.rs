@@ -1,4 +1,4 @@
-//! The trace object's keys other than `traceEvents` (KINETO.md §1, §9): time base, schema,
+//! The trace object's keys other than `traceEvents` (docs/kineto-format.md §1, §9): time base, schema,
 //! versions and `deviceProperties`. These values are small, so serde_json parses them.
 
 use serde_json::Value;
@@ -30,7 +30,7 @@ pub struct Header {
     pub saw_trace_events: bool,
 }
 
-/// Version keys Kineto and the engines write (KINETO.md §1).
+/// Version keys Kineto and the engines write (docs/kineto-format.md §1).
 const VERSION_KEYS: [&str; 7] = [
     "vllm_version",
     "cupti_version",

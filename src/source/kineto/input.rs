@@ -1,4 +1,4 @@
-//! Opening a trace file: gzip is detected by its magic bytes `1f 8b` (KINETO.md §1), not
+//! Opening a trace file: gzip is detected by its magic bytes `1f 8b` (docs/kineto-format.md §1), not
 //! by the extension, and either way the caller gets one plain byte stream.
 
 use std::fs::File;

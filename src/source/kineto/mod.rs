@@ -1,7 +1,7 @@
 //! PyTorch profiler (Kineto) Chrome traces from vLLM, SGLang or any torch program: one
 //! `.json`/`.json.gz` file or a directory of per-rank files, streamed into [`Trace`].
 //!
-//! Mapping (KINETO.md): `kernel`/`gpu_memcpy`/`gpu_memset` → ops (device = `args.device`
+//! Mapping (docs/kineto-format.md): `kernel`/`gpu_memcpy`/`gpu_memset` → ops (device = `args.device`
 //! or `pid`, stream = `args.stream` or `tid`); `cuda_runtime`/`cuda_driver` (HIP names on
 //! ROCm) → calls, joined to ops by `args.correlation` only (flow events are ignored); CPU
 //! `user_annotation` → `HostPushPop` ranges, `gpu_user_annotation` → `GpuAnnotation`

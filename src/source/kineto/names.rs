@@ -1,6 +1,6 @@
 //! Short kernel names for `ops.short_id`: Kineto writes only the full demangled signature,
 //! so the base name is cut out of it the way nsys's `shortName` ("Base kernel function
-//! name", NSYS_SCHEMA.md) reads: no return type, namespaces, template arguments or
+//! name", docs/nsys-format.md) reads: no return type, namespaces, template arguments or
 //! parameters. Used for kernels only; memcpy/memset keep their full name. Mangled (`_ZN5aiter…`) and plain names are kept whole, as nsys keeps them.
 
 /// `void at::native::(anonymous namespace)::foo<int, 4>(float*)` → `foo`.

@@ -1,6 +1,6 @@
 //! Kineto numbers as text: `ts`/`dur` decimal microseconds → integer nanoseconds, exactly.
 //!
-//! Kineto writes times as `"{ns/1000}.{ns%1000:03}"` (KINETO.md §8, `fmtTs` in
+//! Kineto writes times as `"{ns/1000}.{ns%1000:03}"` (docs/kineto-format.md §8, `fmtTs` in
 //! libkineto/src/output_json.cpp), so the three fractional digits ARE the nanoseconds.
 //! Old traces hold absolute epoch µs (1.7e15): an f64 has a 0.25 µs step there, so the
 //! text is read digit by digit instead of through a float.

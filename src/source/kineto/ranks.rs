@@ -1,4 +1,4 @@
-//! A directory of per-rank traces (ENGINES.md §1.4, §2.3): which files are ranks, in what
+//! A directory of per-rank traces (docs/engines.md §1.4, §2.3): which files are ranks, in what
 //! order, and which to leave out.
 //!
 //! vLLM: `{prefix_}dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{N}.{time_ns}.pt.trace.json.gz`, plus a

@@ -4,7 +4,7 @@
 //! Why not serde_json: without its `arbitrary_precision`/`raw_value` features (not enabled
 //! in this crate, and `arbitrary_precision` would change `serde_json::Value` for every
 //! other module) it hands numbers out only as f64, which loses the nanoseconds of absolute
-//! epoch timestamps (KINETO.md §8); and `from_reader` copies every string it skips. Here a
+//! epoch timestamps (docs/kineto-format.md §8); and `from_reader` copies every string it skips. Here a
 //! skipped `python_function`/`cpu_op` event costs one structural byte scan and nothing else.
 
 use std::io::{self, Read};

@@ -18,7 +18,7 @@ use crate::trace::{
     OpsBuilder, RangeKind, RangeRow, RangesBuilder, SourceFormat, Trace, TraceMeta,
 };
 
-/// Memcpy kinds of ENUM_CUDA_MEMCPY_OPER (identical in every 3.x export, NSYS_SCHEMA.md
+/// Memcpy kinds of ENUM_CUDA_MEMCPY_OPER (identical in every 3.x export, docs/nsys-format.md
 /// §5), used for 2.x exports that have no ENUM tables.
 const MEMCPY_KINDS: [&str; 14] = [
     "Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
@@ -28,7 +28,7 @@ const MEMCPY_KINDS: [&str; 14] = [
 /// Rows between progress updates.
 const TICK: u64 = 1 << 16;
 
-/// `pid` of a serialized GlobalId (NSYS_SCHEMA.md §8: bits 24..47).
+/// `pid` of a serialized GlobalId (docs/nsys-format.md §8: bits 24..47).
 pub fn gid_pid(g: i64) -> i64 {
     (g >> 24) & 0xFF_FFFF
 }
@@ -604,7 +604,7 @@ fn load_ranges(
                 n_bad += 1;
                 continue;
             };
-            // Name = COALESCE(text, StringIds[textId]) (NSYS_SCHEMA.md §4).
+            // Name = COALESCE(text, StringIds[textId]) (docs/nsys-format.md §4).
             let name_id = match r.get_ref(4).map_err(err)? {
                 // Inline texts are mostly distinct (`aten::mul, op_id = 321664`): test
                 // the filter on the cell itself and intern only what is kept, so dropped

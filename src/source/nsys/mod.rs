@@ -3,7 +3,7 @@
 //!
 //! Layout: [`schema`] probes tables and columns, [`queries`] embeds `queries/*.sql` and fits
 //! them to the export, [`mod@load`] reads rows, [`export`] turns a report into its SQLite export.
-//! Every difference between nsys versions is documented in ../shared/docs/NSYS_SCHEMA.md.
+//! Every difference between nsys versions is documented in docs/nsys-format.md.
 
 use std::io::Read;
 use std::path::Path;
@@ -88,7 +88,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     Sqlite,
-    /// `.nsys-rep` / `.qdrep`: starts with "NVIDIA Tegra Profiler Report" (NSYS_SCHEMA.md §0).
+    /// `.nsys-rep` / `.qdrep`: starts with "NVIDIA Tegra Profiler Report" (docs/nsys-format.md §0).
     Report,
 }
 

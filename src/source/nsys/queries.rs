@@ -3,7 +3,7 @@
 //!
 //! Placeholders: `{{TABLE}}` is the first of the query's candidate tables present in the
 //! export; `{{a|b}}` is the first of columns `a`, `b` that table has, or `NULL` when it has
-//! none (columns come and go across nsys versions, NSYS_SCHEMA.md §9). Every other column
+//! none (columns come and go across nsys versions, docs/nsys-format.md §9). Every other column
 //! a query names is required: preparing it fails when the column is absent. `{{ROWS}}`
 //! (in the NVTX query) is `rowid BETWEEN lo AND hi` for a query that reads
 //! one slice of its table, else `1`.

@@ -1,6 +1,6 @@
 //! What an export contains: its tables and their columns, probed from `sqlite_master` and
 //! `pragma_table_info` before any query runs (tables are created lazily and columns changed
-//! across nsys versions, NSYS_SCHEMA.md §0 and §9), and the export's schema version.
+//! across nsys versions, docs/nsys-format.md §0 and §9), and the export's schema version.
 
 use std::collections::HashMap;
 
@@ -13,7 +13,7 @@ pub struct Schema {
     tables: HashMap<String, (String, Vec<String>)>,
 }
 
-/// Newest export schema this loader was tested on (nsys 2026.2.1, NSYS_SCHEMA.md F26b).
+/// Newest export schema this loader was tested on (nsys 2026.2.1, docs/nsys-format.md F26b).
 pub const NEWEST_TESTED_SCHEMA: (u32, u32) = (3, 25);
 
 impl Schema {
@@ -58,7 +58,7 @@ impl Schema {
     }
 
     /// Whether this looks like an nsys export at all: every nsys export since 2020 has
-    /// `StringIds` (NSYS_SCHEMA.md §1) and at least one nsys event table.
+    /// `StringIds` (docs/nsys-format.md §1) and at least one nsys event table.
     pub fn is_nsys_export(&self) -> bool {
         self.has_table("StringIds")
             && self.tables.keys().any(|t| {
