@@ -134,16 +134,9 @@ pub struct Trend {
     pub series: Vec<Series>,
 }
 
-/// Linear-interpolated percentile of sorted values (numpy's default), as `steps` reports.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
+/// The same percentile `steps` reports (numpy's linear interpolation), so a run's median
+/// here equals the one in its `steps` summary.
+pub use crate::timing::steps::percentile;
 
 /// Mark change points in one series of run medians (in time order): point i changed when
 /// |m_i − ref| crosses both the absolute and the relative threshold, ref being the median of

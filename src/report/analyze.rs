@@ -102,7 +102,8 @@ fn device_kernels(d: &DeviceSummary, top: usize) -> Table {
     t
 }
 
-fn device_categories(d: &DeviceSummary) -> Table {
+/// The per-category table of one device (the terminal, markdown and HTML reports share it).
+pub(crate) fn device_categories(d: &DeviceSummary) -> Table {
     let mut t = Table::new(&[
         ("category", Align::Left),
         ("n", Align::Right),

@@ -127,18 +127,7 @@ pub fn hbars(
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(n * 2 + 1)
-            .y_label_formatter(&|v: &f64| {
-                // Row i sits at i + 0.5 (top row first).
-                let f = v - v.floor();
-                if (f - 0.5).abs() > 1e-6 {
-                    return String::new();
-                }
-                let i = n as isize - 1 - v.floor() as isize;
-                labels
-                    .get(usize::try_from(i).unwrap_or(usize::MAX))
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .y_label_formatter(&|v: &f64| row_label(&labels, *v))
             .x_desc(x_desc)
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
             .axis_desc_style((FONT, 17))
@@ -385,17 +374,7 @@ pub fn boxes(
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(n * 2 + 1)
-            .y_label_formatter(&|v: &f64| {
-                let f = v - v.floor();
-                if (f - 0.5).abs() > 1e-6 {
-                    return String::new();
-                }
-                let i = n as isize - 1 - v.floor() as isize;
-                labels
-                    .get(usize::try_from(i).unwrap_or(usize::MAX))
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .y_label_formatter(&|v: &f64| row_label(&labels, *v))
             .x_desc(x_desc)
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
             .axis_desc_style((FONT, 17))
@@ -520,6 +499,20 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
         finish(&root)?;
     }
     Ok(svg)
+}
+
+/// The label of the horizontal-bar row drawn at `v`: row i (top row first) sits at
+/// height n − 1 − i + 0.5; ticks between rows get no label.
+fn row_label(labels: &[String], v: f64) -> String {
+    let f = v - v.floor();
+    if (f - 0.5).abs() > 1e-6 {
+        return String::new();
+    }
+    let i = labels.len() as isize - 1 - v.floor() as isize;
+    labels
+        .get(usize::try_from(i).unwrap_or(usize::MAX))
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -122,22 +122,7 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
             "Exclusive time: each op's share of the busy time not already covered by an op \
              that started before it; the categories add up to busy. Numbers: the table below.",
         ));
-        let mut ct = Table::new(&[
-            ("category", Align::Left),
-            ("n", Align::Right),
-            ("total µs", Align::Right),
-            ("exclusive µs", Align::Right),
-            ("% of busy", Align::Right),
-        ]);
-        for c in &d.categories {
-            ct.row(vec![
-                c.category.clone(),
-                fmt_int(c.instances as i64),
-                fmt_us(c.total_ns as f64),
-                fmt_us(c.exclusive_ns as f64),
-                fmt_pct(share(c.exclusive_ns, d.busy_ns)),
-            ]);
-        }
+        let ct = crate::report::analyze::device_categories(d);
         b.push_str(&table(&ct, None));
         let mut kt = Table::new(&[
             ("#", Align::Right),
