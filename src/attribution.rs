@@ -44,6 +44,25 @@ pub struct FloorInput {
     pub bound: Bound,
 }
 
+/// Model bandwidth utilisation (derived): the floor over the measured wall; 0 for a
+/// wall of 0. For a decode step measured as tok/s, the wall is 1e9 / tok/s ns.
+pub fn mbu(floor_ns: f64, wall_ns: f64) -> f64 {
+    if wall_ns > 0.0 {
+        floor_ns / wall_ns
+    } else {
+        0.0
+    }
+}
+
+/// The floor's compulsory bytes over the GPU busy time, bytes/s (derived); 0 when idle.
+pub fn achieved_bytes_per_s(total_bytes: f64, busy_ns: f64) -> f64 {
+    if busy_ns > 0.0 {
+        total_bytes / (busy_ns / 1e9)
+    } else {
+        0.0
+    }
+}
+
 /// Attribute one step; `floor` is its own floor when a model and GPU are known.
 pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> StepAttribution {
     let driver = step.launches as f64 * cost.per_launch_ns;
@@ -72,16 +91,8 @@ pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> 
         residual_ns: wall as f64 - f.floor_ns,
         gap_ns: gap as f64,
         kernel_excess_ns: step.busy_ns as f64 - f.floor_ns,
-        mbu: if wall > 0 {
-            f.floor_ns / wall as f64
-        } else {
-            0.0
-        },
-        achieved_bytes_per_s: if step.busy_ns > 0 {
-            f.total_bytes / (step.busy_ns as f64 / 1e9)
-        } else {
-            0.0
-        },
+        mbu: mbu(f.floor_ns, wall as f64),
+        achieved_bytes_per_s: achieved_bytes_per_s(f.total_bytes, step.busy_ns as f64),
         below_floor: (wall as f64) < f.floor_ns,
     });
     let (shape, action) = diagnose(step, wall, gap, fa.as_ref());

@@ -256,6 +256,20 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
         ),
         "derived",
     );
+    row(
+        "FA2 decode grid B × heads/GPU",
+        format!(
+            "{} blocks on {} SMs{}",
+            crate::report::fmt_int(r.decode_grid_blocks as i64),
+            r.sm_count,
+            if r.grid_underfills_sms {
+                " (under-filled: one partial wave)"
+            } else {
+                ""
+            }
+        ),
+        "derived",
+    );
     v
 }
 

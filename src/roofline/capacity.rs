@@ -158,6 +158,54 @@ pub fn solve_rho(service_s: f64, offset_s: f64, target_s: f64) -> Result<f64> {
     Ok(0.5 * (lo + hi))
 }
 
+/// Prefill FLOPs of one request of `s_in` prompt tokens (step 3): 2·P per token plus the
+/// causal attention term `coeff`·s² (`coeff` from [`prefill_attention_coeff`]).
+pub fn prefill_flops(params_streamed: f64, attention_coeff: f64, s_in: f64) -> f64 {
+    2.0 * params_streamed * s_in + attention_coeff * s_in * s_in
+}
+
+/// Prefill time at an assumed MFU: FLOPs / (MFU · peak) (step 3, derived).
+pub fn prefill_time_s(prefill_flops: f64, mfu: f64, peak_flops_per_s: f64) -> f64 {
+    prefill_flops / (mfu * peak_flops_per_s)
+}
+
+/// p99 time to first token at utilisation ρ in the M/M/1 screen: the queueing wait plus
+/// the prefill (derived).
+pub fn ttft_p99_s(service_s: f64, prefill_s: f64, rho: f64) -> Result<f64> {
+    Ok(wq99_s(service_s, rho)? + prefill_s)
+}
+
+/// Inputs of the fixed-batch screen (step 5).
+#[derive(Debug, Clone, Copy)]
+pub struct ScreenInputs {
+    /// GPU service time per request S.
+    pub service_s: f64,
+    /// Prefill time: the TTFT offset above the queueing wait.
+    pub prefill_s: f64,
+    pub ttft_p99_target_s: f64,
+    pub output_tokens: f64,
+    pub fleet_rps: Option<f64>,
+    pub price_usd_per_gpu_hour: f64,
+    pub gpus_per_replica: f64,
+}
+
+/// Step 5: the highest ρ whose p99 TTFT meets the target, its request rate ρ/S, the
+/// replicas for the fleet rate and the cost per million output tokens.
+pub fn fixed_batch_screen(inp: &ScreenInputs) -> Result<FixedBatch> {
+    let rho = solve_rho(inp.service_s, inp.prefill_s, inp.ttft_p99_target_s)?;
+    let lambda = rho / inp.service_s;
+    Ok(FixedBatch {
+        rho,
+        lambda_rps: lambda,
+        replicas: replicas(inp.fleet_rps, lambda)?,
+        usd_per_million_output_tokens: usd_per_million(
+            inp.price_usd_per_gpu_hour,
+            inp.gpus_per_replica,
+            lambda * inp.output_tokens,
+        ),
+    })
+}
+
 /// Cost per 1e6 output tokens: price·N_GPU·1e6 / (3600·goodput_tok_s).
 pub fn usd_per_million(price_usd_per_gpu_hour: f64, gpus: f64, goodput_tok_s: f64) -> f64 {
     price_usd_per_gpu_hour * gpus * 1e6 / (3600.0 * goodput_tok_s)
@@ -315,25 +363,21 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
     let tok_s = batch / step_s;
     // Step 3: causal prefill at the assumed MFU.
     let s_in = inp.input_tokens;
-    let prefill_flops =
-        2.0 * inp.params_streamed * s_in + inp.prefill_attention_coeff * s_in * s_in;
-    let prefill_s = prefill_flops / (inp.prefill_mfu * inp.peak_flops_per_s);
+    let prefill_flops = prefill_flops(inp.params_streamed, inp.prefill_attention_coeff, s_in);
+    let prefill_s = prefill_time_s(prefill_flops, inp.prefill_mfu, inp.peak_flops_per_s);
     // Step 4: GPU service time per request.
     let decode_share_s = inp.output_tokens / tok_s;
     let service_s = prefill_s + decode_share_s;
     // Step 5: the fixed-batch M/M/1 screen.
-    let rho = solve_rho(service_s, prefill_s, inp.ttft_p99_target_s)?;
-    let lambda = rho / service_s;
-    let fixed_batch = FixedBatch {
-        rho,
-        lambda_rps: lambda,
-        replicas: replicas(inp.fleet_rps, lambda)?,
-        usd_per_million_output_tokens: usd_per_million(
-            inp.price_usd_per_gpu_hour,
-            inp.gpus_per_replica,
-            lambda * inp.output_tokens,
-        ),
-    };
+    let fixed_batch = fixed_batch_screen(&ScreenInputs {
+        service_s,
+        prefill_s,
+        ttft_p99_target_s: inp.ttft_p99_target_s,
+        output_tokens: inp.output_tokens,
+        fleet_rps: inp.fleet_rps,
+        price_usd_per_gpu_hour: inp.price_usd_per_gpu_hour,
+        gpus_per_replica: inp.gpus_per_replica,
+    })?;
     // Step 6: the fluid ITL closure.
     let fluid = match inp.itl_target_s {
         Some(itl) => Some(fluid(&FluidInputs {

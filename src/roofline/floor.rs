@@ -254,6 +254,12 @@ pub fn decode_grid_blocks(batch: u64, heads: u64) -> u64 {
     batch * heads
 }
 
+/// Whether a decode grid of `blocks` thread blocks leaves some of `sms` SMs without one
+/// (one wave, under-filled: the attention kernel cannot reach the roof).
+pub fn grid_underfills(blocks: u64, sms: u32) -> bool {
+    blocks < u64::from(sms)
+}
+
 /// Launch budget: launches × per-launch cost (docs/method.md §8.2: 330 × 2.374 µs = 0.783 ms).
 pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
     launches as f64 * per_launch_ns
@@ -307,6 +313,11 @@ pub struct FloorReport {
     pub launch_cost_basis: &'static str,
     pub launch_budget_ns: f64,
     pub launch_share_of_floor: f64,
+    /// FlashAttention-2's decode grid on one GPU: batch × query heads per GPU blocks.
+    pub decode_grid_blocks: u64,
+    /// The GPU's SM count (cited) and whether the grid leaves some of them idle.
+    pub sm_count: u32,
+    pub grid_underfills_sms: bool,
     pub mla: Option<MlaComparison>,
 }
 
@@ -359,6 +370,10 @@ pub fn decode_floor(
     let intensity = s.flops / s.total_bytes;
     let attainable = (s.hbm_bytes_per_s * intensity).min(s.peak_flops_per_s);
     let launch_budget_ns = launch_budget_ns(point.launches, point.launch_cost_ns);
+    let grid = decode_grid_blocks(
+        point.batch,
+        (model.heads / u64::from(opts.tp.max(1))).max(1),
+    );
     let mla = model.mla.as_ref().map(|_| {
         let comps = ModelComponents::from_model(model, opts.tp, opts.pp, 2.0);
         let batch = Batch::new(&vec![
@@ -440,6 +455,9 @@ pub fn decode_floor(
         },
         launch_budget_ns,
         launch_share_of_floor: launch_budget_ns / s.floor_ns,
+        decode_grid_blocks: grid,
+        sm_count: gpu.sm_count,
+        grid_underfills_sms: grid_underfills(grid, gpu.sm_count),
         mla,
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
+use stepgate::attribution;
 use stepgate::roofline::capacity::{self, CapacityInputs, FluidInputs};
 use stepgate::roofline::floor::{self, FloorOptions, StepComposition};
 use stepgate::roofline::gpu::{self, GpuSpec};
@@ -165,7 +166,11 @@ fn fa2_grid(i: &Value) -> Result<Computed, String> {
         let b = b.as_u64().ok_or("batch not an integer")?;
         let g = floor::decode_grid_blocks(b, h);
         put(&mut c, format!("grid_blocks.B{b}"), g);
-        put(&mut c, format!("underfills_sms.B{b}"), g < sms);
+        put(
+            &mut c,
+            format!("underfills_sms.B{b}"),
+            floor::grid_underfills(g, u32::try_from(sms).map_err(|e| e.to_string())?),
+        );
     }
     Ok(c)
 }
@@ -343,17 +348,27 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
         }
     } else if i.get("prefill_offset_s").is_some() {
         let (s, off) = (num(i, "service_s")?, num(i, "prefill_offset_s")?);
-        let rho =
-            capacity::solve_rho(s, off, num(i, "ttft_p99_target_s")?).map_err(|e| e.to_string())?;
-        put(&mut c, "rho", rho);
-        put(&mut c, "lambda_rps", rho / s);
-        let w = capacity::wq99_s(s, 0.9).map_err(|e| e.to_string())?;
-        put(&mut c, "ttft_ms_at_rho_0.9", (w + off) * 1e3);
-        if let (Some(p), Some(out)) = (price, i.get("output_tokens").and_then(Value::as_f64)) {
+        // The plan's own step-5 screen (one GPU per replica, no fleet rate).
+        let out = i.get("output_tokens").and_then(Value::as_f64);
+        let screen = capacity::fixed_batch_screen(&capacity::ScreenInputs {
+            service_s: s,
+            prefill_s: off,
+            ttft_p99_target_s: num(i, "ttft_p99_target_s")?,
+            output_tokens: out.unwrap_or(1.0),
+            fleet_rps: None,
+            price_usd_per_gpu_hour: price.unwrap_or(1.0),
+            gpus_per_replica: 1.0,
+        })
+        .map_err(|e| e.to_string())?;
+        put(&mut c, "rho", screen.rho);
+        put(&mut c, "lambda_rps", screen.lambda_rps);
+        let ttft = capacity::ttft_p99_s(s, off, 0.9).map_err(|e| e.to_string())?;
+        put(&mut c, "ttft_ms_at_rho_0.9", ttft * 1e3);
+        if price.is_some() && out.is_some() {
             put(
                 &mut c,
                 "cost_usd_per_m_out",
-                capacity::usd_per_million(p, 1.0, rho / s * out),
+                screen.usd_per_million_output_tokens,
             );
         }
     } else if let Some(rhos) = i.get("rhos").and_then(Value::as_array) {
@@ -670,14 +685,31 @@ fn batch1_case(i: &Value) -> Result<Computed, String> {
         let ceiling = 1e9 / f.floor_ns;
         put(&mut c, "floor_ms", f.floor_ns / 1e6);
         put(&mut c, "ceiling_tok_s", ceiling);
-        put(&mut c, "mbu.eager", m[0] / ceiling);
-        put(&mut c, "mbu.compile", m[1] / ceiling);
+        // MBU as `steps` computes it: floor over the wall of one token, 1e9 / tok/s ns.
+        put(
+            &mut c,
+            "mbu.eager",
+            attribution::mbu(f.floor_ns, 1e9 / m[0]),
+        );
+        put(
+            &mut c,
+            "mbu.compile",
+            attribution::mbu(f.floor_ns, 1e9 / m[1]),
+        );
         let w8 = num(i, "int8_weights_bytes")?;
         let f8 = batch1_floor(w8, 1.0, beta, pi);
         put(&mut c, "int8_floor_ms", f8.floor_ns / 1e6);
         put(&mut c, "int8_ceiling_tok_s", 1e9 / f8.floor_ns);
-        put(&mut c, "int8_achieved_bytes_per_s", m[2] * f8.weights_bytes);
-        put(&mut c, "int8_mbu", m[2] * f8.weights_bytes / beta);
+        put(
+            &mut c,
+            "int8_achieved_bytes_per_s",
+            attribution::achieved_bytes_per_s(f8.total_bytes, 1e9 / m[2]),
+        );
+        put(
+            &mut c,
+            "int8_mbu",
+            attribution::mbu(f8.floor_ns, 1e9 / m[2]),
+        );
         return Ok(c);
     }
     let params = num(i, "params")?;
@@ -699,7 +731,6 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
         let m = raw_model(i)?;
         let s = int(i, "prompt_tokens")?;
         let p = num(i, "params_streamed")?;
-        let causal = capacity::prefill_attention_coeff(&m, 1) * (s * s) as f64;
         let comps = ModelComponents::from_model(&m, 1, 1, 2.0);
         let b = Batch::new(&[Request {
             num_tokens: s,
@@ -714,24 +745,30 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
             .map(|(_, v)| v)
             .sum();
         // "at 40 %" of the cited H100 SXM peak (docs/method.md §7 step 3).
-        let pi = gpu::lookup("h100-sxm").ok_or("preset")?.bf16_flops_per_s * 0.4;
-        put(&mut c, "attn_flops.causal_seed", causal);
-        put(&mut c, "attn_flops.vllm_token_context", vllm);
-        put(&mut c, "prefill_flops.seed", 2.0 * p * s as f64 + causal);
+        let peak = gpu::lookup("h100-sxm").ok_or("preset")?.bf16_flops_per_s;
+        // Every figure through the capacity plan's own prefill functions: the causal
+        // (seed) convention with its attention coefficient, vLLM's with its own
+        // attention FLOPs added to the same 2·P·s.
+        let coeff = capacity::prefill_attention_coeff(&m, 1);
+        let seed = capacity::prefill_flops(p, coeff, s as f64);
+        let vllm_style = capacity::prefill_flops(p, 0.0, s as f64) + vllm as f64;
         put(
             &mut c,
-            "prefill_flops.vllm_style",
-            2.0 * p * s as f64 + vllm as f64,
+            "attn_flops.causal_seed",
+            capacity::prefill_flops(0.0, coeff, s as f64),
         );
+        put(&mut c, "attn_flops.vllm_token_context", vllm);
+        put(&mut c, "prefill_flops.seed", seed);
+        put(&mut c, "prefill_flops.vllm_style", vllm_style);
         put(
             &mut c,
             "prefill_ms_at_40pct.seed",
-            (2.0 * p * s as f64 + causal) / pi * 1e3,
+            capacity::prefill_time_s(seed, 0.4, peak) * 1e3,
         );
         put(
             &mut c,
             "prefill_ms_at_40pct.vllm_style",
-            (2.0 * p * s as f64 + vllm as f64) / pi * 1e3,
+            capacity::prefill_time_s(vllm_style, 0.4, peak) * 1e3,
         );
         return Ok(c);
     }
