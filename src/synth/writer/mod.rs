@@ -3,6 +3,9 @@
 //! creating each event table at its first row as nsys does, in one transaction with
 //! prepared statements so millions of rows write in seconds.
 
+mod layout;
+mod records;
+
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -10,216 +13,12 @@ use rusqlite::{params, Connection};
 
 use crate::exit::{Error, Result};
 
-const DDL_2026_2: &str = include_str!("ddl_2026_2.sql");
-const DDL_2026_2_EXTRA: &str = include_str!("ddl_2026_2_extra.sql");
-const DDL_2022_2: &str = include_str!("ddl_2022_2.sql");
-const DDL_2020_5: &str = include_str!("ddl_2020_5.sql");
-
-/// Which nsys export layout to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// nsys 2026.2.1 / schema 3.25.0: META_DATA_EXPORT, META_DATA_CAPTURE, ENUM tables.
-    Nsys2026_2,
-    /// nsys 2022.2.1 / schema 2.9.1: EXPORT_META_DATA, no ENUM tables, no capture metadata.
-    Nsys2022_2,
-    /// nsys 2022.1.3 (same tables as 2022.2).
-    Nsys2022_1,
-    /// nsys 2020.5.1: TARGET_INFO_GPU.deviceId, no mangledName, no export-metadata table.
-    Nsys2020_5,
-}
-
-impl Layout {
-    fn ddl(self) -> Vec<&'static str> {
-        match self {
-            Layout::Nsys2026_2 => vec![DDL_2026_2, DDL_2026_2_EXTRA],
-            Layout::Nsys2022_2 | Layout::Nsys2022_1 => vec![DDL_2022_2],
-            Layout::Nsys2020_5 => vec![DDL_2020_5],
-        }
-    }
-
-    /// (EXPORT_PRODUCT_VERSION, EXPORT_SCHEMA_VERSION) the layout's nsys wrote.
-    pub fn versions(self) -> (&'static str, &'static str) {
-        match self {
-            Layout::Nsys2026_2 => ("2026.2.1.210", "3.25.0"),
-            Layout::Nsys2022_2 => ("2022.2.1.31", "2.9.1"),
-            Layout::Nsys2022_1 => ("2022.1.3.3", "2.9.1"),
-            Layout::Nsys2020_5 => ("2020.5.1.85", ""),
-        }
-    }
-
-    /// The export-metadata table, if this layout has one.
-    pub fn export_meta_table(self) -> Option<&'static str> {
-        match self {
-            Layout::Nsys2026_2 => Some("META_DATA_EXPORT"),
-            Layout::Nsys2022_2 | Layout::Nsys2022_1 => Some("EXPORT_META_DATA"),
-            Layout::Nsys2020_5 => None,
-        }
-    }
-}
-
-/// Serialized GlobalId of a process (bit 48 set, pid in bits 24..47).
-pub fn global_pid(pid: i64) -> i64 {
-    (1 << 48) | ((pid & 0xFF_FFFF) << 24)
-}
-
-/// Serialized GlobalId of a thread.
-pub fn global_tid(pid: i64, tid: i64) -> i64 {
-    global_pid(pid) | (tid & 0xFF_FFFF)
-}
-
-/// CUPTI runtime/driver eventClass values (ENUM_NSYS_EVENT_CLASS).
-pub mod event_class {
-    pub const RUNTIME: i64 = 0;
-    pub const DRIVER: i64 = 1;
-    /// TRACE_PROCESS_EVENT_CUDABACKTRACE: a duplicate of a real call (2022.2 saxpy file).
-    pub const BACKTRACE: i64 = 67;
-}
-
-/// NVTX eventType values (ENUM_NSYS_EVENT_TYPE).
-pub mod event_type {
-    pub const PUSH_POP: i64 = 59;
-    pub const START_END: i64 = 60;
-    pub const NVTXT_PUSH_POP: i64 = 70;
-    pub const NVTXT_START_END: i64 = 71;
-    pub const MARK: i64 = 34;
-    pub const DOMAIN_CREATE: i64 = 75;
-}
-
-/// One kernel row. Names are StringIds ids from [`NsysWriter::string`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KernelRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub device: i64,
-    pub stream: i64,
-    pub pid: i64,
-    pub correlation_id: Option<i64>,
-    pub demangled_name: i64,
-    pub short_name: i64,
-    pub graph_node_id: Option<i64>,
-    /// Written only by layouts that have the column (2026.1+).
-    pub graph_id: Option<i64>,
-}
-
-/// One CUDA runtime/driver call (or a backtrace duplicate, eventClass 67).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CallRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub event_class: i64,
-    pub pid: i64,
-    pub tid: i64,
-    pub correlation_id: Option<i64>,
-    pub name: i64,
-}
-
-/// How an NVTX row names itself.
-#[derive(Debug, Clone, Copy)]
-pub enum NvtxName<'a> {
-    /// `text` column (non-registered string).
-    Text(&'a str),
-    /// `textId` → StringIds (registered string).
-    TextId(i64),
-}
-
-/// One NVTX row.
-#[derive(Debug, Clone, Copy)]
-pub struct NvtxRec<'a> {
-    pub start_ns: i64,
-    /// `None` for an open range or a mark.
-    pub end_ns: Option<i64>,
-    pub event_type: i64,
-    pub pid: i64,
-    pub tid: i64,
-    pub name: NvtxName<'a>,
-    pub domain_id: Option<i64>,
-}
-
-/// One memcpy row (`copy_kind` per ENUM_CUDA_MEMCPY_OPER: 1 HtoD, 2 DtoH, 8 DtoD…).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MemcpyRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub device: i64,
-    pub stream: i64,
-    pub pid: i64,
-    pub correlation_id: Option<i64>,
-    pub copy_kind: i64,
-    pub bytes: i64,
-    pub graph_node_id: Option<i64>,
-}
-
-/// One memset row.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MemsetRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub device: i64,
-    pub stream: i64,
-    pub pid: i64,
-    pub correlation_id: Option<i64>,
-    pub bytes: i64,
-    pub graph_node_id: Option<i64>,
-}
-
-/// One opaque graph replay (graph-mode tracing, CUPTI_ACTIVITY_KIND_GRAPH_TRACE).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GraphTraceRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub device: i64,
-    pub stream: i64,
-    pub pid: i64,
-    pub correlation_id: Option<i64>,
-    pub graph_id: i64,
-    pub graph_exec_id: Option<i64>,
-}
-
-/// One graph-node creation event (CUDA_GRAPH_NODE_EVENTS; CUDA_GRAPH_EVENTS before 2024).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GraphNodeRec {
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub pid: i64,
-    pub tid: i64,
-    pub name: i64,
-    pub graph_node_id: i64,
-    pub original_graph_node_id: Option<i64>,
-}
-
-/// One GPU of TARGET_INFO_GPU.
-#[derive(Debug, Clone, Default)]
-pub struct GpuRec {
-    pub id: i64,
-    pub name: String,
-    pub memory_bandwidth_bytes_per_s: i64,
-    pub sm_count: i64,
-    pub total_memory_bytes: i64,
-}
-
-/// Tables written through prepared inserts, created lazily.
-#[derive(Debug, Clone, Copy)]
-enum T {
-    Kernel,
-    Runtime,
-    Nvtx,
-    Memcpy,
-    Memset,
-    GraphTrace,
-    GraphNode,
-    Gpu,
-}
-
-const TABLE_NAMES: [&str; 8] = [
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "NVTX_EVENTS",
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    "CUDA_GRAPH_NODE_EVENTS",
-    "TARGET_INFO_GPU",
-];
+pub use layout::Layout;
+use layout::{parse_ddl, T, TABLE_NAMES};
+pub use records::{
+    event_class, event_type, global_pid, global_tid, CallRec, GpuRec, GraphNodeRec, GraphTraceRec,
+    KernelRec, MemcpyRec, MemsetRec, NvtxName, NvtxRec,
+};
 
 /// Writes one synthetic export. Call [`NsysWriter::finish`] to commit.
 pub struct NsysWriter {
@@ -235,37 +34,6 @@ pub struct NsysWriter {
 
 fn sql_err(e: rusqlite::Error) -> Error {
     Error::input(format!("writing the synthetic export failed: {e}"))
-}
-
-/// Split a DDL file into (table name, statement) pairs and INSERT statements.
-fn parse_ddl(text: &str) -> (Vec<(String, String)>, Vec<String>) {
-    let mut tables = Vec::new();
-    let mut inserts = Vec::new();
-    let mut cur = String::new();
-    for line in text.lines() {
-        if line.trim() == ";" {
-            let stmt = std::mem::take(&mut cur);
-            let body: String = stmt
-                .lines()
-                .skip_while(|l| l.trim().is_empty() || l.trim_start().starts_with("--"))
-                .collect::<Vec<_>>()
-                .join("\n");
-            if let Some(rest) = body.strip_prefix("CREATE TABLE ") {
-                let name = rest
-                    .split(|c: char| c.is_whitespace() || c == '(')
-                    .next()
-                    .unwrap_or("")
-                    .to_owned();
-                tables.push((name, body));
-            } else if body.starts_with("INSERT") {
-                inserts.push(body);
-            }
-        } else {
-            cur.push_str(line);
-            cur.push('\n');
-        }
-    }
-    (tables, inserts)
 }
 
 impl NsysWriter {

@@ -1,0 +1,318 @@
+//! Reads one nsys SQLite export into the [`Trace`] model: GPU ops, host API calls and NVTX
+//! ranges, each on its own read-only connection and thread (the three tables dominate load
+//! time and SQLite readers do not block each other), plus devices and metadata.
+
+mod host;
+mod meta;
+mod open;
+mod ops;
+
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Row};
+
+use super::progress::Progress;
+use super::queries::{self, Query};
+use super::schema::Schema;
+use super::strings::{merge, remap, StringTable};
+use super::LoadOptions;
+use crate::exit::{Error, Result};
+use crate::trace::{
+    CallsBuilder, DeviceInfo, Interner, RangesBuilder, SourceFormat, Trace, TraceMeta,
+};
+
+use host::{load_calls, load_ranges, slices};
+use meta::{load_devices, load_meta};
+pub use open::{open, sql_error, Db};
+pub use ops::memcpy_symbol;
+use ops::{load_ops, memcpy_names, OpsOut};
+
+/// Rows between progress updates.
+const TICK: u64 = 1 << 16;
+
+/// `pid` of a serialized GlobalId (docs/nsys-format.md §8: bits 24..47).
+pub fn gid_pid(g: i64) -> i64 {
+    (g >> 24) & 0xFF_FFFF
+}
+
+/// `tid` of a serialized GlobalId (bits 0..23).
+pub fn gid_tid(g: i64) -> i64 {
+    g & 0xFF_FFFF
+}
+
+/// An integer cell; NULL (and a stray text/blob) reads as `None`.
+#[inline]
+fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(v) => Some(v),
+        ValueRef::Real(v) => Some(v as i64),
+        _ => None,
+    })
+}
+
+/// Largest |timestamp| accepted, ns (2^55 ns ≈ 417 days). nsys times count from the
+/// session start, so anything beyond this is a damaged or crafted row; accepting it would
+/// turn one row into a wall time of centuries and a gate change of 1e16 %.
+pub const MAX_ABS_NS: i64 = 1 << 55;
+
+/// A timestamp cell: an integer (or an integral real) within ±[`MAX_ABS_NS`]; NULL,
+/// text, blobs, fractions, NaN and out-of-range values are `None` (the row is dropped,
+/// never read as 0).
+#[inline]
+fn time(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.get_ref(i)? {
+        ValueRef::Integer(v) if (-MAX_ABS_NS..=MAX_ABS_NS).contains(&v) => Some(v),
+        ValueRef::Real(v) if v.fract() == 0.0 && v.abs() <= MAX_ABS_NS as f64 => Some(v as i64),
+        _ => None,
+    })
+}
+
+/// `(start, end)` of a row whose first two columns are start and end, when both are
+/// readable timestamps and end ≥ start; `None` marks a row that cannot be right.
+#[inline]
+fn times(r: &Row<'_>) -> rusqlite::Result<Option<(i64, i64)>> {
+    Ok(match (time(r, 0)?, time(r, 1)?) {
+        (Some(s), Some(e)) if e >= s => Some((s, e)),
+        _ => None,
+    })
+}
+
+/// Rows dropped per table because their start/end cannot be right.
+#[derive(Debug, Default)]
+struct Dropped(Vec<(&'static str, u64)>);
+
+impl Dropped {
+    fn add(&mut self, table: &'static str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        // Slices of one table add up to one count (and one warning).
+        match self.0.iter_mut().find(|(t, _)| *t == table) {
+            Some((_, m)) => *m += n,
+            None => self.0.push((table, n)),
+        }
+    }
+
+    /// One warning per table: how many rows, which table, what was done.
+    fn warnings(&self, schema: &Schema) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(q, n)| {
+                let table = queries::ALL
+                    .iter()
+                    .find(|x| x.name == *q)
+                    .and_then(|x| x.table(schema))
+                    .unwrap_or(q);
+                format!(
+                    "{n} row(s) of {table} had a NULL, non-integer or out-of-range start/end, \
+                     or end before start, and were left out (never read as 0)"
+                )
+            })
+            .collect()
+    }
+}
+
+/// A missing id (NULL, or 0 which CUPTI never assigns to a correlation or graph node) → -1.
+#[inline]
+fn id_or_missing(v: Option<i64>) -> i64 {
+    match v {
+        Some(x) if x != 0 => x,
+        _ => -1,
+    }
+}
+
+/// Prepared-and-rendered query, or `None` when the export lacks its table.
+fn prepare<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    prepare_rows(conn, schema, q, path, None)
+}
+
+/// As [`prepare`], for one rowid slice of the table (`None`: all of it).
+fn prepare_rows<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+    rows: Option<(i64, i64)>,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    match q.render_rows(schema, rows) {
+        None => Ok(None),
+        Some(sql) => conn
+            .prepare(&sql)
+            .map(Some)
+            .map_err(|e| sql_error(path, q.name, e)),
+    }
+}
+
+/// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    h.join().unwrap_or_else(|_| {
+        Err(Error::input(
+            "internal error: an nsys loader thread panicked",
+        ))
+    })
+}
+
+/// Read StringIds once (shared by every loader thread).
+fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<StringTable> {
+    let err = |e| sql_error(path, "strings", e);
+    let (count, max_id) = match prepare(conn, schema, &queries::STRING_IDS_RANGE, path)? {
+        Some(mut st) => st
+            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(err)?,
+        None => (0, 0),
+    };
+    let mut t = StringTable::new(count.max(0) as usize, max_id);
+    if let Some(mut st) = prepare(conn, schema, &queries::STRINGS, path)? {
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id = int(r, 0).map_err(err)?.unwrap_or(-1);
+            if let ValueRef::Text(v) = r.get_ref(1).map_err(err)? {
+                t.insert(id, &String::from_utf8_lossy(v));
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Load an export that is known to be an SQLite file (checked by the caller).
+pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    let db = Db::new(path)?;
+    let conn = db.open()?;
+    let schema = Schema::probe(&conn).map_err(|e| sql_error(path, "reading the schema", e))?;
+    if !schema.is_nsys_export() {
+        return Err(Error::input(format!(
+            "{}: SQLite file is not an Nsight Systems export (no StringIds or nsys event \
+             tables); pass the .sqlite written by `nsys export --type sqlite`",
+            path.display()
+        )));
+    }
+    let table = load_strings(&conn, &schema, path)?;
+    let memcpy = memcpy_names(&conn, &schema, path)?;
+    let progress = Progress::new("reading nsys export");
+
+    // GPU ops, host calls and NVTX ranges are read on their own connections and threads.
+    // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
+    // the range filter keeps few of its rows, so it is also read in rowid slices (their
+    // kept rows are concatenated in rowid order: one scan's order, at no copy worth
+    // counting). The op and call tables keep one reader each: their slices would each
+    // hold a full share of rows and the concatenation would copy half of them.
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let range_slices = if opts.ranges {
+        slices(&conn, &schema, &queries::NVTX, parts)
+    } else {
+        Vec::new()
+    };
+    let (ops, calls, ranges) = std::thread::scope(|s| {
+        let (db, schema, table, progress) = (&db, &schema, &table, &progress);
+        let filter = opts.range_filter.as_ref();
+        let calls = opts
+            .calls
+            .then(|| s.spawn(move || load_calls(db, schema, table, progress)));
+        let ranges: Vec<_> = range_slices
+            .iter()
+            .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
+            .collect();
+        let ops = load_ops(db, schema, table, &memcpy, progress);
+        (
+            ops,
+            calls.map(join),
+            ranges.into_iter().map(join).collect::<Vec<_>>(),
+        )
+    });
+    progress.finish();
+
+    // One interner for the whole trace; each reader's local ids are mapped into it, in
+    // read order (ops, calls, range slices), so names get one sequential read's ids.
+    let mut global = Interner::default();
+    let OpsOut {
+        ops: mut ob,
+        strings,
+        dropped_no_timestamp,
+        dropped_bad_times: mut bad,
+    } = ops?;
+    let map = merge(&mut global, &strings);
+    remap(&mut ob.name_id, &map);
+    remap(&mut ob.short_id, &map);
+
+    let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
+    load_meta(&conn, &schema, path, &mut meta)?;
+    meta.warnings.extend(db.note.clone());
+    if ob.is_empty() {
+        let bad = bad.warnings(&schema);
+        if !bad.is_empty() {
+            return Err(Error::input(format!(
+                "{}: no usable GPU ops: {}; export the report again",
+                path.display(),
+                bad.join("; ")
+            )));
+        }
+        return Err(Error::input(format!(
+            "{}: no GPU kernels, memcpy or memset in this export: was it captured with -t cuda?",
+            path.display()
+        )));
+    }
+    if dropped_no_timestamp > 0 {
+        meta.warnings.push(format!(
+            "{dropped_no_timestamp} kernel rows had no timestamps (start = end = 0: CUPTI \
+             could not collect them) and were left out"
+        ));
+    }
+    let trace_devices: std::collections::BTreeSet<i64> = ob.device.iter().copied().collect();
+
+    let calls_b = match calls.transpose()? {
+        Some((mut cb, strings, n_bad)) => {
+            remap(&mut cb.name_id, &merge(&mut global, &strings));
+            bad.add("runtime", n_bad);
+            cb
+        }
+        None => CallsBuilder::default(),
+    };
+    let mut ranges_b = RangesBuilder::default();
+    let mut n_bad = 0;
+    for part in ranges {
+        let (mut rb, strings, bad_rows) = part?;
+        remap(&mut rb.name_id, &merge(&mut global, &strings));
+        n_bad += bad_rows;
+        ranges_b.append(&mut rb);
+    }
+    bad.add("nvtx", n_bad);
+    meta.warnings.extend(bad.warnings(&schema));
+
+    let mut devices = load_devices(&conn, &schema, path)?;
+    for id in trace_devices {
+        if !devices.iter().any(|d| d.id == id) {
+            devices.push(DeviceInfo {
+                id,
+                ..DeviceInfo::default()
+            });
+        }
+    }
+    devices.sort_by_key(|d| d.id);
+
+    Ok(Trace {
+        ops: ob.finish()?,
+        calls: calls_b.finish()?,
+        ranges: ranges_b.finish()?,
+        devices,
+        strings: global.into_strings(),
+        meta,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_ids() {
+        // PROCESSES row of the fastvideo_h100 fixture: globalPid 281482794893312 = pid 466.
+        assert_eq!(gid_pid(281482794893312), 466);
+        assert_eq!(gid_tid(281482794893312 + 470), 470);
+    }
+}
