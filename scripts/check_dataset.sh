@@ -17,8 +17,11 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# A plain install, else per user, else past a distribution's "externally managed" guard
+# (PEP 668: Debian's own python3 refuses the first two).
 python3 -m pip install --quiet --disable-pip-version-check duckdb >/dev/null 2>&1 ||
-  python3 -m pip install --quiet --disable-pip-version-check --user duckdb
+  python3 -m pip install --quiet --disable-pip-version-check --user duckdb >/dev/null 2>&1 ||
+  python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages duckdb
 
 # Two generated runs (different sizes, two TP ranks in the second), two labels.
 "$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/a.sqlite" >/dev/null 2>&1

@@ -19,8 +19,8 @@ pub mod probe;
 pub mod report;
 pub mod roofline;
 pub mod source;
-/// Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks
-/// (`--features synth`; not in a default build).
+// Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks
+// (`--features synth`; not in a default build).
 #[cfg(feature = "synth")]
 pub mod synth;
 pub mod timing;
