@@ -193,10 +193,27 @@ pub fn steps_of(
         let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
         r.notes.push(format!("floor: {}", p.basis));
         if priced < gpu_steps {
-            r.notes.push(format!(
-                "{} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)",
-                gpu_steps - priced
-            ));
+            // Steps with context (prefill) requests but no prompt-token count cannot be
+            // priced by --context (a decode KV length): asking for it would mislead.
+            let prefill_without_tokens = r
+                .steps
+                .iter()
+                .filter(|s| {
+                    s.wall_ns.is_some()
+                        && s.attribution.as_ref().is_none_or(|a| a.floor.is_none())
+                        && s.composition.as_ref().is_some_and(|c| {
+                            c.context.requests.is_some_and(|n| n > 0) && c.context.sq.is_none()
+                        })
+                })
+                .count();
+            // Those have their own note from discovery (what the name lacks and which
+            // engine versions carry it).
+            let other = gpu_steps - priced - prefill_without_tokens;
+            if other > 0 {
+                r.notes.push(format!(
+                    "{other} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)"
+                ));
+            }
         }
     }
     Ok(r)

@@ -448,6 +448,8 @@ fn steps_trtllm_composition_and_floor() {
                 "{notes}"
             );
         }
+        // --context was given: no note may ask for it again.
+        assert!(!notes.contains("pass --context"), "{notes}");
     }
 }
 
