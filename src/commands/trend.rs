@@ -13,6 +13,7 @@ const TREND_HELP: &str = "Examples:
   stepgate trend history/ --metric kernel:fused_moe_kernel --by gpu,model --since 2026-01-01
   stepgate trend history/ --metric wall_ns --where gpu=h100,label.branch=main,kind=decode --last 90
   stepgate trend history/ --metric category:attention --by kind --format csv
+  stepgate trend history/ --metric wall_ns --by gpu --html trend.html
 
 Per group, one row per run in export order: median, p10 and p90 over the run's steps with GPU
 work (kernel and category metrics: exclusive ns per step, 0 where absent). A change point
@@ -48,9 +49,17 @@ pub struct Args {
     pub policy: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+    /// Also write a self-contained HTML page with one chart per group.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    let mut inputs = vec![args.dataset.as_path()];
+    inputs.extend(args.policy.as_deref());
+    crate::output::Plan::new()
+        .add("--html", args.html.as_deref())
+        .check(&inputs)?;
     let metric = Metric::parse(&args.metric)?;
     let filter = Filter::parse(&args.where_)?;
     let since_ns = args.since.as_deref().map(parse_date).transpose()?;
@@ -67,6 +76,10 @@ pub fn run(args: &Args) -> Result<u8> {
         window: args.window,
     };
     let t = trend(&args.dataset, &q, &policy)?;
+    if let Some(p) = &args.html {
+        let page = crate::report::html::trend::render(&args.dataset.display().to_string(), &t);
+        crate::output::write_atomic(p, page.as_bytes())?;
+    }
     crate::output::print(&crate::report::trend::render(&t, args.format))?;
     Ok(OK)
 }

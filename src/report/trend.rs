@@ -30,12 +30,20 @@ fn change(t: &Trend, p: &Point) -> String {
     }
 }
 
-/// The trend as a table, markdown, CSV or JSON.
-pub fn render(t: &Trend, format: Format) -> String {
-    if format == Format::Json {
-        return to_json(t);
+/// `key=value` words of a group; `all` for the one ungrouped series.
+pub(crate) fn group_name(g: &std::collections::BTreeMap<String, String>) -> String {
+    if g.is_empty() {
+        "all".to_owned()
+    } else {
+        g.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
-    let unit = if t.unit == "ns" { " µs" } else { "" };
+}
+
+/// One row per (group, run): the table every rendering shares.
+pub(crate) fn table(t: &Trend) -> Table {
     let cols = [
         ("group", Align::Left),
         ("run", Align::Right),
@@ -50,15 +58,7 @@ pub fn render(t: &Trend, format: Format) -> String {
     ];
     let mut table = Table::new(&cols);
     for s in &t.series {
-        let group = if s.group.is_empty() {
-            "all".to_owned()
-        } else {
-            s.group
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let group = group_name(&s.group);
         for (i, p) in s.points.iter().enumerate() {
             let labels = p
                 .labels
@@ -80,10 +80,25 @@ pub fn render(t: &Trend, format: Format) -> String {
             ]);
         }
     }
-    let head = format!(
+    table
+}
+
+/// The line above the table: metric, unit, runs and the change-point rule.
+pub(crate) fn heading(t: &Trend) -> String {
+    let unit = if t.unit == "ns" { " µs" } else { "" };
+    format!(
         "{} per step{unit} over {} run(s); change points: {}",
         t.metric, t.runs_matched, t.change_rule
-    );
+    )
+}
+
+/// The trend as a table, markdown, CSV or JSON.
+pub fn render(t: &Trend, format: Format) -> String {
+    if format == Format::Json {
+        return to_json(t);
+    }
+    let table = table(t);
+    let head = heading(t);
     match format {
         Format::Csv => table.to_csv(),
         Format::Markdown => format!("**{head}**\n\n{}", table.to_markdown()),

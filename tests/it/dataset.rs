@@ -180,6 +180,28 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     assert_eq!(marked.len(), 1, "{out}");
     assert!(marked[0].contains("branch=pr"), "{out}");
 
+    // The HTML page: one chart for the one group, three runs drawn, the change point in
+    // its own class, and every charted median in the page's table.
+    let page_path = std::path::Path::new(&ds).with_extension("html");
+    let (code, _, err) = stepgate(&[
+        "trend",
+        &ds,
+        "--metric",
+        &format!("kernel:{}", gemm()),
+        "--html",
+        page_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert_eq!(page.matches("<svg").count(), 1, "one group, one chart");
+    assert!(page.contains("change point up (heuristic)"));
+    for p in pts {
+        let us = format!("{:.1}", p["median"].as_f64().unwrap() / 1e3);
+        assert!(page.contains(&us), "median {us} µs not in the page's table");
+        assert!(page.contains(p["run_id"].as_str().unwrap()));
+    }
+    assert_eq!(page.matches("▲").count(), 1, "one change point row");
+
     // Step wall time: by kind, filtered to main → two runs, no change.
     let (code, out, err) = stepgate(&[
         "trend",

@@ -6,6 +6,7 @@
 pub mod analyze;
 pub mod gate;
 pub mod steps;
+pub mod trend;
 
 use crate::report::table::{Align, Table};
 

@@ -1,0 +1,79 @@
+//! The `trend --html` page: per group, the run medians in time order with their p10–p90
+//! band and the change points marked, then every charted number in a table.
+
+use crate::dataset::trend::Trend;
+use crate::report::charts::{self, Line, Panel, BETTER, NEUTRAL, PALETTE, WORSE};
+use crate::report::html::{esc, figure, page, table};
+use crate::report::trend::{group_name, heading};
+
+/// The whole page for `t`, read from the dataset at `dataset`.
+pub fn render(dataset: &str, t: &Trend) -> String {
+    let head = heading(t);
+    let mut b = format!(
+        "<h1>stepgate trend</h1>\n<p class=\"muted\">{} · {}</p>\n",
+        esc(dataset),
+        esc(&head)
+    );
+    // Charted in µs for ns metrics, as the table prints them.
+    let scale = if t.unit == "ns" { 1e-3 } else { 1.0 };
+    let y_desc = if t.unit == "ns" {
+        format!("{} per step, median (µs)", t.metric)
+    } else {
+        format!("{} per step, median", t.metric)
+    };
+    for s in &t.series {
+        let title = format!("{} · {}", t.metric, group_name(&s.group));
+        let xy = |f: &dyn Fn(&crate::dataset::trend::Point) -> f64| -> Vec<(f64, f64)> {
+            s.points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ((i + 1) as f64, f(p) * scale))
+                .collect()
+        };
+        let p = Panel {
+            title: &title,
+            x_desc: "run (export order)",
+            y_desc: &y_desc,
+            lines: vec![Line {
+                name: "median",
+                color: PALETTE[0],
+                points: xy(&|p| p.median),
+                dashed: false,
+            }],
+            band: s
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| ((i + 1) as f64, p.p10 * scale, p.p90 * scale))
+                .collect(),
+            band_name: "p10–p90 of the run's steps",
+            points: s
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let class = match p.change.as_ref().map(|c| c.direction) {
+                        None => 0,
+                        Some("up") => 1,
+                        Some(_) => 2,
+                    };
+                    ((i + 1) as f64, p.median * scale, class)
+                })
+                .collect(),
+            classes: vec![
+                ("run", NEUTRAL),
+                ("change point up (heuristic)", WORSE),
+                ("change point down (heuristic)", BETTER),
+            ],
+        };
+        b.push_str(&format!("<h2>{}</h2>\n", esc(&group_name(&s.group))));
+        b.push_str(&figure(
+            charts::panel(&p),
+            "Each point is one exported run's median over its steps; the band is its p10–p90. \
+             A change point (heuristic) is a median that moved past the gate thresholds against \
+             the previous runs. Numbers: the table below.",
+        ));
+    }
+    b.push_str(&table(&crate::report::trend::table(t), None));
+    page(&format!("stepgate trend · {}", t.metric), &b)
+}
