@@ -31,3 +31,42 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `steps` vLLM CUDA-graph decode steps (node-mode tracing) of `kernels` kernels each,
+/// kernel k's duration scaled by `scale(k)`, with ±0.5% per-kernel jitter from `seed`
+/// (real steps vary), on a GPU named `gpu`. Returns the generator's expected values.
+pub fn jittered_decode_report(
+    path: &std::path::Path,
+    kernels: usize,
+    steps: usize,
+    seed: u64,
+    gpu: &str,
+    scale: &dyn Fn(usize) -> f64,
+) -> stepgate::synth::workload::Expected {
+    use rand::{Rng, SeedableRng};
+    use stepgate::synth::workload::*;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let name = vllm_execute_detailed(32, [0; 5], [32, 32, 32 * 2048, 32, 32 * 2048]);
+    let base = decode_kernels(kernels);
+    let specs = (0..steps)
+        .map(|_| {
+            let ks = base
+                .iter()
+                .enumerate()
+                .map(|(k, spec)| {
+                    let jitter = 1.0 + rng.random_range(-0.005..0.005);
+                    KernelSpec::new(
+                        &spec.name,
+                        (spec.duration_ns as f64 * scale(k) * jitter) as i64,
+                    )
+                })
+                .collect();
+            let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
+            s.host_gap_before_ns = 50_000;
+            s
+        })
+        .collect();
+    let mut scn = Scenario::new(stepgate::synth::Layout::Nsys2026_2, 1, specs);
+    scn.gpu_name = gpu.to_owned();
+    build(&scn, path).expect("generated report")
+}

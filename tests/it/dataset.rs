@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
-use rand::{Rng, SeedableRng};
 use stepgate::synth::workload::*;
-use stepgate::synth::Layout;
 
 use crate::common::run as stepgate;
 
@@ -20,33 +18,9 @@ fn gemm() -> String {
     decode_kernels(KERNELS)[6].name.clone()
 }
 
-/// `steps` vLLM CUDA-graph decode steps, kernel k's duration scaled by `scale(k)`, with
-/// ±0.5% per-kernel jitter from `seed`. Returns the generator's expected values.
+/// The shared jittered decode report with this module's kernel mix, on an H100.
 fn report(path: &Path, steps: usize, seed: u64, scale: &dyn Fn(usize) -> f64) -> Expected {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let name = vllm_execute_detailed(32, [0; 5], [32, 32, 32 * 2048, 32, 32 * 2048]);
-    let base = decode_kernels(KERNELS);
-    let specs = (0..steps)
-        .map(|_| {
-            let ks = base
-                .iter()
-                .enumerate()
-                .map(|(k, spec)| {
-                    let jitter = 1.0 + rng.random_range(-0.005..0.005);
-                    KernelSpec::new(
-                        &spec.name,
-                        (spec.duration_ns as f64 * scale(k) * jitter) as i64,
-                    )
-                })
-                .collect();
-            let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
-            s.host_gap_before_ns = 50_000;
-            s
-        })
-        .collect();
-    let mut scn = Scenario::new(Layout::Nsys2026_2, 1, specs);
-    scn.gpu_name = H100.to_owned();
-    build(&scn, path).unwrap()
+    crate::common::jittered_decode_report(path, KERNELS, steps, seed, H100, scale)
 }
 
 struct Case {

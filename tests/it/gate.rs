@@ -851,14 +851,11 @@ mod end_to_end {
     //! The end-to-end cases through the real binary: record a baseline from a
     //! generated nsys export, then gate generated candidates against it.
 
-    use rand::{Rng, SeedableRng};
     use stepgate::synth::workload::*;
-    use stepgate::synth::Layout;
 
     const KERNELS: usize = 24;
 
-    /// `steps` vLLM CUDA-graph decode steps (node-mode tracing), kernel durations scaled by
-    /// `scale(step, kernel)`, with ±0.5% per-kernel jitter from `seed` (real steps vary).
+    /// The shared jittered decode report with this module's kernel mix.
     fn report(
         path: &std::path::Path,
         steps: usize,
@@ -866,30 +863,7 @@ mod end_to_end {
         gpu: &str,
         scale: &dyn Fn(usize) -> f64,
     ) {
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-        let name = vllm_execute_detailed(32, [0; 5], [32, 32, 32 * 2048, 32, 32 * 2048]);
-        let base = decode_kernels(KERNELS);
-        let specs = (0..steps)
-            .map(|_| {
-                let ks = base
-                    .iter()
-                    .enumerate()
-                    .map(|(k, spec)| {
-                        let jitter = 1.0 + rng.random_range(-0.005..0.005);
-                        KernelSpec::new(
-                            &spec.name,
-                            (spec.duration_ns as f64 * scale(k) * jitter) as i64,
-                        )
-                    })
-                    .collect();
-                let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
-                s.host_gap_before_ns = 50_000;
-                s
-            })
-            .collect();
-        let mut scn = Scenario::new(Layout::Nsys2026_2, 1, specs);
-        scn.gpu_name = gpu.to_owned();
-        build(&scn, path).unwrap();
+        crate::common::jittered_decode_report(path, KERNELS, steps, seed, gpu, scale);
     }
 
     fn stepgate(args: &[&str]) -> (i32, String, String) {
