@@ -5,6 +5,7 @@
 //! Text is SVG `<text>` (plotters without its font feature estimates text extents), so the
 //! browser renders it with the page's sans-serif font.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -115,26 +116,8 @@ pub fn hbars(
         top.titled(title, (FONT, 20).into_font().color(&BLACK))
             .map_err(err)?;
         draw_legend(&top, legend, 28)?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin_right(20)
-            .margin_left(8)
-            .x_label_area_size(42)
-            .y_label_area_size(label_px)
-            .build_cartesian_2d(lo..hi_pad, 0f64..n as f64)
-            .map_err(err)?;
         let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n * 2 + 1)
-            .y_label_formatter(&|v: &f64| row_label(&labels, *v))
-            .x_desc(x_desc)
-            .x_label_formatter(&|v: &f64| fmt_axis(*v))
-            .axis_desc_style((FONT, 17))
-            .label_style((FONT, 16))
-            .light_line_style(TRANSPARENT)
-            .draw()
-            .map_err(err)?;
+        let mut chart = row_axes(&body, 20, lo..hi_pad, &labels, label_px, x_desc)?;
         for (i, r) in rows.iter().enumerate() {
             let y = (n - 1 - i) as f64;
             for s in &r.segments {
@@ -362,26 +345,8 @@ pub fn boxes(
         let (top, body) = root.split_vertically(34);
         top.titled(title, (FONT, 20).into_font().color(&BLACK))
             .map_err(err)?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin_right(24)
-            .margin_left(8)
-            .x_label_area_size(42)
-            .y_label_area_size(label_px)
-            .build_cartesian_2d((lo - pad)..(hi + pad), 0f64..n as f64)
-            .map_err(err)?;
         let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n * 2 + 1)
-            .y_label_formatter(&|v: &f64| row_label(&labels, *v))
-            .x_desc(x_desc)
-            .x_label_formatter(&|v: &f64| fmt_axis(*v))
-            .axis_desc_style((FONT, 17))
-            .label_style((FONT, 16))
-            .light_line_style(TRANSPARENT)
-            .draw()
-            .map_err(err)?;
+        let mut chart = row_axes(&body, 24, (lo - pad)..(hi + pad), &labels, label_px, x_desc)?;
         for (i, (_, f, c)) in rows.iter().enumerate() {
             let y = (n - 1 - i) as f64;
             let (a, b, m) = (y + 0.25, y + 0.75, y + 0.5);
@@ -499,6 +464,39 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
         finish(&root)?;
     }
     Ok(svg)
+}
+
+/// Axes for a chart of labelled horizontal rows (top row first): x over `x`, one row per
+/// label, labels on the y axis, no horizontal grid. Both row charts share it.
+fn row_axes<'a, 'b>(
+    body: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    margin_right: u32,
+    x: std::ops::Range<f64>,
+    labels: &[String],
+    label_px: u32,
+    x_desc: &str,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+    let n = labels.len();
+    let mut chart = ChartBuilder::on(body)
+        .margin_right(margin_right)
+        .margin_left(8)
+        .x_label_area_size(42)
+        .y_label_area_size(label_px)
+        .build_cartesian_2d(x, 0f64..n as f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n * 2 + 1)
+        .y_label_formatter(&|v: &f64| row_label(labels, *v))
+        .x_desc(x_desc)
+        .x_label_formatter(&|v: &f64| fmt_axis(*v))
+        .axis_desc_style((FONT, 17))
+        .label_style((FONT, 16))
+        .light_line_style(TRANSPARENT)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
 }
 
 /// The label of the horizontal-bar row drawn at `v`: row i (top row first) sits at
