@@ -15,6 +15,7 @@ pub mod commands;
 pub mod dataset;
 pub mod exit;
 pub mod output;
+pub mod phases;
 pub mod probe;
 pub mod report;
 pub mod roofline;

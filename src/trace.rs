@@ -388,12 +388,17 @@ macro_rules! row_ops {
             }
 
             /// Move `other`'s rows after this builder's (into an empty builder: no copy).
+            /// Each of `other`'s columns is freed as soon as it is moved, so a
+            /// concatenation of big parts holds one extra column at a time, not a part.
             pub fn append(&mut self, other: &mut Self) {
                 if self.start_ns.is_empty() {
                     std::mem::swap(self, other);
                     return;
                 }
-                $(self.$col.append(&mut other.$col);)+
+                $(
+                    self.$col.append(&mut other.$col);
+                    drop(std::mem::take(&mut other.$col));
+                )+
             }
         }
     };

@@ -76,12 +76,14 @@ pub fn run(args: &Args) -> Result<u8> {
         crate::commands::stepflags::load_for_steps(&args.report, &args.step)?
     };
     let mut analysis = analyze_trace(&trace, &cats, args.device)?;
+    crate::phases::mark("analyze: per-device sweep");
     if !args.no_steps {
         let mut r = crate::commands::stepflags::steps_of(&trace, &args.step, &cats, 5)?;
         if let Some(d) = args.device {
             r.steps.retain(|s| s.device == Some(d));
         }
         analysis.steps = Some(r);
+        crate::phases::mark("steps: attribution and assembly");
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
@@ -89,5 +91,6 @@ pub fn run(args: &Args) -> Result<u8> {
         crate::output::write_atomic(p, page.as_bytes())?;
     }
     crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
+    crate::phases::mark("output written");
     Ok(OK)
 }

@@ -72,6 +72,7 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     let cats = categorizer(args.step.categories.as_ref())?;
     let r = steps_of(&trace, &args.step, &cats, args.top)?;
+    crate::phases::mark("steps: attribution and assembly");
     let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
         files.push((
@@ -106,5 +107,6 @@ pub fn run(args: &Args) -> Result<u8> {
         args.format,
         args.each,
     ))?;
+    crate::phases::mark("output written");
     Ok(OK)
 }

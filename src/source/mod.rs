@@ -21,12 +21,15 @@ pub fn load(path: &Path) -> Result<Trace> {
 /// (SQL can skip millions of rows); Kineto traces are streamed whole either way.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     check_readable_kind(path)?;
+    crate::phases::mark("load: start");
     let mut trace = if path.is_dir() || kineto::looks_like_kineto(path) {
         kineto::load(path)
     } else {
         nsys::load_with(path, opts)
     }?;
+    crate::phases::mark("load: done");
     warn_ambiguous_launches(&mut trace);
+    crate::phases::mark("load: launch ids checked");
     Ok(trace)
 }
 
@@ -102,41 +105,23 @@ fn warn_ambiguous_launches(trace: &mut Trace) {
 /// `(ids, calls)`: correlation ids carried by more than one launch call of one
 /// (process, API), and how many calls carry them. `None` when there are none.
 fn ambiguous_launches(trace: &Trace) -> Option<(u64, u64)> {
-    use crate::trace::col;
-    let c = &trace.calls;
-    if c.height() == 0 {
-        return None;
+    let c = trace.calls_view().ok()?;
+    // (pid, id, api): equal triples end up adjacent in any order of the fields, and in
+    // this one the calls of a process are already sorted (ids grow with launch time), so
+    // the sort below runs only for interleaved processes or a rewritten trace.
+    let mut keys: Vec<(i64, i64, u32)> = (0..c.start_ns.len())
+        .filter(|&i| c.is_launch[i] == 1 && c.correlation_id[i] >= 0)
+        .map(|i| (c.pid[i], c.correlation_id[i], c.api[i]))
+        .collect();
+    if !keys.is_sorted() {
+        keys.sort_unstable();
     }
-    let pid = c.column(col::PID).ok()?.i64().ok()?;
-    let corr = c.column(col::CORR).ok()?.i64().ok()?;
-    let api = c.column(col::API).ok()?.u32().ok()?;
-    let launch = c.column(col::IS_LAUNCH).ok()?.u32().ok()?;
-    let mut keys: Vec<(i64, u32, i64)> = Vec::new();
-    for (((p, k), a), l) in pid
-        .iter()
-        .zip(corr.iter())
-        .zip(api.iter())
-        .zip(launch.iter())
-    {
-        if let (Some(p), Some(k), Some(a), Some(1)) = (p, k, a, l) {
-            if k >= 0 {
-                keys.push((p, a, k));
-            }
-        }
-    }
-    keys.sort_unstable();
     let (mut ids, mut calls) = (0u64, 0u64);
-    let mut i = 0;
-    while i < keys.len() {
-        let mut j = i + 1;
-        while j < keys.len() && keys[j] == keys[i] {
-            j += 1;
-        }
-        if j - i > 1 {
+    for run in keys.chunk_by(|a, b| a == b) {
+        if run.len() > 1 {
             ids += 1;
-            calls += (j - i) as u64;
+            calls += run.len() as u64;
         }
-        i = j;
     }
     (ids > 0).then_some((ids, calls))
 }

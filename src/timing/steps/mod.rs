@@ -78,9 +78,12 @@ impl Default for StepOptions {
 /// [`StepsReport::join`] puts the two together.
 pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
     let ix = project::Index::new(trace)?;
+    crate::phases::mark("steps: index");
     let found = discover::discover(&ix, opts)?;
+    crate::phases::mark("steps: discovery");
     let mut p = project::Projector::new(&ix, cats);
     let raws = p.project_all(&found);
+    crate::phases::mark("steps: projection");
     let mut notes = found.notes;
     if raws.iter().any(|r| r.m.graph_replays > 0) {
         notes.push(

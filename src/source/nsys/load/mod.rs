@@ -6,6 +6,7 @@ mod host;
 mod meta;
 mod open;
 mod ops;
+mod split;
 
 use std::path::Path;
 
@@ -19,14 +20,15 @@ use super::strings::{merge, remap, StringTable};
 use super::LoadOptions;
 use crate::exit::{Error, Result};
 use crate::trace::{
-    CallsBuilder, DeviceInfo, Interner, RangesBuilder, SourceFormat, Trace, TraceMeta,
+    CallsBuilder, DeviceInfo, Interner, OpsBuilder, RangesBuilder, SourceFormat, Trace, TraceMeta,
 };
 
-use host::{load_calls, load_ranges, slices};
+use host::{load_calls, load_ranges};
 use meta::{load_devices, load_meta};
 pub use open::{open, sql_error, Db};
 pub use ops::memcpy_symbol;
-use ops::{load_ops, memcpy_names, OpsOut};
+use ops::{load_ops, memcpy_names, OpsPart};
+use split::Split;
 
 /// Rows between progress updates.
 const TICK: u64 = 1 << 16;
@@ -182,6 +184,12 @@ fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<Strin
 
 /// Load an export that is known to be an SQLite file (checked by the caller).
 pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    load_split(path, opts, Split::for_this_machine())
+}
+
+/// [`load_sqlite`] with the big tables split as `split` says (tests force slices on
+/// small exports with it: the result must not depend on the split).
+fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     let db = Db::new(path)?;
     let conn = db.open()?;
     let schema = Schema::probe(&conn).map_err(|e| sql_error(path, "reading the schema", e))?;
@@ -194,22 +202,26 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     }
     let table = load_strings(&conn, &schema, path)?;
     let memcpy = memcpy_names(&conn, &schema, path)?;
+    crate::phases::mark("nsys: names read");
     let progress = Progress::new("reading nsys export");
 
     // GPU ops, host calls and NVTX ranges are read on their own connections and threads.
     // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
     // the range filter keeps few of its rows, so it is also read in rowid slices (their
     // kept rows are concatenated in rowid order: one scan's order, at no copy worth
-    // counting). The op and call tables keep one reader each: their slices would each
-    // hold a full share of rows and the concatenation would copy half of them.
-    let parts = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    // counting). The call table keeps one reader: it is never the longest read.
     let range_slices = if opts.ranges {
-        slices(&conn, &schema, &queries::NVTX, parts)
+        split.slices(&conn, &schema, &queries::NVTX)
     } else {
         Vec::new()
     };
+    // The kernel table is read in slices too when it is big: with one reader it is the
+    // critical path of a kernel-heavy report (4M kernels, few host rows). The last
+    // slice's reader also reads the small op tables, so the parts concatenate in order.
+    let kernel_slices = split.slices(&conn, &schema, &queries::KERNELS);
+    let last = kernel_slices.len() - 1;
     let (ops, calls, ranges) = std::thread::scope(|s| {
-        let (db, schema, table, progress) = (&db, &schema, &table, &progress);
+        let (db, schema, table, progress, memcpy) = (&db, &schema, &table, &progress, &memcpy);
         let filter = opts.range_filter.as_ref();
         let calls = opts
             .calls
@@ -218,27 +230,43 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
             .iter()
             .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
             .collect();
-        let ops = load_ops(db, schema, table, &memcpy, progress);
+        let part = |k: usize| OpsPart {
+            kernels: kernel_slices[k],
+            last: k == last,
+        };
+        let ops: Vec<_> = (1..kernel_slices.len())
+            .map(|k| s.spawn(move || load_ops(db, schema, table, memcpy, part(k), progress)))
+            .collect();
+        let first = load_ops(db, schema, table, memcpy, part(0), progress);
+        crate::phases::mark("nsys: first kernel slice read");
+        let mut all = vec![first];
+        all.extend(ops.into_iter().map(join));
         (
-            ops,
+            all,
             calls.map(join),
             ranges.into_iter().map(join).collect::<Vec<_>>(),
         )
     });
     progress.finish();
+    crate::phases::mark("nsys: every reader done");
 
     // One interner for the whole trace; each reader's local ids are mapped into it, in
     // read order (ops, calls, range slices), so names get one sequential read's ids.
     let mut global = Interner::default();
-    let OpsOut {
-        ops: mut ob,
-        strings,
-        dropped_no_timestamp,
-        dropped_bad_times: mut bad,
-    } = ops?;
-    let map = merge(&mut global, &strings);
-    remap(&mut ob.name_id, &map);
-    remap(&mut ob.short_id, &map);
+    let mut ob = OpsBuilder::default();
+    let mut dropped_no_timestamp = 0;
+    let mut bad = Dropped::default();
+    for part in ops {
+        let mut part = part?;
+        let map = merge(&mut global, &part.strings);
+        remap(&mut part.ops.name_id, &map);
+        remap(&mut part.ops.short_id, &map);
+        ob.append(&mut part.ops);
+        dropped_no_timestamp += part.dropped_no_timestamp;
+        for (table, n) in part.dropped_bad_times.0 {
+            bad.add(table, n);
+        }
+    }
 
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
@@ -294,6 +322,7 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
         }
     }
     devices.sort_by_key(|d| d.id);
+    crate::phases::mark("nsys: parts merged");
 
     Ok(Trace {
         ops: ob.finish()?,
@@ -308,6 +337,46 @@ pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every slice layout reads the same trace as one sequential read: same rows in the
+    /// same order, same name ids, same warnings.
+    #[test]
+    fn sliced_reads_equal_one_sequential_read() {
+        let whole = Split {
+            min_rows: i64::MAX,
+            parts: 1,
+        };
+        for name in [
+            "fastvideo_h100_2gpu_nsys2026.2.sqlite",
+            "fastvideo_train_2gpu_nsys2026.2.sqlite",
+            "saxpy_mpi_a100_nsys2022.2.sqlite",
+            "sglang_decode_mi300x_converted_nsys2026.2.sqlite",
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/nsys")
+                .join(name);
+            let one = load_split(&path, &LoadOptions::all(), whole).unwrap();
+            for parts in [2, 3, 7] {
+                let split = Split { min_rows: 1, parts };
+                // The kernel table really is read in several slices (at most one per
+                // row: saxpy has 5 kernels).
+                let conn = Db::new(&path).unwrap().open().unwrap();
+                let schema = Schema::probe(&conn).unwrap();
+                let n = split.slices(&conn, &schema, &queries::KERNELS).len();
+                assert!(n > 1 && n <= parts, "{name}: {n} slices");
+                let many = load_split(&path, &LoadOptions::all(), split).unwrap();
+                assert!(one.ops.height() > 0 && one.calls.height() > 0, "{name}");
+                assert!(
+                    one.ops.equals_missing(&many.ops),
+                    "{name}: ops, {parts} parts"
+                );
+                assert!(one.calls.equals_missing(&many.calls), "{name}: calls");
+                assert!(one.ranges.equals_missing(&many.ranges), "{name}: ranges");
+                assert_eq!(one.strings, many.strings, "{name}: names");
+                assert_eq!(one.meta.warnings, many.meta.warnings, "{name}: warnings");
+            }
+        }
+    }
 
     #[test]
     fn global_ids() {

@@ -10,7 +10,7 @@ use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
-use super::{gid_pid, id_or_missing, int, prepare, times, Dropped, TICK};
+use super::{gid_pid, id_or_missing, int, prepare, prepare_rows, times, Dropped, TICK};
 use crate::exit::Result;
 use crate::trace::{OpKind, OpRow, OpsBuilder};
 
@@ -49,11 +49,21 @@ pub(super) struct OpsOut {
     pub(super) dropped_bad_times: Dropped,
 }
 
+/// What one ops reader reads: the kernels in a rowid slice (`None`: all of them), and on
+/// the last reader also the small op tables (memcpy, memset, graph replays), so the
+/// readers' rows concatenated in order are exactly one sequential read's.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpsPart {
+    pub(super) kernels: Option<(i64, i64)>,
+    pub(super) last: bool,
+}
+
 pub(super) fn load_ops(
     db: &Db,
     schema: &Schema,
     table: &StringTable,
     memcpy_names: &[Option<String>],
+    part: OpsPart,
     progress: &Progress,
 ) -> Result<OpsOut> {
     let path = db.shown.as_path();
@@ -65,7 +75,7 @@ pub(super) fn load_ops(
     let mut n = 0u64;
     let err = |q: &'static str| move |e| sql_error(path, q, e);
 
-    if let Some(mut st) = prepare(&conn, schema, &queries::KERNELS, path)? {
+    if let Some(mut st) = prepare_rows(&conn, schema, &queries::KERNELS, path, part.kernels)? {
         let mut n_bad = 0u64;
         let mut rows = st.query([]).map_err(err("kernels"))?;
         while let Some(r) = rows.next().map_err(err("kernels"))? {
@@ -95,7 +105,15 @@ pub(super) fn load_ops(
         bad.add("kernels", n_bad);
     }
 
-    if let Some(mut st) = prepare(&conn, schema, &queries::MEMCPY, path)? {
+    // The small tables, on the last reader only.
+    let small = |q| {
+        if part.last {
+            prepare(&conn, schema, q, path)
+        } else {
+            Ok(None)
+        }
+    };
+    if let Some(mut st) = small(&queries::MEMCPY)? {
         let mut n_bad = 0u64;
         let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
         let mut odd_kinds: std::collections::HashMap<i64, u32> = Default::default();
@@ -128,7 +146,7 @@ pub(super) fn load_ops(
         bad.add("memcpy", n_bad);
     }
 
-    if let Some(mut st) = prepare(&conn, schema, &queries::MEMSET, path)? {
+    if let Some(mut st) = small(&queries::MEMSET)? {
         let name_id = names.text("[memset]");
         let mut n_bad = 0u64;
         let mut rows = st.query([]).map_err(err("memset"))?;
@@ -150,7 +168,7 @@ pub(super) fn load_ops(
         bad.add("memset", n_bad);
     }
 
-    if let Some(mut st) = prepare(&conn, schema, &queries::GRAPH_TRACE, path)? {
+    if let Some(mut st) = small(&queries::GRAPH_TRACE)? {
         let mut n_bad = 0u64;
         let mut graph_names: std::collections::HashMap<i64, u32> = Default::default();
         let mut rows = st.query([]).map_err(err("graph_trace"))?;

@@ -122,11 +122,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
 
 /// The graph a launch replays, from its ops (-1 when the trace does not say).
 fn graph_of(ix: &Index<'_>, call: usize) -> i64 {
-    let corr = ix.calls.correlation_id[call];
-    if corr < 0 {
-        return -1;
-    }
-    ix.ops_of(ix.calls.pid[call], corr)
+    ix.ops_of_call(call)
         .first()
         .map_or(-1, |&o| ix.ops.graph_id[o as usize])
 }
