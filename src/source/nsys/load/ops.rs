@@ -41,7 +41,7 @@ fn op_row(r: &Row<'_>, (start_ns, end_ns): (i64, i64)) -> rusqlite::Result<OpRow
     })
 }
 
-/// Everything the ops thread produces.
+/// Everything one ops reader produces (its names are local to it, see [`LocalNames`]).
 pub(super) struct OpsOut {
     pub(super) ops: OpsBuilder,
     pub(super) strings: Vec<String>,
