@@ -73,3 +73,4 @@ row "analyze --format json" "$out/bench_1m.sqlite" 1 analyze --format json
 row "analyze --format json" "$out/bench_4m.sqlite" 1 analyze --format json
 row "analyze --no-steps (kernels only)" "$out/bench_4m.sqlite" 0 analyze --no-steps --format json
 row "steps --format json" "$out/decode_10k_x400.sqlite" 1 steps --format json
+row "steps --format json" "$out/bench_4m.sqlite" 1 steps --format json
