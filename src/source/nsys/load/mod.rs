@@ -347,44 +347,102 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
 mod tests {
     use super::*;
 
-    /// Every slice layout reads the same trace as one sequential read: same rows in the
-    /// same order, same name ids, same warnings.
-    #[test]
-    fn sliced_reads_equal_one_sequential_read() {
+    /// Load `path` whole and in 2, 3 and 7 forced slices: the same rows in the same
+    /// order, the same name ids and the same warnings (returned for further checks).
+    fn same_in_every_split(path: &Path) -> Vec<String> {
+        let name = path.display();
         let whole = Split {
             min_rows: i64::MAX,
             parts: 1,
         };
+        let one = load_split(path, &LoadOptions::all(), whole).unwrap();
+        assert!(one.ops.height() > 0 && one.calls.height() > 0, "{name}");
+        for parts in [2, 3, 7] {
+            let split = Split { min_rows: 1, parts };
+            // The kernel table really is read in several slices (at most one per row:
+            // saxpy has 5 kernels).
+            let conn = Db::new(path).unwrap().open().unwrap();
+            let schema = Schema::probe(&conn).unwrap();
+            let n = split.slices(&conn, &schema, &queries::KERNELS).len();
+            assert!(n > 1 && n <= parts, "{name}: {n} slices");
+            let many = load_split(path, &LoadOptions::all(), split).unwrap();
+            assert!(
+                one.ops.equals_missing(&many.ops),
+                "{name}: ops, {parts} parts"
+            );
+            assert!(one.calls.equals_missing(&many.calls), "{name}: calls");
+            assert!(one.ranges.equals_missing(&many.ranges), "{name}: ranges");
+            assert_eq!(one.strings, many.strings, "{name}: names");
+            assert_eq!(one.meta.warnings, many.meta.warnings, "{name}: warnings");
+        }
+        one.meta.warnings
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/nsys")
+            .join(name)
+    }
+
+    /// Every slice layout reads the same trace as one sequential read.
+    #[test]
+    fn sliced_reads_equal_one_sequential_read() {
         for name in [
             "fastvideo_h100_2gpu_nsys2026.2.sqlite",
             "fastvideo_train_2gpu_nsys2026.2.sqlite",
             "saxpy_mpi_a100_nsys2022.2.sqlite",
             "sglang_decode_mi300x_converted_nsys2026.2.sqlite",
         ] {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/nsys")
-                .join(name);
-            let one = load_split(&path, &LoadOptions::all(), whole).unwrap();
-            for parts in [2, 3, 7] {
-                let split = Split { min_rows: 1, parts };
-                // The kernel table really is read in several slices (at most one per
-                // row: saxpy has 5 kernels).
-                let conn = Db::new(&path).unwrap().open().unwrap();
-                let schema = Schema::probe(&conn).unwrap();
-                let n = split.slices(&conn, &schema, &queries::KERNELS).len();
-                assert!(n > 1 && n <= parts, "{name}: {n} slices");
-                let many = load_split(&path, &LoadOptions::all(), split).unwrap();
-                assert!(one.ops.height() > 0 && one.calls.height() > 0, "{name}");
-                assert!(
-                    one.ops.equals_missing(&many.ops),
-                    "{name}: ops, {parts} parts"
-                );
-                assert!(one.calls.equals_missing(&many.calls), "{name}: calls");
-                assert!(one.ranges.equals_missing(&many.ranges), "{name}: ranges");
-                assert_eq!(one.strings, many.strings, "{name}: names");
-                assert_eq!(one.meta.warnings, many.meta.warnings, "{name}: warnings");
-            }
+            same_in_every_split(&fixture(name));
         }
+    }
+
+    /// Rows dropped in different slices add up to one warning per table with the count
+    /// SQL gives for the damage done.
+    #[test]
+    fn dropped_rows_counted_once_across_slices() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("damaged.sqlite");
+        std::fs::copy(fixture("fastvideo_h100_2gpu_nsys2026.2.sqlite"), &path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        // Spread over the whole table, so every slice holds some: text starts, end before
+        // start, and (kernels) uncollected timestamps (start = end = 0).
+        conn.execute_batch(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'x' WHERE rowid % 7 = 0;
+             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1 WHERE rowid % 11 = 0
+               AND rowid % 7 != 0;
+             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 0, end = 0 WHERE rowid % 13 = 0
+               AND rowid % 7 != 0 AND rowid % 11 != 0;
+             UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 5 WHERE rowid % 5 = 0;
+             UPDATE NVTX_EVENTS SET start = 'x' WHERE rowid % 3 = 0 AND end IS NOT NULL
+               AND eventType IN (59, 60, 70, 71);",
+        )
+        .unwrap();
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        let k_bad = count(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 7 = 0 \
+             OR rowid % 11 = 0",
+        );
+        let k_zero = count(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 13 = 0 \
+             AND rowid % 7 != 0 AND rowid % 11 != 0",
+        );
+        let m_bad = count("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE rowid % 5 = 0");
+        let n_bad = count("SELECT count(*) FROM NVTX_EVENTS WHERE start = 'x'");
+        drop(conn);
+        assert!(k_bad > 0 && k_zero > 0 && m_bad > 0 && n_bad > 0);
+        let warnings = same_in_every_split(&path);
+        let has = |prefix: String| {
+            assert_eq!(
+                warnings.iter().filter(|w| w.starts_with(&prefix)).count(),
+                1,
+                "{prefix} in {warnings:?}"
+            );
+        };
+        has(format!("{k_bad} row(s) of CUPTI_ACTIVITY_KIND_KERNEL had"));
+        has(format!("{k_zero} kernel rows had no timestamps"));
+        has(format!("{m_bad} row(s) of CUPTI_ACTIVITY_KIND_MEMCPY had"));
+        has(format!("{n_bad} row(s) of NVTX_EVENTS had"));
     }
 
     #[test]
