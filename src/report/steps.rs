@@ -3,6 +3,7 @@
 
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
+use crate::timing::stepname::StepKind;
 use crate::timing::steps::{Spread, Step, StepsReport};
 
 /// Render a steps report. `each` adds one row per step.
@@ -65,30 +66,35 @@ fn opt_us(v: Option<i64>) -> String {
     v.map(|x| fmt_us(x as f64)).unwrap_or_else(|| "–".into())
 }
 
-/// One row per step; `raw` gives integer ns for CSV instead of formatted µs.
+/// One row per step; `raw` gives integer ns for CSV instead of formatted µs. A kind
+/// that is only guessed shows as `unknown (decode?)` (CSV: its own `kind_guess` column),
+/// and `found by` says which discovery method drew the step's boundary.
 pub fn steps_table(steps: &[Step], raw: bool) -> Table {
-    let mut t = Table::new(&[
+    let unit = |ns: &'static str, us: &'static str| if raw { ns } else { us };
+    let mut cols = vec![
         ("series", Align::Right),
         ("index", Align::Right),
         ("device", Align::Right),
         ("kind", Align::Left),
+    ];
+    if raw {
+        cols.push(("kind_guess", Align::Left));
+    }
+    cols.extend([
+        (unit("found_by", "found by"), Align::Left),
         ("name", Align::Left),
-        (if raw { "wall_ns" } else { "wall µs" }, Align::Right),
-        (if raw { "busy_ns" } else { "busy µs" }, Align::Right),
-        (if raw { "gap_ns" } else { "gap µs" }, Align::Right),
+        (unit("wall_ns", "wall µs"), Align::Right),
+        (unit("busy_ns", "busy µs"), Align::Right),
+        (unit("gap_ns", "gap µs"), Align::Right),
+        (unit("tail_busy_ns", "tail µs"), Align::Right),
         ("kernels", Align::Right),
         ("launches", Align::Right),
-        (
-            if raw {
-                "floor_ns"
-            } else {
-                "floor µs (derived)"
-            },
-            Align::Right,
-        ),
+        (unit("floor_ns", "floor µs (derived)"), Align::Right),
         ("mbu", Align::Right),
         ("shape", Align::Left),
     ]);
+    let mut t = Table::new(&cols);
+    let missing = || if raw { String::new() } else { "–".into() };
     for s in steps {
         let f = s.attribution.as_ref().and_then(|a| a.floor.as_ref());
         let num = |v: Option<i64>| {
@@ -98,13 +104,25 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
                 opt_us(v)
             }
         };
-        t.row(vec![
+        let mut row = vec![
             s.series.to_string(),
             s.index.to_string(),
             s.device
                 .map(|d| d.to_string())
                 .unwrap_or_else(|| "–".into()),
-            s.kind.as_str().to_owned(),
+        ];
+        match (raw, s.kind_guess) {
+            (true, g) => {
+                row.push(s.kind.as_str().to_owned());
+                row.push(g.map(|g| g.as_str().to_owned()).unwrap_or_default());
+            }
+            (false, Some(g)) if s.kind == StepKind::Unknown => {
+                row.push(format!("unknown ({}?)", g.as_str()));
+            }
+            (false, _) => row.push(s.kind.as_str().to_owned()),
+        }
+        row.extend([
+            s.found_by.as_str().to_owned(),
             if raw {
                 s.name.clone()
             } else {
@@ -113,18 +131,13 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
             num(s.wall_ns),
             num(Some(s.busy_ns)),
             num(s.gap_ns),
+            num(Some(s.tail_busy_ns)),
             s.kernels.to_string(),
             s.launches.to_string(),
             match (f, raw) {
                 (Some(f), true) => format!("{:.1}", f.floor_ns),
                 (Some(f), false) => fmt_us(f.floor_ns),
-                (None, _) => {
-                    if raw {
-                        String::new()
-                    } else {
-                        "–".into()
-                    }
-                }
+                (None, _) => missing(),
             },
             f.map(|f| {
                 if raw {
@@ -133,12 +146,13 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
                     fmt_pct(f.mbu)
                 }
             })
-            .unwrap_or_else(|| if raw { String::new() } else { "–".into() }),
+            .unwrap_or_else(missing),
             s.attribution
                 .as_ref()
                 .map(|a| a.shape.as_str().to_owned())
                 .unwrap_or_default(),
         ]);
+        t.row(row);
     }
     t
 }

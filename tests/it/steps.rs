@@ -1101,3 +1101,66 @@ fn steps_output_is_pinned() {
     assert!((s["attribution"]["floor"]["mbu"].as_f64().unwrap() - want / wall).abs() < 1e-12);
     insta::assert_json_snapshot!("steps_sglang_json", j);
 }
+
+/// The per-step table (CSV, and the `--each` text) says how each step was found, its
+/// tail and a guessed kind as a guess: the same values as the JSON document, step by step.
+#[test]
+fn each_row_carries_found_by_tail_and_guessed_kind_as_in_json() {
+    let (mut guessed, mut tails) = (0, 0);
+    for args in [
+        &[
+            "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite",
+            "--steps",
+            "graphs",
+        ][..],
+        &["tests/fixtures/nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite"][..],
+        &["tests/fixtures/kineto/vllm_b200_eager_prefill_rank0.json.gz"][..],
+    ] {
+        let go = |format: &str| {
+            let mut a = vec!["steps", "--format", format];
+            a.extend_from_slice(args);
+            let (code, out, err) = crate::common::run(&a);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            out
+        };
+        let j: serde_json::Value = serde_json::from_str(&go("json")).unwrap();
+        let csv = go("csv");
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let steps = j["steps"].as_array().unwrap();
+        // Names hold no commas in these fixtures, so a plain split is exact.
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows.len(), steps.len(), "{args:?}");
+        for (row, s) in rows.iter().zip(steps) {
+            assert_eq!(row[col("found_by")], s["found_by"].as_str().unwrap());
+            assert_eq!(row[col("kind")], s["kind"].as_str().unwrap());
+            assert_eq!(
+                row[col("kind_guess")],
+                s["kind_guess"].as_str().unwrap_or("")
+            );
+            let tail = s["tail_busy_ns"].as_i64().unwrap();
+            assert_eq!(row[col("tail_busy_ns")], tail.to_string());
+            guessed += usize::from(!s["kind_guess"].is_null());
+            tails += usize::from(tail > 0);
+        }
+        // The text table shows a guessed kind as a guess, never as the kind.
+        let text = go("table");
+        let each = {
+            let mut a = vec!["steps", "--each"];
+            a.extend_from_slice(args);
+            crate::common::run(&a).1
+        };
+        assert!(text.contains("(--each for one row per step)") || steps.len() < 2);
+        for s in steps.iter().filter(|s| !s["kind_guess"].is_null()) {
+            let shown = format!("unknown ({}?)", s["kind_guess"].as_str().unwrap());
+            assert!(
+                each.contains(&shown),
+                "{args:?}: {shown} not in --each table"
+            );
+        }
+        assert!(each.contains("found by") && each.contains("tail µs"));
+    }
+    // The cases exercise both columns (else the comparisons above prove little).
+    assert!(guessed > 0 && tails > 0, "guessed {guessed}, tails {tails}");
+}
