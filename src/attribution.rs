@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::roofline::floor::Bound;
+use crate::timing::overlap::NameLabels;
 use crate::wire::steps::{ShapeCount, Step};
 
 pub use crate::wire::attribution::{
@@ -65,6 +66,17 @@ pub fn achieved_bytes_per_s(total_bytes: f64, busy_ns: f64) -> f64 {
 
 /// Attribute one step; `floor` is its own floor when a model and GPU are known.
 pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> StepAttribution {
+    attribute_named(step, floor, cost, &NameLabels::default())
+}
+
+/// [`attribute`], naming kernels by `labels` (distinct kernels that share a short name
+/// told apart, as the reports show them).
+fn attribute_named(
+    step: &Step,
+    floor: Option<&FloorInput>,
+    cost: &LaunchCost,
+    labels: &NameLabels,
+) -> StepAttribution {
     let driver = step.launches as f64 * cost.per_launch_ns;
     let launch = LaunchAttribution {
         launches: step.launches,
@@ -95,7 +107,7 @@ pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> 
         achieved_bytes_per_s: achieved_bytes_per_s(f.total_bytes, step.busy_ns as f64),
         below_floor: (wall as f64) < f.floor_ns,
     });
-    let (shape, action) = diagnose(step, wall, gap, fa.as_ref());
+    let (shape, action) = diagnose(step, wall, gap, fa.as_ref(), labels);
     StepAttribution {
         floor: fa,
         launch,
@@ -104,22 +116,34 @@ pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> 
     }
 }
 
-fn diagnose(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) -> (Shape, String) {
+fn diagnose(
+    step: &Step,
+    wall: i64,
+    gap: i64,
+    floor: Option<&FloorAttribution>,
+    labels: &NameLabels,
+) -> (Shape, String) {
     if let Some(f) = floor {
         if f.below_floor {
             // The floor is wrong, so only the floor-free shapes can be named.
             const WARNING: &str = "measured below its floor: the byte model is wrong, not the machine \
                 (prefix caching, an L2-resident slice, or a KV dtype not passed) — fix the floor first";
-            return match classify(step, wall, gap, None) {
+            return match classify(step, wall, gap, None, labels) {
                 (Shape::Undetermined, _) => (Shape::BelowFloor, WARNING.to_owned()),
                 (shape, action) => (shape, format!("{action}; and {WARNING}")),
             };
         }
     }
-    classify(step, wall, gap, floor)
+    classify(step, wall, gap, floor, labels)
 }
 
-fn classify(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) -> (Shape, String) {
+fn classify(
+    step: &Step,
+    wall: i64,
+    gap: i64,
+    floor: Option<&FloorAttribution>,
+    labels: &NameLabels,
+) -> (Shape, String) {
     let gap_frac = if wall > 0 {
         gap as f64 / wall as f64
     } else {
@@ -163,7 +187,7 @@ fn classify(step: &Step, wall: i64, gap: i64, floor: Option<&FloorAttribution>) 
                 Shape::OneKernelDominant,
                 format!(
                     "{} is {:.0}% of busy time: take it to Nsight Compute",
-                    top.short_name,
+                    labels.get(&top.name, &top.short_name),
                     100.0 * top.exclusive_ns as f64 / step.busy_ns as f64
                 ),
             );
@@ -202,9 +226,15 @@ pub fn attribute_all(
     use std::collections::BTreeMap;
     let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
     let mut per_step = Vec::with_capacity(steps.len());
+    // Over every kernel the steps list, so one kernel reads the same in every action.
+    let labels = NameLabels::new(steps.iter().flat_map(|s| {
+        s.top_kernels
+            .iter()
+            .map(|k| (k.name.as_ref(), k.short_name.as_ref()))
+    }));
     for s in steps {
         let f = floor_of(s);
-        let a = attribute(s, f.as_ref(), cost);
+        let a = attribute_named(s, f.as_ref(), cost, &labels);
         if a.shape != Shape::NoGpuWork {
             *counts.entry(a.shape).or_default() += 1;
         }

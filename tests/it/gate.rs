@@ -1048,3 +1048,53 @@ fn text_and_markdown_both_carry_the_category_table() {
     );
     assert!(!md.contains("**Time per category**"), "{md}");
 }
+
+/// Two distinct kernels sharing the short name `act_and_mul_kernel` (a BFloat16 and a
+/// Half instantiation): the reason line names the slower one by the label that tells
+/// them apart (its differing template argument), never by the bare, ambiguous short name.
+#[test]
+fn reasons_tell_apart_kernels_that_share_a_short_name() {
+    const HALF: &str = "void vllm::act_and_mul_kernel<c10::Half, &vllm::silu_kernel<c10::Half>, true>(c10::Half*, c10::Half const*, int)";
+    let with_twin = |mut b: Baseline| {
+        let g = &mut b.samples.groups[0];
+        // The twin runs as long as rms_norm_kernel on that side, on both sides alike.
+        let rms = g
+            .kernels
+            .values()
+            .find(|k| k.short_name == "rms_norm_kernel")
+            .unwrap()
+            .clone();
+        g.kernels.insert(
+            HALF.to_owned(),
+            KernelSamples {
+                short_name: ACT.to_owned(),
+                category: "elementwise".to_owned(),
+                ..rms
+            },
+        );
+        b
+    };
+    let base = with_twin(generate(&Spec::default()));
+    let cand = with_twin(generate(&Spec {
+        seed: 2,
+        slow: Some((ACT, 1.2)),
+        ..Spec::default()
+    }));
+    let c = compare(&base, &cand, &Policy::default()).unwrap();
+    assert_eq!(c.verdict, stepgate::baseline::Verdict::Regression);
+    let kernel_reasons: Vec<&String> = c.groups[0]
+        .reasons
+        .iter()
+        .filter(|r| r.starts_with("kernel "))
+        .collect();
+    assert_eq!(kernel_reasons.len(), 1, "{:?}", c.groups[0].reasons);
+    let r = kernel_reasons[0];
+    assert!(r.starts_with("kernel act_and_mul_kernel<"), "{r}");
+    assert!(r.contains("BFloat16") && !r.contains("Half"), "{r}");
+    // The roll-up carries the same words, and the markdown report shows the same label.
+    assert!(
+        c.reasons.iter().any(|x| x.contains(r.as_str())),
+        "{:?}",
+        c.reasons
+    );
+}

@@ -4,7 +4,7 @@
 //! here by hand.
 
 use stepgate::attribution::{
-    attribute, FloorInput, LaunchCost, Shape, AT_ROOF_FACTOR, DENSE_HOST_FRACTION,
+    attribute, attribute_all, FloorInput, LaunchCost, Shape, AT_ROOF_FACTOR, DENSE_HOST_FRACTION,
     DOMINANT_FRACTION, GAPPY_FRACTION,
 };
 use stepgate::roofline::floor::Bound;
@@ -348,4 +348,44 @@ fn launch_attribution_against_the_per_launch_cost() {
     // No gap: the ratio is undefined, not infinite.
     let l0 = attribute(&step(dense(50_000)), None, &cost()).launch;
     assert_eq!(l0.host_to_gap_ratio, None);
+}
+
+/// Two steps whose dominant kernels are distinct kernels sharing the short name `gemm`:
+/// each action names its own by the label that tells them apart, not the bare short name.
+#[test]
+fn dominant_kernel_actions_tell_apart_kernels_that_share_a_short_name() {
+    let dominant = |full: &str| {
+        let mut st = step(dense(100_000));
+        st.top_kernels[0] = StepKernel {
+            name: full.into(),
+            short_name: "gemm".into(),
+            exclusive_ns: 80_000,
+            total_ns: 80_000,
+            ..kernel("x", 0)
+        };
+        st
+    };
+    let steps = [
+        dominant("void gemm<float, 128>(float*, float const*)"),
+        dominant("void gemm<__half, 128>(__half*, __half const*)"),
+    ];
+    let a = attribute_all(&steps, &|_| None, &cost());
+    assert!(a.steps.iter().all(|x| x.shape == Shape::OneKernelDominant));
+    assert!(
+        a.steps[0]
+            .action
+            .starts_with("gemm<float> is 80% of busy time"),
+        "{}",
+        a.steps[0].action
+    );
+    assert!(
+        a.steps[1]
+            .action
+            .starts_with("gemm<__half> is 80% of busy time"),
+        "{}",
+        a.steps[1].action
+    );
+    // Alone, a step's kernel needs no telling apart: the short name it is.
+    let one = attribute(&steps[0], None, &cost());
+    assert!(one.action.starts_with("gemm is 80%"), "{}", one.action);
 }

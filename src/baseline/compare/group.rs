@@ -3,6 +3,7 @@
 
 use crate::baseline::model::{group_label, metric, Group, KernelSamples};
 use crate::baseline::policy::{higher_is_worse, Policy, Threshold};
+use crate::timing::overlap::NameLabels;
 
 use super::judge::{fmt_rel, judge, mean, Scratch};
 use super::types::{
@@ -14,6 +15,7 @@ pub(super) fn compare_group(
     b: &Group,
     c: &Group,
     policy: &Policy,
+    labels: &NameLabels,
     scratch: &mut Scratch,
 ) -> GroupComparison {
     let label = b.label();
@@ -24,7 +26,12 @@ pub(super) fn compare_group(
     one_sided_metric_notes(b, c, &mut notes);
     let kernels = judge_kernels(b, c, &label, policy, &ctx, scratch);
     let categories = judge_categories(b, c, &label, policy, &ctx, scratch);
-    let (verdict, reasons) = group_verdict(nb, nc, policy, &ctx, &metrics, &kernels, &categories);
+    let rows = Rows {
+        metrics: &metrics,
+        kernels: &kernels,
+        categories: &categories,
+    };
+    let (verdict, reasons) = group_verdict(nb, nc, policy, &ctx, &rows, labels);
     GroupComparison {
         step_kind: b.step_kind.clone(),
         batch_size: b.batch_size,
@@ -274,15 +281,26 @@ fn judge_categories(
 /// The group's verdict and the lines that say why: too few steps is inconclusive whatever
 /// the rows say; else any gated regression (or gated new kernel) fails; else a context
 /// shift without MBU, or a gated row without enough samples, is inconclusive.
+/// A group's judged rows.
+struct Rows<'a> {
+    metrics: &'a [MetricRow],
+    kernels: &'a KernelRows,
+    categories: &'a [CategoryRow],
+}
+
 fn group_verdict(
     nb: usize,
     nc: usize,
     policy: &Policy,
     ctx: &ContextShift,
-    metrics: &[MetricRow],
-    kernels: &KernelRows,
-    categories: &[CategoryRow],
+    rows: &Rows<'_>,
+    labels: &NameLabels,
 ) -> (Verdict, Vec<String>) {
+    let Rows {
+        metrics,
+        kernels,
+        categories,
+    } = *rows;
     let too_few = nb < policy.min_samples || nc < policy.min_samples;
     if too_few {
         let reason = format!(
@@ -302,7 +320,7 @@ fn group_verdict(
         if regress(&k.change) {
             reasons.push(format!(
                 "kernel {} {} per step",
-                k.short_name,
+                labels.get(&k.name, &k.short_name),
                 fmt_rel(k.change.change_rel)
             ));
         }
@@ -319,7 +337,7 @@ fn group_verdict(
     for k in kernels.new.iter().filter(|k| k.gated) {
         reasons.push(format!(
             "new kernel {} ({:.1}% of step busy time)",
-            k.short_name,
+            labels.get(&k.name, &k.short_name),
             k.share_of_busy * 100.0
         ));
     }

@@ -23,6 +23,7 @@ pub use types::{
 use crate::baseline::model::{Baseline, SCHEMA_VERSION};
 use crate::baseline::policy::Policy;
 use crate::exit::Result;
+use crate::timing::overlap::NameLabels;
 
 /// Compare for a gate: a GPU or model mismatch between the sides is an input error.
 pub fn compare(baseline: &Baseline, candidate: &Baseline, policy: &Policy) -> Result<Comparison> {
@@ -48,10 +49,19 @@ fn compare_inner(
     let warnings = identity::check_identity(&baseline.meta, &candidate.meta, strict)?;
     let matched = matching::match_groups(baseline, candidate);
     let mut scratch = judge::Scratch::default();
+    // Reason lines name kernels by the labels the reports show (distinct kernels that
+    // share a short name told apart), over every kernel either side of a compared group
+    // has: the same set the reports label, so a kernel reads the same in both.
+    let labels = NameLabels::new(matched.pairs.iter().flat_map(|(b, c)| {
+        b.kernels
+            .iter()
+            .chain(&c.kernels)
+            .map(|(name, k)| (name.as_str(), k.short_name.as_str()))
+    }));
     let groups: Vec<GroupComparison> = matched
         .pairs
         .iter()
-        .map(|(b, c)| group::compare_group(b, c, policy, &mut scratch))
+        .map(|(b, c)| group::compare_group(b, c, policy, &labels, &mut scratch))
         .collect();
     let (verdict, reasons) = roll_up(&groups);
     Ok(Comparison {
