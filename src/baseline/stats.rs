@@ -197,7 +197,7 @@ mod tests {
         let mut idx = vec![0usize; n];
         let mut buf = vec![0.0; n];
         for mut t in 0..total {
-            for slot in idx.iter_mut() {
+            for slot in &mut idx {
                 *slot = t % n;
                 t /= n;
             }

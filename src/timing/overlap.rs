@@ -78,7 +78,7 @@ fn sweep_order(
     name: &[u32],
     ranks: &[u32],
 ) -> (Vec<u32>, Vec<(i64, std::ops::Range<usize>)>) {
-    let mut counts: std::collections::BTreeMap<i64, usize> = Default::default();
+    let mut counts: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
     for &d in device {
         *counts.entry(d).or_default() += 1;
     }
@@ -155,7 +155,7 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     drop(order);
 
     // Which processes used each device.
-    let mut pairs: std::collections::BTreeSet<(i64, i64)> = Default::default();
+    let mut pairs: std::collections::BTreeSet<(i64, i64)> = std::collections::BTreeSet::new();
     let mut last = None;
     for p in device.iter().copied().zip(pid.iter().copied()) {
         if last != Some(p) {
@@ -567,7 +567,7 @@ impl NameLabels {
                 .collect();
             // Still equal: a stable ordinal in full-name order (fulls are sorted).
             let mut seen: HashMap<String, usize> = HashMap::new();
-            for l in labels.iter_mut() {
+            for l in &mut labels {
                 let n = seen.entry(l.clone()).or_insert(0);
                 *n += 1;
                 if *n > 1 {

@@ -242,9 +242,7 @@ fn route(
             st.lock().unwrap().forward_ct += 1;
             (200, r#"{"choices":[{"text":" 1 2 3"}]}"#.into())
         }
-        (Kind::Vllm, "POST", "/start_profile") | (Kind::Vllm, "POST", "/stop_profile")
-            if b.vllm_profiler.is_none() =>
-        {
+        (Kind::Vllm, "POST", "/start_profile" | "/stop_profile") if b.vllm_profiler.is_none() => {
             (404, r#"{"detail":"Not Found"}"#.into())
         }
         (Kind::Vllm, "POST", "/start_profile") => {

@@ -105,7 +105,7 @@ fn llama3_8b_param_count(i: &Value) -> Result<Computed, String> {
     put(
         &mut c,
         "weights_streamed_bytes",
-        m.streamed_weight_bytes(1.0, Default::default(), 1, 1),
+        m.streamed_weight_bytes(1.0, model::MoeRouting::default(), 1, 1),
     );
     Ok(c)
 }
@@ -892,7 +892,7 @@ fn hf_config_case(i: &Value, expected: &Value) -> Result<Computed, String> {
         .unwrap_or(false);
     match floor_model(cfg, disable)? {
         Err(e) if e.contains("unsupported quantization method") => {
-            put(&mut c, "raises", "InvalidComponent")
+            put(&mut c, "raises", "InvalidComponent");
         }
         Err(e) => return Err(format!("rejected: {e}")),
         Ok(m) => {

@@ -158,7 +158,7 @@ fn expected_rows(c: &Connection, query: &str, table: &str) -> (i64, i64) {
             ));
             let keep: Vec<_> = v
                 .iter()
-                .filter(|(_, _, k)| matches!(k.as_deref(), Some("0") | Some("1")))
+                .filter(|(_, _, k)| matches!(k.as_deref(), Some("0" | "1")))
                 .collect();
             (
                 keep.len() as i64,

@@ -144,7 +144,7 @@ fn python_span_busy(v: &Value, span_name: &str) -> Vec<(i64, u64)> {
         let (s, d) = (ns(&e["ts"]), ns(&e["dur"]));
         match e["cat"].as_str() {
             Some("python_function") if e["name"] == span_name => spans.push((s, s + d, thread(e))),
-            Some("cuda_runtime") | Some("cuda_driver") => {
+            Some("cuda_runtime" | "cuda_driver") => {
                 if let Some(c) = e["args"]["correlation"].as_i64() {
                     calls.push((s, s + d, c, thread(e)));
                 }
@@ -720,7 +720,7 @@ fn steps_headline_names_the_engine_and_each_method() {
         let engine = j["found_by_engine"].as_str();
         match scn {
             Scenario::VllmV1Python => {
-                assert_eq!(engine, Some("vLLM V1 without step annotation"))
+                assert_eq!(engine, Some("vLLM V1 without step annotation"));
             }
             Scenario::SglangScheduler => assert_eq!(engine, Some("SGLang scheduler.run_batch")),
             _ => assert!(j.get("found_by_engine").is_none(), "{j}"),

@@ -36,7 +36,7 @@ pub(super) fn check_identity(
             }
             warnings.push(msg);
         }
-        (None, Some(_)) | (Some(_), None) | (None, None) => {
+        (None, Some(_) | None) | (Some(_), None) => {
             let which = match (&b.gpu_name, &c.gpu_name) {
                 (None, None) => "neither side names its GPU",
                 (None, _) => "the baseline names no GPU",

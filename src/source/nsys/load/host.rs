@@ -137,7 +137,7 @@ pub(super) fn load_ranges(
             };
             let gtid = rd(3)?;
             let kind = match rd(2)? {
-                Some(60) | Some(71) => RangeKind::HostStartEnd,
+                Some(60 | 71) => RangeKind::HostStartEnd,
                 _ => RangeKind::HostPushPop,
             };
             b.push(RangeRow {

@@ -116,7 +116,7 @@ pub(super) fn load_ops(
     if let Some(mut st) = small(&queries::MEMCPY)? {
         let mut n_bad = 0u64;
         let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
-        let mut odd_kinds: std::collections::HashMap<i64, u32> = Default::default();
+        let mut odd_kinds: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
         let mut rows = st.query([]).map_err(err("memcpy"))?;
         while let Some(r) = rows.next().map_err(err("memcpy"))? {
             let rd = |i| int(r, i).map_err(err("memcpy"));
@@ -170,7 +170,7 @@ pub(super) fn load_ops(
 
     if let Some(mut st) = small(&queries::GRAPH_TRACE)? {
         let mut n_bad = 0u64;
-        let mut graph_names: std::collections::HashMap<i64, u32> = Default::default();
+        let mut graph_names: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
         let mut rows = st.query([]).map_err(err("graph_trace"))?;
         while let Some(r) = rows.next().map_err(err("graph_trace"))? {
             let rd = |i| int(r, i).map_err(err("graph_trace"));
