@@ -25,23 +25,24 @@ pub struct Index<'a> {
     /// Op indices sorted by (pid, correlation id, index); ops without an id are left out.
     ops_by_corr: Vec<u32>,
     /// Per call: where its ops (same pid and correlation id) start in `ops_by_corr`
-    /// (`NO_OPS` when it launched none), found once by a merge of calls and ops in the
-    /// same order, so a step's projection reads each call's ops without a search.
+    /// (`NONE` when it launched none), found once by a merge of calls and ops in the same
+    /// order, so a step's projection reads each call's ops without a search.
     call_ops: Vec<u32>,
     /// Call indices sorted by (pid, tid, start, index).
     pub calls_by_thread: Vec<u32>,
     name_rank: Vec<u32>,
 }
 
-/// `Index::call_ops` of a call that launched no op.
-const NO_OPS: u32 = u32::MAX;
+/// No index: the `Index::call_ops` of a call that launched no op, the group of a row that
+/// has none.
+const NONE: u32 = u32::MAX;
 
 /// Indices of the rows that have a group, sorted by (group, order key, index): a
 /// counting sort by group (a trace has few processes and threads), then each group by
 /// its key, which is almost always in order already (tables are written in time order,
 /// and correlation ids grow with launch time), so the check is all it usually costs.
-/// Only two `u32` per row on top of the columns: a 4M-kernel report sorts in place of
-/// 24-byte keys, which would take the index past 1 GiB.
+/// It needs two `u32` per row beside the columns (sorting 24-byte keys instead took a
+/// 4M-kernel `analyze` past 1 GiB).
 fn grouped_order(
     n: usize,
     group: impl Fn(usize) -> Option<(i64, i64)>,
@@ -54,7 +55,7 @@ fn grouped_order(
     let mut last: Option<((i64, i64), u32)> = None;
     for i in 0..n {
         let Some(g) = group(i) else {
-            of_row.push(NO_OPS);
+            of_row.push(NONE);
             continue;
         };
         let k = match last {
@@ -75,7 +76,7 @@ fn grouped_order(
         rank[k as usize] = r as u32;
     }
     let mut offset = vec![0usize; groups.len() + 1];
-    for &k in of_row.iter().filter(|&&k| k != NO_OPS) {
+    for &k in of_row.iter().filter(|&&k| k != NONE) {
         offset[rank[k as usize] as usize + 1] += 1;
     }
     for r in 0..groups.len() {
@@ -83,7 +84,7 @@ fn grouped_order(
     }
     let mut out = vec![0u32; offset[groups.len()]];
     let mut next = offset.clone();
-    for (i, &k) in of_row.iter().enumerate().filter(|(_, &k)| k != NO_OPS) {
+    for (i, &k) in of_row.iter().enumerate().filter(|(_, &k)| k != NONE) {
         let r = rank[k as usize] as usize;
         out[next[r]] = i as u32;
         next[r] += 1;
@@ -117,7 +118,7 @@ impl<'a> Index<'a> {
         );
         // Merge the two sorted lists: each call gets the start of the run of ops with
         // its (pid, correlation id).
-        let mut call_ops = vec![NO_OPS; calls.start_ns.len()];
+        let mut call_ops = vec![NONE; calls.start_ns.len()];
         let op_key = |j: usize| {
             let o = ops_by_corr[j] as usize;
             (ops.pid[o], ops.correlation_id[o])
@@ -153,7 +154,7 @@ impl<'a> Index<'a> {
     /// Ops launched by this call (same pid and correlation id).
     pub fn ops_of_call(&self, call: usize) -> &[u32] {
         let lo = self.call_ops[call];
-        if lo == NO_OPS {
+        if lo == NONE {
             return &[];
         }
         let lo = lo as usize;

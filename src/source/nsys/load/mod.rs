@@ -1,6 +1,7 @@
 //! Reads one nsys SQLite export into the [`Trace`] model: GPU ops, host API calls and NVTX
-//! ranges, each on its own read-only connection and thread (the three tables dominate load
-//! time and SQLite readers do not block each other), plus devices and metadata.
+//! ranges, each on its own read-only connection and thread, the big kernel and NVTX tables
+//! in rowid slices on several (the three tables dominate load time and SQLite readers do
+//! not block each other), plus devices and metadata.
 
 mod host;
 mod meta;
