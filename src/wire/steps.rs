@@ -347,13 +347,6 @@ impl std::fmt::Display for StepMethod {
     }
 }
 
-/// A method equals its wire string, so `report.method == "engine"` reads as the JSON does.
-impl PartialEq<&str> for StepMethod {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 /// Everything step finding produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepsReport {

@@ -3,7 +3,7 @@
 
 use stepgate::categories::Categorizer;
 use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{find_steps, FoundBy, StepOptions, StepSource};
+use stepgate::timing::steps::{find_steps, FoundBy, StepMethod, StepOptions, StepSource};
 use stepgate::trace::*;
 
 struct B {
@@ -123,7 +123,7 @@ fn hand_trace() -> Trace {
 fn hand_built_steps_match_hand_computed_values() {
     let t = hand_trace();
     let r = find_steps(&t, &StepOptions::default(), &Categorizer::default()).unwrap();
-    assert_eq!(r.method, "engine");
+    assert_eq!(r.method, StepMethod::Engine);
     assert_eq!(r.steps.len(), 3);
     assert_eq!(r.steps_without_gpu_work, 1);
     let a = &r.steps[0];
@@ -515,7 +515,7 @@ fn scheduler_scopes_are_steps_and_the_sample_scope_is_the_tail() {
     }
     let r = auto(&b.trace());
     assert_eq!(r.found_by, FoundBy::Scheduler);
-    assert_eq!(r.method, "scheduler");
+    assert_eq!(r.method, StepMethod::Scheduler);
     assert!(r
         .exact_steps_hint
         .as_deref()
@@ -806,7 +806,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, "engine");
+        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Engine);
         check(&exp, &r);
         let kinds: Vec<StepKind> = r.steps.iter().map(|s| s.kind).collect();
         assert_eq!(
@@ -898,7 +898,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, "graphs");
+        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Graphs);
         assert_eq!(r.found_by, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 5);
         // One full graph per step: each launch one step, kind only guessed.
@@ -954,7 +954,7 @@ mod generated {
             &StepOptions::default(),
         );
         assert_eq!(r.found_by, FoundBy::Graphs);
-        assert_eq!(r.method, "graphs");
+        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Graphs);
         assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use polars::prelude::*;
 use stepgate::categories::Categorizer;
 use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{find_steps, FoundBy, StepOptions, StepsReport};
+use stepgate::timing::steps::{find_steps, FoundBy, StepMethod, StepOptions, StepsReport};
 use stepgate::trace::{RangeKind, Trace};
 
 use crate::common::fixture;
@@ -155,7 +155,7 @@ fn annotation_less_vllm_and_sglang_traces_give_the_same_steps_from_python_spans(
         let bare = without_annotations(full);
         let r = steps(&bare);
         assert_eq!(r.found_by, FoundBy::Python, "{rel}");
-        assert_eq!(r.method, "python");
+        assert_eq!(r.method, StepMethod::Python);
         assert!(
             r.exact_steps_hint
                 .as_deref()
