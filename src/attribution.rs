@@ -107,7 +107,13 @@ fn attribute_named(
         achieved_bytes_per_s: achieved_bytes_per_s(f.total_bytes, step.busy_ns as f64),
         below_floor: (wall as f64) < f.floor_ns,
     });
-    let (shape, action) = diagnose(step, wall, gap, fa.as_ref(), labels);
+    let subject = Subject {
+        step,
+        wall,
+        gap,
+        labels,
+    };
+    let (shape, action) = diagnose(subject, fa.as_ref());
     StepAttribution {
         floor: fa,
         launch,
@@ -116,34 +122,38 @@ fn attribute_named(
     }
 }
 
-fn diagnose(
-    step: &Step,
+/// What the diagnosis reads of one step: the step, its wall and gap time, and the labels
+/// that name its kernels.
+#[derive(Clone, Copy)]
+struct Subject<'a> {
+    step: &'a Step,
     wall: i64,
     gap: i64,
-    floor: Option<&FloorAttribution>,
-    labels: &NameLabels,
-) -> (Shape, String) {
+    labels: &'a NameLabels,
+}
+
+fn diagnose(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String) {
     if let Some(f) = floor {
         if f.below_floor {
             // The floor is wrong, so only the floor-free shapes can be named.
             const WARNING: &str = "measured below its floor: the byte model is wrong, not the machine \
                 (prefix caching, an L2-resident slice, or a KV dtype not passed) — fix the floor first";
-            return match classify(step, wall, gap, None, labels) {
+            return match classify(s, None) {
                 (Shape::Undetermined, _) => (Shape::BelowFloor, WARNING.to_owned()),
                 (shape, action) => (shape, format!("{action}; and {WARNING}")),
             };
         }
     }
-    classify(step, wall, gap, floor, labels)
+    classify(s, floor)
 }
 
-fn classify(
-    step: &Step,
-    wall: i64,
-    gap: i64,
-    floor: Option<&FloorAttribution>,
-    labels: &NameLabels,
-) -> (Shape, String) {
+fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String) {
+    let Subject {
+        step,
+        wall,
+        gap,
+        labels,
+    } = s;
     let gap_frac = if wall > 0 {
         gap as f64 / wall as f64
     } else {
