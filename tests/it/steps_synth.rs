@@ -77,6 +77,19 @@ fn generator_scenarios_and_formats_are_consistent() {
     assert_eq!(e.exit_code(), 2);
 }
 
+/// The same scenario written twice is the same file, byte for byte (tables are created in
+/// a fixed order), so a benchmark input or a bug report can be regenerated exactly.
+#[test]
+fn generator_writes_the_same_bytes_every_run() {
+    for scn in [Scenario::SglangNsysBare, Scenario::Trtllm] {
+        let (_a, pa, _) = generate(scn, Format::Nsys);
+        let (_b, pb, _) = generate(scn, Format::Nsys);
+        let (a, b) = (std::fs::read(&pa).unwrap(), std::fs::read(&pb).unwrap());
+        assert!(a.len() > 4096, "{}", scn.name());
+        assert!(a == b, "{}: two runs wrote different files", scn.name());
+    }
+}
+
 #[test]
 fn generator_captures_load_with_the_truths_ops_and_busy_union() {
     for (scn, fmt) in every_capture() {

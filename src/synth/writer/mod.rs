@@ -6,7 +6,7 @@
 mod layout;
 mod records;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use rusqlite::{params, Connection};
@@ -24,7 +24,9 @@ pub use records::{
 pub struct NsysWriter {
     conn: Connection,
     layout: Layout,
-    ddl: HashMap<String, String>,
+    /// DDL by lowercase table name; ordered, so tables are created in the same order
+    /// every run and the same command writes the same file.
+    ddl: BTreeMap<String, String>,
     created: [bool; 8],
     strings: HashMap<String, i64>,
     next_string: i64,
@@ -52,7 +54,7 @@ impl NsysWriter {
         )
         .map_err(sql_err)?;
         conn.set_prepared_statement_cache_capacity(32);
-        let mut ddl = HashMap::new();
+        let mut ddl = BTreeMap::new();
         let mut inserts = Vec::new();
         for text in layout.ddl() {
             let (t, i) = parse_ddl(text);
@@ -201,10 +203,10 @@ impl NsysWriter {
         }
         let id = self.next_string;
         self.next_string += 1;
-        self.conn
-            .prepare_cached("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")
-            .and_then(|mut st| st.execute(params![id, s]))
-            .map_err(sql_err)?;
+        self.insert(
+            "INSERT INTO StringIds (id, value) VALUES (?1, ?2)",
+            params![id, s],
+        )?;
         self.strings.insert(s.to_owned(), id);
         Ok(id)
     }
@@ -267,46 +269,38 @@ impl NsysWriter {
         self.ensure(T::Kernel)?;
         let grid = self.next_grid;
         self.next_grid += 1;
-        let mut st = self
-            .conn
-            .prepare_cached(&self.kernel_sql)
-            .map_err(sql_err)?;
-        st.execute(params![
-            k.start_ns,
-            k.end_ns,
-            k.device,
-            k.stream,
-            k.correlation_id,
-            global_pid(k.pid),
-            k.demangled_name,
-            k.short_name,
-            k.graph_node_id,
-            k.graph_id,
-            grid
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            &self.kernel_sql,
+            params![
+                k.start_ns,
+                k.end_ns,
+                k.device,
+                k.stream,
+                k.correlation_id,
+                global_pid(k.pid),
+                k.demangled_name,
+                k.short_name,
+                k.graph_node_id,
+                k.graph_id,
+                grid
+            ],
+        )
     }
 
     pub fn call(&mut self, c: &CallRec) -> Result<()> {
         self.ensure(T::Runtime)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, \
-                 correlationId, nameId, returnValue) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
-            )
-            .map_err(sql_err)?;
-        st.execute(params![
-            c.start_ns,
-            c.end_ns,
-            c.event_class,
-            global_tid(c.pid, c.tid),
-            c.correlation_id,
-            c.name
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, \
+             correlationId, nameId, returnValue) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)",
+            params![
+                c.start_ns,
+                c.end_ns,
+                c.event_class,
+                global_tid(c.pid, c.tid),
+                c.correlation_id,
+                c.name
+            ],
+        )
     }
 
     pub fn nvtx(&mut self, r: &NvtxRec<'_>) -> Result<()> {
@@ -315,97 +309,77 @@ impl NsysWriter {
             NvtxName::Text(t) => (Some(t), None),
             NvtxName::TextId(id) => (None, Some(id)),
         };
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, \
-                 domainId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .map_err(sql_err)?;
-        st.execute(params![
-            r.start_ns,
-            r.end_ns,
-            r.event_type,
-            text,
-            global_tid(r.pid, r.tid),
-            text_id,
-            r.domain_id
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, \
+             domainId) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                r.start_ns,
+                r.end_ns,
+                r.event_type,
+                text,
+                global_tid(r.pid, r.tid),
+                text_id,
+                r.domain_id
+            ],
+        )
     }
 
     pub fn memcpy(&mut self, m: &MemcpyRec) -> Result<()> {
         self.ensure(T::Memcpy)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, \
-                 streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind, \
-                 graphNodeId) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 0, 2, ?9)",
-            )
-            .map_err(sql_err)?;
-        st.execute(params![
-            m.start_ns,
-            m.end_ns,
-            m.device,
-            m.stream,
-            m.correlation_id,
-            global_pid(m.pid),
-            m.bytes,
-            m.copy_kind,
-            m.graph_node_id
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, \
+             streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind, \
+             graphNodeId) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 0, 2, ?9)",
+            params![
+                m.start_ns,
+                m.end_ns,
+                m.device,
+                m.stream,
+                m.correlation_id,
+                global_pid(m.pid),
+                m.bytes,
+                m.copy_kind,
+                m.graph_node_id
+            ],
+        )
     }
 
     pub fn memset(&mut self, m: &MemsetRec) -> Result<()> {
         self.ensure(T::Memset)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, \
-                 streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, 0, ?7, ?8, 2)",
-            )
-            .map_err(sql_err)?;
-        st.execute(params![
-            m.start_ns,
-            m.end_ns,
-            m.device,
-            m.stream,
-            m.correlation_id,
-            global_pid(m.pid),
-            m.bytes,
-            m.graph_node_id
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, \
+             streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind) \
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, 0, ?7, ?8, 2)",
+            params![
+                m.start_ns,
+                m.end_ns,
+                m.device,
+                m.stream,
+                m.correlation_id,
+                global_pid(m.pid),
+                m.bytes,
+                m.graph_node_id
+            ],
+        )
     }
 
     pub fn graph_trace(&mut self, g: &GraphTraceRec) -> Result<()> {
         self.ensure(T::GraphTrace)?;
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, globalPid, deviceId, \
-                 contextId, streamId, correlationId, graphId, graphExecId) \
-                 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
-            )
-            .map_err(sql_err)?;
-        st.execute(params![
-            g.start_ns,
-            g.end_ns,
-            global_pid(g.pid),
-            g.device,
-            g.stream,
-            g.correlation_id,
-            g.graph_id,
-            g.graph_exec_id
-        ])
-        .map_err(sql_err)?;
-        Ok(())
+        self.insert(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, globalPid, deviceId, \
+             contextId, streamId, correlationId, graphId, graphExecId) \
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
+            params![
+                g.start_ns,
+                g.end_ns,
+                global_pid(g.pid),
+                g.device,
+                g.stream,
+                g.correlation_id,
+                g.graph_id,
+                g.graph_exec_id
+            ],
+        )
     }
 
     /// A graph-node creation event: CUDA_GRAPH_NODE_EVENTS in 2026.2, CUDA_GRAPH_EVENTS
@@ -425,22 +399,28 @@ impl NsysWriter {
             }
             "CUDA_GRAPH_EVENTS"
         };
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
+        self.insert(
+            &format!(
                 "INSERT INTO {table} (start, end, eventClass, globalTid, nameId, graphNodeId, \
                  originalGraphNodeId) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)"
-            ))
+            ),
+            params![
+                g.start_ns,
+                g.end_ns,
+                global_tid(g.pid, g.tid),
+                g.name,
+                g.graph_node_id,
+                g.original_graph_node_id
+            ],
+        )
+    }
+
+    /// One row through a cached statement (the caller has created its table).
+    fn insert(&self, sql: &str, row: impl rusqlite::Params) -> Result<()> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut st| st.execute(row))
             .map_err(sql_err)?;
-        st.execute(params![
-            g.start_ns,
-            g.end_ns,
-            global_tid(g.pid, g.tid),
-            g.name,
-            g.graph_node_id,
-            g.original_graph_node_id
-        ])
-        .map_err(sql_err)?;
         Ok(())
     }
 
