@@ -235,6 +235,15 @@ fn code(s: &str) -> String {
     }
 }
 
+/// A kernel's label in a table cell: a code span in markdown, cut to the column in text.
+fn name_cell(label: &str, md: bool) -> String {
+    if md {
+        code(label)
+    } else {
+        truncate(label, NAME_WIDTH)
+    }
+}
+
 pub(crate) fn kernel_table(
     rows: &[&KernelRow],
     md: bool,
@@ -255,11 +264,7 @@ pub(crate) fn kernel_table(
         let ch = &k.change;
         let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
-            if md {
-                code(label)
-            } else {
-                truncate(label, NAME_WIDTH)
-            },
+            name_cell(label, md),
             k.category.clone(),
             cell_opt(ch.baseline_median, fmt_us),
             cell_opt(ch.candidate_median, fmt_us),
@@ -287,11 +292,7 @@ pub(crate) fn presence_table(
     for k in rows {
         let label = labels.get(&k.name, &k.short_name);
         t.row(vec![
-            if md {
-                code(label)
-            } else {
-                truncate(label, NAME_WIDTH)
-            },
+            name_cell(label, md),
             k.category.clone(),
             fmt_us(k.mean_ns_per_step),
             fmt_pct(k.share_of_busy),
@@ -423,16 +424,9 @@ pub fn waterfall_table(w: &Waterfall, top: usize, md: bool, labels: &NameLabels)
         ("candidate µs", Align::Right),
         ("Δ mean per step", Align::Right),
     ]);
-    let name = |n: &str| {
-        if md {
-            code(n)
-        } else {
-            truncate(n, NAME_WIDTH)
-        }
-    };
     for r in &s.top {
         t.row(vec![
-            name(labels.get(&r.name, &r.short_name)),
+            name_cell(labels.get(&r.name, &r.short_name), md),
             r.category.clone(),
             fmt_us(r.baseline_mean_ns),
             fmt_us(r.candidate_mean_ns),
