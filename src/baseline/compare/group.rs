@@ -192,17 +192,14 @@ fn judge_kernels(
         let t = policy.kernel_threshold(name, &kb.short_name, &kb.category);
         match c.kernels.get(name) {
             Some(kc) => {
-                let mut ch = judge(
-                    &kb.exclusive_ns,
-                    &kc.exclusive_ns,
+                let ch = judge_time(
+                    (&kb.exclusive_ns, &kc.exclusive_ns),
                     t,
-                    true,
                     policy,
+                    ctx,
                     &|| format!("{label}/kernel:{name}"),
-                    false,
                     scratch,
                 );
-                ch.gated = ch.gated && ctx.allows_gate(false);
                 both.push(KernelRow {
                     name: name.clone(),
                     short_name: kb.short_name.clone(),
@@ -246,6 +243,24 @@ fn judge_kernels(
     }
 }
 
+/// Judge a time per step (a kernel's or a category's exclusive ns): higher is worse, no
+/// interval unless the point change crosses a threshold, and no gating under a context
+/// shift (only MBU may gate then).
+fn judge_time(
+    (base, cand): (&[f64], &[f64]),
+    threshold: Threshold,
+    policy: &Policy,
+    ctx: &ContextShift,
+    seed_key: &dyn Fn() -> String,
+    scratch: &mut Scratch,
+) -> Change {
+    let mut ch = judge(
+        base, cand, threshold, true, policy, seed_key, false, scratch,
+    );
+    ch.gated = ch.gated && ctx.allows_gate(false);
+    ch
+}
+
 /// Every category both sides have.
 fn judge_categories(
     b: &Group,
@@ -258,17 +273,14 @@ fn judge_categories(
     let mut categories = Vec::new();
     for (cat, vb) in &b.categories {
         if let Some(vc) = c.categories.get(cat) {
-            let mut ch = judge(
-                vb,
-                vc,
+            let ch = judge_time(
+                (vb, vc),
                 policy.category_threshold(cat),
-                true,
                 policy,
+                ctx,
                 &|| format!("{label}/category:{cat}"),
-                false,
                 scratch,
             );
-            ch.gated = ch.gated && ctx.allows_gate(false);
             categories.push(CategoryRow {
                 category: cat.clone(),
                 change: ch,
