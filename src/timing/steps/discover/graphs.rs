@@ -134,35 +134,17 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
         [one] => {
             let i = *one as usize;
             out.push(Candidate {
-                pid: c.pid[i],
-                tid: c.tid[i],
-                start: c.start_ns[i],
-                end: c.end_ns[i],
-                name_id: None,
                 label: Some(ix.trace.name(c.name_id[i]).to_owned()),
-                parsed: None,
                 exact_call: Some(*one),
                 kind_guess: Some(StepKind::Decode),
-                all_threads: false,
-                found_by: None,
-                no_tail: false,
+                ..Candidate::span(c.pid[i], c.tid[i], c.start_ns[i], c.end_ns[i])
             });
         }
         [first, .., last] => {
             let (a, b) = (*first as usize, *last as usize);
             out.push(Candidate {
-                pid: c.pid[a],
-                tid: c.tid[a],
-                start: c.start_ns[a],
-                end: c.end_ns[b],
-                name_id: None,
                 label: Some(format!("[{} CUDA-graph launches]", group.len())),
-                parsed: None,
-                exact_call: None,
-                kind_guess: None,
-                all_threads: false,
-                found_by: None,
-                no_tail: false,
+                ..Candidate::span(c.pid[a], c.tid[a], c.start_ns[a], c.end_ns[b])
             });
         }
     }

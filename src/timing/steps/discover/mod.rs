@@ -45,13 +45,14 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    fn range(pid: i64, tid: i64, start: i64, end: i64, name_id: u32) -> Self {
+    /// A host span with nothing else known about it yet (the fields below default off).
+    pub(super) fn span(pid: i64, tid: i64, start: i64, end: i64) -> Self {
         Candidate {
             pid,
             tid,
             start,
             end,
-            name_id: Some(name_id),
+            name_id: None,
             label: None,
             parsed: None,
             exact_call: None,
@@ -59,6 +60,13 @@ impl Candidate {
             all_threads: false,
             found_by: None,
             no_tail: false,
+        }
+    }
+
+    fn range(pid: i64, tid: i64, start: i64, end: i64, name_id: u32) -> Self {
+        Candidate {
+            name_id: Some(name_id),
+            ..Candidate::span(pid, tid, start, end)
         }
     }
 }

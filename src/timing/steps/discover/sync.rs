@@ -231,18 +231,11 @@ fn segment(
     found_by: Option<FoundBy>,
 ) -> Candidate {
     Candidate {
-        pid,
-        tid,
-        start,
-        end,
-        name_id: None,
         label: Some(label),
-        parsed: None,
-        exact_call: None,
         kind_guess,
-        all_threads: false,
         found_by,
         no_tail: true,
+        ..Candidate::span(pid, tid, start, end)
     }
 }
 
