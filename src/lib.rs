@@ -16,6 +16,7 @@ pub mod dataset;
 pub mod exit;
 pub mod output;
 pub mod phases;
+pub mod pipeline;
 pub mod probe;
 pub mod report;
 pub mod roofline;
