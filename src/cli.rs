@@ -8,7 +8,9 @@ use crate::commands::capture::Next;
 use crate::exit::{Error, Result};
 
 const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or input error · \
-3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable)";
+3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable) · \
+5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
+stepgate) · 130 interrupted while writing outputs (none was replaced)";
 
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.

@@ -202,11 +202,33 @@ pub fn panic_line(message: &str, location: Option<(&str, u32)>) -> String {
     )
 }
 
-/// The first panic of this process, as [`panic_line`] formats it. The hook records it
-/// instead of printing, because some panics are caught and turned into an ordinary error
-/// (`launch-probe` inside the CUDA bindings); `main` prints it when the panic (or a
-/// thread's panic, reported as [`Kind::Internal`]) ends the run.
-static FIRST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+/// A panic as the hook saw it: its message and where it happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PanicRecord {
+    pub message: String,
+    pub location: Option<(String, u32)>,
+}
+
+impl PanicRecord {
+    /// The one line to print; `context` is the error the panic surfaced as, when a
+    /// thread's panic came back as one ("the report hashing thread panicked: …").
+    pub fn line(&self, context: Option<&str>) -> String {
+        let message = match context {
+            Some(c) => format!("{c}: {}", self.message),
+            None => self.message.clone(),
+        };
+        panic_line(
+            &message,
+            self.location.as_ref().map(|(f, l)| (f.as_str(), *l)),
+        )
+    }
+}
+
+/// The first panic of this process. The hook records it instead of printing, because
+/// some panics are caught and turned into an ordinary error (`launch-probe` inside the
+/// CUDA bindings); `main` prints it when the panic (or a thread's panic, reported as
+/// [`Kind::Internal`]) ends the run.
+static FIRST_PANIC: Mutex<Option<PanicRecord>> = Mutex::new(None);
 
 /// Record a panic (called by the panic hook; keeps the first).
 pub fn record_panic(info: &std::panic::PanicHookInfo<'_>) {
@@ -216,13 +238,16 @@ pub fn record_panic(info: &std::panic::PanicHookInfo<'_>) {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a panic without a message");
-    let line = panic_line(message, info.location().map(|l| (l.file(), l.line())));
+    let record = PanicRecord {
+        message: message.to_owned(),
+        location: info.location().map(|l| (l.file().to_owned(), l.line())),
+    };
     let mut first = FIRST_PANIC.lock().unwrap_or_else(|e| e.into_inner());
-    first.get_or_insert(line);
+    first.get_or_insert(record);
 }
 
-/// The recorded panic line, if a panic happened.
-pub fn recorded_panic() -> Option<String> {
+/// The recorded panic, if a panic happened.
+pub fn recorded_panic() -> Option<PanicRecord> {
     FIRST_PANIC
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -277,6 +302,20 @@ mod tests {
         assert_eq!(e.exit_code(), INTERNAL);
         assert!(e.message.contains("wall_ns"), "{}", e.message);
         assert!(e.source().is_some());
+    }
+
+    #[test]
+    fn a_thread_panic_names_both_the_error_and_the_panic() {
+        let p = PanicRecord {
+            message: "attempt to subtract with overflow".into(),
+            location: Some(("src/dataset/write.rs".into(), 80)),
+        };
+        assert_eq!(
+            p.line(Some("the report hashing thread panicked")),
+            "stepgate: internal error: the report hashing thread panicked: attempt to subtract \
+             with overflow at src/dataset/write.rs:80; this is a bug in stepgate — please report it \
+             with the command line"
+        );
     }
 
     #[test]

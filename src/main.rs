@@ -90,8 +90,11 @@ fn main() -> ExitCode {
     match run {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(e)) if e.kind == Kind::Internal => {
-            // A thread that panicked reaches here as an internal error: say the panic.
-            line(&exit::recorded_panic().unwrap_or_else(|| exit::panic_line(&e.message, None)));
+            // A thread that panicked reaches here as an internal error: say the panic too.
+            line(&match exit::recorded_panic() {
+                Some(p) => p.line(Some(&e.message)),
+                None => exit::panic_line(&e.message, None),
+            });
             ExitCode::from(e.exit_code())
         }
         Ok(Err(e)) => {
@@ -99,10 +102,10 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code())
         }
         Err(_) => {
-            line(
-                &exit::recorded_panic()
-                    .unwrap_or_else(|| exit::panic_line("a panic without a message", None)),
-            );
+            line(&match exit::recorded_panic() {
+                Some(p) => p.line(None),
+                None => exit::panic_line("a panic without a message", None),
+            });
             ExitCode::from(exit::INTERNAL)
         }
     }

@@ -164,7 +164,7 @@ impl CaptureArgs {
             .into()
         });
         if !self.server.is_empty() && self.nsys_out.is_none() {
-            return Err(Error::input(
+            return Err(Error::usage(
                 "a server command needs --nsys-out BASE: stepgate starts it under nsys",
             ));
         }
@@ -218,10 +218,10 @@ impl CaptureArgs {
                 argv.push(b.display().to_string());
             }
             (Then::Gate, None) => {
-                return Err(Error::input("--then gate needs --baseline FILE"));
+                return Err(Error::usage("--then gate needs --baseline FILE"));
             }
             (Then::Steps, Some(_)) => {
-                return Err(Error::input("--baseline goes with --then gate"));
+                return Err(Error::usage("--baseline goes with --then gate"));
             }
             (Then::Steps, None) => {}
         }

@@ -15,8 +15,8 @@ use crate::report::Format;
   stepgate diff before.sqlite after.sqlite --format markdown
   stepgate diff baselines/old.json baselines/new.json --verdict
 
-Exit codes: 0 ok · 2 usage or input error; with --verdict as `gate`: \
-1 regression · 3 inconclusive.")]
+Exit codes: 0 ok · 2 usage or input error · 5 an output could not be written; with \
+--verdict as `gate`: 1 regression · 3 inconclusive.")]
 pub struct Args {
     /// The reference side: a report or a baseline .json.
     pub a: PathBuf,

@@ -24,7 +24,7 @@ const GATE_HELP: &str = "Examples:
 Exit codes: 0 pass · 1 regression (or inconclusive with \
 --inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline, \
 GPU or model mismatch) · 3 inconclusive (fewer than 10 steps per side in a group, or no group \
-in common). Policy file format: docs/gate.md.";
+in common) · 5 an output could not be written (none was). Policy file format: docs/gate.md.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = GATE_HELP)]

@@ -84,13 +84,13 @@ pub fn real(flag: &str, unit: &str, v: f64, max: f64) -> Result<f64> {
         }
     };
     if !(v.is_finite() && v > 0.0) {
-        return Err(Error::input(format!(
+        return Err(Error::usage(format!(
             "{flag} must be positive, got {}",
             with(v)
         )));
     }
     if v > max {
-        return Err(Error::input(format!(
+        return Err(Error::usage(format!(
             "{flag} is {} but at most {} makes sense; check the value",
             with(v),
             with(max)
@@ -109,7 +109,7 @@ pub fn fraction(flag: &str, v: f64) -> Result<f64> {
     if v.is_finite() && v > 0.0 && v <= 1.0 {
         Ok(v)
     } else {
-        Err(Error::input(format!(
+        Err(Error::usage(format!(
             "{flag} must be a fraction in (0, 1], such as 0.4; got {v}"
         )))
     }

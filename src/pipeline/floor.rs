@@ -64,7 +64,7 @@ fn config_value(mo: &ModelOptions) -> Result<serde_json::Value> {
     }
     let key = mo.preset_key();
     model::preset_config(key)
-        .ok_or_else(|| Error::input(format!("unknown model `{key}`; see stepgate floor --help")))
+        .ok_or_else(|| Error::usage(format!("unknown model `{key}`; see stepgate floor --help")))
 }
 
 /// What stepgate resolved, for the JSON `model` object.

@@ -106,3 +106,41 @@ pub fn diff(
         export: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::LaunchCost;
+    use crate::categories::Categorizer;
+    use crate::pipeline::plan::FloorPlan;
+    use crate::timing::steps::StepOptions;
+
+    #[test]
+    fn export_needs_a_report_not_a_baseline_file() {
+        let plan = StepsPlan {
+            find: StepOptions::default(),
+            kind: None,
+            launch_cost: LaunchCost::default(),
+            categories: Categorizer::default(),
+            floor: FloorPlan::default(),
+        };
+        let to = ExportPlan {
+            dataset: "ds".into(),
+            labels: crate::dataset::Labels::new(),
+        };
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("baselines")
+            .join("example-h100-vllm-decode.json");
+        let e = Candidate::load(&base, &plan, Some(&to)).unwrap_err();
+        assert_eq!(e.kind, crate::exit::Kind::Usage);
+        assert!(
+            e.message.starts_with("--export needs a report"),
+            "{}",
+            e.message
+        );
+        // Without --export the same file is the candidate as it is.
+        let c = Candidate::load(&base, &plan, None).unwrap();
+        assert_eq!(c.baseline, read_baseline(&base).unwrap());
+        assert!(c.export.is_none());
+    }
+}

@@ -83,13 +83,13 @@ impl Pricing {
             (None, Some(name)) => match gpu::from_report_name(name) {
                 Some(g) => (g.key.to_owned(), GpuFrom::Report),
                 None => {
-                    return Err(Error::input(format!(
+                    return Err(Error::usage(format!(
                         "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
                     )))
                 }
             },
             (None, None) => {
-                return Err(Error::input(
+                return Err(Error::usage(
                     "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",
                 ))
             }
@@ -207,6 +207,31 @@ pub fn composition(
 mod tests {
     use super::*;
     use crate::timing::stepname::parse;
+
+    #[test]
+    fn the_basis_reads_as_the_floor_note_always_has() {
+        // The text the README's first transcript shows after `floor: `.
+        let mut b = FloorBasis {
+            model: "qwen3-8b".into(),
+            gpu: "AMD Instinct MI300X 192GB".into(),
+            gpu_from: GpuFrom::Flag,
+            hbm_bytes_per_s: 5.3e12,
+            hbm_given: false,
+            tp: 1,
+        };
+        assert_eq!(
+            b.to_string(),
+            "qwen3-8b on AMD Instinct MI300X 192GB (--gpu; 5.30 TB/s cited), tp=1 — derived"
+        );
+        b.gpu_from = GpuFrom::Report;
+        b.hbm_given = true;
+        b.hbm_bytes_per_s = 3.1e12;
+        b.tp = 2;
+        assert_eq!(
+            b.to_string(),
+            "qwen3-8b on AMD Instinct MI300X 192GB (named by the report; 3.10 TB/s given), tp=2 — derived"
+        );
+    }
 
     #[test]
     fn decode_composition_from_a_detailed_name() {

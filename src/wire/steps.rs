@@ -347,9 +347,15 @@ impl std::fmt::Display for StepMethod {
     }
 }
 
+/// Version of the `steps` JSON document: additive fields keep it, a removed or renamed
+/// field or a changed meaning bumps it (docs/reports.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Everything step finding produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepsReport {
+    /// [`SCHEMA_VERSION`]; first in the document, as in `analyze`'s.
+    pub schema_version: u32,
     /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).
@@ -493,6 +499,7 @@ mod tests {
 
     fn report(steps: Vec<Step>) -> StepsReport {
         StepsReport {
+            schema_version: super::SCHEMA_VERSION,
             method: StepMethod::Engine,
             found_by: super::FoundBy::Marker,
             exact_steps_hint: None,
