@@ -47,6 +47,7 @@ impl StepsPlan {
             calls: true,
             ranges: filter.is_some(),
             range_filter: filter,
+            ..LoadOptions::all()
         }
     }
 
