@@ -17,7 +17,7 @@ pub mod steps;
 pub mod trend;
 
 use crate::cli::{Cli, Command};
-use crate::exit::{Error, Result};
+use crate::exit::Result;
 
 pub(crate) use stepflags::step_inputs;
 
@@ -36,20 +36,4 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Export(a) => export::run(&a),
         Command::Trend(a) => trend::run(&a),
     }
-}
-
-/// A regex flag that does not compile, in one line: regex's own message spreads the
-/// pattern, a caret and the reason over four lines; keep the reason.
-pub(crate) fn regex_error(flag: &str, pattern: &str, e: &regex::Error) -> Error {
-    let full = e.to_string();
-    let reason = full
-        .lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix("error:"))
-        .map(str::trim)
-        .unwrap_or_else(|| full.lines().last().unwrap_or("invalid regex").trim());
-    Error::input(format!(
-        "{flag} {pattern:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex ({reason}); \
-         check the pattern's brackets and escapes"
-    ))
 }

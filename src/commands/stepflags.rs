@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
-
 use crate::attribution::{self, LaunchCost};
 use crate::categories::Categorizer;
 use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags, Pricing};
@@ -74,18 +72,7 @@ impl KindFilter {
 impl StepFlags {
     /// Plain step-finding options from the flags.
     pub fn options(&self, top: usize) -> Result<StepOptions> {
-        let source = match self.steps.as_str() {
-            "auto" => StepSource::Auto,
-            "marker" => StepSource::Marker,
-            "scheduler" => StepSource::Scheduler,
-            "python" => StepSource::Python,
-            "sync" => StepSource::Sync,
-            "graphs" => StepSource::Graphs,
-            "gaps" => StepSource::Gaps,
-            re => StepSource::Regex(
-                Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?,
-            ),
-        };
+        let source = StepSource::parse(&self.steps)?;
         // Bounded so `gap start + threshold` cannot overflow the i64 nanosecond clock.
         if !(self.gap_us.is_finite()
             && self.gap_us >= 0.0
@@ -134,26 +121,11 @@ impl StepFlags {
     }
 }
 
-/// Range names that can be step markers (emit_nvtx suffixes follow the name).
-const MARKER_RANGES: &str =
-    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
-/// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
-const SCHEDULER_RANGES: &str =
-    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
-
 /// Load a report with what step finding needs: host calls always, and only the ranges
 /// the chosen method can use.
 pub fn load_for_steps(path: &Path, flags: &StepFlags) -> Result<Trace> {
     // nsys reads only the ranges the method can use (Kineto keeps every annotation).
-    let ranges = match flags.steps.as_str() {
-        "graphs" | "gaps" | "sync" | "python" => None,
-        "marker" => Some(Regex::new(MARKER_RANGES).expect("static pattern")),
-        "scheduler" => Some(Regex::new(SCHEDULER_RANGES).expect("static pattern")),
-        "auto" => Some(
-            Regex::new(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}")).expect("static pattern"),
-        ),
-        re => Some(Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?),
-    };
+    let ranges = StepSource::parse(&flags.steps)?.ranges();
     let opts = crate::source::LoadOptions {
         calls: true,
         ranges: ranges.is_some(),

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::project::{gpu_annotations, Index, Raw};
+use super::index::{gpu_annotations, Index};
+use super::project::Raw;
 use super::{
     AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepMethod, StepOptions,
     StepsReport,

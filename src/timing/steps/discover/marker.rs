@@ -6,7 +6,7 @@ use crate::exit::Result;
 use crate::timing::stepname::{self, Marker};
 
 use super::{host_ranges, outermost, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 
 /// How many steps have context requests with no context-token count (none: `None`).
 fn untokened(f: &Found) -> Option<usize> {
@@ -24,7 +24,11 @@ fn untokened(f: &Found) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
+/// The range names an nsys read keeps for markers (emit_nvtx suffixes follow the name).
+pub(super) const RANGES: &str =
+    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
+
+pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let mut warnings = Vec::new();
     let mut engine = host_ranges(ix, |n| {
         !n.starts_with("ProfilerStep#")
