@@ -15,10 +15,18 @@ use crate::trace::Trace;
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StepFlags {
-    /// How to find steps: auto, marker, scheduler, python, sync, graphs, gaps, or a
-    /// regex over range names.
+    /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
+    /// gaps, or a regex over range names.
     #[arg(long = "steps", default_value = "auto")]
     pub steps: String,
+    /// With --steps REGEX: a step is the matched range (span, the default) or the whole
+    /// cycle from one match of the opener to the next (cycle).
+    #[arg(long, value_name = "span|cycle")]
+    pub steps_extent: Option<steps::Extent>,
+    /// With --steps REGEX: project the calls of the range's own thread (own, the
+    /// default) or of every thread of its process (process).
+    #[arg(long, value_name = "own|process")]
+    pub steps_threads: Option<steps::Threads>,
     /// Only steps of this kind.
     #[arg(long, value_enum, default_value_t = KindFilter::All)]
     pub kind: KindFilter,
@@ -86,6 +94,8 @@ impl StepFlags {
         }
         Ok(StepOptions {
             source,
+            extent: self.steps_extent,
+            threads: self.steps_threads,
             gap_threshold_ns: (self.gap_us * 1e3) as i64,
             top_kernels: top,
         })

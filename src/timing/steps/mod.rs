@@ -31,7 +31,7 @@ pub use crate::wire::steps::{
     StepKernel, StepMethod, StepsReport,
 };
 pub use assemble::{percentile, summarize};
-pub use options::{StepOptions, StepSource};
+pub use options::{Extent, StepOptions, StepSource, Threads};
 
 /// Find and project every step in the trace. Every step's `attribution` is empty and the
 /// report's `shapes`/`launch_cost` are unset: step finding knows nothing of attribution.

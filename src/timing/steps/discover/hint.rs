@@ -20,6 +20,9 @@ fn exact_hint(ix: &Index<'_>, by: FoundBy, engine: Option<&str>) -> Option<Strin
     };
     match (by, engine) {
         (FoundBy::Marker | FoundBy::Regex, _) => None,
+        (FoundBy::Recurring, _) => Some(
+            "plain PyTorch: torch.profiler.profile(schedule=torch.profiler.schedule(…)) with prof.step() once per iteration writes ProfilerStep#N, one exact step per iteration".to_owned(),
+        ),
         (FoundBy::Scheduler, Some("sglang")) => Some(if nsys {
             "SGLang's step[…] span (batch composition) exists only in torch-profiler captures (SGLang ≥ 0.5.15)".to_owned()
         } else {

@@ -1,10 +1,11 @@
 //! Step discovery: one sub-module per family of step evidence, each a [`Family`] (one fn
 //! type from the trace index to candidate steps), tried in the one declared order of
-//! [`FAMILIES`] (markers, scheduler scopes, python-stack step functions, host sync points,
-//! grouped CUDA-graph launches, idle gaps); the first that yields steps wins unless
+//! [`FAMILIES`] (markers, scheduler scopes, python-stack step functions, recurring
+//! annotation cycles, host sync points, grouped CUDA-graph launches, idle gaps); the first that yields steps wins unless
 //! `--steps` names one. The `--steps` method names and the auto order both come from
 //! that slice.
 
+mod cycle;
 mod gaps;
 mod graphs;
 mod hint;
@@ -12,15 +13,17 @@ mod hostcalls;
 mod marker;
 mod python;
 mod ranges;
+mod recurring;
 mod scheduler;
 mod sync;
+mod user;
 
 use crate::exit::{Error, Result};
 use crate::trace::SourceFormat;
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::Index;
-use super::{FoundBy, StepMethod, StepOptions, StepSource};
+use super::{FoundBy, StepOptions, StepSource};
 
 use hint::hinted;
 use ranges::{host_ranges, outermost};
@@ -41,7 +44,7 @@ pub struct Family {
 }
 
 /// Every family, most certain first: the auto order, and the `--steps` method names.
-pub static FAMILIES: [Family; 6] = [
+pub static FAMILIES: [Family; 7] = [
     Family {
         name: "marker",
         source: StepSource::Marker,
@@ -62,6 +65,13 @@ pub static FAMILIES: [Family; 6] = [
         ranges: None,
         find: python::find,
         none: "--steps python: no vLLM execute_model or SGLang run_batch python-stack spans in this trace (they need a torch-profiler capture with with_stack=True); try --steps auto",
+    },
+    Family {
+        name: "recurring",
+        source: StepSource::Recurring,
+        ranges: Some(recurring::RANGES),
+        find: recurring::find,
+        none: "--steps recurring: no annotations recur in a stable cycle that launches GPU work (nsys: only PyTorch's Optimizer.zero_grad#, Optimizer.step# and enumerate(DataLoader)# ranges are read); try --steps auto, or --steps REGEX --steps-extent cycle",
     },
     Family {
         name: "sync",
@@ -89,18 +99,14 @@ pub static FAMILIES: [Family; 6] = [
 /// Run discovery as the options say.
 pub fn discover(ix: &Index<'_>, opts: &StepOptions) -> Result<Found> {
     let forced = match &opts.source {
-        StepSource::Auto => None,
-        StepSource::Regex(re) => {
-            let c = outermost(host_ranges(ix, |n| re.is_match(n))?);
-            if c.is_empty() {
-                return Err(Error::input(format!(
-                    "no host range matches --steps {:?}; list range names with `stepgate analyze --format json` or try --steps auto",
-                    re.as_str()
-                )));
-            }
-            return Ok(Found::spans(StepMethod::Regex, FoundBy::Regex, c));
+        StepSource::Regex(re) => return user::find(ix, re, opts),
+        _ if opts.extent.is_some() || opts.threads.is_some() => {
+            return Err(Error::input(
+                "--steps-extent and --steps-threads apply to --steps REGEX only (the other methods choose their own extent and threads)",
+            ));
         }
-        source => Some(source.family().expect("every non-regex source is a family")),
+        StepSource::Auto => None,
+        source => source.family(),
     };
     if let Some(fam) = forced {
         let f = (fam.find)(ix, opts)?.ok_or_else(|| Error::input(fam.none))?;
