@@ -66,6 +66,7 @@ fn exercise(path: &Path) -> Result<bool, String> {
                 source,
                 gap_threshold_ns: 100_000,
                 top_kernels: 3,
+                ..Default::default()
             };
             match find_steps(&t, &opts, &cats) {
                 Ok(r) => {

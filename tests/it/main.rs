@@ -25,4 +25,5 @@ mod shapes;
 mod steps;
 mod steps_real;
 mod steps_synth;
+mod steps_train;
 mod waterfall;

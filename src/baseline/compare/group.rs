@@ -3,7 +3,7 @@
 
 use crate::baseline::model::{group_label, metric, Group, KernelSamples};
 use crate::baseline::policy::{higher_is_worse, Policy, Threshold};
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 
 use super::judge::{fmt_rel, judge, mean, Scratch};
 use super::types::{

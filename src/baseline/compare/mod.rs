@@ -23,7 +23,7 @@ pub use types::{
 use crate::baseline::model::{Baseline, SCHEMA_VERSION};
 use crate::baseline::policy::Policy;
 use crate::exit::Result;
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 
 /// Compare for a gate: a GPU or model mismatch between the sides is an input error.
 pub fn compare(baseline: &Baseline, candidate: &Baseline, policy: &Policy) -> Result<Comparison> {

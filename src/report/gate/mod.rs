@@ -10,7 +10,7 @@ use crate::report::table::{Align, Table};
 use crate::report::{
     fmt_int, fmt_pct, fmt_us, group_thousands, to_json, truncate, Format, NAME_WIDTH,
 };
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 
 mod document;
 

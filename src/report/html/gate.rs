@@ -13,7 +13,7 @@ use crate::report::gate::{
 use crate::report::html::{esc, figure, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, group_thousands};
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 
 fn signed_us(d: f64) -> String {
     let s = if d >= 0.0 { "+" } else { "−" };
