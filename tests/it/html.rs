@@ -115,7 +115,7 @@ fn diff_and_gate_pages_draw_the_waterfall_with_its_table() {
     assert!(html.contains("step wall per side"));
     // The norm kernel is 30 µs slower per step: in the chart note and the table.
     assert!(html.contains("+30.0 µs"), "{html}");
-    assert!(html.contains(">norm_kernel_c</td>"));
+    assert!(html.contains(">norm_<wbr>kernel_<wbr>c</td>"), "{html}");
     assert!(html.contains("exact)"), "the sum check row");
 
     let base = dir.path().join("base.json");

@@ -5,34 +5,26 @@
 //! Text is SVG `<text>` (plotters without its font feature estimates text extents), so the
 //! browser renders it with the page's sans-serif font.
 
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+
+pub mod axis;
+pub mod palette;
+
+pub use axis::{fmt_axis, TickAxis, Ticks};
+pub use palette::{distinct, BETTER, BUSY, FLOOR, GAP, NEUTRAL, OTHER, PALETTE, WORSE};
 
 /// Chart width in px: fits a 1280 px window with the page's margins.
 pub const WIDTH: u32 = 1100;
 
-/// A colour-blind-safe palette (Okabe–Ito), in the order series are assigned.
-pub const PALETTE: [RGBColor; 8] = [
-    RGBColor(0, 114, 178),   // blue
-    RGBColor(230, 159, 0),   // orange
-    RGBColor(0, 158, 115),   // green
-    RGBColor(204, 121, 167), // purple
-    RGBColor(86, 180, 233),  // sky
-    RGBColor(213, 94, 0),    // vermillion
-    RGBColor(240, 228, 66),  // yellow
-    RGBColor(110, 110, 110), // grey
-];
-/// Worse (slower) in a waterfall.
-pub const WORSE: RGBColor = RGBColor(213, 94, 0);
-/// Better (faster) in a waterfall.
-pub const BETTER: RGBColor = RGBColor(0, 158, 115);
-/// Totals and neutral bars.
-pub const NEUTRAL: RGBColor = RGBColor(90, 90, 90);
-/// GPU idle inside a step.
-pub const GAP: RGBColor = RGBColor(200, 200, 200);
-
 const FONT: &str = "sans-serif";
+/// Font size of legend entries and tick labels (plotters units; the SVG says 0.8 of it).
+const LABEL_FONT: u32 = 16;
+/// A generous width per character of [`LABEL_FONT`] text in the browser's sans-serif, so
+/// that a legend laid out with it is never wider than the chart.
+const LABEL_CHAR_PX: f64 = 7.4;
+/// Height of one legend line.
+const LEGEND_LINE_PX: i32 = 22;
 
 /// Cut a label for a chart axis (the page's table carries the full text).
 pub fn short_label(s: &str, max: usize) -> String {
@@ -51,6 +43,63 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
 
 fn finish(root: &DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> {
     root.present().map_err(err)
+}
+
+/// Where each legend entry goes: (x, line) with entries wrapped onto a new line before
+/// they would run past the chart's right edge.
+fn legend_layout(legend: &[(&str, RGBColor)]) -> Vec<(i32, i32)> {
+    let right = WIDTH as i32 - 12;
+    let (mut x, mut line) = (12, 0);
+    let mut out = Vec::with_capacity(legend.len());
+    for (name, _) in legend {
+        let w = 20 + (name.chars().count() as f64 * LABEL_CHAR_PX).ceil() as i32;
+        if x > 12 && x + w > right {
+            x = 12;
+            line += 1;
+        }
+        out.push((x, line));
+        x += w + 18;
+    }
+    out
+}
+
+/// Height the legend takes (0 without entries).
+fn legend_height(legend: &[(&str, RGBColor)]) -> u32 {
+    legend_layout(legend)
+        .last()
+        .map_or(0, |(_, line)| ((line + 1) * LEGEND_LINE_PX + 4) as u32)
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    legend: &[(&str, RGBColor)],
+    y: i32,
+) -> Result<(), String> {
+    for ((name, c), (x, line)) in legend.iter().zip(legend_layout(legend)) {
+        let y = y + line * LEGEND_LINE_PX;
+        area.draw(&Rectangle::new([(x, y + 2), (x + 14, y + 16)], c.filled()))
+            .map_err(err)?;
+        area.draw(&Text::new(
+            name.to_string(),
+            (x + 20, y + 2),
+            (FONT, LABEL_FONT).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The title and legend strip of a chart: its height, then the body below it.
+fn header<'b>(
+    root: &DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    legend: &[(&str, RGBColor)],
+) -> Result<DrawingArea<SVGBackend<'b>, Shift>, String> {
+    let (top, body) = root.split_vertically(32 + legend_height(legend));
+    top.titled(title, (FONT, 20).into_font().color(&BLACK))
+        .map_err(err)?;
+    draw_legend(&top, legend, 30)?;
+    Ok(body)
 }
 
 /// One segment of a horizontal bar: `[from, to]` on the value axis.
@@ -86,8 +135,7 @@ pub fn hbars(
         .max()
         .unwrap_or(8);
     let label_px = (label_chars as f64 * 7.6 + 18.0).clamp(60.0, 420.0) as u32;
-    let legend_px = if legend.is_empty() { 0 } else { 26 };
-    let height = (n as u32 * 26 + 90 + legend_px).max(160);
+    let height = (n as u32 * 26 + 96 + legend_height(legend)).max(160);
     let (lo, hi) = x_range.unwrap_or_else(|| {
         let lo = rows
             .iter()
@@ -112,10 +160,7 @@ pub fn hbars(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(30 + legend_px);
-        top.titled(title, (FONT, 20).into_font().color(&BLACK))
-            .map_err(err)?;
-        draw_legend(&top, legend, 28)?;
+        let body = header(&root, title, legend)?;
         let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
         let mut chart = row_axes(&body, 20, lo..hi_pad, &labels, label_px, x_desc)?;
         for (i, r) in rows.iter().enumerate() {
@@ -149,38 +194,6 @@ pub fn hbars(
     Ok(svg)
 }
 
-fn draw_legend(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
-    legend: &[(&str, RGBColor)],
-    y: i32,
-) -> Result<(), String> {
-    let mut x = 12;
-    for (name, c) in legend {
-        area.draw(&Rectangle::new([(x, y + 2), (x + 14, y + 16)], c.filled()))
-            .map_err(err)?;
-        area.draw(&Text::new(
-            name.to_string(),
-            (x + 20, y + 2),
-            (FONT, 16).into_font().color(&BLACK),
-        ))
-        .map_err(err)?;
-        x += 36 + (name.chars().count() as i32) * 8;
-    }
-    Ok(())
-}
-
-/// Axis numbers: thousands separated, no trailing zeros.
-pub fn fmt_axis(v: f64) -> String {
-    let s = if v.abs() >= 100.0 || v == v.round() {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    crate::report::group_thousands(&s)
-}
-
 /// A line series of a step panel.
 pub struct Line<'a> {
     pub name: &'a str,
@@ -189,12 +202,23 @@ pub struct Line<'a> {
     pub dashed: bool,
 }
 
+/// What a panel's x axis counts.
+pub enum XAxis {
+    /// Numbers (`integer`: step indices, never a fractional tick).
+    Numbers { integer: bool },
+    /// One position per label at x = 1, 2, … (runs in export order): ticks on the
+    /// positions only, labelled with the labels (thinned to what fits), and half a
+    /// position of room on each side so no point sits on an axis.
+    Labels(Vec<String>),
+}
+
 /// Per-step panel: lines against step index, a shaded band (`band`: x, low, high — the
 /// gap between busy and wall) and points coloured by class (`points`: x, y, colour index
 /// into `classes`).
 pub struct Panel<'a> {
     pub title: &'a str,
     pub x_desc: &'a str,
+    pub x_axis: XAxis,
     pub y_desc: &'a str,
     pub lines: Vec<Line<'a>>,
     pub band: Vec<(f64, f64, f64)>,
@@ -203,19 +227,53 @@ pub struct Panel<'a> {
     pub classes: Vec<(&'a str, RGBColor)>,
 }
 
+/// Plot width of a panel's body (the chart less its label areas and margins).
+const PANEL_PLOT_PX: f64 = (WIDTH - 8 - 24 - 72) as f64;
+
+impl Panel<'_> {
+    /// The x range and its ticks, each tick with its label.
+    fn x_ticks(&self) -> ((f64, f64), Vec<(f64, String)>) {
+        match &self.x_axis {
+            XAxis::Labels(labels) => {
+                let n = labels.len().max(1);
+                let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+                let fits = (PANEL_PLOT_PX / (widest as f64 * LABEL_CHAR_PX + 12.0)).max(1.0);
+                let every = (n as f64 / fits).ceil().max(1.0) as usize;
+                let ticks = labels
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % every == 0)
+                    .map(|(i, l)| ((i + 1) as f64, l.clone()))
+                    .collect();
+                ((0.5, n as f64 + 0.5), ticks)
+            }
+            XAxis::Numbers { integer } => {
+                let xs = self
+                    .lines
+                    .iter()
+                    .flat_map(|l| l.points.iter().map(|q| q.0))
+                    .chain(self.points.iter().map(|q| q.0));
+                let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+                // Whole numbers get half a step of room on each side below; other ranges
+                // without width get one.
+                let (x0, x1) = match (x0 <= x1, *integer) {
+                    (false, _) => (0.0, 1.0),
+                    (true, true) => (x0, x1),
+                    (true, false) => (x0, x1.max(x0 + 1.0)),
+                };
+                let t = Ticks::new(x0, x1, 10, *integer);
+                let ticks = t.values.iter().map(|v| (*v, t.label(*v))).collect();
+                // Room on both sides, so the first and last points sit off the axes.
+                let pad = if *integer { 0.5 } else { (x1 - x0) * 0.01 };
+                ((x0 - pad, x1 + pad), ticks)
+            }
+        }
+    }
+}
+
 /// Draw a [`Panel`].
 pub fn panel(p: &Panel<'_>) -> Result<String, String> {
-    let xs = p
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|q| q.0))
-        .chain(p.points.iter().map(|q| q.0));
-    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let (x0, x1) = if x0 <= x1 {
-        (x0, x1.max(x0 + 1.0))
-    } else {
-        (0.0, 1.0)
-    };
+    let ((x0, x1), x_ticks) = p.x_ticks();
     let y1 = p
         .lines
         .iter()
@@ -225,34 +283,44 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
         .fold(0.0f64, f64::max)
         * 1.08;
     let y1 = if y1 > 0.0 { y1 } else { 1.0 };
+    let y_ticks = Ticks::new(0.0, y1, 6, false);
+    let mut legend: Vec<(&str, RGBColor)> = p.lines.iter().map(|l| (l.name, l.color)).collect();
+    if !p.band.is_empty() {
+        legend.push((p.band_name, GAP));
+    }
+    legend.extend(p.classes.iter().copied());
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
+        let height = 330 + legend_height(&legend);
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(56);
-        top.titled(p.title, (FONT, 20).into_font().color(&BLACK))
-            .map_err(err)?;
-        let mut legend: Vec<(&str, RGBColor)> = p.lines.iter().map(|l| (l.name, l.color)).collect();
-        if !p.band.is_empty() {
-            legend.push((p.band_name, GAP));
-        }
-        legend.extend(p.classes.iter().copied());
-        draw_legend(&top, &legend, 28)?;
+        let body = header(&root, p.title, &legend)?;
+        let x_labels = x_ticks.clone();
+        let x_label = move |v: &f64| {
+            x_labels
+                .iter()
+                .find(|(x, _)| (x - v).abs() < 1e-9)
+                .map(|(_, l)| l.clone())
+                .unwrap_or_default()
+        };
         let mut chart = ChartBuilder::on(&body)
             .margin_right(24)
             .margin_left(8)
             .x_label_area_size(42)
             .y_label_area_size(72)
-            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .build_cartesian_2d(
+                TickAxis::new(x0..x1, x_ticks.iter().map(|t| t.0).collect()),
+                TickAxis::new(0.0..y1, y_ticks.values.clone()),
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(p.x_desc)
             .y_desc(p.y_desc)
-            .x_label_formatter(&|v: &f64| fmt_axis(*v))
-            .y_label_formatter(&|v: &f64| fmt_axis(*v))
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&|v: &f64| y_ticks.label(*v))
             .axis_desc_style((FONT, 17))
-            .label_style((FONT, 16))
+            .label_style((FONT, LABEL_FONT))
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
@@ -342,9 +410,7 @@ pub fn boxes(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(34);
-        top.titled(title, (FONT, 20).into_font().color(&BLACK))
-            .map_err(err)?;
+        let body = header(&root, title, &[])?;
         let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
         let mut chart = row_axes(&body, 24, (lo - pad)..(hi + pad), &labels, label_px, x_desc)?;
         for (i, (_, f, c)) in rows.iter().enumerate() {
@@ -411,15 +477,13 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
     let y1 = pi * 2.0;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 440)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let (top, body) = root.split_vertically(56);
-        top.titled(r.title, (FONT, 20).into_font().color(&BLACK))
-            .map_err(err)?;
         let mut legend: Vec<(&str, RGBColor)> =
             vec![(r.roof_names.0, NEUTRAL), (r.roof_names.1, WORSE)];
         legend.extend(r.classes.iter().copied());
-        draw_legend(&top, &legend, 28)?;
+        let height = 410 + legend_height(&legend);
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let body = header(&root, r.title, &legend)?;
         let mut chart = ChartBuilder::on(&body)
             .margin_right(24)
             .margin_left(8)
@@ -434,7 +498,7 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
             .x_label_formatter(&|v: &f64| fmt_axis(*v))
             .y_label_formatter(&|v: &f64| fmt_axis(*v / 1e12))
             .axis_desc_style((FONT, 17))
-            .label_style((FONT, 16))
+            .label_style((FONT, LABEL_FONT))
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(err)?;
@@ -466,8 +530,9 @@ pub fn roofline(r: &Roofline<'_>) -> Result<String, String> {
     Ok(svg)
 }
 
-/// Axes for a chart of labelled horizontal rows (top row first): x over `x`, one row per
-/// label, labels on the y axis, no horizontal grid. Both row charts share it.
+/// Axes for a chart of labelled horizontal rows (top row first): x over `x` with
+/// [`Ticks`], one row per label, labels on the y axis at the rows' centres, no horizontal
+/// grid. Both row charts share it.
 fn row_axes<'a, 'b>(
     body: &'a DrawingArea<SVGBackend<'b>, Shift>,
     margin_right: u32,
@@ -475,37 +540,37 @@ fn row_axes<'a, 'b>(
     labels: &[String],
     label_px: u32,
     x_desc: &str,
-) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<TickAxis, TickAxis>>, String> {
     let n = labels.len();
+    let ticks = Ticks::new(x.start, x.end, 8, false);
+    let centres: Vec<f64> = (0..n).map(|i| i as f64 + 0.5).collect();
     let mut chart = ChartBuilder::on(body)
         .margin_right(margin_right)
         .margin_left(8)
         .x_label_area_size(42)
         .y_label_area_size(label_px)
-        .build_cartesian_2d(x, 0f64..n as f64)
+        .build_cartesian_2d(
+            TickAxis::new(x, ticks.values.clone()),
+            TickAxis::new(0.0..n.max(1) as f64, centres),
+        )
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(n * 2 + 1)
         .y_label_formatter(&|v: &f64| row_label(labels, *v))
         .x_desc(x_desc)
-        .x_label_formatter(&|v: &f64| fmt_axis(*v))
+        .x_label_formatter(&|v: &f64| ticks.label(*v))
         .axis_desc_style((FONT, 17))
-        .label_style((FONT, 16))
+        .label_style((FONT, LABEL_FONT))
         .light_line_style(TRANSPARENT)
         .draw()
         .map_err(err)?;
     Ok(chart)
 }
 
-/// The label of the horizontal-bar row drawn at `v`: row i (top row first) sits at
-/// height n − 1 − i + 0.5; ticks between rows get no label.
+/// The label of the horizontal-bar row drawn at `v` (a row's centre): row i (top row
+/// first) sits at height n − 1 − i + 0.5.
 fn row_label(labels: &[String], v: f64) -> String {
-    let f = v - v.floor();
-    if (f - 0.5).abs() > 1e-6 {
-        return String::new();
-    }
     let i = labels.len() as isize - 1 - v.floor() as isize;
     labels
         .get(usize::try_from(i).unwrap_or(usize::MAX))
@@ -540,10 +605,62 @@ mod tests {
             }],
             note: Some("10 µs".into()),
         }];
-        let svg = hbars("t", "µs per step", &rows, &[("busy", PALETTE[0])], None).unwrap();
+        let svg = hbars("t", "µs per step", &rows, &[("busy", BUSY)], None).unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("<rect"));
         assert!(svg.contains("\ngemm\n"));
         assert!(svg.contains("µs per step"));
+    }
+
+    #[test]
+    fn a_long_legend_wraps_inside_the_chart() {
+        let names: Vec<String> = (0..9)
+            .map(|i| format!("category number {i} with a long name"))
+            .collect();
+        let legend: Vec<(&str, RGBColor)> = names
+            .iter()
+            .zip(distinct(9, &[]))
+            .map(|(n, c)| (n.as_str(), c))
+            .collect();
+        let layout = legend_layout(&legend);
+        let lines = layout.iter().map(|p| p.1).max().unwrap() + 1;
+        assert!(lines >= 3, "{layout:?}");
+        for ((name, _), (x, _)) in legend.iter().zip(&layout) {
+            let right = x + 20 + (name.chars().count() as f64 * LABEL_CHAR_PX) as i32;
+            assert!(right <= WIDTH as i32, "{name} ends at {right}");
+        }
+        assert_eq!(legend_height(&legend), (lines * LEGEND_LINE_PX + 4) as u32);
+        assert_eq!(legend_height(&[]), 0);
+    }
+
+    #[test]
+    fn run_axes_tick_whole_runs_with_their_labels_and_room_on_both_sides() {
+        let labels: Vec<String> = (1..=5).map(|i| format!("r{i}")).collect();
+        let p = Panel {
+            title: "t",
+            x_desc: "run",
+            x_axis: XAxis::Labels(labels),
+            y_desc: "µs",
+            lines: vec![],
+            band: vec![],
+            band_name: "",
+            points: vec![(1.0, 3.0, 0)],
+            classes: vec![("run", NEUTRAL)],
+        };
+        let (range, ticks) = p.x_ticks();
+        assert_eq!(range, (0.5, 5.5), "the first run is not on the y axis");
+        let want: Vec<(f64, String)> = (1..=5).map(|i| (f64::from(i), format!("r{i}"))).collect();
+        assert_eq!(ticks, want);
+        // 400 runs cannot all be labelled: every k-th, still whole runs.
+        let many: Vec<String> = (1..=400).map(|i| format!("run{i:04}")).collect();
+        let p = Panel {
+            x_axis: XAxis::Labels(many),
+            ..p
+        };
+        let (_, ticks) = p.x_ticks();
+        assert!(ticks.len() < 100 && ticks.len() > 5, "{}", ticks.len());
+        assert!(ticks.iter().all(|t| t.0.fract() == 0.0));
+        let svg = panel(&p).unwrap();
+        assert!(svg.contains("run0001"));
     }
 }
