@@ -340,27 +340,27 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 m.note(&escape_control(&n));
             }
         }
-        if o.wide {
-            // The tables already show the full names.
-            continue;
-        }
-        let shown = reg
-            .iter()
-            .chain(imp.iter())
-            .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str()))
-            .chain(
-                g.new_kernels
-                    .iter()
-                    .chain(&g.vanished_kernels)
-                    .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str())),
-            )
-            .chain(
-                waterfall_table_rows(&g.explain, o.waterfall_top)
-                    .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str())),
-            );
-        for (s, f) in shown {
-            if s != f && !full_names.contains(&(s, f)) {
-                full_names.push((s, f));
+        // Wide tables already show the full names.
+        if !o.wide {
+            let shown = reg
+                .iter()
+                .chain(imp.iter())
+                .map(|k| (k.name.as_str(), k.short_name.as_str()))
+                .chain(
+                    g.new_kernels
+                        .iter()
+                        .chain(&g.vanished_kernels)
+                        .map(|k| (k.name.as_str(), k.short_name.as_str())),
+                )
+                .chain(
+                    waterfall_table_rows(&g.explain, o.waterfall_top)
+                        .map(|r| (r.name.as_str(), r.short_name.as_str())),
+                );
+            for (f, short) in shown {
+                let s = labels.get(f, short);
+                if s != f && !full_names.contains(&(s, f)) {
+                    full_names.push((s, f));
+                }
             }
         }
     }
