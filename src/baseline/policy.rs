@@ -175,6 +175,11 @@ impl Policy {
         }
     }
 
+    /// The policy of `--policy FILE`, or the defaults without one.
+    pub fn load(path: Option<&Path>) -> Result<Policy> {
+        path.map_or_else(|| Ok(Policy::default()), Policy::from_file)
+    }
+
     /// Read a policy file (`.toml` or `.json`) over the defaults.
     pub fn from_file(path: &Path) -> Result<Policy> {
         let text = std::fs::read_to_string(path)

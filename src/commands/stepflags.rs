@@ -1,18 +1,19 @@
-//! The step flags and loading shared by every command that finds steps (`steps`, `analyze
-//! --steps`, `gate`, `baseline`, `diff`): `--steps`, `--kind`, launch cost, categories and
-//! the model/GPU flags, turned into a loaded trace and an attributed steps report.
+//! The step flags shared by every command that finds steps (`steps`, `analyze`, `gate`,
+//! `baseline`, `diff`, `export`): `--steps`, `--kind`, launch cost, categories and the
+//! model/GPU flags, turned once into a [`StepsPlan`].
 
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-use crate::attribution::{self, LaunchCost};
+use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
-use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags, Pricing};
+use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags};
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
+use crate::pipeline::plan::StepsPlan;
 use crate::timing::stepname::StepKind;
-use crate::timing::steps::{self, StepOptions, StepSource, StepsReport};
-use crate::trace::Trace;
+use crate::timing::steps::{StepOptions, StepSource};
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
@@ -61,63 +62,55 @@ pub enum KindFilter {
 }
 
 impl KindFilter {
-    fn matches(self, k: StepKind) -> bool {
-        use clap::ValueEnum;
-        // The flag values are the kinds' own names, so compare by name.
-        self == KindFilter::All
-            || self
-                .to_possible_value()
-                .is_some_and(|v| v.get_name() == k.as_str())
+    /// The kind to keep; None for `all`.
+    fn kind(self) -> Option<StepKind> {
+        match self {
+            KindFilter::All => None,
+            KindFilter::Decode => Some(StepKind::Decode),
+            KindFilter::Prefill => Some(StepKind::Prefill),
+            KindFilter::Mixed => Some(StepKind::Mixed),
+            KindFilter::Verify => Some(StepKind::Verify),
+            KindFilter::Draft => Some(StepKind::Draft),
+            KindFilter::Idle => Some(StepKind::Idle),
+            KindFilter::Unknown => Some(StepKind::Unknown),
+        }
     }
 }
 
 impl StepFlags {
-    /// Plain step-finding options from the flags.
-    pub fn options(&self, top: usize) -> Result<StepOptions> {
-        let source = match self.steps.as_str() {
-            "auto" => StepSource::Auto,
-            "marker" => StepSource::Marker,
-            "scheduler" => StepSource::Scheduler,
-            "python" => StepSource::Python,
-            "sync" => StepSource::Sync,
-            "graphs" => StepSource::Graphs,
-            "gaps" => StepSource::Gaps,
-            re => StepSource::Regex(
-                Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?,
-            ),
-        };
+    /// The plan these flags describe, checked once: `--steps` parsed (its regex compiled),
+    /// `--gap-us` in range, the launch cost and categories read, the floor inputs checked.
+    /// `top` is the command's kernel rows per step.
+    pub fn plan(&self, top: usize) -> Result<StepsPlan> {
+        let source = step_source(&self.steps)?;
         // Bounded so `gap start + threshold` cannot overflow the i64 nanosecond clock.
-        if !(self.gap_us.is_finite()
-            && self.gap_us >= 0.0
-            && self.gap_us <= crate::commands::numbers::MAX_GAP_US)
-        {
-            return Err(Error::input(format!(
+        if !(self.gap_us.is_finite() && self.gap_us >= 0.0 && self.gap_us <= numbers::MAX_GAP_US) {
+            return Err(Error::usage(format!(
                 "--gap-us must be a number of µs from 0 to {:e} (one hour), got {} µs",
-                crate::commands::numbers::MAX_GAP_US,
+                numbers::MAX_GAP_US,
                 self.gap_us
             )));
         }
-        Ok(StepOptions {
-            source,
-            gap_threshold_ns: (self.gap_us * 1e3) as i64,
-            top_kernels: top,
+        Ok(StepsPlan {
+            find: StepOptions {
+                source,
+                gap_threshold_ns: (self.gap_us * 1e3) as i64,
+                top_kernels: top,
+            },
+            kind: self.kind.kind(),
+            launch_cost: self.launch_cost()?,
+            floor: self.floor.floor_plan(self.batch, self.context)?,
+            categories: match &self.categories {
+                Some(p) => Categorizer::with_user_file(p)?,
+                None => Categorizer::default(),
+            },
         })
     }
 
-    /// The model and GPU to price steps against, or None without a model.
-    pub fn pricing(&self, trace: &Trace) -> Result<Option<Pricing>> {
-        crate::commands::floorflags::pricing(&self.floor, self.batch, self.context, trace)
-    }
-
     /// The per-launch cost: measured (flag or probe file) or the cited default.
-    pub fn launch_cost(&self) -> Result<LaunchCost> {
+    fn launch_cost(&self) -> Result<LaunchCost> {
         if let Some(us) = self.launch_cost_us {
-            crate::commands::numbers::real(
-                "--launch-cost-us",
-                "µs",
-                us,
-                crate::commands::numbers::MAX_LAUNCH_COST_US,
-            )?;
+            let us = numbers::real("--launch-cost-us", "µs", us, numbers::MAX_LAUNCH_COST_US)?;
             return Ok(LaunchCost {
                 per_launch_ns: us * 1e3,
                 source: "given with --launch-cost-us".to_owned(),
@@ -132,112 +125,49 @@ impl StepFlags {
         }
         Ok(LaunchCost::default())
     }
-}
 
-/// Range names that can be step markers (emit_nvtx suffixes follow the name).
-const MARKER_RANGES: &str =
-    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
-/// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
-const SCHEDULER_RANGES: &str =
-    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
-
-/// Load a report with what step finding needs: host calls always, and only the ranges
-/// the chosen method can use.
-pub fn load_for_steps(path: &Path, flags: &StepFlags) -> Result<Trace> {
-    // nsys reads only the ranges the method can use (Kineto keeps every annotation).
-    let ranges = match flags.steps.as_str() {
-        "graphs" | "gaps" | "sync" | "python" => None,
-        "marker" => Some(Regex::new(MARKER_RANGES).expect("static pattern")),
-        "scheduler" => Some(Regex::new(SCHEDULER_RANGES).expect("static pattern")),
-        "auto" => Some(
-            Regex::new(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}")).expect("static pattern"),
-        ),
-        re => Some(Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?),
-    };
-    let opts = crate::source::LoadOptions {
-        calls: true,
-        ranges: ranges.is_some(),
-        range_filter: ranges,
-    };
-    crate::source::load_with(path, &opts)
-}
-
-/// Find, filter and attribute the steps of a loaded trace.
-pub fn steps_of(
-    trace: &Trace,
-    flags: &StepFlags,
-    cats: &Categorizer,
-    top: usize,
-) -> Result<StepsReport> {
-    let opts = flags.options(top)?;
-    let mut r = steps::find_steps(trace, &opts, cats)?;
-    if flags.kind != KindFilter::All {
-        r.steps.retain(|s| flags.kind.matches(s.kind));
-        r.summary = steps::summarize(&r.steps);
-        r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
+    /// The files a step-finding command reads besides its report (categories, launch-cost
+    /// probe, model config): no output may overwrite one of them.
+    pub fn inputs(&self) -> Vec<&Path> {
+        [
+            self.categories.as_deref(),
+            self.launch_cost.as_deref(),
+            self.floor.model_config.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
-    let cost = flags.launch_cost()?;
-    let pricing = flags.pricing(trace)?;
-    let a = match &pricing {
-        Some(p) => attribution::attribute_all(&r.steps, &|s| p.floor_of(s), &cost),
-        None => attribution::attribute_all(&r.steps, &|_| None, &cost),
-    };
-    // The one join of steps and attribution.
-    let mut r = r.join(a);
-    if let Some(p) = pricing {
-        let priced = r
-            .steps
-            .iter()
-            .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
-            .count();
-        let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
-        r.notes.push(format!("floor: {}", p.basis));
-        if priced < gpu_steps {
-            // Steps with context (prefill) requests but no prompt-token count cannot be
-            // priced by --context (a decode KV length): asking for it would mislead.
-            let prefill_without_tokens = r
-                .steps
-                .iter()
-                .filter(|s| {
-                    s.wall_ns.is_some()
-                        && s.attribution.as_ref().is_none_or(|a| a.floor.is_none())
-                        && s.composition.as_ref().is_some_and(|c| {
-                            c.context.requests.is_some_and(|n| n > 0) && c.context.sq.is_none()
-                        })
-                })
-                .count();
-            // Those have their own note from discovery (what the name lacks and which
-            // engine versions carry it).
-            let other = gpu_steps - priced - prefill_without_tokens;
-            if other > 0 {
-                r.notes.push(format!(
-                    "{other} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)"
-                ));
-            }
-        }
-    }
-    Ok(r)
 }
 
-/// The files a step-finding command reads besides its report (categories, launch-cost
-/// probe, model config): no output may overwrite one of them.
-pub(crate) fn step_inputs(f: &StepFlags) -> Vec<&Path> {
-    [
-        f.categories.as_deref(),
-        f.launch_cost.as_deref(),
-        f.floor.model_config.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+/// `--steps`: a method name, else a regex over range names (compiled here, once).
+fn step_source(s: &str) -> Result<StepSource> {
+    Ok(match s {
+        "auto" => StepSource::Auto,
+        "marker" => StepSource::Marker,
+        "scheduler" => StepSource::Scheduler,
+        "python" => StepSource::Python,
+        "sync" => StepSource::Sync,
+        "graphs" => StepSource::Graphs,
+        "gaps" => StepSource::Gaps,
+        re => StepSource::Regex(Regex::new(re).map_err(|e| regex_error(re, &e))?),
+    })
 }
 
-/// Load categories from the optional user file.
-pub fn categorizer(path: Option<&PathBuf>) -> Result<Categorizer> {
-    match path {
-        Some(p) => Categorizer::with_user_file(p),
-        None => Ok(Categorizer::default()),
-    }
+/// A `--steps` regex that does not compile, in one line: regex's own message spreads the
+/// pattern, a caret and the reason over four lines; keep the reason.
+fn regex_error(pattern: &str, e: &regex::Error) -> Error {
+    let full = e.to_string();
+    let reason = full
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error:"))
+        .map(str::trim)
+        .unwrap_or_else(|| full.lines().last().unwrap_or("invalid regex").trim());
+    Error::usage(format!(
+        "--steps {pattern:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex ({reason}); \
+         check the pattern's brackets and escapes"
+    ))
 }
 
 #[cfg(test)]
@@ -245,11 +175,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kind_filter_matches_by_name() {
-        assert!(KindFilter::All.matches(StepKind::Prefill));
-        assert!(KindFilter::Decode.matches(StepKind::Decode));
-        assert!(!KindFilter::Decode.matches(StepKind::Prefill));
-        assert!(KindFilter::Unknown.matches(StepKind::Unknown));
-        assert!(!KindFilter::Verify.matches(StepKind::Draft));
+    fn every_kind_filter_keeps_its_own_kind() {
+        use clap::ValueEnum;
+        assert_eq!(KindFilter::All.kind(), None);
+        // The flag values are the kinds' own names: `--kind decode` keeps decode steps.
+        for f in KindFilter::value_variants().iter().skip(1) {
+            let k = f.kind().unwrap();
+            assert_eq!(f.to_possible_value().unwrap().get_name(), k.as_str());
+        }
+    }
+
+    #[test]
+    fn steps_names_a_method_or_compiles_a_regex_once() {
+        assert!(matches!(step_source("graphs"), Ok(StepSource::Graphs)));
+        match step_source("FSDP::.*") {
+            Ok(StepSource::Regex(re)) => assert!(re.is_match("FSDP::forward")),
+            other => panic!("{other:?}"),
+        }
+        let e = step_source("exec([").unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert!(!e.message.contains('\n') && e.message.contains("unclosed character class"));
     }
 }

@@ -15,7 +15,7 @@ pub mod trend;
 pub mod words;
 
 /// Output format shared by every subcommand that renders a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// Aligned plain-text tables for the terminal.
     #[default]

@@ -347,9 +347,15 @@ impl std::fmt::Display for StepMethod {
     }
 }
 
+/// Version of the `steps` JSON document: additive fields keep it, a removed or renamed
+/// field or a changed meaning bumps it (docs/reports.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Everything step finding produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepsReport {
+    /// [`SCHEMA_VERSION`]; first in the document, as in `analyze`'s.
+    pub schema_version: u32,
     /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).
@@ -387,21 +393,22 @@ impl StepsReport {
     /// with every `attribution` empty, attribution returns [`Attributions`] computed from
     /// `self.steps` (same order), and this puts them together.
     ///
-    /// # Panics
-    /// When `a` was not computed from these steps (lengths differ): a programming error.
-    #[must_use]
-    pub fn join(mut self, a: Attributions) -> StepsReport {
-        assert_eq!(
-            a.steps.len(),
-            self.steps.len(),
-            "attributions must be computed from the report's own steps"
-        );
+    /// Attributions of other steps (a different count) are a bug in the caller, refused as
+    /// an internal error rather than joined to the wrong steps.
+    pub fn join(mut self, a: Attributions) -> crate::exit::Result<StepsReport> {
+        if a.steps.len() != self.steps.len() {
+            return Err(crate::exit::Error::internal(format!(
+                "{} attributions for {} steps: attributions must be computed from the report's own steps",
+                a.steps.len(),
+                self.steps.len()
+            )));
+        }
         for (s, at) in self.steps.iter_mut().zip(a.steps) {
             s.attribution = Some(at);
         }
         self.shapes = a.shapes;
         self.launch_cost = Some(a.launch_cost);
-        self
+        Ok(self)
     }
 }
 
@@ -492,6 +499,7 @@ mod tests {
 
     fn report(steps: Vec<Step>) -> StepsReport {
         StepsReport {
+            schema_version: super::SCHEMA_VERSION,
             method: StepMethod::Engine,
             found_by: super::FoundBy::Marker,
             exact_steps_hint: None,
@@ -528,14 +536,16 @@ mod tests {
                 steps: 1,
             },
         ];
-        let j = r.join(Attributions {
-            steps: vec![
-                attribution(7, Shape::LaunchBound),
-                attribution(3, Shape::HostStall),
-            ],
-            shapes: shapes.clone(),
-            launch_cost: cost.clone(),
-        });
+        let j = r
+            .join(Attributions {
+                steps: vec![
+                    attribution(7, Shape::LaunchBound),
+                    attribution(3, Shape::HostStall),
+                ],
+                shapes: shapes.clone(),
+                launch_cost: cost.clone(),
+            })
+            .unwrap();
         for s in &j.steps {
             let a = s.attribution.as_ref().unwrap();
             assert_eq!(a.launch.launches, s.launches, "step {}", s.index);
@@ -553,15 +563,22 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "attributions must be computed from the report's own steps")]
     fn join_refuses_attributions_of_other_steps() {
-        let _ = report(vec![step(0, 1), step(1, 1)]).join(Attributions {
-            steps: vec![attribution(1, Shape::Undetermined)],
-            shapes: Vec::new(),
-            launch_cost: LaunchCost {
-                per_launch_ns: 1.0,
-                source: "cited".to_owned(),
-            },
-        });
+        let e = report(vec![step(0, 1), step(1, 1)])
+            .join(Attributions {
+                steps: vec![attribution(1, Shape::Undetermined)],
+                shapes: Vec::new(),
+                launch_cost: LaunchCost {
+                    per_launch_ns: 1.0,
+                    source: "cited".to_owned(),
+                },
+            })
+            .unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INTERNAL);
+        assert!(
+            e.message.starts_with("1 attributions for 2 steps"),
+            "{}",
+            e.message
+        );
     }
 }

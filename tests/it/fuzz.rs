@@ -53,7 +53,7 @@ fn exercise(path: &Path) -> Result<bool, String> {
             Err(e) => return check_error(&e).map(|_| false),
         };
         let cats = Categorizer::default();
-        match stepgate::commands::analyze::analyze_trace(&t, &cats, None) {
+        match stepgate::pipeline::analyze::analyze_trace(&t, &cats, None) {
             Ok(a) => {
                 for f in [Format::Table, Format::Json, Format::Markdown] {
                     let _ = stepgate::report::analyze::render(
@@ -77,7 +77,7 @@ fn exercise(path: &Path) -> Result<bool, String> {
             match find_steps(&t, &opts, &cats) {
                 Ok(r) => {
                     let a = attribute_all(&r.steps, &|_| None, &LaunchCost::default());
-                    let r = r.join(a);
+                    let r = r.join(a).map_err(|e| format!("join: {}", e.message))?;
                     for f in [Format::Table, Format::Json, Format::Markdown] {
                         let _ = stepgate::report::steps::render(
                             "r",

@@ -410,6 +410,24 @@ fn an_unavailable_baseline_claims_no_missing_group() {
     }
     let json = stepgate::report::to_json(&c);
     assert!(json.contains("\"baseline_unavailable\""), "{json}");
+    // The command says the same: `gate --history … --last 2` with the default three runs
+    // needed.
+    let (code, out, err) = common::run(&[
+        "gate",
+        &p("run2.sqlite"),
+        "--history",
+        &p("ds"),
+        "--last",
+        "2",
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.starts_with("⚠️ Inconclusive — baseline unavailable: history: 2 matching run(s)"),
+        "{out}"
+    );
+    for claim in ["present on both sides", "not compared", "candidate only"] {
+        assert!(!out.contains(claim), "{claim:?} in:\n{out}");
+    }
 }
 
 /// A gate of `cand` against the default baseline with a policy file holding `policy`.

@@ -207,6 +207,7 @@ pub fn assemble(
     let ranks = align_ranks(&steps, &series);
     let outside_steps = outside(ix, &steps, &series, claimed);
     StepsReport {
+        schema_version: crate::wire::steps::SCHEMA_VERSION,
         method: meta.method,
         found_by: meta.found_by,
         exact_steps_hint: meta.hint,
