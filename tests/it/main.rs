@@ -12,6 +12,7 @@ mod dataset;
 mod floor_capacity;
 mod fuzz;
 mod gate;
+mod gate_words;
 mod golden;
 mod hostile_numbers;
 mod hostile_outputs;
