@@ -89,6 +89,8 @@ pub struct Collector {
     /// (kept with pid unknown).
     bad_device_ids: u64,
     bad_pids: u64,
+    /// 2021-layout `Operator` events read as `record_function` ranges (inferred).
+    operator_ranges: u64,
     pub warnings: Vec<String>,
 }
 
@@ -121,6 +123,7 @@ impl Collector {
             bad_time_host: 0,
             bad_device_ids: 0,
             bad_pids: 0,
+            operator_ranges: 0,
             warnings: Vec::new(),
         }
     }
@@ -350,30 +353,45 @@ impl Collector {
                     is_launch,
                 });
             }
-            Class::Annotation | Class::GpuAnnotation | Class::Python => {
-                let Some(pid) = ev.pid.num else {
-                    self.dropped += 1;
-                    return;
-                };
-                self.bad_pids += u64::from(!ids::fits(pid));
-                let (name_id, _) = self.intern_name(ev, false);
-                self.ranges.push(RangeRow {
-                    pid: enc(slot, pid),
-                    tid: ev.tid.num.unwrap_or(-1),
-                    start_ns,
-                    end_ns,
-                    name_id,
-                    domain_id: DEFAULT_DOMAIN,
-                    kind: match class {
-                        Class::Annotation => RangeKind::HostPushPop,
-                        Class::Python => RangeKind::PythonStack,
-                        _ => RangeKind::GpuAnnotation,
-                    },
-                });
+            Class::Annotation => self.range(ev, slot, (start_ns, end_ns), RangeKind::HostPushPop),
+            Class::GpuAnnotation => {
+                self.range(ev, slot, (start_ns, end_ns), RangeKind::GpuAnnotation);
             }
+            Class::Python => self.range(ev, slot, (start_ns, end_ns), RangeKind::PythonStack),
+            Class::Operator if event::is_record_function(ev) => {
+                self.operator_ranges += 1;
+                self.range(ev, slot, (start_ns, end_ns), RangeKind::HostPushPop);
+            }
+            Class::Operator if self.keep.cpu_ops => self.shape(ev, slot, start_ns, end_ns),
+            Class::Operator => {}
             Class::CpuOp => self.shape(ev, slot, start_ns, end_ns),
             Class::Meta | Class::Skip => {}
         }
+    }
+
+    /// An annotated range: `pid` is the process, or the device of a GPU annotation.
+    fn range(
+        &mut self,
+        ev: &Event<'_>,
+        slot: u32,
+        (start_ns, end_ns): (i64, i64),
+        kind: RangeKind,
+    ) {
+        let Some(pid) = ev.pid.num else {
+            self.dropped += 1;
+            return;
+        };
+        self.bad_pids += u64::from(!ids::fits(pid));
+        let (name_id, _) = self.intern_name(ev, false);
+        self.ranges.push(RangeRow {
+            pid: enc(slot, pid),
+            tid: ev.tid.num.unwrap_or(-1),
+            start_ns,
+            end_ns,
+            name_id,
+            domain_id: DEFAULT_DOMAIN,
+            kind,
+        });
     }
 
     /// An operator's input shapes (`record_shapes` traces; docs/kineto-format.md §11).
@@ -665,6 +683,14 @@ impl Collector {
                 "{} host event(s) had a pid of 2^32 or more (not a process id); kept with the \
                  process unknown",
                 self.bad_pids
+            ));
+        }
+        if self.operator_ranges > 0 {
+            self.warnings.push(format!(
+                "2021 profiler layout (cat \"Operator\"): {} event(s) read as record_function \
+                 ranges (ProfilerStep#N and other annotations), told from operators by their \
+                 names and recorded inputs (inferred, docs/kineto-format.md §12)",
+                self.operator_ranges
             ));
         }
     }
