@@ -29,7 +29,7 @@ pub use builders::{
     CallRow, CallsBuilder, GeometryCols, Launch, OpRow, OpsBuilder, RangeRow, RangesBuilder,
     ShapeRow, ShapesBuilder,
 };
-pub use interner::Interner;
+pub use interner::{bounded, Interner, MAX_NAME_BYTES};
 pub use launch::{is_graph_launch_call, is_launch_call};
 pub use metrics::{GpuMetric, GpuMetricSeries};
 pub use views::{i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
