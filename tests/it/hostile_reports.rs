@@ -740,7 +740,7 @@ fn megabyte_kernel_names_are_bounded_and_stay_two_names() {
         // The two long names (equal but for their last byte) are still two kernels, each
         // run twice, named by their first bytes.
         let v = t.ops_view().unwrap();
-        let mut per_name: std::collections::BTreeMap<&str, usize> = Default::default();
+        let mut per_name = std::collections::BTreeMap::<&str, usize>::new();
         for &id in v.name_id {
             *per_name.entry(t.name(id)).or_default() += 1;
         }
