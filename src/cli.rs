@@ -7,10 +7,18 @@ use crate::commands;
 const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or input error · \
 3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable)";
 
+/// `stepgate --version`: the package version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("STEPGATE_BUILD_COMMIT"),
+    ")"
+);
+
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.
 #[derive(Debug, Parser)]
-#[command(name = "stepgate", version, about, after_help = EXIT_CODES)]
+#[command(name = "stepgate", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -41,4 +49,10 @@ pub enum Command {
     Export(commands::export::Args),
     /// One metric per run over time from a dataset, with change points marked.
     Trend(commands::trend::Args),
+    /// The GPU and model presets (--gpu, --model) with their numbers and sources.
+    Presets(commands::presets::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff), or write one per subcommand with --dir.
+    Man(commands::man::Args),
 }

@@ -5,13 +5,16 @@ pub mod analyze;
 pub mod baseline;
 pub mod capacity;
 pub mod capture;
+pub mod completions;
 pub mod diff;
 pub mod export;
 pub mod floor;
 pub mod floorflags;
 pub mod gate;
 pub mod launch_probe;
+pub mod man;
 pub mod numbers;
+pub mod presets;
 pub mod stepflags;
 pub mod steps;
 pub mod trend;
@@ -35,6 +38,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::LaunchProbe(a) => launch_probe::run(&a),
         Command::Export(a) => export::run(&a),
         Command::Trend(a) => trend::run(&a),
+        Command::Presets(a) => presets::run(&a),
+        Command::Completions(a) => completions::run(&a),
+        Command::Man(a) => man::run(&a),
     }
 }
 

@@ -16,6 +16,7 @@ mod hostile_numbers;
 mod hostile_outputs;
 mod hostile_reports;
 mod html;
+mod install;
 mod kineto;
 mod launch_probe;
 mod nsys_ingest;
