@@ -3,6 +3,7 @@
 // A panic in a test is a failed test (Cargo.toml denies unwrap outside tests).
 #![allow(clippy::unwrap_used)]
 
+mod action;
 mod analyze;
 mod capture;
 mod cli;
