@@ -51,11 +51,11 @@ pub fn closest<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
     best.map(|(_, k)| k)
 }
 
-/// `"; did you mean `x`?"` for the closest known name, or `""`: ready to splice into an
-/// "unknown …" error message.
+/// `" (did you mean `x`?)"` for the closest known name, or `""`: ready to splice into an
+/// "unknown …" error message after the name.
 pub fn did_you_mean<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(input, known)
-        .map(|k| format!("; did you mean `{k}`?"))
+        .map(|k| format!(" (did you mean `{k}`?)"))
         .unwrap_or_default()
 }
 
@@ -132,7 +132,7 @@ mod tests {
     fn message_fragment() {
         assert_eq!(
             did_you_mean("qwen3-8", ["llama-3-8b", "qwen3-8b"]),
-            "; did you mean `qwen3-8b`?"
+            " (did you mean `qwen3-8b`?)"
         );
         assert_eq!(did_you_mean("nothing-like-it", ["qwen3-8b"]), "");
     }

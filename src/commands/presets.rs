@@ -59,7 +59,10 @@ fn model_row(key: &str, origin: &str) -> Result<ModelPreset> {
         hidden: m.hidden,
         heads: m.heads,
         kv_heads: m.kv_heads,
-        head_dim: m.head_dim,
+        head_dim: m
+            .mla
+            .as_ref()
+            .map_or(m.head_dim, |a| a.unabsorbed_widths().0),
         vocab: m.vocab,
         attention: attention(&m),
         experts: m.moe.as_ref().map(|e| e.num_experts),

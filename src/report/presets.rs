@@ -23,6 +23,7 @@ pub struct ModelPreset {
     pub hidden: u64,
     pub heads: u64,
     pub kv_heads: u64,
+    /// Query/key width per head (MLA: the un-absorbed nope + rope width, 192 for DeepSeek-V3).
     pub head_dim: u64,
     pub vocab: u64,
     /// `mha`, `gqa`, `mqa` or `mla` (DeepSeek latent attention).
@@ -115,8 +116,8 @@ pub fn model_table(models: &[ModelPreset]) -> Table {
             m.head_dim.to_string(),
             m.attention.to_owned(),
             experts,
-            format!("{:.2}", m.params_total as f64 / 1e9),
-            format!("{:.2}", m.params_active as f64 / 1e9),
+            group_thousands(&format!("{:.2}", m.params_total as f64 / 1e9)),
+            group_thousands(&format!("{:.2}", m.params_active as f64 / 1e9)),
             format!("{:.1}", m.kv_bytes_per_token / 1024.0),
             weight_dtype_name(m.weight_dtype),
             m.origin.clone(),

@@ -207,7 +207,11 @@ fn presets_json_lists_the_tables_themselves() {
         assert_eq!(row["hidden"], m.hidden, "{key}");
         assert_eq!(row["heads"], m.heads, "{key}");
         assert_eq!(row["kv_heads"], m.kv_heads, "{key}");
-        assert_eq!(row["head_dim"], m.head_dim, "{key}");
+        let qk = m
+            .mla
+            .as_ref()
+            .map_or(m.head_dim, |a| a.qk_nope_head_dim + a.qk_rope_head_dim);
+        assert_eq!(row["head_dim"], qk, "{key}");
         assert_eq!(row["params_total"], m.params().total, "{key}");
         assert_eq!(row["kv_bytes_per_token"], m.kv_cell_bytes(1, 1), "{key}");
         assert_eq!(
@@ -239,6 +243,8 @@ fn presets_json_lists_the_tables_themselves() {
         b(ds, "params_active")
     );
     assert_eq!(ds["attention"], "mla");
+    // Its config: qk_nope_head_dim 128 + qk_rope_head_dim 64 (not hidden / heads = 56).
+    assert_eq!(ds["head_dim"], 192);
     let mx = row("mixtral-8x7b");
     assert!(
         (b(mx, "params_total") - 46.7).abs() < 0.1,
@@ -308,12 +314,12 @@ fn misspellings_get_a_suggestion() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["floor", "--gpu", "h100sxm"],
-            "unknown GPU `h100sxm`; did you mean `h100-sxm`?",
+            "unknown GPU `h100sxm` (did you mean `h100-sxm`?); use one of",
         ),
         (&["floor", "--gpu", "MI300"], "did you mean `mi300x`?"),
         (
             &["floor", "--model", "lama-3-8b"],
-            "unknown model `lama-3-8b`; did you mean `llama-3-8b`?",
+            "unknown model `lama-3-8b` (did you mean `llama-3-8b`?); use one of",
         ),
         (&["floor", "--model", "qwen3-8"], "did you mean `qwen3-8b`?"),
         // clap's own for its enums and subcommands, kept in stepgate's one-line error.
