@@ -65,7 +65,7 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::Plan::new()
         .add("--html", args.html.as_deref())
         .check(&{
-            let mut inputs = vec![args.report.as_path()];
+            let mut inputs = vec![crate::output::Input::report(&args.report)];
             inputs.extend(crate::commands::step_inputs(&args.step));
             inputs
         })?;

@@ -71,7 +71,11 @@ pub fn baseline_and_steps(
         floor_inputs,
         created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
     };
-    Ok((samples_from_steps(&report, meta), report, src))
+    let (baseline, warnings) = samples_from_steps(&report, meta);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok((baseline, report, src))
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -118,7 +122,8 @@ pub fn run(cmd: &Command) -> Result<u8> {
             // node or FIFO, a directory that exists or can be created.
             let mut plan = crate::output::Plan::new();
             plan.add_creating_dirs("-o", output);
-            let mut inputs = vec![report.as_path()];
+            let mut inputs = vec![crate::output::Input::report(report)];
+            inputs.extend(export.export.as_deref().map(crate::output::Input::dataset));
             inputs.extend(crate::commands::step_inputs(report_args));
             plan.check(&inputs)?;
             // A SIGKILLed earlier run may have left its temporary file beside the target.

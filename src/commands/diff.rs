@@ -52,8 +52,9 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut plan = crate::output::Plan::new();
     plan.add("--markdown", args.markdown.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.a.as_path(), args.b.as_path()];
-    inputs.extend(args.policy.as_deref());
+    use crate::output::Input;
+    let mut inputs = vec![Input::report(&args.a), Input::report(&args.b)];
+    inputs.extend(args.policy.as_deref().map(Input::file));
     inputs.extend(crate::commands::step_inputs(&args.report_args));
     plan.check(&inputs)?;
     let policy = load_policy(args.policy.as_deref())?;

@@ -57,7 +57,7 @@ pub struct ExportFlags {
 pub struct HistoryFlags {
     /// Gate against the last runs of this dataset instead of a baseline file (only runs on
     /// the candidate's GPU, and for its model when --model is given).
-    #[arg(long, value_name = "DATASET", conflicts_with = "baseline", value_parser = dataset_dir)]
+    #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;
     /// comma-separated or repeated.
@@ -79,18 +79,6 @@ pub fn where_clauses(s: &str) -> std::result::Result<String, String> {
     Filter::parse(&[s.to_owned()])
         .map(|_| s.to_owned())
         .map_err(|e| e.message)
-}
-
-/// Check `--history` while parsing flags: an existing directory.
-fn dataset_dir(s: &str) -> std::result::Result<PathBuf, String> {
-    let p = PathBuf::from(s);
-    if p.is_dir() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "{s} is not a directory: pass a dataset written by `stepgate export`"
-        ))
-    }
 }
 
 /// What `export` needs from a loaded trace besides its steps.
@@ -155,8 +143,17 @@ pub fn append(
 ) -> Result<()> {
     let labels = parse_labels(labels)?;
     let id = write::run_id(sha, &labels);
-    match write::export_run(dataset, report, sha, &labels, src, steps, false) {
+    match write::export_run(
+        dataset,
+        report,
+        sha,
+        &labels,
+        src,
+        steps,
+        &dataset::ExportOptions::default(),
+    ) {
         Ok(o) => {
+            o.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
             eprintln!(
                 "exported run {} to {} ({} steps, {} step-kernel rows)",
                 o.run_id,
@@ -178,9 +175,7 @@ pub fn append(
 }
 
 fn already_there(dataset: &Path, id: &str) -> bool {
-    dataset::read::read_runs(dataset)
-        .map(|rs| rs.iter().any(|r| r.run_id == id))
-        .unwrap_or(false)
+    write::run_exists(dataset, id)
 }
 
 /// `gate --history`: the baseline from the dataset for this candidate.
@@ -188,6 +183,7 @@ pub fn history_side(
     h: &HistoryFlags,
     dataset: &Path,
     cand: &Baseline,
+    candidate: Option<dataset::Candidate>,
 ) -> Result<dataset::history::History> {
     let q = HistoryQuery {
         filter: Filter::parse(&h.where_)?,
@@ -196,6 +192,7 @@ pub fn history_side(
         min_runs: h.min_runs,
         gpu: cand.meta.gpu_name.clone(),
         model: cand.meta.model.clone(),
+        candidate,
     };
     dataset::history_baseline(dataset, &q)
 }
@@ -207,6 +204,7 @@ pub fn note_history(cmp: &mut Comparison, h: &dataset::history::History) {
     } else {
         cmp.warnings.insert(0, h.note.clone());
     }
+    cmp.warnings.extend(h.warnings.iter().cloned());
 }
 
 pub fn run(args: &Args) -> Result<u8> {
@@ -237,8 +235,12 @@ pub fn run(args: &Args) -> Result<u8> {
         &labels,
         &src,
         &steps,
-        args.replace,
+        &dataset::ExportOptions {
+            replace: args.replace,
+            ..Default::default()
+        },
     )?;
+    o.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
     let rows: Vec<String> = o
         .rows
         .iter()

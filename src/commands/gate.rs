@@ -86,10 +86,12 @@ fn plan(args: &Args) -> Result<()> {
     plan.add("--markdown", args.markdown.as_deref())
         .add("--json", args.json.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.report.as_path()];
-    inputs.extend(args.baseline.as_deref());
-    inputs.extend(args.history.history.as_deref());
-    inputs.extend(args.policy.as_deref());
+    use output::Input;
+    let mut inputs = vec![Input::report(&args.report)];
+    inputs.extend(args.baseline.as_deref().map(Input::file));
+    inputs.extend(args.history.history.as_deref().map(Input::dataset));
+    inputs.extend(args.export.export.as_deref().map(Input::dataset));
+    inputs.extend(args.policy.as_deref().map(Input::file));
     inputs.extend(crate::commands::step_inputs(&args.report_args));
     plan.check(&inputs)
 }
@@ -108,9 +110,11 @@ pub fn run(args: &Args) -> Result<u8> {
     policy.inconclusive_fails |= args.inconclusive_fails;
     // --export keeps the candidate's steps from the same load.
     let found = std::cell::RefCell::new(None);
-    let cand = load_side(&args.report, &|p| match &args.export.export {
-        None => baseline_from_report(p, &args.report_args),
-        Some(_) => {
+    // --history needs the report's hash too: its own earlier export is left out.
+    let hashed = args.export.export.is_some() || args.history.history.is_some();
+    let cand = load_side(&args.report, &|p| match hashed {
+        false => baseline_from_report(p, &args.report_args),
+        true => {
             let ((b, steps, src), sha) = crate::commands::export::with_report_hash(p, || {
                 crate::commands::baseline::baseline_and_steps(p, &args.report_args)
             })?;
@@ -125,7 +129,17 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     let (base, history, base_name) = match (&args.history.history, &args.baseline) {
         (Some(d), _) => {
-            let h = crate::commands::export::history_side(&args.history, d, &cand)?;
+            let candidate = match &*found.borrow() {
+                Some((_, _, sha)) => Some(crate::dataset::Candidate {
+                    run_id: crate::dataset::write::run_id(
+                        sha,
+                        &crate::dataset::write::parse_labels(&args.export.labels)?,
+                    ),
+                    report_sha256: sha.clone(),
+                }),
+                None => None,
+            };
+            let h = crate::commands::export::history_side(&args.history, d, &cand, candidate)?;
             (h.baseline.clone(), Some(h), d.display().to_string())
         }
         (None, Some(b)) => (read_baseline(b)?, None, b.display().to_string()),

@@ -221,7 +221,7 @@ pub fn steps_of(
 
 /// The files a step-finding command reads besides its report (categories, launch-cost
 /// probe, model config): no output may overwrite one of them.
-pub(crate) fn step_inputs(f: &StepFlags) -> Vec<&Path> {
+pub(crate) fn step_inputs(f: &StepFlags) -> Vec<crate::output::Input<'_>> {
     [
         f.categories.as_deref(),
         f.launch_cost.as_deref(),
@@ -229,6 +229,7 @@ pub(crate) fn step_inputs(f: &StepFlags) -> Vec<&Path> {
     ]
     .into_iter()
     .flatten()
+    .map(crate::output::Input::file)
     .collect()
 }
 

@@ -55,8 +55,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut inputs = vec![args.dataset.as_path()];
-    inputs.extend(args.policy.as_deref());
+    use crate::output::Input;
+    let mut inputs = vec![Input::dataset(&args.dataset)];
+    inputs.extend(args.policy.as_deref().map(Input::file));
     crate::output::Plan::new()
         .add("--html", args.html.as_deref())
         .check(&inputs)?;
@@ -76,6 +77,7 @@ pub fn run(args: &Args) -> Result<u8> {
         window: args.window,
     };
     let t = trend(&args.dataset, &q, &policy)?;
+    t.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
     if let Some(p) = &args.html {
         let page = crate::report::html::trend::render(&args.dataset.display().to_string(), &t);
         crate::output::write_atomic(p, page.as_bytes())?;

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::baseline::policy::Threshold;
 use crate::baseline::Policy;
-use crate::dataset::read::{self, Filter, KernelPick, RunRow};
+use crate::dataset::filter::Filter;
+use crate::dataset::read::{self, KernelPick, RunRow};
 use crate::exit::{Error, Result};
 
 /// `--metric`.
@@ -132,6 +133,8 @@ pub struct Trend {
     pub runs_matched: usize,
     pub change_rule: String,
     pub series: Vec<Series>,
+    /// Runs left out (damaged rows, duplicates) and samples dropped, one line each.
+    pub warnings: Vec<String>,
 }
 
 /// The same percentile `steps` reports (numpy's linear interpolation), so a run's median
@@ -168,9 +171,29 @@ pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
 /// `(key, value)` per `--by` key, in `--by` order.
 type GroupKey = Vec<(String, String)>;
 
-/// The runs that pass the filter and `--since`, oldest first.
-pub fn select_runs(dataset: &Path, filter: &Filter, since_ns: Option<i64>) -> Result<Vec<RunRow>> {
-    Ok(read::read_runs(dataset)?
+/// The runs that pass the filter and `--since`, oldest first. A dataset that does not
+/// exist or holds no run is an error: there is nothing to draw.
+pub fn select_runs(
+    dataset: &Path,
+    filter: &Filter,
+    since_ns: Option<i64>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<RunRow>> {
+    if !dataset.is_dir() {
+        return Err(Error::input(format!(
+            "{} is not a directory: pass a dataset written by `stepgate export`",
+            dataset.display()
+        )));
+    }
+    let all = read::read_runs(dataset, warnings)?;
+    if all.is_empty() {
+        return Err(Error::input(format!(
+            "{} holds no runs: add one with `stepgate export REPORT -o {}`",
+            dataset.display(),
+            dataset.display()
+        )));
+    }
+    Ok(all
         .into_iter()
         .filter(|r| filter.matches(r) && since_ns.is_none_or(|s| r.exported_at_ns >= s))
         .collect())
@@ -181,7 +204,8 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     for k in &q.by {
         read::check_key(k, "--by")?;
     }
-    let all = select_runs(dataset, &q.filter, q.since_ns)?;
+    let mut warnings = Vec::new();
+    let all = select_runs(dataset, &q.filter, q.since_ns, &mut warnings)?;
     // Keep only the last N runs per run-level group before reading any step file.
     let run_keys: Vec<&String> = q.by.iter().filter(|k| *k != "kind").collect();
     let mut runs: Vec<RunRow> = Vec::new();
@@ -218,25 +242,32 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
     let (mut any_steps, mut any_kernel_rows) = (false, false);
     for chunk in runs.chunks(read::BATCH) {
-        let steps = read::read_steps(chunk, q.filter.kind.as_deref())?;
+        let pick = match &q.metric {
+            Metric::Kernel(n) => Some(KernelPick::Name(n.clone())),
+            Metric::Category(n) => Some(KernelPick::Category(n.clone())),
+            _ => None,
+        };
+        let data = read::read_run_data(
+            chunk,
+            q.filter.kind.as_deref(),
+            pick.as_ref(),
+            &mut warnings,
+        )?;
+        let steps = &data.steps;
         any_steps |= !steps.is_empty();
         // Per step value of the metric.
         let values: Vec<Option<f64>> = match &q.metric {
             Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => steps
                 .iter()
                 .map(|s| match q.metric {
-                    Metric::WallNs => Some(s.wall_ns),
-                    Metric::BusyNs => Some(s.busy_ns),
-                    Metric::GapNs => Some(s.gap_ns),
-                    _ => s.mbu,
+                    Metric::WallNs => Some(s.sample.wall_ns),
+                    Metric::BusyNs => Some(s.sample.busy_ns),
+                    Metric::GapNs => Some(s.sample.gap_ns),
+                    _ => s.sample.mbu,
                 })
                 .collect(),
-            Metric::Kernel(n) | Metric::Category(n) => {
-                let pick = match &q.metric {
-                    Metric::Kernel(_) => KernelPick::Name(n.clone()),
-                    _ => KernelPick::Category(n.clone()),
-                };
-                let ks = read::read_step_kernels(chunk, &pick)?;
+            Metric::Kernel(_) | Metric::Category(_) => {
+                let ks = &data.kernels;
                 any_kernel_rows |= !ks.rows.is_empty();
                 if let (None, Some(r)) = (threshold, ks.rows.first()) {
                     let k = &ks.names[r.name as usize];
@@ -334,6 +365,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             q.window
         ),
         series: out,
+        warnings,
     })
 }
 

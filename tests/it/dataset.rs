@@ -511,9 +511,10 @@ fn bad_inputs_get_one_line_errors() {
     assert!(err.contains("key=value"), "{err}");
     let (code, _, _) = stepgate(&["gate", &c.p("r.sqlite")]);
     assert_eq!(code, 2, "neither --baseline nor --history");
-    let (code, _, err) = stepgate(&["gate", &c.p("r.sqlite"), "--history", &c.p("missing")]);
-    assert_eq!(code, 2);
-    assert!(err.contains("is not a directory"), "{err}");
+    // A history that does not exist yet is inconclusive, not an error (docs/dataset.md).
+    let (code, out, _) = stepgate(&["gate", &c.p("r.sqlite"), "--history", &c.p("missing")]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("does not exist yet"), "{out}");
     let (code, _, err) = stepgate(&[
         "gate",
         &c.p("r.sqlite"),

@@ -12,6 +12,7 @@ mod floor_capacity;
 mod fuzz;
 mod gate;
 mod golden;
+mod hostile_datasets;
 mod hostile_numbers;
 mod hostile_outputs;
 mod hostile_reports;
