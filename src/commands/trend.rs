@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::commands::gate::load_policy;
-use crate::dataset::read::{parse_date, Filter};
+use crate::dataset::{dates::parse_date, Filter};
 use crate::dataset::trend::{trend, Metric, TrendQuery};
 use crate::exit::{Error, Result, OK};
 use crate::report::Format;

@@ -12,7 +12,9 @@ use std::path::Path;
 use crate::baseline::from_report::{GroupBuilder, Slot};
 use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::baseline::stats::median_in_place;
-use crate::dataset::read::{self, Filter, KernelName, KernelPick, RunRow, StepKernelRow, StepRow};
+use crate::dataset::filter::Filter;
+use crate::dataset::read::{self, RunRow};
+use crate::dataset::rows::{self, KernelName, KernelPick, StepKernelRow, StepRow};
 use crate::exit::Result;
 
 /// `--history-mode`.
@@ -105,14 +107,14 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
     let data = if runs.len() >= min {
-        read::read_run_data(
+        rows::read_run_data(
             &runs,
             q.filter.kind.as_deref(),
             Some(&KernelPick::All),
             &mut warnings,
         )?
     } else {
-        read::RunData::default()
+        rows::RunData::default()
     };
     let used: Vec<&RunRow> = runs
         .iter()

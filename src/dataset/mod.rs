@@ -12,6 +12,7 @@ pub mod history;
 pub mod layout;
 pub mod lock;
 pub mod read;
+pub mod rows;
 pub mod schema;
 pub mod trend;
 pub mod write;

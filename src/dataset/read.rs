@@ -1,27 +1,22 @@
-//! Reading a dataset back, as data from outside. The `runs` table (small, one row per run)
-//! is scanned whole; per-step tables are scanned only for the chosen runs' own files, with
-//! only the columns asked for (projection pushdown) and the kernel filter pushed into the
-//! Parquet scan, so a year of history is never loaded.
+//! Reading a dataset back, as data from outside: the `runs` table (small, one row per run,
+//! scanned whole) and the file-by-file scan every table's reader shares (`dataset::rows`
+//! reads the per-step tables with it).
 //!
 //! Nothing is trusted blindly: a file that cannot be read (zero bytes, truncated, not
-//! Parquet, another schema) is named in a one-line error that says what to do; a run
-//! whose rows break the rules — a schema from the future, no run id, labels that are not
-//! JSON, a sample outside [`bounds`] — is left out with a warning naming its file; the
-//! same run id in two partitions is counted once, with a warning.
+//! Parquet, another schema) is named in a one-line error that says what to do; a `runs` row
+//! that breaks the rules — a schema from the future, no run id, labels that are not JSON —
+//! is left out with a warning naming its file; the same run id in two partitions is counted
+//! once, with a warning.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use polars::prelude::*;
 
-use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
 use crate::dataset::layout;
 use crate::dataset::schema::{Ty, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
 
-pub use crate::dataset::dates::{fmt_time, parse_date};
-pub use crate::dataset::filter::{check_key, Filter, RUN_KEYS};
 
 /// One row of the `runs` table, with the file it came from.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -120,8 +115,12 @@ fn damaged(file: &Path, why: &str) -> Error {
     ))
 }
 
-/// Scan one Parquet file lazily.
+/// Scan one Parquet file lazily. What is not a regular file (a FIFO would block the read
+/// forever, a device never ends) is refused before it is opened.
 pub fn scan(path: &Path) -> Result<LazyFrame> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(damaged(path, "not a regular file"));
+    }
     let s = path.to_str().ok_or_else(|| {
         Error::input(format!("{}: the dataset path is not UTF-8", path.display()))
     })?;
@@ -129,10 +128,10 @@ pub fn scan(path: &Path) -> Result<LazyFrame> {
 }
 
 /// The column that tells each row's file (its index in the batch's list) after a concat.
-const TAG: &str = "__file";
+pub(crate) const TAG: &str = "__file";
 
 /// Whether a column of a collected frame has the type the table's schema gives it.
-fn type_error(df: &DataFrame, want: &[(&str, Ty)]) -> Option<String> {
+pub(crate) fn type_error(df: &DataFrame, want: &[(&str, Ty)]) -> Option<String> {
     want.iter().find_map(|(name, ty)| {
         let c = df.column(name).ok()?;
         let ok = match ty {
@@ -149,7 +148,7 @@ fn type_error(df: &DataFrame, want: &[(&str, Ty)]) -> Option<String> {
 /// holding each row's index into `files`, and hand the frame to `each`. The fast path is one
 /// concatenated collect (polars scans the files in parallel); when it fails, or a column
 /// has the wrong type, the files are collected one at a time so the error names the file.
-fn collect_batch(
+pub(crate) fn collect_batch(
     files: &[(u32, &Path)],
     build: &dyn Fn(LazyFrame) -> LazyFrame,
     want: &[(&str, Ty)],
@@ -179,12 +178,12 @@ fn collect_batch(
     Ok(())
 }
 
-fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
+pub(crate) fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
     Ok(df.column(name)?.str()?)
 }
 
 /// Integers of an Int64 or Int32 column (the types [`type_error`] lets through).
-fn ints(df: &DataFrame, name: &str) -> Result<Int64Chunked> {
+pub(crate) fn ints(df: &DataFrame, name: &str) -> Result<Int64Chunked> {
     let c = df.column(name)?;
     Ok(match c.dtype() {
         DataType::Int32 => c.cast(&DataType::Int64)?.i64()?.clone(),
@@ -340,320 +339,6 @@ fn once_each(runs: Vec<RunRow>, warnings: &mut Vec<String>) -> Vec<RunRow> {
         .zip(keep)
         .filter_map(|(r, k)| k.then_some(r))
         .collect()
-}
-
-/// One step of a stored run, with what grouping and gating need.
-#[derive(Debug, Clone, Default)]
-pub struct StepRow {
-    pub run: usize,
-    pub series: i64,
-    pub index: i64,
-    /// Interned: a handful of distinct kinds over any number of steps.
-    pub kind: Arc<str>,
-    pub batch: Option<u32>,
-    pub sample: StepSample,
-}
-
-/// One (step, op name) row of a stored run; names index into [`StepKernels::names`].
-#[derive(Debug, Clone, Copy)]
-pub struct StepKernelRow {
-    pub run: usize,
-    pub series: i64,
-    pub index: i64,
-    pub name: u32,
-    pub exclusive_ns: f64,
-    pub instances: f64,
-}
-
-/// An op's identity: full name, short name, category.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct KernelName {
-    pub name: String,
-    pub short_name: String,
-    pub category: String,
-}
-
-/// `step_kernels` rows with their names interned (a few hundred names over millions of rows).
-#[derive(Debug, Clone, Default)]
-pub struct StepKernels {
-    pub names: Vec<KernelName>,
-    pub rows: Vec<StepKernelRow>,
-}
-
-/// Which `step_kernels` rows to read.
-#[derive(Debug, Clone)]
-pub enum KernelPick {
-    All,
-    /// Rows whose full or short name is this.
-    Name(String),
-    /// Rows of this category.
-    Category(String),
-}
-
-/// The stored steps (with GPU work) and step kernels of some runs, every row held to
-/// [`bounds`].
-#[derive(Debug, Default)]
-pub struct RunData {
-    pub steps: Vec<StepRow>,
-    pub kernels: StepKernels,
-    /// Runs (indices into the runs read) left out for a sample out of bounds, in order.
-    pub left_out: Vec<usize>,
-}
-
-/// Per run of a read: the first measured sample out of range (the run is left out) and
-/// the derived samples dropped.
-#[derive(Default)]
-struct Verdicts {
-    bad: HashMap<usize, (&'static str, OutOfRange)>,
-    dropped: HashMap<usize, (usize, OutOfRange)>,
-}
-
-impl Verdicts {
-    fn bad(&mut self, run: usize, table: &'static str, why: OutOfRange) {
-        self.bad.entry(run).or_insert((table, why));
-    }
-
-    /// The warnings, naming each run's file.
-    fn warn(&self, runs: &[RunRow], warnings: &mut Vec<String>) {
-        let mut bad: Vec<_> = self.bad.iter().collect();
-        bad.sort_by_key(|(r, _)| **r);
-        for (&r, (table, why)) in bad {
-            warnings.push(format!(
-                "{}: a sample is outside what a baseline holds ({why}): run {} is left out; \
-                 re-export it from its report with --replace, or remove its files",
-                runs[r].table_file(table).display(),
-                runs[r].run_id
-            ));
-        }
-        let mut dropped: Vec<_> = self.dropped.iter().collect();
-        dropped.sort_by_key(|(r, _)| **r);
-        for (&r, (n, first)) in dropped {
-            if self.bad.contains_key(&r) {
-                continue;
-            }
-            warnings.push(format!(
-                "{}: {n} derived sample(s) (MBU, mean context) outside what a baseline holds \
-                 were dropped (first: {first})",
-                runs[r].table_file("steps").display()
-            ));
-        }
-    }
-}
-
-/// Read the steps with GPU work of `runs` (optionally of one kind) and, when `pick` is
-/// given, their step kernels. A run with a measured sample out of [`bounds`] in either
-/// table is left out of both, with a warning naming the file.
-pub fn read_run_data(
-    runs: &[RunRow],
-    kind: Option<&str>,
-    pick: Option<&KernelPick>,
-    warnings: &mut Vec<String>,
-) -> Result<RunData> {
-    let mut v = Verdicts::default();
-    let mut out = RunData {
-        steps: read_steps(runs, kind, &mut v)?,
-        ..RunData::default()
-    };
-    if let Some(p) = pick {
-        out.kernels = read_step_kernels(runs, p, &mut v)?;
-    }
-    v.warn(runs, warnings);
-    if !v.bad.is_empty() {
-        out.steps.retain(|s| !v.bad.contains_key(&s.run));
-        out.kernels.rows.retain(|k| !v.bad.contains_key(&k.run));
-        out.left_out = v.bad.keys().copied().collect();
-        out.left_out.sort_unstable();
-    }
-    Ok(out)
-}
-
-/// Scan one table of `runs` batch by batch: `build` makes each run's lazy frame (projection
-/// and filters pushed into the scan) and `each` gets every collected batch, whose [`TAG`]
-/// column is the index into `runs`.
-fn scan_table(
-    runs: &[RunRow],
-    table: &str,
-    build: &dyn Fn(LazyFrame) -> LazyFrame,
-    want: &[(&str, Ty)],
-    each: &mut dyn FnMut(DataFrame) -> Result<()>,
-) -> Result<()> {
-    let files: Vec<PathBuf> = runs.iter().map(|r| r.table_file(table)).collect();
-    for (b, chunk) in files.chunks(BATCH).enumerate() {
-        let tagged: Vec<(u32, &Path)> = chunk
-            .iter()
-            .enumerate()
-            .map(|(j, f)| ((b * BATCH + j) as u32, f.as_path()))
-            .collect();
-        collect_batch(&tagged, build, want, each)?;
-    }
-    Ok(())
-}
-
-fn read_steps(runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<Vec<StepRow>> {
-    let want: &[(&str, Ty)] = &[
-        ("series", Ty::Int),
-        ("index", Ty::Int),
-        ("kind", Ty::Str),
-        ("composition_requests", Ty::Int),
-        ("mean_context", Ty::Float),
-        ("wall_ns", Ty::Int),
-        ("period_ns", Ty::Int),
-        ("busy_ns", Ty::Int),
-        ("gap_ns", Ty::Int),
-        ("launches", Ty::Int),
-        ("attribution_floor_mbu", Ty::Float),
-    ];
-    let kind = kind.map(str::to_owned);
-    let build = |lf: LazyFrame| {
-        let mut lf = lf
-            .select(want.iter().map(|(c, _)| col(*c)).collect::<Vec<_>>())
-            .filter(col("wall_ns").is_not_null());
-        if let Some(k) = &kind {
-            lf = lf.filter(col("kind").eq(lit(k.clone())));
-        }
-        lf
-    };
-    let mut kinds: HashMap<String, Arc<str>> = HashMap::new();
-    let mut out = Vec::new();
-    scan_table(runs, "steps", &build, want, &mut |df| {
-        let run = df.column(TAG)?.u32()?;
-        let series = ints(&df, "series")?;
-        let index = ints(&df, "index")?;
-        let kcol = str_col(&df, "kind")?;
-        let req = ints(&df, "composition_requests")?;
-        let ctx = df.column("mean_context")?.f64()?;
-        let wall = ints(&df, "wall_ns")?;
-        let period = ints(&df, "period_ns")?;
-        let busy = ints(&df, "busy_ns")?;
-        let gap = ints(&df, "gap_ns")?;
-        let launches = ints(&df, "launches")?;
-        let mbu = df.column("attribution_floor_mbu")?.f64()?;
-        out.reserve(df.height());
-        for i in 0..df.height() {
-            let r = run.get(i).unwrap_or(0) as usize;
-            let mut sample = StepSample {
-                wall_ns: wall.get(i).unwrap_or(0) as f64,
-                period_ns: period.get(i).map(|p| p as f64),
-                // A missing busy, gap or launch count is no measurement: NaN fails bounds.
-                busy_ns: busy.get(i).map_or(f64::NAN, |x| x as f64),
-                gap_ns: gap.get(i).map_or(f64::NAN, |x| x as f64),
-                launches: launches.get(i).map_or(f64::NAN, |x| x as f64),
-                mbu: mbu.get(i),
-                mean_context: ctx.get(i),
-            };
-            if let Some(why) = sample.bad_measurement() {
-                v.bad(r, "steps", why);
-                continue;
-            }
-            for why in sample.drop_bad_derived() {
-                let e = v.dropped.entry(r).or_insert((0, why));
-                e.0 += 1;
-            }
-            let k = kcol.get(i).unwrap_or("unknown");
-            let kind = match kinds.get(k) {
-                Some(a) => a.clone(),
-                None => {
-                    let a: Arc<str> = Arc::from(k);
-                    kinds.insert(k.to_owned(), a.clone());
-                    a
-                }
-            };
-            out.push(StepRow {
-                run: r,
-                series: series.get(i).unwrap_or(0),
-                index: index.get(i).unwrap_or(0),
-                kind,
-                batch: req.get(i).and_then(|r| u32::try_from(r).ok()),
-                sample,
-            });
-        }
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-/// The `step_kernels` rows of the given runs; the name/category filter is pushed into the
-/// Parquet scan.
-fn read_step_kernels(runs: &[RunRow], pick: &KernelPick, v: &mut Verdicts) -> Result<StepKernels> {
-    let want: &[(&str, Ty)] = &[
-        ("series", Ty::Int),
-        ("step_index", Ty::Int),
-        ("name", Ty::Str),
-        ("short_name", Ty::Str),
-        ("category", Ty::Str),
-        ("exclusive_ns", Ty::Int),
-        ("instances", Ty::Int),
-    ];
-    let build = |lf: LazyFrame| {
-        let lf = lf.select(want.iter().map(|(c, _)| col(*c)).collect::<Vec<_>>());
-        match pick {
-            KernelPick::All => lf,
-            KernelPick::Name(n) => lf.filter(
-                col("name")
-                    .eq(lit(n.clone()))
-                    .or(col("short_name").eq(lit(n.clone()))),
-            ),
-            KernelPick::Category(c) => lf.filter(col("category").eq(lit(c.clone()))),
-        }
-    };
-    let mut out = StepKernels::default();
-    let mut ids: HashMap<String, u32> = HashMap::new();
-    scan_table(runs, "step_kernels", &build, want, &mut |df| {
-        let run = df.column(TAG)?.u32()?;
-        let series = ints(&df, "series")?;
-        let index = ints(&df, "step_index")?;
-        let name = str_col(&df, "name")?;
-        let short = str_col(&df, "short_name")?;
-        let cat = str_col(&df, "category")?;
-        let excl = ints(&df, "exclusive_ns")?;
-        let inst = ints(&df, "instances")?;
-        out.rows.reserve(df.height());
-        for i in 0..df.height() {
-            let r = run.get(i).unwrap_or(0) as usize;
-            let n = name.get(i).unwrap_or_default();
-            let x = excl.get(i).map_or(f64::NAN, |x| x as f64);
-            let count = inst.get(i).map_or(f64::NAN, |x| x as f64);
-            for (field, value, range) in [
-                ("exclusive_ns", x, bounds::TIME),
-                ("instances", count, bounds::COUNT),
-            ] {
-                if !range.holds(value) {
-                    v.bad(
-                        r,
-                        "step_kernels",
-                        OutOfRange {
-                            field: format!("kernel {n} {field}"),
-                            value,
-                            range,
-                        },
-                    );
-                }
-            }
-            let id = match ids.get(n) {
-                Some(&id) => id,
-                None => {
-                    let id = out.names.len() as u32;
-                    out.names.push(KernelName {
-                        name: n.to_owned(),
-                        short_name: short.get(i).unwrap_or_default().to_owned(),
-                        category: cat.get(i).unwrap_or_default().to_owned(),
-                    });
-                    ids.insert(n.to_owned(), id);
-                    id
-                }
-            };
-            out.rows.push(StepKernelRow {
-                run: r,
-                series: series.get(i).unwrap_or(0),
-                index: index.get(i).unwrap_or(0),
-                name: id,
-                exclusive_ns: x,
-                instances: count,
-            });
-        }
-        Ok(())
-    })?;
-    Ok(out)
 }
 
 #[cfg(test)]

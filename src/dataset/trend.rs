@@ -12,8 +12,9 @@ use serde::Serialize;
 
 use crate::baseline::policy::Threshold;
 use crate::baseline::Policy;
-use crate::dataset::filter::Filter;
-use crate::dataset::read::{self, KernelPick, RunRow};
+use crate::dataset::filter::{self, Filter};
+use crate::dataset::read::{self, RunRow};
+use crate::dataset::rows::{self, KernelPick};
 use crate::exit::{Error, Result};
 
 /// `--metric`.
@@ -202,7 +203,7 @@ pub fn select_runs(
 /// Compute the trend.
 pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     for k in &q.by {
-        read::check_key(k, "--by")?;
+        filter::check_key(k, "--by")?;
     }
     let mut warnings = Vec::new();
     let all = select_runs(dataset, &q.filter, q.since_ns, &mut warnings)?;
@@ -247,7 +248,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             Metric::Category(n) => Some(KernelPick::Category(n.clone())),
             _ => None,
         };
-        let data = read::read_run_data(
+        let data = rows::read_run_data(
             chunk,
             q.filter.kind.as_deref(),
             pick.as_ref(),
@@ -309,7 +310,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             series.entry(key).or_default().push(Point {
                 run_id: r.run_id.clone(),
                 exported_at_ns: r.exported_at_ns,
-                exported_at: read::fmt_time(r.exported_at_ns),
+                exported_at: crate::dataset::dates::fmt_time(r.exported_at_ns),
                 labels: r.labels.clone(),
                 steps: v.len(),
                 median: percentile(&v, 0.5),
@@ -327,15 +328,19 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             "no op of this category"
         };
         return Err(Error::input(format!(
-            "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
+            "--metric {}: {what} ran in the {} matching run(s) of {}: check the name with \
+             `stepgate analyze`",
             q.metric.name(),
-            runs.len()
+            runs.len(),
+            dataset.display()
         )));
     }
     if series.is_empty() && q.metric == Metric::Mbu && any_steps {
-        return Err(Error::input(
-            "no stored step has an MBU: export the runs with --model (and --gpu) so steps are priced",
-        ));
+        return Err(Error::input(format!(
+            "no stored step of {} has an MBU: export the runs with --model (and --gpu) so \
+             steps are priced",
+            dataset.display()
+        )));
     }
     let threshold = threshold.unwrap_or(policy.kernel);
     let mut out = Vec::with_capacity(series.len());
