@@ -11,11 +11,14 @@ use crate::exit::{Error, Result};
 use crate::pipeline::history::{history_side, note_history, HistoryPlan, PendingExport};
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::record;
+use crate::wire::meta::{ComparisonSource, SideKind, SideSource};
 
 /// The side being judged, and the run to append when `--export` asked for it.
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub baseline: Baseline,
+    /// What it was read from, for the comparison's `source`.
+    pub source: SideSource,
     pub export: Option<PendingExport>,
 }
 
@@ -26,6 +29,7 @@ impl Candidate {
         match export {
             None => Ok(Candidate {
                 baseline: record::side(path, plan)?,
+                source: side_source(path),
                 export: None,
             }),
             Some(_) if is_baseline_file(path) => Err(Error::usage(
@@ -35,10 +39,23 @@ impl Candidate {
                 let (baseline, pending) = record::record_for_export(path, plan, to)?;
                 Ok(Candidate {
                     baseline,
+                    source: side_source(path),
                     export: Some(pending),
                 })
             }
         }
+    }
+}
+
+/// A side as the comparison's `source` names it: a baseline file or a report, and its path.
+fn side_source(path: &Path) -> SideSource {
+    SideSource {
+        kind: if is_baseline_file(path) {
+            SideKind::Baseline
+        } else {
+            SideKind::Report
+        },
+        path: path.display().to_string(),
     }
 }
 
@@ -64,7 +81,14 @@ pub struct Compared {
 
 /// Gate a candidate: the comparison with its verdict (GPU and model must match).
 pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Compared> {
-    let (comparison, baseline) = match against {
+    let baseline_source = match against {
+        Against::Baseline(path) => side_source(path),
+        Against::History(plan) => SideSource {
+            kind: SideKind::History,
+            path: plan.dataset.display().to_string(),
+        },
+    };
+    let (mut comparison, baseline) = match against {
         Against::Baseline(path) => {
             let base = read_baseline(path)?;
             (compare(&base, &cand.baseline, policy)?, base)
@@ -83,6 +107,10 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
             (cmp, h.baseline)
         }
     };
+    comparison.source = Some(ComparisonSource {
+        baseline: baseline_source,
+        candidate: cand.source,
+    });
     Ok(Compared {
         comparison,
         baseline,
@@ -100,13 +128,18 @@ pub fn diff(
     policy: &Policy,
     verdict: bool,
 ) -> Result<Compared> {
+    let source = ComparisonSource {
+        baseline: side_source(a),
+        candidate: side_source(b),
+    };
     let a = record::side(a, plan)?;
     let b = record::side(b, plan)?;
-    let comparison = if verdict {
+    let mut comparison = if verdict {
         compare(&a, &b, policy)?
     } else {
         compare_unchecked(&a, &b, policy)?
     };
+    comparison.source = Some(source);
     Ok(Compared {
         comparison,
         baseline: a,
