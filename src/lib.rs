@@ -23,6 +23,7 @@ pub mod pipeline;
 pub mod probe;
 pub mod report;
 pub mod roofline;
+pub mod schema;
 pub mod source;
 pub mod suggest;
 // Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks

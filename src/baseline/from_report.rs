@@ -296,5 +296,7 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline
             .iter()
             .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone()));
     }
-    (Baseline::new(meta, SampleSet { groups }), warnings)
+    let mut b = Baseline::new(meta, SampleSet { groups });
+    b.source.clone_from(&report.source);
+    (b, warnings)
 }

@@ -207,11 +207,18 @@ pub mod bounds {
 }
 
 /// One stored baseline (or one side of a comparison built straight from a report).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Baseline {
     /// Always [`FORMAT`]; first in the file so a reader can sniff it.
     pub format: String,
     pub schema_version: u32,
+    /// The stepgate that wrote the file; absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::wire::meta::Tool>,
+    /// The report the samples were recorded from; absent in older files and in a side
+    /// built from run history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::wire::analysis::SourceInfo>,
     pub meta: BaselineMeta,
     pub samples: SampleSet,
 }
@@ -222,6 +229,8 @@ impl Baseline {
         Baseline {
             format: FORMAT.to_owned(),
             schema_version: SCHEMA_VERSION,
+            tool: Some(crate::wire::meta::Tool::current()),
+            source: None,
             meta,
             samples,
         }
@@ -229,7 +238,7 @@ impl Baseline {
 }
 
 /// What was measured, so a comparison can refuse apples against oranges.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselineMeta {
     /// The GPU as the report names it (`NVIDIA H100 80GB HBM3`), or `--gpu`.
     pub gpu_name: Option<String>,
@@ -253,13 +262,13 @@ pub struct BaselineMeta {
 }
 
 /// Per-step samples, grouped so that only like steps are compared.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SampleSet {
     pub groups: Vec<Group>,
 }
 
 /// The steps of one kind and one batch size.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group {
     /// `decode`, `prefill`, `mixed`, `verify`, `draft`, `idle`, or `step` when unknown.
     pub step_kind: String,
@@ -277,7 +286,7 @@ pub struct Group {
 }
 
 /// One kernel's per-step samples inside a group.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelSamples {
     /// The demangled name cut to something a table can show.
     pub short_name: String,

@@ -59,7 +59,7 @@ pub struct Driver {
 }
 
 /// Counts at the time of asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct DriveCounts {
     pub completed: u64,
     pub failed: u64,

@@ -70,9 +70,10 @@ pub struct Config {
 }
 
 /// What happened, for the report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub schema_version: u32,
+    pub tool: crate::wire::meta::Tool,
     pub engine: Engine,
     pub url: String,
     pub ready_via: String,
@@ -518,6 +519,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
     // 5. Where the trace went.
     let mut summary = Summary {
         schema_version: SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
         engine: cfg.engine,
         url: client.base.clone(),
         ready_via: ready_via.to_owned(),

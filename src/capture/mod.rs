@@ -11,7 +11,7 @@ pub mod interrupt;
 pub mod nsys;
 
 /// Which engine is listening.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     Vllm,

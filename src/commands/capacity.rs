@@ -112,6 +112,11 @@ pub fn run(args: &Args) -> Result<u8> {
         usd_per_gpu_hour: args.usd_per_gpu_hour,
     };
     let (ctx, p) = crate::pipeline::capacity::run(&mg, &req)?;
-    crate::output::print(&crate::report::capacity::render(&ctx, &p, args.format))?;
+    crate::output::print(&crate::report::capacity::render(
+        &ctx,
+        &p,
+        &mg.source(),
+        args.format,
+    ))?;
     Ok(crate::exit::OK)
 }

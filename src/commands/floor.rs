@@ -63,6 +63,11 @@ pub fn run(args: &Args) -> Result<u8> {
         disable_sliding_window: args.disable_sliding_window,
     };
     let (r, geometry) = decode(&mg, &req)?;
-    crate::output::print(&crate::report::floor::render(&r, &geometry, args.format))?;
+    crate::output::print(&crate::report::floor::render(
+        &r,
+        &geometry,
+        &mg.source(),
+        args.format,
+    ))?;
     Ok(crate::exit::OK)
 }

@@ -79,6 +79,8 @@ fn model_row(key: &str, origin: &str) -> Result<ModelPreset> {
 pub fn presets(kind: Option<Kind>) -> Result<Presets> {
     let want = |k| kind.is_none_or(|w| w == k);
     Ok(Presets {
+        schema_version: crate::report::presets::SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
         gpus: want(Kind::Gpus).then(|| GPUS.to_vec()),
         models: if want(Kind::Models) {
             Some(

@@ -87,7 +87,7 @@ pub struct TrendQuery {
 }
 
 /// A marked change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Change {
     /// Median of the previous runs' medians (up to `window` of them).
     pub reference: f64,
@@ -100,7 +100,7 @@ pub struct Change {
 }
 
 /// One run in a series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Point {
     pub run_id: String,
     pub exported_at_ns: i64,
@@ -116,7 +116,7 @@ pub struct Point {
 }
 
 /// One group's runs in time order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Series {
     /// `key=value` per `--by` key.
     pub group: BTreeMap<String, String>,
@@ -127,9 +127,11 @@ pub struct Series {
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The whole answer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Trend {
     pub schema_version: u32,
+    pub tool: crate::wire::meta::Tool,
+    pub source: crate::wire::meta::DatasetSource,
     pub metric: String,
     pub unit: &'static str,
     pub window: usize,
@@ -375,6 +377,10 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     }
     Ok(Trend {
         schema_version: SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
+        source: crate::wire::meta::DatasetSource {
+            dataset: dataset.display().to_string(),
+        },
         metric: q.metric.name(),
         unit: q.metric.unit(),
         window: q.window,

@@ -27,6 +27,9 @@ pub fn run(
     crate::phases::mark("analyze: per-device sweep");
     if with_steps {
         let mut r = crate::pipeline::steps::run(&trace, plan)?.report;
+        // The analysis says which tool read which report, once, at its top.
+        r.tool = None;
+        r.source = None;
         if let Some(d) = device {
             r.steps.retain(|s| s.device == Some(d));
         }
@@ -51,7 +54,7 @@ pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> 
     }
     Ok(Analysis {
         schema_version: SCHEMA_VERSION,
-        tool: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+        tool: crate::wire::meta::Tool::current(),
         source: SourceInfo::from(&trace.meta),
         warnings: trace.meta.warnings.clone(),
         devices,

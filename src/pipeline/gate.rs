@@ -14,11 +14,14 @@ use crate::pipeline::history::{
 };
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::record;
+use crate::wire::meta::{ComparisonSource, SideKind, SideSource};
 
 /// The side being judged, and the run to append when `--export` asked for it.
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub baseline: Baseline,
+    /// What it was read from, for the comparison's `source`.
+    pub source: SideSource,
     pub export: Option<PendingExport>,
     /// The run an export of this report is (or would be): a history never includes it.
     pub own_run: Option<dataset::Candidate>,
@@ -42,6 +45,7 @@ impl Candidate {
             }
             return Ok(Candidate {
                 baseline: record::side(path, plan)?,
+                source: side_source(path),
                 export: None,
                 own_run: None,
             });
@@ -55,6 +59,7 @@ impl Candidate {
                         run_id: write::run_id(&pending.sha256, &pending.labels),
                         report_sha256: pending.sha256.clone(),
                     }),
+                    source: side_source(path),
                     export: Some(pending),
                 })
             }
@@ -62,6 +67,7 @@ impl Candidate {
                 let (r, sha) = with_report_hash(path, || record::record(path, plan))?;
                 Ok(Candidate {
                     baseline: r.baseline,
+                    source: side_source(path),
                     export: None,
                     own_run: Some(dataset::Candidate {
                         run_id: write::run_id(&sha, &dataset::Labels::new()),
@@ -71,10 +77,23 @@ impl Candidate {
             }
             None => Ok(Candidate {
                 baseline: record::side(path, plan)?,
+                source: side_source(path),
                 export: None,
                 own_run: None,
             }),
         }
+    }
+}
+
+/// A side as the comparison's `source` names it: a baseline file or a report, and its path.
+fn side_source(path: &Path) -> SideSource {
+    SideSource {
+        kind: if is_baseline_file(path) {
+            SideKind::Baseline
+        } else {
+            SideKind::Report
+        },
+        path: path.display().to_string(),
     }
 }
 
@@ -100,7 +119,14 @@ pub struct Compared {
 
 /// Gate a candidate: the comparison with its verdict (GPU and model must match).
 pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Compared> {
-    let (comparison, baseline) = match against {
+    let baseline_source = match against {
+        Against::Baseline(path) => side_source(path),
+        Against::History(plan) => SideSource {
+            kind: SideKind::History,
+            path: plan.dataset.display().to_string(),
+        },
+    };
+    let (mut comparison, baseline) = match against {
         Against::Baseline(path) => {
             let base = read_baseline(path)?;
             (compare(&base, &cand.baseline, policy)?, base)
@@ -122,6 +148,10 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
             (cmp, h.baseline)
         }
     };
+    comparison.source = Some(ComparisonSource {
+        baseline: baseline_source,
+        candidate: cand.source,
+    });
     Ok(Compared {
         comparison,
         baseline,
@@ -139,13 +169,18 @@ pub fn diff(
     policy: &Policy,
     verdict: bool,
 ) -> Result<Compared> {
+    let source = ComparisonSource {
+        baseline: side_source(a),
+        candidate: side_source(b),
+    };
     let a = record::side(a, plan)?;
     let b = record::side(b, plan)?;
-    let comparison = if verdict {
+    let mut comparison = if verdict {
         compare(&a, &b, policy)?
     } else {
         compare_unchecked(&a, &b, policy)?
     };
+    comparison.source = Some(source);
     Ok(Compared {
         comparison,
         baseline: a,

@@ -93,6 +93,19 @@ pub struct ModelGpu {
     pub floor: FloorOptions,
 }
 
+impl ModelGpu {
+    /// What a `floor` or `capacity` document says it was derived from.
+    pub fn source(&self) -> crate::wire::meta::ModelSource {
+        crate::wire::meta::ModelSource {
+            model: match &self.model.config {
+                Some(p) => p.display().to_string(),
+                None => self.model.preset_key().to_owned(),
+            },
+            gpu: self.gpu.key.clone(),
+        }
+    }
+}
+
 /// `--export DATASET --label …`: where `baseline record` and `gate` also append the run.
 #[derive(Debug, Clone)]
 pub struct ExportPlan {

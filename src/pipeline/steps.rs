@@ -37,6 +37,8 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     let floor_of = |s: &Step| -> Option<FloorInput> { pricing.as_ref()?.floor_of(s) };
     let a = attribution::attribute_all(&r.steps, &floor_of, &plan.launch_cost);
     let mut r = r.join(a)?;
+    r.tool = Some(crate::wire::meta::Tool::current());
+    r.source = Some(crate::analysis::SourceInfo::from(&trace.meta));
     if let Some(p) = &pricing {
         r.notes.push(format!("floor: {}", p.basis));
         if let Some(note) = unpriced_note(&r) {

@@ -202,6 +202,7 @@ fn measure_inner(p: &ProbeParams) -> Result<ProbeReport> {
 
     Ok(ProbeReport {
         schema_version: SCHEMA_VERSION,
+        tool: Some(crate::wire::meta::Tool::current()),
         measured: true,
         device_ordinal: p.device,
         device_name,

@@ -48,7 +48,7 @@ impl Default for ProbeParams {
 }
 
 /// End-to-end cost of one launch in synchronized bursts (derived: burst wall time / launches).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EndToEnd {
     pub min: f64,
     pub median: f64,
@@ -57,7 +57,7 @@ pub struct EndToEnd {
 }
 
 /// Launch cost of one CUDA graph of `nodes` null kernels.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphCost {
     pub nodes: u32,
     pub launches_per_burst: u32,
@@ -70,9 +70,13 @@ pub struct GraphCost {
 }
 
 /// What `launch-probe --format json` writes (schema_version 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbeReport {
     pub schema_version: u32,
+    /// The stepgate that measured; absent in files written before it was recorded. The
+    /// source of the numbers is the device named below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::wire::meta::Tool>,
     /// Always true in a file the probe wrote; a reader refuses anything else.
     pub measured: bool,
     pub device_ordinal: usize,

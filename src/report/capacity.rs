@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
 use crate::roofline::capacity::{CapacityInputs, CapacityPlan, CAVEATS};
+use crate::wire::meta::{ModelSource, Tool};
 
 /// What the plan was computed for (labels and inputs; nothing computed here).
 #[derive(Debug, Clone)]
@@ -249,8 +250,15 @@ fn caveats() -> String {
     CAVEATS.iter().map(|c| format!("- {c}\n")).collect()
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
+/// Version of the `capacity --format json` document (docs/schema/README.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// JSON wire form: the plan, what it was priced on, and the basis of each row.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Wire<'a> {
+    schema_version: u32,
+    tool: Tool,
+    source: &'a ModelSource,
     kind: &'static str,
     model: &'a str,
     gpu: &'a str,
@@ -263,7 +271,7 @@ struct Wire<'a> {
 }
 
 /// Render the capacity plan.
-pub fn render(c: &Context, p: &CapacityPlan, fmt: Format) -> String {
+pub fn render(c: &Context, p: &CapacityPlan, source: &ModelSource, fmt: Format) -> String {
     match fmt {
         Format::Table => format!(
             "Capacity plan: derived screening model, nothing measured\n\n{}\nCaveats:\n{}",
@@ -277,6 +285,9 @@ pub fn render(c: &Context, p: &CapacityPlan, fmt: Format) -> String {
         ),
         Format::Csv => table(c, p).to_csv(),
         Format::Json => to_json(&Wire {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::current(),
+            source,
             kind: "capacity",
             model: &c.model,
             gpu: &c.gpu,

@@ -7,11 +7,12 @@ use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
 use crate::roofline::floor::{Bound, FloorReport};
 use crate::roofline::model::{MlaSpec, WeightDtype};
+use crate::wire::meta::{ModelSource, Tool};
 
 /// The geometry stepgate resolved from the preset or `config.json` (after every flag
 /// override), so a user can check what was read. Counts are as read (input); the
 /// parameter counts are derived from them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelGeometry {
     pub name: String,
     /// `preset`, `config.json`, or either `+ overrides` when a flag changed the geometry.
@@ -295,9 +296,15 @@ fn table(r: &FloorReport) -> Table {
 const NOTE: &str = "Floor definition: reference (docs/method.md §3.1), KV write of the new token included; \
 the chapter's variant without it is the 'chapter floor' row. Arithmetic only: nothing here is measured.";
 
+/// Version of the `floor --format json` document (docs/schema/README.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// JSON wire form: the resolved model, the report's fields, and the basis of each row.
-#[derive(Serialize)]
-struct Wire<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Wire<'a> {
+    schema_version: u32,
+    tool: Tool,
+    source: &'a ModelSource,
     kind: &'static str,
     model: &'a ModelGeometry,
     #[serde(flatten)]
@@ -306,7 +313,7 @@ struct Wire<'a> {
 }
 
 /// Render the floor report.
-pub fn render(r: &FloorReport, model: &ModelGeometry, fmt: Format) -> String {
+pub fn render(r: &FloorReport, model: &ModelGeometry, source: &ModelSource, fmt: Format) -> String {
     match fmt {
         Format::Table => format!(
             "Derived floor: arithmetic only, nothing measured\n\n{}\n{NOTE}\nGPU peaks: {}.\n",
@@ -320,6 +327,9 @@ pub fn render(r: &FloorReport, model: &ModelGeometry, fmt: Format) -> String {
         ),
         Format::Csv => table(r).to_csv(),
         Format::Json => to_json(&Wire {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::current(),
+            source,
             kind: "floor",
             model,
             report: r,

@@ -12,7 +12,7 @@ use crate::roofline::model::WeightDtype;
 
 /// One model preset as `presets` shows it: the geometry read from its config.json excerpt
 /// and the counts derived from that geometry. Units are in the field names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelPreset {
     /// The `--model` key.
     pub key: String,
@@ -41,9 +41,15 @@ pub struct ModelPreset {
     pub kv_bytes_per_token: f64,
 }
 
-/// What `presets` lists: both tables, or the one asked for.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Version of the `presets --format json` document (docs/schema/README.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What `presets` lists: both tables, or the one asked for. The tables are built in;
+/// each row names where it comes from (a GPU's `source`, a model's `origin`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Presets {
+    pub schema_version: u32,
+    pub tool: crate::wire::meta::Tool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus: Option<Vec<GpuSpec>>,
     #[serde(skip_serializing_if = "Option::is_none")]

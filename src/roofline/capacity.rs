@@ -39,7 +39,7 @@ pub struct CapacityInputs {
 }
 
 /// The fixed-batch M/M/1 screen at B (docs/method.md §7 step 5).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FixedBatch {
     pub rho: f64,
     pub lambda_rps: f64,
@@ -48,7 +48,7 @@ pub struct FixedBatch {
 }
 
 /// The fluid ITL model's higher-load root (docs/method.md §7 step 6).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Fluid {
     pub itl_target_ns: f64,
     pub lambda_rps: f64,
@@ -63,7 +63,7 @@ pub struct Fluid {
 }
 
 /// The whole chain's result. Times in ns (f64, derived).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityPlan {
     pub kv_pool_tokens: f64,
     pub mean_context: f64,

@@ -19,7 +19,7 @@ pub use crate::wire::attribution::Bound;
 
 /// A step's batch composition in the aggregates engines annotate (vLLM's detailed trace
 /// annotations: sq, sk, sqsq, sqsk, split into context and generation groups).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepComposition {
     pub decode_requests: u64,
     pub prefill_requests: u64,
@@ -111,7 +111,7 @@ impl StepComposition {
 }
 
 /// Options of the floor arithmetic.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FloorOptions {
     pub tp: u32,
     pub pp: u32,
@@ -133,7 +133,7 @@ impl Default for FloorOptions {
 
 /// One step's floor on one GPU. All derived, f64 (a floor of 7,046,008.6 ns stays
 /// fractional).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepFloor {
     pub weights_bytes: f64,
     pub kv_read_bytes: f64,
@@ -266,7 +266,7 @@ pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
 }
 
 /// What `stepgate floor` prints for one decode operating point (all derived or cited).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FloorReport {
     /// The model's name; the JSON carries it inside the `model` geometry object instead.
     #[serde(skip_serializing)]
@@ -323,7 +323,7 @@ pub struct FloorReport {
 
 /// The MLA decode attention core: what the absorbed kernel executes against what vLLM's
 /// perf model bills (docs/method.md §6).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MlaComparison {
     /// 2·h·(576+512) per context token per layer vs 2·h·(192+128): 3.4 for DeepSeek-V3.
     pub attention_ratio: f64,

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// One GPU model's cited peaks. Units in the field names; all per single GPU.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GpuSpec {
     /// Preset key: lower case with dashes (`h100-sxm`).
     pub key: &'static str,

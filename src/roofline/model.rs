@@ -12,7 +12,7 @@ use crate::exit::{Error, Result};
 
 /// Weight storage format. Linear-layer weights take this format; embeddings, lm_head and
 /// norms stay at 2 bytes (bf16), as inference checkpoints ship them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WeightDtype {
     Bf16,
@@ -101,7 +101,7 @@ impl WeightDtype {
 }
 
 /// Mixture-of-experts geometry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MoeSpec {
     /// Routed experts E.
     pub num_experts: u64,
@@ -116,7 +116,7 @@ pub struct MoeSpec {
 }
 
 /// DeepSeek-style multi-head latent attention geometry.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MlaSpec {
     pub kv_lora_rank: u64,
     pub q_lora_rank: Option<u64>,
@@ -143,7 +143,7 @@ impl MlaSpec {
 }
 
 /// Raw overrides from the command line (the raw form of docs/method.md §3.1: `--weights-gb` etc.).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Overrides {
     /// Streamed weight bytes for the whole model (replaces the count from the geometry).
     pub weights_bytes: Option<f64>,
@@ -152,7 +152,7 @@ pub struct Overrides {
 }
 
 /// One model's architecture, dtypes and overrides.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelSpec {
     pub name: String,
     pub vocab: u64,
@@ -182,7 +182,7 @@ pub struct ModelSpec {
 }
 
 /// Parameter counts by role (exact integers).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ParamCounts {
     pub total: u64,
     pub input_embedding: u64,
@@ -200,7 +200,7 @@ pub struct ParamCounts {
 }
 
 /// How tokens spread over routed experts when counting expert weights streamed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MoeRouting {
     /// Expected distinct experts under uniform independent routing: E·(1−(1−k/E)^T).

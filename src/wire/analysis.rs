@@ -8,14 +8,15 @@ use serde::{Deserialize, Serialize};
 use crate::trace::SourceFormat;
 
 /// Bump when a field changes meaning or disappears (adding fields does not bump it).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `tool` became `{name, version}` (was the string `stepgate <version>`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything `analyze` reports for one trace.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Analysis {
     pub schema_version: u32,
-    /// `stepgate <version>` that wrote this.
-    pub tool: String,
+    /// The stepgate that wrote this.
+    pub tool: super::meta::Tool,
     pub source: SourceInfo,
     pub warnings: Vec<String>,
     pub devices: Vec<DeviceSummary>,
@@ -25,7 +26,7 @@ pub struct Analysis {
 }
 
 /// Where the trace came from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceInfo {
     pub format: SourceFormat,
     pub path: String,
@@ -39,7 +40,7 @@ pub struct SourceInfo {
 }
 
 /// A process that ran work on a device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessRef {
     pub pid: i64,
     pub name: Option<String>,
@@ -47,7 +48,7 @@ pub struct ProcessRef {
 
 /// Per-GPU totals. `busy_ns` is the length of the union of all op intervals on the
 /// device across streams; `idle_ns = (window_end_ns - window_start_ns) - busy_ns`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceSummary {
     pub device: i64,
     pub name: Option<String>,
@@ -71,7 +72,7 @@ pub struct DeviceSummary {
 }
 
 /// One op name's statistics on one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelStat {
     /// Demangled name: the identity.
     pub name: String,
@@ -90,7 +91,7 @@ pub struct KernelStat {
 }
 
 /// One category's totals on one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryStat {
     pub category: String,
     pub instances: u64,

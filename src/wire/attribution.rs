@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::steps::ShapeCount;
 
 /// Which roof binds. Serialized as `memory` / `compute`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     Memory,
@@ -15,7 +15,7 @@ pub enum Bound {
 
 /// The per-launch cost attribution prices with, and where it came from (cited, given, or a
 /// [`crate::probe::MeasuredLaunchCost`] read from a probe file).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LaunchCost {
     pub per_launch_ns: f64,
     /// `cited` (arXiv:2504.11750) or `measured` (launch-probe / --launch-cost-us).
@@ -23,7 +23,7 @@ pub struct LaunchCost {
 }
 
 /// Where a step's time went relative to its floor (all derived from measured + floor).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FloorAttribution {
     pub floor_ns: f64,
     /// Which roof binds (`memory` or `compute` in JSON).
@@ -43,7 +43,7 @@ pub struct FloorAttribution {
 }
 
 /// Host launch time against the gap: how much of the GPU-idle time the host spent launching.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LaunchAttribution {
     pub launches: u64,
     /// Measured: summed host time inside launch calls.
@@ -57,7 +57,19 @@ pub struct LaunchAttribution {
 }
 
 /// The shape of a step's timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
     LaunchBound,
@@ -88,7 +100,7 @@ impl Shape {
 }
 
 /// Everything attributed to one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepAttribution {
     pub floor: Option<FloorAttribution>,
     pub launch: LaunchAttribution,

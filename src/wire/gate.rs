@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// The outcome of a whole comparison or of one group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -13,7 +13,7 @@ pub enum Verdict {
 }
 
 /// What the statistics say about one row, before asking whether it gates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RowVerdict {
     /// Whole interval beyond the threshold in the worse direction.
@@ -27,7 +27,7 @@ pub enum RowVerdict {
 }
 
 /// One judged quantity: medians (derived) of the per-step samples and their change.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
@@ -51,7 +51,7 @@ pub struct Change {
 }
 
 /// A step metric's row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricRow {
     pub metric: String,
     #[serde(flatten)]
@@ -59,7 +59,7 @@ pub struct MetricRow {
 }
 
 /// A kernel's exclusive ns per step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KernelRow {
     pub name: String,
     pub short_name: String,
@@ -69,7 +69,7 @@ pub struct KernelRow {
 }
 
 /// A category's ns per step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CategoryRow {
     pub category: String,
     #[serde(flatten)]
@@ -77,7 +77,7 @@ pub struct CategoryRow {
 }
 
 /// A kernel seen on one side of a group only, above the new-kernel share.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KernelPresence {
     pub name: String,
     pub short_name: String,
@@ -91,7 +91,7 @@ pub struct KernelPresence {
 }
 
 /// One (step kind, batch size) group present on both sides.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GroupComparison {
     pub step_kind: String,
     pub batch_size: Option<u32>,
@@ -118,7 +118,7 @@ pub struct GroupComparison {
 }
 
 /// Which side a one-sided group is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     Baseline,
@@ -126,7 +126,7 @@ pub enum Side {
 }
 
 /// A group present on one side only: reported, not compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OneSided {
     pub step_kind: String,
     pub batch_size: Option<u32>,
@@ -136,7 +136,7 @@ pub struct OneSided {
 }
 
 /// What a side is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SideInfo {
     pub gpu_name: Option<String>,
     pub model: Option<String>,
@@ -149,7 +149,7 @@ pub struct SideInfo {
 }
 
 /// How the numbers were derived, so the report can say it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Method {
     pub statistic: &'static str,
     pub interval: &'static str,
@@ -162,9 +162,14 @@ pub struct Method {
 }
 
 /// The full comparison (the JSON `gate --format json` and `diff --format json` print).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub schema_version: u32,
+    pub tool: super::meta::Tool,
+    /// What each side was read from (set by `gate` and `diff`; the library's compare
+    /// leaves it unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<super::meta::ComparisonSource>,
     pub verdict: Verdict,
     /// The process exit code this verdict maps to.
     pub exit_code: u8,
@@ -187,7 +192,7 @@ pub struct Comparison {
 }
 
 /// A policy `[[kernel]]` rule and the kernels it selected among both sides' kernels.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RuleMatches {
     /// The selector as written (`act_and_mul`, `re:^nccl`).
     pub selector: String,
@@ -198,7 +203,7 @@ pub struct RuleMatches {
 }
 
 /// When a change counts: the whole interval beyond `rel` and the point change beyond `abs`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Threshold {
     /// Relative change (0.03 = 3%).
     pub rel: f64,
@@ -215,7 +220,7 @@ pub const GAP_ROW: &str = "[gap]";
 pub const EXACT_TOLERANCE_NS: f64 = 1e-6;
 
 /// One row: a kernel name (or the gap) and its mean ns per step on each side.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaterfallRow {
     /// Full demangled name, or [`GAP_ROW`].
     pub name: String,
@@ -232,7 +237,7 @@ pub struct WaterfallRow {
 }
 
 /// The sum check: the rows must add up to the change of the mean wall.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaterfallCheck {
     /// Mean wall ns per step of each side (derived).
     pub baseline_mean_wall_ns: f64,
@@ -247,7 +252,7 @@ pub struct WaterfallCheck {
 
 /// Each side's mean roofline floor per step, when both sides were priced (floor = MBU ×
 /// wall per step, so it is derived from the stored samples).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaterfallFloor {
     pub baseline_mean_floor_ns: f64,
     pub candidate_mean_floor_ns: f64,
@@ -257,7 +262,7 @@ pub struct WaterfallFloor {
 }
 
 /// The waterfall parts a group comparison carries (flattened into its JSON).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Waterfall {
     /// Every row, largest |Δ| first, the gap row last; empty when unavailable.
     pub waterfall: Vec<WaterfallRow>,

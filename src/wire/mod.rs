@@ -12,4 +12,5 @@
 pub mod analysis;
 pub mod attribution;
 pub mod gate;
+pub mod meta;
 pub mod steps;

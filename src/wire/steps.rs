@@ -9,7 +9,19 @@ use super::analysis::CategoryStat;
 use super::attribution::{Attributions, LaunchCost, Shape, StepAttribution};
 
 /// What kind of engine step a span is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StepKind {
     Decode,
@@ -38,7 +50,9 @@ impl StepKind {
 
 /// Aggregates of one request group: Σ query tokens, Σ KV length (including the new
 /// tokens), Σ query², Σ query·KV.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct GroupAggregates {
     pub requests: Option<u64>,
     /// ΣN_Q: tokens scheduled for this group.
@@ -52,7 +66,7 @@ pub struct GroupAggregates {
 }
 
 /// The batch a step ran, as its span name states it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BatchComposition {
     /// `vllm`, `sglang` or `trtllm`.
     pub engine: String,
@@ -74,7 +88,9 @@ pub struct BatchComposition {
 }
 
 /// How a step was found, most certain first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FoundBy {
     /// An engine step marker (annotation or NVTX range) named the step.
@@ -139,13 +155,16 @@ impl FoundBy {
 
 /// One op name inside one step. Names are shared (`Arc<str>`), not copied per step:
 /// 20,000 steps of 2 KB template names would otherwise cost a gigabyte.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepKernel {
     #[serde(with = "arc_str")]
+    #[schemars(with = "String")]
     pub name: Arc<str>,
     #[serde(with = "arc_str")]
+    #[schemars(with = "String")]
     pub short_name: Arc<str>,
     #[serde(with = "arc_str")]
+    #[schemars(with = "String")]
     pub category: Arc<str>,
     pub instances: u64,
     pub total_ns: i64,
@@ -168,7 +187,7 @@ mod arc_str {
 }
 
 /// A host call, for naming what the host did during a gap.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostCall {
     pub name: String,
     pub start_ns: i64,
@@ -176,7 +195,7 @@ pub struct HostCall {
 }
 
 /// One engine step on one rank, with every time in integer ns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// Position in its series (rank), in GPU-start order.
     pub index: usize,
@@ -248,7 +267,7 @@ pub struct Step {
 }
 
 /// The steps of one rank: one process on one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Series {
     pub pid: i64,
     pub device: Option<i64>,
@@ -259,7 +278,7 @@ pub struct Series {
 /// Identity, per series: Σ over its steps of (busy_ns + tail_busy_ns) + before_ns +
 /// between_ns + after_ns = busy_ns here, exactly when the steps' GPU work does not
 /// overlap in time (each term is a union of intervals over disjoint op sets).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutsideSteps {
     /// Index into [`StepsReport::series`].
     pub series: usize,
@@ -275,7 +294,7 @@ pub struct OutsideSteps {
 }
 
 /// Median and spread of one metric over a step kind.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     pub median: f64,
     pub p10: f64,
@@ -283,7 +302,7 @@ pub struct Spread {
 }
 
 /// Per-kind summary of the steps with GPU work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KindSummary {
     pub kind: StepKind,
     pub count: usize,
@@ -295,7 +314,7 @@ pub struct KindSummary {
 }
 
 /// Tensor-parallel ranks aligned by step order: which rank was slowest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AlignedStep {
     pub index: usize,
     pub slowest_series: usize,
@@ -306,14 +325,14 @@ pub struct AlignedStep {
 }
 
 /// How many steps had one shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShapeCount {
     pub shape: Shape,
     pub steps: usize,
 }
 
 /// Which step finder produced a report (`method` in JSON, the word in "steps (…)").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StepMethod {
     /// Engine step markers.
@@ -361,10 +380,16 @@ impl std::fmt::Display for StepMethod {
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Everything step finding produced.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepsReport {
     /// [`SCHEMA_VERSION`]; first in the document, as in `analyze`'s.
     pub schema_version: u32,
+    /// The stepgate that wrote it and the report it read; absent where the report is
+    /// nested in a document that carries its own (`analyze`'s `steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<super::meta::Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<super::analysis::SourceInfo>,
     /// `engine`, `scheduler`, `python`, `recurring`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).
@@ -509,6 +534,8 @@ mod tests {
     fn report(steps: Vec<Step>) -> StepsReport {
         StepsReport {
             schema_version: super::SCHEMA_VERSION,
+            tool: None,
+            source: None,
             method: StepMethod::Engine,
             found_by: super::FoundBy::Marker,
             exact_steps_hint: None,

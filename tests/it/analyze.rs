@@ -183,7 +183,7 @@ fn output_formats_are_pinned() {
     insta::assert_snapshot!("analyze_saxpy_markdown", go("markdown"));
     insta::assert_snapshot!("analyze_saxpy_csv", go("csv"));
     let mut json: serde_json::Value = serde_json::from_str(&go("json")).unwrap();
-    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["schema_version"], 2);
     assert_eq!(json["devices"][0]["name"], "NVIDIA A100-SXM4-40GB");
     json["tool"] = "[tool]".into();
     insta::assert_json_snapshot!("analyze_saxpy_json", json);

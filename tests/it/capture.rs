@@ -509,6 +509,43 @@ fn vllm_waits_for_ready_arms_and_stops_and_finds_the_trace() {
 }
 
 #[test]
+fn json_summary_validates_against_its_schema() {
+    let t = tmp();
+    let traces = t.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let eng = FakeEngine::start(Behaviour {
+        vllm_trace_dir: Some(traces.clone()),
+        ..Behaviour::vllm()
+    });
+    let r = stepgate(
+        &[
+            "capture",
+            "--engine",
+            "vllm",
+            "--url",
+            &eng.url,
+            "--num-steps",
+            "5",
+            "--hold",
+            "0.2",
+            "--trace-dir",
+            traces.to_str().unwrap(),
+            "--trace-wait",
+            "5",
+            "--format",
+            "json",
+        ],
+        &[],
+        t.path(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    crate::schema::assert_stamped("capture", &v, stepgate::capture::flow::SCHEMA_VERSION);
+    assert_eq!(v["url"], eng.url.as_str());
+    assert_eq!(v["traces"][0], eng.traces()[0].display().to_string());
+}
+
+#[test]
 fn vllm_without_profiler_config_is_404_exit_4() {
     let t = tmp();
     let eng = FakeEngine::start(Behaviour {
@@ -1156,6 +1193,7 @@ fn summary_table_format() {
     use stepgate::capture::Engine;
     let s = Summary {
         schema_version: 1,
+        tool: stepgate::wire::meta::Tool::current(),
         engine: Engine::Sglang,
         url: "http://localhost:30000".into(),
         ready_via: "/ready".into(),

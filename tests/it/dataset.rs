@@ -119,6 +119,8 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     ]);
     assert_eq!(code, 0, "{err}");
     let t = json(&out);
+    crate::schema::assert_stamped("trend", &t, stepgate::dataset::trend::SCHEMA_VERSION);
+    assert_eq!(t["source"]["dataset"], ds.as_str());
     let pts = t["series"][0]["points"].as_array().unwrap();
     assert_eq!(pts.len(), 3);
     // Three instances per step of 15.2 µs; the slow run 1.2×; jitter ±0.5% per instance.
@@ -259,6 +261,8 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     let (code, out, err) = gate(&c.p("slow.sqlite"), &["--format", "json"]);
     assert_eq!(code, 1, "{out}{err}");
     let j = json(&out);
+    crate::schema::assert_valid("comparison", &j);
+    assert_eq!(j["source"]["baseline"]["kind"], "history");
     assert_eq!(j["verdict"], "regression");
     assert!(out.contains(&gemm()[..40]), "the slow kernel is named");
     assert_eq!(j["baseline"]["steps"], 120, "two runs × 60 steps pooled");

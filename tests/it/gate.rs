@@ -782,7 +782,7 @@ fn report_snapshots() {
         .unwrap()
         .replace(&dir, "[TMP]");
     insta::assert_snapshot!("gate_markdown", md);
-    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&json.replace(&dir, "[TMP]")).unwrap();
     round_floats(&mut v);
     insta::assert_json_snapshot!("gate_json", v);
     let (_, text, _) = common::run(&[

@@ -66,6 +66,7 @@ fn without_a_driver_the_cited_figure_stands_exit_4() {
 /// driver tool names.
 fn check_measured_file(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap();
+    crate::schema::assert_stamped("launch-probe", &serde_json::from_str(&text).unwrap(), 1);
     let r: ProbeReport = serde_json::from_str(&text).unwrap();
     assert_eq!(r.schema_version, 1);
     assert!(r.measured);
@@ -211,6 +212,8 @@ fn json_schema_is_stable() {
         assert!(v.pointer(key).is_some(), "missing {key}");
     }
     assert_eq!(v["measured"], true);
+    // A file written before `tool` was recorded is still a valid launch-probe document.
+    crate::schema::assert_valid("launch-probe", &v);
     let back: ProbeReport = serde_json::from_value(v).unwrap();
     assert_eq!(back, report());
     let _: (EndToEnd, GraphCost) = (back.end_to_end_per_launch_ns, back.graph);

@@ -27,6 +27,7 @@ mod launch_probe;
 mod no_correlation;
 mod nsys_ingest;
 mod perfetto;
+mod schema;
 mod shapes;
 mod steps;
 mod steps_real;

@@ -99,6 +99,8 @@ fn compare_inner(
     let policy_rules = rule_matches(policy, &[baseline, candidate])?;
     Ok(Comparison {
         schema_version: SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
+        source: None,
         verdict,
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,
@@ -120,6 +122,8 @@ fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
     let verdict = Verdict::Inconclusive;
     Comparison {
         schema_version: SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
+        source: None,
         verdict,
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,

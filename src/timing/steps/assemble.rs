@@ -203,6 +203,8 @@ pub fn assemble(
     let outside_steps = outside(ix, &steps, &series, claimed);
     StepsReport {
         schema_version: crate::wire::steps::SCHEMA_VERSION,
+        tool: None,
+        source: None,
         method: meta.method,
         found_by: meta.found_by,
         exact_steps_hint: meta.hint,
