@@ -2,8 +2,10 @@
 //! of three nsys generations, [`kineto::KinetoWriter`] writes PyTorch-profiler Chrome
 //! traces, [`workload`] builds engine-step scenarios and returns the per-step values they
 //! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
-//! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time.
+//! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
+//! [`augment`] adds GPU work to a real export captured without a GPU.
 
+pub mod augment;
 pub mod kineto;
 pub mod replicate;
 pub mod steps;
