@@ -1168,6 +1168,7 @@ fn summary_table_format() {
             completed: 1500,
             failed: 0,
         }),
+        operating_point: None,
         nsys_report: Some("run.nsys-rep".into()),
         sqlite: Some("run.sqlite".into()),
         traces: vec![],
