@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::roofline::floor::Bound;
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 use crate::wire::steps::{ShapeCount, Step};
 
 pub use crate::wire::attribution::{

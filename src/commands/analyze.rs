@@ -49,7 +49,11 @@ pub fn run(args: &Args) -> Result<u8> {
         let page = report::html::analyze::render(&path, &analysis, args.top);
         crate::output::write_atomic(p, page.as_bytes())?;
     }
-    crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
+    let view = report::analyze::Options {
+        top: args.top,
+        wide: false,
+    };
+    crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
     crate::phases::mark("output written");
     Ok(OK)
 }

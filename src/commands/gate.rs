@@ -102,6 +102,7 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "gate",
+        wide: false,
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

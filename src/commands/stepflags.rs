@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
-
 use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
 use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags};
@@ -13,15 +11,23 @@ use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::StepsPlan;
 use crate::timing::stepname::StepKind;
-use crate::timing::steps::{StepOptions, StepSource};
+use crate::timing::steps::{self, StepOptions, StepSource};
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StepFlags {
-    /// How to find steps: auto, marker, scheduler, python, sync, graphs, gaps, or a
-    /// regex over range names.
+    /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
+    /// gaps, or a regex over range names.
     #[arg(long = "steps", default_value = "auto")]
     pub steps: String,
+    /// With --steps REGEX: a step is the matched range (span, the default) or the whole
+    /// cycle from one match of the opener to the next (cycle).
+    #[arg(long, value_name = "span|cycle")]
+    pub steps_extent: Option<steps::Extent>,
+    /// With --steps REGEX: project the calls of the range's own thread (own, the
+    /// default) or of every thread of its process (process).
+    #[arg(long, value_name = "own|process")]
+    pub steps_threads: Option<steps::Threads>,
     /// Only steps of this kind.
     #[arg(long, value_enum, default_value_t = KindFilter::All)]
     pub kind: KindFilter,
@@ -82,7 +88,7 @@ impl StepFlags {
     /// `--gap-us` in range, the launch cost and categories read, the floor inputs checked.
     /// `top` is the command's kernel rows per step.
     pub fn plan(&self, top: usize) -> Result<StepsPlan> {
-        let source = step_source(&self.steps)?;
+        let source = StepSource::parse(&self.steps)?;
         // Bounded so `gap start + threshold` cannot overflow the i64 nanosecond clock.
         if !(self.gap_us.is_finite() && self.gap_us >= 0.0 && self.gap_us <= numbers::MAX_GAP_US) {
             return Err(Error::usage(format!(
@@ -94,6 +100,8 @@ impl StepFlags {
         Ok(StepsPlan {
             find: StepOptions {
                 source,
+                extent: self.steps_extent,
+                threads: self.steps_threads,
                 gap_threshold_ns: (self.gap_us * 1e3) as i64,
                 top_kernels: top,
             },
@@ -140,36 +148,6 @@ impl StepFlags {
     }
 }
 
-/// `--steps`: a method name, else a regex over range names (compiled here, once).
-fn step_source(s: &str) -> Result<StepSource> {
-    Ok(match s {
-        "auto" => StepSource::Auto,
-        "marker" => StepSource::Marker,
-        "scheduler" => StepSource::Scheduler,
-        "python" => StepSource::Python,
-        "sync" => StepSource::Sync,
-        "graphs" => StepSource::Graphs,
-        "gaps" => StepSource::Gaps,
-        re => StepSource::Regex(Regex::new(re).map_err(|e| regex_error(re, &e))?),
-    })
-}
-
-/// A `--steps` regex that does not compile, in one line: regex's own message spreads the
-/// pattern, a caret and the reason over four lines; keep the reason.
-fn regex_error(pattern: &str, e: &regex::Error) -> Error {
-    let full = e.to_string();
-    let reason = full
-        .lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix("error:"))
-        .map(str::trim)
-        .unwrap_or_else(|| full.lines().last().unwrap_or("invalid regex").trim());
-    Error::usage(format!(
-        "--steps {pattern:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex ({reason}); \
-         check the pattern's brackets and escapes"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,17 +161,5 @@ mod tests {
             let k = f.kind().unwrap();
             assert_eq!(f.to_possible_value().unwrap().get_name(), k.as_str());
         }
-    }
-
-    #[test]
-    fn steps_names_a_method_or_compiles_a_regex_once() {
-        assert!(matches!(step_source("graphs"), Ok(StepSource::Graphs)));
-        match step_source("FSDP::.*") {
-            Ok(StepSource::Regex(re)) => assert!(re.is_match("FSDP::forward")),
-            other => panic!("{other:?}"),
-        }
-        let e = step_source("exec([").unwrap_err();
-        assert_eq!(e.exit_code(), crate::exit::INPUT);
-        assert!(!e.message.contains('\n') && e.message.contains("unclosed character class"));
     }
 }

@@ -99,7 +99,10 @@ pub fn run(args: &Args) -> Result<u8> {
         &args.report.display().to_string(),
         r,
         args.format,
-        args.each,
+        &report::steps::Options {
+            each: args.each,
+            wide: false,
+        },
     ))?;
     crate::phases::mark("output written");
     Ok(OK)

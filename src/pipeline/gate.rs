@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::baseline::compare::{compare_side, BaselineSide};
 use crate::baseline::{compare, compare_unchecked, is_baseline_file, read_baseline, Baseline};
 use crate::baseline::{Comparison, Policy};
 use crate::exit::{Error, Result};
@@ -70,8 +71,15 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
         }
         Against::History(plan) => {
             let h = history_side(plan, &cand.baseline)?;
-            let mut cmp = compare(&h.baseline, &cand.baseline, policy)?;
-            note_history(&mut cmp, &h);
+            // Too few runs matched: there is no baseline side, and nothing is compared
+            // (an empty one would claim the candidate's groups are missing from it).
+            let cmp = if h.too_few {
+                compare_side(BaselineSide::Unavailable(&h.note), &cand.baseline, policy)?
+            } else {
+                let mut cmp = compare(&h.baseline, &cand.baseline, policy)?;
+                note_history(&mut cmp, &h);
+                cmp
+            };
             (cmp, h.baseline)
         }
     };

@@ -200,11 +200,7 @@ pub fn history_side(plan: &HistoryPlan, cand: &Baseline) -> Result<History> {
     dataset::history_baseline(&plan.dataset, &q)
 }
 
-/// Put the history note first among the reasons (too few runs) or the warnings.
+/// Put the note of the runs the history side was built from first among the warnings.
 pub fn note_history(cmp: &mut Comparison, h: &History) {
-    if h.too_few {
-        cmp.reasons.insert(0, h.note.clone());
-    } else {
-        cmp.warnings.insert(0, h.note.clone());
-    }
+    cmp.warnings.insert(0, h.note.clone());
 }

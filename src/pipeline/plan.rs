@@ -11,19 +11,12 @@ use crate::roofline::floor::FloorOptions;
 use crate::roofline::model::MoeRouting;
 use crate::roofline::options::{GpuOptions, ModelOptions};
 use crate::source::LoadOptions;
-use crate::timing::steps::{StepOptions, StepSource};
+use crate::timing::steps::StepOptions;
 use crate::wire::steps::StepKind;
 
 /// Kernel rows kept per step when a command has no `--top` of its own (the `steps --top`
 /// default): baselines, exports and `analyze`. Attribution names the first of them.
 pub const TOP_KERNELS: usize = 5;
-
-/// Range names that can be step markers (emit_nvtx suffixes follow the name).
-const MARKER_RANGES: &str =
-    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
-/// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
-const SCHEDULER_RANGES: &str =
-    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
 
 /// Everything step finding, attribution and pricing need, decided once.
 #[derive(Debug, Clone)]
@@ -51,17 +44,10 @@ impl StepsPlan {
         }
     }
 
-    /// The range names the method can use, or None when it reads no ranges.
+    /// The range names the method can use, or None when it reads no ranges (a regex
+    /// source's own compiled pattern, shared by a clone).
     fn range_filter(&self) -> Option<Regex> {
-        let fixed = |p: &str| Regex::new(p).expect("static pattern");
-        match &self.find.source {
-            StepSource::Graphs | StepSource::Gaps | StepSource::Sync | StepSource::Python => None,
-            StepSource::Marker => Some(fixed(MARKER_RANGES)),
-            StepSource::Scheduler => Some(fixed(SCHEDULER_RANGES)),
-            StepSource::Auto => Some(fixed(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}"))),
-            // A clone shares the compiled program: the pattern is compiled once.
-            StepSource::Regex(re) => Some(re.clone()),
-        }
+        self.find.source.ranges()
     }
 }
 
@@ -118,6 +104,7 @@ pub struct ExportPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timing::steps::StepSource;
 
     fn plan(source: StepSource) -> StepsPlan {
         StepsPlan {

@@ -45,7 +45,7 @@ pub enum DeviceStatus {
         /// What the call returned, e.g. `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is
         /// detected)`, or `0 devices`.
         returned: String,
-        },
+    },
     /// This many devices are visible.
     Usable(i32),
 }
@@ -53,7 +53,9 @@ pub enum DeviceStatus {
 impl std::fmt::Display for DeviceStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DeviceStatus::NoDriver => f.write_str("no CUDA driver found (libcuda could not be loaded)"),
+            DeviceStatus::NoDriver => {
+                f.write_str("no CUDA driver found (libcuda could not be loaded)")
+            }
             DeviceStatus::NoDevice {
                 library,
                 cuda_version,
@@ -362,7 +364,10 @@ mod tests {
             library_in_maps(maps).as_deref(),
             Some("libcuda.so.535.261.03")
         );
-        assert_eq!(library_in_maps("7f00-7f01 r-xp 0 0 0 /lib/libc.so.6\n"), None);
+        assert_eq!(
+            library_in_maps("7f00-7f01 r-xp 0 0 0 /lib/libc.so.6\n"),
+            None
+        );
     }
 
     #[test]
@@ -380,7 +385,11 @@ mod tests {
         );
         let e = no_device(&s);
         assert_eq!(e.exit_code(), crate::exit::ENVIRONMENT);
-        assert!(e.message.contains("the cited 2.374 µs stands"), "{}", e.message);
+        assert!(
+            e.message.contains("the cited 2.374 µs stands"),
+            "{}",
+            e.message
+        );
         assert!(!e.message.contains("no CUDA driver found"), "{}", e.message);
         let e = no_device(&DeviceStatus::NoDriver);
         assert!(e.message.starts_with(NO_DRIVER), "{}", e.message);

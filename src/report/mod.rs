@@ -12,6 +12,7 @@ pub mod probe;
 pub mod steps;
 pub mod table;
 pub mod trend;
+pub mod words;
 
 /// Output format shared by every subcommand that renders a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -84,6 +84,9 @@ pub enum FoundBy {
     Scheduler,
     /// A python-stack span of the engine's step function (heuristic).
     Python,
+    /// A cycle of recurring annotations, tiled from one opener to the next (heuristic: a
+    /// training loop without ProfilerStep#N).
+    Recurring,
     /// Recurring host synchronisation on the launching thread (heuristic).
     Sync,
     /// CUDA-graph launches grouped between host syncs (heuristic).
@@ -100,6 +103,7 @@ impl FoundBy {
             FoundBy::Marker => "marker",
             FoundBy::Scheduler => "scheduler",
             FoundBy::Python => "python",
+            FoundBy::Recurring => "recurring",
             FoundBy::Sync => "sync",
             FoundBy::Graphs => "graphs",
             FoundBy::Gaps => "gaps",
@@ -112,6 +116,7 @@ impl FoundBy {
     pub fn describe_for(self, engine: Option<&str>) -> String {
         match (self, engine) {
             (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
+            (FoundBy::Recurring, Some(e)) => format!("recurring annotations (heuristic: {e})"),
             (FoundBy::Scheduler, Some(e)) => format!("scheduler scopes ({e})"),
             _ => self.describe().to_owned(),
         }
@@ -123,6 +128,7 @@ impl FoundBy {
             FoundBy::Marker => "engine step markers",
             FoundBy::Scheduler => "scheduler scopes",
             FoundBy::Python => "python-stack spans (heuristic)",
+            FoundBy::Recurring => "recurring annotations (heuristic)",
             FoundBy::Sync => "host sync points (heuristic)",
             FoundBy::Graphs => "CUDA-graph launch groups (heuristic)",
             FoundBy::Gaps => "idle-gap splits (heuristic)",
@@ -316,6 +322,8 @@ pub enum StepMethod {
     Scheduler,
     /// Python-stack step functions (heuristic).
     Python,
+    /// Recurring annotation cycles (heuristic).
+    Recurring,
     /// Host sync points (heuristic).
     Sync,
     /// A user-given regex over range names.
@@ -333,6 +341,7 @@ impl StepMethod {
             StepMethod::Engine => "engine",
             StepMethod::Scheduler => "scheduler",
             StepMethod::Python => "python",
+            StepMethod::Recurring => "recurring",
             StepMethod::Sync => "sync",
             StepMethod::Regex => "regex",
             StepMethod::Graphs => "graphs",
@@ -356,7 +365,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct StepsReport {
     /// [`SCHEMA_VERSION`]; first in the document, as in `analyze`'s.
     pub schema_version: u32,
-    /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
+    /// `engine`, `scheduler`, `python`, `recurring`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).
     #[serde(default)]
