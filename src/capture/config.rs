@@ -52,9 +52,9 @@ pub fn seconds(flag: &str, value: f64) -> Result<Duration> {
 pub fn count(flag: &str, value: i64, min: u32, max: u32) -> Result<u32> {
     match u32::try_from(value) {
         Ok(v) if (min..=max).contains(&v) => Ok(v),
-        _ if value < i64::from(min) => Err(Error::usage(format!(
-            "{flag} {value}: give at least {min}"
-        ))),
+        _ if value < i64::from(min) => {
+            Err(Error::usage(format!("{flag} {value}: give at least {min}")))
+        }
         _ => Err(Error::usage(format!(
             "{flag} {value} is beyond the {max} stepgate accepts; check the value"
         ))),
@@ -129,7 +129,8 @@ impl Config {
     /// The last profiled TensorRT-LLM iteration, when it fits in a u32.
     fn tllm_last(&self) -> Option<(u32, u32)> {
         let a = self.start_step.unwrap_or(TRTLLM_DEFAULT_START);
-        a.checked_add(self.num_steps.checked_sub(1)?).map(|b| (a, b))
+        a.checked_add(self.num_steps.checked_sub(1)?)
+            .map(|b| (a, b))
     }
 
     /// TensorRT-LLM's `TLLM_PROFILE_START_STOP` value: iterations `A-B`, both profiled
@@ -244,7 +245,12 @@ impl Config {
             ));
         }
         if let Some(d) = &self.drive {
-            count("--concurrency", i64::from(d.concurrency), 1, MAX_CONCURRENCY)?;
+            count(
+                "--concurrency",
+                i64::from(d.concurrency),
+                1,
+                MAX_CONCURRENCY,
+            )?;
             if d.max_tokens == 0 {
                 return Err(Error::usage(
                     "--max-tokens 0: each driven request must generate at least 1 token",
@@ -432,7 +438,10 @@ mod tests {
         // The last iteration must fit: u32::MAX itself does, one past it does not.
         c.start_step = Some(u32::MAX - 1);
         c.num_steps = 2;
-        assert_eq!(c.tllm_range(), Some(format!("{}-{}", u32::MAX - 1, u32::MAX)));
+        assert_eq!(
+            c.tllm_range(),
+            Some(format!("{}-{}", u32::MAX - 1, u32::MAX))
+        );
         c.num_steps = 3;
         assert_eq!(c.tllm_range(), None);
         assert!(c.validate().unwrap_err().message.contains("4294967295"));
@@ -493,7 +502,11 @@ mod tests {
             max_tokens: 0,
             model: None,
         });
-        assert!(c.validate().unwrap_err().message.starts_with("--max-tokens 0"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .message
+            .starts_with("--max-tokens 0"));
         let mut c = cfg(Engine::Vllm);
         c.nsys = nsys(&[]);
         c.nsys.as_mut().unwrap().shutdown_grace = Duration::ZERO;
@@ -520,7 +533,11 @@ mod tests {
         let mut c = cfg(Engine::Vllm);
         c.inputs.push(("--baseline", "/nonexistent/b.json".into()));
         let e = c.validate().unwrap_err();
-        assert!(e.message.starts_with("--baseline /nonexistent/b.json"), "{}", e.message);
+        assert!(
+            e.message.starts_with("--baseline /nonexistent/b.json"),
+            "{}",
+            e.message
+        );
         let mut c = cfg(Engine::Vllm);
         c.url = "http://localhost:99999".into();
         let e = c.validate().unwrap_err();

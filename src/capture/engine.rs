@@ -148,12 +148,8 @@ impl EngineClient {
                 Ok(resp) if resp.status() == StatusCode::NOT_FOUND => {
                     why = format!("GET {path} answered 404");
                 }
-                Ok(resp) => {
-                    return Ok(Ready::No(format!("GET {path} answered {}", resp.status())))
-                }
-                Err(e) if e.is_redirect() => {
-                    return Err(self.transport(&format!("GET {path}"), &e))
-                }
+                Ok(resp) => return Ok(Ready::No(format!("GET {path} answered {}", resp.status()))),
+                Err(e) if e.is_redirect() => return Err(self.transport(&format!("GET {path}"), &e)),
                 Err(e) => return Ok(Ready::No(describe(&e))),
             }
         }
@@ -330,7 +326,11 @@ mod tests {
             let e = EngineClient::new(Engine::Vllm, bad, Duration::from_secs(1));
             let e = e.unwrap_err();
             assert_eq!(e.kind, crate::exit::Kind::Usage, "{bad}");
-            assert!(e.message.starts_with(&format!("--url {bad}:")), "{}", e.message);
+            assert!(
+                e.message.starts_with(&format!("--url {bad}:")),
+                "{}",
+                e.message
+            );
         }
     }
 

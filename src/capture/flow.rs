@@ -102,9 +102,8 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
 /// `--trace-dir` exists before the engine is told about it.
 fn prepare_trace_dir(cfg: &Config) -> Result<()> {
     if let Some(d) = &cfg.trace_dir {
-        std::fs::create_dir_all(d).map_err(|e| {
-            Error::usage(format!("cannot create --trace-dir {}: {e}", d.display()))
-        })?;
+        std::fs::create_dir_all(d)
+            .map_err(|e| Error::usage(format!("cannot create --trace-dir {}: {e}", d.display())))?;
     }
     Ok(())
 }

@@ -231,8 +231,8 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let mut g = ServerGroup::spawn(Path::new("/bin/sh"), &args, &[], Duration::from_secs(1))
-            .unwrap();
+        let mut g =
+            ServerGroup::spawn(Path::new("/bin/sh"), &args, &[], Duration::from_secs(1)).unwrap();
         let until = Instant::now() + Duration::from_secs(10);
         let mut groups = BTreeSet::new();
         while groups.len() < 2 && Instant::now() < until {
@@ -242,13 +242,15 @@ mod tests {
         assert_eq!(groups.len(), 2, "{groups:?}");
         let other = *groups.iter().find(|&&x| x != g.pgid()).unwrap();
         g.shutdown();
-        assert!(!sig::group(other, 0), "the sleep in its own session survived");
+        assert!(
+            !sig::group(other, 0),
+            "the sleep in its own session survived"
+        );
         assert!(!sig::group(g.pgid(), 0));
     }
 
     #[cfg(target_os = "linux")]
     fn which(p: &str) -> std::result::Result<std::path::PathBuf, ()> {
-        crate::source::nsys::export::find_program(p, std::env::var_os("PATH").as_deref())
-            .ok_or(())
+        crate::source::nsys::export::find_program(p, std::env::var_os("PATH").as_deref()).ok_or(())
     }
 }

@@ -85,10 +85,20 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub drive: bool,
     /// Requests in flight with --drive.
-    #[arg(long, default_value_t = 8, requires = "drive", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 8,
+        requires = "drive",
+        allow_negative_numbers = true
+    )]
     pub concurrency: i64,
     /// max_tokens of each driven request.
-    #[arg(long, default_value_t = 128, requires = "drive", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 128,
+        requires = "drive",
+        allow_negative_numbers = true
+    )]
     pub max_tokens: i64,
     /// Model name for vLLM's /v1/completions (default: the first of GET /v1/models).
     #[arg(long, requires = "drive")]
@@ -190,7 +200,10 @@ impl CaptureArgs {
             engine,
             url,
             num_steps: steps("--num-steps", self.num_steps)?,
-            start_step: self.start_step.map(|v| steps("--start-step", v)).transpose()?,
+            start_step: self
+                .start_step
+                .map(|v| steps("--start-step", v))
+                .transpose()?,
             activities: self.activities.clone(),
             by_stage: self.by_stage,
             detailed_annotations: self.detailed_annotations,

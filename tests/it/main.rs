@@ -22,6 +22,7 @@ mod kineto;
 mod launch_probe;
 mod nsys_ingest;
 mod perfetto;
+mod real_nsys;
 mod shapes;
 mod steps;
 mod steps_real;

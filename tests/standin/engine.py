@@ -144,19 +144,29 @@ def emit(engine, n, log):
 
 
 class Cuda:
-    """cuProfilerStart/Stop through the driver API, where libcuda loads. Without a usable
-    GPU cuInit fails and so do both calls: nsys's capture range then never opens."""
+    """cuProfilerStart/Stop through the driver API, where libcuda loads. The calls need a
+    current context, and each HTTP handler runs on a thread of its own, so the one context
+    made at start is made current before each call. Without a usable GPU cuInit fails
+    (CUDA_ERROR_NO_DEVICE, 100) and both calls return CUDA_ERROR_NOT_INITIALIZED (3): nsys's
+    capture range then never opens."""
 
     def __init__(self):
+        self.ctx = ctypes.c_void_p()
         try:
             self.lib = ctypes.CDLL("libcuda.so.1")
-            self.init = self.lib.cuInit(0)
         except OSError:
             self.lib, self.init = None, None
+            return
+        self.init = self.lib.cuInit(0)
+        dev = ctypes.c_int()
+        if self.init == 0 and self.lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+            self.lib.cuCtxCreate_v2(ctypes.byref(self.ctx), 0, dev)
 
     def call(self, name):
         if self.lib is None:
             return None
+        if self.ctx:
+            self.lib.cuCtxSetCurrent(self.ctx)
         return getattr(self.lib, name)()
 
 

@@ -110,7 +110,8 @@ pub const STREAM_MAGIC: &[u8] = b"NVIDIA Nsight Systems Stream";
 
 /// Whether a file's first bytes (or its name) say it is an unimported `.qdstrm` capture.
 pub fn is_qdstrm(path: &Path, head: &[u8]) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))
         || head.windows(STREAM_MAGIC.len()).any(|w| w == STREAM_MAGIC)
 }
 

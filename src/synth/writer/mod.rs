@@ -43,33 +43,33 @@ fn sql_err(e: rusqlite::Error) -> Error {
 /// ?N may still be bound: SQLite counts parameters up to the largest index).
 fn kernel_sql(layout: Layout) -> &'static str {
     match layout {
-            Layout::Nsys2026_2 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+        Layout::Nsys2026_2 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, mangledName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId, graphId, tensorSizeMinusOneElements) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9, ?10, '[]')"
-            }
-            Layout::Nsys2022_2 | Layout::Nsys2022_1 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+        }
+        Layout::Nsys2022_2 | Layout::Nsys2022_1 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, mangledName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
-            }
-            Layout::Nsys2020_5 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+        }
+        Layout::Nsys2020_5 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
-            }
+        }
     }
 }
 
