@@ -6,6 +6,7 @@
 mod analyze;
 mod capture;
 mod capture_facts;
+mod capture_hostile;
 mod cli;
 mod common;
 mod dataset;
