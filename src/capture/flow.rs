@@ -30,6 +30,9 @@ pub struct OperatingPoint {
     pub prompt: String,
     /// Tokens each request asked for (`--max-tokens`); a request may stop earlier at EOS.
     pub max_tokens: u32,
+    /// The model each request named (`--model`, or vLLM's and TensorRT-LLM's first of
+    /// `GET /v1/models`); SGLang serves one model and is sent none.
+    pub model: Option<String>,
 }
 
 /// What happened, for the report.
@@ -67,7 +70,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
     let mut watch = Watch::default();
     let started = start_server(cfg, &mut watch, &mut notes, log)?;
     let (ready_via, ready_after_ms) = wait_until_ready(cfg, &client, &mut watch, log)?;
-    let driver = start_load(cfg, &client, &mut watch, log)?;
+    let (driver, operating_point) = start_load(cfg, &client, &mut watch, log)?.unzip();
     let before = cfg.trace_dir.as_deref().map(traces::snapshot);
     let body = cfg.start_body();
     let stopped_by = profile_window(cfg, &client, body.as_ref(), &mut watch, log)?;
@@ -81,11 +84,7 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         start_profile_body: body,
         stopped_by,
         drive,
-        operating_point: cfg.drive.as_ref().map(|d| OperatingPoint {
-            concurrency: d.concurrency,
-            prompt: drive::PROMPT.to_owned(),
-            max_tokens: d.max_tokens,
-        }),
+        operating_point,
         nsys_report: None,
         sqlite: None,
         traces: Vec::new(),
@@ -191,13 +190,14 @@ fn wait_until_ready(
     Ok((via, ms))
 }
 
-/// Step 3, with `--drive`: load, warmed up so the window lands on steady decode.
+/// Step 3, with `--drive`: load, warmed up so the window lands on steady decode. Returns
+/// the driver and the load it runs.
 fn start_load(
     cfg: &Config,
     client: &EngineClient,
     watch: &mut Watch,
     log: &mut dyn FnMut(&str),
-) -> Result<Option<Driver>> {
+) -> Result<Option<(Driver, OperatingPoint)>> {
     let Some(d) = &cfg.drive else {
         return Ok(None);
     };
@@ -209,7 +209,7 @@ fn start_load(
     let drv = Driver::start(&Load {
         engine: cfg.engine,
         base: client.base.clone(),
-        model,
+        model: model.clone(),
         concurrency: d.concurrency,
         max_tokens: d.max_tokens,
         timeout: cfg.timeout,
@@ -221,7 +221,13 @@ fn start_load(
         cfg.warmup.as_secs_f64()
     ));
     watch.sleep(cfg.warmup)?;
-    Ok(Some(drv))
+    let point = OperatingPoint {
+        concurrency: d.concurrency,
+        prompt: drive::PROMPT.to_owned(),
+        max_tokens: d.max_tokens,
+        model,
+    };
+    Ok(Some((drv, point)))
 }
 
 /// Step 4: arm, wait, stop (TensorRT-LLM: hold while it profiles its own iteration range).
@@ -323,8 +329,10 @@ fn finish_nsys(
     Ok(())
 }
 
-/// nsys wrote no report: say which engine flag opens the range, and what this machine
-/// lacks when it has no usable GPU (cudaProfilerStart fails there, so nothing can).
+/// nsys wrote no report: the capture range never opened. Where this machine has no usable
+/// GPU that is the cause (cudaProfilerStart fails there, so nothing can open it) and is said
+/// first; otherwise, which engine flag opens the range. nsys itself says little: 2022.4
+/// prints an empty "Generated:" list and exits 0 (docs/capture.md).
 fn range_never_opened(
     cfg: &Config,
     base: &std::path::Path,
@@ -339,14 +347,16 @@ fn range_never_opened(
               (0.12), SGLang activities CUDA_PROFILER"
             .to_owned(),
     };
-    let device = match crate::probe::cuda::device_status() {
-        crate::probe::cuda::DeviceStatus::Usable(_) => String::new(),
-        other => format!("; on this machine {other}, so cudaProfilerStart cannot open it"),
+    let cause = match crate::probe::cuda::device_status() {
+        crate::probe::cuda::DeviceStatus::Usable(_) => why,
+        other => format!(
+            "on this machine {other}, so cudaProfilerStart fails and nothing can open it (on a \
+             GPU machine: {why})"
+        ),
     };
     Error::environment(format!(
         "the engine answered but nsys wrote no {} (nsys exit: {}): the capture range never \
-         opened (nsys 2022.4 then prints an empty \"Generated:\" list, newer ones \"No reports \
-         were generated\"); {why}{device}; see nsys's output above",
+         opened; {cause}; see nsys's output above",
         nsys::report_path(base).display(),
         status.map_or_else(|| "unknown".into(), |s| s.to_string())
     ))
