@@ -343,8 +343,11 @@ fn range_never_opened(
             "TensorRT-LLM never reached iterations {r} during --hold: drive load (--drive), \
              raise --hold, or lower --start-step"
         ),
+        (Engine::Sglang, _) => "SGLang opens it when armed with activities CUDA_PROFILER, on \
+                                its first GPU"
+            .to_owned(),
         _ => "vLLM needs --profiler-config.profiler=cuda (>= 0.13) or VLLM_TORCH_CUDA_PROFILE=1 \
-              (0.12), SGLang activities CUDA_PROFILER"
+              (0.12)"
             .to_owned(),
     };
     let cause = match crate::probe::cuda::device_status() {

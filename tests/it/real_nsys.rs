@@ -240,28 +240,20 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn capture_drives_the_standin_under_real_nsys_and_leaves_no_process() {
-    let (_one, _nsys) =
-        need_nsys!("capture_drives_the_standin_under_real_nsys_and_leaves_no_process");
+/// `capture --engine ENGINE --drive --nsys-out` with the stand-in as the server: ready,
+/// armed, driven, stopped, shut down, its process group gone; without a usable GPU the
+/// range never opens (exit 4, one line saying why), with one the export is written.
+fn capture_under_real_nsys(engine: &str, ready: &str, generate: &str, server_flags: &[&str]) {
     let t = tempfile::tempdir().unwrap();
     let port = free_port().to_string();
     let log = t.path().join("server.log");
     let base = t.path().join("run");
     let url = format!("http://127.0.0.1:{port}");
-    let standin = standin();
     let t0 = Instant::now();
     let out = Command::new(common::bin())
-        .args(["capture", "--engine", "vllm", "--url", &url, "--hold", "1"])
-        .args([
-            "--drive",
-            "--concurrency",
-            "2",
-            "--max-tokens",
-            "4",
-            "--warmup",
-            "0.5",
-        ])
+        .args(["capture", "--engine", engine, "--url", &url, "--hold", "1"])
+        .args(["--num-steps", "0", "--drive", "--concurrency", "2"])
+        .args(["--max-tokens", "4", "--warmup", "0.5"])
         .args([
             "--ready-timeout",
             "60",
@@ -272,10 +264,10 @@ fn capture_drives_the_standin_under_real_nsys_and_leaves_no_process() {
         .arg(&base)
         .arg("--")
         .arg("python3")
-        .arg(&standin)
-        .args(["serve", "--engine", "vllm", "--port", &port, "--log"])
+        .arg(standin())
+        .args(["serve", "--engine", engine, "--port", &port, "--log"])
         .arg(&log)
-        .arg("--profiler-config.profiler=cuda")
+        .args(server_flags)
         .output()
         .unwrap();
     assert!(t0.elapsed() < Duration::from_secs(120));
@@ -285,7 +277,7 @@ fn capture_drives_the_standin_under_real_nsys_and_leaves_no_process() {
     let up = log
         .iter()
         .find(|r| r["event"] == "up")
-        .unwrap_or_else(|| panic!("the server never came up: {stderr}"));
+        .unwrap_or_else(|| panic!("{engine}: the server never came up: {stderr}"));
     // Ready, armed, driven, stopped, shut down by the SIGINT stepgate sent its group.
     let paths: Vec<&str> = log
         .iter()
@@ -293,25 +285,44 @@ fn capture_drives_the_standin_under_real_nsys_and_leaves_no_process() {
         .map(|r| r["path"].as_str().unwrap())
         .collect();
     let at = |p: &str| paths.iter().position(|q| *q == p);
-    assert!(at("/health") < at("/start_profile"), "{paths:?}");
-    assert!(at("/start_profile") < at("/stop_profile"), "{paths:?}");
-    assert!(paths.contains(&"/v1/completions"), "{paths:?}");
-    assert!(log.iter().any(|r| r["event"] == "down"), "{stderr}");
+    for p in [ready, generate, "/start_profile", "/stop_profile"] {
+        assert!(at(p).is_some(), "{engine}: no {p} in {paths:?}");
+    }
+    assert!(at(ready) < at("/start_profile"), "{engine}: {paths:?}");
+    assert!(
+        at("/start_profile") < at("/stop_profile"),
+        "{engine}: {paths:?}"
+    );
+    assert!(
+        at(generate) < at("/start_profile"),
+        "{engine}: load before arming"
+    );
+    assert!(
+        log.iter().any(|r| r["event"] == "down"),
+        "{engine}: {stderr}"
+    );
     assert!(
         !group_alive(up["pgid"].as_i64().unwrap()),
-        "the server's process group outlived the capture"
+        "{engine}: the server's process group outlived the capture"
     );
     match device_status() {
         DeviceStatus::Usable(_) => {
-            assert_eq!(code, 0, "{stderr}");
-            assert!(base.with_extension("sqlite").is_file(), "{stderr}");
+            assert_eq!(code, 0, "{engine}: {stderr}");
+            assert!(
+                base.with_extension("sqlite").is_file(),
+                "{engine}: {stderr}"
+            );
         }
         other => {
             // cuProfilerStart fails without a device, so nsys never opens the range and
             // writes no report; the error says both, in one line, exit 4.
-            let starts: Vec<&Value> = log.iter().filter(|r| r["event"] == "profiler").collect();
-            assert!(starts.iter().all(|r| r["returned"] != 0), "{log:?}");
-            assert_eq!(code, 4, "{stderr}");
+            let calls: Vec<&Value> = log.iter().filter(|r| r["event"] == "profiler").collect();
+            assert_eq!(calls.len(), 2, "{engine}: {log:?}");
+            assert!(
+                calls.iter().all(|r| r["returned"] != 0),
+                "{engine}: {log:?}"
+            );
+            assert_eq!(code, 4, "{engine}: {stderr}");
             let last = stderr.lines().last().unwrap_or("");
             assert!(last.starts_with("stepgate: error: "), "{stderr}");
             assert!(last.contains("capture range never opened"), "{last}");
@@ -320,4 +331,21 @@ fn capture_drives_the_standin_under_real_nsys_and_leaves_no_process() {
             assert!(!base.with_extension("qdstrm").exists());
         }
     }
+}
+
+#[test]
+fn vllm_capture_under_real_nsys_leaves_no_process() {
+    let (_one, _nsys) = need_nsys!("vllm_capture_under_real_nsys_leaves_no_process");
+    capture_under_real_nsys(
+        "vllm",
+        "/health",
+        "/v1/completions",
+        &["--profiler-config.profiler=cuda"],
+    );
+}
+
+#[test]
+fn sglang_capture_under_real_nsys_leaves_no_process() {
+    let (_one, _nsys) = need_nsys!("sglang_capture_under_real_nsys_leaves_no_process");
+    capture_under_real_nsys("sglang", "/ready", "/generate", &[]);
 }
