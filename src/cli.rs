@@ -12,10 +12,18 @@ const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or 
 5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
 stepgate) · 130 interrupted while writing outputs (none was replaced)";
 
+/// `stepgate --version`: the package version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("STEPGATE_BUILD_COMMIT"),
+    ")"
+);
+
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.
 #[derive(Debug, Parser)]
-#[command(name = "stepgate", version, about, after_help = EXIT_CODES)]
+#[command(name = "stepgate", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -46,6 +54,12 @@ pub enum Command {
     Export(commands::export::Args),
     /// One metric per run over time from a dataset, with change points marked.
     Trend(commands::trend::Args),
+    /// The GPU and model presets (--gpu, --model) with their numbers and sources.
+    Presets(commands::presets::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff), or write one per subcommand with --dir.
+    Man(commands::man::Args),
 }
 
 /// Run one parsed command line; the returned value is the process exit code.
@@ -71,6 +85,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::LaunchProbe(a) => commands::launch_probe::run(&a),
         Command::Export(a) => commands::export::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
+        Command::Presets(a) => commands::presets::run(&a),
+        Command::Completions(a) => commands::completions::run(&a),
+        Command::Man(a) => commands::man::run(&a),
     }
 }
 
