@@ -29,36 +29,51 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Every subcommand lets `-1` reach its flag's own check (which names the flag and says
+/// what a valid value is) instead of clap's "unexpected argument '-1'".
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Per-GPU busy and idle time and kernels ranked by non-overlapped time.
+    #[command(allow_negative_numbers = true)]
     Analyze(commands::analyze::Args),
     /// Find every engine step, project it onto the GPU and price it against its floor.
+    #[command(allow_negative_numbers = true)]
     Steps(commands::steps::Args),
     /// The analytic roofline floor of one decode step (no trace needed).
+    #[command(allow_negative_numbers = true)]
     Floor(commands::floor::Args),
     /// Capacity planning: batch, step time, queueing, replicas and cost.
+    #[command(allow_negative_numbers = true)]
     Capacity(commands::capacity::Args),
     /// Record a baseline from a report.
     #[command(subcommand)]
     Baseline(commands::baseline::Command),
     /// Compare a report with a baseline and fail on a real regression.
+    #[command(allow_negative_numbers = true)]
     Gate(commands::gate::Args),
     /// A markdown/JSON comparison of two reports or baselines.
+    #[command(allow_negative_numbers = true)]
     Diff(commands::diff::Args),
     /// Arm the engine's profiler over HTTP, optionally around `nsys profile`.
+    #[command(allow_negative_numbers = true)]
     Capture(commands::capture::Args),
     /// Measure this machine's per-launch cost with a null kernel.
+    #[command(allow_negative_numbers = true)]
     LaunchProbe(commands::launch_probe::Args),
     /// Append a run to a Parquet dataset (run history any engine can read).
+    #[command(allow_negative_numbers = true)]
     Export(commands::export::Args),
     /// One metric per run over time from a dataset, with change points marked.
+    #[command(allow_negative_numbers = true)]
     Trend(commands::trend::Args),
     /// The GPU and model presets (--gpu, --model) with their numbers and sources.
+    #[command(allow_negative_numbers = true)]
     Presets(commands::presets::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    #[command(allow_negative_numbers = true)]
     Completions(commands::completions::Args),
     /// Print the manual page (roff), or write one per subcommand with --dir.
+    #[command(allow_negative_numbers = true)]
     Man(commands::man::Args),
 }
 

@@ -16,6 +16,7 @@ mod fuzz;
 mod gate;
 mod gate_words;
 mod golden;
+mod hostile_datasets;
 mod hostile_numbers;
 mod hostile_outputs;
 mod hostile_reports;
