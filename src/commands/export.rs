@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::commands::stepflags::StepFlags;
 use crate::dataset::write::parse_labels;
-use crate::exit::{Error, Result, OK};
+use crate::exit::{Result, OK};
 use crate::pipeline::plan::{ExportPlan, TOP_KERNELS};
 use crate::report::fmt_int;
 
@@ -47,12 +47,7 @@ pub fn run(args: &Args) -> Result<u8> {
         labels: parse_labels(&args.labels)?,
         lock_timeout: args.lock_timeout,
     };
-    if args.dataset.exists() && !args.dataset.is_dir() {
-        return Err(Error::usage(format!(
-            "-o {}: exists and is not a directory: give a dataset directory",
-            args.dataset.display()
-        )));
-    }
+    crate::dataset::write::check_target(&args.dataset)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let options = crate::dataset::write::ExportOptions {
         replace: args.replace,

@@ -33,6 +33,7 @@ impl ExportFlags {
         let Some(dataset) = &self.export else {
             return Ok(None);
         };
+        crate::dataset::write::check_target(dataset)?;
         Ok(Some(ExportPlan {
             dataset: dataset.clone(),
             labels: parse_labels(&self.labels)?,
