@@ -87,10 +87,16 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Baseline(c) => commands::baseline::run(&c),
         Command::Gate(a) => commands::gate::run(&a),
         Command::Diff(a) => commands::diff::run(&a),
-        Command::Capture(a) => match commands::capture::run(&a)? {
-            Next::Exit(code) => Ok(code),
-            Next::Then(argv) => run(parse_then(&argv)?),
-        },
+        Command::Capture(a) => {
+            // A --then command line that cannot parse is refused before the capture runs.
+            if let Some(argv) = a.then_argv(std::path::Path::new("capture.sqlite"))? {
+                parse_then(&argv)?;
+            }
+            match commands::capture::run(&a)? {
+                Next::Exit(code) => Ok(code),
+                Next::Then(argv) => run(parse_then(&argv)?),
+            }
+        }
         Command::LaunchProbe(a) => commands::launch_probe::run(&a),
         Command::Export(a) => commands::export::run(&a),
         Command::Trend(a) => commands::trend::run(&a),

@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
-use super::Engine;
-use crate::exit::{Error, Result};
+use super::{engine, Engine};
+use crate::exit::Result;
+
+/// The prompt of every driven request: short, so each request is mostly decode steps.
+pub const PROMPT: &str = "Count slowly: ";
 
 /// What to send.
 #[derive(Debug, Clone)]
@@ -32,7 +34,7 @@ pub fn request(load: &Load) -> (String, Value) {
             format!("{}/v1/completions", load.base),
             json!({
                 "model": load.model.clone().unwrap_or_default(),
-                "prompt": "Count slowly: ",
+                "prompt": PROMPT,
                 "max_tokens": load.max_tokens,
                 "temperature": 0.0,
                 "stream": false,
@@ -41,7 +43,7 @@ pub fn request(load: &Load) -> (String, Value) {
         Engine::Sglang => (
             format!("{}/generate", load.base),
             json!({
-                "text": "Count slowly: ",
+                "text": PROMPT,
                 "sampling_params": {"temperature": 0.0, "max_new_tokens": load.max_tokens},
             }),
         ),
@@ -67,11 +69,7 @@ pub struct DriveCounts {
 
 impl Driver {
     pub fn start(load: &Load) -> Result<Driver> {
-        let http = Client::builder()
-            .no_proxy()
-            .timeout(load.timeout)
-            .build()
-            .map_err(|e| Error::environment(format!("cannot build an HTTP client: {e}")))?;
+        let http = engine::http_client(load.timeout)?;
         let d = Driver {
             stop: Arc::new(AtomicBool::new(false)),
             done: Arc::new(AtomicU64::new(0)),
@@ -79,7 +77,7 @@ impl Driver {
             last_error: Arc::new(Mutex::new(None)),
         };
         let (url, body) = request(load);
-        for _ in 0..load.concurrency.max(1) {
+        for _ in 0..load.concurrency {
             let (http, url, body) = (http.clone(), url.clone(), body.clone());
             let (stop, done, failed, last) = (
                 d.stop.clone(),

@@ -1,10 +1,12 @@
 //! One engine's HTTP control surface: readiness, `/start_profile`, `/stop_profile`, with every
-//! failure turned into an exit-4 error that says what to do (docs/capture.md).
+//! failure turned into an exit-4 error that says what to do (docs/capture.md). Requests stay
+//! on the engine's own host and port: a redirect elsewhere is an error, never followed, so
+//! arming one server can never arm (or load) another.
 
 use std::time::Duration;
 
 use reqwest::blocking::{Client, Response};
-use reqwest::StatusCode;
+use reqwest::{redirect, StatusCode, Url};
 use serde_json::Value;
 
 use super::Engine;
@@ -17,6 +19,82 @@ pub struct EngineClient {
     pub base: String,
     pub timeout: Duration,
     http: Client,
+}
+
+/// Most redirects followed on the engine's own host and port (reqwest's default limit).
+const MAX_REDIRECTS: usize = 10;
+
+/// `--url` checked: http(s), a host, a valid port. Returns it without a trailing `/`.
+pub fn parse_base(url: &str) -> Result<String> {
+    let base = url.trim_end_matches('/');
+    let bad = |why: &str| {
+        Error::usage(format!(
+            "--url {url}: {why}; give the engine's address, e.g. http://localhost:8000"
+        ))
+    };
+    let parsed = Url::parse(base).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("not an http(s) URL"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    Ok(base.to_owned())
+}
+
+/// `scheme://host:port` of a URL, the unit a redirect must stay within.
+fn origin(u: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        u.scheme(),
+        u.host_str().unwrap_or(""),
+        u.port_or_known_default().unwrap_or(0)
+    )
+}
+
+/// A redirect away from the engine's host and port, refused.
+#[derive(Debug)]
+struct OffHost {
+    from: String,
+    to: String,
+}
+
+impl std::fmt::Display for OffHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirected from {} to {}", self.from, self.to)
+    }
+}
+
+impl std::error::Error for OffHost {}
+
+/// The HTTP client every capture request goes through (control calls and driven load):
+/// no proxy (an engine is addressed directly; an http_proxy in the environment must not
+/// swallow requests to localhost) and redirects followed only on the first URL's host and
+/// port.
+pub fn http_client(timeout: Duration) -> Result<Client> {
+    let policy = redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first() else {
+            return attempt.follow();
+        };
+        if origin(first) != origin(attempt.url()) {
+            let off = OffHost {
+                from: first.to_string(),
+                to: attempt.url().to_string(),
+            };
+            return attempt.error(off);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        attempt.follow()
+    });
+    Client::builder()
+        .no_proxy()
+        .redirect(policy)
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10).min(timeout))
+        .build()
+        .map_err(|e| Error::environment(format!("cannot build an HTTP client: {e}")))
 }
 
 /// One readiness poll.
@@ -32,25 +110,11 @@ impl EngineClient {
     /// `timeout` bounds every request (SGLang's `/start_profile` with `num_steps` answers only
     /// after the steps ran, so the default is long).
     pub fn new(engine: Engine, url: &str, timeout: Duration) -> Result<Self> {
-        let base = url.trim_end_matches('/').to_owned();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(Error::input(format!(
-                "--url {url} is not an http(s) URL; e.g. http://localhost:8000"
-            )));
-        }
-        // no_proxy: an engine is addressed directly; an http_proxy in the environment must not
-        // swallow requests to localhost.
-        let http = Client::builder()
-            .no_proxy()
-            .timeout(timeout)
-            .connect_timeout(Duration::from_secs(10).min(timeout))
-            .build()
-            .map_err(|e| Error::environment(format!("cannot build an HTTP client: {e}")))?;
         Ok(EngineClient {
             engine,
-            base,
+            base: parse_base(url)?,
             timeout,
-            http,
+            http: http_client(timeout)?,
         })
     }
 
@@ -68,8 +132,9 @@ impl EngineClient {
         }
     }
 
-    /// Poll readiness once (short timeout per request).
-    pub fn poll_ready(&self) -> Ready {
+    /// Poll readiness once (short timeout per request). A redirect off the engine's host is
+    /// an error at once: waiting would not change it.
+    pub fn poll_ready(&self) -> Result<Ready> {
         let mut why = String::new();
         for path in self.ready_paths() {
             let r = self
@@ -78,16 +143,17 @@ impl EngineClient {
                 .timeout(Duration::from_secs(5).min(self.timeout))
                 .send();
             match r {
-                Ok(resp) if resp.status() == StatusCode::OK => return Ready::Yes(path),
+                Ok(resp) if resp.status() == StatusCode::OK => return Ok(Ready::Yes(path)),
                 // A missing route: try the next one.
                 Ok(resp) if resp.status() == StatusCode::NOT_FOUND => {
                     why = format!("GET {path} answered 404");
                 }
-                Ok(resp) => return Ready::No(format!("GET {path} answered {}", resp.status())),
-                Err(e) => return Ready::No(describe(&e)),
+                Ok(resp) => return Ok(Ready::No(format!("GET {path} answered {}", resp.status()))),
+                Err(e) if e.is_redirect() => return Err(self.transport(&format!("GET {path}"), &e)),
+                Err(e) => return Ok(Ready::No(describe(&e))),
             }
         }
-        Ready::No(why)
+        Ok(Ready::No(why))
     }
 
     /// `GET /v1/models` → the first model id (vLLM's completions need one).
@@ -187,6 +253,13 @@ impl EngineClient {
     }
 
     fn transport(&self, what: &str, e: &reqwest::Error) -> Error {
+        if let Some(off) = off_host(e) {
+            return Error::environment(format!(
+                "{what} at {} was {off}: stepgate follows redirects only on the engine's own host \
+                 and port, so another server is never armed; point --url at the engine itself",
+                self.base
+            ));
+        }
         if e.is_timeout() {
             Error::environment(format!(
                 "{what} at {} timed out after {} s; raise --timeout or check the engine's log",
@@ -201,6 +274,18 @@ impl EngineClient {
             ))
         }
     }
+}
+
+/// The refused off-host redirect behind a transport error, if that is what it was.
+fn off_host(e: &reqwest::Error) -> Option<&OffHost> {
+    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(off) = s.downcast_ref::<OffHost>() {
+            return Some(off);
+        }
+        src = s.source();
+    }
+    None
 }
 
 /// A transport error in a few words ("connection refused", "timed out").
@@ -237,8 +322,25 @@ mod tests {
             client(Engine::Vllm).url("/health"),
             "http://127.0.0.1:9/health"
         );
-        let e = EngineClient::new(Engine::Vllm, "localhost:8000", Duration::from_secs(1));
-        assert_eq!(e.unwrap_err().kind, crate::exit::Kind::Input);
+        for bad in ["localhost:8000", "ftp://h:1", "http://h:70000", "http://"] {
+            let e = EngineClient::new(Engine::Vllm, bad, Duration::from_secs(1));
+            let e = e.unwrap_err();
+            assert_eq!(e.kind, crate::exit::Kind::Usage, "{bad}");
+            assert!(
+                e.message.starts_with(&format!("--url {bad}:")),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn origins_compare_host_and_port() {
+        let o = |s: &str| origin(&Url::parse(s).unwrap());
+        assert_eq!(o("http://h/a"), o("http://h:80/b"));
+        assert_ne!(o("http://h:8000/a"), o("http://h:8001/a"));
+        assert_ne!(o("http://h:8000/a"), o("http://g:8000/a"));
+        assert_ne!(o("http://h:443/a"), o("https://h/a"));
     }
 
     #[test]

@@ -4,11 +4,15 @@
 //! trace holds the steps asked for and nothing of start-up (docs/capture.md, docs/steps.md).
 
 pub mod check;
+pub mod config;
 pub mod drive;
 pub mod engine;
 pub mod flow;
 pub mod interrupt;
 pub mod nsys;
+pub mod server;
+pub mod traces;
+pub mod watch;
 
 /// Which engine is listening.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]

@@ -1,13 +1,14 @@
-//! Running the server under `nsys profile -c cudaProfilerApi` (the invocation SGLang's own
-//! test uses), as an argv and never a shell string; shutting its whole process group
-//! down on success, error or Ctrl-C; exporting the report to SQLite.
+//! nsys for a capture: the `nsys profile -c cudaProfilerApi` argv the server runs under
+//! (the invocation SGLang's own test uses; never a shell string), finding nsys, finishing
+//! the report it leaves (importing a `.qdstrm`), and exporting it to SQLite.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::exit::{Error, Result};
+use crate::source::nsys::export;
 
 /// The report base name: `run` and `run.nsys-rep` both mean `run.nsys-rep` (nsys appends
 /// the extension itself).
@@ -27,6 +28,11 @@ pub fn report_path(base: &Path) -> PathBuf {
 /// `BASE.sqlite`.
 pub fn sqlite_path(base: &Path) -> PathBuf {
     with_suffix(base, ".sqlite")
+}
+
+/// `BASE.qdstrm`: the raw capture nsys 2022.4 leaves when it cannot find its importer.
+pub fn qdstrm_path(base: &Path) -> PathBuf {
+    with_suffix(base, ".qdstrm")
 }
 
 fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
@@ -60,7 +66,7 @@ pub fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
 
 /// `nsys export` arguments: `BASE.nsys-rep` → `BASE.sqlite`.
 pub fn export_args(base: &Path) -> Vec<OsString> {
-    crate::source::nsys::export::export_argv(&sqlite_path(base), &report_path(base))
+    export::export_argv(&sqlite_path(base), &report_path(base))
 }
 
 /// Find `nsys` (or an explicit path) the way a shell would, so a missing install is a clear
@@ -72,131 +78,27 @@ pub fn find(program: &str, path_var: Option<OsString>) -> Result<PathBuf> {
              (https://developer.nvidia.com/nsight-systems) or pass --nsys /path/to/nsys"
         ))
     };
-    crate::source::nsys::export::find_program(program, path_var.as_deref()).ok_or_else(missing)
+    export::find_program(program, path_var.as_deref()).ok_or_else(missing)
 }
 
-#[cfg(unix)]
-mod sig {
-    pub const SIGINT: i32 = 2;
-    pub const SIGKILL: i32 = 9;
-    pub const SIGTERM: i32 = 15;
-    extern "C" {
-        // libc's kill(2); a negative pid addresses a whole process group.
-        fn kill(pid: i32, sig: i32) -> i32;
+/// The report nsys left for `base`: `BASE.nsys-rep`, or (nsys 2022.4 without its importer
+/// in reach) `BASE.qdstrm` imported into it with nsys's `QdstrmImporter`, which is what
+/// nsys itself would have run. The `.qdstrm` is removed once imported, as nsys removes its
+/// own. `None` when nsys wrote neither: the capture range never opened.
+pub fn finish_report(nsys: &Path, base: &Path) -> Result<Option<PathBuf>> {
+    let rep = report_path(base);
+    if rep.is_file() {
+        return Ok(Some(rep));
     }
-    /// Send `sig` to process group `pgid`; false when no process is left in it.
-    pub fn group(pgid: u32, sig: i32) -> bool {
-        // Safety: plain syscall wrapper.
-        unsafe { kill(-(pgid as i32), sig) == 0 }
+    let raw = qdstrm_path(base);
+    if !raw.is_file() {
+        return Ok(None);
     }
-}
-
-/// The server (nsys and everything it started), in a process group of its own so that one
-/// signal reaches all of it and Ctrl-C in the terminal reaches only stepgate. Dropping the
-/// guard shuts the group down.
-#[derive(Debug)]
-pub struct ServerGroup {
-    child: Child,
-    status: Option<ExitStatus>,
-    /// How long nsys may take to write its report after SIGINT.
-    pub grace: Duration,
-}
-
-impl ServerGroup {
-    /// Start `program args…` in a new process group, with `env` added to the environment it
-    /// inherits (nsys passes it on to the server).
-    pub fn spawn(
-        program: &Path,
-        args: &[OsString],
-        env: &[(String, String)],
-        grace: Duration,
-    ) -> Result<ServerGroup> {
-        let mut cmd = Command::new(program);
-        cmd.args(args);
-        cmd.envs(env.iter().map(|(k, v)| (k, v)));
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
-        let child = cmd.spawn().map_err(|e| {
-            Error::environment(format!(
-                "cannot start {}: {e}; check --nsys",
-                program.display()
-            ))
-        })?;
-        Ok(ServerGroup {
-            child,
-            status: None,
-            grace,
-        })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `Some(status)` once the direct child (nsys) has exited.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
-        }
-        self.status
-    }
-
-    fn wait_for(&mut self, d: Duration) -> Option<ExitStatus> {
-        let until = Instant::now() + d;
-        loop {
-            if let Some(s) = self.exited() {
-                return Some(s);
-            }
-            if Instant::now() >= until {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// SIGINT to the group (what Ctrl-C in a terminal does: nsys finalises its report and the
-    /// server shuts down), then SIGTERM, then SIGKILL, each after a bounded wait; last, any
-    /// process left in the group (server workers) is terminated. Returns nsys's status.
-    pub fn shutdown(&mut self) -> Option<ExitStatus> {
-        #[cfg(unix)]
-        {
-            let pgid = self.child.id();
-            if self.exited().is_none() {
-                sig::group(pgid, sig::SIGINT);
-                if self.wait_for(self.grace).is_none() {
-                    sig::group(pgid, sig::SIGTERM);
-                    if self.wait_for(Duration::from_secs(10)).is_none() {
-                        sig::group(pgid, sig::SIGKILL);
-                        self.wait_for(Duration::from_secs(5));
-                    }
-                }
-            }
-            // Stragglers: whatever nsys left running in the group.
-            if sig::group(pgid, 0) {
-                sig::group(pgid, sig::SIGTERM);
-                let until = Instant::now() + Duration::from_secs(10);
-                while sig::group(pgid, 0) && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                sig::group(pgid, sig::SIGKILL);
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = self.child.kill();
-            self.wait_for(Duration::from_secs(10));
-        }
-        self.status
-    }
-}
-
-impl Drop for ServerGroup {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
+    export::import_qdstrm(nsys, &raw, &rep)?;
+    // The raw capture is an intermediate nsys deletes after importing; keeping it would
+    // leave hundreds of MB beside every report.
+    let _ = std::fs::remove_file(&raw);
+    Ok(Some(rep))
 }
 
 /// Run `nsys export` and check the SQLite file exists.

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::capture::flow::{self, Config, DriveConfig, NsysConfig};
-use crate::capture::{interrupt, Engine};
+use crate::capture::config::{self, Config, DriveConfig, NsysConfig, MAX_CONCURRENCY};
+use crate::capture::{flow, interrupt, Engine};
 use crate::exit::{Error, Result};
 use crate::report::{capture as render, Format};
 
@@ -23,16 +23,6 @@ pub enum Then {
     Gate,
 }
 
-fn seconds(s: &str) -> std::result::Result<Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{s} s: seconds must be finite and >= 0"));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 /// Run `stepgate capture --engine vllm --url http://localhost:8000` against a running
 /// server, or `stepgate capture --engine sglang --nsys-out run -- python3 -m
 /// sglang.launch_server ...` to start one under nsys.
@@ -45,8 +35,12 @@ fn seconds(s: &str) -> std::result::Result<Duration, String> {
   SGLANG_ENABLE_NVTX_SCHEDULER=1 stepgate capture --engine sglang --num-steps 5 --drive --nsys-out runs/pr1 \\
       --then gate --baseline base.json -- python3 -m sglang.launch_server --model-path MODEL
 
-Exit codes: 0 ok · 2 flags that cannot work together · 4 engine unreachable, profiler not
-enabled (404), a session already active (409), no trace appeared, nsys missing.")]
+Every number is checked before anything starts (negative, zero where zero means nothing,
+beyond 7 days of seconds: refused with the flag named).
+
+Exit codes: 0 ok · 2 a bad flag value or flags that cannot work together · 4 engine
+unreachable or redirecting elsewhere, profiler not enabled (404), a session already active
+(409), no trace appeared, nsys missing.")]
 pub struct Args {
     /// Boxed: the capture flags are many, and `cli::Command` holds every subcommand's Args.
     #[command(flatten)]
@@ -72,12 +66,12 @@ pub struct CaptureArgs {
     pub url: Option<String>,
     /// Steps to capture: vLLM max_iterations, SGLang num_steps (auto-stop), TensorRT-LLM the
     /// length of TLLM_PROFILE_START_STOP; 0 = until stopped (vLLM, SGLang).
-    #[arg(long, default_value_t = 5)]
-    pub num_steps: u32,
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+    pub num_steps: i64,
     /// Skip this many steps first: vLLM delay_iterations, SGLang start_step; TensorRT-LLM:
     /// the first profiled iteration (default 10).
-    #[arg(long)]
-    pub start_step: Option<u32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub start_step: Option<i64>,
     /// SGLang activities (default CUDA_PROFILER under nsys, else CPU,GPU).
     #[arg(long, value_delimiter = ',')]
     pub activities: Option<Vec<String>>,
@@ -91,34 +85,44 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub drive: bool,
     /// Requests in flight with --drive.
-    #[arg(long, default_value_t = 8, requires = "drive")]
-    pub concurrency: u32,
+    #[arg(
+        long,
+        default_value_t = 8,
+        requires = "drive",
+        allow_negative_numbers = true
+    )]
+    pub concurrency: i64,
     /// max_tokens of each driven request.
-    #[arg(long, default_value_t = 128, requires = "drive")]
-    pub max_tokens: u32,
+    #[arg(
+        long,
+        default_value_t = 128,
+        requires = "drive",
+        allow_negative_numbers = true
+    )]
+    pub max_tokens: i64,
     /// Model name for vLLM's /v1/completions (default: the first of GET /v1/models).
     #[arg(long, requires = "drive")]
     pub model: Option<String>,
     /// Seconds of load before arming, with --drive.
-    #[arg(long, default_value = "5", value_parser = seconds)]
-    pub warmup: Duration,
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    pub warmup: f64,
     /// Seconds armed before POST /stop_profile, when the engine does not stop by itself;
     /// TensorRT-LLM: seconds of load before the server is shut down.
-    #[arg(long, default_value = "2", value_parser = seconds)]
-    pub hold: Duration,
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
+    pub hold: f64,
     /// HTTP timeout per request, seconds (SGLang's /start_profile blocks until the steps ran).
-    #[arg(long, default_value = "600", value_parser = seconds)]
-    pub timeout: Duration,
+    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    pub timeout: f64,
     /// Seconds to wait for the server to become ready.
-    #[arg(long, default_value = "600", value_parser = seconds)]
-    pub ready_timeout: Duration,
+    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    pub ready_timeout: f64,
     /// The server's torch-profiler trace directory on this machine (SGLang: sent as
     /// output_dir); new traces there are checked for and listed.
     #[arg(long)]
     pub trace_dir: Option<PathBuf>,
     /// Seconds to wait for a trace to appear in --trace-dir after the profiler stopped.
-    #[arg(long, default_value = "60", value_parser = seconds)]
-    pub trace_wait: Duration,
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    pub trace_wait: f64,
     /// Start the server command under nsys, writing BASE.nsys-rep and BASE.sqlite.
     #[arg(long, value_name = "BASE", requires = "server")]
     pub nsys_out: Option<PathBuf>,
@@ -126,11 +130,11 @@ pub struct CaptureArgs {
     #[arg(long, default_value = "nsys")]
     pub nsys: String,
     /// Seconds nsys may take to write its report after the server is told to stop.
-    #[arg(long, default_value = "120", value_parser = seconds)]
-    pub shutdown_grace: Duration,
+    #[arg(long, default_value_t = 120.0, allow_negative_numbers = true)]
+    pub shutdown_grace: f64,
     /// Seconds `nsys export` may take.
-    #[arg(long, default_value = "600", value_parser = seconds)]
-    pub export_timeout: Duration,
+    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    pub export_timeout: f64,
     /// Hand the SQLite export to this subcommand.
     #[arg(long, value_enum, requires = "nsys_out")]
     pub then: Option<Then>,
@@ -149,6 +153,7 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
+    /// The library's capture config, every number checked by the library's own rules.
     fn config(&self) -> Result<Config> {
         let engine = match self.engine {
             EngineArg::Vllm => Engine::Vllm,
@@ -168,36 +173,53 @@ impl CaptureArgs {
                 "a server command needs --nsys-out BASE: stepgate starts it under nsys",
             ));
         }
-        Ok(Config {
-            engine,
-            url,
-            num_steps: self.num_steps,
-            start_step: self.start_step,
-            activities: self.activities.clone(),
-            by_stage: self.by_stage,
-            detailed_annotations: self.detailed_annotations,
-            drive: self.drive.then(|| DriveConfig {
-                concurrency: self.concurrency,
-                max_tokens: self.max_tokens,
+        let secs = config::seconds;
+        let steps = |flag, v| config::count(flag, v, 0, u32::MAX);
+        // Checked even without --drive (a typo is a typo), used only with it.
+        let warmup = secs("--warmup", self.warmup)?;
+        let drive = if self.drive {
+            Some(DriveConfig {
+                concurrency: config::count("--concurrency", self.concurrency, 1, MAX_CONCURRENCY)?,
+                max_tokens: config::count("--max-tokens", self.max_tokens, 1, u32::MAX)?,
                 model: self.model.clone(),
-            }),
-            warmup: if self.drive {
-                self.warmup
-            } else {
-                Duration::ZERO
-            },
-            hold: self.hold,
-            timeout: self.timeout,
-            ready_timeout: self.ready_timeout,
-            trace_dir: self.trace_dir.as_ref().map(|d| absolute(d)),
-            trace_wait: self.trace_wait,
-            nsys: self.nsys_out.as_ref().map(|out| NsysConfig {
+            })
+        } else {
+            None
+        };
+        let nsys = match &self.nsys_out {
+            Some(out) => Some(NsysConfig {
                 program: self.nsys.clone(),
                 out: out.clone(),
                 server: self.server.clone(),
-                shutdown_grace: self.shutdown_grace,
-                export_timeout: self.export_timeout,
+                shutdown_grace: secs("--shutdown-grace", self.shutdown_grace)?,
+                export_timeout: secs("--export-timeout", self.export_timeout)?,
             }),
+            None => None,
+        };
+        Ok(Config {
+            engine,
+            url,
+            num_steps: steps("--num-steps", self.num_steps)?,
+            start_step: self
+                .start_step
+                .map(|v| steps("--start-step", v))
+                .transpose()?,
+            activities: self.activities.clone(),
+            by_stage: self.by_stage,
+            detailed_annotations: self.detailed_annotations,
+            drive,
+            warmup: if self.drive { warmup } else { Duration::ZERO },
+            hold: secs("--hold", self.hold)?,
+            timeout: secs("--timeout", self.timeout)?,
+            ready_timeout: secs("--ready-timeout", self.ready_timeout)?,
+            trace_dir: self.trace_dir.as_ref().map(|d| absolute(d)),
+            trace_wait: secs("--trace-wait", self.trace_wait)?,
+            nsys,
+            inputs: self
+                .baseline
+                .iter()
+                .map(|b| ("--baseline", b.clone()))
+                .collect(),
         })
     }
 
@@ -250,9 +272,10 @@ pub enum Next {
 }
 
 pub fn run(args: &Args) -> Result<Next> {
-    let cfg = args.config()?;
-    // Check --then before spending a capture on it.
+    // Check --then before spending a capture on it; the library checks the rest.
     args.then_argv(std::path::Path::new("-"))?;
+    let cfg = args.config()?;
+    cfg.validate()?;
     interrupt::install();
     let summary = flow::run(&cfg, &mut |line| note(&format!("capture: {line}")))?;
     // Through output::print: a closed pipe (`… | head`) is not a panic.

@@ -31,6 +31,17 @@ pub fn table(s: &Summary) -> Table {
             ),
         );
     }
+    if let Some(p) = &s.operating_point {
+        row(
+            "load (as sent)",
+            format!(
+                "{} in flight, max_tokens {}, model {}",
+                p.concurrency,
+                p.max_tokens,
+                p.model.as_deref().unwrap_or("(the server's)")
+            ),
+        );
+    }
     if let Some(p) = &s.nsys_report {
         row("nsys report", p.display().to_string());
     }

@@ -4,8 +4,10 @@
 //! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
 //! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
-//! kernels with names of megabytes.
+//! kernels with names of megabytes, [`augment`] adds GPU work to a real export captured
+//! without a GPU.
 
+pub mod augment;
 pub mod kineto;
 pub mod long_names;
 pub mod replicate;

@@ -757,6 +757,17 @@ fn sglang_drives_load_and_the_engine_stops_after_num_steps() {
         serde_json::json!([eng.traces()[0].display().to_string()])
     );
     assert!(summary["drive"]["completed"].as_u64().unwrap() >= 7);
+    // The operating point is what the engine received: the load, the prompt it was sent,
+    // and no model (SGLang serves one).
+    let point = &summary["operating_point"];
+    assert_eq!(point["concurrency"], 3);
+    assert_eq!(
+        point["max_tokens"],
+        gen["sampling_params"]["max_new_tokens"]
+    );
+    assert_eq!(point["prompt"], gen["text"]);
+    assert!(point["prompt"].as_str().is_some_and(|p| !p.is_empty()));
+    assert_eq!(point["model"], Value::Null);
 }
 
 #[test]
@@ -1206,6 +1217,7 @@ fn summary_table_format() {
             completed: 1500,
             failed: 0,
         }),
+        operating_point: None,
         nsys_report: Some("run.nsys-rep".into()),
         sqlite: Some("run.sqlite".into()),
         traces: vec![],

@@ -1,6 +1,8 @@
 //! `.nsys-rep` / `.qdrep` reports: find or make their SQLite export with
 //! `nsys export --type sqlite` — next to the report, or in a temp dir when that directory is
-//! not writable — and reuse an export that is newer than the report.
+//! not writable — and reuse an export that is newer than the report. A `.qdstrm` (the raw
+//! capture `nsys profile` leaves when it cannot find its importer, as Debian's nsys 2022.4
+//! does: docs/capture.md) is first imported into a `.nsys-rep` with nsys's `QdstrmImporter`.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -102,6 +104,108 @@ pub fn temp_export(report: &Path) -> PathBuf {
         .join(format!("{stem}-{:016x}.sqlite", h.finish()))
 }
 
+/// The text a `.qdstrm` carries in its first bytes (after a short binary prefix):
+/// `NVIDIA Nsight Systems Stream 2022.4.2.1-…`.
+pub const STREAM_MAGIC: &[u8] = b"NVIDIA Nsight Systems Stream";
+
+/// Whether a file's first bytes (or its name) say it is an unimported `.qdstrm` capture.
+pub fn is_qdstrm(path: &Path, head: &[u8]) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))
+        || head.windows(STREAM_MAGIC.len()).any(|w| w == STREAM_MAGIC)
+}
+
+/// The first bytes of a file (fewer when it is shorter or unreadable).
+fn head(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(64);
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(64).read_to_end(&mut buf);
+    }
+    buf
+}
+
+const IMPORTER: &str = "QdstrmImporter";
+
+/// nsys's `QdstrmImporter`, looked for where nsys itself looks — `DIR/../host-linux-x64`,
+/// `DIR`, `DIR/host-linux-x64` of the nsys binary — at every link of the path's symlink
+/// chain. nsys looks only beside its resolved binary; Debian installs that binary under
+/// `/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64` and the importer under
+/// `/usr/lib/nsight-systems/host-linux-x64`, which the middle link
+/// (`/usr/lib/nsight-systems/bin/nsys`) reaches.
+pub fn find_importer(nsys: &Path) -> Option<PathBuf> {
+    let mut link = nsys.to_path_buf();
+    // A symlink loop ends the walk (40 is the kernel's own limit).
+    for _ in 0..40 {
+        let dir = link.parent().unwrap_or(Path::new("."));
+        let found = [
+            dir.join("..").join("host-linux-x64").join(IMPORTER),
+            dir.join(IMPORTER),
+            dir.join("host-linux-x64").join(IMPORTER),
+        ]
+        .into_iter()
+        .find(|p| is_executable(p));
+        if found.is_some() {
+            return found;
+        }
+        let next = std::fs::read_link(&link).ok()?;
+        link = if next.is_absolute() {
+            next
+        } else {
+            dir.join(next)
+        };
+    }
+    None
+}
+
+/// Import `qdstrm` into the report `out` with the importer beside `nsys`, replacing an old
+/// `out`. An environment error when there is no importer, an input error when it refuses
+/// the file.
+pub fn import_qdstrm(nsys: &Path, qdstrm: &Path, out: &Path) -> Result<()> {
+    let Some(importer) = find_importer(nsys) else {
+        return Err(Error::environment(format!(
+            "{}: an unimported nsys capture, and no {IMPORTER} beside {} (nsys's host-linux-x64 \
+             directory): run `{IMPORTER} -i {}` from your Nsight Systems install and pass the \
+             .nsys-rep it writes",
+            qdstrm.display(),
+            nsys.display(),
+            qdstrm.display()
+        )));
+    };
+    let mut argv: Vec<OsString> = ["-f", "-i"].iter().map(Into::into).collect();
+    argv.push(qdstrm.as_os_str().to_owned());
+    argv.push("-o".into());
+    argv.push(out.as_os_str().to_owned());
+    let result = Command::new(&importer).args(&argv).output().map_err(|e| {
+        Error::environment(format!("{}: could not run it ({e})", importer.display()))
+    })?;
+    if !result.status.success() || !out.is_file() {
+        return Err(Error::input(format!(
+            "{}: {IMPORTER} could not import it ({}{}); the capture may have been cut off",
+            qdstrm.display(),
+            result.status,
+            last_line(&[&result.stdout, &result.stderr])
+        )));
+    }
+    Ok(())
+}
+
+/// `: LAST LINE` of a tool's output (its last non-empty line across the streams, progress
+/// bars drawn with `\r` split off), or nothing.
+fn last_line(streams: &[&[u8]]) -> String {
+    streams
+        .iter()
+        .rev()
+        .find_map(|s| {
+            String::from_utf8_lossy(s)
+                .split(['\n', '\r'])
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .map(|l| format!(": {l}"))
+        })
+        .unwrap_or_default()
+}
+
 /// Whether `export` exists and is newer than (or as new as) `report`.
 fn fresh(export: &Path, report: &Path) -> bool {
     let m = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
@@ -140,23 +244,27 @@ pub fn ensure_sqlite(report: &Path, opts: &ExportOptions) -> Result<PathBuf> {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::environment(format!("cannot create {}: {e}", parent.display())))?;
     }
+    // A .qdstrm is imported beside its export (the same directory choice) first.
+    let imported;
+    let report = if is_qdstrm(report, &head(report)) {
+        imported = out.with_extension("nsys-rep");
+        if !fresh(&imported, report) {
+            import_qdstrm(&nsys, report, &imported)?;
+        }
+        imported.as_path()
+    } else {
+        report
+    };
     let result = Command::new(&nsys)
         .args(export_argv(&out, report))
         .output()
         .map_err(|e| Error::environment(format!("{}: could not run it ({e})", nsys.display())))?;
     if !result.status.success() || !out.is_file() {
-        let stderr = String::from_utf8_lossy(&result.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
         return Err(Error::input(format!(
-            "{}: `nsys export --type sqlite` failed ({}{}{}); check the report opens in nsys",
+            "{}: `nsys export --type sqlite` failed ({}{}); check the report opens in nsys",
             report.display(),
             result.status,
-            if last.is_empty() { "" } else { ": " },
-            last.trim()
+            last_line(&[&result.stderr])
         )));
     }
     Ok(out)

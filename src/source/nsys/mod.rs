@@ -52,7 +52,8 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     Sqlite,
-    /// `.nsys-rep` / `.qdrep`: starts with "NVIDIA Tegra Profiler Report" (docs/nsys-format.md §0).
+    /// `.nsys-rep` / `.qdrep`: starts with "NVIDIA Tegra Profiler Report" (docs/nsys-format.md
+    /// §0); or an unimported `.qdstrm` (imported before export).
     Report,
 }
 
@@ -80,7 +81,10 @@ pub fn sniff(path: &Path) -> Result<FileKind> {
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-    if head.starts_with(REPORT_MAGIC) || matches!(ext.as_deref(), Some("nsys-rep" | "qdrep")) {
+    if head.starts_with(REPORT_MAGIC)
+        || export::is_qdstrm(path, head)
+        || matches!(ext.as_deref(), Some("nsys-rep" | "qdrep"))
+    {
         if head.starts_with(SQLITE_MAGIC) {
             return Ok(FileKind::Sqlite);
         }

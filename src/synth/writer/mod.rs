@@ -38,72 +38,48 @@ fn sql_err(e: rusqlite::Error) -> Error {
     Error::input(format!("writing the synthetic export failed: {e}"))
 }
 
-impl NsysWriter {
-    /// Create (or replace) `path` and start writing the given layout.
-    pub fn create(path: &Path, layout: Layout) -> Result<NsysWriter> {
-        if path.exists() {
-            std::fs::remove_file(path)?;
-        }
-        let conn = Connection::open(path).map_err(sql_err)?;
-        // A generated file is rebuilt on failure: no journal or fsync needed. nsys's DDL
-        // declares REFERENCES to non-unique columns (kernel → runtime correlationId), which
-        // SQLite rejects as a "foreign key mismatch" when enforcement is on: turn it off.
-        conn.execute_batch(
-            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; \
-             BEGIN;",
-        )
-        .map_err(sql_err)?;
-        conn.set_prepared_statement_cache_capacity(32);
-        let mut ddl = BTreeMap::new();
-        let mut inserts = Vec::new();
-        for text in layout.ddl() {
-            let (t, i) = parse_ddl(text);
-            ddl.extend(t.into_iter().map(|(n, s)| (n.to_ascii_lowercase(), s)));
-            inserts.extend(i);
-        }
-        let kernel_sql = match layout {
-            // ?1 start ?2 end ?3 device ?4 stream ?5 corr ?6 globalPid ?7 demangled ?8 short
-            // ?9 graphNodeId ?10 graphId ?11 gridId (an unreferenced ?N may still be bound:
-            // SQLite counts parameters up to the largest index).
-            Layout::Nsys2026_2 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+/// The kernel INSERT of each layout: ?1 start ?2 end ?3 device ?4 stream ?5 corr
+/// ?6 globalPid ?7 demangled ?8 short ?9 graphNodeId ?10 graphId ?11 gridId (an unreferenced
+/// ?N may still be bound: SQLite counts parameters up to the largest index).
+fn kernel_sql(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Nsys2026_2 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, mangledName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId, graphId, tensorSizeMinusOneElements) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9, ?10, '[]')"
-            }
-            Layout::Nsys2022_2 | Layout::Nsys2022_1 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+        }
+        Layout::Nsys2022_2 | Layout::Nsys2022_1 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, mangledName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
-            }
-            Layout::Nsys2020_5 => {
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
+        }
+        Layout::Nsys2020_5 => {
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, \
                  streamId, correlationId, globalPid, demangledName, shortName, \
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
-            }
         }
-        .to_owned();
-        let mut w = NsysWriter {
-            conn,
-            layout,
-            ddl,
-            created: [false; TABLE_NAMES.len()],
-            strings: HashMap::new(),
-            next_string: 1,
-            next_grid: 1,
-            kernel_sql,
-        };
+    }
+}
+
+impl NsysWriter {
+    /// Create (or replace) `path` and start writing the given layout.
+    pub fn create(path: &Path, layout: Layout) -> Result<NsysWriter> {
+        if path.exists() {
+            std::fs::remove_file(path)?;
+        }
+        let (mut w, inserts) = NsysWriter::on(Connection::open(path).map_err(sql_err)?, layout)?;
         // Tables every export of the layout has, created up front.
         let eager: Vec<String> = w
             .ddl
@@ -132,6 +108,82 @@ impl NsysWriter {
             w.export_meta(t, "DERIVED_BY", "stepgate synth (synthetic, not a capture)")?;
         }
         Ok(w)
+    }
+
+    /// Open an existing export to add rows to it ([`crate::synth::augment`]): its tables
+    /// and rows are kept, a table it lacks is created from `layout`'s DDL at its first row,
+    /// and new strings get ids above the export's own.
+    pub fn open(path: &Path, layout: Layout) -> Result<NsysWriter> {
+        if !path.is_file() {
+            return Err(Error::input(format!("{}: no such export", path.display())));
+        }
+        let (mut w, _) = NsysWriter::on(Connection::open(path).map_err(sql_err)?, layout)?;
+        let existing: Vec<String> = {
+            let mut st = w
+                .conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .map_err(sql_err)?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(sql_err)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(sql_err)?
+        };
+        for (i, t) in TABLE_NAMES.iter().enumerate() {
+            w.created[i] = existing.iter().any(|e| e.eq_ignore_ascii_case(t));
+        }
+        let strings: Vec<(i64, String)> = {
+            let mut st = w
+                .conn
+                .prepare("SELECT id, value FROM StringIds")
+                .map_err(sql_err)?;
+            let rows = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql_err)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(sql_err)?
+        };
+        w.next_string = strings.iter().map(|(id, _)| id + 1).max().unwrap_or(1);
+        w.strings = strings.into_iter().map(|(id, v)| (v, id)).collect();
+        if w.created[T::Kernel as usize] {
+            w.next_grid = w
+                .conn
+                .query_row(
+                    "SELECT coalesce(max(gridId), 0) + 1 FROM CUPTI_ACTIVITY_KIND_KERNEL",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql_err)?;
+        }
+        Ok(w)
+    }
+
+    /// A writer on `conn` for `layout`, in a transaction, with nothing written yet; also
+    /// returns the layout's DDL INSERT statements (its enum rows).
+    fn on(conn: Connection, layout: Layout) -> Result<(NsysWriter, Vec<String>)> {
+        // A generated file is rebuilt on failure: no journal or fsync needed. nsys's DDL
+        // declares REFERENCES to non-unique columns (kernel → runtime correlationId), which
+        // SQLite rejects as a "foreign key mismatch" when enforcement is on: turn it off.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; \
+             BEGIN;",
+        )
+        .map_err(sql_err)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        let mut ddl = BTreeMap::new();
+        let mut inserts = Vec::new();
+        for text in layout.ddl() {
+            let (t, i) = parse_ddl(text);
+            ddl.extend(t.into_iter().map(|(n, s)| (n.to_ascii_lowercase(), s)));
+            inserts.extend(i);
+        }
+        let w = NsysWriter {
+            conn,
+            layout,
+            ddl,
+            created: [false; TABLE_NAMES.len()],
+            strings: HashMap::new(),
+            next_string: 1,
+            next_grid: 1,
+            kernel_sql: kernel_sql(layout).to_owned(),
+        };
+        Ok((w, inserts))
     }
 
     pub fn layout(&self) -> Layout {
