@@ -53,7 +53,7 @@ pub fn baseline_and_steps(
         .notes
         .iter()
         .find_map(|n| n.strip_prefix("floor: "))
-        .map(|b| serde_json::json!({ "basis": b, "tp": flags.floor.tp }));
+        .map(|b| serde_json::json!({ "basis": b, "tp": report.operating_point.as_ref().map(|p| p.tp.value) }));
     let meta = BaselineMeta {
         gpu_name,
         nsys_version: match trace.meta.format {

@@ -143,7 +143,7 @@ impl ModelGpuArgs {
             MAX_PARAMS_B,
         )?
         .map(|p| p * 1e9);
-        if f.tp == 0 || self.pp == 0 {
+        if f.tp == Some(0) || self.pp == 0 {
             return Err(Error::input("--tp and --pp must be at least 1"));
         }
         let gpu = GpuOptions {
@@ -158,7 +158,7 @@ impl ModelGpuArgs {
             .map(|p| p * 1e12),
         };
         let floor = FloorOptions {
-            tp: f.tp,
+            tp: f.tp.unwrap_or(1),
             pp: self.pp,
             moe_routing: f.moe_routing,
             include_kv_write: true,

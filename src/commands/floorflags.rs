@@ -12,9 +12,10 @@ use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};
 use crate::roofline::model::{ModelSpec, MoeRouting};
 use crate::roofline::options::{GpuOptions, ModelOptions};
-use crate::timing::stepname::BatchComposition;
+use crate::timing::stepname::{BatchComposition, StepKind};
 use crate::timing::steps::Step;
 use crate::trace::Trace;
+use crate::wire::attribution::Sourced;
 
 /// The model and GPU flags, defined once: `floor` and `capacity` flatten them beside their
 /// raw geometry overrides ([`crate::commands::floor::ModelGpuArgs`]), the step commands
@@ -38,9 +39,10 @@ pub struct ModelFlags {
     /// KV-cache dtype.
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
     pub kv_dtype: Option<String>,
-    /// Tensor-parallel degree: per-GPU bytes and FLOPs.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
-    pub tp: u32,
+    /// Tensor-parallel degree: per-GPU bytes and FLOPs (default: what the capture says,
+    /// else 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = tp_flag)]
+    pub tp: Option<u32>,
     /// HBM bandwidth in TB/s; a measured number beats the datasheet.
     #[arg(long, allow_negative_numbers = true)]
     pub hbm_tb_s: Option<f64>,
@@ -104,12 +106,13 @@ pub struct Pricing {
 }
 
 /// The pricing for the step commands, or None without `--model`/`--model-config`. The GPU
-/// is `--gpu`, else the one the report names; `--batch`/`--context` fill what step names
-/// do not say.
+/// is `--gpu`, else the one the report names; `batch`/`context` fill what step names do
+/// not say; `tp` is the operating point's (flag, capture or default).
 pub fn pricing(
     flags: &ModelFlags,
     batch: Option<u64>,
     context: Option<u64>,
+    tp: &Sourced<u32>,
     trace: &Trace,
 ) -> Result<Option<Pricing>> {
     if flags.model.is_none() && flags.model_config.is_none() {
@@ -141,7 +144,7 @@ pub fn pricing(
     }
     .resolve()?;
     let basis = format!(
-        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} — derived",
+        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} ({}) — derived",
         model.name,
         gpu.name,
         gpu.hbm_bytes_per_s / 1e12,
@@ -150,13 +153,14 @@ pub fn pricing(
         } else {
             "cited"
         },
-        flags.tp
+        tp.value,
+        tp.basis.as_str()
     );
     Ok(Some(Pricing {
         model,
         gpu,
         opts: FloorOptions {
-            tp: flags.tp,
+            tp: tp.value,
             pp: 1,
             moe_routing: flags.moe_routing,
             include_kv_write: true,
@@ -231,19 +235,28 @@ pub fn composition(
 }
 
 impl Pricing {
-    /// The step's own floor, when its composition is known.
-    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
-        let comp = composition(step.composition.as_ref(), self.batch, self.context)?;
-        if comp.sq == 0 {
+    /// The step's composition for its floor: its name's, else `batch`/`context` as a
+    /// decode — never for a step inferred to be a prefill or mixed, which a decode
+    /// composition would misprice.
+    pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
+        if step.composition.is_none()
+            && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
+        {
             return None;
         }
-        let f = step_floor(&self.model, &self.gpu, &comp, &self.opts);
-        Some(FloorInput {
-            floor_ns: f.floor_ns,
-            total_bytes: f.total_bytes,
-            flops: f.flops,
-            bound: f.bound,
-        })
+        let comp = composition(step.composition.as_ref(), self.batch, self.context)?;
+        (comp.sq > 0).then_some(comp)
+    }
+
+    /// The step's own floor, when its composition is known.
+    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
+        let comp = self.composition_of(step)?;
+        Some(FloorInput::from(&step_floor(
+            &self.model,
+            &self.gpu,
+            &comp,
+            &self.opts,
+        )))
     }
 }
 

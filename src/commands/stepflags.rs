@@ -10,9 +10,11 @@ use crate::attribution::{self, LaunchCost};
 use crate::categories::Categorizer;
 use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags, Pricing};
 use crate::exit::{Error, Result};
+use crate::operating_point::{self, Given};
 use crate::timing::stepname::StepKind;
 use crate::timing::steps::{self, StepOptions, StepSource, StepsReport};
 use crate::trace::Trace;
+use crate::wire::attribution::{OperatingPoint, Sourced};
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
@@ -61,6 +63,7 @@ pub enum KindFilter {
 }
 
 impl KindFilter {
+    /// Whether a step of kind `k` (marked or inferred: see [`crate::wire::steps::Step::kind_label`]) passes.
     fn matches(self, k: StepKind) -> bool {
         use clap::ValueEnum;
         // The flag values are the kinds' own names, so compare by name.
@@ -104,9 +107,33 @@ impl StepFlags {
         })
     }
 
-    /// The model and GPU to price steps against, or None without a model.
-    pub fn pricing(&self, trace: &Trace) -> Result<Option<Pricing>> {
-        crate::commands::floorflags::pricing(&self.floor, self.batch, self.context, trace)
+    /// What the flags say about the operating point (None: not given).
+    pub fn given(&self) -> Given {
+        Given {
+            tp: self.floor.tp,
+            gpu: self.floor.gpu.clone(),
+            batch: self.batch,
+            context: self.context,
+        }
+    }
+
+    /// The model and GPU to price steps against at the operating point `point` resolved
+    /// (the flags alone without one), or None without a model.
+    pub fn pricing(
+        &self,
+        trace: &Trace,
+        point: Option<&OperatingPoint>,
+    ) -> Result<Option<Pricing>> {
+        let flags_only = operating_point::from_flags(&self.given());
+        let p = point.unwrap_or(&flags_only);
+        let value = |s: &Option<Sourced<u64>>| s.as_ref().map(|s| s.value);
+        crate::commands::floorflags::pricing(
+            &self.floor,
+            value(&p.batch),
+            value(&p.context),
+            &p.tp,
+            trace,
+        )
     }
 
     /// The per-launch cost: measured (flag or probe file) or the cited default.
@@ -171,50 +198,33 @@ pub fn steps_of(
 ) -> Result<StepsReport> {
     let opts = flags.options(top)?;
     let mut r = steps::find_steps(trace, &opts, cats)?;
+    let point = operating_point::resolve(trace, &mut r, &flags.given())?;
     if flags.kind != KindFilter::All {
-        r.steps.retain(|s| flags.kind.matches(s.kind));
-        r.summary = steps::summarize(&r.steps);
+        r.steps.retain(|s| flags.kind.matches(s.kind_label().kind));
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
     }
-    let cost = flags.launch_cost()?;
-    let pricing = flags.pricing(trace)?;
+    r.summary = steps::summarize(&r.steps);
+    let cost = attribution::for_vendor(flags.launch_cost()?, point.vendor.as_deref());
+    let pricing = flags.pricing(trace, Some(&point))?;
     let a = match &pricing {
-        Some(p) => attribution::attribute_all(&r.steps, &|s| p.floor_of(s), &cost),
-        None => attribution::attribute_all(&r.steps, &|_| None, &cost),
+        Some(p) => {
+            let comp = |s: &steps::Step| p.composition_of(s);
+            let pricer = attribution::Pricer {
+                composition: &comp,
+                model: &p.model,
+                gpu: &p.gpu,
+                opts: p.opts,
+            };
+            attribution::attribute_priced(&r.steps, Some(&pricer), &cost)
+        }
+        None => attribution::attribute_priced(&r.steps, None, &cost),
     };
     // The one join of steps and attribution.
     let mut r = r.join(a);
     if let Some(p) = pricing {
-        let priced = r
-            .steps
-            .iter()
-            .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
-            .count();
-        let gpu_steps = r.steps.len() - r.steps_without_gpu_work;
         r.notes.push(format!("floor: {}", p.basis));
-        if priced < gpu_steps {
-            // Steps with context (prefill) requests but no prompt-token count cannot be
-            // priced by --context (a decode KV length): asking for it would mislead.
-            let prefill_without_tokens = r
-                .steps
-                .iter()
-                .filter(|s| {
-                    s.wall_ns.is_some()
-                        && s.attribution.as_ref().is_none_or(|a| a.floor.is_none())
-                        && s.composition.as_ref().is_some_and(|c| {
-                            c.context.requests.is_some_and(|n| n > 0) && c.context.sq.is_none()
-                        })
-                })
-                .count();
-            // Those have their own note from discovery (what the name lacks and which
-            // engine versions carry it).
-            let other = gpu_steps - priced - prefill_without_tokens;
-            if other > 0 {
-                r.notes.push(format!(
-                    "{other} step(s) have no floor: their names do not carry ΣN_KV (pass --context, and --batch for unnamed steps)"
-                ));
-            }
-        }
+        let notes = attribution::missing_floor_notes(&r.steps, &point);
+        r.notes.extend(notes);
     }
     Ok(r)
 }

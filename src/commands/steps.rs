@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
-        let pricing = args.step.pricing(&trace)?;
+        let pricing = args.step.pricing(&trace, r.operating_point.as_ref())?;
         let work = |s: &steps::Step| {
             let f = pricing.as_ref()?.floor_of(s)?;
             Some((f.flops, f.total_bytes))
