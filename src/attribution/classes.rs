@@ -140,7 +140,7 @@ fn action(
             "no {name} kernel ran: its bytes moved inside another class's kernels (fused); its floor stands, its time is theirs"
         ),
         (_, ClassShape::BelowFloor) => format!(
-            "{name} ran below its floor{at}: the byte model is wrong for this class (a KV or weight dtype not passed, cached or L2-resident bytes)"
+            "{name} ran below its floor: the byte model is wrong for this class (a TP, KV or weight dtype not passed, cached or L2-resident bytes)"
         ),
         (KernelClass::Weights, ClassShape::AtRoof) if compute => {
             "weight GEMMs within 1.3× of the tensor peak: compute-bound, at the roof — only fewer FLOPs (a smaller model) help".to_owned()

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::timing::steps::{Step, StepsReport};
 
-/// Group key: (kind, requests per step).
+/// Group key: (kind, requests per step). An inferred kind keys as `decode (inferred)`,
+/// so a later exact marker never silently matches a guess.
 type Key = (String, Option<u32>);
 
 fn key(s: &Step) -> Key {
@@ -15,7 +16,7 @@ fn key(s: &Step) -> Key {
         .as_ref()
         .and_then(|c| c.requests)
         .and_then(|r| u32::try_from(r).ok());
-    (s.kind.as_str().to_owned(), batch)
+    (s.kind_label().to_string(), batch)
 }
 
 /// Samples of every step with GPU work, grouped so that only like steps are compared.

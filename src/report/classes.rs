@@ -6,7 +6,7 @@
 use super::table::{Align, Table};
 use super::{fmt_int, fmt_pct, fmt_us, group_thousands};
 use crate::wire::attribution::{
-    Basis, ClassAttribution, ClassWaterfall, GroupAttribution, KernelClass, LayerMap,
+    Basis, ClassAttribution, ClassShape, ClassWaterfall, GroupAttribution, KernelClass, LayerMap,
     OperatingPoint, Sourced,
 };
 use crate::wire::steps::{Step, StepKind, StepsReport};
@@ -41,6 +41,12 @@ pub fn class_table(classes: &[ClassAttribution]) -> Table {
         ("shape", Align::Left),
     ]);
     for c in classes {
+        // Faster than the roof is not a result: the shape says the floor is wrong.
+        let (achieved, of_roof) = if c.shape == ClassShape::BelowFloor {
+            (None, None)
+        } else {
+            (c.achieved_bytes_per_s, c.roof_fraction)
+        };
         t.row(vec![
             c.class.as_str().to_owned(),
             fmt_int(c.kernels as i64),
@@ -50,10 +56,8 @@ pub fn class_table(classes: &[ClassAttribution]) -> Table {
             c.bytes
                 .map(|b| group_thousands(&format!("{:.3}", b / 1e9)))
                 .unwrap_or_else(|| "–".into()),
-            c.achieved_bytes_per_s
-                .map(fmt_bandwidth)
-                .unwrap_or_else(|| "–".into()),
-            c.roof_fraction.map(fmt_pct).unwrap_or_else(|| "–".into()),
+            achieved.map(fmt_bandwidth).unwrap_or_else(|| "–".into()),
+            of_roof.map(fmt_pct).unwrap_or_else(|| "–".into()),
             c.shape.as_str().to_owned(),
         ]);
     }

@@ -300,7 +300,7 @@ impl FloorChange {
         match *self {
             FloorChange::Tp(t) => format!("--tp {t}"),
             FloorChange::KvDtypeBytes(_) => "--kv-dtype fp8".to_owned(),
-            FloorChange::WeightDtype(WeightDtype::Int4 { group }) if group == 128 => {
+            FloorChange::WeightDtype(WeightDtype::Int4 { group: 128 }) => {
                 "--weight-dtype int4".to_owned()
             }
             FloorChange::WeightDtype(_) => "--weight-dtype fp8".to_owned(),

@@ -2,9 +2,11 @@
 //! of three nsys generations, [`kineto::KinetoWriter`] writes PyTorch-profiler Chrome
 //! traces, [`workload`] builds engine-step scenarios and returns the per-step values they
 //! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
-//! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time.
+//! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
+//! [`planted`] writes decode and prefill steps with one diagnosable cause planted.
 
 pub mod kineto;
+pub mod planted;
 pub mod replicate;
 pub mod steps;
 pub mod workload;

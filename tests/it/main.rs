@@ -8,6 +8,7 @@ mod capture;
 mod cli;
 mod common;
 mod dataset;
+mod diagnosis;
 mod floor_capacity;
 mod fuzz;
 mod gate;
