@@ -185,6 +185,7 @@ pub fn load_for_steps(path: &Path, flags: &StepFlags) -> Result<Trace> {
         calls: true,
         ranges: ranges.is_some(),
         range_filter: ranges,
+        ..crate::source::LoadOptions::all()
     };
     crate::source::load_with(path, &opts)
 }

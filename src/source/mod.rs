@@ -8,7 +8,63 @@ use crate::trace::Trace;
 pub mod kineto;
 pub mod nsys;
 
-pub use nsys::LoadOptions;
+/// What to read besides the GPU ops (which are always read). The extras (launch
+/// geometry, GPU metrics, input shapes) are off unless asked for: a 4M-kernel report
+/// must not pay for columns nobody reads.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Host runtime/driver calls (nsys `CUPTI_ACTIVITY_KIND_RUNTIME` eventClass 0/1).
+    pub calls: bool,
+    /// NVTX ranges (push/pop and start/end). Kineto annotations are always read.
+    pub ranges: bool,
+    /// Keep only nsys ranges whose name matches (e.g. engine step patterns); `None` keeps all.
+    pub range_filter: Option<regex::Regex>,
+    /// Kernel grid and block dimensions as six u32 op columns (`trace::col::GRID_X` …).
+    pub geometry: bool,
+    /// nsys GPU metrics (DRAM bandwidth, SM activity) into `Trace::gpu_metrics`.
+    pub gpu_metrics: bool,
+    /// Kineto operator input shapes (`record_shapes`) into `Trace::shapes`.
+    pub shapes: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions::all()
+    }
+}
+
+impl LoadOptions {
+    /// Ops, calls and all ranges (the extras stay off: set them to read them too).
+    pub fn all() -> Self {
+        LoadOptions {
+            calls: true,
+            ranges: true,
+            range_filter: None,
+            geometry: false,
+            gpu_metrics: false,
+            shapes: false,
+        }
+    }
+
+    /// GPU ops only (what `analyze` needs: it never pays for millions of NVTX rows).
+    pub fn ops_only() -> Self {
+        LoadOptions {
+            calls: false,
+            ranges: false,
+            ..LoadOptions::all()
+        }
+    }
+
+    /// Everything, the extras included (what the diagnosis of a capture reads).
+    pub fn everything() -> Self {
+        LoadOptions {
+            geometry: true,
+            gpu_metrics: true,
+            shapes: true,
+            ..LoadOptions::all()
+        }
+    }
+}
 
 /// Load any supported report: an nsys SQLite export (or `.nsys-rep`/`.qdrep`, exported
 /// through `nsys` when it is on PATH), a Kineto `.json`/`.json.gz`, or a directory of
@@ -18,12 +74,13 @@ pub fn load(path: &Path) -> Result<Trace> {
 }
 
 /// Load only what a command needs. The options bound what is read from nsys exports
-/// (SQL can skip millions of rows); Kineto traces are streamed whole either way.
+/// (SQL can skip millions of rows); Kineto traces are streamed whole either way, and
+/// the options there choose only the extras.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     check_readable_kind(path)?;
     crate::phases::mark("load: start");
     let mut trace = if path.is_dir() || kineto::looks_like_kineto(path) {
-        kineto::load(path)
+        kineto::load_with(path, opts)
     } else {
         nsys::load_with(path, opts)
     }?;

@@ -5,6 +5,7 @@
 
 mod analyze;
 mod capture;
+mod capture_facts;
 mod cli;
 mod common;
 mod dataset;

@@ -216,13 +216,32 @@ fn every_query_returns_the_rows_an_independent_read_finds() {
         workload::build(&mixed_scenario(layout), &p).unwrap();
         files.push(p);
     }
+    files.push(crate::capture_facts::metrics_report(
+        dir.path(),
+        Layout::Nsys2026_2,
+    ));
     let mut exercised: HashSet<&str> = HashSet::new();
     for db in &files {
         let c = ro(db);
         let schema = Schema::probe(&c).unwrap();
         let mut applied = Vec::new();
         for q in queries::ALL {
-            let Some(sql) = q.render(&schema) else {
+            // The metrics query reads the metric ids it is given: here, every id there is.
+            let ids: Vec<i64> = match q.table(&schema) {
+                Some(t) if q.name == "gpu_metrics" => c
+                    .prepare(&format!("SELECT DISTINCT metricId FROM {t}"))
+                    .unwrap()
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let fill = queries::Fill {
+                ids: &ids,
+                ..queries::Fill::default()
+            };
+            let Some(sql) = q.render_with(&schema, &fill) else {
                 continue;
             };
             let table = q.table(&schema).unwrap();
@@ -457,9 +476,8 @@ fn load_options_limit_what_is_read() {
         per_device_sql(&db, "CUPTI_ACTIVITY_KIND_KERNEL")
     );
     let opts = LoadOptions {
-        calls: true,
-        ranges: true,
         range_filter: Some(regex::Regex::new(r"^FSDP::").unwrap()),
+        ..LoadOptions::all()
     };
     let t = nsys::load_with(&db, &opts).unwrap();
     assert_eq!(

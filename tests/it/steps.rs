@@ -83,9 +83,8 @@ impl B {
             ops: self.ops.finish().unwrap(),
             calls: self.calls.finish().unwrap(),
             ranges: self.ranges.finish().unwrap(),
-            devices: vec![],
             strings: self.i.into_strings(),
-            meta: TraceMeta::new(SourceFormat::Nsys, "hand-built"),
+            ..Trace::empty(TraceMeta::new(SourceFormat::Nsys, "hand-built")).unwrap()
         }
     }
 }

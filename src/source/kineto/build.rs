@@ -13,16 +13,19 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::exit::{Error, Result};
+use crate::source::LoadOptions;
 use crate::trace::{
-    is_launch_call, CallApi, CallRow, CallsBuilder, DeviceInfo, Interner, OpKind, OpRow,
-    OpsBuilder, RangeKind, RangeRow, RangesBuilder, SourceFormat, Trace, TraceMeta,
+    is_launch_call, CallApi, CallRow, CallsBuilder, DeviceInfo, Distributed, Interner, OpKind,
+    OpRow, OpsBuilder, RangeKind, RangeRow, RangesBuilder, ShapeRow, ShapesBuilder, SourceFormat,
+    Trace, TraceMeta,
 };
 
-use super::event::{self, Class, Event};
+use super::event::{self, Class, Event, Keep};
 use super::header::{DeviceProps, Header};
 use super::ids::{self, collides, dec, enc, renumber, DEVICE_STRIDE, PID_STRIDE};
 use super::names::short_name;
 use super::number::us_text_to_ns;
+use super::shapes;
 
 /// Kineto has no NVTX domains; its annotations count as the default domain (id 0), the
 /// one vLLM's and SGLang's own NVTX ranges use (docs/engines.md §1.2, §2.2).
@@ -45,7 +48,8 @@ struct FileState {
     header: Header,
     base_slot: u32,
     labels: HashMap<Vec<u8>, u32>,
-    rows: [(usize, usize); 3],
+    /// `(first, end)` row of this file in ops, calls, ranges and shapes.
+    rows: [(usize, usize); 4],
     /// `process_names` length when the file began (to forget a discarded file's names).
     names_start: usize,
 }
@@ -64,6 +68,11 @@ pub struct Collector {
     ops: OpsBuilder,
     calls: CallsBuilder,
     ranges: RangesBuilder,
+    shapes: ShapesBuilder,
+    /// Read kernels' `grid`/`block` (`LoadOptions::geometry`).
+    geometry: bool,
+    /// Keep `cpu_op` input shapes (`LoadOptions::shapes`).
+    keep: Keep,
     process_names: Vec<(i64, String)>,
     /// Slot → file index.
     slot_file: Vec<usize>,
@@ -84,14 +93,25 @@ pub struct Collector {
 }
 
 impl Collector {
-    pub fn new() -> Self {
+    /// A collector for the extras `opts` asks for (calls and ranges are always kept).
+    pub fn new(opts: &LoadOptions) -> Self {
+        let ops = if opts.geometry {
+            OpsBuilder::default().with_geometry()
+        } else {
+            OpsBuilder::default()
+        };
         Collector {
             names: Interner::default(),
             short_of: Vec::new(),
             scratch: String::new(),
-            ops: OpsBuilder::default(),
+            ops,
             calls: CallsBuilder::default(),
             ranges: RangesBuilder::default(),
+            shapes: ShapesBuilder::default(),
+            geometry: opts.geometry,
+            keep: Keep {
+                cpu_ops: opts.shapes,
+            },
             process_names: Vec::new(),
             slot_file: Vec::new(),
             slot_name: Vec::new(),
@@ -103,6 +123,20 @@ impl Collector {
             bad_pids: 0,
             warnings: Vec::new(),
         }
+    }
+
+    /// The optional event classes this load keeps.
+    pub fn keep(&self) -> Keep {
+        self.keep
+    }
+
+    fn row_counts(&self) -> [usize; 4] {
+        [
+            self.ops.len(),
+            self.calls.pid.len(),
+            self.ranges.pid.len(),
+            self.shapes.pid.len(),
+        ]
     }
 
     fn new_slot(&mut self, file: usize, name: String) -> u32 {
@@ -119,11 +153,7 @@ impl Collector {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let base_slot = self.new_slot(idx, name);
-        let rows = [
-            (self.ops.len(), 0),
-            (self.calls.pid.len(), 0),
-            (self.ranges.pid.len(), 0),
-        ];
+        let rows = self.row_counts().map(|n| (n, 0));
         self.files.push(FileState {
             header: Header::default(),
             base_slot,
@@ -135,25 +165,27 @@ impl Collector {
 
     /// End the current file with its header; returns how many GPU ops it had.
     pub fn end_file(&mut self, header: Header) -> usize {
-        let (o, c, r) = (self.ops.len(), self.calls.pid.len(), self.ranges.pid.len());
+        let ends = self.row_counts();
         let f = self.files.last_mut().expect("begin_file first");
         f.header = header;
-        f.rows[0].1 = o;
-        f.rows[1].1 = c;
-        f.rows[2].1 = r;
-        o - f.rows[0].0
+        for (row, end) in f.rows.iter_mut().zip(ends) {
+            row.1 = end;
+        }
+        f.rows[0].1 - f.rows[0].0
     }
 
     /// Forget the current file's rows (a CPU-only trace in a directory).
     pub fn discard_file(&mut self) {
         let f = self.files.last().expect("begin_file first");
-        let (o, c, r) = (f.rows[0].0, f.rows[1].0, f.rows[2].0);
+        let [o, c, r, sh] = f.rows.map(|row| row.0);
         self.process_names.truncate(f.names_start);
         self.ops.truncate(o);
         self.calls.truncate(c);
         self.ranges.truncate(r);
+        self.shapes.truncate(sh);
         let f = self.files.last_mut().expect("begin_file first");
-        f.rows = [(o, o), (c, c), (r, r)];
+        f.rows = f.rows.map(|row| (row.0, row.0));
+        f.header.distributed = None;
     }
 
     fn slot_for(&mut self, label: Option<&[u8]>) -> u32 {
@@ -244,7 +276,7 @@ impl Collector {
         let slot = self.slot_for(ev.pid.label);
         match class {
             Class::Kernel | Class::Memcpy | Class::Memset => {
-                let a = event::parse_args(ev.args);
+                let a = event::parse_args(ev.args, self.geometry && class == Class::Kernel);
                 // On ROCm the GPU pid is not the deviceProperties index; args.device is the
                 // key (docs/kineto-format.md §4). They agree wherever both exist.
                 let device = if a.device >= 0 {
@@ -274,7 +306,7 @@ impl Collector {
                     OpKind::Kernel => self.intern_name(ev, true),
                     _ => self.intern_copy_name(ev, kind),
                 };
-                self.ops.push(OpRow {
+                let row = OpRow {
                     device: enc(slot, device),
                     stream,
                     // Filled in `finish` from the launching call (same correlation).
@@ -292,10 +324,11 @@ impl Collector {
                     } else {
                         a.bytes.max(0)
                     },
-                });
+                };
+                self.ops.push_launch(row, a.launch);
             }
             Class::Runtime | Class::Driver => {
-                let a = event::parse_args(ev.args);
+                let a = event::parse_args(ev.args, false);
                 let (name_id, _) = self.intern_name(ev, false);
                 let is_launch = ev
                     .name
@@ -338,8 +371,34 @@ impl Collector {
                     },
                 });
             }
+            Class::CpuOp => self.shape(ev, slot, start_ns, end_ns),
             Class::Meta | Class::Skip => {}
         }
+    }
+
+    /// An operator's input shapes (`record_shapes` traces; docs/kineto-format.md §11).
+    fn shape(&mut self, ev: &Event<'_>, slot: u32, start_ns: i64, end_ns: i64) {
+        let Some(dims) = event::input_dims(ev.args) else {
+            return;
+        };
+        let Some(pid) = ev.pid.num else {
+            self.dropped += 1;
+            return;
+        };
+        self.bad_pids += u64::from(!ids::fits(pid));
+        let (name_id, _) = self.intern_name(ev, false);
+        shapes::compact(dims, &mut self.scratch);
+        let first_dim = shapes::first_dim(&self.scratch);
+        let dims_id = self.names.intern(&self.scratch);
+        self.shapes.push(ShapeRow {
+            pid: enc(slot, pid),
+            tid: ev.tid.num.unwrap_or(-1),
+            start_ns,
+            end_ns,
+            name_id,
+            dims_id,
+            first_dim,
+        });
     }
 
     fn meta(&mut self, ev: &Event<'_>) {
@@ -387,6 +446,7 @@ impl Collector {
         meta.tool_version = first.tool_version();
         meta.schema_version = first.schema_version.clone();
         meta.origin_epoch_ns = origin;
+        meta.distributed = self.distributed();
         let mut names = std::mem::take(&mut self.process_names);
         for (pid, _) in &mut names {
             *pid = pid_map(*pid);
@@ -408,7 +468,7 @@ impl Collector {
         for p in &mut self.ops.pid {
             *p = pid_map(*p);
         }
-        for p in &mut self.calls.pid {
+        for p in self.calls.pid.iter_mut().chain(&mut self.shapes.pid) {
             *p = pid_map(*p);
         }
         for (p, k) in self.ranges.pid.iter_mut().zip(&self.ranges.kind) {
@@ -422,10 +482,41 @@ impl Collector {
             ops: self.ops.finish()?,
             calls: self.calls.finish()?,
             ranges: self.ranges.finish()?,
+            shapes: self.shapes.finish()?,
+            gpu_metrics: Vec::new(),
             devices,
             strings: self.names.into_strings(),
             meta,
         })
+    }
+
+    /// One `distributedInfo` for the trace: that of the first file with GPU ops that
+    /// has one, with the rank of every such file (docs/kineto-format.md §9). Files that
+    /// disagree on the backend or world size are not one run: a warning says so.
+    fn distributed(&mut self) -> Option<Distributed> {
+        let mut out: Option<Distributed> = None;
+        for f in self.files.iter().filter(|f| f.has_ops()) {
+            let Some(d) = &f.header.distributed else {
+                continue;
+            };
+            let Some(first) = &mut out else {
+                out = Some(d.clone());
+                continue;
+            };
+            first.ranks.extend(&d.ranks);
+            if (&d.backend, d.world_size) != (&first.backend, first.world_size) {
+                let name = &self.slot_name[f.base_slot as usize];
+                self.warnings.push(format!(
+                    "{name}: distributedInfo says backend {} world size {}, the first rank \
+                     {} world size {}: these traces are not from one run",
+                    d.backend.as_deref().unwrap_or("?"),
+                    d.world_size.map_or("?".to_owned(), |w| w.to_string()),
+                    first.backend.as_deref().unwrap_or("?"),
+                    first.world_size.map_or("?".to_owned(), |w| w.to_string()),
+                ));
+            }
+        }
+        out
     }
 
     /// One origin for all files: each file's own time base (`baseTimeNanoseconds`, or 0
@@ -493,7 +584,7 @@ impl Collector {
             if shift == 0 {
                 continue;
             }
-            let [(o0, o1), (c0, c1), (r0, r1)] = f.rows;
+            let [(o0, o1), (c0, c1), (r0, r1), (s0, s1)] = f.rows;
             let ok = shift_rows(
                 &mut self.ops.start_ns[o0..o1],
                 &mut self.ops.end_ns[o0..o1],
@@ -505,6 +596,10 @@ impl Collector {
             ) && shift_rows(
                 &mut self.ranges.start_ns[r0..r1],
                 &mut self.ranges.end_ns[r0..r1],
+                shift,
+            ) && shift_rows(
+                &mut self.shapes.start_ns[s0..s1],
+                &mut self.shapes.end_ns[s0..s1],
                 shift,
             );
             if !ok {
@@ -584,6 +679,7 @@ impl Collector {
             .iter()
             .chain(&self.calls.pid)
             .chain(&self.ranges.pid)
+            .chain(&self.shapes.pid)
             .chain(self.process_names.iter().map(|p| &p.0));
         for &v in all {
             if v >= 0 {
@@ -623,6 +719,7 @@ impl Collector {
 
     fn remap_pids(&mut self, ranks: &[i64]) -> impl Fn(i64) -> i64 {
         let mut ids: Vec<i64> = self.calls.pid.clone();
+        ids.extend(&self.shapes.pid);
         ids.extend(self.process_names.iter().map(|p| p.0));
         for (p, k) in self.ranges.pid.iter().zip(&self.ranges.kind) {
             if *k != RangeKind::GpuAnnotation as u32 {

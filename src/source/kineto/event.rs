@@ -6,6 +6,7 @@
 
 use super::number::int_text;
 use super::scan::{Cur, JStr, Val};
+use crate::trace::Launch;
 
 /// What an event is, for stepgate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub enum Class {
     GpuAnnotation,
     /// `python_function` whose name is an engine step function (see [`is_step_function`]).
     Python,
+    /// `cpu_op` (an aten operator), kept only when input shapes are asked for.
+    CpuOp,
     /// `ph: "M"` metadata (process names).
     Meta,
     Skip,
@@ -37,6 +40,7 @@ fn class_of_cat(cat: &[u8]) -> Class {
         b"user_annotation" => Class::Annotation,
         b"gpu_user_annotation" => Class::GpuAnnotation,
         b"python_function" => Class::Python,
+        b"cpu_op" => Class::CpuOp,
         _ => Class::Skip,
     }
 }
@@ -126,9 +130,25 @@ impl Event<'_> {
     }
 }
 
+/// Which optional event classes a load keeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Keep {
+    /// `cpu_op` events (for their input shapes); skipped at the category otherwise.
+    pub cpu_ops: bool,
+}
+
+impl Keep {
+    fn class(self, cat: &[u8]) -> Class {
+        match class_of_cat(cat) {
+            Class::CpuOp if !self.cpu_ops => Class::Skip,
+            c => c,
+        }
+    }
+}
+
 /// Parse an event; `Ok(None)` = not kept (decided as early as `ph`/`cat` allow);
 /// `Err(())` = not a JSON object.
-pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
+pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
     let mut ev = Event::default();
     let mut skip = false;
     let mut c = Cur::new(slice);
@@ -143,7 +163,7 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
             }
             b"cat" => {
                 ev.cat = c.string()?.raw;
-                if class_of_cat(ev.cat) == Class::Skip {
+                if keep.class(ev.cat) == Class::Skip {
                     skip = true;
                     return Some(false);
                 }
@@ -176,7 +196,7 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
         Some(true)
     })
     .ok_or(())?;
-    if skip || ev.class() == Class::Skip {
+    if skip || ev.class() == Class::Skip || (ev.class() == Class::CpuOp && !keep.cpu_ops) {
         return Ok(None);
     }
     // `name` before `cat` (not Kineto's order, but legal JSON): check it now.
@@ -186,7 +206,8 @@ pub fn parse(slice: &[u8]) -> Result<Option<Event<'_>>, ()> {
     Ok(Some(ev))
 }
 
-/// The `args` keys used for linking and placement (docs/kineto-format.md §5); -1 where absent.
+/// The `args` keys used for linking and placement (docs/kineto-format.md §5); -1 where
+/// absent (the launch geometry: zeros).
 #[derive(Debug, Clone, Copy)]
 pub struct Args {
     pub device: i64,
@@ -195,6 +216,8 @@ pub struct Args {
     pub bytes: i64,
     pub graph_id: i64,
     pub graph_node_id: i64,
+    /// `grid` / `block`, read only when asked for.
+    pub launch: Launch,
 }
 
 impl Default for Args {
@@ -206,17 +229,30 @@ impl Default for Args {
             bytes: -1,
             graph_id: -1,
             graph_node_id: -1,
+            launch: Launch::default(),
         }
     }
 }
 
-pub fn parse_args(slice: Option<&[u8]>) -> Args {
+/// The linking keys of `args`, and `grid`/`block` when `geometry` is set.
+pub fn parse_args(slice: Option<&[u8]>, geometry: bool) -> Args {
     let mut a = Args::default();
     let Some(slice) = slice else { return a };
     let mut c = Cur::new(slice);
     // A malformed args object leaves the defaults: the event itself was well-formed.
     let _ = c.members(|key, c| {
         let slot = match key {
+            b"grid" | b"block" if geometry => {
+                if let Val::Nested(v) = c.value()? {
+                    let dims = dims3(v);
+                    if key == b"grid" {
+                        a.launch.grid = dims;
+                    } else {
+                        a.launch.block = dims;
+                    }
+                }
+                return Some(true);
+            }
             b"device" => &mut a.device,
             b"stream" => &mut a.stream,
             b"correlation" => &mut a.correlation,
@@ -236,6 +272,41 @@ pub fn parse_args(slice: Option<&[u8]>) -> Args {
         Some(true)
     });
     a
+}
+
+/// A `[x, y, z]` launch dimension array; 0 for an entry that is missing, not an
+/// integer, or outside u32.
+fn dims3(raw: &[u8]) -> [u32; 3] {
+    let mut out = [0u32; 3];
+    let mut k = 0;
+    let _ = Cur::new(raw).elements(|c| {
+        if let Val::Scalar(t) = c.value()? {
+            if let Some(slot) = out.get_mut(k) {
+                *slot = int_text(t).and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+            }
+        }
+        k += 1;
+        Some(k < 3)
+    });
+    out
+}
+
+/// The raw `args["Input Dims"]` array of an operator (`"Input dims"` in early-2021
+/// traces), where recorded.
+pub fn input_dims(slice: Option<&[u8]>) -> Option<&[u8]> {
+    let mut out = None;
+    let mut c = Cur::new(slice?);
+    let _ = c.members(|key, c| {
+        let v = c.value()?;
+        if matches!(key, b"Input Dims" | b"Input dims") {
+            if let Val::Nested(raw) = v {
+                out = Some(raw);
+            }
+            return Some(false);
+        }
+        Some(true)
+    });
+    out
 }
 
 /// `args.name` of a `process_name` metadata event.
@@ -259,9 +330,9 @@ mod tests {
     fn skips_cpu_ops_at_the_category() {
         // `args` after `cat` is never read: a broken payload there does not matter.
         let e = br#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {"#;
-        assert!(matches!(parse(e), Ok(None)));
+        assert!(matches!(parse(e, Keep::default()), Ok(None)));
         let e = br#"{"ph": "f", "id": 3, "cat": "ac2g"}"#;
-        assert!(matches!(parse(e), Ok(None)));
+        assert!(matches!(parse(e, Keep::default()), Ok(None)));
     }
 
     #[test]
@@ -269,36 +340,65 @@ mod tests {
         let e = br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": "[TP01-DP00] 9", "tid": 3,
             "ts": 4909914679584.875, "dur": 6.649,
             "args": {"device": 9, "stream": 3, "correlation": 92158, "grid": [1, 1, 1]}}"#;
-        let ev = parse(e).unwrap().unwrap();
+        let ev = parse(e, Keep::default()).unwrap().unwrap();
         assert_eq!(ev.class(), Class::Kernel);
         assert_eq!(ev.pid.num, Some(9));
         assert_eq!(ev.pid.label, Some(&b"[TP01-DP00]"[..]));
         assert_eq!(ev.tid.num, Some(3));
         assert_eq!(ev.ts, Some(&b"4909914679584.875"[..]));
-        let a = parse_args(ev.args);
+        let a = parse_args(ev.args, false);
         assert_eq!(
             (a.device, a.stream, a.correlation, a.graph_id),
             (9, 3, 92158, -1)
         );
+        assert_eq!(a.launch, Launch::default());
+        let a = parse_args(ev.args, true);
+        assert_eq!(a.launch.grid, [1, 1, 1]);
+        assert_eq!(a.launch.block, [0, 0, 0]);
     }
 
     #[test]
     fn python_functions_only_for_step_functions() {
         let e = br#"{"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1750): _call_impl", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"#;
-        assert!(matches!(parse(e), Ok(None)));
+        assert!(matches!(parse(e, Keep::default()), Ok(None)));
         let e = br#"{"ph": "X", "cat": "python_function", "name": "vllm/v1/worker/gpu_worker.py(263): execute_model", "pid": 1, "tid": 2, "ts": 1, "dur": 1}"#;
-        let ev = parse(e).unwrap().unwrap();
+        let ev = parse(e, Keep::default()).unwrap().unwrap();
         assert_eq!(ev.class(), Class::Python);
         assert_eq!(ev.tid.num, Some(2));
         // Name first, category after.
         let e = br#"{"name": "a.py(3): helper", "ph": "X", "cat": "python_function", "ts": 1}"#;
-        assert!(matches!(parse(e), Ok(None)));
+        assert!(matches!(parse(e, Keep::default()), Ok(None)));
         let e = br#"{"name": "x/scheduler.py(3): run_batch", "ph": "X", "cat": "python_function", "ts": 1}"#;
-        assert_eq!(parse(e).unwrap().unwrap().class(), Class::Python);
+        assert_eq!(
+            parse(e, Keep::default()).unwrap().unwrap().class(),
+            Class::Python
+        );
+    }
+
+    #[test]
+    fn launch_dimensions() {
+        assert_eq!(dims3(b"[128, 4, 1]"), [128, 4, 1]);
+        assert_eq!(dims3(b"[7]"), [7, 0, 0]);
+        assert_eq!(dims3(b"[-1, 4294967296, 2.5, 3]"), [0, 0, 0]);
+        assert_eq!(dims3(b"[]"), [0, 0, 0]);
+    }
+
+    #[test]
+    fn cpu_ops_only_when_kept() {
+        let e = br#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2,
+            "ts": 1, "dur": 2, "args": {"External id": 4, "Input Dims": [[32, 4096], [4096, 4096]]}}"#;
+        assert!(matches!(parse(e, Keep::default()), Ok(None)));
+        let ev = parse(e, Keep { cpu_ops: true }).unwrap().unwrap();
+        assert_eq!(ev.class(), Class::CpuOp);
+        assert_eq!(
+            input_dims(ev.args),
+            Some(&b"[[32, 4096], [4096, 4096]]"[..])
+        );
+        assert_eq!(input_dims(Some(br#"{"External id": 4}"#)), None);
     }
 
     #[test]
     fn malformed_event() {
-        assert!(parse(br#"{"ph" "X"}"#).is_err());
+        assert!(parse(br#"{"ph" "X"}"#, Keep::default()).is_err());
     }
 }

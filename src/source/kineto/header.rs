@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::number::int_text;
+use crate::trace::{Distributed, ProcessGroup};
 
 /// One `deviceProperties` entry.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,8 +26,8 @@ pub struct Header {
     /// `(key, value)` of the version fields, in file order.
     pub versions: Vec<(String, String)>,
     pub devices: Vec<DeviceProps>,
-    /// `distributedInfo.rank`.
-    pub rank: Option<i64>,
+    /// `distributedInfo`, where the file has one.
+    pub distributed: Option<Distributed>,
     pub saw_trace_events: bool,
 }
 
@@ -59,7 +60,7 @@ impl Header {
             }
             b"distributedInfo" => {
                 if let Ok(v) = serde_json::from_slice::<Value>(raw) {
-                    self.rank = v.get("rank").and_then(as_i64);
+                    self.distributed = v.is_object().then(|| distributed(&v));
                 }
             }
             _ => {
@@ -104,6 +105,56 @@ fn as_i64(v: &Value) -> Option<i64> {
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// `distributedInfo` (docs/kineto-format.md §9): what PyTorch's profiler records of
+/// `torch.distributed` — backend, rank, world size, nccl version and the process groups.
+fn distributed(v: &Value) -> Distributed {
+    let rank = v.get("rank").and_then(as_i64);
+    let groups = match v.get("pg_config") {
+        Some(Value::Array(items)) => items.iter().map(process_group).collect(),
+        _ => Vec::new(),
+    };
+    Distributed {
+        backend: text(v, "backend"),
+        rank,
+        world_size: v.get("world_size").and_then(as_i64),
+        nccl_version: text(v, "nccl_version"),
+        pg_count: v.get("pg_count").and_then(as_i64),
+        process_groups: groups,
+        ranks: rank.into_iter().collect(),
+    }
+}
+
+fn process_group(v: &Value) -> ProcessGroup {
+    ProcessGroup {
+        name: text(v, "pg_name").unwrap_or_default(),
+        desc: text(v, "pg_desc"),
+        backend_config: text(v, "backend_config"),
+        size: v.get("pg_size").and_then(as_i64),
+        ranks: rank_list(v.get("ranks")),
+    }
+}
+
+/// `ranks`: a JSON array of integers (PyTorch), or the same written as a string
+/// (`"[0, 1]"` or `"0,1"`, as Kineto's own writer does).
+fn rank_list(v: Option<&Value>) -> Vec<i64> {
+    match v {
+        Some(Value::Array(a)) => a.iter().filter_map(as_i64).collect(),
+        Some(Value::String(s)) => s
+            .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .filter_map(|t| t.parse().ok())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn device_props(v: &Value) -> DeviceProps {
     DeviceProps {
         id: v.get("id").and_then(as_i64),
@@ -120,6 +171,17 @@ fn device_props(v: &Value) -> DeviceProps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_ranks_as_array_or_text() {
+        let v: Value = serde_json::from_str(r#"[0, 1, 2]"#).unwrap();
+        assert_eq!(rank_list(Some(&v)), vec![0, 1, 2]);
+        let v: Value = serde_json::from_str(r#""[4, 5]""#).unwrap();
+        assert_eq!(rank_list(Some(&v)), vec![4, 5]);
+        let v: Value = serde_json::from_str(r#""6,7""#).unwrap();
+        assert_eq!(rank_list(Some(&v)), vec![6, 7]);
+        assert!(rank_list(None).is_empty());
+    }
 
     #[test]
     fn header_fields() {
@@ -139,7 +201,13 @@ mod tests {
         assert_eq!(h.base_time_ns, Some(1_775_078_550_000_000_000));
         assert_eq!(h.schema_version.as_deref(), Some("1"));
         assert_eq!(h.tool_version().as_deref(), Some("cupti 28, vllm 0.33.0"));
-        assert_eq!(h.rank, Some(3));
+        let d = h.distributed.as_ref().unwrap();
+        assert_eq!(
+            (d.rank, d.world_size, d.ranks.clone()),
+            (Some(3), Some(8), vec![3])
+        );
+        assert_eq!(d.backend.as_deref(), Some("nccl"));
+        assert!(d.process_groups.is_empty());
         assert_eq!(
             h.devices,
             vec![DeviceProps {

@@ -20,10 +20,12 @@ mod number;
 mod ranks;
 mod read;
 mod scan;
+mod shapes;
 
 use std::path::Path;
 
 use crate::exit::{Error, Result};
+use crate::source::LoadOptions;
 use crate::trace::Trace;
 
 /// Whether `path` is a Kineto trace: a directory, a `.json`/`.json.gz` name, or (other
@@ -48,8 +50,13 @@ pub fn looks_like_kineto(path: &Path) -> bool {
 
 /// Load one trace file, or every rank trace in a directory, into one [`Trace`].
 pub fn load(path: &Path) -> Result<Trace> {
+    load_with(path, &LoadOptions::all())
+}
+
+/// As [`load`], with the extras `opts` asks for (launch geometry, input shapes).
+pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     crate::source::check_readable_kind(path)?;
-    let mut col = build::Collector::new();
+    let mut col = build::Collector::new(opts);
     if path.is_dir() {
         let ranks = ranks::discover(path)?;
         col.warnings.extend(ranks.notes);

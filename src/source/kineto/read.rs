@@ -153,7 +153,7 @@ fn read_events<R: Read>(s: &mut Stream<R>, col: &mut Collector) -> std::result::
         if raw.first() != Some(&b'{') {
             return Err(Fail::BadEvent { offset });
         }
-        match event::parse(raw) {
+        match event::parse(raw, col.keep()) {
             Ok(Some(ev)) => col.event(&ev),
             Ok(None) => {}
             Err(()) => return Err(Fail::BadEvent { offset }),

@@ -438,6 +438,24 @@ impl<'a> Cur<'a> {
         }
     }
 
+    /// Call `f` on every element of an array (the cursor is at `[`); `f` returns
+    /// `Some(false)` to stop early, `None` on malformed input.
+    pub fn elements(&mut self, mut f: impl FnMut(&mut Cur<'a>) -> Option<bool>) -> Option<()> {
+        self.expect(b'[')?;
+        if self.eat(b']') {
+            return Some(());
+        }
+        loop {
+            if !f(self)? {
+                return Some(());
+            }
+            if self.eat(b',') {
+                continue;
+            }
+            return self.expect(b']');
+        }
+    }
+
     /// Walk an object's members: `f(key, cursor)` must consume the value and return false
     /// to stop early (the rest of the object is then left unread).
     pub fn members(

@@ -18,44 +18,8 @@ pub mod queries;
 pub mod schema;
 mod strings;
 
+pub use super::LoadOptions;
 pub use load::{gid_pid, gid_tid};
-
-/// What to read besides the GPU ops (which are always read).
-#[derive(Debug, Clone)]
-pub struct LoadOptions {
-    /// Host runtime/driver calls (`CUPTI_ACTIVITY_KIND_RUNTIME`, eventClass 0/1).
-    pub calls: bool,
-    /// NVTX ranges (push/pop and start/end).
-    pub ranges: bool,
-    /// Keep only ranges whose name matches (e.g. engine step patterns); `None` keeps all.
-    pub range_filter: Option<regex::Regex>,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions::all()
-    }
-}
-
-impl LoadOptions {
-    /// Everything: ops, calls and all ranges.
-    pub fn all() -> Self {
-        LoadOptions {
-            calls: true,
-            ranges: true,
-            range_filter: None,
-        }
-    }
-
-    /// GPU ops only (what `analyze` needs: it never pays for millions of NVTX rows).
-    pub fn ops_only() -> Self {
-        LoadOptions {
-            calls: false,
-            ranges: false,
-            range_filter: None,
-        }
-    }
-}
 
 /// Load everything from an nsys export or report.
 pub fn load(path: &Path) -> Result<Trace> {

@@ -6,7 +6,10 @@
 //! none (columns come and go across nsys versions, docs/nsys-format.md §9). Every other column
 //! a query names is required: preparing it fails when the column is absent. `{{ROWS}}`
 //! (in the NVTX query) is `rowid BETWEEN lo AND hi` for a query that reads
-//! one slice of its table, else `1`.
+//! one slice of its table, else `1`. `{{GEOMETRY}}` (kernels) is the six launch-dimension
+//! columns, each fitted as above, when [`Fill::geometry`] asks for them, else nothing.
+//! `{{IDS:col}}` is `(col = a OR col = b …)` over [`Fill::ids`] (`0` for none): ORs, not
+//! `IN (…)`, for the reason the NVTX query gives.
 
 use super::schema::Schema;
 
@@ -79,6 +82,16 @@ pub const PROCESSES: Query = Query {
     tables: &["PROCESSES"],
     sql: include_str!("../../../queries/processes.sql"),
 };
+pub const GPU_METRIC_NAMES: Query = Query {
+    name: "gpu_metric_names",
+    tables: &["TARGET_INFO_GPU_METRICS"],
+    sql: include_str!("../../../queries/gpu_metric_names.sql"),
+};
+pub const GPU_METRICS: Query = Query {
+    name: "gpu_metrics",
+    tables: &["GPU_METRICS"],
+    sql: include_str!("../../../queries/gpu_metrics.sql"),
+};
 pub const MEMCPY_KINDS: Query = Query {
     name: "memcpy_kinds",
     tables: &["ENUM_CUDA_MEMCPY_OPER"],
@@ -99,8 +112,24 @@ pub const ALL: &[Query] = &[
     EXPORT_META,
     CAPTURE_META,
     PROCESSES,
+    GPU_METRIC_NAMES,
+    GPU_METRICS,
     MEMCPY_KINDS,
 ];
+
+/// The kernel table's launch-dimension columns, in `{{GEOMETRY}}` order.
+const GEOMETRY_COLUMNS: [&str; 6] = ["gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"];
+
+/// What a rendering fills in besides the table and columns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fill<'a> {
+    /// Read only rowids `lo..=hi` (`{{ROWS}}`).
+    pub rows: Option<(i64, i64)>,
+    /// Select the launch geometry too (`{{GEOMETRY}}`).
+    pub geometry: bool,
+    /// The ids `{{IDS:col}}` matches.
+    pub ids: &'a [i64],
+}
 
 impl Query {
     /// The table this query reads in `schema`, if the export has one of its tables.
@@ -110,11 +139,22 @@ impl Query {
 
     /// The SQL fitted to `schema`, or `None` when none of its tables exists.
     pub fn render(&self, schema: &Schema) -> Option<String> {
-        self.render_rows(schema, None)
+        self.render_with(schema, &Fill::default())
     }
 
     /// As [`Query::render`], reading only rowids `lo..=hi` when `rows` is given.
     pub fn render_rows(&self, schema: &Schema, rows: Option<(i64, i64)>) -> Option<String> {
+        self.render_with(
+            schema,
+            &Fill {
+                rows,
+                ..Fill::default()
+            },
+        )
+    }
+
+    /// As [`Query::render`], with the placeholders `fill` decides.
+    pub fn render_with(&self, schema: &Schema, fill: &Fill<'_>) -> Option<String> {
         let table = self.table(schema)?;
         let mut out = String::with_capacity(self.sql.len());
         let mut rest = self.sql;
@@ -130,17 +170,38 @@ impl Query {
             if key == "TABLE" {
                 out.push_str(table);
             } else if key == "ROWS" {
-                match rows {
+                match fill.rows {
                     Some((lo, hi)) => out.push_str(&format!("rowid BETWEEN {lo} AND {hi}")),
                     None => out.push('1'),
                 }
+            } else if key == "GEOMETRY" {
+                if fill.geometry {
+                    for c in GEOMETRY_COLUMNS {
+                        out.push_str(", ");
+                        out.push_str(fit(schema, table, c));
+                    }
+                }
+            } else if let Some(col) = key.strip_prefix("IDS:") {
+                if fill.ids.is_empty() {
+                    out.push('0');
+                } else {
+                    let terms: Vec<String> =
+                        fill.ids.iter().map(|id| format!("{col} = {id}")).collect();
+                    out.push_str(&format!("({})", terms.join(" OR ")));
+                }
             } else {
-                let col = key.split('|').find(|c| schema.has_column(table, c));
-                out.push_str(col.unwrap_or("NULL"));
+                out.push_str(fit(schema, table, key));
             }
             rest = &after[close + 2..];
         }
         out.push_str(rest);
         Some(out)
     }
+}
+
+/// The first of a placeholder's `a|b` columns that `table` has, else `NULL`.
+fn fit<'k>(schema: &Schema, table: &str, key: &'k str) -> &'k str {
+    key.split('|')
+        .find(|c| schema.has_column(table, c))
+        .unwrap_or("NULL")
 }

@@ -5,6 +5,7 @@ const DDL_2026_2: &str = include_str!("../ddl_2026_2.sql");
 const DDL_2026_2_EXTRA: &str = include_str!("../ddl_2026_2_extra.sql");
 const DDL_2022_2: &str = include_str!("../ddl_2022_2.sql");
 const DDL_2020_5: &str = include_str!("../ddl_2020_5.sql");
+const DDL_GPU_METRICS: &str = include_str!("../ddl_gpu_metrics.sql");
 
 /// Which nsys export layout to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +23,8 @@ pub enum Layout {
 impl Layout {
     pub(super) fn ddl(self) -> Vec<&'static str> {
         match self {
-            Layout::Nsys2026_2 => vec![DDL_2026_2, DDL_2026_2_EXTRA],
-            Layout::Nsys2022_2 | Layout::Nsys2022_1 => vec![DDL_2022_2],
+            Layout::Nsys2026_2 => vec![DDL_2026_2, DDL_2026_2_EXTRA, DDL_GPU_METRICS],
+            Layout::Nsys2022_2 | Layout::Nsys2022_1 => vec![DDL_2022_2, DDL_GPU_METRICS],
             Layout::Nsys2020_5 => vec![DDL_2020_5],
         }
     }
@@ -59,9 +60,11 @@ pub(super) enum T {
     GraphTrace,
     GraphNode,
     Gpu,
+    GpuMetricNames,
+    GpuMetrics,
 }
 
-pub(super) const TABLE_NAMES: [&str; 8] = [
+pub(super) const TABLE_NAMES: [&str; 10] = [
     "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "NVTX_EVENTS",
@@ -70,6 +73,8 @@ pub(super) const TABLE_NAMES: [&str; 8] = [
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
     "CUDA_GRAPH_NODE_EVENTS",
     "TARGET_INFO_GPU",
+    "TARGET_INFO_GPU_METRICS",
+    "GPU_METRICS",
 ];
 
 /// Split a DDL file into (table name, statement) pairs and INSERT statements.

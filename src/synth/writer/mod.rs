@@ -16,8 +16,8 @@ use crate::exit::{Error, Result};
 pub use layout::Layout;
 use layout::{parse_ddl, T, TABLE_NAMES};
 pub use records::{
-    event_class, event_type, global_pid, global_tid, CallRec, GpuRec, GraphNodeRec, GraphTraceRec,
-    KernelRec, MemcpyRec, MemsetRec, NvtxName, NvtxRec,
+    event_class, event_type, global_pid, global_tid, CallRec, GpuMetricsRec, GpuRec, GraphNodeRec,
+    GraphTraceRec, KernelRec, MemcpyRec, MemsetRec, NvtxName, NvtxRec, ThroughputWindow,
 };
 
 /// Writes one synthetic export. Call [`NsysWriter::finish`] to commit.
@@ -27,7 +27,7 @@ pub struct NsysWriter {
     /// DDL by lowercase table name; ordered, so tables are created in the same order
     /// every run and the same command writes the same file.
     ddl: BTreeMap<String, String>,
-    created: [bool; 8],
+    created: [bool; TABLE_NAMES.len()],
     strings: HashMap<String, i64>,
     next_string: i64,
     next_grid: i64,
@@ -98,7 +98,7 @@ impl NsysWriter {
             conn,
             layout,
             ddl,
-            created: [false; 8],
+            created: [false; TABLE_NAMES.len()],
             strings: HashMap::new(),
             next_string: 1,
             next_grid: 1,
@@ -247,10 +247,11 @@ impl NsysWriter {
                 params![vm, g.id, g.name],
             )
         } else {
+            // pwGpuId (what GPU metrics name the GPU by) = the device id, as cuDevice.
             self.conn.execute(
                 "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, isDiscrete, \
-                 totalMemory, memoryBandwidth, smCount, cuDevice) \
-                 VALUES (?1, ?2, ?3, '0000:00:00.0', 1, ?4, ?5, ?6, ?2)",
+                 totalMemory, memoryBandwidth, smCount, cuDevice, pwGpuId) \
+                 VALUES (?1, ?2, ?3, '0000:00:00.0', 1, ?4, ?5, ?6, ?2, ?2)",
                 params![
                     vm,
                     g.id,
@@ -413,6 +414,70 @@ impl NsysWriter {
                 g.original_graph_node_id
             ],
         )
+    }
+
+    /// GPU metrics of one GPU as `--gpu-metrics-devices` records them: the metric names
+    /// of its target (DRAM read/write bandwidth, SMs active, SM issue, and two counters a
+    /// reader must skip: GPC clock, tensor active), then one sample of each per
+    /// `interval_ns` over `[start_ns, end_ns)`, valued by the window the sample's
+    /// timestamp falls in (0 outside every window; the clock is constant).
+    pub fn gpu_metrics(&mut self, g: &GpuMetricsRec<'_>) -> Result<()> {
+        if g.interval_ns <= 0 {
+            return Err(Error::input(
+                "GPU metrics need a positive sampling interval",
+            ));
+        }
+        self.ensure(T::GpuMetricNames)?;
+        self.ensure(T::GpuMetrics)?;
+        let type_id = records::GPU_METRICS_TARGET_BASE | (g.pw_gpu_id & 0xFF);
+        let pct = " [Throughput %]";
+        let names = [
+            "GPC Clock Frequency [MHz]".to_owned(),
+            format!("SMs Active{pct}"),
+            format!("SM Issue{pct}"),
+            format!("Tensor Active{pct}"),
+            format!("DRAM Read Bandwidth{pct}"),
+            format!("DRAM Write Bandwidth{pct}"),
+        ];
+        for (metric_id, name) in names.iter().enumerate() {
+            self.insert(
+                "INSERT INTO TARGET_INFO_GPU_METRICS (typeId, sourceId, typeName, metricId, \
+                 metricName) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    type_id,
+                    records::GPU_METRICS_TARGET_BASE,
+                    format!("GPU {}", g.pw_gpu_id),
+                    metric_id as i64,
+                    name
+                ],
+            )?;
+        }
+        let mut t = g.start_ns;
+        while t < g.end_ns {
+            let w = g
+                .windows
+                .iter()
+                .find(|w| (w.start_ns..w.end_ns).contains(&t))
+                .copied()
+                .unwrap_or_default();
+            let values = [
+                1_755_000_000.0,
+                w.sm_active_pct,
+                w.sm_issue_pct,
+                0.0,
+                w.dram_read_pct,
+                w.dram_write_pct,
+            ];
+            for (metric_id, v) in values.into_iter().enumerate() {
+                self.insert(
+                    "INSERT INTO GPU_METRICS (rawTimestamp, timestamp, typeId, metricId, value) \
+                     VALUES (?1, ?1, ?2, ?3, ?4)",
+                    params![t, type_id, metric_id as i64, v],
+                )?;
+            }
+            t += g.interval_ns;
+        }
+        Ok(())
     }
 
     /// One row through a cached statement (the caller has created its table).

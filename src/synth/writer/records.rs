@@ -1,5 +1,6 @@
 //! The rows the writer takes (kernels, calls, NVTX ranges, memcpy, memset, graph replays
-//! and nodes, GPUs), the serialized GlobalIds and the nsys enum values they carry.
+//! and nodes, GPUs, GPU metrics), the serialized GlobalIds and the nsys enum values they
+//! carry.
 
 /// Serialized GlobalId of a process (bit 48 set, pid in bits 24..47).
 pub fn global_pid(pid: i64) -> i64 {
@@ -129,6 +130,35 @@ pub struct GraphNodeRec {
     pub name: i64,
     pub graph_node_id: i64,
     pub original_graph_node_id: Option<i64>,
+}
+
+/// The `typeId` of a GPU metrics target without its GPU byte (the layout public readers
+/// of real exports show: `0x1000100000000 + pwGpuId`, docs/nsys-format.md §10).
+pub const GPU_METRICS_TARGET_BASE: i64 = 0x1_0001_0000_0000;
+
+/// The GPU activity of one interval, for [`GpuMetricsRec`]: each value is % of peak.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThroughputWindow {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub dram_read_pct: f64,
+    pub dram_write_pct: f64,
+    pub sm_active_pct: f64,
+    pub sm_issue_pct: f64,
+}
+
+/// One GPU's sampled metrics, for [`NsysWriter::gpu_metrics`](super::NsysWriter::gpu_metrics):
+/// samples every `interval_ns` over `[start_ns, end_ns)`, valued by the window each falls in.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuMetricsRec<'a> {
+    /// TARGET_INFO_GPU.pwGpuId of the sampled GPU (the writer's `gpu` sets it to the
+    /// device id).
+    pub pw_gpu_id: i64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Sampling period (nsys's default frequency, 10 kHz, is 100 µs).
+    pub interval_ns: i64,
+    pub windows: &'a [ThroughputWindow],
 }
 
 /// One GPU of TARGET_INFO_GPU.

@@ -12,12 +12,18 @@ use super::{gid_pid, int, prepare};
 use crate::exit::Result;
 use crate::trace::{DeviceInfo, TraceMeta};
 
+/// `(pwGpuId, id)` of the GPUs that state a PerfWorks id (what GPU metrics name a GPU by,
+/// docs/nsys-format.md §10).
+pub(super) type PerfWorksIds = Vec<(i64, i64)>;
+
+/// The report's GPUs, and their PerfWorks ids.
 pub(super) fn load_devices(
     conn: &Connection,
     schema: &Schema,
     path: &Path,
-) -> Result<Vec<DeviceInfo>> {
+) -> Result<(Vec<DeviceInfo>, PerfWorksIds)> {
     let mut out: Vec<DeviceInfo> = Vec::new();
+    let mut pw_ids = Vec::new();
     if let Some(mut st) = prepare(conn, schema, &queries::GPUS, path)? {
         let err = |e| sql_error(path, "gpus", e);
         let mut rows = st.query([]).map_err(err)?;
@@ -25,6 +31,9 @@ pub(super) fn load_devices(
             let Some(id) = int(r, 0).map_err(err)? else {
                 continue;
             };
+            if let Some(pw) = int(r, 5).map_err(err)? {
+                pw_ids.push((pw, id));
+            }
             if out.iter().any(|d| d.id == id) {
                 continue; // several vmIds may list one device id
             }
@@ -40,7 +49,7 @@ pub(super) fn load_devices(
             });
         }
     }
-    Ok(out)
+    Ok((out, pw_ids))
 }
 
 pub(super) fn load_meta(

@@ -5,6 +5,7 @@
 
 mod host;
 mod meta;
+mod metrics;
 mod open;
 mod ops;
 mod split;
@@ -15,13 +16,14 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
 use super::progress::Progress;
-use super::queries::{self, Query};
+use super::queries::{self, Fill, Query};
 use super::schema::Schema;
 use super::strings::{merge, remap, StringTable};
 use super::LoadOptions;
 use crate::exit::{Error, Result};
 use crate::trace::{
-    CallsBuilder, DeviceInfo, Interner, OpsBuilder, RangesBuilder, SourceFormat, Trace, TraceMeta,
+    CallsBuilder, DeviceInfo, Interner, OpsBuilder, RangesBuilder, ShapesBuilder, SourceFormat,
+    Trace, TraceMeta,
 };
 
 use host::{load_calls, load_ranges};
@@ -143,7 +145,27 @@ fn prepare_rows<'c>(
     path: &Path,
     rows: Option<(i64, i64)>,
 ) -> Result<Option<rusqlite::Statement<'c>>> {
-    match q.render_rows(schema, rows) {
+    prepare_fill(
+        conn,
+        schema,
+        q,
+        path,
+        &Fill {
+            rows,
+            ..Fill::default()
+        },
+    )
+}
+
+/// As [`prepare`], with the placeholders `fill` decides.
+fn prepare_fill<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+    fill: &Fill<'_>,
+) -> Result<Option<rusqlite::Statement<'c>>> {
+    match q.render_with(schema, fill) {
         None => Ok(None),
         Some(sql) => conn
             .prepare(&sql)
@@ -234,6 +256,7 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
         let part = |k: usize| OpsPart {
             kernels: kernel_slices[k],
             last: k == last,
+            geometry: opts.geometry,
         };
         let ops: Vec<_> = (1..kernel_slices.len())
             .map(|k| s.spawn(move || load_ops(db, schema, table, memcpy, part(k), progress)))
@@ -322,7 +345,7 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     bad.add("nvtx", n_bad);
     meta.warnings.extend(bad.warnings(&schema));
 
-    let mut devices = load_devices(&conn, &schema, path)?;
+    let (mut devices, pw_ids) = load_devices(&conn, &schema, path)?;
     for id in trace_devices {
         if !devices.iter().any(|d| d.id == id) {
             devices.push(DeviceInfo {
@@ -332,12 +355,19 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
         }
     }
     devices.sort_by_key(|d| d.id);
+    let gpu_metrics = if opts.gpu_metrics {
+        metrics::load_gpu_metrics(&conn, &schema, path, &pw_ids, &mut meta.warnings)?
+    } else {
+        Vec::new()
+    };
     crate::phases::mark("nsys: parts merged");
 
     Ok(Trace {
         ops: ob.finish()?,
         calls: calls_b.finish()?,
         ranges: ranges_b.finish()?,
+        shapes: ShapesBuilder::default().finish()?,
+        gpu_metrics,
         devices,
         strings: global.into_strings(),
         meta,

@@ -10,9 +10,10 @@ use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
-use super::{gid_pid, id_or_missing, int, prepare, prepare_rows, times, Dropped, TICK};
+use super::{gid_pid, id_or_missing, int, prepare, prepare_fill, times, Dropped, TICK};
 use crate::exit::Result;
-use crate::trace::{OpKind, OpRow, OpsBuilder};
+use crate::source::nsys::queries::Fill;
+use crate::trace::{Launch, OpKind, OpRow, OpsBuilder};
 
 /// Memcpy kinds of ENUM_CUDA_MEMCPY_OPER (identical in every 3.x export, docs/nsys-format.md
 /// §5), used for 2.x exports that have no ENUM tables.
@@ -56,6 +57,8 @@ pub(super) struct OpsOut {
 pub(super) struct OpsPart {
     pub(super) kernels: Option<(i64, i64)>,
     pub(super) last: bool,
+    /// Read the kernels' launch geometry (columns 10-15 of queries/kernels.sql).
+    pub(super) geometry: bool,
 }
 
 pub(super) fn load_ops(
@@ -69,13 +72,22 @@ pub(super) fn load_ops(
     let path = db.shown.as_path();
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
-    let mut b = OpsBuilder::default();
+    let mut b = if part.geometry {
+        OpsBuilder::default().with_geometry()
+    } else {
+        OpsBuilder::default()
+    };
     let mut dropped = 0u64;
     let mut bad = Dropped::default();
     let mut n = 0u64;
     let err = |q: &'static str| move |e| sql_error(path, q, e);
 
-    if let Some(mut st) = prepare_rows(&conn, schema, &queries::KERNELS, path, part.kernels)? {
+    let fill = Fill {
+        rows: part.kernels,
+        geometry: part.geometry,
+        ..Fill::default()
+    };
+    if let Some(mut st) = prepare_fill(&conn, schema, &queries::KERNELS, path, &fill)? {
         let mut n_bad = 0u64;
         let mut rows = st.query([]).map_err(err("kernels"))?;
         while let Some(r) = rows.next().map_err(err("kernels"))? {
@@ -90,13 +102,25 @@ pub(super) fn load_ops(
                 continue;
             }
             let op = op_row(r, t).map_err(err("kernels"))?;
-            b.push(OpRow {
+            let row = OpRow {
                 name_id: names.id(rd(6)?.unwrap_or(-1)),
                 short_id: names.id(rd(7)?.unwrap_or(-1)),
                 graph_node_id: id_or_missing(rd(8)?),
                 graph_id: rd(9)?.unwrap_or(-1),
                 ..op
-            });
+            };
+            if part.geometry {
+                let dim = |i| -> Result<u32> {
+                    Ok(rd(i)?.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
+                };
+                let launch = Launch {
+                    grid: [dim(10)?, dim(11)?, dim(12)?],
+                    block: [dim(13)?, dim(14)?, dim(15)?],
+                };
+                b.push_launch(row, launch);
+            } else {
+                b.push(row);
+            }
             n += 1;
             if n.is_multiple_of(TICK) {
                 progress.inc(TICK);

@@ -1,0 +1,64 @@
+//! Operator input shapes (`args["Input Dims"]`, written when the profiler ran with
+//! `record_shapes`): the array as compact JSON text (so equal shapes intern to one id
+//! whatever the writer's indentation) and the first dimension of the first input, the
+//! token count M of a linear layer's `[M, K]` activation (docs/kineto-format.md §11).
+
+/// `raw` without the whitespace between its tokens (strings are copied unchanged).
+pub fn compact(raw: &[u8], out: &mut String) {
+    out.clear();
+    let mut in_str = false;
+    let mut escaped = false;
+    for &b in raw {
+        if in_str {
+            escaped = !escaped && b == b'\\';
+            if b == b'"' && !escaped {
+                in_str = false;
+            }
+        } else if b == b'"' {
+            in_str = true;
+        } else if b.is_ascii_whitespace() {
+            continue;
+        }
+        out.push(char::from(b));
+    }
+    // A shape array is ASCII; anything else is carried over as the lossy text.
+    if !raw.is_ascii() {
+        out.clear();
+        out.push_str(&String::from_utf8_lossy(raw));
+    }
+}
+
+/// The first integer of the first inner array of a compact `[[a, …], …]`: -1 when the
+/// first input has no dimensions (a scalar, `[]`) or the text is not such an array.
+pub fn first_dim(compact: &str) -> i64 {
+    let Some(rest) = compact.strip_prefix("[[") else {
+        return -1;
+    };
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().unwrap_or(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_printed_dims_compact_to_one_text() {
+        let mut s = String::new();
+        compact(b"[\n  [\n    512\n  ],\n  [],\n  [4096, 8]\n]", &mut s);
+        assert_eq!(s, "[[512],[],[4096,8]]");
+        compact(br#"["a b", [1]]"#, &mut s);
+        assert_eq!(s, r#"["a b",[1]]"#);
+    }
+
+    #[test]
+    fn first_dimension_of_the_first_input() {
+        assert_eq!(first_dim("[[32,4096],[4096,4096],[4096]]"), 32);
+        assert_eq!(first_dim("[[2,128,4096]]"), 2);
+        assert_eq!(first_dim("[[],[1]]"), -1);
+        assert_eq!(first_dim("[]"), -1);
+        assert_eq!(first_dim("[[x]]"), -1);
+    }
+}
