@@ -106,6 +106,7 @@ fn one(
         achieved_bytes_per_s: achieved,
         roof_bytes_per_s: f.roof_bytes_per_s,
         roof_fraction,
+        measured_dram_of_peak: None,
         measured_dram_bytes_per_s: None,
         basis: f.basis.clone(),
         shape,

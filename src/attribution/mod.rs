@@ -9,7 +9,9 @@
 //! ([`groups`]).
 
 pub mod classes;
+pub mod detail;
 pub mod groups;
+pub mod layers;
 mod notes;
 
 pub use notes::{for_vendor, missing_floor_notes};
@@ -153,6 +155,7 @@ fn attribute_named(
             classes: Vec::new(),
             waterfall: None,
             plausible_with: Vec::new(),
+            measured_dram_of_peak: None,
         };
     };
     let fa = floor.map(|f| FloorAttribution {
@@ -180,6 +183,7 @@ fn attribute_named(
         classes: Vec::new(),
         waterfall: None,
         plausible_with: Vec::new(),
+        measured_dram_of_peak: None,
     }
 }
 

@@ -11,7 +11,7 @@ fn missing(step: &Step, point: &OperatingPoint) -> Option<&'static str> {
         return None;
     }
     let label = step.kind_label();
-    Some(match &step.composition {
+    Some(match step.composition.as_ref().filter(|c| c.counts_requests()) {
         // A prefill name without its token count has its own note from discovery.
         Some(c) if c.context.requests.is_some_and(|n| n > 0) && c.context.sq.is_none() => {
             return None

@@ -4,7 +4,7 @@
 use crate::commands::floorflags::{batch_flag, context_flag, pp_flag, ModelFlags};
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
-use crate::report::floor::{weight_dtype_name, ModelGeometry};
+use crate::report::floor::{weight_dtype_name, ConfigFields, ModelGeometry};
 use crate::report::Format;
 use crate::roofline::floor::{decode_floor, DecodePoint, FloorOptions};
 use crate::roofline::model::{self, ModelSpec};
@@ -271,6 +271,7 @@ fn geometry(mo: &ModelOptions, m: &ModelSpec, no_window: bool) -> Result<ModelGe
         sliding_window: m.sliding_window,
         sliding_layers: m.swa_layers,
         mla: m.mla.clone(),
+        config: ConfigFields::of(m),
         weight_dtype: weight_dtype_name(m.weight_dtype),
         bytes_per_weight: m.weight_dtype.bytes_per_param(),
         vllm_bytes_per_weight: if mo.weight_dtype.is_some() {

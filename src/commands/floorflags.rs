@@ -239,12 +239,13 @@ impl Pricing {
     /// decode — never for a step inferred to be a prefill or mixed, which a decode
     /// composition would misprice.
     pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
-        if step.composition.is_none()
-            && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
+        // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
+        let named = step.composition.as_ref().filter(|c| c.counts_requests());
+        if named.is_none() && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
         {
             return None;
         }
-        let comp = composition(step.composition.as_ref(), self.batch, self.context)?;
+        let comp = composition(named, self.batch, self.context)?;
         (comp.sq > 0).then_some(comp)
     }
 

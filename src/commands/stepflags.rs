@@ -185,6 +185,7 @@ pub fn load_for_steps(path: &Path, flags: &StepFlags) -> Result<Trace> {
         calls: true,
         ranges: ranges.is_some(),
         range_filter: ranges,
+        gpu_metrics: true,
         ..crate::source::LoadOptions::all()
     };
     crate::source::load_with(path, &opts)
@@ -222,6 +223,13 @@ pub fn steps_of(
     };
     // The one join of steps and attribution.
     let mut r = r.join(a);
+    let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
+        model: &p.model,
+        tp: p.opts.tp,
+        pp: p.opts.pp,
+        roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
+    });
+    attribution::detail::detail(trace, &mut r, cats, geometry.as_ref())?;
     if let Some(p) = pricing {
         r.notes.push(format!("floor: {}", p.basis));
         let notes = attribution::missing_floor_notes(&r.steps, &point);

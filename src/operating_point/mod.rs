@@ -53,7 +53,7 @@ pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result
             basis: s.basis,
             evidence: s.evidence,
         })
-        .or_else(|| parallel::infer_tp(report));
+        .or_else(|| parallel::infer_tp(report, trace.meta.distributed.as_ref()));
     let tp = flag_over(
         given.tp,
         captured_tp,
@@ -61,11 +61,14 @@ pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result
         default_tp(),
         &mut report.warnings,
     );
-    let pp = side.and_then(|s| s.pp).map(|p| Sourced {
-        value: p,
-        basis: Basis::Read,
-        evidence: format!("pp in {side_name}"),
-    });
+    let pp = side
+        .and_then(|s| s.pp)
+        .map(|p| Sourced {
+            value: p,
+            basis: Basis::Read,
+            evidence: format!("pp in {side_name}"),
+        })
+        .or_else(|| parallel::infer_pp(trace.meta.distributed.as_ref()));
 
     let gpu = resolve_gpu(given.gpu.as_deref(), trace, &mut report.warnings)?;
 

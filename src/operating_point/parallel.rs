@@ -1,14 +1,16 @@
-//! The tensor-parallel degree a capture ran at, from what it records (docs/method.md
-//! §3.3): the rank count custom all-reduce kernels carry in their template (vLLM and
+//! The tensor- and pipeline-parallel degrees a capture ran at, from what it records
+//! (docs/method.md §3.3): Kineto's `distributedInfo` (world size and process groups,
+//! read), else the rank count custom all-reduce kernels carry in their template (vLLM and
 //! SGLang `cross_device_reduce_{1,2}stage<T, N>`, TensorRT-LLM
 //! `{one,two}ShotAllReduceKernel<T, RANKS_PER_NODE>`), else the number of ranks in the
-//! capture that run the same steps with collectives between them.
+//! capture that run the same steps with all-reduces inside them.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::trace::Distributed;
 use crate::wire::attribution::{Basis, Sourced};
 use crate::wire::steps::StepsReport;
 
@@ -23,10 +25,104 @@ static RANKS_IN_TEMPLATE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static pattern")
 });
 
-/// The TP degree of the steps' collectives, with its evidence; None when nothing in the
-/// capture says.
-pub fn infer_tp(report: &StepsReport) -> Option<Sourced<u32>> {
-    from_templates(report).or_else(|| from_ranks(report))
+/// The TP degree the capture states or implies, with its evidence (the trace's
+/// `distributedInfo` first, the kernels' own evidence after it); None when nothing says.
+pub fn infer_tp(report: &StepsReport, distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
+    let kernels = from_templates(report).or_else(|| from_ranks(report));
+    // A world of several ranks is tensor parallel only if its steps all-reduce like TP
+    // layers do; data-parallel training shares the same distributedInfo.
+    let stated = distributed
+        .and_then(|d| from_distributed(d).0)
+        .filter(|t| t.value == 1 || tp_like(report));
+    match (stated, kernels) {
+        (Some(mut d), Some(k)) if k.value != d.value => {
+            d.evidence
+                .push_str(&format!("; but {} ({})", k.evidence, k.value));
+            Some(d)
+        }
+        (Some(d), _) => Some(d),
+        (None, k) => k,
+    }
+}
+
+/// The PP degree the trace's `distributedInfo` implies, where it does.
+pub fn infer_pp(distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
+    distributed.and_then(|d| from_distributed(d).1)
+}
+
+/// NCCL process groups of more than one rank: (size, ranks).
+fn nccl_groups(d: &Distributed) -> Vec<(i64, &[i64])> {
+    d.process_groups
+        .iter()
+        .filter(|g| {
+            g.backend_config
+                .as_deref()
+                .is_some_and(|b| b.contains("nccl"))
+        })
+        .filter_map(|g| g.size.filter(|&n| n > 1).map(|n| (n, g.ranks.as_slice())))
+        .collect()
+}
+
+/// (TP, PP) from `distributedInfo`: a world whose NCCL groups all span it is TP over the
+/// whole world (read); smaller groups of consecutive ranks are TP groups and strided
+/// ones PP groups, as vLLM and SGLang build them (inferred).
+fn from_distributed(d: &Distributed) -> (Option<Sourced<u32>>, Option<Sourced<u32>>) {
+    let Some(world) = d.world_size.filter(|n| (1..=1 << 16).contains(n)) else {
+        return (None, None);
+    };
+    let groups = nccl_groups(d);
+    let read = |n: i64, why: String| Sourced {
+        value: n as u32,
+        basis: Basis::Read,
+        evidence: why,
+    };
+    if groups.iter().all(|&(n, _)| n == world) {
+        let why = if world == 1 {
+            "distributedInfo.world_size = 1".to_owned()
+        } else {
+            format!("distributedInfo.world_size = {world}, every NCCL process group spans all {world} ranks")
+        };
+        return (Some(read(world, why)), None);
+    }
+    let mine = d.rank.unwrap_or(0);
+    let contiguous = |r: &[i64]| r.windows(2).all(|w| w[1] == w[0] + 1);
+    let strided = |r: &[i64]| {
+        r.len() > 1 && r.windows(2).all(|w| w[1] - w[0] == r[1] - r[0]) && r[1] - r[0] > 1
+    };
+    let sub: Vec<(i64, &[i64])> = groups
+        .into_iter()
+        .filter(|&(n, r)| n < world && r.contains(&mine))
+        .collect();
+    let inferred = |n: i64, why: String| Sourced {
+        value: n as u32,
+        basis: Basis::Inferred,
+        evidence: why,
+    };
+    let tp = sub
+        .iter()
+        .filter(|(_, r)| contiguous(r))
+        .map(|&(n, _)| n)
+        .max()
+        .map(|n| {
+            inferred(
+                n,
+                format!("distributedInfo: an NCCL group of {n} consecutive ranks in a world of {world} (TP groups are consecutive ranks)"),
+            )
+        });
+    let pp = sub
+        .iter()
+        .filter(|(_, r)| strided(r))
+        .map(|&(n, _)| n)
+        .max()
+        .zip(tp.as_ref())
+        .filter(|(n, t)| *n * i64::from(t.value) <= world)
+        .map(|(n, _)| {
+            inferred(
+                n,
+                format!("distributedInfo: an NCCL group of {n} strided ranks in a world of {world} (pipeline stages)"),
+            )
+        });
+    (tp, pp)
 }
 
 /// Rank counts read off collective kernel templates, most frequent first.
@@ -82,6 +178,23 @@ static ALL_REDUCE: LazyLock<Regex> = LazyLock::new(|| {
 /// this is data parallelism (gradient buckets), not TP.
 const MIN_ALL_REDUCES_PER_STEP: u64 = 8;
 
+/// Every step with GPU work all-reduces at least [`MIN_ALL_REDUCES_PER_STEP`] times.
+fn tp_like(report: &StepsReport) -> bool {
+    let all_reduces = |s: &crate::wire::steps::Step| -> u64 {
+        s.all_kernels
+            .iter()
+            .filter(|k| k.category.as_ref() == "communication" && ALL_REDUCE.is_match(&k.name))
+            .map(|k| k.instances)
+            .sum()
+    };
+    let mut with_gpu = report
+        .steps
+        .iter()
+        .filter(|s| s.wall_ns.is_some())
+        .peekable();
+    with_gpu.peek().is_some() && with_gpu.all(|s| all_reduces(s) >= MIN_ALL_REDUCES_PER_STEP)
+}
+
 /// Several ranks, each on its own device, with the same number of steps and all-reduce
 /// kernels inside every one of them: tensor parallel across them.
 fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
@@ -104,19 +217,7 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
     let same_steps = with_gpu
         .windows(2)
         .all(|w| report.series[w[0]].steps == report.series[w[1]].steps);
-    let all_reduces = |s: &crate::wire::steps::Step| -> u64 {
-        s.all_kernels
-            .iter()
-            .filter(|k| k.category.as_ref() == "communication" && ALL_REDUCE.is_match(&k.name))
-            .map(|k| k.instances)
-            .sum()
-    };
-    let tp_like = report
-        .steps
-        .iter()
-        .filter(|s| s.wall_ns.is_some())
-        .all(|s| all_reduces(s) >= MIN_ALL_REDUCES_PER_STEP);
-    if !(same_steps && tp_like) {
+    if !(same_steps && tp_like(report)) {
         return None;
     }
     let n = with_gpu.len() as u32;

@@ -111,6 +111,9 @@ pub struct MoeSpec {
     pub moe_intermediate: u64,
     /// Total width of the always-on shared expert(s) (DeepSeek: n_shared × moe_intermediate).
     pub shared_intermediate: u64,
+    /// `n_shared_experts` as the config states it (DeepSeek, Kimi); None where the
+    /// config gives the shared width instead (`shared_expert_intermediate_size`, Qwen).
+    pub shared_experts: Option<u64>,
     /// Layers whose FFN is MoE (the rest are dense with `intermediate`).
     pub moe_layers: u64,
 }
@@ -574,6 +577,7 @@ mod tests {
             top_k: 8,
             moe_intermediate: 1,
             shared_intermediate: 0,
+            shared_experts: None,
             moe_layers: 1,
         };
         assert_eq!(MoeRouting::Spread.experts_touched(&m, 4.0), 32.0);

@@ -105,6 +105,10 @@ pub struct StepAttribution {
     /// plausible (`--tp 4`, `--kv-dtype fp8`, …), each priced again (derived).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plausible_with: Vec<String>,
+    /// DRAM read + write throughput over the step's GPU span as the GPU's counters
+    /// recorded it, a fraction of peak (measured); absent without GPU metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_dram_of_peak: Option<f64>,
 }
 
 /// What attribution returns for a list of steps: one attribution per step (same order,
@@ -288,8 +292,13 @@ pub struct ClassAttribution {
     pub roof_bytes_per_s: Option<f64>,
     /// achieved / roof.
     pub roof_fraction: Option<f64>,
-    /// DRAM throughput the GPU's counters recorded while the class ran (measured); null
-    /// where the report has no GPU metrics.
+    /// DRAM read + write throughput the GPU's counters recorded while the class's kernels
+    /// ran, as a fraction of peak (measured; occupancy-weighted over the sampling
+    /// periods); absent where the report has no GPU metrics. Where present it, not the
+    /// byte model, decides `shape`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_dram_of_peak: Option<f64>,
+    /// The same in bytes/s: the measured fraction times the roof (derived).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_dram_bytes_per_s: Option<f64>,
     /// How the floor was obtained, or why there is none.

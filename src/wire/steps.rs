@@ -75,6 +75,15 @@ pub struct BatchComposition {
     pub iteration: Option<u64>,
 }
 
+impl BatchComposition {
+    /// Whether the name counted any requests (a `ProfilerStep#N` composition counts none).
+    pub fn counts_requests(&self) -> bool {
+        self.requests.is_some()
+            || self.context.requests.is_some()
+            || self.generation.requests.is_some()
+    }
+}
+
 /// How a step was found, most certain first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -542,6 +551,7 @@ mod tests {
             classes: Vec::new(),
             waterfall: None,
             plausible_with: Vec::new(),
+            measured_dram_of_peak: None,
         }
     }
 

@@ -695,3 +695,162 @@ fn a_gpu_flag_against_the_report_warns_and_an_unknown_gpu_is_refused() {
     assert!(err.contains("unknown GPU `h1000`"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn dram_counters_decide_the_shape_where_a_report_has_them() {
+    // GEMMs timed at 97% of the byte model's roof, but the counters (written by the
+    // generator from the documented GPU_METRICS schema: no bundled capture has them) say
+    // DRAM ran at 45% while they ran: the counter decides, and says both numbers.
+    let dir = tempfile::tempdir().unwrap();
+    let mut scn = planted::scenario(Cause::GemmsAtRoof, 2);
+    scn.counters = Some(workload::Counters {
+        interval_ns: 1_000,
+        dram_read_pct: vec![
+            ("nvjet".to_owned(), 45.0),
+            ("FlashAttnFwdSm90".to_owned(), 85.0),
+        ],
+    });
+    let path = dir.path().join("counters.sqlite");
+    workload::build(&scn, &path).unwrap();
+    let j = steps_json(&[path.to_str().unwrap(), "--model", "llama-3-8b"]);
+    let g = &j["groups"][0];
+    let by = |k: &str| {
+        g["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["class"] == k)
+            .unwrap()
+    };
+    let w = by("weights");
+    let m = w["measured_dram_of_peak"].as_f64().unwrap();
+    assert!((m - 0.45).abs() < 0.02, "weights measured {m}");
+    assert!((w["roof_fraction"].as_f64().unwrap() - 0.97).abs() < 1e-3);
+    assert_eq!(
+        w["shape"], "under-utilized",
+        "the counter, not the byte model"
+    );
+    let act = w["action"].as_str().unwrap();
+    let says = format!(
+        "measured {:.0}% of peak (the byte model says 97%)",
+        m * 100.0
+    );
+    assert!(act.contains(&says), "{act}");
+    assert_eq!(
+        w["measured_dram_bytes_per_s"].as_f64().unwrap(),
+        m * H100_BYTES_PER_S
+    );
+    let a = by("attention");
+    assert!((a["measured_dram_of_peak"].as_f64().unwrap() - 0.85).abs() < 0.02);
+    assert_eq!(a["shape"], "at-roof");
+    // Per step: the span's mean, idle gaps at 0%: Σ duration × % over the wall, by hand
+    // from the planted schedule.
+    let s = &j["steps"][0];
+    let wall = s["wall_ns"].as_f64().unwrap();
+    let planted_sum: f64 = scn.steps[0]
+        .kernels
+        .iter()
+        .map(|k| {
+            let pct = if k.name.contains("nvjet") {
+                0.45
+            } else if k.name.contains("FlashAttnFwdSm90") {
+                0.85
+            } else {
+                0.0
+            };
+            k.duration_ns as f64 * pct
+        })
+        .sum();
+    let step_m = s["attribution"]["measured_dram_of_peak"].as_f64().unwrap();
+    assert!(
+        (step_m - planted_sum / wall).abs() < 0.02,
+        "{step_m} vs {}",
+        planted_sum / wall
+    );
+    // Without counters there is no measured field at all (never a made-up one).
+    let (p2, _) = planted_report(dir.path(), Cause::GemmsAtRoof, 1);
+    let j = steps_json(&[p2.to_str().unwrap(), "--model", "llama-3-8b"]);
+    assert!(j["groups"][0]["classes"][0]
+        .get("measured_dram_of_peak")
+        .is_none());
+    assert!(j["steps"][0]["attribution"]
+        .get("measured_dram_of_peak")
+        .is_none());
+}
+
+#[test]
+fn the_decode_layer_maps_its_gemms_to_the_model_layers() {
+    // SGLang Qwen3-8B decode: 36 layers; per layer by hand from config.json, bf16:
+    // o 32·128·4096, gate_up 2·4096·12288, down 12288·4096, qkv 4096·48·128 weights;
+    // lm_head 151936·4096.
+    let path = fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let j = steps_json(&[
+        path.to_str().unwrap(),
+        "--model",
+        "qwen3-8b",
+        "--gpu",
+        "mi300x",
+    ]);
+    let l = &j["groups"][0]["layers"];
+    assert!(l["ambiguous"].is_null(), "{}", l["ambiguous"]);
+    assert_eq!(
+        (l["repeats"].as_u64(), l["layers"].as_u64()),
+        (Some(36), Some(36))
+    );
+    let want: [(&str, u64, &str); 5] = [
+        ("o", 32 * 128 * 4096 * 2, "MT16x32x512"),
+        ("gate_up", 2 * 4096 * 12288 * 2, "MT256x32x64"),
+        ("down", 12288 * 4096 * 2, "MT32x32x256"),
+        ("qkv", 4096 * 48 * 128 * 2, "MT64x32x256"),
+        ("lm_head", 151_936 * 4096 * 2, "MT256x48x64"),
+    ];
+    let (ops, _) = kineto_ops(&path);
+    let rows = l["gemms"].as_array().unwrap();
+    assert_eq!(rows.len(), want.len());
+    for (r, (role, bytes, tile)) in rows.iter().zip(want) {
+        assert_eq!(r["role"], role);
+        assert!(
+            r["kernel"].as_str().unwrap().contains(tile),
+            "{role}: {}",
+            r["kernel"]
+        );
+        assert_eq!(r["bytes"].as_f64().unwrap(), bytes as f64, "{role}");
+        // Per layer: that kernel's summed raw durations over its instances (no two of
+        // these GEMMs overlap anything in this trace).
+        let (n, sum) = ops
+            .iter()
+            .filter(|o| o.0.contains(tile))
+            .fold((0, 0), |(n, s), o| (n + 1, s + o.2 - o.1));
+        let per = sum as f64 / n as f64;
+        let got = r["time_ns"].as_f64().unwrap();
+        // The mean over the 35 full layer periods, against the mean over all instances.
+        assert!((got - per).abs() < 0.05 * per, "{role}: {got} vs {per}");
+        let achieved = r["achieved_bytes_per_s"].as_f64().unwrap();
+        assert!((achieved - bytes as f64 / (got / 1e9)).abs() < 1e-6 * achieved);
+    }
+    // The planted TP-4 capture: the same roles at 1/4 of Llama-3-70B's matrices, all at
+    // the planted 90% of the roof.
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = planted_report(dir.path(), Cause::Tp4, 1);
+    let j = steps_json(&[p.to_str().unwrap(), "--model", "llama-3-70b"]);
+    let l = &j["groups"][0]["layers"];
+    assert!(l["ambiguous"].is_null(), "{}", l["ambiguous"]);
+    for (r, (role, bytes)) in l["gemms"].as_array().unwrap().iter().zip([
+        ("o", 64u64 * 128 * 8192 * 2 / 4),
+        ("gate_up", 2 * 8192 * 28672 * 2 / 4),
+        ("down", 28672 * 8192 * 2 / 4),
+        ("qkv", 8192 * 80 * 128 * 2 / 4),
+        ("lm_head", 128_256 * 8192 * 2 / 4),
+    ]) {
+        assert_eq!(r["role"], role);
+        assert_eq!(r["bytes"].as_f64().unwrap(), bytes as f64, "{role}");
+        assert!(
+            (r["roof_fraction"].as_f64().unwrap() - 0.9).abs() < 1e-3,
+            "{role}"
+        );
+    }
+    // A model whose layers do not fit the trace: said, not guessed.
+    let j = steps_json(&[p.to_str().unwrap(), "--model", "llama-3-8b", "--tp", "4"]);
+    let why = j["groups"][0]["layers"]["ambiguous"].as_str().unwrap();
+    assert!(why.contains("once per layer"), "{why}");
+}
