@@ -107,12 +107,12 @@ pub struct Pricing {
 
 /// The pricing for the step commands, or None without `--model`/`--model-config`. The GPU
 /// is `--gpu`, else the one the report names; `batch`/`context` fill what step names do
-/// not say; `tp` is the operating point's (flag, capture or default).
+/// not say; `tp` and `pp` are the operating point's (flag, capture or default).
 pub fn pricing(
     flags: &ModelFlags,
     batch: Option<u64>,
     context: Option<u64>,
-    tp: &Sourced<u32>,
+    (tp, pp): (&Sourced<u32>, u32),
     trace: &Trace,
 ) -> Result<Option<Pricing>> {
     if flags.model.is_none() && flags.model_config.is_none() {
@@ -144,7 +144,7 @@ pub fn pricing(
     }
     .resolve()?;
     let basis = format!(
-        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} ({}) — derived",
+        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} ({}){} — derived",
         model.name,
         gpu.name,
         gpu.hbm_bytes_per_s / 1e12,
@@ -154,14 +154,19 @@ pub fn pricing(
             "cited"
         },
         tp.value,
-        tp.basis.as_str()
+        tp.basis.as_str(),
+        if pp > 1 {
+            format!(", pp={pp}")
+        } else {
+            String::new()
+        }
     );
     Ok(Some(Pricing {
         model,
         gpu,
         opts: FloorOptions {
             tp: tp.value,
-            pp: 1,
+            pp,
             moe_routing: flags.moe_routing,
             include_kv_write: true,
         },

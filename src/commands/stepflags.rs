@@ -127,11 +127,12 @@ impl StepFlags {
         let flags_only = operating_point::from_flags(&self.given());
         let p = point.unwrap_or(&flags_only);
         let value = |s: &Option<Sourced<u64>>| s.as_ref().map(|s| s.value);
+        let pp = p.pp.as_ref().map_or(1, |s| s.value);
         crate::commands::floorflags::pricing(
             &self.floor,
             value(&p.batch),
             value(&p.context),
-            &p.tp,
+            (&p.tp, pp),
             trace,
         )
     }

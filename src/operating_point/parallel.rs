@@ -230,3 +230,62 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::ProcessGroup;
+
+    fn group(ranks: &[i64]) -> ProcessGroup {
+        ProcessGroup {
+            name: "1".to_owned(),
+            desc: None,
+            backend_config: Some("cuda:nccl".to_owned()),
+            size: Some(ranks.len() as i64),
+            ranks: ranks.to_vec(),
+        }
+    }
+
+    fn world(n: i64, groups: Vec<ProcessGroup>) -> Distributed {
+        Distributed {
+            backend: Some("nccl".to_owned()),
+            rank: Some(0),
+            world_size: Some(n),
+            process_groups: groups,
+            ..Distributed::default()
+        }
+    }
+
+    #[test]
+    fn the_world_is_read_as_tp_when_every_group_spans_it() {
+        let (tp, pp) = from_distributed(&world(4, vec![group(&[0, 1, 2, 3])]));
+        let tp = tp.unwrap();
+        assert_eq!((tp.value, tp.basis), (4, Basis::Read));
+        assert!(pp.is_none());
+        let (tp, _) = from_distributed(&world(1, vec![group(&[0])]));
+        assert_eq!(tp.unwrap().value, 1);
+    }
+
+    #[test]
+    fn consecutive_subgroups_are_tp_and_strided_ones_pp() {
+        // 8 ranks as TP 4 × PP 2: TP groups {0..3}, {4..7}; PP groups {0,4}, {1,5}, ….
+        let d = world(
+            8,
+            vec![
+                group(&[0, 1, 2, 3, 4, 5, 6, 7]),
+                group(&[0, 1, 2, 3]),
+                group(&[4, 5, 6, 7]),
+                group(&[0, 4]),
+                group(&[1, 5]),
+            ],
+        );
+        let (tp, pp) = from_distributed(&d);
+        let (tp, pp) = (tp.unwrap(), pp.unwrap());
+        assert_eq!((tp.value, tp.basis), (4, Basis::Inferred));
+        assert_eq!((pp.value, pp.basis), (2, Basis::Inferred));
+        // No world size: nothing read.
+        let mut d = d;
+        d.world_size = None;
+        assert!(from_distributed(&d).0.is_none());
+    }
+}

@@ -854,3 +854,26 @@ fn the_decode_layer_maps_its_gemms_to_the_model_layers() {
     let why = j["groups"][0]["layers"]["ambiguous"].as_str().unwrap();
     assert!(why.contains("once per layer"), "{why}");
 }
+
+#[test]
+fn distributed_info_is_read_as_tp_only_for_tp_like_steps() {
+    // vLLM on 8 B200s: distributedInfo.world_size = 8, every NCCL group spans all 8, and
+    // every layer all-reduces: TP 8, read.
+    let j = steps_json(&[fixture("kineto/vllm_b200_eager_prefill_rank0.json.gz")
+        .to_str()
+        .unwrap()]);
+    let tp = &j["operating_point"]["tp"];
+    assert_eq!(
+        (tp["value"].as_u64(), tp["basis"].as_str()),
+        (Some(8), Some("read"))
+    );
+    assert!(tp["evidence"].as_str().unwrap().contains("world_size = 8"));
+    // DDP training on 2 A100s states world_size = 2 too, but its steps hold a few bucket
+    // all-reduces, not two per layer: data parallel, so TP is not taken from it.
+    let j = steps_json(&[
+        fixture("kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(j["operating_point"]["tp"]["basis"], "default");
+}
