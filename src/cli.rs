@@ -1,11 +1,16 @@
-//! The top-level command line: one subcommand per capability, each defined in `commands/`.
+//! The top-level command line and its dispatch: one subcommand per capability, each
+//! defined in `commands/`.
 
 use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::commands::capture::Next;
+use crate::exit::{Error, Result};
 
 const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or input error · \
-3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable)";
+3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable) · \
+5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
+stepgate) · 130 interrupted while writing outputs (none was replaced)";
 
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.
@@ -41,4 +46,42 @@ pub enum Command {
     Export(commands::export::Args),
     /// One metric per run over time from a dataset, with change points marked.
     Trend(commands::trend::Args),
+}
+
+/// Run one parsed command line; the returned value is the process exit code.
+pub fn run(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Analyze(a) => commands::analyze::run(&a),
+        Command::Steps(a) => commands::steps::run(&a),
+        Command::Floor(a) => commands::floor::run(&a),
+        Command::Capacity(a) => commands::capacity::run(&a),
+        Command::Baseline(c) => commands::baseline::run(&c),
+        Command::Gate(a) => commands::gate::run(&a),
+        Command::Diff(a) => commands::diff::run(&a),
+        Command::Capture(a) => match commands::capture::run(&a)? {
+            Next::Exit(code) => Ok(code),
+            Next::Then(argv) => run(parse_then(&argv)?),
+        },
+        Command::LaunchProbe(a) => commands::launch_probe::run(&a),
+        Command::Export(a) => commands::export::run(&a),
+        Command::Trend(a) => commands::trend::run(&a),
+    }
+}
+
+/// The command line `capture --then` hands over (`stepgate steps|gate SQLITE …`), parsed
+/// once; a refusal is one line naming `--then`.
+fn parse_then(argv: &[String]) -> Result<Cli> {
+    Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_owned();
+        Error::usage(format!(
+            "--then {}: {first}",
+            argv.get(1).map_or("", String::as_str)
+        ))
+    })
 }

@@ -2,8 +2,11 @@
 //! roofline floor, with a noise-aware regression gate for CI.
 //!
 //! Data flows one way (see ARCHITECTURE.md): `source` → [`trace::Trace`] → `timing` →
-//! `analysis` → `roofline`/`attribution` → `baseline` → `report`. Only `commands` and
-//! `cli` know clap; only `report` knows how output looks.
+//! `analysis` → `roofline`/`attribution` → `baseline` → `report`. [`pipeline`] is the
+//! library layer the commands call (a plan in, a complete result out: a report's steps, a
+//! baseline, a gate run); `commands` and `cli` parse flags into plans, call it and print,
+//! and only they know clap; only `report` knows how output looks. Errors and exit codes:
+//! [`exit`].
 
 pub mod analysis;
 pub mod attribution;
@@ -17,6 +20,7 @@ pub mod exit;
 pub mod operating_point;
 pub mod output;
 pub mod phases;
+pub mod pipeline;
 pub mod probe;
 pub mod report;
 pub mod roofline;

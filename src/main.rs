@@ -4,17 +4,31 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use stepgate::exit::{self, Kind};
+
+/// Test hook (documented in docs/hostile-inputs.md): when this variable is set, the run
+/// panics on purpose after parsing its flags, so the tests can check what a bug looks like
+/// to a user (one line, exit 70).
+const PANIC_HOOK_VAR: &str = "STEPGATE_TEST_PANIC";
 
 /// One line on stderr; a closed or full stderr must not turn an exit code into a panic.
+fn line(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// An error as its one line on stderr.
 fn error_line(msg: &str) {
-    let _ = writeln!(
-        std::io::stderr().lock(),
+    line(&format!(
         "stepgate: error: {}",
         stepgate::report::one_line(msg)
-    );
+    ));
 }
 
 fn main() -> ExitCode {
+    // A panic is a bug: one line and exit 70, never a backtrace and exit 101. The hook only
+    // records it; the line is printed below once the panic has unwound (running the
+    // destructors that remove temporary files), and not at all when it was caught.
+    std::panic::set_hook(Box::new(exit::record_panic));
     let cli = match stepgate::cli::Cli::try_parse() {
         Ok(c) => c,
         // A numeric flag our own parser refused: its message already names the flag, the
@@ -38,7 +52,7 @@ fn main() -> ExitCode {
                     ctx(ContextKind::InvalidArg)
                 ));
             }
-            return ExitCode::from(stepgate::exit::INPUT);
+            return ExitCode::from(exit::INPUT);
         }
         // Help and version go to stdout as clap prints them; a bare `stepgate` shows help.
         Err(e)
@@ -64,14 +78,35 @@ fn main() -> ExitCode {
                 .find_map(|p| p.strip_prefix("tip: ").map(|t| format!("; {t}")))
                 .unwrap_or_default();
             error_line(&format!("{first}{tip} (see --help)"));
-            return ExitCode::from(stepgate::exit::INPUT);
+            return ExitCode::from(exit::INPUT);
         }
     };
-    match stepgate::commands::run(cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if std::env::var_os(PANIC_HOOK_VAR).is_some() {
+            panic!("{PANIC_HOOK_VAR} is set: panicking on purpose (a test hook)");
+        }
+        stepgate::cli::run(cli)
+    }));
+    match run {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(e)) if e.kind == Kind::Internal => {
+            // A thread that panicked reaches here as an internal error: say the panic too.
+            line(&match exit::recorded_panic() {
+                Some(p) => p.line(Some(&e.message)),
+                None => exit::panic_line(&e.message, None),
+            });
+            ExitCode::from(e.exit_code())
+        }
+        Ok(Err(e)) => {
             error_line(&e.message);
             ExitCode::from(e.exit_code())
+        }
+        Err(_) => {
+            line(&match exit::recorded_panic() {
+                Some(p) => p.line(None),
+                None => exit::panic_line("a panic without a message", None),
+            });
+            ExitCode::from(exit::INTERNAL)
         }
     }
 }

@@ -73,7 +73,7 @@ impl Plan {
             let target = resolve(&o.path);
             for input in inputs {
                 if same_file(&target, input) {
-                    return Err(Error::input(format!(
+                    return Err(Error::usage(format!(
                         "{} {} is also an input: refusing to overwrite it; choose another output path",
                         o.flag,
                         o.path.display()
@@ -82,7 +82,7 @@ impl Plan {
             }
             for other in &self.items[..i] {
                 if same_file(&target, &resolve(&other.path)) {
-                    return Err(Error::input(format!(
+                    return Err(Error::usage(format!(
                         "{} and {} both name {}: give each output its own path",
                         other.flag,
                         o.flag,
@@ -100,8 +100,13 @@ impl Plan {
 /// [`Plan::add_creating_dirs`].
 pub fn create_parent(path: &Path) -> Result<()> {
     let dir = parent_dir(path);
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::input(format!("cannot create directory {}: {e}", dir.display())))
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::new(
+            crate::exit::Kind::Output,
+            format!("cannot create directory {}: {e}", dir.display()),
+        )
+        .with_source(e)
+    })
 }
 
 /// Follow a symlink chain to the file it points to (which may not exist yet), so the
@@ -154,7 +159,7 @@ fn parent_dir(p: &Path) -> &Path {
 fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> Result<()> {
     if let Ok(m) = std::fs::metadata(target) {
         if !m.is_file() {
-            return Err(Error::input(format!(
+            return Err(Error::usage(format!(
                 "{flag} {} exists and is not a regular file: refusing to replace it; choose a file path",
                 given.display()
             )));
@@ -177,14 +182,14 @@ fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> R
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(Error::input(format!(
+            return Err(Error::usage(format!(
                 "{flag} {}: {} is not a directory",
                 given.display(),
                 dir.display()
             )))
         }
         Err(_) => {
-            return Err(Error::input(format!(
+            return Err(Error::usage(format!(
                 "{flag} {}: directory {} does not exist; create it first",
                 given.display(),
                 dir.display()
@@ -205,11 +210,15 @@ fn check_target(flag: &str, given: &Path, target: &Path, create_dirs: bool) -> R
         ));
     }
     if let Err(e) = probe {
-        return Err(Error::input(format!(
-            "{flag} {}: cannot write in {}: {e}",
-            given.display(),
-            dir.display()
-        )));
+        return Err(Error::new(
+            crate::exit::Kind::Output,
+            format!(
+                "{flag} {}: cannot write in {}: {e}",
+                given.display(),
+                dir.display()
+            ),
+        )
+        .with_source(e));
     }
     Ok(())
 }
@@ -247,7 +256,7 @@ pub fn write_all_with(files: &[(&Path, &[u8])], after_stage: &dyn Fn()) -> Resul
     for (tmp, path) in staged {
         let target = resolve(path);
         tmp.persist(&target)
-            .map_err(|e| Error::input(format!("cannot write {}: {}", path.display(), e.error)))?;
+            .map_err(|e| Error::output(path, e.error))?;
     }
     if guard.interrupted() {
         return Err(Error::interrupted(
@@ -266,28 +275,27 @@ fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
     let target = resolve(path);
     if let Ok(m) = std::fs::metadata(&target) {
         if !m.is_file() {
-            return Err(Error::input(format!(
+            return Err(Error::usage(format!(
                 "{} exists and is not a regular file: refusing to replace it",
                 path.display()
             )));
         }
     }
-    let fail =
-        |e: &dyn std::fmt::Display| Error::input(format!("cannot write {}: {e}", path.display()));
+    let fail = |e: std::io::Error| Error::output(path, e);
     let mut tmp = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
         .suffix(TMP_SUFFIX)
         .tempfile_in(parent_dir(&target))
-        .map_err(|e| fail(&e))?;
-    tmp.as_file_mut().write_all(bytes).map_err(|e| fail(&e))?;
-    tmp.as_file().sync_all().map_err(|e| fail(&e))?;
+        .map_err(fail)?;
+    tmp.as_file_mut().write_all(bytes).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
     // Temp files are created 0600; what stepgate writes is meant to be shared.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(|e| fail(&e))?;
+            .map_err(fail)?;
     }
     Ok(tmp)
 }
@@ -331,9 +339,7 @@ pub fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
     match w.write_all(s.as_bytes()).and_then(|()| w.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::input(format!(
-            "cannot write to standard output: {e}"
-        ))),
+        Err(e) => Err(Error::stdout(e)),
     }
 }
 
@@ -419,7 +425,7 @@ mod tests {
         }
         assert!(print_to(&mut Fails(std::io::ErrorKind::BrokenPipe), "x").is_ok());
         let e = print_to(&mut Fails(std::io::ErrorKind::StorageFull), "x").unwrap_err();
-        assert_eq!(e.exit_code(), crate::exit::INPUT);
+        assert_eq!(e.exit_code(), crate::exit::OUTPUT);
         assert!(e.message.starts_with("cannot write to standard output"));
     }
 

@@ -215,7 +215,7 @@ fn row(
     let achieved = bytes.filter(|_| time_ns > 0.0).map(|b| b / (time_ns / 1e9));
     LayerGemm {
         role: role.map(str::to_owned),
-        kernel: crate::timing::overlap::display_name("", kernel),
+        kernel: crate::timing::labels::display_name("", kernel),
         time_ns,
         bytes,
         achieved_bytes_per_s: achieved,

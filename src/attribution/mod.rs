@@ -24,7 +24,7 @@ use crate::roofline::floor::{
 };
 use crate::roofline::gpu::GpuSpec;
 use crate::roofline::model::ModelSpec;
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
 use crate::wire::steps::{ShapeCount, Step};
 
 pub use crate::wire::attribution::{

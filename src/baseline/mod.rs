@@ -10,6 +10,7 @@ pub mod file;
 pub mod from_report;
 pub mod model;
 pub mod policy;
+pub mod select;
 pub mod stats;
 pub mod waterfall;
 

@@ -1,5 +1,6 @@
 //! The gate's thresholds: built-in defaults, and a policy file (TOML or JSON) that
-//! overrides them per step metric, per kernel (exact name or regex) and per category.
+//! overrides them per step metric, per kernel (a [`Selector`]: part of the name, or
+//! `re:REGEX`) and per category.
 //!
 //! Defaults are the starting points issue 5 gives: step times 3% and 20 µs, per-kernel time
 //! per step 10% and 5 µs, new kernels above 1% of step busy time. The rest (gap fraction,
@@ -12,6 +13,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::baseline::model::metric;
+pub use crate::baseline::select::Selector;
 use crate::exit::{Error, Result};
 
 pub use crate::wire::gate::Threshold;
@@ -53,20 +55,14 @@ impl Override {
     }
 }
 
-/// How a `[[kernel]]` rule picks kernels.
-#[derive(Debug, Clone)]
-pub enum Matcher {
-    /// The full name or the short name, exactly.
-    Exact(String),
-    /// A regex searched in the full name.
-    Regex(regex::Regex),
-}
-
 /// One `[[kernel]]` rule.
 #[derive(Debug, Clone)]
 pub struct KernelRule {
-    pub matcher: Matcher,
+    pub selector: Selector,
     pub over: Override,
+    /// A rule that may select no kernel (a policy shared by runs with and without, say,
+    /// all-reduce kernels); any other rule that selects none is an input error.
+    pub optional: bool,
 }
 
 /// Everything the comparison needs to decide.
@@ -158,14 +154,12 @@ impl Policy {
     /// category's rule, else the kernel default. None: ignored (`gate = false` still
     /// reports; this is the resolved threshold in every case).
     pub fn kernel_threshold(&self, full_name: &str, short_name: &str, category: &str) -> Threshold {
-        for r in &self.kernel_rules {
-            let hit = match &r.matcher {
-                Matcher::Exact(s) => s == full_name || s == short_name,
-                Matcher::Regex(re) => re.is_match(full_name),
-            };
-            if hit {
-                return r.over.apply(self.kernel);
-            }
+        if let Some(r) = self
+            .kernel_rules
+            .iter()
+            .find(|r| r.selector.matches(full_name, short_name))
+        {
+            return r.over.apply(self.kernel);
         }
         match self.category_rules.get(category) {
             Some(o) => o.apply(self.kernel),
@@ -179,6 +173,11 @@ impl Policy {
             Some(o) => o.apply(self.category),
             None => self.category,
         }
+    }
+
+    /// The policy of `--policy FILE`, or the defaults without one.
+    pub fn load(path: Option<&Path>) -> Result<Policy> {
+        path.map_or_else(|| Ok(Policy::default()), Policy::from_file)
     }
 
     /// Read a policy file (`.toml` or `.json`) over the defaults.
@@ -219,6 +218,7 @@ struct KernelRuleFile {
     rel: Option<f64>,
     abs_ns: Option<f64>,
     gate: Option<bool>,
+    optional: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -319,20 +319,26 @@ impl PolicyFile {
                 ));
             }
         }
-        for r in self.kernel {
-            let matcher =
-                match (r.name, r.regex) {
-                    (Some(n), None) => Matcher::Exact(n),
-                    (None, Some(re)) => Matcher::Regex(regex::Regex::new(&re).map_err(|e| {
-                        Error::input(format!("[[kernel]] regex {re:?} does not compile: {e}"))
-                    })?),
-                    _ => return Err(Error::input(
-                        "each [[kernel]] rule needs exactly one of name = \"…\" or regex = \"…\"",
-                    )),
-                };
+        for (i, r) in self.kernel.into_iter().enumerate() {
+            let selector = match (r.name, r.regex) {
+                (Some(n), None) => Selector::parse(&n),
+                // `regex = "…"` is the older spelling of `name = "re:…"`.
+                (None, Some(re)) => Selector::parse(&format!("re:{re}")),
+                _ => {
+                    return Err(Error::input(
+                        "each [[kernel]] rule needs exactly one of name = \"…\" (part of the \
+                         name, or re:REGEX) or regex = \"…\"",
+                    ))
+                }
+            }
+            .map_err(|e| Error::input(format!("[[kernel]] rule {}: {}", i + 1, e.message)))?;
             let over = rule_override(r.rel, r.abs_ns, r.gate);
             check_threshold("[[kernel]]", over.apply(p.kernel))?;
-            p.kernel_rules.push(KernelRule { matcher, over });
+            p.kernel_rules.push(KernelRule {
+                selector,
+                over,
+                optional: r.optional.unwrap_or(false),
+            });
         }
         for c in self.category {
             let over = rule_override(c.rel, c.abs_ns, c.gate);
@@ -413,6 +419,9 @@ rel = 0.25
         assert!(e.message.contains("unknown field"), "{}", e.message);
         let e = Policy::from_str("[[kernel]]\nregex = \"(\"", false).unwrap_err();
         assert!(e.message.contains("does not compile"), "{}", e.message);
+        let e = Policy::from_str("[[kernel]]\nname = \"re:(\"", false).unwrap_err();
+        assert!(e.message.contains("rule 1") && e.message.contains("does not compile"));
+        assert!(Policy::from_str("[[kernel]]\nname = \"\"", false).is_err());
         assert!(Policy::from_str("[[kernel]]\nrel = 0.1", false).is_err());
         assert!(Policy::from_str("[kernels]\nrel = -1", false).is_err());
     }

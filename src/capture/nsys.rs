@@ -208,7 +208,10 @@ pub fn export(nsys: &Path, base: &Path, timeout: Duration) -> Result<PathBuf> {
         .map_err(|e| Error::environment(format!("cannot run {} export: {e}", nsys.display())))?;
     let until = Instant::now() + timeout;
     let status = loop {
-        if let Some(s) = child.try_wait()? {
+        let exited = child.try_wait().map_err(|e| {
+            Error::environment(format!("cannot wait for {} export: {e}", nsys.display()))
+        })?;
+        if let Some(s) = exited {
             break s;
         }
         if Instant::now() >= until {

@@ -2,12 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::analysis::{Analysis, SourceInfo, SCHEMA_VERSION};
-use crate::categories::Categorizer;
-use crate::exit::{Error, Result, OK};
+use crate::commands::stepflags::StepFlags;
+use crate::exit::{Result, OK};
+use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::{self, Format};
-use crate::timing::overlap;
-use crate::trace::Trace;
 
 const EXAMPLE: &str = "Examples:
   stepgate analyze report.sqlite
@@ -29,7 +27,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
-    pub step: crate::commands::stepflags::StepFlags,
+    pub step: StepFlags,
     /// Also write a self-contained HTML report with charts (busy/idle, categories).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -38,59 +36,24 @@ pub struct Args {
     pub no_steps: bool,
 }
 
-/// Analyse a loaded trace: per-device summaries, optionally one device.
-pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> Result<Analysis> {
-    let mut devices = overlap::device_summaries(trace, cats)?;
-    if let Some(d) = device {
-        let known: Vec<String> = devices.iter().map(|x| x.device.to_string()).collect();
-        devices.retain(|x| x.device == d);
-        if devices.is_empty() {
-            return Err(Error::input(format!(
-                "device {d} has no GPU activity in this report; devices with activity: {}",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(Analysis {
-        schema_version: SCHEMA_VERSION,
-        tool: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
-        source: SourceInfo::from(&trace.meta),
-        warnings: trace.meta.warnings.clone(),
-        devices,
-        steps: None,
-    })
-}
-
 pub fn run(args: &Args) -> Result<u8> {
+    let mut inputs = vec![args.report.as_path()];
+    inputs.extend(args.step.inputs());
     crate::output::Plan::new()
         .add("--html", args.html.as_deref())
-        .check(&{
-            let mut inputs = vec![args.report.as_path()];
-            inputs.extend(crate::commands::step_inputs(&args.step));
-            inputs
-        })?;
-    let cats = crate::commands::stepflags::categorizer(args.step.categories.as_ref())?;
-    let trace = if args.no_steps {
-        crate::source::load_with(&args.report, &crate::source::LoadOptions::ops_only())?
-    } else {
-        crate::commands::stepflags::load_for_steps(&args.report, &args.step)?
-    };
-    let mut analysis = analyze_trace(&trace, &cats, args.device)?;
-    crate::phases::mark("analyze: per-device sweep");
-    if !args.no_steps {
-        let mut r = crate::commands::stepflags::steps_of(&trace, &args.step, &cats, 5)?;
-        if let Some(d) = args.device {
-            r.steps.retain(|s| s.device == Some(d));
-        }
-        analysis.steps = Some(r);
-        crate::phases::mark("steps: attribution and assembly");
-    }
+        .check(&inputs)?;
+    let plan = args.step.plan(TOP_KERNELS)?;
+    let analysis = crate::pipeline::analyze::run(&args.report, &plan, !args.no_steps, args.device)?;
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
         let page = report::html::analyze::render(&path, &analysis, args.top);
         crate::output::write_atomic(p, page.as_bytes())?;
     }
-    crate::output::print(&report::analyze::render(&analysis, args.format, args.top))?;
+    let view = report::analyze::Options {
+        top: args.top,
+        wide: false,
+    };
+    crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
     crate::phases::mark("output written");
     Ok(OK)
 }

@@ -4,75 +4,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::baseline::{read_baseline, samples_from_steps, write_baseline, Baseline, BaselineMeta};
-use crate::commands::stepflags::{steps_of, StepFlags};
-use crate::exit::{Error, Result};
+use crate::baseline::{read_baseline, write_baseline};
+use crate::commands::historyflags::ExportFlags;
+use crate::commands::stepflags::StepFlags;
+use crate::exit::Result;
+use crate::pipeline::plan::TOP_KERNELS;
+use crate::pipeline::record;
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
-use crate::trace::SourceFormat;
-
-/// Load a report, find and price its steps, and turn them into a baseline.
-pub fn baseline_from_report(path: &Path, flags: &StepFlags) -> Result<Baseline> {
-    Ok(baseline_and_steps(path, flags)?.0)
-}
-
-/// The baseline plus the steps and source facts `--export` writes (one load for both).
-pub fn baseline_and_steps(
-    path: &Path,
-    flags: &StepFlags,
-) -> Result<(
-    Baseline,
-    crate::timing::steps::StepsReport,
-    crate::dataset::RunSource,
-)> {
-    let trace = crate::commands::stepflags::load_for_steps(path, flags)?;
-    crate::source::print_warnings(&trace);
-    let cats = crate::commands::stepflags::categorizer(flags.categories.as_ref())?;
-    let report = steps_of(&trace, flags, &cats, 5)?;
-    let src = crate::commands::export::run_source(&trace, flags);
-    if report.steps.len() == report.steps_without_gpu_work {
-        return Err(Error::input(format!(
-            "{}: no steps with GPU work were found (method {}): check --steps and --kind",
-            path.display(),
-            report.method
-        )));
-    }
-    let gpu_name = flags
-        .floor
-        .gpu
-        .clone()
-        .or_else(|| trace.devices.iter().find_map(|d| d.name.clone()));
-    let model = flags.floor.model.clone().or_else(|| {
-        flags
-            .floor
-            .model_config
-            .as_ref()
-            .map(|p| p.display().to_string())
-    });
-    let floor_inputs = report
-        .notes
-        .iter()
-        .find_map(|n| n.strip_prefix("floor: "))
-        .map(|b| serde_json::json!({ "basis": b, "tp": report.operating_point.as_ref().map(|p| p.tp.value) }));
-    let meta = BaselineMeta {
-        gpu_name,
-        nsys_version: match trace.meta.format {
-            SourceFormat::Nsys => trace.meta.tool_version.clone(),
-            SourceFormat::Kineto => None,
-        },
-        source_format: match trace.meta.format {
-            SourceFormat::Nsys => "nsys-sqlite".to_owned(),
-            SourceFormat::Kineto => "kineto".to_owned(),
-        },
-        engine: None,
-        step_kinds: Vec::new(),
-        batch_compositions: Vec::new(),
-        model,
-        floor_inputs,
-        created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
-    };
-    Ok((samples_from_steps(&report, meta), report, src))
-}
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -93,7 +32,7 @@ pub enum Command {
         #[command(flatten)]
         report_args: Box<StepFlags>,
         #[command(flatten)]
-        export: crate::commands::export::ExportFlags,
+        export: ExportFlags,
     },
     /// Show what a baseline file holds.
     #[command(
@@ -119,8 +58,10 @@ pub fn run(cmd: &Command) -> Result<u8> {
             let mut plan = crate::output::Plan::new();
             plan.add_creating_dirs("-o", output);
             let mut inputs = vec![report.as_path()];
-            inputs.extend(crate::commands::step_inputs(report_args));
+            inputs.extend(report_args.inputs());
             plan.check(&inputs)?;
+            let steps_plan = report_args.plan(TOP_KERNELS)?;
+            let export_plan = export.plan()?;
             // A SIGKILLed earlier run may have left its temporary file beside the target.
             let dir = match output.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d,
@@ -137,30 +78,20 @@ pub fn run(cmd: &Command) -> Result<u8> {
                 );
             }
             // With --export, one load gives both the baseline and the steps to append.
-            let (mut b, found) = match &export.export {
-                None => (baseline_from_report(report, report_args)?, None),
-                Some(_) => {
-                    let ((b, steps, src), sha) =
-                        crate::commands::export::with_report_hash(report, || {
-                            baseline_and_steps(report, report_args)
-                        })?;
-                    (b, Some((steps, src, sha)))
+            let (mut b, pending) = match &export_plan {
+                None => (record::record(report, &steps_plan)?.baseline, None),
+                Some(to) => {
+                    let (b, pending) = record::record_for_export(report, &steps_plan, to)?;
+                    (b, Some(pending))
                 }
             };
             let before: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             b.samples.thin(*max_steps);
             let after: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             write_baseline(output, &b)?;
-            if let (Some(dataset), Some((steps, src, sha))) = (&export.export, &found) {
-                crate::commands::export::append(
-                    dataset,
-                    report,
-                    sha,
-                    &export.labels,
-                    src,
-                    steps,
-                    true,
-                )?;
+            if let Some(pending) = &pending {
+                let appended = pending.append()?;
+                let _ = writeln!(std::io::stderr(), "{appended}");
             }
             let thinned = if after < before {
                 format!(" (evenly thinned from {})", fmt_int(before as i64))

@@ -1,12 +1,11 @@
 //! `stepgate capacity`: the six-step capacity plan (KV pool → B_max, step time,
 //! prefill, service time, M/M/1 TTFT screen, fluid ITL closure, replicas, cost).
 
-use crate::commands::floor::ModelGpuArgs;
+use crate::commands::floorflags::ModelGpuArgs;
 use crate::commands::numbers;
-use crate::exit::{Error, Result};
+use crate::exit::Result;
+use crate::pipeline::capacity::CapacityRequest;
 use crate::report::Format;
-use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
-use crate::roofline::floor::FloorOptions;
 
 const EXAMPLE: &str = "\
 Example (the worked plan of docs/method.md §7: Llama-3-8B bf16 on one H100 SXM, 1800 in / 220 out):
@@ -98,90 +97,21 @@ fn validate(args: &Args) -> Result<()> {
 
 pub fn run(args: &Args) -> Result<u8> {
     validate(args)?;
-    let parts = args.mg.into_parts()?;
-    let m = parts.model.resolve()?;
-    let g = parts.gpu.resolve()?;
-    if parts.floor.pp != 1 {
-        return Err(Error::input(
-            "capacity models tensor parallelism only; pass --pp 1 (use --tp for multi-GPU replicas)",
-        ));
-    }
-    let tp = parts.floor.tp;
-    let cell = m.kv_cell_bytes(tp, 1);
-    let kv_pool_tokens = match (args.kv_pool_tokens, args.kv_pool_gib) {
-        (Some(t), _) => t,
-        (None, Some(gib)) => (gib * f64::from(1u32 << 30) / cell).floor(),
-        (None, None) => {
-            if !(args.gpu_mem_util > 0.0 && args.gpu_mem_util <= 1.0) {
-                return Err(Error::input("--gpu-mem-util must be in (0, 1]"));
-            }
-            let free = g.memory_bytes * args.gpu_mem_util - m.resident_weight_bytes(tp, 1);
-            if free <= 0.0 {
-                return Err(Error::input(format!(
-                    "the weights ({:.1} GB per GPU) do not fit in {:.0}% of {:.0} GB; raise --tp or pass --kv-pool-tokens",
-                    m.resident_weight_bytes(tp, 1) / 1e9,
-                    args.gpu_mem_util * 100.0,
-                    g.memory_bytes / 1e9
-                )));
-            }
-            (free / cell).floor()
-        }
-    };
-    // MoE: the step streams the experts its batch touches; priced at B_max.
-    let mean_ctx = args.input_tokens + args.output_tokens / 2.0;
-    let b_guess = args
-        .batch
-        .unwrap_or((kv_pool_tokens / mean_ctx).floor())
-        .max(1.0);
-    let opts = FloorOptions {
-        tp,
-        pp: 1,
-        moe_routing: parts.floor.moe_routing,
-        include_kv_write: false,
-    };
-    let weights = m.streamed_weight_bytes(b_guess, opts.moe_routing, tp, 1);
-    let tpf = f64::from(tp);
-    let coeff = prefill_attention_coeff(&m, tp);
-    let inputs = CapacityInputs {
-        kv_pool_tokens,
-        kv_cell_bytes: cell,
+    let mg = args.mg.into_parts()?;
+    let req = CapacityRequest {
         input_tokens: args.input_tokens,
         output_tokens: args.output_tokens,
-        weights_bytes: weights,
-        params_streamed: m.params_streamed() / tpf,
-        prefill_attention_coeff: coeff,
-        hbm_bytes_per_s: g.hbm_bytes_per_s,
-        peak_flops_per_s: g.peak_flops_per_s(m.weight_dtype.is_fp8()),
-        prefill_mfu: args.prefill_mfu,
-        ttft_p99_target_s: args.ttft_ms / 1e3,
-        itl_target_s: Some(args.itl_ms / 1e3),
-        fleet_rps: args.fleet_rps,
-        price_usd_per_gpu_hour: args.usd_per_gpu_hour,
-        gpus_per_replica: tpf,
+        kv_pool_tokens: args.kv_pool_tokens,
+        kv_pool_gib: args.kv_pool_gib,
+        gpu_mem_util: args.gpu_mem_util,
         batch: args.batch,
+        prefill_mfu: args.prefill_mfu,
+        ttft_ms: args.ttft_ms,
+        itl_ms: args.itl_ms,
+        fleet_rps: args.fleet_rps,
+        usd_per_gpu_hour: args.usd_per_gpu_hour,
     };
-    let p = plan(&inputs)?;
-    let ctx = crate::report::capacity::Context {
-        model: m.name.clone(),
-        gpu: g.key.to_owned(),
-        gpu_source: g.source.to_owned(),
-        hbm_basis: if parts.gpu.hbm_bytes_per_s.is_some() {
-            "input"
-        } else {
-            "cited"
-        },
-        peak_basis: if parts.gpu.peak_flops_per_s.is_some() {
-            "input"
-        } else {
-            "cited"
-        },
-        kv_pool_basis: if args.kv_pool_tokens.is_some() || args.kv_pool_gib.is_some() {
-            "input"
-        } else {
-            "derived"
-        },
-        inputs,
-    };
+    let (ctx, p) = crate::pipeline::capacity::run(&mg, &req)?;
     crate::output::print(&crate::report::capacity::render(&ctx, &p, args.format))?;
     Ok(crate::exit::OK)
 }

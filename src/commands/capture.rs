@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
-
 use crate::capture::flow::{self, Config, DriveConfig, NsysConfig};
 use crate::capture::{interrupt, Engine};
 use crate::exit::{Error, Result};
@@ -166,7 +164,7 @@ impl CaptureArgs {
             .into()
         });
         if !self.server.is_empty() && self.nsys_out.is_none() {
-            return Err(Error::input(
+            return Err(Error::usage(
                 "a server command needs --nsys-out BASE: stepgate starts it under nsys",
             ));
         }
@@ -220,10 +218,10 @@ impl CaptureArgs {
                 argv.push(b.display().to_string());
             }
             (Then::Gate, None) => {
-                return Err(Error::input("--then gate needs --baseline FILE"));
+                return Err(Error::usage("--then gate needs --baseline FILE"));
             }
             (Then::Steps, Some(_)) => {
-                return Err(Error::input("--baseline goes with --then gate"));
+                return Err(Error::usage("--baseline goes with --then gate"));
             }
             (Then::Steps, None) => {}
         }
@@ -243,45 +241,58 @@ fn absolute(p: &std::path::Path) -> PathBuf {
     }
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// What the dispatcher does after a capture: exit, or run the command `--then` names.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Exit(u8),
+    /// The argv of the `steps`/`gate` run on the export (`stepgate steps r.sqlite …`).
+    Then(Vec<String>),
+}
+
+pub fn run(args: &Args) -> Result<Next> {
     let cfg = args.config()?;
     // Check --then before spending a capture on it.
     args.then_argv(std::path::Path::new("-"))?;
     interrupt::install();
-    let summary = flow::run(&cfg, &mut |line| eprintln!("capture: {line}"))?;
+    let summary = flow::run(&cfg, &mut |line| note(&format!("capture: {line}")))?;
     // Through output::print: a closed pipe (`… | head`) is not a panic.
     crate::output::print(&render::render(&summary, args.format))?;
     let Some(sqlite) = &summary.sqlite else {
-        return Ok(crate::exit::OK);
+        return Ok(Next::Exit(crate::exit::OK));
     };
     let Some(argv) = args.then_argv(sqlite)? else {
-        return Ok(crate::exit::OK);
+        return Ok(Next::Exit(crate::exit::OK));
     };
-    eprintln!("capture: then: {}", argv.join(" "));
-    let cli = crate::cli::Cli::try_parse_from(&argv).map_err(|e| {
-        let first = e.to_string();
-        let first = first
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ")
-            .to_owned();
-        Error::input(format!("--then {}: {first}", argv[1]))
-    })?;
-    crate::commands::run(cli)
+    note(&format!("capture: then: {}", argv.join(" ")));
+    Ok(Next::Then(argv))
+}
+
+/// A progress line on stderr; a closed stderr must not end the capture.
+fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{Cli, Command};
     use clap::Parser;
     use std::path::Path;
 
+    /// `stepgate capture …` as the capture flags alone (argv[1] is the subcommand name).
+    #[derive(Debug, Parser)]
+    struct Capture {
+        #[command(flatten)]
+        args: super::Args,
+    }
+
+    fn try_parse(argv: &[&str]) -> Result<super::Args, clap::Error> {
+        assert_eq!(argv[1], "capture");
+        let rest = std::iter::once(argv[0]).chain(argv[2..].iter().copied());
+        Capture::try_parse_from(rest).map(|c| c.args)
+    }
+
     fn parse(argv: &[&str]) -> super::Args {
-        match Cli::try_parse_from(argv).unwrap().command {
-            Command::Capture(a) => a,
-            _ => unreachable!(),
-        }
+        try_parse(argv).unwrap()
     }
 
     #[test]
@@ -324,8 +335,7 @@ mod tests {
 
     #[test]
     fn then_needs_nsys_out_and_gate_needs_a_baseline() {
-        let no_out =
-            Cli::try_parse_from(["stepgate", "capture", "--engine", "vllm", "--then", "steps"]);
+        let no_out = try_parse(&["stepgate", "capture", "--engine", "vllm", "--then", "steps"]);
         assert!(no_out.is_err());
         let a = parse(&[
             "stepgate",

@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
-use crate::baseline::{compare, compare_unchecked, load_side};
-use crate::commands::baseline::baseline_from_report;
-use crate::commands::gate::{load_policy, write_outputs};
+use crate::baseline::Policy;
 use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
+use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::Format;
 
@@ -16,8 +15,8 @@ use crate::report::Format;
   stepgate diff before.sqlite after.sqlite --format markdown
   stepgate diff baselines/old.json baselines/new.json --verdict
 
-Exit codes: 0 ok · 2 usage or input error; with --verdict as `gate`: \
-1 regression · 3 inconclusive.")]
+Exit codes: 0 ok · 2 usage or input error · 5 an output could not be written; with \
+--verdict as `gate`: 1 regression · 3 inconclusive.")]
 pub struct Args {
     /// The reference side: a report or a baseline .json.
     pub a: PathBuf,
@@ -54,17 +53,12 @@ pub fn run(args: &Args) -> Result<u8> {
         .add("--html", args.html.as_deref());
     let mut inputs = vec![args.a.as_path(), args.b.as_path()];
     inputs.extend(args.policy.as_deref());
-    inputs.extend(crate::commands::step_inputs(&args.report_args));
+    inputs.extend(args.report_args.inputs());
     plan.check(&inputs)?;
-    let policy = load_policy(args.policy.as_deref())?;
-    let from_report = |p: &std::path::Path| baseline_from_report(p, &args.report_args);
-    let a = load_side(&args.a, &from_report)?;
-    let b = load_side(&args.b, &from_report)?;
-    let cmp = if args.verdict {
-        compare(&a, &b, &policy)?
-    } else {
-        compare_unchecked(&a, &b, &policy)?
-    };
+    let steps_plan = args.report_args.plan(TOP_KERNELS)?;
+    let policy = Policy::load(args.policy.as_deref())?;
+    let run = crate::pipeline::gate::diff(&args.a, &args.b, &steps_plan, &policy, args.verdict)?;
+    let cmp = &run.comparison;
     let ro = RenderOptions {
         show_verdict: args.verdict,
         baseline_name: args.a.display().to_string(),
@@ -72,25 +66,19 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "diff",
+        wide: false,
     };
     // Every file of this run is written together or not at all.
-    write_outputs(&[
-        (
-            args.markdown.as_deref(),
-            args.markdown
-                .as_ref()
-                .map(|_| markdown(&cmp, &ro))
-                .unwrap_or_default(),
-        ),
-        (
-            args.html.as_deref(),
-            args.html
-                .as_ref()
-                .map(|_| crate::report::html::gate::render(&cmp, &ro, &a, &b))
-                .unwrap_or_default(),
-        ),
-    ])?;
-    crate::output::print(&render(&cmp, args.format, &ro))?;
+    let mut files: Vec<(&std::path::Path, String)> = Vec::new();
+    if let Some(p) = &args.markdown {
+        files.push((p, markdown(cmp, &ro)));
+    }
+    if let Some(p) = &args.html {
+        let page = crate::report::html::gate::render(cmp, &ro, &run.baseline, &run.candidate);
+        files.push((p, page));
+    }
+    crate::commands::write_files(&files)?;
+    crate::output::print(&render(cmp, args.format, &ro))?;
     Ok(if args.verdict {
         cmp.exit_code
     } else {

@@ -1,25 +1,20 @@
-//! The model and GPU flags every pricing command shares (defined once, converted into the
-//! plain [`crate::roofline::options`]), and the step commands' pricing: turning a step's
-//! parsed batch composition into its own roofline floor.
+//! The model and GPU flags every pricing command shares, defined once and converted into
+//! plain plans: [`ModelFlags`] (beside `--batch`/`--context` in the step commands, and
+//! inside [`ModelGpuArgs`]) and the raw geometry and roof overrides only `floor` and
+//! `capacity` take.
 
 use std::path::PathBuf;
 
-use crate::attribution::FloorInput;
-use crate::commands::floor::MAX_HBM_TB_S;
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
-use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
-use crate::roofline::gpu::{self, GpuSpec};
-use crate::roofline::model::{ModelSpec, MoeRouting};
+use crate::pipeline::plan::{FloorPlan, ModelGpu};
+use crate::roofline::floor::FloorOptions;
+use crate::roofline::model::MoeRouting;
 use crate::roofline::options::{GpuOptions, ModelOptions};
-use crate::timing::stepname::{BatchComposition, StepKind};
-use crate::timing::steps::Step;
-use crate::trace::Trace;
-use crate::wire::attribution::Sourced;
 
 /// The model and GPU flags, defined once: `floor` and `capacity` flatten them beside their
-/// raw geometry overrides ([`crate::commands::floor::ModelGpuArgs`]), the step commands
-/// beside `--batch`/`--context` ([`crate::commands::stepflags::StepFlags`]).
+/// raw geometry overrides ([`ModelGpuArgs`]), the step commands beside `--batch`/`--context`
+/// ([`crate::commands::stepflags::StepFlags`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelFlags {
     /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3). `floor` and `capacity`
@@ -68,8 +63,25 @@ impl ModelFlags {
     }
 
     /// `--hbm-tb-s`, checked, in bytes/s.
-    pub fn hbm_bytes_per_s(&self) -> Result<Option<f64>> {
-        Ok(numbers::real_opt("--hbm-tb-s", "TB/s", self.hbm_tb_s, MAX_HBM_TB_S)?.map(|b| b * 1e12))
+    fn hbm_bytes_per_s(&self) -> Result<Option<f64>> {
+        Ok(
+            numbers::real_opt("--hbm-tb-s", "TB/s", self.hbm_tb_s, numbers::MAX_HBM_TB_S)?
+                .map(|b| b * 1e12),
+        )
+    }
+
+    /// The step commands' floor inputs: priced only when a model is given.
+    pub fn floor_plan(&self, batch: Option<u64>, context: Option<u64>) -> Result<FloorPlan> {
+        let given = self.model.is_some() || self.model_config.is_some();
+        Ok(FloorPlan {
+            model: given.then(|| self.model_options()),
+            gpu: self.gpu.clone(),
+            hbm_bytes_per_s: self.hbm_bytes_per_s()?,
+            tp: self.tp,
+            moe_routing: self.moe_routing,
+            batch,
+            context,
+        })
     }
 }
 
@@ -93,221 +105,134 @@ pub fn pp_flag(s: &str) -> std::result::Result<u32, String> {
     numbers::count("--pp", "GPUs", s, 1, numbers::MAX_PARALLEL).map(|v| v as u32)
 }
 
-/// A resolved model and GPU to price steps with.
-#[derive(Debug, Clone)]
-pub struct Pricing {
-    pub model: ModelSpec,
-    pub gpu: GpuSpec,
-    pub opts: FloorOptions,
-    pub batch: Option<u64>,
-    pub context: Option<u64>,
-    /// What the floor was derived from, for the output.
-    pub basis: String,
+/// Model and GPU selection of `floor` and `capacity`: the shared model and GPU flags, and
+/// raw geometry and roof overrides only these two take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelGpuArgs {
+    #[command(flatten)]
+    pub common: ModelFlags,
+    /// Bytes per KV element (overrides --kv-dtype).
+    #[arg(long, allow_negative_numbers = true)]
+    pub kv_dtype_bytes: Option<f64>,
+    /// Pipeline-parallel degree (the last stage: layers/pp plus lm_head).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag)]
+    pub pp: u32,
+    /// Streamed weight bytes per step in GB (1e9), replacing the count from the geometry.
+    #[arg(long, allow_negative_numbers = true)]
+    pub weights_gb: Option<f64>,
+    /// Streamed parameter count in billions for FLOPs (2·P per token).
+    #[arg(long, allow_negative_numbers = true)]
+    pub params_b: Option<f64>,
+    /// Override the layer count L.
+    #[arg(long, allow_negative_numbers = true, value_parser = layers_flag)]
+    pub layers: Option<u64>,
+    /// Override the KV heads h_kv.
+    #[arg(long, allow_negative_numbers = true, value_parser = kv_heads_flag)]
+    pub kv_heads: Option<u64>,
+    /// Override the head dimension d_h.
+    #[arg(long, allow_negative_numbers = true, value_parser = head_dim_flag)]
+    pub head_dim: Option<u64>,
+    /// Peak dense tensor TFLOP/s; a measured number beats the datasheet.
+    #[arg(long, allow_negative_numbers = true)]
+    pub peak_tflops: Option<f64>,
 }
 
-/// The pricing for the step commands, or None without `--model`/`--model-config`. The GPU
-/// is `--gpu`, else the one the report names; `batch`/`context` fill what step names do
-/// not say; `tp` and `pp` are the operating point's (flag, capture or default).
-pub fn pricing(
-    flags: &ModelFlags,
-    batch: Option<u64>,
-    context: Option<u64>,
-    (tp, pp): (&Sourced<u32>, u32),
-    trace: &Trace,
-) -> Result<Option<Pricing>> {
-    if flags.model.is_none() && flags.model_config.is_none() {
-        return Ok(None);
-    }
-    let report_gpu = trace.devices.iter().find_map(|d| d.name.clone());
-    let (gpu_key, gpu_from) = match (&flags.gpu, &report_gpu) {
-        (Some(g), _) => (g.clone(), "--gpu"),
-        (None, Some(name)) => match gpu::from_report_name(name) {
-            Some(g) => (g.key.to_owned(), "named by the report"),
-            None => {
-                return Err(Error::input(format!(
-                    "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
-                )))
-            }
-        },
-        (None, None) => {
-            return Err(Error::input(
-                "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",
-            ))
-        }
-    };
-    let hbm_bytes_per_s = flags.hbm_bytes_per_s()?;
-    let model = flags.model_options().resolve()?;
-    let gpu = GpuOptions {
-        key: gpu_key,
-        hbm_bytes_per_s,
-        peak_flops_per_s: None,
-    }
-    .resolve()?;
-    let basis = format!(
-        "{} on {} ({gpu_from}; {:.2} TB/s {}), tp={} ({}){} — derived",
-        model.name,
-        gpu.name,
-        gpu.hbm_bytes_per_s / 1e12,
-        if flags.hbm_tb_s.is_some() {
-            "given"
-        } else {
-            "cited"
-        },
-        tp.value,
-        tp.basis.as_str(),
-        if pp > 1 {
-            format!(", pp={pp}")
-        } else {
-            String::new()
-        }
-    );
-    Ok(Some(Pricing {
-        model,
-        gpu,
-        opts: FloorOptions {
-            tp: tp.value,
-            pp,
-            moe_routing: flags.moe_routing,
-            include_kv_write: true,
-        },
-        batch,
-        context,
-        basis,
-    }))
+/// The GPU `floor` and `capacity` price when `--gpu` is not given.
+pub const DEFAULT_GPU: &str = "h100-sxm";
+
+/// Upper bounds for the real-valued model and GPU flags: ten times beyond any part or
+/// model that exists, so a typo (or `1e300`) is refused instead of priced (the bandwidth's
+/// is [`numbers::MAX_HBM_TB_S`]).
+const MAX_PEAK_TFLOPS: f64 = 1e6;
+const MAX_WEIGHTS_GB: f64 = 1e6;
+const MAX_PARAMS_B: f64 = 1e6;
+const MAX_KV_DTYPE_BYTES: f64 = 16.0;
+
+/// `--layers`: 1 ..= 2^12 (the largest models have ~128).
+fn layers_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--layers",
+        "layers",
+        s,
+        1,
+        crate::roofline::model::MAX_LAYERS,
+    )
 }
 
-/// A step's composition for the floor: the parsed name first, `--batch`/`--context`
-/// where the name is silent. None when ΣN_KV is unknown and no `--context` fills it.
-pub fn composition(
-    c: Option<&BatchComposition>,
-    batch: Option<u64>,
-    context: Option<u64>,
-) -> Option<StepComposition> {
-    // Checked arithmetic throughout: the counts come from step names other tools wrote, and
-    // a product that wraps would price a step at a floor of nothing. Overflow = no floor.
-    let Some(c) = c else {
-        return match (batch, context) {
-            (Some(b), Some(s)) => {
-                b.checked_mul(s)?;
-                Some(StepComposition::decode(b, s))
-            }
-            _ => None,
+/// `--kv-heads`: 1 ..= 2^12; zero KV heads would price attention at nothing.
+fn kv_heads_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--kv-heads",
+        "heads",
+        s,
+        1,
+        crate::roofline::model::MAX_HEADS,
+    )
+}
+
+/// `--head-dim`: 1 ..= 2^12.
+fn head_dim_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count(
+        "--head-dim",
+        "dimensions",
+        s,
+        1,
+        crate::roofline::model::MAX_HEAD_DIM,
+    )
+}
+
+/// `--launches`: 0 ..= 2^32 per step.
+pub fn launches_flag(s: &str) -> std::result::Result<u64, String> {
+    numbers::count("--launches", "launches", s, 0, numbers::MAX_LAUNCHES)
+}
+
+impl ModelGpuArgs {
+    /// Check the numbers and convert the flags into plain options.
+    pub fn into_parts(&self) -> Result<ModelGpu> {
+        let f = &self.common;
+        let mut model = f.model_options();
+        if let Some(b) = self.kv_dtype_bytes {
+            model.kv_dtype_bytes = Some(numbers::real(
+                "--kv-dtype-bytes",
+                "bytes",
+                b,
+                MAX_KV_DTYPE_BYTES,
+            )?);
+        }
+        // The value parsers refuse 0 for these; a zero would price attention at nothing.
+        model.layers = self.layers;
+        model.kv_heads = self.kv_heads;
+        model.head_dim = self.head_dim;
+        model.weights_bytes =
+            numbers::real_opt("--weights-gb", "GB", self.weights_gb, MAX_WEIGHTS_GB)?
+                .map(|w| w * 1e9);
+        model.params_streamed = numbers::real_opt(
+            "--params-b",
+            "billion parameters",
+            self.params_b,
+            MAX_PARAMS_B,
+        )?
+        .map(|p| p * 1e9);
+        if f.tp == Some(0) || self.pp == 0 {
+            return Err(Error::usage("--tp and --pp must be at least 1"));
+        }
+        let gpu = GpuOptions {
+            key: f.gpu.clone().unwrap_or_else(|| DEFAULT_GPU.to_owned()),
+            hbm_bytes_per_s: f.hbm_bytes_per_s()?,
+            peak_flops_per_s: numbers::real_opt(
+                "--peak-tflops",
+                "TFLOP/s",
+                self.peak_tflops,
+                MAX_PEAK_TFLOPS,
+            )?
+            .map(|p| p * 1e12),
         };
-    };
-    let (g, x) = (&c.generation, &c.context);
-    let dec_n = g.requests.unwrap_or(0);
-    let pre_n = x.requests.unwrap_or(0);
-    // Decode: one query token per request unless the name says otherwise.
-    let d_sq = g.sq.unwrap_or(dec_n);
-    let d_sk = if dec_n == 0 {
-        Some(0)
-    } else {
-        g.sk.or(context.and_then(|s| dec_n.checked_mul(s)))
-    }?;
-    let d_sqsq = g.sqsq.unwrap_or(d_sq);
-    let d_sqsk = g.sqsk.unwrap_or(d_sk);
-    // Prefill: without per-request sums, assume equal-length requests (derived).
-    let (p_sq, p_sk, p_sqsq, p_sqsk) = match std::num::NonZeroU64::new(pre_n) {
-        None => (0, 0, 0, 0),
-        Some(n) => {
-            let sq = x.sq?;
-            let sk = x.sk.or(context.and_then(|s| pre_n.checked_mul(s)))?;
-            let sqsq = match x.sqsq {
-                Some(v) => v,
-                None => sq.checked_mul(sq)? / n,
-            };
-            let sqsk = match x.sqsk {
-                Some(v) => v,
-                None => sq.checked_mul(sk)? / n,
-            };
-            (sq, sk, sqsq, sqsk)
-        }
-    };
-    Some(StepComposition {
-        decode_requests: dec_n,
-        prefill_requests: pre_n,
-        sq: d_sq.checked_add(p_sq)?,
-        sk: d_sk.checked_add(p_sk)?,
-        sqsq: d_sqsq.checked_add(p_sqsq)?,
-        sqsk: d_sqsk.checked_add(p_sqsk)?,
-        decode_sq: d_sq,
-        decode_sk: d_sk,
-        decode_sqsq: d_sqsq,
-        decode_sqsk: d_sqsk,
-        sk_window: None,
-        sqsk_window: None,
-    })
-}
-
-impl Pricing {
-    /// The step's composition for its floor: its name's, else `batch`/`context` as a
-    /// decode — never for a step inferred to be a prefill or mixed, which a decode
-    /// composition would misprice.
-    pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
-        // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
-        let named = step.composition.as_ref().filter(|c| c.counts_requests());
-        if named.is_none() && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
-        {
-            return None;
-        }
-        let comp = composition(named, self.batch, self.context)?;
-        (comp.sq > 0).then_some(comp)
-    }
-
-    /// The step's own floor, when its composition is known.
-    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
-        let comp = self.composition_of(step)?;
-        Some(FloorInput::from(&step_floor(
-            &self.model,
-            &self.gpu,
-            &comp,
-            &self.opts,
-        )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::timing::stepname::parse;
-
-    #[test]
-    fn decode_composition_from_a_detailed_name() {
-        let p = parse(
-            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk65536sqsq32sqsk65536)",
-        )
-        .unwrap();
-        let c = composition(Some(&p.composition), None, None).unwrap();
-        assert_eq!(c, StepComposition::decode(32, 2048));
-    }
-
-    #[test]
-    fn names_without_kv_need_context() {
-        let p = parse("step[DECODE bs=32]").unwrap();
-        assert!(composition(Some(&p.composition), None, None).is_none());
-        assert_eq!(
-            composition(Some(&p.composition), None, Some(2048)).unwrap(),
-            StepComposition::decode(32, 2048)
-        );
-        let p = parse("execute_context_1(888_788544)_generation_0(0)").unwrap();
-        assert!(composition(Some(&p.composition), None, None).is_none());
-        let c = composition(Some(&p.composition), None, Some(888)).unwrap();
-        assert_eq!(
-            (c.sq, c.sk, c.sqsq, c.sqsk, c.prefill_requests),
-            (888, 888, 788_544, 788_544, 1)
-        );
-        assert_eq!(
-            composition(None, Some(4), Some(100)).unwrap(),
-            StepComposition::decode(4, 100)
-        );
-    }
-
-    #[test]
-    fn products_that_would_wrap_give_no_floor() {
-        // 2^32 · 2^32 = 2^64 wraps to 0 in u64: no composition, not a floor of nothing.
-        assert!(composition(None, Some(1 << 32), Some(1 << 32)).is_none());
-        let p = parse("step[DECODE bs=32]").unwrap();
-        assert!(composition(Some(&p.composition), None, Some(u64::MAX / 2)).is_none());
-        assert!(composition(Some(&p.composition), None, Some(1 << 20)).is_some());
+        let floor = FloorOptions {
+            tp: f.tp.unwrap_or(1),
+            pp: self.pp,
+            moe_routing: f.moe_routing,
+            include_kv_write: true,
+        };
+        Ok(ModelGpu { model, gpu, floor })
     }
 }

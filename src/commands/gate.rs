@@ -3,11 +3,15 @@
 
 use std::path::PathBuf;
 
-use crate::baseline::{compare, load_side, read_baseline, Policy};
-use crate::commands::baseline::baseline_from_report;
+use std::io::Write;
+
+use crate::baseline::Policy;
+use crate::commands::historyflags::{ExportFlags, HistoryFlags};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Error, Result};
 use crate::output;
+use crate::pipeline::gate::{gate, Against, Candidate};
+use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::{to_json, Format};
 
@@ -20,7 +24,7 @@ const GATE_HELP: &str = "Examples:
 Exit codes: 0 pass · 1 regression (or inconclusive with \
 --inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline, \
 GPU or model mismatch) · 3 inconclusive (fewer than 10 steps per side in a group, or no group \
-in common). Policy file format: docs/gate.md.";
+in common) · 5 an output could not be written (none was). Policy file format: docs/gate.md.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = GATE_HELP)]
@@ -57,27 +61,9 @@ pub struct Args {
     #[command(flatten)]
     pub report_args: StepFlags,
     #[command(flatten)]
-    pub history: crate::commands::export::HistoryFlags,
+    pub history: HistoryFlags,
     #[command(flatten)]
-    pub export: crate::commands::export::ExportFlags,
-}
-
-/// Write one rendered report atomically. Prefer collecting every output of a command into
-/// one [`output::write_all`] (all or nothing); this stays for single-file callers.
-pub fn write_out(path: &std::path::Path, text: &str) -> Result<()> {
-    output::write_atomic(path, text.as_bytes())
-}
-
-/// The outputs given (flag, path, contents), written all or nothing.
-pub(crate) fn write_outputs(outs: &[(Option<&std::path::Path>, String)]) -> Result<()> {
-    let files: Vec<(&std::path::Path, &[u8])> = outs
-        .iter()
-        .filter_map(|(p, text)| p.map(|p| (p, text.as_bytes())))
-        .collect();
-    if files.is_empty() {
-        return Ok(());
-    }
-    output::write_all(&files)
+    pub export: ExportFlags,
 }
 
 /// Refuse, before any work, an output that is an input or cannot be written.
@@ -90,51 +76,25 @@ fn plan(args: &Args) -> Result<()> {
     inputs.extend(args.baseline.as_deref());
     inputs.extend(args.history.history.as_deref());
     inputs.extend(args.policy.as_deref());
-    inputs.extend(crate::commands::step_inputs(&args.report_args));
+    inputs.extend(args.report_args.inputs());
     plan.check(&inputs)
-}
-
-/// The policy from `--policy`, or the defaults.
-pub(crate) fn load_policy(path: Option<&std::path::Path>) -> Result<Policy> {
-    match path {
-        Some(p) => Policy::from_file(p),
-        None => Ok(Policy::default()),
-    }
 }
 
 pub fn run(args: &Args) -> Result<u8> {
     plan(args)?;
-    let mut policy = load_policy(args.policy.as_deref())?;
+    let steps_plan = args.report_args.plan(TOP_KERNELS)?;
+    let export = args.export.plan()?;
+    let history = args.history.plan()?;
+    let mut policy = Policy::load(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
-    // --export keeps the candidate's steps from the same load.
-    let found = std::cell::RefCell::new(None);
-    let cand = load_side(&args.report, &|p| match &args.export.export {
-        None => baseline_from_report(p, &args.report_args),
-        Some(_) => {
-            let ((b, steps, src), sha) = crate::commands::export::with_report_hash(p, || {
-                crate::commands::baseline::baseline_and_steps(p, &args.report_args)
-            })?;
-            *found.borrow_mut() = Some((steps, src, sha));
-            Ok(b)
-        }
-    })?;
-    if args.export.export.is_some() && found.borrow().is_none() {
-        return Err(Error::input(
-            "--export needs a report as the candidate, not a baseline file",
-        ));
-    }
-    let (base, history, base_name) = match (&args.history.history, &args.baseline) {
-        (Some(d), _) => {
-            let h = crate::commands::export::history_side(&args.history, d, &cand)?;
-            (h.baseline.clone(), Some(h), d.display().to_string())
-        }
-        (None, Some(b)) => (read_baseline(b)?, None, b.display().to_string()),
-        (None, None) => return Err(Error::input("give --baseline FILE or --history DATASET")),
+    let cand = Candidate::load(&args.report, &steps_plan, export.as_ref())?;
+    let (against, base_name) = match (&history, &args.baseline) {
+        (Some(h), _) => (Against::History(h), h.dataset.display().to_string()),
+        (None, Some(b)) => (Against::Baseline(b), b.display().to_string()),
+        (None, None) => return Err(Error::usage("give --baseline FILE or --history DATASET")),
     };
-    let mut cmp = compare(&base, &cand, &policy)?;
-    if let Some(h) = &history {
-        crate::commands::export::note_history(&mut cmp, h);
-    }
+    let run = gate(cand, against, &policy)?;
+    let cmp = &run.comparison;
     let opts = RenderOptions {
         show_verdict: true,
         baseline_name: base_name,
@@ -142,44 +102,27 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "gate",
+        wide: false,
     };
     // Every file of this run is written together or not at all.
-    write_outputs(&[
-        (
-            args.markdown.as_deref(),
-            args.markdown
-                .as_ref()
-                .map(|_| markdown(&cmp, &opts))
-                .unwrap_or_default(),
-        ),
-        (
-            args.json.as_deref(),
-            args.json
-                .as_ref()
-                .map(|_| to_json(&cmp))
-                .unwrap_or_default(),
-        ),
-        (
-            args.html.as_deref(),
-            args.html
-                .as_ref()
-                .map(|_| crate::report::html::gate::render(&cmp, &opts, &base, &cand))
-                .unwrap_or_default(),
-        ),
-    ])?;
-    // A closed pipe keeps the verdict's exit code; a failed write is exit 2, never 101.
-    output::print(&render(&cmp, args.format, &opts))?;
+    let mut files: Vec<(&std::path::Path, String)> = Vec::new();
+    if let Some(p) = &args.markdown {
+        files.push((p, markdown(cmp, &opts)));
+    }
+    if let Some(p) = &args.json {
+        files.push((p, to_json(cmp)));
+    }
+    if let Some(p) = &args.html {
+        let page = crate::report::html::gate::render(cmp, &opts, &run.baseline, &run.candidate);
+        files.push((p, page));
+    }
+    crate::commands::write_files(&files)?;
+    // A closed pipe keeps the verdict's exit code; a failed write is exit 5, never 101.
+    output::print(&render(cmp, args.format, &opts))?;
     // Appended after the comparison, so a run is never part of its own history.
-    if let (Some(dataset), Some((steps, src, sha))) = (&args.export.export, &*found.borrow()) {
-        crate::commands::export::append(
-            dataset,
-            &args.report,
-            sha,
-            &args.export.labels,
-            src,
-            steps,
-            true,
-        )?;
+    if let Some(pending) = &run.export {
+        let appended = pending.append()?;
+        let _ = writeln!(std::io::stderr(), "{appended}");
     }
     Ok(cmp.exit_code)
 }

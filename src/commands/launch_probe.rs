@@ -13,7 +13,8 @@ use crate::report::{probe as render, Format};
   stepgate launch-probe
   stepgate launch-probe --format json -o launch.json && stepgate steps run.sqlite --launch-cost launch.json
 
-Exit codes: 0 ok · 4 no CUDA driver or device (the cited 2.374 µs stands).")]
+Exit codes: 0 ok · 4 no CUDA driver or device (the cited 2.374 µs stands) · 5 the output
+could not be written.")]
 pub struct Args {
     /// CUDA device ordinal to measure.
     #[arg(long, default_value_t = 0)]

@@ -1,5 +1,8 @@
-//! One file per subcommand: parse args → call the library → render. Only these and `cli`
-//! know clap.
+//! One file per subcommand: flags → a plan → one call into [`crate::pipeline`] → render
+//! and write. The flag structs several commands share live in the non-command modules
+//! `stepflags`, `floorflags`, `historyflags` and `numbers` (and `values`, the clap value
+//! lists of library enums); no command module imports another. Only these and `cli` know
+//! clap.
 
 pub mod analyze;
 pub mod baseline;
@@ -10,46 +13,23 @@ pub mod export;
 pub mod floor;
 pub mod floorflags;
 pub mod gate;
+pub mod historyflags;
 pub mod launch_probe;
 pub mod numbers;
 pub mod stepflags;
 pub mod steps;
 pub mod trend;
+pub mod values;
 
-use crate::cli::{Cli, Command};
-use crate::exit::{Error, Result};
+use std::path::Path;
 
-pub(crate) use stepflags::step_inputs;
+use crate::exit::Result;
 
-/// Run one parsed command line; the returned value is the process exit code.
-pub fn run(cli: Cli) -> Result<u8> {
-    match cli.command {
-        Command::Analyze(a) => analyze::run(&a),
-        Command::Steps(a) => steps::run(&a),
-        Command::Floor(a) => floor::run(&a),
-        Command::Capacity(a) => capacity::run(&a),
-        Command::Baseline(c) => baseline::run(&c),
-        Command::Gate(a) => gate::run(&a),
-        Command::Diff(a) => diff::run(&a),
-        Command::Capture(a) => capture::run(&a),
-        Command::LaunchProbe(a) => launch_probe::run(&a),
-        Command::Export(a) => export::run(&a),
-        Command::Trend(a) => trend::run(&a),
+/// Write a command's files (flag outputs such as `--html`, `--json`), all or none.
+pub(crate) fn write_files<B: AsRef<[u8]>>(files: &[(&Path, B)]) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
     }
-}
-
-/// A regex flag that does not compile, in one line: regex's own message spreads the
-/// pattern, a caret and the reason over four lines; keep the reason.
-pub(crate) fn regex_error(flag: &str, pattern: &str, e: &regex::Error) -> Error {
-    let full = e.to_string();
-    let reason = full
-        .lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix("error:"))
-        .map(str::trim)
-        .unwrap_or_else(|| full.lines().last().unwrap_or("invalid regex").trim());
-    Error::input(format!(
-        "{flag} {pattern:?} is not auto, marker, scheduler, python, sync, graphs, gaps or a valid regex ({reason}); \
-         check the pattern's brackets and escapes"
-    ))
+    let refs: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_ref())).collect();
+    crate::output::write_all(&refs)
 }

@@ -20,6 +20,9 @@ pub const MAX_LAUNCHES: u64 = 1 << 32;
 pub const MAX_GAP_US: f64 = 3.6e9;
 /// Largest per-launch cost, µs (one second; measured costs are a few µs).
 pub const MAX_LAUNCH_COST_US: f64 = 1e6;
+/// Largest HBM bandwidth, TB/s: ten times beyond any part that exists, so a typo (or
+/// `1e300`) is refused instead of priced.
+pub const MAX_HBM_TB_S: f64 = 1e3;
 
 /// A whole count flag in `[min, max]`, parsed from what the user typed. `unit` is plural
 /// (`tokens`, `requests`). Accepts `-1` as a token (clap would call it an unknown flag)
@@ -81,13 +84,13 @@ pub fn real(flag: &str, unit: &str, v: f64, max: f64) -> Result<f64> {
         }
     };
     if !(v.is_finite() && v > 0.0) {
-        return Err(Error::input(format!(
+        return Err(Error::usage(format!(
             "{flag} must be positive, got {}",
             with(v)
         )));
     }
     if v > max {
-        return Err(Error::input(format!(
+        return Err(Error::usage(format!(
             "{flag} is {} but at most {} makes sense; check the value",
             with(v),
             with(max)
@@ -106,7 +109,7 @@ pub fn fraction(flag: &str, v: f64) -> Result<f64> {
     if v.is_finite() && v > 0.0 && v <= 1.0 {
         Ok(v)
     } else {
-        Err(Error::input(format!(
+        Err(Error::usage(format!(
             "{flag} must be a fraction in (0, 1], such as 0.4; got {v}"
         )))
     }

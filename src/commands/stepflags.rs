@@ -1,28 +1,33 @@
-//! The step flags and loading shared by every command that finds steps (`steps`, `analyze
-//! --steps`, `gate`, `baseline`, `diff`): `--steps`, `--kind`, launch cost, categories and
-//! the model/GPU flags, turned into a loaded trace and an attributed steps report.
+//! The step flags shared by every command that finds steps (`steps`, `analyze`, `gate`,
+//! `baseline`, `diff`, `export`): `--steps`, `--kind`, launch cost, categories and the
+//! model/GPU flags, turned once into a [`StepsPlan`].
 
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
-
-use crate::attribution::{self, LaunchCost};
+use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
-use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags, Pricing};
+use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags};
+use crate::commands::numbers;
 use crate::exit::{Error, Result};
-use crate::operating_point::{self, Given};
+use crate::pipeline::plan::StepsPlan;
 use crate::timing::stepname::StepKind;
-use crate::timing::steps::{self, StepOptions, StepSource, StepsReport};
-use crate::trace::Trace;
-use crate::wire::attribution::{OperatingPoint, Sourced};
+use crate::timing::steps::{self, StepOptions, StepSource};
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
 pub struct StepFlags {
-    /// How to find steps: auto, marker, scheduler, python, sync, graphs, gaps, or a
-    /// regex over range names.
+    /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
+    /// gaps, or a regex over range names.
     #[arg(long = "steps", default_value = "auto")]
     pub steps: String,
+    /// With --steps REGEX: a step is the matched range (span, the default) or the whole
+    /// cycle from one match of the opener to the next (cycle).
+    #[arg(long, value_name = "span|cycle")]
+    pub steps_extent: Option<steps::Extent>,
+    /// With --steps REGEX: project the calls of the range's own thread (own, the
+    /// default) or of every thread of its process (process).
+    #[arg(long, value_name = "own|process")]
+    pub steps_threads: Option<steps::Threads>,
     /// Only steps of this kind.
     #[arg(long, value_enum, default_value_t = KindFilter::All)]
     pub kind: KindFilter,
@@ -63,89 +68,57 @@ pub enum KindFilter {
 }
 
 impl KindFilter {
-    /// Whether a step of kind `k` (marked or inferred: see [`crate::wire::steps::Step::kind_label`]) passes.
-    fn matches(self, k: StepKind) -> bool {
-        use clap::ValueEnum;
-        // The flag values are the kinds' own names, so compare by name.
-        self == KindFilter::All
-            || self
-                .to_possible_value()
-                .is_some_and(|v| v.get_name() == k.as_str())
+    /// The kind to keep; None for `all`.
+    fn kind(self) -> Option<StepKind> {
+        match self {
+            KindFilter::All => None,
+            KindFilter::Decode => Some(StepKind::Decode),
+            KindFilter::Prefill => Some(StepKind::Prefill),
+            KindFilter::Mixed => Some(StepKind::Mixed),
+            KindFilter::Verify => Some(StepKind::Verify),
+            KindFilter::Draft => Some(StepKind::Draft),
+            KindFilter::Idle => Some(StepKind::Idle),
+            KindFilter::Unknown => Some(StepKind::Unknown),
+        }
     }
 }
 
 impl StepFlags {
-    /// Plain step-finding options from the flags.
-    pub fn options(&self, top: usize) -> Result<StepOptions> {
-        let source = match self.steps.as_str() {
-            "auto" => StepSource::Auto,
-            "marker" => StepSource::Marker,
-            "scheduler" => StepSource::Scheduler,
-            "python" => StepSource::Python,
-            "sync" => StepSource::Sync,
-            "graphs" => StepSource::Graphs,
-            "gaps" => StepSource::Gaps,
-            re => StepSource::Regex(
-                Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?,
-            ),
-        };
+    /// The plan these flags describe, checked once: `--steps` parsed (its regex compiled),
+    /// `--gap-us` in range, the launch cost and categories read, the floor inputs checked.
+    /// `top` is the command's kernel rows per step.
+    pub fn plan(&self, top: usize) -> Result<StepsPlan> {
+        let source = StepSource::parse(&self.steps)?;
         // Bounded so `gap start + threshold` cannot overflow the i64 nanosecond clock.
-        if !(self.gap_us.is_finite()
-            && self.gap_us >= 0.0
-            && self.gap_us <= crate::commands::numbers::MAX_GAP_US)
-        {
-            return Err(Error::input(format!(
+        if !(self.gap_us.is_finite() && self.gap_us >= 0.0 && self.gap_us <= numbers::MAX_GAP_US) {
+            return Err(Error::usage(format!(
                 "--gap-us must be a number of µs from 0 to {:e} (one hour), got {} µs",
-                crate::commands::numbers::MAX_GAP_US,
+                numbers::MAX_GAP_US,
                 self.gap_us
             )));
         }
-        Ok(StepOptions {
-            source,
-            gap_threshold_ns: (self.gap_us * 1e3) as i64,
-            top_kernels: top,
+        Ok(StepsPlan {
+            find: StepOptions {
+                source,
+                extent: self.steps_extent,
+                threads: self.steps_threads,
+                gap_threshold_ns: (self.gap_us * 1e3) as i64,
+                top_kernels: top,
+            },
+            kind: self.kind.kind(),
+            launch_cost: self.launch_cost()?,
+            floor: self.floor.floor_plan(self.batch, self.context)?,
+            categories: match &self.categories {
+                Some(p) => Categorizer::with_user_file(p)?,
+                None => Categorizer::default(),
+            },
         })
     }
 
-    /// What the flags say about the operating point (None: not given).
-    pub fn given(&self) -> Given {
-        Given {
-            tp: self.floor.tp,
-            gpu: self.floor.gpu.clone(),
-            batch: self.batch,
-            context: self.context,
-        }
-    }
-
-    /// The model and GPU to price steps against at the operating point `point` resolved
-    /// (the flags alone without one), or None without a model.
-    pub fn pricing(
-        &self,
-        trace: &Trace,
-        point: Option<&OperatingPoint>,
-    ) -> Result<Option<Pricing>> {
-        let flags_only = operating_point::from_flags(&self.given());
-        let p = point.unwrap_or(&flags_only);
-        let value = |s: &Option<Sourced<u64>>| s.as_ref().map(|s| s.value);
-        let pp = p.pp.as_ref().map_or(1, |s| s.value);
-        crate::commands::floorflags::pricing(
-            &self.floor,
-            value(&p.batch),
-            value(&p.context),
-            (&p.tp, pp),
-            trace,
-        )
-    }
-
     /// The per-launch cost: measured (flag or probe file) or the cited default.
-    pub fn launch_cost(&self) -> Result<LaunchCost> {
+    fn launch_cost(&self) -> Result<LaunchCost> {
         if let Some(us) = self.launch_cost_us {
-            crate::commands::numbers::real(
-                "--launch-cost-us",
-                "µs",
-                us,
-                crate::commands::numbers::MAX_LAUNCH_COST_US,
-            )?;
+            let us = numbers::real("--launch-cost-us", "µs", us, numbers::MAX_LAUNCH_COST_US)?;
             return Ok(LaunchCost {
                 per_launch_ns: us * 1e3,
                 source: "given with --launch-cost-us".to_owned(),
@@ -160,103 +133,18 @@ impl StepFlags {
         }
         Ok(LaunchCost::default())
     }
-}
 
-/// Range names that can be step markers (emit_nvtx suffixes follow the name).
-const MARKER_RANGES: &str =
-    r"^(execute_|step\[|\[Executor\] _forward_step|_forward_step|ProfilerStep#)";
-/// Range names that can be scheduler scopes (vLLM 0.11.0 `Preprocess` marks `Forward`).
-const SCHEDULER_RANGES: &str =
-    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
-
-/// Load a report with what step finding needs: host calls always, and only the ranges
-/// the chosen method can use.
-pub fn load_for_steps(path: &Path, flags: &StepFlags) -> Result<Trace> {
-    // nsys reads only the ranges the method can use (Kineto keeps every annotation).
-    let ranges = match flags.steps.as_str() {
-        "graphs" | "gaps" | "sync" | "python" => None,
-        "marker" => Some(Regex::new(MARKER_RANGES).expect("static pattern")),
-        "scheduler" => Some(Regex::new(SCHEDULER_RANGES).expect("static pattern")),
-        "auto" => Some(
-            Regex::new(&format!("{MARKER_RANGES}|{SCHEDULER_RANGES}")).expect("static pattern"),
-        ),
-        re => Some(Regex::new(re).map_err(|e| crate::commands::regex_error("--steps", re, &e))?),
-    };
-    let opts = crate::source::LoadOptions {
-        calls: true,
-        ranges: ranges.is_some(),
-        range_filter: ranges,
-        gpu_metrics: true,
-        ..crate::source::LoadOptions::all()
-    };
-    crate::source::load_with(path, &opts)
-}
-
-/// Find, filter and attribute the steps of a loaded trace.
-pub fn steps_of(
-    trace: &Trace,
-    flags: &StepFlags,
-    cats: &Categorizer,
-    top: usize,
-) -> Result<StepsReport> {
-    let opts = flags.options(top)?;
-    let mut r = steps::find_steps(trace, &opts, cats)?;
-    let point = operating_point::resolve(trace, &mut r, &flags.given())?;
-    if flags.kind != KindFilter::All {
-        r.steps.retain(|s| flags.kind.matches(s.kind_label().kind));
-        r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
-    }
-    r.summary = steps::summarize(&r.steps);
-    let cost = attribution::for_vendor(flags.launch_cost()?, point.vendor.as_deref());
-    let pricing = flags.pricing(trace, Some(&point))?;
-    let a = match &pricing {
-        Some(p) => {
-            let comp = |s: &steps::Step| p.composition_of(s);
-            let pricer = attribution::Pricer {
-                composition: &comp,
-                model: &p.model,
-                gpu: &p.gpu,
-                opts: p.opts,
-            };
-            attribution::attribute_priced(&r.steps, Some(&pricer), &cost)
-        }
-        None => attribution::attribute_priced(&r.steps, None, &cost),
-    };
-    // The one join of steps and attribution.
-    let mut r = r.join(a);
-    let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
-        model: &p.model,
-        tp: p.opts.tp,
-        pp: p.opts.pp,
-        roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
-    });
-    attribution::detail::detail(trace, &mut r, cats, geometry.as_ref())?;
-    if let Some(p) = pricing {
-        r.notes.push(format!("floor: {}", p.basis));
-        let notes = attribution::missing_floor_notes(&r.steps, &point);
-        r.notes.extend(notes);
-    }
-    Ok(r)
-}
-
-/// The files a step-finding command reads besides its report (categories, launch-cost
-/// probe, model config): no output may overwrite one of them.
-pub(crate) fn step_inputs(f: &StepFlags) -> Vec<&Path> {
-    [
-        f.categories.as_deref(),
-        f.launch_cost.as_deref(),
-        f.floor.model_config.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
-}
-
-/// Load categories from the optional user file.
-pub fn categorizer(path: Option<&PathBuf>) -> Result<Categorizer> {
-    match path {
-        Some(p) => Categorizer::with_user_file(p),
-        None => Ok(Categorizer::default()),
+    /// The files a step-finding command reads besides its report (categories, launch-cost
+    /// probe, model config): no output may overwrite one of them.
+    pub fn inputs(&self) -> Vec<&Path> {
+        [
+            self.categories.as_deref(),
+            self.launch_cost.as_deref(),
+            self.floor.model_config.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 
@@ -265,11 +153,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kind_filter_matches_by_name() {
-        assert!(KindFilter::All.matches(StepKind::Prefill));
-        assert!(KindFilter::Decode.matches(StepKind::Decode));
-        assert!(!KindFilter::Decode.matches(StepKind::Prefill));
-        assert!(KindFilter::Unknown.matches(StepKind::Unknown));
-        assert!(!KindFilter::Verify.matches(StepKind::Draft));
+    fn every_kind_filter_keeps_its_own_kind() {
+        use clap::ValueEnum;
+        assert_eq!(KindFilter::All.kind(), None);
+        // The flag values are the kinds' own names: `--kind decode` keeps decode steps.
+        for f in KindFilter::value_variants().iter().skip(1) {
+            let k = f.kind().unwrap();
+            assert_eq!(f.to_possible_value().unwrap().get_name(), k.as_str());
+        }
     }
 }

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use crate::commands::stepflags::{categorizer, load_for_steps, steps_of, StepFlags};
+use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
+use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::{self, Format};
-use crate::timing::steps;
+use crate::timing::steps::Step;
 
 const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite
@@ -36,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     pub each: bool,
     /// Kernel rows kept per step in JSON.
-    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
+    #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -62,50 +63,46 @@ pub fn run(args: &Args) -> Result<u8> {
     plan.add("--perfetto", args.perfetto.as_deref())
         .add("--html", args.html.as_deref());
     let mut inputs = vec![args.report.as_path()];
-    inputs.extend(crate::commands::step_inputs(&args.step));
+    inputs.extend(args.step.inputs());
     plan.check(&inputs)?;
-    let trace = load_for_steps(&args.report, &args.step)?;
+    let steps_plan = args.step.plan(args.top)?;
+    let trace = crate::pipeline::steps::load(&args.report, &steps_plan)?;
     // Table and markdown print the loader's warnings under the headline; JSON and CSV
     // carry them in the document, so say them on stderr too.
     if matches!(args.format, Format::Json | Format::Csv) {
         crate::source::print_warnings(&trace);
     }
-    let cats = categorizer(args.step.categories.as_ref())?;
-    let r = steps_of(&trace, &args.step, &cats, args.top)?;
+    let run = crate::pipeline::steps::run(&trace, &steps_plan)?;
+    let r = &run.report;
     crate::phases::mark("steps: attribution and assembly");
     let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
-        files.push((
-            p,
-            report::perfetto::render(&trace, &r, window)?.into_bytes(),
-        ));
+        files.push((p, report::perfetto::render(&trace, r, window)?.into_bytes()));
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
-        let pricing = args.step.pricing(&trace, r.operating_point.as_ref())?;
-        let work = |s: &steps::Step| {
-            let f = pricing.as_ref()?.floor_of(s)?;
+        let work = |s: &Step| {
+            let f = run.pricing.as_ref()?.floor_of(s)?;
             Some((f.flops, f.total_bytes))
         };
-        let roofs = pricing.as_ref().map(|p| report::html::steps::Roofs {
+        let roofs = run.pricing.as_ref().map(|p| report::html::steps::Roofs {
             gpu_name: p.gpu.name,
             bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
             peak_flops_per_s: p.gpu.bf16_flops_per_s,
             work: &work,
         });
-        let page = report::html::steps::render(&path, &r, roofs.as_ref());
+        let page = report::html::steps::render(&path, r, roofs.as_ref());
         files.push((p, page.into_bytes()));
     }
-    if !files.is_empty() {
-        let refs: Vec<(&std::path::Path, &[u8])> =
-            files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
-        crate::output::write_all(&refs)?;
-    }
+    crate::commands::write_files(&files)?;
     crate::output::print(&report::steps::render(
         &args.report.display().to_string(),
-        &r,
+        r,
         args.format,
-        args.each,
+        &report::steps::Options {
+            each: args.each,
+            wide: false,
+        },
     ))?;
     crate::phases::mark("output written");
     Ok(OK)

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::commands::gate::load_policy;
+use crate::baseline::Policy;
+use crate::commands::historyflags::where_clauses;
 use crate::dataset::read::{parse_date, Filter};
 use crate::dataset::trend::{trend, Metric, TrendQuery};
 use crate::exit::{Error, Result, OK};
@@ -30,7 +31,7 @@ pub struct Args {
     pub metric: String,
     /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
     /// kind=… (steps); comma-separated or repeated.
-    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = crate::commands::export::where_clauses)]
+    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = where_clauses)]
     pub where_: Vec<String>,
     /// One series per value of these keys (gpu, model, engine, kind, label.NAME, …).
     #[arg(long, value_delimiter = ',')]
@@ -64,9 +65,9 @@ pub fn run(args: &Args) -> Result<u8> {
     let filter = Filter::parse(&args.where_)?;
     let since_ns = args.since.as_deref().map(parse_date).transpose()?;
     if args.last == Some(0) {
-        return Err(Error::input("--last must be at least 1"));
+        return Err(Error::usage("--last must be at least 1"));
     }
-    let policy = load_policy(args.policy.as_deref())?;
+    let policy = Policy::load(args.policy.as_deref())?;
     let q = TrendQuery {
         metric,
         filter,

@@ -15,7 +15,7 @@ use crate::dataset::read::{self, Filter, KernelName, KernelPick, RunRow, StepKer
 use crate::exit::Result;
 
 /// `--history-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HistoryMode {
     /// Pool the steps of the matching runs per group.
     #[default]

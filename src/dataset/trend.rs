@@ -120,9 +120,13 @@ pub struct Series {
     pub points: Vec<Point>,
 }
 
+/// Version of the `trend` JSON document (the rules of docs/reports.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// The whole answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Trend {
+    pub schema_version: u32,
     pub metric: String,
     pub unit: &'static str,
     pub window: usize,
@@ -317,6 +321,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         });
     }
     Ok(Trend {
+        schema_version: SCHEMA_VERSION,
         metric: q.metric.name(),
         unit: q.metric.unit(),
         window: q.window,

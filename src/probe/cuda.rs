@@ -1,7 +1,9 @@
 //! The measurements themselves: a null kernel from embedded PTX (no nvcc at build time),
 //! launched through the driver API in synchronized bursts, unsynchronized bursts, and as a
 //! CUDA graph. libcuda is loaded at run time (cudarc `dynamic-loading`), so this builds and
-//! runs on machines without CUDA and answers exit 4 there.
+//! runs on machines without CUDA and answers exit 4 there; where the driver library loads
+//! but no device is usable (NVIDIA libraries installed, no GPU passed in: common on CI
+//! runners) it says exactly that.
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -28,9 +30,118 @@ fn null_ptx(version: &str, target: &str) -> String {
     )
 }
 
-fn no_device(detail: impl std::fmt::Display) -> Error {
+/// What this machine's CUDA driver offers, asked without creating a context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceStatus {
+    /// libcuda could not be loaded.
+    NoDriver,
+    /// libcuda loads, but `call` (cuInit or cuDeviceGetCount) says no device is usable.
+    NoDevice {
+        /// The driver library's file, e.g. `libcuda.so.535.261.03`.
+        library: String,
+        /// The CUDA version the driver supports (`cuDriverGetVersion`), e.g. `12.2`.
+        cuda_version: Option<String>,
+        call: &'static str,
+        /// What the call returned, e.g. `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is
+        /// detected)`, or `0 devices`.
+        returned: String,
+    },
+    /// This many devices are visible.
+    Usable(i32),
+}
+
+impl std::fmt::Display for DeviceStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceStatus::NoDriver => {
+                f.write_str("no CUDA driver found (libcuda could not be loaded)")
+            }
+            DeviceStatus::NoDevice {
+                library,
+                cuda_version,
+                call,
+                returned,
+            } => {
+                let version = cuda_version
+                    .as_ref()
+                    .map(|v| format!(", CUDA {v}"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "CUDA driver found ({library}{version}) but no usable device: {call} returned \
+                     {returned}"
+                )
+            }
+            DeviceStatus::Usable(n) => write!(f, "{n} CUDA device(s) visible"),
+        }
+    }
+}
+
+/// Ask the driver whether a device is usable: load libcuda, cuInit, cuDeviceGetCount. A
+/// driver too old for a call cudarc binds (a panic inside the bindings) counts as no driver.
+pub fn device_status() -> DeviceStatus {
+    // Safety: only tries to dlopen libcuda; nothing is called through it.
+    if !unsafe { sys::is_culib_present() } {
+        return DeviceStatus::NoDriver;
+    }
+    std::panic::catch_unwind(|| {
+        let no_device = |call, returned| DeviceStatus::NoDevice {
+            library: loaded_library().unwrap_or_else(|| "libcuda".into()),
+            cuda_version: driver_cuda_version().ok(),
+            call,
+            returned,
+        };
+        if let Err(e) = result::init() {
+            return no_device("cuInit", describe(&e));
+        }
+        match result::device::get_count() {
+            Ok(n) if n > 0 => DeviceStatus::Usable(n),
+            Ok(n) => no_device("cuDeviceGetCount", format!("{n} devices")),
+            Err(e) => no_device("cuDeviceGetCount", describe(&e)),
+        }
+    })
+    .unwrap_or(DeviceStatus::NoDriver)
+}
+
+/// `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)`.
+fn describe(e: &DriverError) -> String {
+    match e.error_string() {
+        Ok(s) => format!("{:?} ({})", e.0, s.to_string_lossy()),
+        Err(_) => format!("{:?}", e.0),
+    }
+}
+
+/// The CUDA version the driver supports, `12.8` (allowed before cuInit).
+fn driver_cuda_version() -> std::result::Result<String, DriverError> {
+    let mut v: std::ffi::c_int = 0;
+    // Safety: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut v) }.result()?;
+    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
+/// The file name of the driver library this process loaded (from /proc/self/maps, so the
+/// real file behind `libcuda.so`'s links: `libcuda.so.535.261.03`).
+fn loaded_library() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    library_in_maps(&maps)
+}
+
+fn library_in_maps(maps: &str) -> Option<String> {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter_map(|p| p.rsplit('/').next())
+        .find(|name| name.starts_with("libcuda.so") || name.starts_with("nvcuda"))
+        .map(str::to_owned)
+}
+
+fn no_device(status: &DeviceStatus) -> Error {
+    let what = match status {
+        DeviceStatus::NoDriver => NO_DRIVER.to_owned(),
+        other => format!("{other}; the cited 2.374 µs stands"),
+    };
     Error::environment(format!(
-        "{NO_DRIVER} ({detail}); run launch-probe on a host with an NVIDIA GPU and driver"
+        "{what}; run launch-probe where an NVIDIA GPU is visible to this process (nvidia-smi \
+         lists it; a container needs the GPU passed in)"
     ))
 }
 
@@ -43,9 +154,9 @@ fn driver(what: &str, e: DriverError) -> Error {
 /// Measure on `params.device`. Panics inside the bindings (a symbol missing from a very old
 /// libcuda) become an exit-4 error rather than a crash.
 pub fn measure(params: &ProbeParams) -> Result<ProbeReport> {
-    // Safety: only tries to dlopen libcuda; nothing is called through it.
-    if !unsafe { sys::is_culib_present() } {
-        return Err(no_device("libcuda could not be loaded"));
+    let status = device_status();
+    if !matches!(status, DeviceStatus::Usable(_)) {
+        return Err(no_device(&status));
     }
     let p = *params;
     match std::panic::catch_unwind(move || measure_inner(&p)) {
@@ -58,11 +169,8 @@ pub fn measure(params: &ProbeParams) -> Result<ProbeReport> {
 }
 
 fn measure_inner(p: &ProbeParams) -> Result<ProbeReport> {
-    result::init().map_err(no_device)?;
-    let count = result::device::get_count().map_err(no_device)?;
-    if count <= 0 {
-        return Err(no_device("the driver sees no device"));
-    }
+    result::init().map_err(|e| driver("cuInit", e))?;
+    let count = result::device::get_count().map_err(|e| driver("cuDeviceGetCount", e))?;
     if p.device >= count as usize {
         return Err(Error::input(format!(
             "--device {} does not exist: the driver sees {count} device(s), numbered from 0",
@@ -77,12 +185,7 @@ fn measure_inner(p: &ProbeParams) -> Result<ProbeReport> {
     let cc_minor = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         .map_err(|e| driver("compute capability", e))?;
-    let mut v: std::ffi::c_int = 0;
-    // Safety: writes one int.
-    unsafe { sys::cuDriverGetVersion(&mut v) }
-        .result()
-        .map_err(|e| driver("cuDriverGetVersion", e))?;
-    let cuda_version = format!("{}.{}", v / 1000, (v % 1000) / 10);
+    let cuda_version = driver_cuda_version().map_err(|e| driver("cuDriverGetVersion", e))?;
 
     let own_target = format!("sm_{cc_major}{cc_minor}");
     let module = load_null_module(&[("7.0", "sm_75"), ("8.0", own_target.as_str())])?;
@@ -250,6 +353,46 @@ mod tests {
         let p = null_ptx("7.0", "sm_75");
         assert!(p.starts_with(".version 7.0\n.target sm_75\n.address_size 64\n"));
         assert!(p.contains(".visible .entry stepgate_null()\n{\n\tret;\n}"));
+    }
+
+    #[test]
+    fn the_driver_library_is_named_by_its_real_file() {
+        let maps = "7f00-7f01 r-xp 00000000 fd:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6\n\
+                    7f02-7f03 r-xp 00000000 fd:01 456 /usr/lib/x86_64-linux-gnu/libcuda.so.535.261.03\n\
+                    7f04-7f05 rw-p 00000000 00:00 0 \n";
+        assert_eq!(
+            library_in_maps(maps).as_deref(),
+            Some("libcuda.so.535.261.03")
+        );
+        assert_eq!(
+            library_in_maps("7f00-7f01 r-xp 0 0 0 /lib/libc.so.6\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn no_usable_device_says_what_was_found() {
+        let s = DeviceStatus::NoDevice {
+            library: "libcuda.so.535.261.03".into(),
+            cuda_version: Some("12.2".into()),
+            call: "cuInit",
+            returned: "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".into(),
+        };
+        assert_eq!(
+            s.to_string(),
+            "CUDA driver found (libcuda.so.535.261.03, CUDA 12.2) but no usable device: cuInit \
+             returned CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+        );
+        let e = no_device(&s);
+        assert_eq!(e.exit_code(), crate::exit::ENVIRONMENT);
+        assert!(
+            e.message.contains("the cited 2.374 µs stands"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("no CUDA driver found"), "{}", e.message);
+        let e = no_device(&DeviceStatus::NoDriver);
+        assert!(e.message.starts_with(NO_DRIVER), "{}", e.message);
     }
 
     #[test]

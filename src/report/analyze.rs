@@ -4,13 +4,22 @@ use crate::analysis::{Analysis, DeviceSummary};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, truncate, Format, NAME_WIDTH};
 
-/// Render an analysis; `top` limits the kernel rows per device in table and markdown.
-pub fn render(a: &Analysis, format: Format, top: usize) -> String {
+/// What an analyze rendering shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Kernel rows per device in table and markdown.
+    pub top: usize,
+    /// Kernel names in full instead of their labels cut to the terminal's column.
+    pub wide: bool,
+}
+
+/// Render an analysis.
+pub fn render(a: &Analysis, format: Format, o: &Options) -> String {
     match format {
         Format::Json => to_json(a),
         Format::Csv => kernels_table(a, usize::MAX).to_csv(),
-        Format::Table => text(a, top),
-        Format::Markdown => markdown(a, top),
+        Format::Table => text(a, o),
+        Format::Markdown => markdown(a, o),
     }
 }
 
@@ -76,10 +85,30 @@ fn totals_line(d: &DeviceSummary) -> String {
     )
 }
 
-fn device_kernels(d: &DeviceSummary, top: usize) -> Table {
+/// What takes most of a device's busy time, when one name takes at least half of it: a
+/// report that is 95% one host-to-device copy should say so, not only "99% busy".
+pub(crate) fn dominated_by(d: &DeviceSummary) -> Option<String> {
+    let k = d.kernels_by_name.iter().max_by_key(|k| k.exclusive_ns)?;
+    let s = share(k.exclusive_ns, d.busy_ns);
+    (s >= DOMINANT_SHARE).then(|| {
+        format!(
+            "dominated by {}: {} of busy time ({} µs exclusive over {} instance{})",
+            crate::report::escape_control(&k.short_name),
+            fmt_pct(s),
+            fmt_us(k.exclusive_ns as f64),
+            fmt_int(k.instances as i64),
+            if k.instances == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// Share of busy time from which one name dominates a device.
+const DOMINANT_SHARE: f64 = 0.5;
+
+fn device_kernels(d: &DeviceSummary, o: &Options) -> Table {
     let mut t = Table::new(&[
         ("#", Align::Right),
-        ("kernel", Align::Left),
+        ("kernel", Align::Wrap),
         ("category", Align::Left),
         ("n", Align::Right),
         ("total µs", Align::Right),
@@ -87,10 +116,14 @@ fn device_kernels(d: &DeviceSummary, top: usize) -> Table {
         ("exclusive µs", Align::Right),
         ("% of busy", Align::Right),
     ]);
-    for (i, k) in d.kernels_by_name.iter().take(top).enumerate() {
+    for (i, k) in d.kernels_by_name.iter().take(o.top).enumerate() {
         t.row(vec![
             (i + 1).to_string(),
-            truncate(&k.short_name, NAME_WIDTH),
+            if o.wide {
+                k.name.clone()
+            } else {
+                truncate(&k.short_name, NAME_WIDTH)
+            },
             k.category.clone(),
             fmt_int(k.instances as i64),
             fmt_us(k.total_ns as f64),
@@ -131,18 +164,23 @@ fn share(part: i64, whole: i64) -> f64 {
     }
 }
 
-fn text(a: &Analysis, top: usize) -> String {
+fn text(a: &Analysis, o: &Options) -> String {
     let mut out = format!("stepgate analyze: {}\n", header_line(a));
     for w in &a.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
     for d in &a.devices {
-        out.push_str(&format!("\n{}\n{}\n\n", device_title(d), totals_line(d)));
-        out.push_str(&device_kernels(d, top).to_text());
-        if d.kernels_by_name.len() > top {
+        out.push_str(&format!("\n{}\n{}\n", device_title(d), totals_line(d)));
+        if let Some(l) = dominated_by(d) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str(&device_kernels(d, o).to_text());
+        if d.kernels_by_name.len() > o.top {
             out.push_str(&format!(
                 "… {} more names (--top N to show more)\n",
-                d.kernels_by_name.len() - top
+                d.kernels_by_name.len() - o.top
             ));
         }
         out.push('\n');
@@ -161,7 +199,7 @@ fn text(a: &Analysis, top: usize) -> String {
     out
 }
 
-fn markdown(a: &Analysis, top: usize) -> String {
+fn markdown(a: &Analysis, o: &Options) -> String {
     let mut out = format!("## stepgate analyze\n\n`{}`\n", header_line(a));
     for w in &a.warnings {
         out.push_str(&format!("\n> warning: {w}\n"));
@@ -172,7 +210,10 @@ fn markdown(a: &Analysis, top: usize) -> String {
             device_title(d),
             totals_line(d)
         ));
-        out.push_str(&device_kernels(d, top).to_markdown());
+        if let Some(l) = dominated_by(d) {
+            out.push_str(&format!("{l}\n\n"));
+        }
+        out.push_str(&device_kernels(d, o).to_markdown());
         out.push('\n');
         out.push_str(&device_categories(d).to_markdown());
     }

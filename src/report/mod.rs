@@ -13,9 +13,10 @@ pub mod probe;
 pub mod steps;
 pub mod table;
 pub mod trend;
+pub mod words;
 
 /// Output format shared by every subcommand that renders a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// Aligned plain-text tables for the terminal.
     #[default]

@@ -152,13 +152,41 @@ fn step_args(s: &Step) -> String {
     v[1..v.len() - 1].to_owned()
 }
 
-/// The whole trace JSON for `report` (found on `trace`), cut to `window` when given.
+/// The steps each series has, as `A..B` ranges: what a window outside them is told.
+fn steps_held(report: &StepsReport) -> String {
+    let mut by: std::collections::BTreeMap<usize, (usize, usize)> =
+        std::collections::BTreeMap::new();
+    for s in &report.steps {
+        let e = by.entry(s.series).or_insert((s.index, s.index));
+        e.0 = e.0.min(s.index);
+        e.1 = e.1.max(s.index);
+    }
+    let ranges: Vec<String> = by
+        .iter()
+        .map(|(series, (a, b))| format!("{a}..{} (series {series})", b + 1))
+        .collect();
+    match ranges.as_slice() {
+        [] => "the report has no steps".to_owned(),
+        _ => format!("the report's steps are {}", ranges.join(", ")),
+    }
+}
+
+/// The whole trace JSON for `report` (found on `trace`), cut to `window` when given. A
+/// window that holds none of the report's steps is an input error, not an empty trace.
 pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -> Result<String> {
     let steps: Vec<&Step> = report
         .steps
         .iter()
         .filter(|s| window.is_none_or(|w| w.contains(s.index)))
         .collect();
+    if let (Some(w), true) = (window, steps.is_empty()) {
+        return Err(Error::input(format!(
+            "--perfetto-steps {}..{} holds none of the steps: {}; give a range inside them",
+            w.from,
+            w.to,
+            steps_held(report)
+        )));
+    }
     // The time span to keep: every selected step's host and GPU extent.
     let (t0, t1) = match window {
         None => (i64::MIN, i64::MAX),

@@ -6,13 +6,22 @@ use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
 use crate::timing::stepname::StepKind;
 use crate::timing::steps::{Spread, Step, StepsReport};
 
-/// Render a steps report. `each` adds one row per step.
-pub fn render(path: &str, r: &StepsReport, format: Format, each: bool) -> String {
+/// What a steps rendering shows besides the summary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// One row per step after the summary.
+    pub each: bool,
+    /// Step names in full instead of cut to 48 characters.
+    pub wide: bool,
+}
+
+/// Render a steps report.
+pub fn render(path: &str, r: &StepsReport, format: Format, o: &Options) -> String {
     match format {
         Format::Json => to_json(r),
-        Format::Csv => steps_table(&r.steps, true).to_csv(),
-        Format::Table => text(path, r, each),
-        Format::Markdown => markdown(path, r, each),
+        Format::Csv => steps_table(&r.steps, true, true).to_csv(),
+        Format::Table => text(path, r, o),
+        Format::Markdown => markdown(path, r, o),
     }
 }
 
@@ -70,10 +79,11 @@ fn opt_us(v: Option<i64>) -> String {
     v.map(|x| fmt_us(x as f64)).unwrap_or_else(|| "–".into())
 }
 
-/// One row per step; `raw` gives integer ns for CSV instead of formatted µs. A kind
-/// that is only inferred shows as `decode (inferred)` (CSV: its own `kind_guess` column),
-/// and `found by` says which discovery method drew the step's boundary.
-pub fn steps_table(steps: &[Step], raw: bool) -> Table {
+/// One row per step; `raw` gives integer ns for CSV instead of formatted µs, `wide` the
+/// step names uncut. A kind that is only inferred shows as `decode (inferred)` (CSV: its
+/// own `kind_guess` column), and `found by` says which discovery method drew the step's
+/// boundary.
+pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
     let unit = |ns: &'static str, us: &'static str| if raw { ns } else { us };
     let mut cols = vec![
         ("series", Align::Right),
@@ -86,7 +96,7 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
     }
     cols.extend([
         (unit("found_by", "found by"), Align::Left),
-        ("name", Align::Left),
+        ("name", Align::Wrap),
         (unit("wall_ns", "wall µs"), Align::Right),
         (unit("busy_ns", "busy µs"), Align::Right),
         (unit("gap_ns", "gap µs"), Align::Right),
@@ -127,7 +137,7 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
         }
         row.extend([
             s.found_by.as_str().to_owned(),
-            if raw {
+            if wide {
                 s.name.clone()
             } else {
                 crate::report::truncate(&s.name, 48)
@@ -164,7 +174,7 @@ pub fn steps_table(steps: &[Step], raw: bool) -> Table {
 }
 
 /// The first line: how many steps, and how they were found (heuristics say so).
-fn headline(path: &str, r: &StepsReport) -> String {
+pub(crate) fn headline(path: &str, r: &StepsReport) -> String {
     let total = r.steps.len();
     // Steps found by another method than the report's (SGLang under nsys: decodes split
     // at graph replays among sync steps) are counted per method.
@@ -205,7 +215,7 @@ fn headline(path: &str, r: &StepsReport) -> String {
 }
 
 /// Lines after the headline: what would make the steps exact, then warnings.
-fn hint_and_warnings(r: &StepsReport) -> Vec<String> {
+pub(crate) fn hint_and_warnings(r: &StepsReport) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(h) = &r.exact_steps_hint {
         out.push(format!(
@@ -366,7 +376,7 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
     out
 }
 
-fn text(path: &str, r: &StepsReport, each: bool) -> String {
+fn text(path: &str, r: &StepsReport, o: &Options) -> String {
     let mut out = format!("stepgate steps: {}\n", headline(path, r));
     for l in hint_and_warnings(r) {
         out.push_str(&l);
@@ -387,16 +397,16 @@ fn text(path: &str, r: &StepsReport, each: bool) -> String {
         out.push('\n');
     }
     out.push_str(&crate::report::classes::groups_text(&r.groups, false));
-    if each {
+    if o.each {
         out.push('\n');
-        out.push_str(&steps_table(&r.steps, false).to_text());
+        out.push_str(&steps_table(&r.steps, false, o.wide).to_text());
     } else if r.steps.len() > 1 {
         out.push_str("\n(--each for one row per step)\n");
     }
     out
 }
 
-fn markdown(path: &str, r: &StepsReport, each: bool) -> String {
+fn markdown(path: &str, r: &StepsReport, o: &Options) -> String {
     let mut out = format!("## stepgate steps\n\n{}\n", headline(path, r));
     for l in hint_and_warnings(r) {
         out.push_str(&format!("\n> {l}\n"));
@@ -414,9 +424,9 @@ fn markdown(path: &str, r: &StepsReport, each: bool) -> String {
         out.push_str(&format!("- {l}\n"));
     }
     out.push_str(&crate::report::classes::groups_text(&r.groups, true));
-    if each {
+    if o.each {
         out.push('\n');
-        out.push_str(&steps_table(&r.steps, false).to_markdown());
+        out.push_str(&steps_table(&r.steps, false, o.wide).to_markdown());
     }
     out
 }

@@ -8,6 +8,9 @@ use crate::report::escape_control;
 pub enum Align {
     Left,
     Right,
+    /// Left-aligned text that may be long (kernel names): the terminal and markdown treat
+    /// it as `Left`; an HTML page lets it wrap instead of widening the table.
+    Wrap,
 }
 
 /// A table of already-formatted cells.
@@ -33,6 +36,26 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The table without the columns headed `names` (a page that says them once above).
+    pub fn without(mut self, names: &[&str]) -> Self {
+        let keep: Vec<bool> = self
+            .headers
+            .iter()
+            .map(|h| !names.contains(&h.as_str()))
+            .collect();
+        let filter = |v: &mut Vec<String>| {
+            let mut k = keep.iter();
+            v.retain(|_| *k.next().unwrap_or(&true));
+        };
+        filter(&mut self.headers);
+        let mut k = keep.iter();
+        self.align.retain(|_| *k.next().unwrap_or(&true));
+        for r in &mut self.rows {
+            filter(r);
+        }
+        self
+    }
+
     fn widths(&self) -> Vec<usize> {
         let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
@@ -53,7 +76,7 @@ impl Table {
                 let c = escape_control(c);
                 let pad = w[i].saturating_sub(c.chars().count());
                 let cell = match self.align[i] {
-                    Align::Left => format!("{c}{}", " ".repeat(pad)),
+                    Align::Left | Align::Wrap => format!("{c}{}", " ".repeat(pad)),
                     Align::Right => format!("{}{c}", " ".repeat(pad)),
                 };
                 parts.push(cell);
@@ -88,7 +111,7 @@ impl Table {
             .align
             .iter()
             .map(|a| match a {
-                Align::Left => "---",
+                Align::Left | Align::Wrap => "---",
                 Align::Right => "---:",
             })
             .collect();
@@ -131,6 +154,16 @@ mod tests {
             "| name | ns |\n| --- | ---: |\n| a\\|b | 5 |\n| long name | 12345 |\n"
         );
         assert_eq!(t.to_csv(), "name,ns\na|b,5\nlong name,12345\n");
+    }
+
+    #[test]
+    fn columns_can_be_left_out() {
+        let mut t = Table::new(&[("a", Align::Left), ("b", Align::Right), ("c", Align::Wrap)]);
+        t.row(vec!["1".into(), "2".into(), "3".into()]);
+        let t = t.without(&["b"]);
+        assert_eq!(t.headers, ["a", "c"]);
+        assert_eq!(t.align, [Align::Left, Align::Wrap]);
+        assert_eq!(t.rows, [["1", "3"]]);
     }
 
     #[test]

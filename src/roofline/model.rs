@@ -228,7 +228,7 @@ impl WeightSplit {
 }
 
 /// How tokens spread over routed experts when counting expert weights streamed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MoeRouting {
     /// Expected distinct experts under uniform independent routing: E·(1−(1−k/E)^T).

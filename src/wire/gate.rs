@@ -177,6 +177,24 @@ pub struct Comparison {
     pub method: Method,
     pub groups: Vec<GroupComparison>,
     pub one_sided: Vec<OneSided>,
+    /// Set when there was no baseline to compare with, and why (e.g. `gate --history`
+    /// matched too few runs): nothing was compared, and nothing is claimed missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_unavailable: Option<String>,
+    /// How many kernels each `[[kernel]]` rule of the policy selected, in policy order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policy_rules: Vec<RuleMatches>,
+}
+
+/// A policy `[[kernel]]` rule and the kernels it selected among both sides' kernels.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleMatches {
+    /// The selector as written (`act_and_mul`, `re:^nccl`).
+    pub selector: String,
+    /// Distinct kernel names it selected.
+    pub kernels: usize,
+    /// The rule may select none (`optional = true`).
+    pub optional: bool,
 }
 
 /// When a change counts: the whole interval beyond `rel` and the point change beyond `abs`.

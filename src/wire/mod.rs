@@ -3,9 +3,9 @@
 //!
 //! Like ripgrep's `jsont`, this module depends on no computing module of the crate:
 //! `timing`, `attribution`, `baseline` and `report` depend on it, never the other way, so
-//! the steps ↔ attribution join happens in one place (`commands::stepflags::steps_of`)
+//! the steps ↔ attribution join happens in one place (`pipeline::steps::run`)
 //! and not by one module filling the other's struct. The only crate types it names are
-//! plain data from `trace` (the source format). The old paths (`analysis::Analysis`,
+//! plain data from `trace` (the source format) and `exit`'s error (the join's). The old paths (`analysis::Analysis`,
 //! `timing::steps::Step`, `attribution::Shape`, `baseline::compare::Comparison`, …)
 //! re-export these.
 

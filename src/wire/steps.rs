@@ -95,6 +95,9 @@ pub enum FoundBy {
     Scheduler,
     /// A python-stack span of the engine's step function (heuristic).
     Python,
+    /// A cycle of recurring annotations, tiled from one opener to the next (heuristic: a
+    /// training loop without ProfilerStep#N).
+    Recurring,
     /// Recurring host synchronisation on the launching thread (heuristic).
     Sync,
     /// CUDA-graph launches grouped between host syncs (heuristic).
@@ -111,6 +114,7 @@ impl FoundBy {
             FoundBy::Marker => "marker",
             FoundBy::Scheduler => "scheduler",
             FoundBy::Python => "python",
+            FoundBy::Recurring => "recurring",
             FoundBy::Sync => "sync",
             FoundBy::Graphs => "graphs",
             FoundBy::Gaps => "gaps",
@@ -123,6 +127,7 @@ impl FoundBy {
     pub fn describe_for(self, engine: Option<&str>) -> String {
         match (self, engine) {
             (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
+            (FoundBy::Recurring, Some(e)) => format!("recurring annotations (heuristic: {e})"),
             (FoundBy::Scheduler, Some(e)) => format!("scheduler scopes ({e})"),
             _ => self.describe().to_owned(),
         }
@@ -134,6 +139,7 @@ impl FoundBy {
             FoundBy::Marker => "engine step markers",
             FoundBy::Scheduler => "scheduler scopes",
             FoundBy::Python => "python-stack spans (heuristic)",
+            FoundBy::Recurring => "recurring annotations (heuristic)",
             FoundBy::Sync => "host sync points (heuristic)",
             FoundBy::Graphs => "CUDA-graph launch groups (heuristic)",
             FoundBy::Gaps => "idle-gap splits (heuristic)",
@@ -369,6 +375,8 @@ pub enum StepMethod {
     Scheduler,
     /// Python-stack step functions (heuristic).
     Python,
+    /// Recurring annotation cycles (heuristic).
+    Recurring,
     /// Host sync points (heuristic).
     Sync,
     /// A user-given regex over range names.
@@ -386,6 +394,7 @@ impl StepMethod {
             StepMethod::Engine => "engine",
             StepMethod::Scheduler => "scheduler",
             StepMethod::Python => "python",
+            StepMethod::Recurring => "recurring",
             StepMethod::Sync => "sync",
             StepMethod::Regex => "regex",
             StepMethod::Graphs => "graphs",
@@ -400,10 +409,16 @@ impl std::fmt::Display for StepMethod {
     }
 }
 
+/// Version of the `steps` JSON document: additive fields keep it, a removed or renamed
+/// field or a changed meaning bumps it (docs/reports.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// Everything step finding produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepsReport {
-    /// `engine`, `scheduler`, `python`, `sync`, `regex`, `graphs` or `gaps`.
+    /// [`SCHEMA_VERSION`]; first in the document, as in `analyze`'s.
+    pub schema_version: u32,
+    /// `engine`, `scheduler`, `python`, `recurring`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).
     #[serde(default)]
@@ -446,22 +461,23 @@ impl StepsReport {
     /// with every `attribution` empty, attribution returns [`Attributions`] computed from
     /// `self.steps` (same order), and this puts them together.
     ///
-    /// # Panics
-    /// When `a` was not computed from these steps (lengths differ): a programming error.
-    #[must_use]
-    pub fn join(mut self, a: Attributions) -> StepsReport {
-        assert_eq!(
-            a.steps.len(),
-            self.steps.len(),
-            "attributions must be computed from the report's own steps"
-        );
+    /// Attributions of other steps (a different count) are a bug in the caller, refused as
+    /// an internal error rather than joined to the wrong steps.
+    pub fn join(mut self, a: Attributions) -> crate::exit::Result<StepsReport> {
+        if a.steps.len() != self.steps.len() {
+            return Err(crate::exit::Error::internal(format!(
+                "{} attributions for {} steps: attributions must be computed from the report's own steps",
+                a.steps.len(),
+                self.steps.len()
+            )));
+        }
         for (s, at) in self.steps.iter_mut().zip(a.steps) {
             s.attribution = Some(at);
         }
         self.shapes = a.shapes;
         self.launch_cost = Some(a.launch_cost);
         self.groups = a.groups;
-        self
+        Ok(self)
     }
 }
 
@@ -557,6 +573,7 @@ mod tests {
 
     fn report(steps: Vec<Step>) -> StepsReport {
         StepsReport {
+            schema_version: super::SCHEMA_VERSION,
             method: StepMethod::Engine,
             found_by: super::FoundBy::Marker,
             exact_steps_hint: None,
@@ -595,15 +612,17 @@ mod tests {
                 steps: 1,
             },
         ];
-        let j = r.join(Attributions {
-            steps: vec![
-                attribution(7, Shape::LaunchBound),
-                attribution(3, Shape::HostStall),
-            ],
-            shapes: shapes.clone(),
-            launch_cost: cost.clone(),
-            groups: Vec::new(),
-        });
+        let j = r
+            .join(Attributions {
+                steps: vec![
+                    attribution(7, Shape::LaunchBound),
+                    attribution(3, Shape::HostStall),
+                ],
+                shapes: shapes.clone(),
+                launch_cost: cost.clone(),
+                groups: Vec::new(),
+            })
+            .unwrap();
         for s in &j.steps {
             let a = s.attribution.as_ref().unwrap();
             assert_eq!(a.launch.launches, s.launches, "step {}", s.index);
@@ -621,16 +640,23 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "attributions must be computed from the report's own steps")]
     fn join_refuses_attributions_of_other_steps() {
-        let _ = report(vec![step(0, 1), step(1, 1)]).join(Attributions {
-            steps: vec![attribution(1, Shape::Undetermined)],
-            shapes: Vec::new(),
-            launch_cost: LaunchCost {
-                per_launch_ns: 1.0,
-                source: "cited".to_owned(),
-            },
-            groups: Vec::new(),
-        });
+        let e = report(vec![step(0, 1), step(1, 1)])
+            .join(Attributions {
+                steps: vec![attribution(1, Shape::Undetermined)],
+                shapes: Vec::new(),
+                launch_cost: LaunchCost {
+                    per_launch_ns: 1.0,
+                    source: "cited".to_owned(),
+                },
+                groups: Vec::new(),
+            })
+            .unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INTERNAL);
+        assert!(
+            e.message.starts_with("1 attributions for 2 steps"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OpenFlags};
 use stepgate::categories::Categorizer;
-use stepgate::commands::analyze::analyze_trace;
+use stepgate::pipeline::analyze::analyze_trace;
 use stepgate::source::nsys;
 
 use crate::common::{fixture, root, run};

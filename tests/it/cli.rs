@@ -146,3 +146,174 @@ fn disable_sliding_window_prices_every_layer_at_full_context() {
     assert_eq!(m["sliding_layers"], 0);
     assert_eq!(m["source"], "preset + overrides");
 }
+
+/// Run the binary with extra environment; returns (exit code, stdout, stderr).
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = std::process::Command::new(common::bin())
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_panic_is_one_line_and_exit_70_never_a_backtrace() {
+    // The documented test hook panics after the flags are parsed; a backtrace is asked for
+    // and must still not appear.
+    let (code, out, err) = run_env(
+        &["floor"],
+        &[("STEPGATE_TEST_PANIC", "1"), ("RUST_BACKTRACE", "1")],
+    );
+    assert_eq!(code, 70, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let line = err.trim_end();
+    assert!(
+        line.starts_with("stepgate: internal error: STEPGATE_TEST_PANIC is set"),
+        "{line}"
+    );
+    assert!(line.contains(" at src/main.rs:"), "{line}");
+    assert!(
+        line.ends_with("this is a bug in stepgate — please report it with the command line"),
+        "{line}"
+    );
+    assert!(
+        !err.contains("panicked at") && !err.contains("backtrace"),
+        "{err}"
+    );
+    // Without the variable the same command is fine.
+    let (code, _, err) = run_env(&["floor"], &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn each_error_kind_exits_with_its_code() {
+    let d = tempfile::tempdir().unwrap();
+    let ex = "examples/vllm_decode_synthetic_h100.sqlite";
+    // Usage: a flag value refused (2); input: a report that is not there (2); baseline: a
+    // file that says it is a baseline and is not one (2).
+    let bad_base = d.path().join("bad.json");
+    std::fs::write(
+        &bad_base,
+        r#"{"format":"stepgate-baseline","schema_version":1}"#,
+    )
+    .unwrap();
+    let b = bad_base.to_str().unwrap();
+    for (args, says) in [
+        (vec!["steps", ex, "--gap-us", "-1"], "--gap-us"),
+        (vec!["steps", "no/such.sqlite"], "cannot read it"),
+        (vec!["gate", ex, "--baseline", b], "bad.json"),
+    ] {
+        let (code, _, err) = run_env(&args, &[]);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.starts_with("stepgate: error: ") && err.contains(says),
+            "{err}"
+        );
+    }
+    // Output: standard output on a full disk (5).
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = std::process::Command::new(common::bin())
+        .args(["floor"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("cannot write to standard output"), "{err}");
+}
+
+#[test]
+fn a_file_that_cannot_be_written_is_exit_5_and_leaves_nothing_behind() {
+    // A file-size limit of one 512-byte block (SIGXFSZ ignored, so the write fails with
+    // EFBIG instead of killing the process) makes the 15 kB baseline unwritable while the
+    // planning probe, an empty file, still succeeds: a write failing halfway.
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("b.json");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 1; exec "$0" "$@""#)
+        .arg(common::bin())
+        .args([
+            "baseline",
+            "record",
+            "examples/vllm_decode_synthetic_h100.sqlite",
+            "-o",
+        ])
+        .arg(&out)
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("b.json"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn json_documents_open_with_their_schema_version() {
+    let ex = "examples/vllm_decode_synthetic_h100.sqlite";
+    let (code, out, err) = run_env(&["steps", ex, "--format", "json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("{\n  \"schema_version\": 1,\n"),
+        "{}",
+        &out[..80]
+    );
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let ds = ds.to_str().unwrap();
+    let (code, _, err) = run_env(&["export", ex, "-o", ds], &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run_env(&["trend", ds, "--format", "json"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("{\n  \"schema_version\": 1,\n"),
+        "{}",
+        &out[..80]
+    );
+}
+
+#[test]
+fn a_baseline_records_the_floor_basis_the_steps_report_states() {
+    // The basis travels as data; the baseline's copy must read as the steps note does.
+    let ex = "examples/vllm_decode_synthetic_h100.sqlite";
+    let flags = ["--model", "llama-3-8b", "--hbm-tb-s", "3.1", "--tp", "2"];
+    let mut args = vec!["steps", ex, "--format", "json"];
+    args.extend(flags);
+    let (code, out, err) = run_env(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    let steps: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let note = steps["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|n| n.as_str()?.strip_prefix("floor: "))
+        .expect("a floor note")
+        .to_owned();
+    assert_eq!(
+        note,
+        "llama-3-8b on NVIDIA H100 SXM5 80GB (named by the report; 3.10 TB/s given), tp=2 (input) — derived"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let b = d.path().join("b.json");
+    let mut args = vec!["baseline", "record", ex, "-o", b.to_str().unwrap()];
+    args.extend(flags);
+    let (code, _, err) = run_env(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    assert_eq!(base["meta"]["floor_inputs"]["basis"], note.as_str());
+    assert_eq!(base["meta"]["floor_inputs"]["tp"], 2);
+}

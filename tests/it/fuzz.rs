@@ -53,10 +53,17 @@ fn exercise(path: &Path) -> Result<bool, String> {
             Err(e) => return check_error(&e).map(|_| false),
         };
         let cats = Categorizer::default();
-        match stepgate::commands::analyze::analyze_trace(&t, &cats, None) {
+        match stepgate::pipeline::analyze::analyze_trace(&t, &cats, None) {
             Ok(a) => {
                 for f in [Format::Table, Format::Json, Format::Markdown] {
-                    let _ = stepgate::report::analyze::render(&a, f, 5);
+                    let _ = stepgate::report::analyze::render(
+                        &a,
+                        f,
+                        &stepgate::report::analyze::Options {
+                            top: 5,
+                            wide: false,
+                        },
+                    );
                 }
             }
             Err(e) => check_error(&e)?,
@@ -66,13 +73,22 @@ fn exercise(path: &Path) -> Result<bool, String> {
                 source,
                 gap_threshold_ns: 100_000,
                 top_kernels: 3,
+                ..Default::default()
             };
             match find_steps(&t, &opts, &cats) {
                 Ok(r) => {
                     let a = attribute_all(&r.steps, &|_| None, &LaunchCost::default());
-                    let r = r.join(a);
+                    let r = r.join(a).map_err(|e| format!("join: {}", e.message))?;
                     for f in [Format::Table, Format::Json, Format::Markdown] {
-                        let _ = stepgate::report::steps::render("r", &r, f, true);
+                        let _ = stepgate::report::steps::render(
+                            "r",
+                            &r,
+                            f,
+                            &stepgate::report::steps::Options {
+                                each: true,
+                                wide: false,
+                            },
+                        );
                     }
                 }
                 Err(e) => check_error(&e)?,

@@ -322,8 +322,9 @@ fn a_closed_pipe_is_quiet_and_keeps_the_exit_code_a_full_disk_is_one_line() {
         let (code, err) = with_closed_stdout(args);
         assert_eq!(code, 0, "{args:?}: {err}");
         assert!(err.is_empty(), "{args:?}: {err}");
+        // A full disk is an output error (exit 5), not bad input.
         let (code, err) = with_stdout_to_dev_full(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(code, 5, "{args:?}: {err}");
         one_line_error(&err);
         assert!(err.contains("cannot write to standard output"), "{err}");
     }
@@ -333,7 +334,7 @@ fn a_closed_pipe_is_quiet_and_keeps_the_exit_code_a_full_disk_is_one_line() {
     let (code, err) = with_closed_stdout(&["gate", s(&r), "--baseline", s(&b)]);
     assert_eq!(code, 0, "{err}");
     let (code, err) = with_stdout_to_dev_full(&["gate", s(&slow), "--baseline", s(&b)]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 5, "{err}");
     one_line_error(&err);
     // baseline record's confirmation line on a closed pipe: the file is still written.
     let b2 = d.path().join("b2.json");

@@ -115,7 +115,7 @@ fn diff_and_gate_pages_draw_the_waterfall_with_its_table() {
     assert!(html.contains("step wall per side"));
     // The norm kernel is 30 µs slower per step: in the chart note and the table.
     assert!(html.contains("+30.0 µs"), "{html}");
-    assert!(html.contains(">norm_kernel_c</td>"));
+    assert!(html.contains(">norm_<wbr>kernel_<wbr>c</td>"), "{html}");
     assert!(html.contains("exact)"), "the sum check row");
 
     let base = dir.path().join("base.json");
@@ -229,4 +229,89 @@ fn analyze_tells_apart_kernels_sharing_a_short_name() {
     let (_, table, _) = common::run(&["analyze", rep.to_str().unwrap(), "--top", "60"]);
     assert!(table.contains("vectorized_elementwise_kernel<FillFunctor<long>>"));
     assert!(table.contains("vectorized_elementwise_kernel<CUDAFunctor_add<float>>"));
+}
+
+/// The `<p>` text of a page line: HTML-escaped as the page writes it.
+fn escaped(s: &str) -> String {
+    stepgate::report::html::esc(s)
+}
+
+#[test]
+fn steps_page_carries_the_terminal_notes_and_calls_measured_numbers_measured() {
+    // saxpy has no engine markers: its steps are idle-gap splits, a heuristic.
+    let rep = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("steps.html");
+    let (code, text, err) = common::run(&[
+        "steps",
+        rep.to_str().unwrap(),
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    let head = text.lines().next().unwrap();
+    let head = head.strip_prefix("stepgate steps: ").unwrap();
+    assert!(head.contains("(heuristic)"), "{head}");
+    assert!(html.contains(&escaped(head)), "headline {head:?}");
+    let notes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("note: ") || l.starts_with("warning: "))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("note: steps are a heuristic here")),
+        "{text}"
+    );
+    for n in notes {
+        let n = n.strip_prefix("note: ").unwrap_or(n);
+        assert!(html.contains(&escaped(n)), "{n:?} not on the page");
+    }
+    // The summary's numbers are medians of measured times.
+    assert!(html.contains("measured, µs: median · p10 · p90 per step"));
+    assert!(!html.contains("p90 per step (derived)"));
+}
+
+#[test]
+fn analyze_says_what_dominates_a_device() {
+    let rep = common::fixture("nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("analyze.html");
+    let (code, text, err) = common::run(&[
+        "analyze",
+        rep.to_str().unwrap(),
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    let (_, json, _) = common::run(&["analyze", rep.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    for d in v["devices"].as_array().unwrap() {
+        // The name with the most exclusive time, and its share of busy, from the JSON.
+        let top = d["kernels_by_name"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .max_by_key(|k| k["exclusive_ns"].as_i64().unwrap())
+            .unwrap();
+        let share = top["exclusive_ns"].as_f64().unwrap() / d["busy_ns"].as_f64().unwrap();
+        assert!(share > 0.9, "one host-to-device copy dominates ({share})");
+        let line = format!(
+            "dominated by {}: {:.1}% of busy time",
+            top["short_name"].as_str().unwrap(),
+            share * 100.0
+        );
+        assert!(
+            line.starts_with("dominated by [memcpy HtoD]: 95."),
+            "{line}"
+        );
+        assert!(text.contains(&line), "{line:?} not in:\n{text}");
+        assert!(html.contains(&escaped(&line)), "{line:?} not on the page");
+    }
+    // Under half of busy time is no domination: saxpy's largest is 49.8%.
+    let saxpy = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
+    let (_, text, _) = common::run(&["analyze", saxpy.to_str().unwrap()]);
+    assert!(!text.contains("dominated by"), "{text}");
 }

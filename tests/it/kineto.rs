@@ -680,7 +680,7 @@ fn detection_by_content() {
 #[test]
 fn same_numbers_from_both_formats() {
     use stepgate::categories::Categorizer;
-    use stepgate::commands::analyze::analyze_trace;
+    use stepgate::pipeline::analyze::analyze_trace;
     use stepgate::timing::steps::{find_steps, StepOptions};
 
     let cats = Categorizer::default();

@@ -1,8 +1,10 @@
 //! `steps --perfetto`: the file follows the trace-event format's rules for `ph`, `ts`,
-//! `dur`, `pid`, `tid`, and stepgate's own Kineto reader loads it back to the same GPU ops
-//! and the same steps as the generated nsys export it came from.
+//! `dur`, `pid`, `tid`; its GPU ops, exclusive times, step ranges and step slices are those
+//! the raw rows of the generated nsys export give (read here with SQL, not through
+//! stepgate's loader); and stepgate's own Kineto reader loads it back to the same ops and
+//! steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Value;
@@ -14,6 +16,136 @@ use stepgate::timing::steps::{find_steps, StepOptions, StepsReport};
 use stepgate::trace::Trace;
 
 use crate::common;
+
+/// The rows of a generated export, read with SQL.
+struct Raw {
+    /// (device, stream, start, end, name or `memcpy`, process, correlation id)
+    ops: Vec<(i64, i64, i64, i64, String, i64, i64)>,
+    /// (process, thread, start, end, correlation id) of every runtime call.
+    calls: Vec<(i64, i64, i64, i64, i64)>,
+    /// (process, thread, start, end, text) of every NVTX range.
+    ranges: Vec<(i64, i64, i64, i64, String)>,
+}
+
+/// A serialized global id's process and thread (nsys: pid in bits 24–47, tid below).
+fn ids(global: i64) -> (i64, i64) {
+    ((global >> 24) & 0xFF_FFFF, global & 0xFF_FFFF)
+}
+
+fn raw(path: &Path) -> Raw {
+    let db =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, i64, i64, i64, String, i64, i64)> {
+        let mut st = db.prepare(sql).unwrap();
+        st.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                ids(r.get(5)?).0,
+                r.get(6)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let mut ops = rows(
+        "SELECT k.deviceId, k.streamId, k.start, k.end, s.value, k.globalPid, k.correlationId \
+         FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName",
+    );
+    ops.extend(rows(
+        "SELECT deviceId, streamId, start, end, 'memcpy', globalPid, correlationId \
+         FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+    ));
+    let mut st = db
+        .prepare("SELECT globalTid, start, end, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+        .unwrap();
+    let calls = st
+        .query_map([], |r| {
+            let (p, t) = ids(r.get(0)?);
+            Ok((p, t, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut st = db
+        .prepare(
+            "SELECT n.globalTid, n.start, n.end, COALESCE(n.text, s.value) FROM NVTX_EVENTS n \
+             LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL",
+        )
+        .unwrap();
+    let ranges = st
+        .query_map([], |r| {
+            let (p, t) = ids(r.get(0)?);
+            Ok((p, t, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    Raw { ops, calls, ranges }
+}
+
+/// Length of the union of intervals.
+fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
+    iv.sort_unstable();
+    let (mut total, mut reach) = (0, i64::MIN);
+    for (s, e) in iv {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+        }
+        reach = reach.max(e);
+    }
+    total
+}
+
+/// Per step range (the engine's `execute_…` NVTX ranges), from the raw rows: the calls on
+/// its thread inside it, the ops those calls launched in its process, and their GPU span,
+/// union (busy) and kernel count — the projection docs/steps.md describes, done by hand.
+fn raw_steps(r: &Raw) -> Vec<(i64, i64, i64, i64, i64)> {
+    let mut out = Vec::new();
+    for (p, t, a, b, text) in &r.ranges {
+        if !text.starts_with("execute_") {
+            continue;
+        }
+        let corr: BTreeSet<i64> = r
+            .calls
+            .iter()
+            .filter(|c| c.0 == *p && c.1 == *t && c.2 >= *a && c.2 <= *b)
+            .map(|c| c.4)
+            .collect();
+        let ops: Vec<&(i64, i64, i64, i64, String, i64, i64)> = r
+            .ops
+            .iter()
+            .filter(|o| o.5 == *p && corr.contains(&o.6))
+            .collect();
+        let start = ops.iter().map(|o| o.2).min().unwrap();
+        let end = ops.iter().map(|o| o.3).max().unwrap();
+        let busy = union_ns(ops.iter().map(|o| (o.2, o.3)).collect());
+        let kernels = ops.iter().filter(|o| o.4 != "memcpy").count() as i64;
+        out.push((*p, start, end - start, busy, kernels));
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Trace-event µs with three decimals → ns.
+fn ns(x: &Value) -> i64 {
+    (x.as_f64().unwrap() * 1000.0).round() as i64
+}
+
+fn events<'a>(v: &'a Value, cat: &str) -> Vec<&'a Value> {
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == cat)
+        .collect()
+}
 
 /// Two ranks of vLLM steps: eager and CUDA-graph launches, a memcpy, 2 ms apart.
 fn scenario() -> Scenario {
@@ -127,27 +259,133 @@ fn write_trace(dir: &Path, extra: &[&str]) -> (Trace, Value, std::path::PathBuf)
 }
 
 #[test]
-fn perfetto_trace_is_valid_and_loads_back_to_the_same_ops_and_steps() {
+fn perfetto_trace_holds_the_raw_rows_and_loads_back_to_the_same_ops_and_steps() {
     let dir = tempfile::tempdir().unwrap();
     let (orig, v, out) = write_trace(dir.path(), &[]);
     assert!(validate(&v) > 0);
-    let back = kineto::load(&out).unwrap();
-    assert_eq!(ops(&back), ops(&orig), "GPU ops round-trip");
+    let r = raw(&dir.path().join("w.sqlite"));
 
-    let cats = Categorizer::default();
-    let a = find_steps(&orig, &StepOptions::default(), &cats).unwrap();
-    let b = find_steps(&back, &StepOptions::default(), &cats).unwrap();
-    assert_eq!(a.steps.len(), 20, "10 steps on each of 2 ranks");
-    assert_eq!(spans(&b), spans(&a), "step spans round-trip");
-
-    // One step track per series, a slice per step with its measurements.
-    let step_events: Vec<&Value> = v["traceEvents"]
-        .as_array()
-        .unwrap()
+    // Every kernel and copy row is one event on its device and stream, at its times.
+    let mut want: Vec<(i64, i64, i64, i64, String)> = r
+        .ops
         .iter()
-        .filter(|e| e["cat"] == "stepgate.step")
+        .map(|o| (o.0, o.1, o.2, o.3 - o.2, o.4.clone()))
         .collect();
-    assert_eq!(step_events.len(), 20);
+    want.sort();
+    let mut got: Vec<(i64, i64, i64, i64, String)> = events(&v, "kernel")
+        .into_iter()
+        .map(|e| (e, e["name"].as_str().unwrap().to_owned()))
+        .chain(
+            events(&v, "gpu_memcpy")
+                .into_iter()
+                .map(|e| (e, "memcpy".to_owned())),
+        )
+        .map(|(e, name)| {
+            (
+                e["pid"].as_i64().unwrap(),
+                e["tid"].as_i64().unwrap(),
+                ns(&e["ts"]),
+                ns(&e["dur"]),
+                name,
+            )
+        })
+        .collect();
+    got.sort();
+    assert!(want.len() > 250, "{}", want.len());
+    assert_eq!(got, want, "GPU ops against the export's rows");
+
+    // Exclusive time: each op's share of the device's busy time not covered by an op that
+    // started earlier (a sweep in start order here); per device they add up to the union.
+    let mut by_dev: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
+    for o in &r.ops {
+        by_dev.entry(o.0).or_default().push((o.2, o.3));
+    }
+    let mut want_excl: BTreeMap<(i64, i64, i64), i64> = BTreeMap::new();
+    for (dev, mut iv) in by_dev.clone() {
+        iv.sort_unstable();
+        assert!(
+            iv.windows(2).all(|w| w[0] != w[1]),
+            "no tie to break on device {dev}"
+        );
+        let mut reach = i64::MIN;
+        for (s, e) in iv {
+            want_excl.insert((dev, s, e), (e - s.max(reach)).max(0));
+            reach = reach.max(e);
+        }
+    }
+    let mut got_excl: BTreeMap<(i64, i64, i64), i64> = BTreeMap::new();
+    for e in events(&v, "kernel")
+        .into_iter()
+        .chain(events(&v, "gpu_memcpy"))
+    {
+        let (s, d) = (ns(&e["ts"]), ns(&e["dur"]));
+        got_excl.insert(
+            (e["pid"].as_i64().unwrap(), s, s + d),
+            e["args"]["exclusive_ns"].as_i64().unwrap(),
+        );
+    }
+    assert_eq!(got_excl, want_excl);
+    for (dev, iv) in by_dev {
+        let sum: i64 = got_excl
+            .iter()
+            .filter(|(k, _)| k.0 == dev)
+            .map(|(_, x)| x)
+            .sum();
+        assert_eq!(
+            sum,
+            union_ns(iv),
+            "device {dev}: exclusive times add up to busy"
+        );
+    }
+
+    // The steps' host ranges are the engine's NVTX ranges, on their process and thread.
+    let mut want_ranges: Vec<(i64, i64, i64, i64, String)> = r
+        .ranges
+        .iter()
+        .filter(|x| x.4.starts_with("execute_"))
+        .map(|x| (x.0, x.1, x.2, x.3 - x.2, x.4.clone()))
+        .collect();
+    want_ranges.sort();
+    let mut got_ranges: Vec<(i64, i64, i64, i64, String)> = events(&v, "user_annotation")
+        .into_iter()
+        .map(|e| {
+            (
+                e["pid"].as_i64().unwrap(),
+                e["tid"].as_i64().unwrap(),
+                ns(&e["ts"]),
+                ns(&e["dur"]),
+                e["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    got_ranges.sort();
+    assert_eq!(want_ranges.len(), 20, "10 steps on each of 2 ranks");
+    assert_eq!(got_ranges, want_ranges);
+
+    // Each step slice spans the GPU work its range launched: span, busy union and kernel
+    // count from the raw rows. The slice sits on its GPU; the range's process gives the
+    // device (one process per rank, one GPU each).
+    let step_events = events(&v, "stepgate.step");
+    let devices: BTreeMap<i64, i64> = r.ops.iter().map(|o| (o.5, o.0)).collect();
+    let mut want_steps = raw_steps(&r);
+    for s in &mut want_steps {
+        s.0 = devices[&s.0];
+    }
+    want_steps.sort_unstable();
+    let mut got_steps: Vec<(i64, i64, i64, i64, i64)> = step_events
+        .iter()
+        .map(|e| {
+            (
+                e["pid"].as_i64().unwrap(),
+                ns(&e["ts"]),
+                ns(&e["dur"]),
+                e["args"]["busy_ns"].as_i64().unwrap(),
+                e["args"]["kernels"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    got_steps.sort_unstable();
+    assert_eq!(got_steps, want_steps);
     let mut per_track: BTreeMap<(i64, i64), usize> = BTreeMap::new();
     for e in &step_events {
         *per_track
@@ -159,32 +397,14 @@ fn perfetto_trace_is_valid_and_loads_back_to_the_same_ops_and_steps() {
     }
     assert_eq!(per_track.len(), 2, "{per_track:?}");
     assert!(per_track.values().all(|&n| n == 10));
-    // A step slice spans the step's GPU projection, and its args carry the same busy time.
-    let s0 = a
-        .steps
-        .iter()
-        .find(|s| s.index == 0 && s.series == 0)
-        .unwrap();
-    let e0 = step_events
-        .iter()
-        .find(|e| e["args"]["index"] == 0 && e["args"]["series"] == 0)
-        .unwrap();
-    let ns = |x: &Value| (x.as_f64().unwrap() * 1000.0).round() as i64;
-    assert_eq!(ns(&e0["ts"]), s0.gpu_start_ns.unwrap());
-    assert_eq!(ns(&e0["dur"]), s0.wall_ns.unwrap());
-    assert_eq!(e0["args"]["busy_ns"].as_i64().unwrap(), s0.busy_ns);
-    // Kernels carry their exclusive time; per device these add up to the busy union.
-    let mut excl: BTreeMap<i64, i64> = BTreeMap::new();
-    for e in v["traceEvents"].as_array().unwrap() {
-        if e["cat"] == "kernel" || e["cat"] == "gpu_memcpy" {
-            *excl.entry(e["pid"].as_i64().unwrap()).or_default() +=
-                e["args"]["exclusive_ns"].as_i64().unwrap();
-        }
-    }
-    let a_dev = stepgate::timing::overlap::device_summaries(&orig, &cats).unwrap();
-    for d in &a_dev {
-        assert_eq!(excl[&d.device], d.busy_ns, "device {}", d.device);
-    }
+
+    // Read back with stepgate's Kineto reader: the same ops and steps as the export.
+    let back = kineto::load(&out).unwrap();
+    assert_eq!(ops(&back), ops(&orig), "GPU ops round-trip");
+    let cats = Categorizer::default();
+    let a = find_steps(&orig, &StepOptions::default(), &cats).unwrap();
+    let b = find_steps(&back, &StepOptions::default(), &cats).unwrap();
+    assert_eq!(spans(&b), spans(&a), "step spans round-trip");
 }
 
 #[test]
@@ -202,6 +422,29 @@ fn perfetto_steps_window_keeps_only_those_steps() {
     let mut sorted = idx.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, vec![3, 3, 4, 4, 5, 5]);
+    // The host ranges kept are the raw rows' 4th to 6th `execute_` range of each thread.
+    let r = raw(&dir.path().join("w.sqlite"));
+    let mut threads: BTreeMap<(i64, i64), Vec<(i64, i64)>> = BTreeMap::new();
+    for x in r.ranges.iter().filter(|x| x.4.starts_with("execute_")) {
+        threads
+            .entry((x.0, x.1))
+            .or_default()
+            .push((x.2, x.3 - x.2));
+    }
+    let mut want: Vec<(i64, i64)> = threads
+        .into_values()
+        .flat_map(|mut v| {
+            v.sort_unstable();
+            v.into_iter().skip(3).take(3)
+        })
+        .collect();
+    want.sort_unstable();
+    let mut got: Vec<(i64, i64)> = events(&v, "user_annotation")
+        .into_iter()
+        .map(|e| (ns(&e["ts"]), ns(&e["dur"])))
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, want);
     // Loaded back: exactly the steps 3..6 of each rank, with the same spans.
     let cats = Categorizer::default();
     let a = find_steps(&orig, &StepOptions::default(), &cats).unwrap();
@@ -229,4 +472,28 @@ fn bad_window_is_an_input_error() {
     assert_eq!(code, 2);
     assert!(err.contains("--perfetto-steps"), "{err}");
     assert!(!out.exists());
+}
+
+#[test]
+fn a_window_outside_the_steps_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("w.sqlite");
+    build(&scenario(), &rep).unwrap();
+    let out = dir.path().join("p.json");
+    let (code, _, err) = common::run(&[
+        "steps",
+        rep.to_str().unwrap(),
+        "--perfetto",
+        out.to_str().unwrap(),
+        "--perfetto-steps",
+        "500..600",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // Ten steps per rank in the scenario: 0..10 in each series.
+    assert!(
+        err.contains("--perfetto-steps 500..600 holds none of the steps: the report's steps are 0..10 (series 0), 0..10 (series 1)"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no empty trace written");
 }

@@ -1,6 +1,7 @@
 //! Steps on synthetic captures of every step-marker form (vLLM V1 python stack, vLLM
-//! annotations and scopes, SGLang, TensorRT-LLM, PyTorch `ProfilerStep#N`, emit_nvtx, no
-//! marker at all), in Kineto and nsys form. The generator computes each capture's steps
+//! annotations and scopes, SGLang, TensorRT-LLM, PyTorch `ProfilerStep#N`, emit_nvtx, a
+//! training loop's recurring annotations, no marker at all, contradictory markers), in
+//! Kineto and nsys form. The generator computes each capture's steps
 //! from its own schedule; `stepgate steps --format json` must find exactly those.
 //!
 //! Two groups: `generator_*` check the captures themselves against an independent reading
@@ -59,9 +60,9 @@ fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
 
 #[test]
 fn generator_scenarios_and_formats_are_consistent() {
-    // 13 scenarios; the formats each engine can produce its marker in.
-    assert_eq!(Scenario::ALL.len(), 14);
-    assert_eq!(every_capture().len(), 19);
+    // 17 scenarios; the formats each engine can produce its marker in.
+    assert_eq!(Scenario::ALL.len(), 17);
+    assert_eq!(every_capture().len(), 23);
     for s in Scenario::ALL {
         assert_eq!(Scenario::from_name(s.name()).unwrap(), s);
     }
@@ -111,7 +112,7 @@ fn generator_captures_load_with_the_truths_ops_and_busy_union() {
             }
             assert_eq!(iv.len() as u64, s.device_ops, "{what} device {}", s.device);
             assert_eq!(kernels, s.device_kernels, "{what} device {}", s.device);
-            // One stream per device: the loader's union equals the truth's plain sum.
+            // The loader's union equals the truth's (a plain sum where one stream runs).
             assert_eq!(union_ns(iv), s.device_busy_ns, "{what} device {}", s.device);
             // The truth accounts every op once: steps, tails and outside.
             let acc: i64 = s
@@ -254,6 +255,129 @@ fn generator_marker_scenarios_agree_with_todays_range_projection() {
             assert_eq!(g["kind"].as_str().unwrap(), t.kind, "{}", scn.name());
             assert_eq!(g["gpu_start_ns"].as_i64(), t.gpu_start_ns, "{}", scn.name());
             assert_eq!(g["gpu_end_ns"].as_i64(), t.gpu_end_ns, "{}", scn.name());
+        }
+    }
+}
+
+/// The raw rows of a generated training capture, read without stepgate: the start of
+/// every `enumerate(DataLoader)#…` range, each runtime/driver call's (start, correlation),
+/// and each GPU op's (start, end, correlation, stream).
+struct TrainRows {
+    openers: Vec<i64>,
+    calls: Vec<(i64, i64)>,
+    ops: Vec<(i64, i64, i64, i64)>,
+}
+
+fn raw_train_rows(path: &Path, fmt: Format) -> TrainRows {
+    let (mut openers, mut calls, mut ops) = (Vec::new(), Vec::new(), Vec::new());
+    match fmt {
+        Format::Kineto => {
+            let ns = |x: &Value| -> i64 { (x.as_f64().unwrap() * 1000.0).round() as i64 };
+            for e in read_trace(path)["traceEvents"].as_array().unwrap() {
+                if e["ph"] != "X" {
+                    continue;
+                }
+                let (s, d) = (ns(&e["ts"]), ns(&e["dur"]));
+                match e["cat"].as_str() {
+                    Some("user_annotation")
+                        if e["name"]
+                            .as_str()
+                            .unwrap()
+                            .starts_with("enumerate(DataLoader)#") =>
+                    {
+                        openers.push(s);
+                    }
+                    Some("cuda_runtime" | "cuda_driver") => {
+                        calls.push((s, e["args"]["correlation"].as_i64().unwrap()));
+                    }
+                    Some("kernel" | "gpu_memcpy" | "gpu_memset") => ops.push((
+                        s,
+                        s + d,
+                        e["args"]["correlation"].as_i64().unwrap(),
+                        e["args"]["stream"].as_i64().unwrap(),
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        Format::Nsys => {
+            let db = rusqlite::Connection::open(path).unwrap();
+            let rows = |sql: &str| -> Vec<Vec<i64>> {
+                let mut st = db.prepare(sql).unwrap();
+                let n = st.column_count();
+                st.query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
+            };
+            openers =
+                rows("SELECT start FROM NVTX_EVENTS WHERE text LIKE 'enumerate(DataLoader)#%'")
+                    .into_iter()
+                    .map(|r| r[0])
+                    .collect();
+            calls = rows("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+                .into_iter()
+                .map(|r| (r[0], r[1]))
+                .collect();
+            ops = rows(
+                "SELECT start, end, correlationId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL \
+                 UNION ALL SELECT start, end, correlationId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+            )
+            .into_iter()
+            .map(|r| (r[0], r[1], r[2], r[3]))
+            .collect();
+        }
+    }
+    openers.sort_unstable();
+    TrainRows {
+        openers,
+        calls,
+        ops,
+    }
+}
+
+/// With kernels on two streams overlapping inside a step, busy is the union of the step's
+/// op intervals, not their sum: both computed here from the generated rows (the ops whose
+/// launching call, on any thread, starts between two `enumerate(DataLoader)` openers).
+#[test]
+fn generator_overlapping_streams_busy_is_a_union_not_a_sum() {
+    for fmt in [Format::Kineto, Format::Nsys] {
+        let (_d, path, truth) = generate(Scenario::PytorchTrain, fmt);
+        let TrainRows {
+            openers,
+            calls,
+            ops,
+        } = raw_train_rows(&path, fmt);
+        // Six iterations, then the loop's final StopIteration `__next__`.
+        assert_eq!(openers.len(), 7, "{fmt:?}");
+        let streams: std::collections::BTreeSet<i64> = ops.iter().map(|o| o.3).collect();
+        assert_eq!(streams.len(), 2, "{fmt:?}: a compute and a comm stream");
+        let r = steps_json(&path, &[]);
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 6, "{fmt:?}");
+        for (k, w) in openers.windows(2).enumerate() {
+            let corr: std::collections::HashSet<i64> = calls
+                .iter()
+                .filter(|c| c.0 >= w[0] && c.0 < w[1])
+                .map(|c| c.1)
+                .collect();
+            let iv: Vec<(i64, i64)> = ops
+                .iter()
+                .filter(|o| corr.contains(&o.2))
+                .map(|o| (o.0, o.1))
+                .collect();
+            let sum: i64 = iv.iter().map(|(a, b)| b - a).sum();
+            let union = union_ns(iv);
+            assert!(
+                union < sum,
+                "{fmt:?} step {k}: the streams overlap ({union} vs {sum})"
+            );
+            assert_eq!(
+                steps[k]["busy_ns"].as_i64(),
+                Some(union),
+                "{fmt:?} step {k}"
+            );
+            assert_eq!(truth.series[0].steps[k].busy_ns, union, "{fmt:?} truth {k}");
         }
     }
 }
@@ -483,6 +607,94 @@ fn steps_sync_only_both_formats() {
 }
 
 #[test]
+fn steps_pytorch_training_loop_from_its_recurring_annotations() {
+    for fmt in [Format::Kineto, Format::Nsys] {
+        let r = check(Scenario::PytorchTrain, fmt, &[]);
+        let what = format!("{fmt:?}");
+        assert_eq!(r["method"].as_str(), Some("recurring"), "{what}");
+        assert_eq!(
+            r["found_by_engine"].as_str(),
+            Some("PyTorch training loop without ProfilerStep"),
+            "{what}"
+        );
+        let notes = r["notes"].to_string();
+        assert!(
+            notes.contains("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ → Optimizer.zero_grad#SGD.zero_grad → Optimizer.step#SGD.step"),
+            "{what}: {notes}"
+        );
+        assert!(
+            notes.contains("1 final cycle(s) never completed"),
+            "{what}: {notes}"
+        );
+        // The partial iteration before the first `__next__` and the metrics copy after the
+        // last one are outside steps.
+        let o = &r["outside_steps"][0];
+        assert!(o["before_ns"].as_i64().unwrap() > 0, "{what}: {o}");
+        assert!(o["after_ns"].as_i64().unwrap() > 0, "{what}: {o}");
+    }
+    // Forced on the same capture, the families that find nothing there say so.
+    let (_d, path, _) = generate(Scenario::PytorchTrain, Format::Nsys);
+    let (code, _, err) = common::run(&["steps", path.to_str().unwrap(), "--steps", "marker"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn steps_annotations_out_of_lockstep_fall_through_to_syncs() {
+    let r = check(Scenario::PytorchTrainUnstable, Format::Kineto, &[]);
+    assert_eq!(r["method"].as_str(), Some("sync"));
+    let (_d, path, _) = generate(Scenario::PytorchTrainUnstable, Format::Kineto);
+    let (code, _, err) = common::run(&["steps", path.to_str().unwrap(), "--steps", "recurring"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--steps recurring: no annotations recur in a stable cycle"),
+        "{err}"
+    );
+}
+
+#[test]
+fn steps_contradictory_markers_give_the_inner_steps_and_a_warning() {
+    // One ~1 s vLLM `execute_…` around 20 SGLang `step[DECODE bs=8]`: 20 decode steps,
+    // and the report says why the outer marker is not one.
+    let r = check(Scenario::MarkersContradict, Format::Kineto, &[]);
+    assert_eq!(r["steps"].as_array().unwrap().len(), 20);
+    let w: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("\"execute_context_0(0)_generation_8(8)\" encloses 20")),
+        "{w:?}"
+    );
+    let (_d, path, _) = generate(Scenario::MarkersContradict, Format::Kineto);
+    let (code, out, _) = common::run(&["steps", path.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("warning: 1 step marker(s) enclose several")),
+        "{out}"
+    );
+}
+
+#[test]
+fn steps_an_empty_steps_value_is_refused_not_matched_against_everything() {
+    let (_d, path, _) = generate(Scenario::SyncOnly, Format::Nsys);
+    for args in [&["--steps", ""][..], &["--steps", "   "]] {
+        let mut a = vec!["steps", path.to_str().unwrap()];
+        a.extend_from_slice(args);
+        let (code, out, err) = common::run(&a);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("--steps is empty (an unset variable?)"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn steps_forced_source_overrides_discovery() {
     // --steps graphs on the vLLM python trace (Kineto: no graph ids) and on its nsys form
     // (graph ids): graph launches grouped, no python. The 81 pieces of a decode (with the
@@ -701,12 +913,16 @@ fn generator_python_spans_and_tails_match_an_independent_projection() {
 fn steps_headline_names_the_engine_and_each_method() {
     // (scenario, format, the headline's method words given the truth's step counts).
     type Words = fn(&Truth) -> String;
-    let cases: [(Scenario, Format, Words); 3] = [
+    let cases: [(Scenario, Format, Words); 4] = [
         (Scenario::VllmV1Python, Format::Kineto, |_| {
             "python-stack spans (heuristic: vLLM V1 without step annotation)".to_owned()
         }),
         (Scenario::SglangScheduler, Format::Nsys, |_| {
             "scheduler scopes (SGLang scheduler.run_batch)".to_owned()
+        }),
+        (Scenario::PytorchTrain, Format::Nsys, |_| {
+            "recurring annotations (heuristic: PyTorch training loop without ProfilerStep)"
+                .to_owned()
         }),
         (Scenario::SglangNsysBare, Format::Nsys, |t| {
             let n = |by: &str| {
@@ -736,6 +952,9 @@ fn steps_headline_names_the_engine_and_each_method() {
                 assert_eq!(engine, Some("vLLM V1 without step annotation"));
             }
             Scenario::SglangScheduler => assert_eq!(engine, Some("SGLang scheduler.run_batch")),
+            Scenario::PytorchTrain => {
+                assert_eq!(engine, Some("PyTorch training loop without ProfilerStep"));
+            }
             _ => assert!(j.get("found_by_engine").is_none(), "{j}"),
         }
         let steps: usize = truth.series.iter().map(|s| s.steps.len()).sum();

@@ -3,9 +3,10 @@
 
 use crate::baseline::model::{group_label, metric, Group, KernelSamples};
 use crate::baseline::policy::{higher_is_worse, Policy, Threshold};
-use crate::timing::overlap::NameLabels;
+use crate::report::words::{fmt_rel, metric_name};
+use crate::timing::labels::NameLabels;
 
-use super::judge::{fmt_rel, judge, mean, Scratch};
+use super::judge::{judge, mean, Scratch};
 use super::types::{
     CategoryRow, Change, GroupComparison, KernelPresence, KernelRow, MetricRow, RowVerdict, Verdict,
 };
@@ -23,6 +24,7 @@ pub(super) fn compare_group(
     let ctx = ContextShift::of(b, c, policy);
     let mut notes: Vec<String> = ctx.note(b, c).into_iter().collect();
     let metrics = judge_metrics(b, c, &label, policy, &ctx, scratch);
+    notes.extend(launch_mode_note(&metrics));
     one_sided_metric_notes(b, c, &mut notes);
     let kernels = judge_kernels(b, c, &label, policy, &ctx, scratch);
     let categories = judge_categories(b, c, &label, policy, &ctx, scratch);
@@ -156,12 +158,49 @@ fn judge_metrics(
     metrics
 }
 
+/// Launches per step that moved by an order of magnitude or more: the likely cause is a
+/// switch between CUDA-graph replay (one launch per graph) and eager launches (one per
+/// kernel). A heuristic, and said as one.
+const LAUNCH_MODE_RATIO: f64 = 10.0;
+
+fn launch_mode_note(metrics: &[MetricRow]) -> Option<String> {
+    let ch = &metrics
+        .iter()
+        .find(|m| m.metric == metric::LAUNCHES)?
+        .change;
+    let (b, c) = (ch.baseline_median?, ch.candidate_median?);
+    if !(b > 0.0 && c > 0.0) {
+        return None;
+    }
+    let moved = format!(
+        "launches per step {} → {}",
+        crate::report::fmt_int(b.round() as i64),
+        crate::report::fmt_int(c.round() as i64)
+    );
+    if c >= b * LAUNCH_MODE_RATIO {
+        Some(format!(
+            "{moved}: the candidate likely runs eager where the baseline replays CUDA graphs \
+             (CUDA graphs off: vLLM --enforce-eager, SGLang --disable-cuda-graph) (heuristic)"
+        ))
+    } else if b >= c * LAUNCH_MODE_RATIO {
+        Some(format!(
+            "{moved}: the candidate likely replays CUDA graphs where the baseline ran eager \
+             (heuristic)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A note for each metric measured on one side only.
 fn one_sided_metric_notes(b: &Group, c: &Group, notes: &mut Vec<String>) {
     for (side, g, other) in [("baseline", b, c), ("candidate", c, b)] {
         for k in g.metrics.keys() {
             if !other.metrics.contains_key(k) {
-                notes.push(format!("{k} is measured in the {side} only: not compared"));
+                notes.push(format!(
+                    "{} is measured in the {side} only: not compared",
+                    metric_name(k)
+                ));
             }
         }
     }
@@ -325,7 +364,11 @@ fn group_verdict(
     let mut reasons = Vec::new();
     for m in metrics {
         if regress(&m.change) {
-            reasons.push(format!("{} {}", m.metric, fmt_rel(m.change.change_rel)));
+            reasons.push(format!(
+                "{} {}",
+                metric_name(&m.metric),
+                fmt_rel(m.change.change_rel)
+            ));
         }
     }
     for k in &kernels.both {

@@ -104,10 +104,3 @@ pub(super) fn mean(xs: &[f64]) -> f64 {
         xs.iter().sum::<f64>() / xs.len() as f64
     }
 }
-
-pub(super) fn fmt_rel(r: Option<f64>) -> String {
-    match r {
-        Some(r) => format!("{:+.1}%", r * 100.0),
-        None => "from 0".to_owned(),
-    }
-}

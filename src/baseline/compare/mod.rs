@@ -3,7 +3,8 @@
 //!
 //! A change is a regression only when the whole interval of the relative change lies beyond
 //! the relative threshold in the worse direction AND the point change is beyond the
-//! absolute threshold (issue 5). Fewer than `min_samples` per side is inconclusive.
+//! absolute threshold. Fewer than `min_samples` per side is inconclusive, and so is a
+//! baseline side that is not there at all ([`BaselineSide::Unavailable`]).
 //!
 //! One job per file: [`types`] (what the comparison prints), `identity` (same GPU, same
 //! model), `matching` (which groups meet), `judge` (one row), `group` (one group's rows
@@ -17,17 +18,48 @@ pub mod types;
 
 pub use types::{
     CategoryRow, Change, Comparison, GroupComparison, KernelPresence, KernelRow, Method, MetricRow,
-    OneSided, RowVerdict, Side, SideInfo, Verdict,
+    OneSided, RowVerdict, RuleMatches, Side, SideInfo, Verdict,
 };
 
-use crate::baseline::model::{Baseline, SCHEMA_VERSION};
+use crate::baseline::model::{Baseline, Group, SCHEMA_VERSION};
 use crate::baseline::policy::Policy;
 use crate::exit::Result;
-use crate::timing::overlap::NameLabels;
+use crate::timing::labels::NameLabels;
+
+/// What a gate compares the candidate with: stored samples, or nothing, and why. An
+/// unavailable side (too few history runs matched) is inconclusive and claims nothing
+/// about the candidate's groups; an empty baseline would say none of them is in it.
+#[derive(Debug, Clone, Copy)]
+pub enum BaselineSide<'a> {
+    Samples(&'a Baseline),
+    /// The one line that says why there is no baseline.
+    Unavailable(&'a str),
+}
 
 /// Compare for a gate: a GPU or model mismatch between the sides is an input error.
 pub fn compare(baseline: &Baseline, candidate: &Baseline, policy: &Policy) -> Result<Comparison> {
     compare_inner(baseline, candidate, policy, true)
+}
+
+/// Gate the candidate against a baseline side that may be unavailable.
+pub fn compare_side(
+    baseline: BaselineSide<'_>,
+    candidate: &Baseline,
+    policy: &Policy,
+) -> Result<Comparison> {
+    match baseline {
+        BaselineSide::Samples(b) => compare(b, candidate, policy),
+        BaselineSide::Unavailable(why) => Ok(unavailable(why, candidate, policy)),
+    }
+}
+
+/// The groups `compare` compared, in the order of its `groups`: the charts of a page
+/// take the samples behind each compared group from here rather than matching again.
+pub fn compared_pairs<'a>(
+    baseline: &'a Baseline,
+    candidate: &'a Baseline,
+) -> Vec<(&'a Group, &'a Group)> {
+    matching::match_groups(baseline, candidate).pairs
 }
 
 /// Compare for a plain diff: a GPU or model mismatch is a warning, not an error (comparing
@@ -64,6 +96,7 @@ fn compare_inner(
         .map(|(b, c)| group::compare_group(b, c, policy, &labels, &mut scratch))
         .collect();
     let (verdict, reasons) = roll_up(&groups);
+    let policy_rules = rule_matches(policy, &[baseline, candidate])?;
     Ok(Comparison {
         schema_version: SCHEMA_VERSION,
         verdict,
@@ -76,7 +109,77 @@ fn compare_inner(
         method: method(policy),
         groups,
         one_sided: matched.one_sided,
+        baseline_unavailable: None,
+        policy_rules,
     })
+}
+
+/// Nothing to compare with: inconclusive, for the reason given, and no group is said to
+/// be missing from a side that is not there.
+fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
+    let verdict = Verdict::Inconclusive;
+    Comparison {
+        schema_version: SCHEMA_VERSION,
+        verdict,
+        exit_code: verdict.exit_code(policy.inconclusive_fails),
+        inconclusive_fails: policy.inconclusive_fails,
+        reasons: vec![format!("baseline unavailable: {why}")],
+        warnings: Vec::new(),
+        baseline: SideInfo {
+            gpu_name: None,
+            model: None,
+            engine: None,
+            nsys_version: None,
+            source_format: "unavailable".to_owned(),
+            created_by: String::new(),
+            groups: 0,
+            steps: 0,
+        },
+        candidate: identity::side_info(candidate),
+        method: method(policy),
+        groups: Vec::new(),
+        one_sided: Vec::new(),
+        baseline_unavailable: Some(why.to_owned()),
+        policy_rules: Vec::new(),
+    }
+}
+
+/// How many kernels of either side each `[[kernel]]` rule selects; a rule that selects
+/// none is an input error unless it is `optional` (a typo must not leave a kernel judged
+/// by thresholds its policy meant to change, unnoticed).
+fn rule_matches(policy: &Policy, sides: &[&Baseline]) -> Result<Vec<RuleMatches>> {
+    if policy.kernel_rules.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<(&str, &str)> = sides
+        .iter()
+        .flat_map(|b| &b.samples.groups)
+        .flat_map(|g| &g.kernels)
+        .map(|(full, k)| (full.as_str(), k.short_name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup_by_key(|n| n.0);
+    policy
+        .kernel_rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let kernels = r.selector.all(names.iter().copied()).len();
+            if kernels == 0 && !r.optional {
+                let e = r.selector.none_error(names.len());
+                return Err(crate::exit::Error::input(format!(
+                    "policy [[kernel]] rule {}: {}",
+                    i + 1,
+                    e.message
+                )));
+            }
+            Ok(RuleMatches {
+                selector: r.selector.text(),
+                kernels,
+                optional: r.optional,
+            })
+        })
+        .collect()
 }
 
 /// One verdict from the groups': any regression fails; no group on both sides or any

@@ -5,7 +5,7 @@ use crate::exit;
 
 pub use crate::wire::gate::{
     CategoryRow, Change, Comparison, GroupComparison, KernelPresence, KernelRow, Method, MetricRow,
-    OneSided, RowVerdict, Side, SideInfo, Verdict,
+    OneSided, RowVerdict, RuleMatches, Side, SideInfo, Verdict,
 };
 
 impl Verdict {

@@ -1,40 +1,40 @@
 //! The gate/diff document, walked once: what is said and in which order lives in
-//! [`walk`]; how it looks (markdown for a PR comment, aligned text for the terminal) lives
-//! in the two [`Markup`] implementations.
+//! [`walk`]; how it looks lives in the [`Markup`] implementations — markdown for a PR
+//! comment, aligned text for the terminal (here), and the HTML page
+//! (`report::html::gate`), which adds charts and drops nothing.
 
-use crate::baseline::compare::{Comparison, OneSided, RowVerdict, Side};
+use crate::baseline::compare::{Comparison, GroupComparison, OneSided, RowVerdict, Side};
 use crate::report::table::Table;
 use crate::report::{escape_control, fmt_int};
 
+use super::tables::{
+    categories_table, code, improvements, kernel_table, mbu_line, metrics_table, presence_table,
+    regressions, threshold_notes, waterfall_floor_line, waterfall_table, waterfall_table_rows,
+    Names,
+};
 use super::{
-    categories_table, code, group_heading, improvements, kernel_table, mbu_line, metrics_table,
-    name_labels, presence_table, regressions, sides_line, titles, verdict_line,
-    waterfall_floor_line, waterfall_table, waterfall_table_rows, RenderOptions,
+    group_heading, name_labels, policy_rules_line, sides_line, titles, verdict_line, RenderOptions,
+    Style,
 };
 
-/// A titled table: the markdown document says more in its parenthesis than the terminal.
-struct Titled<'a> {
-    title: &'a str,
-    /// The parenthesis in markdown.
-    long: &'a str,
+/// A titled table: the long form (markdown, HTML) says more in its parenthesis than the
+/// terminal.
+pub(crate) struct Titled<'a> {
+    pub title: &'a str,
+    /// The parenthesis in markdown and HTML.
+    pub long: &'a str,
     /// The parenthesis in text.
-    short: &'a str,
+    pub short: &'a str,
 }
 
 /// How the document's parts look. Text is terse: it drops the remarks, the footnote and
-/// the full-names list (its names are truncated, not labelled).
-trait Markup {
-    /// Whether tables and names are markdown (code spans) or plain text.
-    const MD: bool;
-    fn out(&mut self) -> &mut String;
+/// the full-names list (its names are cut, not labelled); markdown and HTML say it all.
+pub(crate) trait Markup {
+    const STYLE: Style;
     /// The opening line.
     fn title(&mut self, s: &str);
     /// A line of its own.
-    fn line(&mut self, s: &str) {
-        let out = self.out();
-        out.push_str(s);
-        out.push('\n');
-    }
+    fn line(&mut self, s: &str);
     /// The reasons behind the verdict, after the first (which the title shows).
     fn reasons(&mut self, reasons: &[String], show_verdict: bool);
     fn warning(&mut self, s: &str);
@@ -51,17 +51,22 @@ trait Markup {
     fn not_compared(&mut self, groups: &[OneSided]);
     fn full_names(&mut self, names: &[(&str, &str)]);
     fn footnote(&mut self, s: &str);
+    /// Charts of the `i`-th compared group, before its step metrics (a page draws them).
+    fn group_charts(&mut self, _i: usize, _g: &GroupComparison) {}
+    /// The waterfall chart, before the waterfall's table (a page draws it).
+    fn waterfall_chart(&mut self, _g: &GroupComparison, _names: Names<'_>) {}
 }
 
 struct Markdown(String);
 
 impl Markup for Markdown {
-    const MD: bool = true;
-    fn out(&mut self) -> &mut String {
-        &mut self.0
-    }
+    const STYLE: Style = Style::Markdown;
     fn title(&mut self, s: &str) {
         self.0.push_str(&format!("### {s}\n\n"));
+    }
+    fn line(&mut self, s: &str) {
+        self.0.push_str(s);
+        self.0.push('\n');
     }
     fn reasons(&mut self, reasons: &[String], show_verdict: bool) {
         if show_verdict && reasons.len() > 1 {
@@ -103,24 +108,11 @@ impl Markup for Markdown {
         self.0.push_str("\n</details>\n");
     }
     fn not_compared(&mut self, groups: &[OneSided]) {
-        if groups.is_empty() {
-            return;
+        if let Some(items) = one_sided_items(groups) {
+            self.0.push_str(&format!(
+                "\n**Not compared** (present on one side only):{items}\n"
+            ));
         }
-        self.0
-            .push_str("\n**Not compared** (present on one side only):");
-        let items: Vec<String> = groups
-            .iter()
-            .map(|s| {
-                format!(
-                    " {} ({} only, {} steps)",
-                    s.label,
-                    side_word(s.side),
-                    fmt_int(s.steps as i64)
-                )
-            })
-            .collect();
-        self.0.push_str(&items.join(";"));
-        self.0.push('\n');
     }
     fn full_names(&mut self, names: &[(&str, &str)]) {
         if names.is_empty() {
@@ -138,15 +130,35 @@ impl Markup for Markdown {
     }
 }
 
+/// The one-sided groups as the long form lists them after "Not compared … :", or None.
+pub(crate) fn one_sided_items(groups: &[OneSided]) -> Option<String> {
+    if groups.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = groups
+        .iter()
+        .map(|s| {
+            format!(
+                " {} ({} only, {} steps)",
+                s.label,
+                side_word(s.side),
+                fmt_int(s.steps as i64)
+            )
+        })
+        .collect();
+    Some(items.join(";"))
+}
+
 struct Text(String);
 
 impl Markup for Text {
-    const MD: bool = false;
-    fn out(&mut self) -> &mut String {
-        &mut self.0
-    }
+    const STYLE: Style = Style::Text;
     fn title(&mut self, s: &str) {
         self.line(s);
+    }
+    fn line(&mut self, s: &str) {
+        self.0.push_str(s);
+        self.0.push('\n');
     }
     fn reasons(&mut self, reasons: &[String], _show_verdict: bool) {
         for r in reasons.iter().skip(1) {
@@ -219,26 +231,37 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
 
 const PER_STEP: &str = "median exclusive time per step";
 
-/// The document: verdict, sides, reasons and warnings, then per group its step metrics,
-/// MBU, waterfall, kernel lists and categories, then what was not compared.
-fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
-    let md = M::MD;
+/// The document: verdict, sides, policy rules, reasons and warnings, then per group its
+/// step metrics, MBU, waterfall, kernel lists and categories, then what was not compared.
+pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
+    let style = M::STYLE;
+    let long = style != Style::Text;
     let labels = name_labels(c);
+    let names = Names {
+        labels: &labels,
+        style,
+        wide: o.wide,
+    };
     m.title(&verdict_line(c, o));
-    m.line(&sides_line(c, o, md));
+    m.line(&sides_line(c, o, style));
+    if let Some(l) = policy_rules_line(c, style) {
+        m.line(&l);
+    }
     m.reasons(&c.reasons, o.show_verdict);
     for w in &c.warnings {
         m.warning(&escape_control(w));
     }
     let mut full_names: Vec<(&str, &str)> = Vec::new();
-    for g in &c.groups {
+    for (i, g) in c.groups.iter().enumerate() {
         m.heading(&group_heading(g, o.show_verdict));
         for n in &g.notes {
             m.note(&escape_control(n));
         }
+        m.group_charts(i, g);
         m.table(&metrics_table(g, "step metric (median)", o.show_verdict));
-        m.paragraph(&mbu_line(g, md, o.show_verdict));
-        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, md, &labels) {
+        m.paragraph(&mbu_line(g, style, o.show_verdict));
+        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, names) {
+            m.waterfall_chart(g, names);
             let title = Titled {
                 title: "Waterfall",
                 long: "mean per step, derived: exclusive time per kernel plus the gap; the \
@@ -260,9 +283,9 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
             .iter()
             .all(|k| k.change.verdict != RowVerdict::Inconclusive);
         let (reg_title, imp_title) = titles(o);
-        // Markdown puts the remark in place of the list when some kernel could not be
+        // The long form puts the remark in place of the list when some kernel could not be
         // judged; the terminal lists what did regress.
-        if !judged && M::MD {
+        if !judged && long {
             m.remark("Kernels not judged: too few steps.");
         } else if reg.is_empty() {
             m.remark("No kernel regressed beyond its threshold.");
@@ -272,7 +295,7 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 long: PER_STEP,
                 short: PER_STEP,
             };
-            m.titled_table(&title, &kernel_table(&reg, md, o.show_verdict, &labels));
+            m.titled_table(&title, &kernel_table(&reg, o.show_verdict, names));
         }
         if !imp.is_empty() {
             let title = Titled {
@@ -280,7 +303,7 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 long: PER_STEP,
                 short: PER_STEP,
             };
-            m.titled_table(&title, &kernel_table(&imp, md, o.show_verdict, &labels));
+            m.titled_table(&title, &kernel_table(&imp, o.show_verdict, names));
         }
         if !g.new_kernels.is_empty() {
             let title = Titled {
@@ -288,7 +311,7 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 long: "in the candidate only; mean per step, derived",
                 short: "candidate only",
             };
-            m.titled_table(&title, &presence_table(&g.new_kernels, md, true, &labels));
+            m.titled_table(&title, &presence_table(&g.new_kernels, true, names));
         }
         if !g.vanished_kernels.is_empty() {
             let title = Titled {
@@ -296,8 +319,7 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 long: "in the baseline only; mean per step, derived",
                 short: "baseline only",
             };
-            let t = presence_table(&g.vanished_kernels, md, false, &labels);
-            m.titled_table(&title, &t);
+            m.titled_table(&title, &presence_table(&g.vanished_kernels, false, names));
         }
         if g.categories
             .iter()
@@ -313,23 +335,32 @@ fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
         } else if !g.categories.is_empty() {
             m.folded_table("Time per category", &categories_table(g, o.show_verdict));
         }
-        let shown = reg
-            .iter()
-            .chain(imp.iter())
-            .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str()))
-            .chain(
-                g.new_kernels
-                    .iter()
-                    .chain(&g.vanished_kernels)
-                    .map(|k| (labels.get(&k.name, &k.short_name), k.name.as_str())),
-            )
-            .chain(
-                waterfall_table_rows(&g.explain, o.waterfall_top)
-                    .map(|r| (labels.get(&r.name, &r.short_name), r.name.as_str())),
-            );
-        for (s, f) in shown {
-            if s != f && !full_names.contains(&(s, f)) {
-                full_names.push((s, f));
+        if o.show_verdict {
+            for n in threshold_notes(g, names) {
+                m.note(&escape_control(&n));
+            }
+        }
+        // Wide tables already show the full names.
+        if !o.wide {
+            let shown = reg
+                .iter()
+                .chain(imp.iter())
+                .map(|k| (k.name.as_str(), k.short_name.as_str()))
+                .chain(
+                    g.new_kernels
+                        .iter()
+                        .chain(&g.vanished_kernels)
+                        .map(|k| (k.name.as_str(), k.short_name.as_str())),
+                )
+                .chain(
+                    waterfall_table_rows(&g.explain, o.waterfall_top)
+                        .map(|r| (r.name.as_str(), r.short_name.as_str())),
+                );
+            for (f, short) in shown {
+                let s = labels.get(f, short);
+                if s != f && !full_names.contains(&(s, f)) {
+                    full_names.push((s, f));
+                }
             }
         }
     }

@@ -2,10 +2,11 @@
 //! kernel category (and by kernel) per device.
 
 use crate::analysis::Analysis;
-use crate::report::charts::{self, BarRow, Segment, GAP, PALETTE};
-use crate::report::html::{esc, figure, page, table};
+use crate::report::analyze::dominated_by;
+use crate::report::charts::{self, distinct, BarRow, Segment, BUSY, GAP};
+use crate::report::html::{esc, figure, full_names, page, table};
 use crate::report::table::{Align, Table};
-use crate::report::{fmt_int, fmt_pct, fmt_us, truncate, NAME_WIDTH};
+use crate::report::{fmt_int, fmt_pct, fmt_us};
 
 fn share(part: i64, whole: i64) -> f64 {
     if whole > 0 {
@@ -27,6 +28,15 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(w)));
     }
     b.push_str("<h2>Busy and idle time per device</h2>\n");
+    for d in &a.devices {
+        if let Some(l) = dominated_by(d) {
+            b.push_str(&format!(
+                "<p class=\"note\">GPU {}: {}</p>\n",
+                d.device,
+                esc(&l)
+            ));
+        }
+    }
     let ms = |ns: i64| ns as f64 / 1e6;
     let rows: Vec<BarRow> = a
         .devices
@@ -39,7 +49,7 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
                     Segment {
                         from: 0.0,
                         to: ms(d.busy_ns),
-                        color: PALETTE[0],
+                        color: BUSY,
                     },
                     Segment {
                         from: ms(d.busy_ns),
@@ -56,7 +66,7 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
             "Busy and idle time per device",
             "time in the device's active window (ms)",
             &rows,
-            &[("busy (union of GPU ops)", PALETTE[0]), ("idle", GAP)],
+            &[("busy (union of GPU ops)", BUSY), ("idle", GAP)],
             None,
         ),
         "Busy: the union of the device's kernels, copies and fills; idle: the rest of the \
@@ -97,16 +107,17 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
             "<h2>GPU {}: exclusive time by category</h2>\n",
             d.device
         ));
+        let colors = distinct(d.categories.len(), &[]);
         let rows: Vec<BarRow> = d
             .categories
             .iter()
-            .enumerate()
-            .map(|(i, c)| BarRow {
+            .zip(colors)
+            .map(|(c, color)| BarRow {
                 label: c.category.clone(),
                 segments: vec![Segment {
                     from: 0.0,
                     to: c.exclusive_ns as f64 / 1e3,
-                    color: PALETTE[i % (PALETTE.len() - 1)],
+                    color,
                 }],
                 note: Some(fmt_pct(share(c.exclusive_ns, d.busy_ns))),
             })
@@ -124,32 +135,43 @@ pub fn render(path: &str, a: &Analysis, top: usize) -> String {
         ));
         let ct = crate::report::analyze::device_categories(d);
         b.push_str(&table(&ct, None));
+        // The table names kernels by their labels; the full (template) names are listed
+        // under it at the page's full width, where a 400-character name takes three lines
+        // instead of a squeezed column of one character per line.
         let mut kt = Table::new(&[
             ("#", Align::Right),
-            ("kernel", Align::Left),
+            ("kernel", Align::Wrap),
             ("category", Align::Left),
             ("n", Align::Right),
             ("exclusive µs", Align::Right),
             ("% of busy", Align::Right),
-            ("full name", Align::Left),
         ]);
-        for (i, k) in d.kernels_by_name.iter().take(top).enumerate() {
+        let shown: Vec<_> = d.kernels_by_name.iter().take(top).collect();
+        for (i, k) in shown.iter().enumerate() {
             kt.row(vec![
                 (i + 1).to_string(),
-                truncate(&k.short_name, NAME_WIDTH),
+                k.short_name.clone(),
                 k.category.clone(),
                 fmt_int(k.instances as i64),
                 fmt_us(k.exclusive_ns as f64),
                 fmt_pct(share(k.exclusive_ns, d.busy_ns)),
-                k.name.clone(),
             ]);
         }
         b.push_str(&format!(
             "<h3>GPU {}: top {} kernels by exclusive time</h3>\n",
             d.device,
-            top.min(d.kernels_by_name.len())
+            shown.len()
         ));
         b.push_str(&table(&kt, None));
+        let names: Vec<(&str, &str)> = shown
+            .iter()
+            .filter(|k| k.short_name != k.name)
+            .map(|k| (k.short_name.as_str(), k.name.as_str()))
+            .collect();
+        b.push_str(&full_names(
+            &format!("GPU {}: full kernel names", d.device),
+            &names,
+        ));
     }
     page(&format!("stepgate analyze — {path}"), &b)
 }

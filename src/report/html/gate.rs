@@ -1,26 +1,127 @@
-//! The `gate --html` / `diff --html` page: per group, the waterfall from the baseline's
-//! mean step wall to the candidate's, and both sides' step-wall distributions with the
-//! verdict and the interval in the title.
+//! The `gate --html` / `diff --html` page: the same document the markdown and the terminal
+//! show (one walk, `report::gate::document`), and per group two charts — both sides'
+//! step-wall distributions with the verdict and the interval in the title, and the
+//! waterfall from the baseline's mean step wall to the candidate's.
 
-use crate::baseline::compare::{Comparison, GroupComparison, Verdict};
-use crate::baseline::model::{metric, Baseline};
+use crate::baseline::compare::{compared_pairs, Comparison, GroupComparison, OneSided, Verdict};
+use crate::baseline::model::{metric, Baseline, Group};
 use crate::baseline::waterfall::summarize;
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
-use crate::report::gate::{
-    categories_table, group_heading, improvements, kernel_table, metrics_table, name_labels,
-    presence_table, regressions, sides_line, titles, verdict_line, waterfall_table, RenderOptions,
-};
-use crate::report::html::{esc, figure, page, table};
+use crate::report::gate::document::{one_sided_items, walk, Markup, Titled};
+use crate::report::gate::tables::fmt_signed_us;
+use crate::report::gate::{Names, RenderOptions, Style};
+use crate::report::html::{esc, figure, full_names, marks, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, group_thousands};
-use crate::timing::overlap::NameLabels;
 
-fn signed_us(d: f64) -> String {
-    let s = if d >= 0.0 { "+" } else { "−" };
-    format!("{s}{} µs", fmt_us(d.abs()))
+/// The page as the document's markup, with the samples behind each compared group for
+/// the distribution charts.
+struct Html<'a> {
+    out: String,
+    command: &'static str,
+    verdict_class: &'static str,
+    show_verdict: bool,
+    waterfall_top: usize,
+    /// The compared groups' samples, in the comparison's group order.
+    pairs: Vec<(&'a Group, &'a Group)>,
 }
 
-fn waterfall_chart(g: &GroupComparison, top: usize, labels: &NameLabels) -> Option<String> {
+impl Markup for Html<'_> {
+    const STYLE: Style = Style::Html;
+    fn title(&mut self, s: &str) {
+        self.out.push_str(&format!(
+            "<h1>stepgate {}</h1>\n<p class=\"verdict {}\">{}</p>\n",
+            self.command,
+            self.verdict_class,
+            marks(s)
+        ));
+    }
+    fn line(&mut self, s: &str) {
+        self.out
+            .push_str(&format!("<p class=\"muted\">{}</p>\n", marks(s)));
+    }
+    fn reasons(&mut self, reasons: &[String], show_verdict: bool) {
+        if show_verdict && reasons.len() > 1 {
+            self.out.push_str(&format!(
+                "<details><summary>All {} reasons</summary><ul>\n",
+                reasons.len()
+            ));
+            for r in reasons {
+                self.out.push_str(&format!("<li>{}</li>\n", marks(r)));
+            }
+            self.out.push_str("</ul></details>\n");
+        }
+    }
+    fn warning(&mut self, s: &str) {
+        self.note(s);
+    }
+    fn heading(&mut self, s: &str) {
+        self.out.push_str(&format!("<h2>{}</h2>\n", marks(s)));
+    }
+    fn note(&mut self, s: &str) {
+        self.out.push_str(&format!(
+            "<p class=\"note\">{}</p>\n",
+            marks(&format!("⚠️ {s}"))
+        ));
+    }
+    fn paragraph(&mut self, s: &str) {
+        self.out.push_str(&format!("<p>{}</p>\n", marks(s)));
+    }
+    fn remark(&mut self, s: &str) {
+        self.paragraph(s);
+    }
+    fn table(&mut self, t: &Table) {
+        self.out.push_str(&table(t, None));
+    }
+    fn titled_table(&mut self, title: &Titled, t: &Table) {
+        self.out.push_str(&format!(
+            "<p class=\"table-title\"><b>{}</b> ({})</p>\n",
+            esc(title.title),
+            esc(title.long)
+        ));
+        self.table(t);
+    }
+    fn folded_table(&mut self, title: &str, t: &Table) {
+        self.out.push_str(&format!(
+            "<details><summary>{}</summary>\n{}</details>\n",
+            esc(title),
+            table(t, None)
+        ));
+    }
+    fn not_compared(&mut self, groups: &[OneSided]) {
+        if let Some(items) = one_sided_items(groups) {
+            self.out.push_str(&format!(
+                "<p><b>Not compared</b> (present on one side only):{}</p>\n",
+                esc(&items)
+            ));
+        }
+    }
+    fn full_names(&mut self, names: &[(&str, &str)]) {
+        self.out.push_str(&full_names("Full kernel names", names));
+    }
+    fn footnote(&mut self, s: &str) {
+        self.out.push_str(&format!(
+            "<p class=\"muted\"><small>{}</small></p>\n",
+            esc(s)
+        ));
+    }
+    fn group_charts(&mut self, i: usize, g: &GroupComparison) {
+        // The pairs are the comparison's groups in order; a label that differs means the
+        // samples are not the ones compared (never drawn then).
+        if let Some((b, c)) = self.pairs.get(i).filter(|(b, _)| b.label() == g.label) {
+            if let Some(d) = distribution(g, b, c, self.show_verdict) {
+                self.out.push_str(&d);
+            }
+        }
+    }
+    fn waterfall_chart(&mut self, g: &GroupComparison, names: Names<'_>) {
+        if let Some(w) = waterfall_chart(g, self.waterfall_top, names) {
+            self.out.push_str(&w);
+        }
+    }
+}
+
+fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<String> {
     let check = g.explain.waterfall_check.as_ref()?;
     let s = summarize(&g.explain, top);
     let us = |ns: f64| ns / 1e3;
@@ -39,7 +140,7 @@ fn waterfall_chart(g: &GroupComparison, top: usize, labels: &NameLabels) -> Opti
                 to: us(next),
                 color: if d > 0.0 { WORSE } else { BETTER },
             }],
-            note: Some(signed_us(d)),
+            note: Some(fmt_signed_us(d)),
         });
         cum = next;
     };
@@ -50,7 +151,7 @@ fn waterfall_chart(g: &GroupComparison, top: usize, labels: &NameLabels) -> Opti
     });
     for r in &s.top {
         step(
-            charts::short_label(labels.get(&r.name, &r.short_name), 48),
+            charts::short_label(&names.cell(&r.name, &r.short_name), 48),
             r.delta_ns,
             &mut rows,
         );
@@ -85,7 +186,7 @@ fn waterfall_chart(g: &GroupComparison, top: usize, labels: &NameLabels) -> Opti
     rows[n - 1].note = Some(format!(
         "{} µs ({})",
         fmt_us(check.candidate_mean_wall_ns),
-        signed_us(check.delta_mean_wall_ns)
+        fmt_signed_us(check.delta_mean_wall_ns)
     ));
     let title = format!(
         "{}: waterfall of the mean step wall ({} → {} µs)",
@@ -102,34 +203,27 @@ fn waterfall_chart(g: &GroupComparison, top: usize, labels: &NameLabels) -> Opti
             Some((x0, x1)),
         ),
         "Each bar moves the mean step wall by one kernel's change of mean exclusive time per \
-         step (the gap last); the bars add up exactly to the change. Numbers: the table below.",
+         step (the gap last); the bars add up exactly to the change. Numbers: the waterfall \
+         table below.",
     ))
 }
 
-fn distribution(
-    g: &GroupComparison,
-    base: &Baseline,
-    cand: &Baseline,
-    show_verdict: bool,
-) -> Option<String> {
-    let find = |b: &Baseline| {
-        b.samples
-            .groups
-            .iter()
-            .find(|x| x.step_kind == g.step_kind && x.batch_size == g.batch_size)
-            .and_then(|x| x.metrics.get(metric::WALL_NS))
+fn distribution(g: &GroupComparison, b: &Group, c: &Group, show_verdict: bool) -> Option<String> {
+    let walls = |x: &Group| {
+        x.metrics
+            .get(metric::WALL_NS)
             .map(|v| v.iter().map(|ns| ns / 1e3).collect::<Vec<f64>>())
     };
-    let (vb, vc) = (find(base)?, find(cand)?);
+    let (vb, vc) = (walls(b)?, walls(c)?);
     let (fb, fc) = (Five::of(&vb)?, Five::of(&vc)?);
     let wall = g.metrics.iter().find(|m| m.metric == metric::WALL_NS);
     let interval = wall
         .and_then(|m| m.change.interval_rel)
         .map(|[a, b]| {
             format!(
-                ", median change 95% interval {:+.1}% … {:+.1}%",
-                a * 100.0,
-                b * 100.0
+                ", median change 95% interval {} … {}",
+                crate::report::words::fmt_rel(Some(a)),
+                crate::report::words::fmt_rel(Some(b))
             )
         })
         .unwrap_or_default();
@@ -171,7 +265,10 @@ fn distribution(
         svg,
         "Box: quartiles; line: median; whiskers: min and max. Numbers: the table below.",
     );
-    out.push_str(&table(&t, Some("Step wall distribution (derived)")));
+    out.push_str(&table(
+        &t,
+        Some("Step wall per side: five-number summary of the measured walls"),
+    ));
     Some(out)
 }
 
@@ -185,132 +282,19 @@ fn verdict_word(v: Verdict) -> &'static str {
 
 /// The whole page. `base`/`cand` are the two sides' samples (for the distributions).
 pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baseline) -> String {
-    let labels = name_labels(c);
-    let mut b = String::new();
-    b.push_str(&format!("<h1>stepgate {}</h1>\n", o.command));
-    let cls = match (o.show_verdict, c.verdict) {
-        (false, _) => "",
-        (true, Verdict::Pass) => "pass",
-        (true, Verdict::Regression) => "fail",
-        (true, Verdict::Inconclusive) => "warn",
+    let mut m = Html {
+        out: String::new(),
+        command: o.command,
+        verdict_class: match (o.show_verdict, c.verdict) {
+            (false, _) => "",
+            (true, Verdict::Pass) => "pass",
+            (true, Verdict::Regression) => "fail",
+            (true, Verdict::Inconclusive) => "warn",
+        },
+        show_verdict: o.show_verdict,
+        waterfall_top: o.waterfall_top,
+        pairs: compared_pairs(base, cand),
     };
-    b.push_str(&format!(
-        "<p class=\"verdict {cls}\">{}</p>\n<p class=\"muted\">{}</p>\n",
-        esc(&crate::report::html::plain(&verdict_line(c, o))),
-        esc(&sides_line(c, o, false))
-    ));
-    if o.show_verdict && c.reasons.len() > 1 {
-        b.push_str(&format!(
-            "<details><summary>All {} reasons</summary><ul>\n",
-            c.reasons.len()
-        ));
-        for r in &c.reasons {
-            b.push_str(&format!("<li>{}</li>\n", esc(r)));
-        }
-        b.push_str("</ul></details>\n");
-    }
-    for w in &c.warnings {
-        b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(w)));
-    }
-    for g in &c.groups {
-        b.push_str(&format!(
-            "<h2>{}</h2>\n",
-            esc(&crate::report::html::plain(&group_heading(
-                g,
-                o.show_verdict
-            )))
-        ));
-        for n in &g.notes {
-            b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
-        }
-        if let Some(d) = distribution(g, base, cand, o.show_verdict) {
-            b.push_str(&d);
-        }
-        if let Some(w) = waterfall_chart(g, o.waterfall_top, &labels) {
-            b.push_str(&w);
-        }
-        if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, false, &labels) {
-            b.push_str(&table(&t, Some("Waterfall (mean per step, derived)")));
-        }
-        if let Some(l) = crate::report::gate::waterfall_floor_line(&g.explain) {
-            b.push_str(&format!("<p>{}</p>\n", esc(&l)));
-        }
-        if let Some(n) = &g.explain.waterfall_note {
-            b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
-        }
-        b.push_str(&table(
-            &metrics_table(g, "step metric (median)", o.show_verdict),
-            Some("Step metrics (medians of per-step samples, derived)"),
-        ));
-        let (reg_title, imp_title) = titles(o);
-        let reg = regressions(g, o.top);
-        if !reg.is_empty() {
-            b.push_str(&table(
-                &kernel_table(&reg, false, o.show_verdict, &labels),
-                Some(&format!("{reg_title} (median exclusive time per step)")),
-            ));
-        }
-        let imp = improvements(g, o.top);
-        if !imp.is_empty() {
-            b.push_str(&table(
-                &kernel_table(&imp, false, o.show_verdict, &labels),
-                Some(&format!("{imp_title} (median exclusive time per step)")),
-            ));
-        }
-        if !g.new_kernels.is_empty() {
-            b.push_str(&table(
-                &presence_table(&g.new_kernels, false, true, &labels),
-                Some("New kernels (candidate only; mean per step, derived)"),
-            ));
-        }
-        if !g.vanished_kernels.is_empty() {
-            b.push_str(&table(
-                &presence_table(&g.vanished_kernels, false, false, &labels),
-                Some("Vanished kernels (baseline only; mean per step, derived)"),
-            ));
-        }
-        if !g.categories.is_empty() {
-            b.push_str(&table(
-                &categories_table(g, o.show_verdict),
-                Some("Time per category (median per step)"),
-            ));
-        }
-        let mut shown: Vec<(&str, &str)> = Vec::new();
-        let rows = g
-            .explain
-            .waterfall
-            .iter()
-            .filter(|r| r.name != crate::baseline::waterfall::GAP_ROW)
-            .take(o.waterfall_top)
-            .map(|r| (r.name.as_str(), r.short_name.as_str()))
-            .chain(
-                reg.iter()
-                    .chain(&imp)
-                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
-            )
-            .chain(
-                g.new_kernels
-                    .iter()
-                    .chain(&g.vanished_kernels)
-                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
-            );
-        for (full, short) in rows {
-            let l = labels.get(full, short);
-            if l != full && !shown.contains(&(l, full)) {
-                shown.push((l, full));
-            }
-        }
-        if !shown.is_empty() {
-            b.push_str("<details><summary>Full kernel names</summary><ul>\n");
-            for (s, f) in shown {
-                b.push_str(&format!(
-                    "<li><code>{}</code>: <code>{}</code></li>\n",
-                    esc(s),
-                    esc(f)
-                ));
-            }
-            b.push_str("</ul></details>\n");
-        }
-    }
-    page(&format!("stepgate {}", o.command), &b)
+    walk(c, o, &mut m);
+    page(&format!("stepgate {}", o.command), &m.out)
 }

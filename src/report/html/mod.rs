@@ -14,16 +14,20 @@ use crate::report::table::{Align, Table};
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+        push_esc(&mut out, c);
     }
     out
+}
+
+fn push_esc(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c => out.push(c),
+    }
 }
 
 const CSS: &str = r#"
@@ -50,8 +54,13 @@ figcaption { color: #444444; font-size: .9em; padding: 4px 6px 0; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: .9em; max-width: 100%; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; vertical-align: top; }
 td.nw { white-space: nowrap; } td.long { overflow-wrap: anywhere; min-width: 28ch; }
+td.name { overflow-wrap: anywhere; min-width: 22ch; max-width: 56ch; }
+div.table { max-width: 100%; overflow-x: auto; }
+.mark { font-weight: 700; }
+.table-title { margin: 16px 0 0; }
 th { background: var(--head); text-align: left; cursor: pointer; user-select: none; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 td code, li code { font-size: .95em; word-break: break-all; }
 details { margin: 6px 0 14px; }
 .note { border-left: 3px solid var(--warn); padding: 2px 10px; margin: 8px 0; }
@@ -61,6 +70,7 @@ details { margin: 6px 0 14px; }
   figure.chart, table { break-inside: avoid; }
   th { cursor: auto; }
   details > * { display: block; }
+  div.table { overflow: visible; }
 }
 "#;
 
@@ -98,19 +108,47 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// Text without the emoji the terminal and markdown renderings use (a browser without an
-/// emoji font shows boxes); the words next to them carry the meaning.
-pub fn plain(s: &str) -> String {
-    s.replace("❌ ", "")
-        .replace("✅ ", "")
-        .replace("⚠️ ", "")
-        .replace(['❌', '✅'], "")
-        .replace("⚠️", "")
+/// The marks of the terminal and markdown renderings (emoji), and what a page shows
+/// instead: a text symbol every sans-serif font has (a browser without an emoji font shows
+/// emoji as boxes), coloured by the class that says what it means.
+pub const MARKS: [(&str, &str, &str); 3] = [
+    ("❌", "✗", "fail"),
+    ("✅", "✓", "pass"),
+    ("⚠️", "⚠\u{FE0E}", "warn"),
+];
+
+/// Text as HTML: escaped, with the emoji marks as coloured symbols ([`MARKS`]).
+pub fn marks(s: &str) -> String {
+    let mut out = esc(s);
+    for (emoji, symbol, class) in MARKS {
+        if out.contains(emoji) {
+            out = out.replace(
+                emoji,
+                &format!("<span class=\"mark {class}\">{symbol}</span>"),
+            );
+        }
+    }
+    out
 }
 
-/// A report table as a sortable HTML table.
+/// A kernel name as HTML: escaped, with line-break opportunities after the punctuation of
+/// templates and identifiers (`_ , < ( :`), so a long name wraps between its parts rather
+/// than inside a word.
+pub fn name(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 4);
+    for c in s.chars() {
+        push_esc(&mut out, c);
+        if matches!(c, '_' | ',' | '<' | '(' | ':') {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
+/// A report table as a sortable HTML table, in a box that scrolls rather than lets a
+/// table run out of the page.
 pub fn table(t: &Table, caption: Option<&str>) -> String {
-    let mut s = String::from("<table class=\"sortable\">");
+    let mut s = String::from("<div class=\"table\"><table class=\"sortable\">");
     if let Some(c) = caption {
         s.push_str(&format!("<caption class=\"muted\">{}</caption>", esc(c)));
     }
@@ -127,18 +165,35 @@ pub fn table(t: &Table, caption: Option<&str>) -> String {
     for r in &t.rows {
         s.push_str("<tr>");
         for (c, a) in r.iter().zip(&t.align) {
-            // Short text stays on one line; only long text (full kernel names) wraps.
-            let cls = match (a, c.chars().count()) {
-                (Align::Right, _) => " class=\"num\"",
-                (_, n) if n > 64 => " class=\"long\"",
-                (_, n) if n > 12 => " class=\"nw\"",
-                _ => "",
-            };
-            s.push_str(&format!("<td{cls}>{}</td>", esc(&plain(c))));
+            // Short text stays on one line; names and long text wrap.
+            match (a, c.chars().count()) {
+                (Align::Right, _) => s.push_str(&format!("<td class=\"num\">{}</td>", marks(c))),
+                (Align::Wrap, _) => s.push_str(&format!("<td class=\"name\">{}</td>", name(c))),
+                (_, n) if n > 64 => s.push_str(&format!("<td class=\"long\">{}</td>", marks(c))),
+                _ => s.push_str(&format!("<td class=\"nw\">{}</td>", marks(c))),
+            }
         }
         s.push_str("</tr>");
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody></table></div>\n");
+    s
+}
+
+/// Labels and the full names behind them, folded under `title`; nothing when every name
+/// is its own label.
+pub fn full_names(title: &str, names: &[(&str, &str)]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("<details><summary>{}</summary><ul>\n", esc(title));
+    for (label, full) in names {
+        s.push_str(&format!(
+            "<li><code>{}</code>: <code>{}</code></li>\n",
+            esc(label),
+            esc(full)
+        ));
+    }
+    s.push_str("</ul></details>\n");
     s
 }
 
@@ -163,6 +218,27 @@ mod tests {
         let mut t = Table::new(&[("k", Align::Left), ("µs", Align::Right)]);
         t.row(vec!["f<int>".into(), "1.0".into()]);
         let h = table(&t, None);
-        assert!(h.contains("<td>f&lt;int&gt;</td><td class=\"num\">1.0</td>"));
+        assert!(h.contains("<td class=\"nw\">f&lt;int&gt;</td><td class=\"num\">1.0</td>"));
+    }
+
+    #[test]
+    fn verdict_marks_become_coloured_symbols() {
+        assert_eq!(
+            marks("❌ regression & <x>"),
+            "<span class=\"mark fail\">✗</span> regression &amp; &lt;x&gt;"
+        );
+        assert_eq!(
+            marks("⚠️ a ✅ b"),
+            "<span class=\"mark warn\">⚠\u{FE0E}</span> a <span class=\"mark pass\">✓</span> b"
+        );
+        let mut t = Table::new(&[("kernel", Align::Wrap), ("verdict", Align::Left)]);
+        t.row(vec!["k".into(), "❌ regression".into()]);
+        let h = table(&t, None);
+        assert!(h.contains("<td class=\"name\">k</td>"), "{h}");
+        assert_eq!(name("a_b<c>"), "a_<wbr>b&lt;<wbr>c&gt;");
+        assert!(
+            h.contains("<span class=\"mark fail\">✗</span> regression"),
+            "{h}"
+        );
     }
 }

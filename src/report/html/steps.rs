@@ -1,7 +1,9 @@
 //! The `steps --html` page: per-step wall, busy and floor per series, and where the median
 //! step's time goes next to its floor.
 
-use crate::report::charts::{self, BarRow, Line, Panel, Segment, GAP, NEUTRAL, PALETTE};
+use crate::report::charts::{
+    self, distinct, BarRow, Line, Panel, Segment, XAxis, BUSY, FLOOR, GAP, NEUTRAL, OTHER,
+};
 use crate::report::html::{esc, figure, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
@@ -11,16 +13,14 @@ use crate::timing::steps::{Step, StepsReport};
 /// (the JSON output has them all).
 pub const MAX_STEPS_SHOWN: usize = 5_000;
 
-/// The kinds present, each with a colour, in a fixed order.
+/// The kinds present, each with a colour, in a fixed order: colours none of the lines
+/// they are drawn beside (wall, busy, floor, gap) has.
 fn kind_classes(steps: &[&Step]) -> Vec<(&'static str, plotters::style::RGBColor)> {
     let mut kinds: Vec<&'static str> = steps.iter().map(|s| s.kind.as_str()).collect();
     kinds.sort_unstable();
     kinds.dedup();
-    kinds
-        .into_iter()
-        .enumerate()
-        .map(|(i, k)| (k, PALETTE[(i + 1) % PALETTE.len()]))
-        .collect()
+    let colors = distinct(kinds.len(), &[NEUTRAL, BUSY, FLOOR, GAP]);
+    kinds.into_iter().zip(colors).collect()
 }
 
 fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
@@ -68,7 +68,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
         },
         Line {
             name: "busy",
-            color: PALETTE[0],
+            color: BUSY,
             points: busy,
             dashed: false,
         },
@@ -76,7 +76,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
     if !floor.is_empty() {
         lines.push(Line {
             name: "floor (derived)",
-            color: PALETTE[5],
+            color: FLOOR,
             points: floor,
             dashed: true,
         });
@@ -90,6 +90,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
     let p = Panel {
         title: &title,
         x_desc: "step index",
+        x_axis: XAxis::Numbers { integer: true },
         y_desc: "time per step (µs)",
         lines,
         band,
@@ -123,8 +124,10 @@ fn median_step<'a>(steps: &[&'a Step]) -> Option<&'a Step> {
     of.get(of.len() / 2).copied()
 }
 
+/// Categories drawn one by one in the median step's bar; the rest are "other categories".
+const TOP: usize = 6;
+
 fn composition(s: &Step) -> String {
-    const TOP: usize = 6;
     let mut segs: Vec<(String, f64)> = s
         .categories
         .iter()
@@ -144,8 +147,10 @@ fn composition(s: &Step) -> String {
     let mut legend_owned: Vec<(String, plotters::style::RGBColor)> = Vec::new();
     let mut x = 0.0;
     let mut stacked = Vec::new();
+    // Categories never take the colours of the floor, the gap, the host bar or "other".
+    let colors = distinct(TOP, &[FLOOR, GAP, NEUTRAL, OTHER]);
     for (i, (name, v)) in segs.iter().enumerate() {
-        let c = PALETTE[i % (PALETTE.len() - 1)];
+        let c = if i < TOP { colors[i] } else { OTHER };
         stacked.push(Segment {
             from: x / 1e3,
             to: (x + v) / 1e3,
@@ -190,11 +195,11 @@ fn composition(s: &Step) -> String {
             segments: vec![Segment {
                 from: 0.0,
                 to: f.floor_ns / 1e3,
-                color: PALETTE[5],
+                color: FLOOR,
             }],
             note: Some(format!("{} µs", fmt_us(f.floor_ns))),
         });
-        legend_owned.push(("floor (derived)".into(), PALETTE[5]));
+        legend_owned.push(("floor (derived)".into(), FLOOR));
         t.row(vec![
             "floor (derived)".into(),
             fmt_us(f.floor_ns),
@@ -236,7 +241,10 @@ fn composition(s: &Step) -> String {
         "GPU exclusive time per kernel category and the gap add up to the step's wall; \
          the floor and the host's launch time are drawn beside it.",
     );
-    out.push_str(&table(&t, Some("The median step, in numbers")));
+    out.push_str(&table(
+        &t,
+        Some("The median step, in numbers (measured; the floor derived)"),
+    ));
     out
 }
 
@@ -323,19 +331,21 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
 pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String {
     let mut b = String::new();
     b.push_str(&format!(
-        "<h1>stepgate steps</h1>\n<p class=\"muted\"><code>{}</code> · steps found by {} · {} steps in {} series</p>\n",
-        esc(path),
-        esc(r.method.as_str()),
-        fmt_int(r.steps.len() as i64),
-        r.series.len()
+        "<h1>stepgate steps</h1>\n<p class=\"muted\">{}</p>\n",
+        esc(&crate::report::steps::headline(path, r)),
     ));
-    for n in &r.notes {
+    // The terminal's lines under its headline: the heuristic-steps hint, the warnings and
+    // the notes.
+    for n in crate::report::steps::hint_and_warnings(r)
+        .iter()
+        .chain(&r.notes)
+    {
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
     }
     b.push_str("<h2>Summary by kind</h2>\n");
     b.push_str(&table(
         &crate::report::steps::summary_table(r),
-        Some("median · p10 · p90 per step (derived)"),
+        Some("measured, µs: median · p10 · p90 per step"),
     ));
     let all: Vec<&Step> = r.steps.iter().collect();
     if let Some(m) = median_step(&all) {
@@ -367,8 +377,9 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         b.push_str(&series_panel(r, i, &steps));
         let owned: Vec<Step> = steps.iter().map(|s| (*s).clone()).collect();
         b.push_str("<details><summary>Per-step table</summary>\n");
+        // The series and its device are in the heading above.
         b.push_str(&table(
-            &crate::report::steps::steps_table(&owned, false),
+            &crate::report::steps::steps_table(&owned, false, true).without(&["series", "device"]),
             None,
         ));
         b.push_str("</details>\n");

@@ -2,7 +2,7 @@
 //! band and the change points marked, then every charted number in a table.
 
 use crate::dataset::trend::Trend;
-use crate::report::charts::{self, Line, Panel, BETTER, NEUTRAL, PALETTE, WORSE};
+use crate::report::charts::{self, Line, Panel, XAxis, BETTER, BUSY, NEUTRAL, WORSE};
 use crate::report::html::{esc, figure, page, table};
 use crate::report::trend::{group_name, heading};
 
@@ -16,13 +16,14 @@ pub fn render(dataset: &str, t: &Trend) -> String {
     );
     // Charted in µs for ns metrics, as the table prints them.
     let scale = if t.unit == "ns" { 1e-3 } else { 1.0 };
+    let name = crate::report::words::metric_name(&t.metric);
     let y_desc = if t.unit == "ns" {
-        format!("{} per step, median (µs)", t.metric)
+        format!("{name} per step, run median (µs)")
     } else {
-        format!("{} per step, median", t.metric)
+        format!("{name} per step, run median")
     };
     for s in &t.series {
-        let title = format!("{} · {}", t.metric, group_name(&s.group));
+        let title = format!("{name} · {}", group_name(&s.group));
         let xy = |f: &dyn Fn(&crate::dataset::trend::Point) -> f64| -> Vec<(f64, f64)> {
             s.points
                 .iter()
@@ -32,11 +33,12 @@ pub fn render(dataset: &str, t: &Trend) -> String {
         };
         let p = Panel {
             title: &title,
-            x_desc: "run (export order)",
+            x_desc: "run (export order; run id)",
+            x_axis: XAxis::Labels(s.points.iter().map(|p| run_label(&p.run_id)).collect()),
             y_desc: &y_desc,
             lines: vec![Line {
                 name: "median",
-                color: PALETTE[0],
+                color: BUSY,
                 points: xy(&|p| p.median),
                 dashed: false,
             }],
@@ -75,5 +77,10 @@ pub fn render(dataset: &str, t: &Trend) -> String {
         ));
     }
     b.push_str(&table(&crate::report::trend::table(t), None));
-    page(&format!("stepgate trend · {}", t.metric), &b)
+    page(&format!("stepgate trend · {name}"), &b)
+}
+
+/// A run's tick label: the first characters of its id (the table has it whole).
+fn run_label(id: &str) -> String {
+    id.chars().take(8).collect()
 }

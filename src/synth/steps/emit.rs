@@ -11,7 +11,8 @@ use crate::synth::writer::{
     event_type, CallRec, GpuRec, KernelRec, Layout, MemcpyRec, NsysWriter, NvtxName, NvtxRec,
 };
 
-use super::{Host, SpanKind, KINETO_BASE_NS, START_NS, STREAM};
+use super::host::{Host, SpanKind};
+use super::{KINETO_BASE_NS, START_NS, STREAM};
 
 pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
     let mut w = KinetoWriter::new(KINETO_BASE_NS);
@@ -21,9 +22,12 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
     if world > 1 {
         w.distributed(h.rank as i64, world as i64);
     }
-    let (pid, tid) = (h.pid, h.pid);
+    let pid = h.pid;
     w.metadata("process_name", pid, 0, "name", "VLLM::Worker");
-    w.metadata("thread_name", pid, tid, "name", "python3");
+    w.metadata("thread_name", pid, pid, "name", "python3");
+    for &(tid, name) in &h.threads {
+        w.metadata("thread_name", pid, tid, "name", name);
+    }
     w.metadata("process_name", h.device, 0, "name", "python3");
     w.metadata(
         "process_labels",
@@ -32,8 +36,16 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
         "labels",
         &format!("GPU {}", h.device),
     );
-    w.metadata("thread_name", h.device, STREAM, "name", "stream 7 ");
-    let (p, t) = (JId::Num(pid), JId::Num(tid));
+    for &(stream, _) in &h.free {
+        w.metadata(
+            "thread_name",
+            h.device,
+            stream,
+            "name",
+            &format!("stream {stream} "),
+        );
+    }
+    let p = JId::Num(pid);
     // External ids: annotations and cpu ops get one each; calls inherit the innermost.
     let mut ext_of_span = vec![0i64; h.spans.len()];
     let mut next_ext = 1i64;
@@ -87,7 +99,15 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
             }
             SpanKind::NvtxOnly => continue,
         };
-        w.complete(cat, &s.name, p, t, s.start, s.end - s.start, &args);
+        w.complete(
+            cat,
+            &s.name,
+            p,
+            JId::Num(s.tid),
+            s.start,
+            s.end - s.start,
+            &args,
+        );
     }
     // GPU spans of annotations: over the ops whose call lies inside the annotation, 1 ns
     // earlier and 2 ns longer, as Kineto writes them.
@@ -105,7 +125,7 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
         for c in h
             .calls
             .iter()
-            .filter(|c| c.start >= s.start && c.end <= s.end)
+            .filter(|c| c.tid == s.tid && c.start >= s.start && c.end <= s.end)
         {
             if let Some(&(a, b)) = op_window.get(&c.corr) {
                 win = Some(win.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
@@ -133,7 +153,15 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
             "\"cbid\": {cbid}, \"correlation\": {}, \"External id\": {ext}",
             c.corr
         ));
-        w.complete(cat, name, p, t, c.start, c.end - c.start, &args);
+        w.complete(
+            cat,
+            name,
+            p,
+            JId::Num(c.tid),
+            c.start,
+            c.end - c.start,
+            &args,
+        );
     }
     for op in &h.ops {
         let ext = ext_of_corr.get(&op.corr).copied().unwrap_or(0);
@@ -155,14 +183,14 @@ pub(super) fn write_kineto(h: &Host, world: u32, path: &Path) -> Result<()> {
             ),
         };
         args.push_str(&format!(
-            "\"External id\": {ext}, \"queued\": 0, \"device\": {}, \"context\": 1, \"stream\": {STREAM}, \"correlation\": {}{extra}",
-            h.device, op.corr
+            "\"External id\": {ext}, \"queued\": 0, \"device\": {}, \"context\": 1, \"stream\": {}, \"correlation\": {}{extra}",
+            h.device, op.stream, op.corr
         ));
         w.complete(
             cat,
             &h.names[op.name as usize],
             JId::Num(h.device),
-            JId::Num(STREAM),
+            JId::Num(op.stream),
             op.start,
             op.end - op.start,
             &args,
@@ -192,9 +220,12 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
         w.graph_trace_mode("Node")?;
     }
     for h in hosts {
-        let (pid, tid) = (h.pid, h.pid);
+        let pid = h.pid;
         w.process(pid, "python3")?;
-        w.thread(pid, tid, &format!("rank{}", h.rank))?;
+        w.thread(pid, pid, &format!("rank{}", h.rank))?;
+        for &(tid, name) in &h.threads {
+            w.thread(pid, tid, name)?;
+        }
         w.gpu(&GpuRec {
             id: h.device,
             name: "NVIDIA H100 80GB HBM3".to_owned(),
@@ -214,7 +245,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                         end_ns: None,
                         event_type: event_type::DOMAIN_CREATE,
                         pid,
-                        tid,
+                        tid: pid,
                         name: NvtxName::Text(d),
                         domain_id: Some(id),
                     })?;
@@ -230,7 +261,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                 end_ns: Some(s.end),
                 event_type: event_type::PUSH_POP,
                 pid,
-                tid,
+                tid: s.tid,
                 name: NvtxName::Text(&s.name),
                 domain_id: Some(s.domain.map_or(0, |d| domains[d])),
             })?;
@@ -243,7 +274,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                 end_ns: c.end,
                 event_class: class,
                 pid,
-                tid,
+                tid: c.tid,
                 correlation_id: Some(c.corr),
                 name,
             })?;
@@ -254,7 +285,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                     start_ns: op.start,
                     end_ns: op.end,
                     device: h.device,
-                    stream: STREAM,
+                    stream: op.stream,
                     pid,
                     correlation_id: Some(op.corr),
                     copy_kind: kind,
@@ -267,7 +298,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                         start_ns: op.start,
                         end_ns: op.end,
                         device: h.device,
-                        stream: STREAM,
+                        stream: op.stream,
                         pid,
                         correlation_id: Some(op.corr),
                         demangled_name: name,

@@ -5,29 +5,30 @@
 //! analysis code): per step its GPU window, busy time, the tail launched after its span,
 //! how it should be found and its kind.
 //!
-//! Schedule, per rank (one process, one host thread, one device, one stream): the host
-//! clock advances through spans, launch calls (`LAUNCH_NS` each, `LAUNCH_GAP_NS` apart)
-//! and blocking syncs (which return `SYNC_AFTER_NS` after the GPU drains). Each GPU op
-//! starts at `max(previous op end + KERNEL_GAP_NS, its call's end + LATENCY_NS)`; the
-//! kernels of one graph replay run back to back. One stream never overlaps itself, so a
-//! step's busy time is the sum of its ops' durations.
+//! Schedule, per rank (one process, one device; one host thread and one stream unless the
+//! scenario launches from another thread or to another stream): the host clock advances
+//! through spans, launch calls (`LAUNCH_NS` each, `LAUNCH_GAP_NS` apart) and blocking
+//! syncs (which return `SYNC_AFTER_NS` after every stream drains). Each GPU op starts at
+//! `max(previous op end on its stream + KERNEL_GAP_NS, its call's end + LATENCY_NS)`; the
+//! kernels of one graph replay run back to back. A step's busy time is the union of its
+//! ops' intervals: the sum of their durations on one stream, less where two streams
+//! overlap.
 //!
 //! Every op is tagged, when it is launched, with the engine iteration it belongs to and
 //! whether it was launched inside the step's span (`busy`) or after it (`tail`).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::exit::{Error, Result};
 
-use super::writer::event_class;
-
 mod emit;
+mod host;
 mod scenarios;
 
 use emit::{write_kineto, write_nsys};
+use host::{series_truth, Host};
 use scenarios::schedule;
 
 const LAUNCH_NS: i64 = 4_000;
@@ -103,10 +104,24 @@ pub enum Scenario {
     /// No marker, no graph: eager steps, each ending with a DtoH copy and a blocking sync;
     /// TP=2.
     SyncOnly,
+    /// A plain PyTorch training loop without `ProfilerStep#N`: `enumerate(DataLoader)#…`,
+    /// `Optimizer.zero_grad#…` and `Optimizer.step#…` once per iteration on the main
+    /// thread, backward launched from the autograd thread, DDP-style all-reduces on a
+    /// second stream overlapping the backward kernels. The capture starts inside an
+    /// iteration and ends with the loop's final `__next__` (StopIteration); under nsys
+    /// (`emit_nvtx`) the names carry `, op_id = N` and aten ops are NVTX ranges too.
+    PytorchTrain,
+    /// A loop whose annotations recur but not in lockstep (`fetch`/`decode` swap places
+    /// every iteration, `zero_grad` only once): no recurring cycle, the steps come from
+    /// the blocking sync that ends each iteration.
+    PytorchTrainUnstable,
+    /// Contradictory markers: one ~1 s vLLM `execute_…` span around 20 SGLang
+    /// `step[DECODE bs=8]` spans. The inner markers are the steps (and a warning says so).
+    MarkersContradict,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 14] = [
+    pub const ALL: [Scenario; 17] = [
         Scenario::VllmV1Python,
         Scenario::VllmV1PythonAsync,
         Scenario::VllmExecuteContext,
@@ -121,6 +136,9 @@ impl Scenario {
         Scenario::ProfilerStep,
         Scenario::EmitNvtx,
         Scenario::SyncOnly,
+        Scenario::PytorchTrain,
+        Scenario::PytorchTrainUnstable,
+        Scenario::MarkersContradict,
     ];
 
     pub fn name(self) -> &'static str {
@@ -139,6 +157,9 @@ impl Scenario {
             Scenario::ProfilerStep => "pytorch-profilerstep",
             Scenario::EmitNvtx => "emit-nvtx",
             Scenario::SyncOnly => "sync-only",
+            Scenario::PytorchTrain => "pytorch-train",
+            Scenario::PytorchTrainUnstable => "pytorch-train-unstable",
+            Scenario::MarkersContradict => "markers-contradict",
         }
     }
 
@@ -162,7 +183,9 @@ impl Scenario {
             Scenario::VllmV1PythonAsync
             | Scenario::SglangStep
             | Scenario::SglangPython
-            | Scenario::ProfilerStep => &[Kineto],
+            | Scenario::ProfilerStep
+            | Scenario::PytorchTrainUnstable
+            | Scenario::MarkersContradict => &[Kineto],
             Scenario::SglangNsysBare
             | Scenario::SglangScheduler
             | Scenario::Trtllm
@@ -172,7 +195,8 @@ impl Scenario {
             | Scenario::VllmExecuteContext
             | Scenario::VllmExecuteNew
             | Scenario::VllmCustomScopes
-            | Scenario::SyncOnly => &[Kineto, Nsys],
+            | Scenario::SyncOnly
+            | Scenario::PytorchTrain => &[Kineto, Nsys],
         }
     }
 
@@ -245,440 +269,6 @@ pub struct Truth {
     pub series: Vec<SeriesTruth>,
     /// Files written (one per rank for multi-rank Kineto, in a directory).
     pub files: Vec<PathBuf>,
-}
-
-// ---------------------------------------------------------------------------------------
-// The schedule model.
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SpanKind {
-    /// `python_function` (Kineto only).
-    Python,
-    /// A record_function / NVTX range: Kineto `user_annotation`, nsys NVTX (with domain).
-    Marker,
-    /// `cpu_op` (Kineto only; noise).
-    CpuOp,
-    /// An NVTX range that exists only under nsys (emit_nvtx aten ops; noise).
-    NvtxOnly,
-}
-
-#[derive(Debug, Clone)]
-struct Span {
-    kind: SpanKind,
-    name: String,
-    start: i64,
-    end: i64,
-    parent: Option<usize>,
-    domain: Option<&'static str>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallKind {
-    Launch,
-    DriverLaunch,
-    GraphLaunch,
-    Memcpy,
-    StreamSync,
-    EventRecord,
-    EventSync,
-}
-
-impl CallKind {
-    fn kineto(self) -> (&'static str, &'static str, i64) {
-        match self {
-            CallKind::Launch => ("cuda_runtime", "cudaLaunchKernel", 211),
-            CallKind::DriverLaunch => ("cuda_driver", "cuLaunchKernel", 307),
-            CallKind::GraphLaunch => ("cuda_runtime", "cudaGraphLaunch", 311),
-            CallKind::Memcpy => ("cuda_runtime", "cudaMemcpyAsync", 41),
-            CallKind::StreamSync => ("cuda_runtime", "cudaStreamSynchronize", 131),
-            CallKind::EventRecord => ("cuda_runtime", "cudaEventRecord", 135),
-            CallKind::EventSync => ("cuda_runtime", "cudaEventSynchronize", 133),
-        }
-    }
-
-    /// nsys names (runtime with its version suffix; driver without) and event class.
-    fn nsys(self) -> (&'static str, i64) {
-        match self {
-            CallKind::Launch => ("cudaLaunchKernel_v7000", event_class::RUNTIME),
-            CallKind::DriverLaunch => ("cuLaunchKernel", event_class::DRIVER),
-            CallKind::GraphLaunch => ("cudaGraphLaunch_v10000", event_class::RUNTIME),
-            CallKind::Memcpy => ("cudaMemcpyAsync_v3020", event_class::RUNTIME),
-            CallKind::StreamSync => ("cudaStreamSynchronize_v3020", event_class::RUNTIME),
-            CallKind::EventRecord => ("cudaEventRecord_v3020", event_class::RUNTIME),
-            CallKind::EventSync => ("cudaEventSynchronize_v3020", event_class::RUNTIME),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Call {
-    kind: CallKind,
-    start: i64,
-    end: i64,
-    corr: i64,
-    /// The span whose External id the call carries: its cpu_op (noise), else the innermost
-    /// open record_function.
-    owner: Option<usize>,
-}
-
-#[derive(Debug, Clone)]
-struct Op {
-    name: u32,
-    start: i64,
-    end: i64,
-    corr: i64,
-    /// (copyKind, bytes) for a memcpy; `None` for a kernel.
-    memcpy: Option<(i64, i64)>,
-    /// (graphId, graphNodeId) for a graph-replayed kernel.
-    graph: Option<(i64, i64)>,
-    /// (iteration, launched after the span).
-    tag: Option<(usize, bool)>,
-}
-
-/// Per-step facts the scenario declares (the measured ones come from the ops).
-#[derive(Debug, Clone)]
-struct StepMeta {
-    name: Option<String>,
-    found_by: &'static str,
-    kind: &'static str,
-    composition: Option<CompositionTruth>,
-    graph_launches: u64,
-}
-
-/// One rank's timeline, built by the scenario through its methods.
-struct Host {
-    rank: u32,
-    pid: i64,
-    device: i64,
-    h: i64,
-    gpu_free: i64,
-    corr: i64,
-    extra_ns: i64,
-    noise: bool,
-    names: Vec<String>,
-    name_ids: HashMap<String, u32>,
-    spans: Vec<Span>,
-    stack: Vec<usize>,
-    calls: Vec<Call>,
-    ops: Vec<Op>,
-    steps: Vec<StepMeta>,
-    tag: Option<(usize, bool)>,
-    /// Graph ids by the graph's key: a captured graph keeps its id across replays.
-    graph_ids: HashMap<String, i64>,
-}
-
-/// Python frames wrapped around every launch when noise is on (the torch stack under a
-/// model forward; `with_stack` makes them most of a real trace).
-const NOISE_FRAMES: [&str; 10] = [
-    "vllm/model_executor/models/llama.py(412): forward",
-    "torch/nn/modules/module.py(1773): _wrapped_call_impl",
-    "torch/nn/modules/module.py(1784): _call_impl",
-    "vllm/model_executor/models/llama.py(318): forward",
-    "torch/nn/modules/module.py(1773): _wrapped_call_impl",
-    "torch/nn/modules/module.py(1784): _call_impl",
-    "vllm/model_executor/layers/linear.py(565): forward",
-    "vllm/model_executor/layers/quantization/utils/w8a8_utils.py(201): apply",
-    "torch/_ops.py(1243): __call__",
-    "torch/_ops.py(829): _op",
-];
-
-impl Host {
-    fn new(rank: u32, noise: bool) -> Host {
-        Host {
-            rank,
-            pid: 1000 + rank as i64,
-            device: rank as i64,
-            h: START_NS,
-            gpu_free: START_NS,
-            corr: 1,
-            // Rank r's kernels run r × 50 ns longer: ranks differ, as real ones do.
-            extra_ns: rank as i64 * 50,
-            noise,
-            names: Vec::new(),
-            name_ids: HashMap::new(),
-            spans: Vec::new(),
-            stack: Vec::new(),
-            calls: Vec::new(),
-            ops: Vec::new(),
-            steps: Vec::new(),
-            tag: None,
-            graph_ids: HashMap::new(),
-        }
-    }
-
-    fn name_id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.name_ids.get(s) {
-            return i;
-        }
-        let i = self.names.len() as u32;
-        self.names.push(s.to_owned());
-        self.name_ids.insert(s.to_owned(), i);
-        i
-    }
-
-    fn open_in(&mut self, kind: SpanKind, name: &str, domain: Option<&'static str>) {
-        self.spans.push(Span {
-            kind,
-            name: name.to_owned(),
-            start: self.h,
-            end: self.h,
-            parent: self.stack.last().copied(),
-            domain,
-        });
-        self.stack.push(self.spans.len() - 1);
-        self.h += 500;
-    }
-
-    fn open(&mut self, kind: SpanKind, name: &str) {
-        self.open_in(kind, name, None);
-    }
-
-    fn close(&mut self) {
-        self.h += 400;
-        if let Some(i) = self.stack.pop() {
-            self.spans[i].end = self.h;
-        }
-        self.h += 200;
-    }
-
-    fn idle(&mut self, ns: i64) {
-        self.h += ns;
-    }
-
-    /// Start iteration `i` (ops launched from now on are its busy part).
-    fn begin(&mut self, meta: StepMeta) {
-        self.steps.push(meta);
-        self.tag = Some((self.steps.len() - 1, false));
-    }
-
-    /// Ops launched from now on are the current iteration's tail.
-    fn tail(&mut self) {
-        if let Some((i, _)) = self.tag {
-            self.tag = Some((i, true));
-        }
-    }
-
-    fn end(&mut self) {
-        self.tag = None;
-    }
-
-    /// A call of `dur` host ns, with the noise frames around it.
-    fn call(&mut self, kind: CallKind, dur: i64) -> Call {
-        let owner = self
-            .stack
-            .iter()
-            .rev()
-            .copied()
-            .find(|&i| self.spans[i].kind == SpanKind::Marker);
-        let mut c = Call {
-            kind,
-            start: self.h,
-            end: self.h + dur,
-            corr: self.corr,
-            owner,
-        };
-        self.corr += 1;
-        if self.noise {
-            let parent = self.stack.last().copied();
-            let mut p = parent;
-            for (d, f) in NOISE_FRAMES.iter().enumerate() {
-                let inset = 300 - 20 * d as i64;
-                self.spans.push(Span {
-                    kind: SpanKind::Python,
-                    name: (*f).to_owned(),
-                    start: c.start - inset,
-                    end: c.end + inset,
-                    parent: p,
-                    domain: None,
-                });
-                p = Some(self.spans.len() - 1);
-            }
-            let op = match kind {
-                CallKind::GraphLaunch => "aten::_graph_replay",
-                CallKind::Memcpy => "aten::copy_",
-                CallKind::StreamSync | CallKind::EventSync => "aten::item",
-                _ => "aten::mm",
-            };
-            self.spans.push(Span {
-                kind: SpanKind::CpuOp,
-                name: op.to_owned(),
-                start: c.start - 100,
-                end: c.end + 100,
-                parent: p,
-                domain: None,
-            });
-            c.owner = Some(self.spans.len() - 1);
-        }
-        self.calls.push(c);
-        self.h = c.end + LAUNCH_GAP_NS;
-        c
-    }
-
-    fn place(&mut self, call_end: i64, first: bool, dur: i64) -> (i64, i64) {
-        let s = if first {
-            (self.gpu_free + KERNEL_GAP_NS).max(call_end + LATENCY_NS)
-        } else {
-            self.gpu_free + KERNEL_GAP_NS
-        };
-        let e = s + dur;
-        self.gpu_free = e;
-        (s, e)
-    }
-
-    fn push_op(
-        &mut self,
-        name: &str,
-        s: i64,
-        e: i64,
-        corr: i64,
-        memcpy: Option<(i64, i64)>,
-        graph: Option<(i64, i64)>,
-    ) {
-        let name = self.name_id(name);
-        self.ops.push(Op {
-            name,
-            start: s,
-            end: e,
-            corr,
-            memcpy,
-            graph,
-            tag: self.tag,
-        });
-    }
-
-    fn kernel(&mut self, name: &str, dur: i64) {
-        self.kernel_via(CallKind::Launch, name, dur);
-    }
-
-    fn kernel_via(&mut self, kind: CallKind, name: &str, dur: i64) {
-        let c = self.call(kind, LAUNCH_NS);
-        let (s, e) = self.place(c.end, true, dur + self.extra_ns);
-        self.push_op(name, s, e, c.corr, None, None);
-    }
-
-    /// One `cudaGraphLaunch` replaying `kernels` (node-mode tracing: every kernel carries
-    /// the launch's correlation id). The graph is keyed by its kernel count and names:
-    /// an engine captures one graph per batch size and replays that same graph (same
-    /// `graphId`) every step.
-    fn graph(&mut self, kernels: &[(&str, i64)]) {
-        let key = format!("{}:{}", kernels.len(), kernels.first().map_or("", |k| k.0));
-        self.graph_keyed(&key, kernels);
-    }
-
-    /// A graph launch replaying the graph captured under `key` (vLLM's piecewise pieces
-    /// hold the same kernels but are distinct graphs, one per piece).
-    fn graph_keyed(&mut self, key: &str, kernels: &[(&str, i64)]) {
-        let c = self.call(CallKind::GraphLaunch, LAUNCH_NS);
-        let next = self.graph_ids.len() as i64 + 1;
-        let g = *self.graph_ids.entry(key.to_owned()).or_insert(next);
-        if let Some((i, false)) = self.tag {
-            self.steps[i].graph_launches += 1;
-        }
-        for (n, (name, d)) in kernels.iter().enumerate() {
-            let (s, e) = self.place(c.end, n == 0, d + self.extra_ns);
-            self.push_op(
-                name,
-                s,
-                e,
-                c.corr,
-                None,
-                Some((g, g * 100_000 + n as i64 + 1)),
-            );
-        }
-    }
-
-    /// `cudaMemcpyAsync` (copyKind 1 HtoD, 2 DtoH) of `bytes`.
-    fn memcpy(&mut self, kind: i64, bytes: i64) {
-        let c = self.call(CallKind::Memcpy, LAUNCH_NS);
-        let (s, e) = self.place(c.end, true, 1_000 + bytes / 20);
-        let name = if kind == 2 {
-            "Memcpy DtoH (Device -> Pinned)"
-        } else {
-            "Memcpy HtoD (Pinned -> Device)"
-        };
-        self.push_op(name, s, e, c.corr, Some((kind, bytes)), None);
-    }
-
-    /// A blocking sync: returns `SYNC_AFTER_NS` after the GPU has drained.
-    fn sync(&mut self, kind: CallKind) {
-        let dur = (self.gpu_free + SYNC_AFTER_NS - self.h).max(1_500);
-        self.call(kind, dur);
-    }
-
-    /// The small DtoH copy of sampled token ids and the blocking wait on it (vLLM 0.8.x
-    /// `.tolist()`, SGLang without overlap).
-    fn copy_and_sync(&mut self) {
-        self.memcpy(2, 256);
-        self.sync(CallKind::StreamSync);
-    }
-
-    fn sampling(&mut self) {
-        self.kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)", 6_000);
-        self.kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)", 4_000);
-        self.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<long>, at::detail::Array<char*, 1>)", 1_500);
-    }
-}
-
-/// The truth of one rank: plain sums over the tagged ops.
-fn series_truth(h: &Host) -> SeriesTruth {
-    let mut steps: Vec<StepTruth> = h
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, m)| StepTruth {
-            index: i,
-            name: m.name.clone(),
-            found_by: m.found_by.to_owned(),
-            kind: m.kind.to_owned(),
-            composition: m.composition.clone(),
-            gpu_start_ns: None,
-            gpu_end_ns: None,
-            busy_ns: 0,
-            kernels: 0,
-            ops: 0,
-            tail_busy_ns: 0,
-            tail_kernels: 0,
-            tail_ops: 0,
-            graph_launches: m.graph_launches,
-        })
-        .collect();
-    let mut s = SeriesTruth {
-        rank: h.rank,
-        pid: h.pid,
-        tid: h.pid,
-        device: h.device,
-        steps: Vec::new(),
-        outside_busy_ns: 0,
-        device_busy_ns: 0,
-        device_kernels: 0,
-        device_ops: 0,
-    };
-    for op in &h.ops {
-        let d = op.end - op.start;
-        let is_kernel = op.memcpy.is_none() as u64;
-        s.device_busy_ns += d;
-        s.device_ops += 1;
-        s.device_kernels += is_kernel;
-        match op.tag {
-            None => s.outside_busy_ns += d,
-            Some((i, false)) => {
-                let t = &mut steps[i];
-                t.busy_ns += d;
-                t.ops += 1;
-                t.kernels += is_kernel;
-                t.gpu_start_ns = Some(t.gpu_start_ns.map_or(op.start, |g| g.min(op.start)));
-                t.gpu_end_ns = Some(t.gpu_end_ns.map_or(op.end, |g| g.max(op.end)));
-            }
-            Some((i, true)) => {
-                let t = &mut steps[i];
-                t.tail_busy_ns += d;
-                t.tail_ops += 1;
-                t.tail_kernels += is_kernel;
-            }
-        }
-    }
-    s.steps = steps;
-    s
 }
 
 /// Write `scn` in `format` at `out` and return its truth. Multi-rank Kineto scenarios write

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::project::{gpu_annotations, Index, Raw};
+use super::index::{gpu_annotations, Index};
+use super::project::Raw;
 use super::{
     AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepMethod, StepOptions,
     StepsReport,
@@ -170,13 +171,7 @@ pub fn assemble(
             }
         })
         .collect();
-    steps.sort_by_key(|s| {
-        (
-            s.series,
-            s.gpu_start_ns.is_none(),
-            s.gpu_start_ns.or(s.cpu_start_ns),
-        )
-    });
+    time_order(&mut steps);
     // Period and idle-before within each series, over steps with GPU work.
     let mut series: Vec<Series> = keys
         .iter()
@@ -215,6 +210,7 @@ pub fn assemble(
     let ranks = align_ranks(&steps, &series);
     let outside_steps = outside(ix, &steps, &series, claimed);
     StepsReport {
+        schema_version: crate::wire::steps::SCHEMA_VERSION,
         method: meta.method,
         found_by: meta.found_by,
         exact_steps_hint: meta.hint,
@@ -232,6 +228,49 @@ pub fn assemble(
         groups: Vec::new(),
         steps,
     }
+}
+
+/// Each series' steps as one timeline: those with GPU work in GPU-start order (periods and
+/// idle times are read between neighbours), and each step without GPU work placed by its
+/// host start, just before the first step with GPU work whose host start (GPU start when
+/// it has no host span) is later. A linear merge of the two orders.
+fn time_order(steps: &mut Vec<Step>) {
+    steps.sort_by_key(|s| {
+        (
+            s.series,
+            s.gpu_start_ns.is_none(),
+            s.gpu_start_ns.or(s.cpu_start_ns),
+        )
+    });
+    let mut merged: Vec<usize> = Vec::with_capacity(steps.len());
+    let mut i = 0;
+    while i < steps.len() {
+        let series = steps[i].series;
+        let end = i + steps[i..].partition_point(|s| s.series == series);
+        let idle = i + steps[i..end].partition_point(|s| s.gpu_start_ns.is_some());
+        let host = |s: &Step| s.cpu_start_ns.or(s.gpu_start_ns);
+        let (mut g, mut n) = (i, idle);
+        while g < idle || n < end {
+            let take_idle = n < end
+                && (g == idle
+                    || host(&steps[n]).is_some_and(|t| host(&steps[g]).is_none_or(|h| t < h)));
+            if take_idle {
+                merged.push(n);
+                n += 1;
+            } else {
+                merged.push(g);
+                g += 1;
+            }
+        }
+        i = end;
+    }
+    let mut rank = vec![0usize; steps.len()];
+    for (pos, &k) in merged.iter().enumerate() {
+        rank[k] = pos;
+    }
+    let mut keyed: Vec<(usize, Step)> = rank.into_iter().zip(steps.drain(..)).collect();
+    keyed.sort_unstable_by_key(|k| k.0);
+    steps.extend(keyed.into_iter().map(|k| k.1));
 }
 
 /// Per series, the union of its ops that no step claimed, split at the first step's

@@ -1,9 +1,11 @@
 //! Find the engine's steps and project each one onto the GPU.
 //!
-//! Three parts, one module each: `discover` picks host spans (or GPU groups) that are
-//! steps, one sub-module per marker family, tried in order of how sure they are;
-//! `project` turns a span into GPU work (busy, kernels, the tail launched after the
-//! span); `assemble` orders steps into per-rank series and summarises them.
+//! Three stages, one module each: `discover` picks host spans (or GPU groups) that are
+//! steps, one sub-module per family of step evidence, tried in order of how sure they
+//! are, and hands them over as `candidate`s; `project` turns a span into GPU work (the
+//! ops launched in it and in its tail, `measure`d as busy time and kernel rows);
+//! `assemble` orders steps into per-rank series and summarises them. `index` holds the
+//! lookups built once per trace that the stages share; `options` the `--steps` source.
 //!
 //! nsys semantics: a step's GPU work is every op whose launching runtime/driver call
 //! (joined on correlation id AND process, since ids repeat across processes) starts
@@ -13,10 +15,12 @@
 //! count as busy time like any other op.
 
 mod assemble;
+mod candidate;
 mod discover;
+mod index;
+mod measure;
+mod options;
 mod project;
-
-use regex::Regex;
 
 use crate::categories::Categorizer;
 use crate::exit::Result;
@@ -27,57 +31,14 @@ pub use crate::wire::steps::{
     StepKernel, StepMethod, StepsReport,
 };
 pub use assemble::{percentile, summarize};
-
-/// How steps are found (`--steps`).
-#[derive(Debug, Clone)]
-pub enum StepSource {
-    /// Markers, else scheduler scopes, else python-stack step functions, else host sync
-    /// points, else grouped CUDA-graph launches, else idle gaps: the first that yields.
-    Auto,
-    /// Engine step markers only (vLLM `execute_…`, SGLang `step[…]`, TensorRT-LLM
-    /// `_forward_step`, `ProfilerStep#N`).
-    Marker,
-    /// Scheduler scopes only (SGLang `scheduler.run_batch`, vLLM custom scopes).
-    Scheduler,
-    /// Python-stack step functions only (vLLM `execute_model`, SGLang `run_batch` …).
-    Python,
-    /// Recurring host sync points on the busiest launching thread.
-    Sync,
-    /// Any host range whose name matches.
-    Regex(Regex),
-    /// CUDA-graph launches grouped: back-to-back launches with no host sync between
-    /// them are one step.
-    Graphs,
-    /// Split each device's ops at idle gaps longer than the threshold.
-    Gaps,
-}
-
-/// Step finding options.
-#[derive(Debug, Clone)]
-pub struct StepOptions {
-    pub source: StepSource,
-    /// Idle gap that separates two steps in `gaps` mode.
-    pub gap_threshold_ns: i64,
-    /// Kernel rows kept per step in the output (all are kept in memory for baselines).
-    pub top_kernels: usize,
-}
-
-impl Default for StepOptions {
-    fn default() -> Self {
-        StepOptions {
-            source: StepSource::Auto,
-            gap_threshold_ns: 100_000,
-            top_kernels: 5,
-        }
-    }
-}
+pub use options::{Extent, StepOptions, StepSource, Threads};
 
 /// Find and project every step in the trace. Every step's `attribution` is empty and the
 /// report's `shapes`/`launch_cost` are unset: step finding knows nothing of attribution.
 /// `crate::attribution::attribute_all` prices the steps and
 /// [`StepsReport::join`] puts the two together.
 pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
-    let ix = project::Index::new(trace)?;
+    let ix = index::Index::new(trace)?;
     crate::phases::mark("steps: index");
     let found = discover::discover(&ix, opts)?;
     crate::phases::mark("steps: discovery");

@@ -176,11 +176,8 @@ fn prepare_fill<'c>(
 
 /// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
 fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
-    h.join().unwrap_or_else(|_| {
-        Err(Error::input(
-            "internal error: an nsys loader thread panicked",
-        ))
-    })
+    h.join()
+        .unwrap_or_else(|_| Err(Error::internal("an nsys loader thread panicked")))
 }
 
 /// Read StringIds once (shared by every loader thread).

@@ -2,9 +2,11 @@
 //! The last resort, with no host span: steps carry no tail.
 
 use super::{Found, GapGroup, Index, Items};
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::exit::Result;
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 
-pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
+pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> {
+    let threshold = opts.gap_threshold_ns;
     let o = &ix.ops;
     let mut order: Vec<u32> = (0..o.start_ns.len() as u32).collect();
     order.sort_unstable_by_key(|&i| (o.device[i as usize], o.start_ns[i as usize]));
@@ -58,7 +60,7 @@ pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
         });
         lo = hi;
     }
-    Found {
+    Ok(Some(Found {
         method: StepMethod::Gaps,
         found_by: FoundBy::Gaps,
         hint: None,
@@ -66,5 +68,5 @@ pub fn find(ix: &Index<'_>, threshold: i64) -> Found {
         notes: Vec::new(),
         warnings: Vec::new(),
         items: Items::Groups(out),
-    }
+    }))
 }

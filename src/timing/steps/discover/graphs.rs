@@ -14,42 +14,12 @@
 use crate::timing::stepname::StepKind;
 use crate::trace::is_graph_launch_call;
 
-use super::sync::is_sync_call;
+use super::hostcalls::{graph_of, is_sync_call};
 use super::{Candidate, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::exit::Result;
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 
-/// Positions (in `calls`, one thread's calls in time order) of the graph launches that
-/// start a new step because their graph already replayed since the last split, in
-/// order. Launch calls nested in the previous launch (a driver `cuGraphLaunch` under the
-/// runtime `cudaGraphLaunch`) are the same replay and never split.
-pub fn repeat_splits(ix: &Index<'_>, calls: &[u32]) -> Vec<usize> {
-    let c = &ix.calls;
-    let mut seen: Vec<i64> = Vec::new();
-    let mut out = Vec::new();
-    let mut last_end = i64::MIN;
-    for (p, &ci) in calls.iter().enumerate() {
-        let i = ci as usize;
-        if c.is_launch[i] == 0 || !is_graph_launch_call(ix.trace.name(c.name_id[i])) {
-            continue;
-        }
-        if c.start_ns[i] < last_end {
-            continue;
-        }
-        last_end = c.end_ns[i];
-        let gid = graph_of(ix, i);
-        if gid < 0 {
-            continue;
-        }
-        if seen.contains(&gid) {
-            out.push(p);
-            seen.clear();
-        }
-        seen.push(gid);
-    }
-    out
-}
-
-pub fn find(ix: &Index<'_>) -> Option<Found> {
+pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let c = &ix.calls;
     let mut out: Vec<Candidate> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
@@ -103,7 +73,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
     }
     end_thread(&mut group, &mut out, unknown, groups_here);
     if out.is_empty() {
-        return None;
+        return Ok(None);
     }
     let grouped = out.iter().filter(|c| c.exact_call.is_none()).count();
     let mut f = Found::spans(StepMethod::Graphs, FoundBy::Graphs, out);
@@ -117,14 +87,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             "{unsplit_threads} thread(s) launch CUDA graphs with no host sync between any two launches and the trace does not say which graph each replays: each launch counted as its own step"
         ));
     }
-    Some(f)
-}
-
-/// The graph a launch replays, from its ops (-1 when the trace does not say).
-fn graph_of(ix: &Index<'_>, call: usize) -> i64 {
-    ix.ops_of_call(call)
-        .first()
-        .map_or(-1, |&o| ix.ops.graph_id[o as usize])
+    Ok(Some(f))
 }
 
 fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {

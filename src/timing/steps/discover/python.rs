@@ -12,7 +12,7 @@ use crate::exit::Result;
 use crate::trace::RangeKind;
 
 use super::{outermost, Candidate, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 
 /// What each family says about the engine, for the headline (index = family).
 const ENGINE: [&str; 6] = [
@@ -48,7 +48,7 @@ fn is_family(name: &str, (file, func): (&str, &str)) -> bool {
     line_ok && base == file
 }
 
-pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
+pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let r = ix.trace.ranges_view()?;
     let py: Vec<usize> = (0..r.start_ns.len())
         .filter(|&i| r.kind[i] == RangeKind::PythonStack as u32)

@@ -9,9 +9,14 @@ use crate::exit::Result;
 use crate::timing::stepname::strip_emit_nvtx;
 
 use super::{host_ranges, outermost, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 
-pub fn find(ix: &Index<'_>) -> Result<Option<Found>> {
+/// The range names an nsys read keeps for scheduler scopes (vLLM 0.11.0 `Preprocess` marks
+/// `Forward`).
+pub(super) const RANGES: &str =
+    r"^(scheduler\.run_batch|gpu_model_runner: forward|Forward|Preprocess)(, |$)";
+
+pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let t = ix.trace;
     let old_vllm = t.strings.iter().any(|s| s == "Preprocess");
     let c = host_ranges(ix, |n| {

@@ -15,17 +15,12 @@
 //! extend but not per full-graph decode, so its prefill steps come from the syncs
 //! (`found_by sync`) and its decode steps from the graph launches (`found_by graphs`).
 
+use super::hostcalls::{is_sync_call, repeat_splits};
 use super::{Candidate, Found, Index};
+use crate::exit::Result;
 use crate::timing::stepname::StepKind;
-use crate::timing::steps::{FoundBy, StepMethod};
+use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
 use crate::trace::is_graph_launch_call;
-
-/// A blocking wait on the GPU: CUDA runtime/driver and HIP stream, event, device and
-/// context synchronisation.
-pub fn is_sync_call(name: &str) -> bool {
-    (name.starts_with("cuda") || name.starts_with("cu") || name.starts_with("hip"))
-        && name.contains("Synchronize")
-}
 
 /// Minimum boundaries for a recurring sync.
 const MIN_BOUNDARIES: usize = 3;
@@ -47,7 +42,7 @@ fn stable(periods: &mut [i64]) -> bool {
     2 * near >= periods.len()
 }
 
-pub fn find(ix: &Index<'_>) -> Option<Found> {
+pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let c = &ix.calls;
     let t = &ix.calls_by_thread;
     // Busiest launching thread per process: (pid, tid, range in calls_by_thread).
@@ -137,7 +132,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         }
         for (a, b, start, end, edge) in segs {
             let sub = &calls[a..b];
-            let splits = super::graphs::repeat_splits(ix, sub);
+            let splits = repeat_splits(ix, sub);
             if splits.is_empty() {
                 // The segment before the first sync is a step when it holds at least
                 // half a median period's launches; the one after the last sync never
@@ -201,7 +196,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
         }
     }
     if out.is_empty() {
-        return None;
+        return Ok(None);
     }
     let mut f = Found::spans(StepMethod::Sync, FoundBy::Sync, out);
     f.notes.push(format!(
@@ -218,7 +213,7 @@ pub fn find(ix: &Index<'_>) -> Option<Found> {
             "{dropped_edges} partial step(s) left outside steps: before the first sync (under half a period's launches) or after the last one (no closing sync)"
         ));
     }
-    Some(f)
+    Ok(Some(f))
 }
 
 fn segment(

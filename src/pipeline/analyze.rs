@@ -1,0 +1,60 @@
+//! `analyze`'s run: per-device busy and idle time and kernels ranked by exclusive time,
+//! with the steps beside them unless they are left out.
+
+use std::path::Path;
+
+use crate::analysis::{Analysis, SourceInfo, SCHEMA_VERSION};
+use crate::categories::Categorizer;
+use crate::exit::{Error, Result};
+use crate::pipeline::plan::StepsPlan;
+use crate::timing::overlap;
+use crate::trace::Trace;
+
+/// Load a report and analyse it; `with_steps` false reads GPU ops only (faster on huge
+/// reports when only kernels matter), `device` keeps one device (and its steps).
+pub fn run(
+    path: &Path,
+    plan: &StepsPlan,
+    with_steps: bool,
+    device: Option<i64>,
+) -> Result<Analysis> {
+    let trace = if with_steps {
+        crate::pipeline::steps::load(path, plan)?
+    } else {
+        crate::source::load_with(path, &crate::source::LoadOptions::ops_only())?
+    };
+    let mut analysis = analyze_trace(&trace, &plan.categories, device)?;
+    crate::phases::mark("analyze: per-device sweep");
+    if with_steps {
+        let mut r = crate::pipeline::steps::run(&trace, plan)?.report;
+        if let Some(d) = device {
+            r.steps.retain(|s| s.device == Some(d));
+        }
+        analysis.steps = Some(r);
+        crate::phases::mark("steps: attribution and assembly");
+    }
+    Ok(analysis)
+}
+
+/// Analyse a loaded trace: per-device summaries, optionally one device.
+pub fn analyze_trace(trace: &Trace, cats: &Categorizer, device: Option<i64>) -> Result<Analysis> {
+    let mut devices = overlap::device_summaries(trace, cats)?;
+    if let Some(d) = device {
+        let known: Vec<String> = devices.iter().map(|x| x.device.to_string()).collect();
+        devices.retain(|x| x.device == d);
+        if devices.is_empty() {
+            return Err(Error::usage(format!(
+                "device {d} has no GPU activity in this report; devices with activity: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(Analysis {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+        source: SourceInfo::from(&trace.meta),
+        warnings: trace.meta.warnings.clone(),
+        devices,
+        steps: None,
+    })
+}

@@ -1,0 +1,154 @@
+//! Where a gate or a diff is computed: the candidate loaded (a report recorded, or a
+//! baseline file), the baseline side read from a file or built from run history, both
+//! compared under a policy; the result carries both sides and the run `--export` appends.
+
+use std::path::Path;
+
+use crate::baseline::compare::{compare_side, BaselineSide};
+use crate::baseline::{compare, compare_unchecked, is_baseline_file, read_baseline, Baseline};
+use crate::baseline::{Comparison, Policy};
+use crate::exit::{Error, Result};
+use crate::pipeline::history::{history_side, note_history, HistoryPlan, PendingExport};
+use crate::pipeline::plan::{ExportPlan, StepsPlan};
+use crate::pipeline::record;
+
+/// The side being judged, and the run to append when `--export` asked for it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub baseline: Baseline,
+    pub export: Option<PendingExport>,
+}
+
+impl Candidate {
+    /// Load the candidate: a baseline file as it is, a report recorded with the plan (and
+    /// kept for `export`, which needs a report).
+    pub fn load(path: &Path, plan: &StepsPlan, export: Option<&ExportPlan>) -> Result<Candidate> {
+        match export {
+            None => Ok(Candidate {
+                baseline: record::side(path, plan)?,
+                export: None,
+            }),
+            Some(_) if is_baseline_file(path) => Err(Error::usage(
+                "--export needs a report as the candidate, not a baseline file",
+            )),
+            Some(to) => {
+                let (baseline, pending) = record::record_for_export(path, plan, to)?;
+                Ok(Candidate {
+                    baseline,
+                    export: Some(pending),
+                })
+            }
+        }
+    }
+}
+
+/// What the candidate is compared against.
+#[derive(Debug, Clone, Copy)]
+pub enum Against<'a> {
+    /// A stored baseline file.
+    Baseline(&'a Path),
+    /// The last runs of a dataset that match.
+    History(&'a HistoryPlan),
+}
+
+/// A finished comparison and both sides of it.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub comparison: Comparison,
+    pub baseline: Baseline,
+    pub candidate: Baseline,
+    /// The candidate's run, to append after the report is written (never before: a run
+    /// is not part of its own history).
+    pub export: Option<PendingExport>,
+}
+
+/// Gate a candidate: the comparison with its verdict (GPU and model must match).
+pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Compared> {
+    let (comparison, baseline) = match against {
+        Against::Baseline(path) => {
+            let base = read_baseline(path)?;
+            (compare(&base, &cand.baseline, policy)?, base)
+        }
+        Against::History(plan) => {
+            let h = history_side(plan, &cand.baseline)?;
+            // Too few runs matched: there is no baseline side, and nothing is compared
+            // (an empty one would claim the candidate's groups are missing from it).
+            let cmp = if h.too_few {
+                compare_side(BaselineSide::Unavailable(&h.note), &cand.baseline, policy)?
+            } else {
+                let mut cmp = compare(&h.baseline, &cand.baseline, policy)?;
+                note_history(&mut cmp, &h);
+                cmp
+            };
+            (cmp, h.baseline)
+        }
+    };
+    Ok(Compared {
+        comparison,
+        baseline,
+        candidate: cand.baseline,
+        export: cand.export,
+    })
+}
+
+/// `diff A B`: each side a report or a baseline file; judged like a gate only with
+/// `verdict` (otherwise sides of different GPUs or models are compared as they are).
+pub fn diff(
+    a: &Path,
+    b: &Path,
+    plan: &StepsPlan,
+    policy: &Policy,
+    verdict: bool,
+) -> Result<Compared> {
+    let a = record::side(a, plan)?;
+    let b = record::side(b, plan)?;
+    let comparison = if verdict {
+        compare(&a, &b, policy)?
+    } else {
+        compare_unchecked(&a, &b, policy)?
+    };
+    Ok(Compared {
+        comparison,
+        baseline: a,
+        candidate: b,
+        export: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::LaunchCost;
+    use crate::categories::Categorizer;
+    use crate::pipeline::plan::FloorPlan;
+    use crate::timing::steps::StepOptions;
+
+    #[test]
+    fn export_needs_a_report_not_a_baseline_file() {
+        let plan = StepsPlan {
+            find: StepOptions::default(),
+            kind: None,
+            launch_cost: LaunchCost::default(),
+            categories: Categorizer::default(),
+            floor: FloorPlan::default(),
+        };
+        let to = ExportPlan {
+            dataset: "ds".into(),
+            labels: crate::dataset::Labels::new(),
+        };
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("baselines")
+            .join("example-h100-vllm-decode.json");
+        let e = Candidate::load(&base, &plan, Some(&to)).unwrap_err();
+        assert_eq!(e.kind, crate::exit::Kind::Usage);
+        assert!(
+            e.message.starts_with("--export needs a report"),
+            "{}",
+            e.message
+        );
+        // Without --export the same file is the candidate as it is.
+        let c = Candidate::load(&base, &plan, None).unwrap();
+        assert_eq!(c.baseline, read_baseline(&base).unwrap());
+        assert!(c.export.is_none());
+    }
+}

@@ -1,0 +1,320 @@
+//! Pricing steps against their own roofline floor: the model and GPU resolved once per
+//! report, what the floor was derived from (as data), and a step's batch composition turned
+//! into the floor's inputs.
+
+use std::fmt;
+
+use crate::attribution::FloorInput;
+use crate::exit::{Error, Result};
+use crate::pipeline::plan::FloorPlan;
+use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
+use crate::roofline::gpu::{self, GpuSpec};
+use crate::roofline::model::ModelSpec;
+use crate::roofline::options::GpuOptions;
+use crate::timing::stepname::{BatchComposition, StepKind};
+use crate::timing::steps::Step;
+use crate::trace::Trace;
+use crate::wire::attribution::{Basis, OperatingPoint};
+
+/// Where the GPU the floor is priced on came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuFrom {
+    /// `--gpu`.
+    Flag,
+    /// The GPU name the report carries, matched in the GPU table.
+    Report,
+}
+
+/// What a step's floor was derived from. Its `Display` is the text after `floor: ` in the
+/// steps report's notes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FloorBasis {
+    /// The model's name as resolved (preset key or the config's).
+    pub model: String,
+    /// The GPU's marketing name.
+    pub gpu: String,
+    pub gpu_from: GpuFrom,
+    /// HBM bandwidth priced with, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    /// The bandwidth was given (`--hbm-tb-s`), not the cited datasheet figure.
+    pub hbm_given: bool,
+    pub tp: u32,
+    /// Where the TP came from (flag, capture, default).
+    pub tp_basis: Basis,
+    /// Pipeline-parallel degree: the last stage is priced when above 1.
+    pub pp: u32,
+}
+
+impl fmt::Display for FloorBasis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} on {} ({}; {:.2} TB/s {}), tp={} ({}){} — derived",
+            self.model,
+            self.gpu,
+            match self.gpu_from {
+                GpuFrom::Flag => "--gpu",
+                GpuFrom::Report => "named by the report",
+            },
+            self.hbm_bytes_per_s / 1e12,
+            if self.hbm_given { "given" } else { "cited" },
+            self.tp,
+            self.tp_basis.as_str(),
+            if self.pp > 1 {
+                format!(", pp={}", self.pp)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A resolved model and GPU to price steps with.
+#[derive(Debug, Clone)]
+pub struct Pricing {
+    pub model: ModelSpec,
+    pub gpu: GpuSpec,
+    pub opts: FloorOptions,
+    pub batch: Option<u64>,
+    pub context: Option<u64>,
+    pub basis: FloorBasis,
+}
+
+impl Pricing {
+    /// The pricing for a report's steps, or None without a model. The GPU is the plan's,
+    /// else the one the report names; TP, PP, batch and context are the operating point's
+    /// (flag over capture, [`crate::operating_point::resolve`]): batch and context fill what
+    /// step names do not say.
+    pub fn resolve(
+        plan: &FloorPlan,
+        point: &OperatingPoint,
+        trace: &Trace,
+    ) -> Result<Option<Pricing>> {
+        let Some(model) = &plan.model else {
+            return Ok(None);
+        };
+        let report_gpu = trace.devices.iter().find_map(|d| d.name.as_deref());
+        let (gpu_key, gpu_from) = match (&plan.gpu, report_gpu) {
+            (Some(g), _) => (g.clone(), GpuFrom::Flag),
+            (None, Some(name)) => match gpu::from_report_name(name) {
+                Some(g) => (g.key.to_owned(), GpuFrom::Report),
+                None => {
+                    return Err(Error::usage(format!(
+                        "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
+                    )))
+                }
+            },
+            (None, None) => {
+                return Err(Error::usage(
+                    "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",
+                ))
+            }
+        };
+        let model = model.resolve()?;
+        let pp = point.pp.as_ref().map_or(1, |p| p.value);
+        let gpu = GpuOptions {
+            key: gpu_key,
+            hbm_bytes_per_s: plan.hbm_bytes_per_s,
+            peak_flops_per_s: None,
+        }
+        .resolve()?;
+        let basis = FloorBasis {
+            model: model.name.clone(),
+            gpu: gpu.name.to_owned(),
+            gpu_from,
+            hbm_bytes_per_s: gpu.hbm_bytes_per_s,
+            hbm_given: plan.hbm_bytes_per_s.is_some(),
+            tp: point.tp.value,
+            tp_basis: point.tp.basis,
+            pp,
+        };
+        Ok(Some(Pricing {
+            model,
+            gpu,
+            opts: FloorOptions {
+                tp: point.tp.value,
+                pp,
+                moe_routing: plan.moe_routing,
+                include_kv_write: true,
+            },
+            batch: point.batch.as_ref().map(|b| b.value),
+            context: point.context.as_ref().map(|c| c.value),
+            basis,
+        }))
+    }
+
+    /// The step's composition for its floor: its name's, else the operating point's batch
+    /// and context as a decode — never for a step inferred to be a prefill or mixed, which
+    /// a decode composition would misprice.
+    pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
+        // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
+        let named = step.composition.as_ref().filter(|c| c.counts_requests());
+        if named.is_none() && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
+        {
+            return None;
+        }
+        let comp = composition(named, self.batch, self.context)?;
+        (comp.sq > 0).then_some(comp)
+    }
+
+    /// The step's own floor, when its composition is known.
+    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
+        let comp = self.composition_of(step)?;
+        Some(FloorInput::from(&step_floor(
+            &self.model,
+            &self.gpu,
+            &comp,
+            &self.opts,
+        )))
+    }
+
+    /// The attribution's view of this pricing: each step's composition, the model, GPU
+    /// and options, handed to `one`.
+    pub fn with_pricer<T>(&self, one: impl FnOnce(&crate::attribution::Pricer<'_>) -> T) -> T {
+        let comp = |s: &Step| self.composition_of(s);
+        one(&crate::attribution::Pricer {
+            composition: &comp,
+            model: &self.model,
+            gpu: &self.gpu,
+            opts: self.opts,
+        })
+    }
+}
+
+/// A step's composition for the floor: the parsed name first, `--batch`/`--context`
+/// where the name is silent. None when ΣN_KV is unknown and no `--context` fills it.
+pub fn composition(
+    c: Option<&BatchComposition>,
+    batch: Option<u64>,
+    context: Option<u64>,
+) -> Option<StepComposition> {
+    // Checked arithmetic throughout: the counts come from step names other tools wrote, and
+    // a product that wraps would price a step at a floor of nothing. Overflow = no floor.
+    let Some(c) = c else {
+        return match (batch, context) {
+            (Some(b), Some(s)) => {
+                b.checked_mul(s)?;
+                Some(StepComposition::decode(b, s))
+            }
+            _ => None,
+        };
+    };
+    let (g, x) = (&c.generation, &c.context);
+    let dec_n = g.requests.unwrap_or(0);
+    let pre_n = x.requests.unwrap_or(0);
+    // Decode: one query token per request unless the name says otherwise.
+    let d_sq = g.sq.unwrap_or(dec_n);
+    let d_sk = if dec_n == 0 {
+        Some(0)
+    } else {
+        g.sk.or(context.and_then(|s| dec_n.checked_mul(s)))
+    }?;
+    let d_sqsq = g.sqsq.unwrap_or(d_sq);
+    let d_sqsk = g.sqsk.unwrap_or(d_sk);
+    // Prefill: without per-request sums, assume equal-length requests (derived).
+    let (p_sq, p_sk, p_sqsq, p_sqsk) = match std::num::NonZeroU64::new(pre_n) {
+        None => (0, 0, 0, 0),
+        Some(n) => {
+            let sq = x.sq?;
+            let sk = x.sk.or(context.and_then(|s| pre_n.checked_mul(s)))?;
+            let sqsq = match x.sqsq {
+                Some(v) => v,
+                None => sq.checked_mul(sq)? / n,
+            };
+            let sqsk = match x.sqsk {
+                Some(v) => v,
+                None => sq.checked_mul(sk)? / n,
+            };
+            (sq, sk, sqsq, sqsk)
+        }
+    };
+    Some(StepComposition {
+        decode_requests: dec_n,
+        prefill_requests: pre_n,
+        sq: d_sq.checked_add(p_sq)?,
+        sk: d_sk.checked_add(p_sk)?,
+        sqsq: d_sqsq.checked_add(p_sqsq)?,
+        sqsk: d_sqsk.checked_add(p_sqsk)?,
+        decode_sq: d_sq,
+        decode_sk: d_sk,
+        decode_sqsq: d_sqsq,
+        decode_sqsk: d_sqsk,
+        sk_window: None,
+        sqsk_window: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::stepname::parse;
+
+    #[test]
+    fn the_basis_reads_as_the_floor_note_always_has() {
+        // The text the README's first transcript shows after `floor: `.
+        let mut b = FloorBasis {
+            model: "qwen3-8b".into(),
+            gpu: "AMD Instinct MI300X 192GB".into(),
+            gpu_from: GpuFrom::Flag,
+            hbm_bytes_per_s: 5.3e12,
+            hbm_given: false,
+            tp: 1,
+            tp_basis: Basis::Default,
+            pp: 1,
+        };
+        assert_eq!(
+            b.to_string(),
+            "qwen3-8b on AMD Instinct MI300X 192GB (--gpu; 5.30 TB/s cited), tp=1 (default) — derived"
+        );
+        b.gpu_from = GpuFrom::Report;
+        b.hbm_given = true;
+        b.hbm_bytes_per_s = 3.1e12;
+        b.tp = 2;
+        b.tp_basis = Basis::Read;
+        b.pp = 2;
+        assert_eq!(
+            b.to_string(),
+            "qwen3-8b on AMD Instinct MI300X 192GB (named by the report; 3.10 TB/s given), tp=2 (read), pp=2 — derived"
+        );
+    }
+
+    #[test]
+    fn decode_composition_from_a_detailed_name() {
+        let p = parse(
+            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk65536sqsq32sqsk65536)",
+        )
+        .unwrap();
+        let c = composition(Some(&p.composition), None, None).unwrap();
+        assert_eq!(c, StepComposition::decode(32, 2048));
+    }
+
+    #[test]
+    fn names_without_kv_need_context() {
+        let p = parse("step[DECODE bs=32]").unwrap();
+        assert!(composition(Some(&p.composition), None, None).is_none());
+        assert_eq!(
+            composition(Some(&p.composition), None, Some(2048)).unwrap(),
+            StepComposition::decode(32, 2048)
+        );
+        let p = parse("execute_context_1(888_788544)_generation_0(0)").unwrap();
+        assert!(composition(Some(&p.composition), None, None).is_none());
+        let c = composition(Some(&p.composition), None, Some(888)).unwrap();
+        assert_eq!(
+            (c.sq, c.sk, c.sqsq, c.sqsk, c.prefill_requests),
+            (888, 888, 788_544, 788_544, 1)
+        );
+        assert_eq!(
+            composition(None, Some(4), Some(100)).unwrap(),
+            StepComposition::decode(4, 100)
+        );
+    }
+
+    #[test]
+    fn products_that_would_wrap_give_no_floor() {
+        // 2^32 · 2^32 = 2^64 wraps to 0 in u64: no composition, not a floor of nothing.
+        assert!(composition(None, Some(1 << 32), Some(1 << 32)).is_none());
+        let p = parse("step[DECODE bs=32]").unwrap();
+        assert!(composition(Some(&p.composition), None, Some(u64::MAX / 2)).is_none());
+        assert!(composition(Some(&p.composition), None, Some(1 << 20)).is_some());
+    }
+}

@@ -1,0 +1,82 @@
+//! A baseline from a report (`baseline record`, and each report side of `gate` and
+//! `diff`): its steps found and priced once, turned into per-group samples, with what the
+//! floor was derived from recorded beside them.
+
+use std::path::Path;
+
+use crate::baseline::{load_side, samples_from_steps, Baseline, BaselineMeta};
+use crate::dataset::RunSource;
+use crate::exit::{Error, Result};
+use crate::pipeline::history::{run_source, with_report_hash, PendingExport};
+use crate::pipeline::plan::{ExportPlan, StepsPlan};
+use crate::pipeline::steps::StepsRun;
+use crate::timing::steps::StepsReport;
+use crate::trace::SourceFormat;
+
+/// A recorded report: the baseline, and the steps and source facts an export of the same
+/// run writes (one load for both).
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub baseline: Baseline,
+    pub steps: StepsReport,
+    pub source: RunSource,
+}
+
+/// Load a report, find and price its steps, and turn them into a baseline. The loader's
+/// warnings go to stderr as soon as it is read: a baseline has no place for them.
+pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
+    let trace = crate::pipeline::steps::load(path, plan)?;
+    crate::source::print_warnings(&trace);
+    let StepsRun { report, pricing } = crate::pipeline::steps::run(&trace, plan)?;
+    let source = run_source(&trace, &plan.floor);
+    if report.steps.len() == report.steps_without_gpu_work {
+        return Err(Error::input(format!(
+            "{}: no steps with GPU work were found (method {}): check --steps and --kind",
+            path.display(),
+            report.method
+        )));
+    }
+    let meta = BaselineMeta {
+        gpu_name: source.gpu_name.clone(),
+        nsys_version: match trace.meta.format {
+            SourceFormat::Nsys => trace.meta.tool_version.clone(),
+            SourceFormat::Kineto => None,
+        },
+        source_format: source.source_format.clone(),
+        engine: None,
+        step_kinds: Vec::new(),
+        batch_compositions: Vec::new(),
+        model: source.model.clone(),
+        floor_inputs: pricing
+            .map(|p| serde_json::json!({ "basis": p.basis.to_string(), "tp": p.basis.tp })),
+        created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+    };
+    Ok(Recorded {
+        baseline: samples_from_steps(&report, meta),
+        steps: report,
+        source,
+    })
+}
+
+/// [`record`], keeping the run to append to `to` (the report hashed meanwhile).
+pub fn record_for_export(
+    path: &Path,
+    plan: &StepsPlan,
+    to: &ExportPlan,
+) -> Result<(Baseline, PendingExport)> {
+    let (r, sha256) = with_report_hash(path, || record(path, plan))?;
+    let pending = PendingExport {
+        dataset: to.dataset.clone(),
+        report: path.to_path_buf(),
+        sha256,
+        labels: to.labels.clone(),
+        source: r.source,
+        steps: r.steps,
+    };
+    Ok((r.baseline, pending))
+}
+
+/// One side of a comparison: a baseline file as it is, a report recorded with the plan.
+pub fn side(path: &Path, plan: &StepsPlan) -> Result<Baseline> {
+    load_side(path, &|p| Ok(record(p, plan)?.baseline))
+}

@@ -1,0 +1,62 @@
+//! A report's steps, complete: found, kept by kind, attributed against their floors, with
+//! the launch cost, the shape counts and the floor's basis set. What `steps`, `analyze`,
+//! `baseline`, `gate`, `diff` and `export` all read, so they attribute alike.
+
+use std::path::Path;
+
+use crate::attribution;
+use crate::exit::Result;
+use crate::operating_point;
+use crate::pipeline::plan::StepsPlan;
+use crate::pipeline::pricing::Pricing;
+use crate::timing::steps::{self, StepsReport};
+use crate::trace::Trace;
+
+/// The complete steps of one report and the pricing they were attributed with.
+#[derive(Debug, Clone)]
+pub struct StepsRun {
+    pub report: StepsReport,
+    /// The model and GPU the floors were priced on (the basis of the `floor:` note), or
+    /// None without a model.
+    pub pricing: Option<Pricing>,
+}
+
+/// Load a report with what the plan's step method needs.
+pub fn load(path: &Path, plan: &StepsPlan) -> Result<Trace> {
+    crate::source::load_with(path, &plan.load_options())
+}
+
+/// Find, keep, price and attribute the steps of a loaded trace. The operating point (TP,
+/// PP, GPU, batch, context, each step's kind where no marker says it) is read from the
+/// capture under the plan's flags first, so `--kind` keeps inferred kinds and the floor
+/// prices what the capture ran.
+pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
+    let mut r = steps::find_steps(trace, &plan.find, &plan.categories)?;
+    let point = operating_point::resolve(trace, &mut r, &plan.floor.given())?;
+    if let Some(kind) = plan.kind {
+        r.steps.retain(|s| s.kind_label().kind == kind);
+        r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
+    }
+    // After inference, so the summary groups inferred kinds apart.
+    r.summary = steps::summarize(&r.steps);
+    let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
+    let pricing = Pricing::resolve(&plan.floor, &point, trace)?;
+    let a = match &pricing {
+        Some(p) => p.with_pricer(|pr| attribution::attribute_priced(&r.steps, Some(pr), &cost)),
+        None => attribution::attribute_priced(&r.steps, None, &cost),
+    };
+    let mut r = r.join(a)?;
+    let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
+        model: &p.model,
+        tp: p.opts.tp,
+        pp: p.opts.pp,
+        roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
+    });
+    attribution::detail::detail(trace, &mut r, &plan.categories, geometry.as_ref())?;
+    if let Some(p) = &pricing {
+        r.notes.push(format!("floor: {}", p.basis));
+        let notes = attribution::missing_floor_notes(&r.steps, &point);
+        r.notes.extend(notes);
+    }
+    Ok(StepsRun { report: r, pricing })
+}

@@ -1,0 +1,410 @@
+//! The gate/diff document's tables and lines, one builder each: step metrics, kernels,
+//! one-sided kernels, categories, the waterfall, and the lines beside them (MBU, floor,
+//! thresholds that disagree). Every rendering (text, markdown, HTML) takes them from here.
+
+use crate::baseline::compare::{
+    Change, GroupComparison, KernelPresence, KernelRow, RowVerdict, Verdict,
+};
+use crate::baseline::model::metric;
+use crate::baseline::waterfall::{summarize, Waterfall, WaterfallRow, GAP_ROW};
+use crate::report::table::{Align, Table};
+use crate::report::words::{fmt_rel, metric_name};
+use crate::report::{fmt_pct, fmt_us, group_thousands, truncate, NAME_WIDTH};
+use crate::timing::labels::NameLabels;
+
+use super::Style;
+
+pub(crate) fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
+    match v {
+        Verdict::Pass => ("✅", "Pass"),
+        Verdict::Regression => ("❌", "Regression"),
+        Verdict::Inconclusive => ("⚠️", "Inconclusive"),
+    }
+}
+
+/// A row's finding. Without a verdict (plain `diff`) it reads worse/better: a diff states
+/// what changed and leaves judging to `gate`.
+fn row_verdict(ch: &Change, judge: bool) -> String {
+    let w = match (ch.verdict, judge) {
+        (RowVerdict::Regression, true) => "❌ regression",
+        (RowVerdict::Improvement, true) => "✅ improvement",
+        (RowVerdict::Regression, false) => "worse",
+        (RowVerdict::Improvement, false) => "better",
+        (RowVerdict::Ok, _) => "ok",
+        (RowVerdict::Inconclusive, true) => "⚠️ inconclusive",
+        (RowVerdict::Inconclusive, false) => "too few steps",
+    };
+    if !judge || ch.gated || ch.verdict == RowVerdict::Ok {
+        w.to_owned()
+    } else {
+        format!("{w} (not gated)")
+    }
+}
+
+/// A value of a metric in its unit.
+fn fmt_value(metric_name: &str, v: f64) -> String {
+    if metric_name.ends_with("_ns") {
+        format!("{} µs", fmt_us(v))
+    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
+        fmt_pct(v)
+    } else {
+        group_thousands(&format!("{v:.1}"))
+    }
+}
+
+/// A change in the metric's unit, signed with + or − (U+2212, the same as percentages).
+fn fmt_delta(metric_name: &str, d: f64) -> String {
+    let sign = if d >= 0.0 { "+" } else { "−" };
+    let d = d.abs();
+    if metric_name.ends_with("_ns") {
+        format!("{sign}{} µs", fmt_us(d))
+    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
+        format!("{sign}{:.1} pt", d * 100.0)
+    } else {
+        format!("{sign}{}", group_thousands(&format!("{d:.1}")))
+    }
+}
+
+/// A signed µs change with U+2212 for minus.
+pub(crate) fn fmt_signed_us(d: f64) -> String {
+    fmt_delta("_ns", d)
+}
+
+fn cell_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "–".to_owned())
+}
+
+fn fmt_change(unit: &str, ch: &Change) -> String {
+    match (ch.change_rel, ch.change) {
+        (Some(r), Some(d)) => format!("{} ({})", fmt_rel(Some(r)), fmt_delta(unit, d)),
+        (None, Some(d)) => fmt_delta(unit, d),
+        _ => "–".to_owned(),
+    }
+}
+
+fn fmt_interval(unit: &str, ch: &Change) -> String {
+    match (ch.interval_rel, ch.interval) {
+        (Some([a, b]), _) => format!("{} … {}", fmt_rel(Some(a)), fmt_rel(Some(b))),
+        (None, Some([a, b])) => format!("{} … {}", fmt_delta(unit, a), fmt_delta(unit, b)),
+        _ => "–".to_owned(),
+    }
+}
+
+fn fmt_threshold(unit: &str, ch: &Change) -> String {
+    let t = ch.threshold;
+    let abs = if unit.ends_with("_ns") {
+        format!("{} µs", fmt_us(t.abs))
+    } else if unit == metric::GAP_FRACTION || unit == metric::MBU {
+        format!("{:.1} pt", t.abs * 100.0)
+    } else {
+        group_thousands(&format!("{:.1}", t.abs))
+    };
+    let s = format!("{} & {abs}", fmt_pct(t.rel).replace(".0%", "%"));
+    if t.gate {
+        s
+    } else {
+        format!("{s} (report only)")
+    }
+}
+
+pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
+    let mut t = Table::new(&[
+        (name, Align::Left),
+        ("baseline", Align::Right),
+        ("candidate", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("threshold", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    for m in &g.metrics {
+        let ch = &m.change;
+        let u = m.metric.as_str();
+        t.row(vec![
+            metric_name(u).into_owned(),
+            cell_opt(ch.baseline_median, |v| fmt_value(u, v)),
+            cell_opt(ch.candidate_median, |v| fmt_value(u, v)),
+            fmt_change(u, ch),
+            fmt_interval(u, ch),
+            fmt_threshold(u, ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+/// A markdown code span that survives backticks in the text.
+pub(crate) fn code(s: &str) -> String {
+    // A CR/LF in a kernel name would end the list item or table row it sits in.
+    let s = crate::report::escape_control(s);
+    if s.contains('`') {
+        format!("`` {s} ``")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+/// How kernel names read in one rendering: their labels (distinct kernels sharing a short
+/// name told apart) or, `wide`, the full demangled names.
+#[derive(Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub labels: &'a NameLabels,
+    pub style: Style,
+    pub wide: bool,
+}
+
+impl Names<'_> {
+    /// The name as a table cell shows it: a code span in markdown, cut to the terminal's
+    /// column in text (unless wide), whole on a page.
+    pub fn cell(&self, full: &str, short: &str) -> String {
+        let name = if self.wide {
+            full
+        } else {
+            self.labels.get(full, short)
+        };
+        match self.style {
+            Style::Markdown => code(name),
+            Style::Text if !self.wide => truncate(name, NAME_WIDTH),
+            Style::Text | Style::Html => name.to_owned(),
+        }
+    }
+}
+
+pub(crate) fn kernel_table(rows: &[&KernelRow], judge: bool, names: Names<'_>) -> Table {
+    let mut t = Table::new(&[
+        ("kernel", Align::Wrap),
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    let u = "exclusive_ns";
+    for k in rows {
+        let ch = &k.change;
+        t.row(vec![
+            names.cell(&k.name, &k.short_name),
+            k.category.clone(),
+            cell_opt(ch.baseline_median, fmt_us),
+            cell_opt(ch.candidate_median, fmt_us),
+            fmt_change(u, ch),
+            fmt_interval(u, ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+pub(crate) fn presence_table(rows: &[KernelPresence], new: bool, names: Names<'_>) -> Table {
+    let mut t = Table::new(&[
+        ("kernel", Align::Wrap),
+        ("category", Align::Left),
+        ("mean µs per step", Align::Right),
+        ("share of busy", Align::Right),
+        ("gates", Align::Left),
+    ]);
+    for k in rows {
+        t.row(vec![
+            names.cell(&k.name, &k.short_name),
+            k.category.clone(),
+            fmt_us(k.mean_ns_per_step),
+            fmt_pct(k.share_of_busy),
+            match (new, k.gated) {
+                (true, true) => "❌ fails".to_owned(),
+                (true, false) => "report only".to_owned(),
+                (false, _) => "–".to_owned(),
+            },
+        ]);
+    }
+    t
+}
+
+pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
+    let mut t = Table::new(&[
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("change", Align::Right),
+        ("95% interval", Align::Right),
+        ("verdict", Align::Left),
+    ]);
+    for c in &g.categories {
+        let ch = &c.change;
+        t.row(vec![
+            c.category.clone(),
+            cell_opt(ch.baseline_median, fmt_us),
+            cell_opt(ch.candidate_median, fmt_us),
+            fmt_change("exclusive_ns", ch),
+            fmt_interval("exclusive_ns", ch),
+            row_verdict(ch, judge),
+        ]);
+    }
+    t
+}
+
+/// One line per category judged ok while some of its kernels regressed: kernels and
+/// categories have their own thresholds (by default 10% & 5 µs against 5% & 10 µs), so a
+/// kernel 9.5 µs slower fails where its category does not; the line says which applied.
+pub(crate) fn threshold_notes(g: &GroupComparison, names: Names<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in g
+        .categories
+        .iter()
+        .filter(|c| c.change.verdict != RowVerdict::Regression)
+    {
+        let kernels: Vec<&KernelRow> = g
+            .kernels
+            .iter()
+            .filter(|k| k.category == c.category && k.change.verdict == RowVerdict::Regression)
+            .collect();
+        let Some(first) = kernels.first() else {
+            continue;
+        };
+        let which = match kernels.len() {
+            1 => format!("kernel {}", names.cell(&first.name, &first.short_name)),
+            n => format!(
+                "{n} of its kernels (the largest {})",
+                names.cell(&first.name, &first.short_name)
+            ),
+        };
+        out.push(format!(
+            "category {} is {} while {which} regressed ({}): a kernel is judged against \
+             the kernel threshold {}, its category against the category threshold {}",
+            c.category,
+            row_verdict(&c.change, true),
+            fmt_change("exclusive_ns", &first.change),
+            fmt_threshold("exclusive_ns", &first.change),
+            fmt_threshold("exclusive_ns", &c.change),
+        ));
+    }
+    out
+}
+
+pub(crate) fn mbu_line(g: &GroupComparison, style: Style, judge: bool) -> String {
+    let bold = |s: &str| {
+        if style == Style::Markdown {
+            format!("**{s}**")
+        } else {
+            s.to_owned()
+        }
+    };
+    match g.metrics.iter().find(|m| m.metric == metric::MBU) {
+        Some(m) => {
+            let ch = &m.change;
+            format!(
+                "{} (derived: floor ÷ wall, median): {} → {} ({}), {}",
+                bold("Floor / MBU"),
+                cell_opt(ch.baseline_median, fmt_pct),
+                cell_opt(ch.candidate_median, fmt_pct),
+                ch.change
+                    .map(|d| fmt_delta(metric::MBU, d))
+                    .unwrap_or_default(),
+                row_verdict(ch, judge)
+            )
+        }
+        None => format!(
+            "{}: not compared — no model on both sides (record both with --model)",
+            bold("Floor / MBU")
+        ),
+    }
+}
+
+/// The waterfall of one group: top kernels by |Δ mean|, "N others", the gap, and the sum
+/// check in the last row.
+pub(crate) fn waterfall_table(w: &Waterfall, top: usize, names: Names<'_>) -> Option<Table> {
+    let check = w.waterfall_check.as_ref()?;
+    let s = summarize(w, top);
+    let mut t = Table::new(&[
+        ("contributor", Align::Wrap),
+        ("category", Align::Left),
+        ("baseline µs", Align::Right),
+        ("candidate µs", Align::Right),
+        ("Δ mean per step", Align::Right),
+    ]);
+    for r in &s.top {
+        t.row(vec![
+            names.cell(&r.name, &r.short_name),
+            r.category.clone(),
+            fmt_us(r.baseline_mean_ns),
+            fmt_us(r.candidate_mean_ns),
+            fmt_signed_us(r.delta_ns),
+        ]);
+    }
+    if let Some((n, d, b, c)) = s.others {
+        t.row(vec![
+            format!("{n} other{}", if n == 1 { "" } else { "s" }),
+            "–".to_owned(),
+            fmt_us(b),
+            fmt_us(c),
+            fmt_signed_us(d),
+        ]);
+    }
+    if let Some(g) = s.gap {
+        t.row(vec![
+            "gap (wall − busy)".to_owned(),
+            "gap".to_owned(),
+            fmt_us(g.baseline_mean_ns),
+            fmt_us(g.candidate_mean_ns),
+            fmt_signed_us(g.delta_ns),
+        ]);
+    }
+    let (b, c) = (
+        fmt_us(check.baseline_mean_wall_ns),
+        fmt_us(check.candidate_mean_wall_ns),
+    );
+    t.row(vec![
+        format!(
+            "= Δ mean wall (rows sum to {}{})",
+            fmt_signed_us(check.sum_rows_ns),
+            if check.exact { ", exact" } else { ", MISMATCH" }
+        ),
+        String::new(),
+        b,
+        c,
+        fmt_signed_us(check.delta_mean_wall_ns),
+    ]);
+    Some(t)
+}
+
+/// The kernel rows a waterfall table shows (for the full-names details).
+pub(crate) fn waterfall_table_rows(
+    w: &Waterfall,
+    top: usize,
+) -> impl Iterator<Item = &WaterfallRow> {
+    w.waterfall.iter().filter(|r| r.name != GAP_ROW).take(top)
+}
+
+/// The floor beside the waterfall: how far each side is from it and how much the floor
+/// itself moved.
+pub(crate) fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
+    let f = w.waterfall_floor.as_ref()?;
+    let c = w.waterfall_check.as_ref()?;
+    Some(format!(
+        "Mean floor per step (derived, MBU × wall): baseline {} µs ({} µs above it), \
+         candidate {} µs ({} µs above it); the floor itself moved {}.",
+        fmt_us(f.baseline_mean_floor_ns),
+        fmt_us(c.baseline_mean_wall_ns - f.baseline_mean_floor_ns),
+        fmt_us(f.candidate_mean_floor_ns),
+        fmt_us(c.candidate_mean_wall_ns - f.candidate_mean_floor_ns),
+        fmt_signed_us(f.delta_floor_ns),
+    ))
+}
+
+pub(crate) fn regressions(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+    g.kernels
+        .iter()
+        .filter(|k| k.change.verdict == RowVerdict::Regression)
+        .take(top)
+        .collect()
+}
+
+pub(crate) fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
+    // Kernels are sorted by increase; the largest decreases are at the end.
+    g.kernels
+        .iter()
+        .rev()
+        .filter(|k| k.change.verdict == RowVerdict::Improvement)
+        .take(top)
+        .collect()
+}
