@@ -9,6 +9,7 @@
 //! ([`groups`]).
 
 pub mod classes;
+pub mod compare;
 pub mod detail;
 pub mod groups;
 pub mod layers;

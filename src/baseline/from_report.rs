@@ -52,7 +52,9 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> Baseline 
                 if wall > 0.0 { gap / wall } else { 0.0 },
             );
             push(metric::LAUNCHES, s.launches as f64);
-            if let Some(f) = s.attribution.as_ref().and_then(|a| a.floor.as_ref()) {
+            // Below its floor a step has no MBU: the floor is wrong, not a result.
+            let floor = s.attribution.as_ref().and_then(|a| a.floor.as_ref());
+            if let Some(f) = floor.filter(|f| !f.below_floor) {
                 push(metric::MBU, f.mbu);
             }
         }
@@ -80,6 +82,7 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> Baseline 
                     .or_insert_with(|| vec![0.0; n])[i] += c.exclusive_ns as f64;
             }
         }
+        g.classes = crate::attribution::compare::class_samples(&steps);
         groups.push(g);
     }
     let mut meta = meta;

@@ -371,3 +371,24 @@ pub struct GroupAttribution {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<LayerMap>,
 }
+
+/// One class's per-step samples inside a baseline group (one value per step of the
+/// group, derived): what its floor allowed and how far its kernels went beyond it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassSamples {
+    pub floor_ns: Vec<f64>,
+    pub excess_ns: Vec<f64>,
+}
+
+/// The change of one class's excess over its floor between two groups of like steps:
+/// means per step (derived), so the class rows add up as the kernel waterfall's do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassExcessChange {
+    pub class: KernelClass,
+    pub baseline_floor_ns: f64,
+    pub candidate_floor_ns: f64,
+    pub baseline_excess_ns: f64,
+    pub candidate_excess_ns: f64,
+    /// candidate − baseline excess.
+    pub delta_excess_ns: f64,
+}

@@ -486,6 +486,24 @@ fn a_tp4_capture_is_priced_at_tp_4_without_the_flag() {
         !text.contains("MBU) 3"),
         "an MBU above 100% printed:\n{text}"
     );
+    // Nor does a baseline keep it, so a gate never compares MBUs above 100%.
+    let b = dir.path().join("b.json");
+    let (code, _, err) = run(&[
+        "baseline",
+        "record",
+        p,
+        "-o",
+        b.to_str().unwrap(),
+        "--model",
+        "llama-3-70b",
+        "--tp",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    for g in b["samples"]["groups"].as_array().unwrap() {
+        assert!(g["metrics"].get("mbu").is_none(), "{g:.300}");
+    }
 }
 
 #[test]
@@ -876,4 +894,61 @@ fn distributed_info_is_read_as_tp_only_for_tp_like_steps() {
             .unwrap(),
     ]);
     assert_eq!(j["operating_point"]["tp"]["basis"], "default");
+}
+
+#[test]
+fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() {
+    // Baseline: attention at its default 80% of the roof; candidate: the planted 50%.
+    // Same model, batch and context, so every class floor is the same on both sides and
+    // the change of the attention excess is the change of its planted time.
+    let dir = tempfile::tempdir().unwrap();
+    let (cand, slow) = planted_report(dir.path(), Cause::SlowAttentionSmallBatch, 12);
+    let mut fast = slow.clone();
+    let sp = Speeds {
+        gemm_of_roof: 0.95,
+        ..Speeds::default()
+    };
+    for st in &mut fast.steps {
+        st.kernels = planted::step_kernels(&Dense::LLAMA_3_8B, 1, 4, 1, 4096, &sp);
+    }
+    let base = dir.path().join("base.sqlite");
+    workload::build(&fast, &base).unwrap();
+    // The gate reads the classes from a recorded baseline file; diff from two reports.
+    let (b, c) = (base.to_str().unwrap(), cand.to_str().unwrap());
+    let bj = dir.path().join("base.json");
+    let bj = bj.to_str().unwrap();
+    let (code, _, err) = run(&["baseline", "record", b, "-o", bj, "--model", "llama-3-8b"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, err) = run(&[
+        "gate",
+        c,
+        "--baseline",
+        bj,
+        "--model",
+        "llama-3-8b",
+        "--format",
+        "json",
+    ]);
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let g = &j["groups"][0];
+    let rows = g["class_excess"].as_array().expect("class rows");
+    let row = |k: &str| rows.iter().find(|r| r["class"] == k).unwrap();
+    let att = row("attention");
+    let want = (planted_ns(&slow, 0, planted::ATTENTION) - planted_ns(&fast, 0, planted::ATTENTION))
+        as f64;
+    assert!(want > 0.0);
+    let got = att["delta_excess_ns"].as_f64().unwrap();
+    assert!((got - want).abs() < 1.0, "{got} vs {want}");
+    assert_eq!(att["baseline_floor_ns"], att["candidate_floor_ns"]);
+    // The GEMMs did not move.
+    assert!(row("weights")["delta_excess_ns"].as_f64().unwrap().abs() < 1.0);
+    // The text and markdown documents carry the same rows.
+    for f in ["table", "markdown"] {
+        let (_, out, _) = run(&["diff", b, c, "--model", "llama-3-8b", "--format", f]);
+        assert!(out.to_lowercase().contains("excess per class"), "{out}");
+        assert!(
+            out.contains(&format!("+{}", stepgate::report::fmt_us(want))),
+            "{f}:\n{out}"
+        );
+    }
 }
