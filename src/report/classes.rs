@@ -188,6 +188,27 @@ pub fn point_lines(r: &StepsReport) -> Vec<String> {
     out
 }
 
+/// What a group's class table is followed by: its exact waterfall, each class's next
+/// action, and what the per-layer view found.
+pub fn group_lines(g: &GroupAttribution) -> Vec<String> {
+    let mut lines = vec![format!("waterfall: {}", waterfall_line(&g.waterfall))];
+    lines.extend(
+        class_actions(&g.classes)
+            .into_iter()
+            .map(|a| format!("next: {a}")),
+    );
+    if let Some(l) = &g.layers {
+        lines.push(match &l.ambiguous {
+            Some(why) => format!("layers: {why}"),
+            None => format!(
+                "layers: {} kernels repeat {} times ({} layers in the model); the GEMMs of one layer:",
+                l.period_kernels, l.repeats, l.layers
+            ),
+        });
+    }
+    lines
+}
+
 /// Every group's class table, waterfall, actions and layer view, as text or markdown.
 pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
     let mut out = String::new();
@@ -201,23 +222,7 @@ pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
         } else {
             t.to_text()
         });
-        let mut lines = vec![format!("waterfall: {}", waterfall_line(&g.waterfall))];
-        lines.extend(
-            class_actions(&g.classes)
-                .into_iter()
-                .map(|a| format!("next: {a}")),
-        );
-        if let Some(l) = &g.layers {
-            match &l.ambiguous {
-                Some(why) => lines.push(format!("layers: {why}")),
-                None => {
-                    lines.push(format!(
-                        "layers: {} kernels repeat {} times ({} layers in the model); the GEMMs of one layer:",
-                        l.period_kernels, l.repeats, l.layers
-                    ));
-                }
-            }
-        }
+        let lines = group_lines(g);
         for l in lines {
             if markdown {
                 out.push_str(&format!("\n- {l}"));

@@ -952,3 +952,32 @@ fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() 
         );
     }
 }
+
+#[test]
+fn the_steps_page_draws_each_group_floor_against_its_measurement_by_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, scn) = planted_report(dir.path(), Cause::SlowAttentionSmallBatch, 4);
+    let html = dir.path().join("steps.html");
+    let (code, _, err) = run(&[
+        "steps",
+        path.to_str().unwrap(),
+        "--model",
+        "llama-3-8b",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("Floor and measurement per kernel class")
+        .expect("the class section");
+    let section = &page[at..];
+    assert!(section.contains("<svg"), "a chart");
+    assert!(section.contains("decode: floor (derived)") && section.contains("decode: measured"));
+    // The class table carries the planted attention time and half the roof (planted at
+    // 50% of β).
+    let att = stepgate::report::fmt_us(planted_ns(&scn, 0, planted::ATTENTION) as f64);
+    assert!(section.contains(&format!(">{att}<")), "attention {att} µs");
+    assert!(section.contains(">50.0%<"), "attention at half the roof");
+    assert!(section.contains("= wall "), "the exact waterfall line");
+}
