@@ -10,14 +10,20 @@
 #   bench_1m / bench_4m   the real fastvideo_h100 export replicated in time to 1M / 4M kernels
 #                         (~1.7 runtime and ~4.9 NVTX rows per kernel, the real mix)
 #   decode_10k_x400       10,000 node-mode CUDA-graph decode steps x 400 kernels (4M kernels)
+#   decode_200k_x10       200,000 decode steps x 10 kernels (made here): a step-heavy report
 # Prints, per row, the median wall seconds of RUNS (default 3) sqlite3/stepgate pairs run
 # back to back, stepgate's largest peak RSS, and the median of the per-pair ratios (each
 # pair shares the machine's load of the moment, so the ratio is the stable number).
+# The export rows pair `export` with `steps --format json` on the same input instead: what
+# writing the Parquet dataset costs over finding the steps (target: within 1.5x in time and
+# peak memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/bench-inputs}
 command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install sqlite3)" >&2; exit 4; }
 scripts/make_nsys_bench_inputs.sh "$out" --release >/dev/null
+[ -f "$out/decode_200k_x10.sqlite" ] || target/release/stepgate-synth workload --steps 200000 \
+  --kernels 10 --mode node -o "$out/decode_200k_x10.sqlite" >/dev/null
 # SG=/path/to/stepgate compares another build (e.g. an older release) on the same inputs.
 sg=${SG:-target/release/stepgate}
 [ -n "${SG:-}" ] || cargo build --release --bin stepgate >/dev/null 2>&1
@@ -93,3 +99,27 @@ row "analyze --no-steps (kernels only)" "$out/bench_4m.sqlite" 0 analyze --no-st
 row "steps --format json" "$out/decode_10k_x400.sqlite" 1 steps --format json
 row_ab "steps: class attribution on/off" "$out/decode_10k_x400.sqlite" --model llama-3-8b
 row "steps --format json" "$out/bench_4m.sqlite" 1 steps --format json
+
+# export vs steps on one input, back to back per pair (each export into a fresh dataset).
+export_row() {
+  local file=$1 ds steps_s=() export_s=() time_r=() mem_r=() s_s s_mb e_s e_mb s_peak=0 e_peak=0
+  ds=$(mktemp -d)
+  cat "$file" >/dev/null
+  for _ in $(seq "$runs"); do
+    read -r s_s s_mb <<<"$(measure "$sg" steps "$file" --format json)"
+    rm -rf "$ds/d"
+    read -r e_s e_mb <<<"$(measure "$sg" export "$file" -o "$ds/d")"
+    steps_s+=("$s_s"); export_s+=("$e_s")
+    time_r+=("$(echo "$e_s / $s_s" | bc -l)"); mem_r+=("$(echo "$e_mb / $s_mb" | bc -l)")
+    [ "$s_mb" -gt "$s_peak" ] && s_peak=$s_mb
+    [ "$e_mb" -gt "$e_peak" ] && e_peak=$e_mb
+  done
+  rm -rf "$ds"
+  printf '%-34s %-24s steps %6.2f s, peak %5s MiB | export %6.2f s, peak %5s MiB | export/steps time %.2f, memory %.2f (%s pairs)\n' \
+    "export vs steps --format json" "$(basename "$file")" "$(printf '%s\n' "${steps_s[@]}" | median)" \
+    "$s_peak" "$(printf '%s\n' "${export_s[@]}" | median)" "$e_peak" \
+    "$(printf '%s\n' "${time_r[@]}" | median)" "$(printf '%s\n' "${mem_r[@]}" | median)" "$runs"
+}
+
+export_row "$out/decode_10k_x400.sqlite"
+export_row "$out/decode_200k_x10.sqlite"

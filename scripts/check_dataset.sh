@@ -28,10 +28,13 @@ python3 -m pip install --quiet --disable-pip-version-check duckdb >/dev/null 2>&
 "$bin_dir/stepgate-synth" workload --steps 25 --kernels 64 --ranks 2 -o "$work/b.sqlite" >/dev/null 2>&1
 "$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds" --label branch=main --label git_sha=aaa
 "$bin_dir/stepgate" export "$work/b.sqlite" -o "$work/ds" --label branch=pr --label git_sha=bbb
+# A GPU name longer than a file name allows: its partition is cut with a hash suffix.
+long_gpu="NVIDIA H100 $(printf 'very long part name %.0s' $(seq 20))"
+"$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds_long" --gpu "$long_gpu" >/dev/null
 "$bin_dir/stepgate" steps "$work/a.sqlite" --format json >"$work/a.json"
 "$bin_dir/stepgate" steps "$work/b.sqlite" --format json >"$work/b.json"
 
-python3 - "$work" <<'EOF'
+python3 - "$work" "$long_gpu" <<'EOF'
 import json, sys
 import duckdb
 
@@ -110,6 +113,18 @@ if not (len(q1) == 2 and len(q2) == 1 and len(q3) >= 1):
     sys.exit(f"check_dataset: the docs' DuckDB queries gave {len(q1)}, {len(q2)}, {len(q3)} rows")
 print("duckdb: docs/dataset.md queries ran:", len(q1), len(q2), len(q3), "rows")
 print("check_dataset: DuckDB counts and sums equal stepgate's JSON")
+# The hash-shortened partition reads as a hive column; the full name is in runs.gpu_name,
+# and the per-step JSON text columns parse.
+long_gpu = sys.argv[2]
+row = con.execute(
+    f"SELECT gpu, gpu_name FROM read_parquet('{work}/ds_long/runs/**/*.parquet', hive_partitioning = true)"
+).fetchone()
+if not (row[1] == long_gpu and len("gpu=" + row[0]) <= 255 and row[0].startswith("nvidia-h100-very-long")):
+    sys.exit(f"check_dataset: long GPU partition read back as {row}")
+n = one(f"SELECT count(*) FROM steps WHERE json_array_length(top_kernels) > 0 AND json_array_length(categories) > 0")
+if n != exp["steps"]:
+    sys.exit(f"check_dataset: {n} of {exp['steps']} steps have parseable top_kernels/categories JSON")
+print("check_dataset: a 255-byte partition name and the JSON text columns read back")
 json.dump(exp, open(f"{work}/expected.json", "w"))
 EOF
 

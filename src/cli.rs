@@ -12,40 +12,69 @@ const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or 
 5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
 stepgate) · 130 interrupted while writing outputs (none was replaced)";
 
+/// `stepgate --version`: the package version and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("STEPGATE_BUILD_COMMIT"),
+    ")"
+);
+
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.
 #[derive(Debug, Parser)]
-#[command(name = "stepgate", version, about, after_help = EXIT_CODES)]
+#[command(name = "stepgate", version = VERSION, about, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// Every subcommand lets `-1` reach its flag's own check (which names the flag and says
+/// what a valid value is) instead of clap's "unexpected argument '-1'".
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Per-GPU busy and idle time and kernels ranked by non-overlapped time.
+    #[command(allow_negative_numbers = true)]
     Analyze(commands::analyze::Args),
     /// Find every engine step, project it onto the GPU and price it against its floor.
+    #[command(allow_negative_numbers = true)]
     Steps(commands::steps::Args),
     /// The analytic roofline floor of one decode step (no trace needed).
+    #[command(allow_negative_numbers = true)]
     Floor(commands::floor::Args),
     /// Capacity planning: batch, step time, queueing, replicas and cost.
+    #[command(allow_negative_numbers = true)]
     Capacity(commands::capacity::Args),
     /// Record a baseline from a report.
     #[command(subcommand)]
     Baseline(commands::baseline::Command),
     /// Compare a report with a baseline and fail on a real regression.
+    #[command(allow_negative_numbers = true)]
     Gate(commands::gate::Args),
     /// A markdown/JSON comparison of two reports or baselines.
+    #[command(allow_negative_numbers = true)]
     Diff(commands::diff::Args),
     /// Arm the engine's profiler over HTTP, optionally around `nsys profile`.
+    #[command(allow_negative_numbers = true)]
     Capture(commands::capture::Args),
     /// Measure this machine's per-launch cost with a null kernel.
+    #[command(allow_negative_numbers = true)]
     LaunchProbe(commands::launch_probe::Args),
     /// Append a run to a Parquet dataset (run history any engine can read).
+    #[command(allow_negative_numbers = true)]
     Export(commands::export::Args),
     /// One metric per run over time from a dataset, with change points marked.
+    #[command(allow_negative_numbers = true)]
     Trend(commands::trend::Args),
+    /// The GPU and model presets (--gpu, --model) with their numbers and sources.
+    #[command(allow_negative_numbers = true)]
+    Presets(commands::presets::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    #[command(allow_negative_numbers = true)]
+    Completions(commands::completions::Args),
+    /// Print the manual page (roff), or write one per subcommand with --dir.
+    #[command(allow_negative_numbers = true)]
+    Man(commands::man::Args),
 }
 
 /// Run one parsed command line; the returned value is the process exit code.
@@ -65,6 +94,9 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::LaunchProbe(a) => commands::launch_probe::run(&a),
         Command::Export(a) => commands::export::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
+        Command::Presets(a) => commands::presets::run(&a),
+        Command::Completions(a) => commands::completions::run(&a),
+        Command::Man(a) => commands::man::run(&a),
     }
 }
 

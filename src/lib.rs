@@ -25,6 +25,7 @@ pub mod probe;
 pub mod report;
 pub mod roofline;
 pub mod source;
+pub mod suggest;
 // Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks
 // (`--features synth`; not in a default build).
 #[cfg(feature = "synth")]

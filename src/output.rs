@@ -65,18 +65,28 @@ impl Plan {
         &self.items
     }
 
-    /// Refuse, before anything runs: an output that is one of the inputs, two outputs that
-    /// are the same file, an existing target that is not a regular file (a device, a FIFO,
-    /// a directory), and a directory that does not exist or cannot be written.
-    pub fn check(&self, inputs: &[&Path]) -> Result<()> {
+    /// Refuse, before anything runs: an output that is one of the inputs, an output inside
+    /// a dataset or a report directory the command reads or writes, two outputs that are
+    /// the same file, an existing target that is not a regular file (a device, a FIFO, a
+    /// directory), and a directory that does not exist or cannot be written.
+    pub fn check(&self, inputs: &[Input<'_>]) -> Result<()> {
         for (i, o) in self.items.iter().enumerate() {
             let target = resolve(&o.path);
             for input in inputs {
-                if same_file(&target, input) {
+                if same_file(&target, input.path) {
                     return Err(Error::usage(format!(
                         "{} {} is also an input: refusing to overwrite it; choose another output path",
                         o.flag,
                         o.path.display()
+                    )));
+                }
+                if let Some(why) = input.holds(&target) {
+                    return Err(Error::usage(format!(
+                        "{} {} is inside {} {why}: refusing to write there; choose a path \
+                         outside it",
+                        o.flag,
+                        o.path.display(),
+                        input.path.display()
                     )));
                 }
             }
@@ -94,6 +104,92 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// What an input path is, for [`Plan::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    /// A file the command reads (a baseline, a policy, a model config): no output may be it.
+    File,
+    /// A report: a file, or a directory of per-rank traces, inside which no output may go
+    /// (the next read would take it for one more rank).
+    Report,
+    /// A dataset the command reads or appends to, whether or not it exists yet: no output
+    /// may go inside it (a stray file among its tables, or its lock).
+    Dataset,
+}
+
+/// One input of a command, with its kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    pub path: &'a Path,
+    pub kind: InputKind,
+}
+
+impl<'a> Input<'a> {
+    pub fn file(path: &'a Path) -> Self {
+        Input {
+            path,
+            kind: InputKind::File,
+        }
+    }
+
+    pub fn report(path: &'a Path) -> Self {
+        Input {
+            path,
+            kind: InputKind::Report,
+        }
+    }
+
+    pub fn dataset(path: &'a Path) -> Self {
+        Input {
+            path,
+            kind: InputKind::Dataset,
+        }
+    }
+
+    /// Why `target` may not be written, when this input is a directory that holds it.
+    fn holds(&self, target: &Path) -> Option<&'static str> {
+        let why = match self.kind {
+            InputKind::File => return None,
+            InputKind::Report if !self.path.is_dir() => return None,
+            InputKind::Report => {
+                "the report directory this command reads (the next read would take it for one more rank)"
+            }
+            InputKind::Dataset => "the dataset this command reads or writes",
+        };
+        absolute(target)
+            .starts_with(absolute(self.path))
+            .then_some(why)
+    }
+}
+
+/// An absolute path with every symlink of its existing part resolved and `.`/`..` of the
+/// part that does not exist yet applied, so two spellings of one place compare equal.
+fn absolute(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    let mut at = PathBuf::new();
+    for c in full.components() {
+        match c {
+            Component::CurDir => {}
+            // `at` has no symlink left in it, so going up is going to its parent.
+            Component::ParentDir => {
+                at.pop();
+            }
+            c => {
+                at.push(c);
+                if let Ok(real) = std::fs::canonicalize(&at) {
+                    at = real;
+                }
+            }
+        }
+    }
+    at
 }
 
 /// Create the missing parent directories of an output planned with
@@ -237,33 +333,18 @@ pub fn write_all(files: &[(&Path, &[u8])]) -> Result<()> {
 /// SIGINT there).
 #[doc(hidden)]
 pub fn write_all_with(files: &[(&Path, &[u8])], after_stage: &dyn Fn()) -> Result<()> {
-    let guard = crate::capture::interrupt::defer();
-    let mut staged = Vec::with_capacity(files.len());
-    for (path, bytes) in files {
-        // A failure drops `staged`, which deletes every temporary file made so far.
-        staged.push((stage(path, bytes)?, *path));
-        if guard.interrupted() {
-            break;
-        }
-    }
+    let fills = files
+        .iter()
+        .map(|(path, bytes)| {
+            let fill: Fill<'_> = Box::new(move |w: &mut dyn Write| {
+                w.write_all(bytes).map_err(|e| Error::output(path, e))
+            });
+            (*path, fill)
+        })
+        .collect();
+    let staged = Staged::stage(fills)?;
     after_stage();
-    if guard.interrupted() {
-        drop(staged);
-        return Err(Error::interrupted(
-            "interrupted: no output file was written (temporary files removed)",
-        ));
-    }
-    for (tmp, path) in staged {
-        let target = resolve(path);
-        tmp.persist(&target)
-            .map_err(|e| Error::output(path, e.error))?;
-    }
-    if guard.interrupted() {
-        return Err(Error::interrupted(
-            "interrupted: every output file had been written in full",
-        ));
-    }
-    Ok(())
+    staged.commit()
 }
 
 /// Write one file atomically.
@@ -271,7 +352,64 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_all(&[(path, bytes)])
 }
 
-fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+/// The contents of one output, written straight into its temporary file (an encoder can
+/// stream into it, so a large output is never held in memory whole).
+pub type Fill<'a> = Box<dyn FnOnce(&mut dyn Write) -> Result<()> + 'a>;
+
+/// Outputs written in full to temporary files beside their targets, synced, and not yet
+/// renamed. Ctrl-C and SIGTERM are held while it lives; dropping it without
+/// [`Staged::commit`] removes every temporary file and touches no target.
+pub struct Staged<'a> {
+    files: Vec<(tempfile::NamedTempFile, &'a Path)>,
+    guard: crate::capture::interrupt::Deferred,
+}
+
+impl<'a> Staged<'a> {
+    /// Stage every output in order; the first failure (or a signal) removes what was
+    /// staged and returns the error.
+    pub fn stage(fills: Vec<(&'a Path, Fill<'_>)>) -> Result<Staged<'a>> {
+        let guard = crate::capture::interrupt::defer();
+        let mut files = Vec::with_capacity(fills.len());
+        for (path, fill) in fills {
+            // A failure drops `files`, which deletes every temporary file made so far.
+            files.push((stage(path, fill)?, path));
+            if guard.interrupted() {
+                return Err(not_written());
+            }
+        }
+        Ok(Staged { files, guard })
+    }
+
+    /// The signal deferral this staging holds (a caller that waits between staging and
+    /// committing polls it).
+    pub fn guard(&self) -> &crate::capture::interrupt::Deferred {
+        &self.guard
+    }
+
+    /// Rename every staged file over its target, in staging order.
+    pub fn commit(self) -> Result<()> {
+        if self.guard.interrupted() {
+            return Err(not_written());
+        }
+        for (tmp, path) in self.files {
+            let target = resolve(path);
+            tmp.persist(&target)
+                .map_err(|e| Error::output(path, e.error))?;
+        }
+        if self.guard.interrupted() {
+            return Err(Error::interrupted(
+                "interrupted: every output file had been written in full",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn not_written() -> Error {
+    Error::interrupted("interrupted: no output file was written (temporary files removed)")
+}
+
+fn stage(path: &Path, fill: Fill<'_>) -> Result<tempfile::NamedTempFile> {
     let target = resolve(path);
     if let Ok(m) = std::fs::metadata(&target) {
         if !m.is_file() {
@@ -287,7 +425,11 @@ fn stage(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
         .suffix(TMP_SUFFIX)
         .tempfile_in(parent_dir(&target))
         .map_err(fail)?;
-    tmp.as_file_mut().write_all(bytes).map_err(fail)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        fill(&mut w)?;
+        w.flush().map_err(fail)?;
+    }
     tmp.as_file().sync_all().map_err(fail)?;
     // Temp files are created 0600; what stepgate writes is meant to be shared.
     #[cfg(unix)]
@@ -437,13 +579,13 @@ mod tests {
         std::fs::write(&r, b"x").unwrap();
         let mut p = Plan::new();
         p.add("--markdown", Some(&r));
-        let e = p.check(&[&r]).unwrap_err();
+        let e = p.check(&[Input::report(&r)]).unwrap_err();
         assert!(e.message.contains("also an input"), "{}", e.message);
         // Same file through another spelling.
         let mut p = Plan::new();
         let other = d.path().join(".").join("r.sqlite");
         p.add("--json", Some(&other));
-        assert!(p.check(&[&r]).is_err());
+        assert!(p.check(&[Input::report(&r)]).is_err());
     }
 
     #[test]

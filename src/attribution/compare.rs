@@ -1,32 +1,10 @@
-//! The class attribution across two runs: each group's per-step class floors and excesses
-//! as a baseline stores them, and the change of each class's excess between a baseline
-//! and a candidate group, shown beside the gate's kernel waterfall.
+//! The class attribution across two runs: the change of each kernel class's excess over
+//! its floor between a baseline and a candidate group (from the per-step class samples a
+//! baseline stores, `baseline::from_report`), shown beside the gate's kernel waterfall.
 
 use std::collections::BTreeMap;
 
 use crate::wire::attribution::{ClassExcessChange, ClassSamples, KernelClass};
-use crate::wire::steps::Step;
-
-/// Per class with a floor on every one of `steps`, its floor and excess per step (same
-/// order). A class priced on only some steps is left out, as a baseline leaves out MBU,
-/// rather than averaged over a different set of steps.
-pub fn class_samples(steps: &[&Step]) -> BTreeMap<String, ClassSamples> {
-    let mut by: BTreeMap<String, ClassSamples> = BTreeMap::new();
-    for s in steps {
-        let Some(a) = s.attribution.as_ref() else {
-            continue;
-        };
-        for c in &a.classes {
-            if let (Some(f), Some(e)) = (c.floor_ns, c.excess_ns) {
-                let e2 = by.entry(c.class.key().to_owned()).or_default();
-                e2.floor_ns.push(f as f64);
-                e2.excess_ns.push(e as f64);
-            }
-        }
-    }
-    by.retain(|_, v| v.floor_ns.len() == steps.len());
-    by
-}
 
 fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::baseline::model::{Baseline, FORMAT, SCHEMA_VERSION};
+use crate::baseline::model::{bounds, Baseline, FORMAT, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
 
 const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FILE`";
@@ -14,8 +14,13 @@ const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FI
 /// Write `baseline` to `path` through [`crate::output`]: a `.stepgate-*.tmp` file in the
 /// same directory, synced, then renamed over the target, so a crash never leaves a
 /// half-written baseline and a device node or FIFO at the path is never replaced.
-/// Missing parent directories are created.
+/// Missing parent directories are created; a baseline that [`validate`] refuses is not
+/// written.
 pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
+    // What gate would refuse is never written (the builder keeps samples in bounds, so
+    // this failing is a bug, said as such rather than left for the next gate to find).
+    validate(baseline, &path.display().to_string())
+        .map_err(|e| Error::input(format!("internal: refusing to write {e}")))?;
     crate::output::create_parent(path)?;
     let mut bytes = serde_json::to_vec(baseline)
         .map_err(|e| Error::input(format!("cannot write baseline {}: {e}", path.display())))?;
@@ -92,41 +97,12 @@ pub fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
     Ok(b)
 }
 
-/// Largest time sample a baseline may hold, ns (about 11.6 days: no step is that long,
-/// and sums of such samples stay exact in f64).
-const MAX_NS: f64 = 1e15;
-/// Largest count sample (launches, kernel instances per step).
-const MAX_COUNT: f64 = 1e12;
-/// Largest mean context per request, tokens.
-const MAX_CONTEXT: f64 = 1e10;
-
-/// A number as a person reads it: 1e308, not 309 digits.
-fn short(v: f64) -> String {
-    if v.is_finite() && v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
-}
-
-/// The range a sample of `metric` must lie in, and how to say it.
-fn sample_range(metric: &str) -> (f64, f64, &'static str) {
-    use crate::baseline::model::metric as m;
-    match metric {
-        m::GAP_FRACTION => (0.0, 1.0, "a fraction from 0 to 1"),
-        // Above 1 is possible when the floor is priced high; beyond 1000 is no measurement.
-        m::MBU => (0.0, 1e3, "a utilisation from 0 to 1000"),
-        m::LAUNCHES => (0.0, MAX_COUNT, "a count from 0 to 1e12"),
-        n if n.ends_with("_ns") => (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
-        _ => (-MAX_NS, MAX_NS, "a finite number within ±1e15"),
-    }
-}
-
 /// Checks serde cannot express: every group holds step metrics, every kernel and
-/// category has one sample per step, and every number is finite and in its range (a
-/// hand-edited or corrupted file with 1e308, a negative time or a mean context of −1e300
-/// must not decide a gate).
-fn validate(b: &Baseline, name: &str) -> Result<()> {
+/// category has one sample per step, and every number lies in [`bounds`] (a hand-edited
+/// or corrupted file with 1e308, a negative time or a mean context of −1e300 must not
+/// decide a gate). The same check runs before a baseline is written, so `record` never
+/// writes a file `gate` refuses.
+pub fn validate(b: &Baseline, name: &str) -> Result<()> {
     for g in &b.samples.groups {
         let n = g.steps();
         let label = g.label();
@@ -142,33 +118,29 @@ fn validate(b: &Baseline, name: &str) -> Result<()> {
                  samples; {RERECORD}"
             ))
         };
-        let out_of_range = |field: &str, i: usize, v: f64, range: &str| {
-            Error::input(format!(
-                "baseline {name} is malformed: group {label} {field} sample {i} is {} (must be \
-                 {range}); {RERECORD}",
-                short(v)
-            ))
-        };
-        let check = |field: &str, v: &[f64], (lo, hi, range): (f64, f64, &str)| -> Result<()> {
-            match v
-                .iter()
-                .position(|x| !(x.is_finite() && *x >= lo && *x <= hi))
-            {
-                Some(i) => Err(out_of_range(field, i, v[i], range)),
+        let check = |field: &str, v: &[f64], range: bounds::Range| -> Result<()> {
+            match v.iter().position(|x| !range.holds(*x)) {
+                Some(i) => Err(Error::input(format!(
+                    "baseline {name} is malformed: group {label} {field} sample {i} is {} (must \
+                     be {}); {RERECORD}",
+                    bounds::show(v[i]),
+                    range.what
+                ))),
                 None => Ok(()),
             }
         };
         if let Some(c) = g.mean_context {
-            if !(c.is_finite() && (0.0..=MAX_CONTEXT).contains(&c)) {
+            if !bounds::CONTEXT.holds(c) {
                 return Err(Error::input(format!(
                     "baseline {name} is malformed: group {label} mean_context is {} (must be \
-                     a number of tokens from 0 to 1e10); {RERECORD}",
-                    short(c)
+                     {}); {RERECORD}",
+                    bounds::show(c),
+                    bounds::CONTEXT.what
                 )));
             }
         }
         for (m, v) in &g.metrics {
-            check(&format!("metric {m}"), v, sample_range(m))?;
+            check(&format!("metric {m}"), v, bounds::of_metric(m))?;
         }
         for (k, s) in &g.kernels {
             if s.exclusive_ns.len() != n || s.instances.len() != n {
@@ -177,23 +149,19 @@ fn validate(b: &Baseline, name: &str) -> Result<()> {
             check(
                 &format!("kernel {k} exclusive_ns"),
                 &s.exclusive_ns,
-                (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
+                bounds::TIME,
             )?;
             check(
                 &format!("kernel {k} instances"),
                 &s.instances,
-                (0.0, MAX_COUNT, "a count from 0 to 1e12"),
+                bounds::COUNT,
             )?;
         }
         for (c, s) in &g.categories {
             if s.len() != n {
                 return Err(bad(&format!("category {c}"), s.len()));
             }
-            check(
-                &format!("category {c}"),
-                s,
-                (0.0, MAX_NS, "a time from 0 to 1e15 ns"),
-            )?;
+            check(&format!("category {c}"), s, bounds::TIME)?;
         }
     }
     Ok(())

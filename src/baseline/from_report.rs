@@ -1,90 +1,324 @@
-//! The one door from found steps to a [`Baseline`]: per-step samples grouped by step kind
-//! and batch size, with the kernels and categories of every step.
+//! The one door from steps to a [`Baseline`]: per-step samples grouped by step kind and
+//! batch size, with the kernels and categories of every step. Both a report's steps
+//! ([`samples_from_steps`]) and a dataset's stored steps (`gate --history`) go through
+//! [`GroupBuilder`], and every step is held to [`bounds`] before it is pushed, so a
+//! baseline that `record` writes is one that `gate` reads.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
+use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
 use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::timing::steps::{Step, StepsReport};
 
-/// Group key: (kind, requests per step). An inferred kind keys as `decode (inferred)`,
-/// so a later exact marker never silently matches a guess.
-type Key = (String, Option<u32>);
+/// Where a pushed step landed: its group and its position in the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    group: usize,
+    step: usize,
+}
 
-fn key(s: &Step) -> Key {
-    let batch = s
-        .composition
-        .as_ref()
-        .and_then(|c| c.requests)
-        .and_then(|r| u32::try_from(r).ok());
-    (s.kind_label().to_string(), batch)
+/// A group while steps are pushed: the contexts seen, to average when every step has one.
+#[derive(Debug, Default)]
+struct Building {
+    group: Group,
+    steps: usize,
+    context_sum: f64,
+    contexts: usize,
+    /// Steps each kernel class was priced on.
+    class_steps: HashMap<String, usize>,
+}
+
+/// Groups built one step at a time. Kernel and category vectors hold one value per step
+/// of the group, 0 where a step lacks that kernel (filled in by [`GroupBuilder::finish`]).
+#[derive(Debug, Default)]
+pub struct GroupBuilder {
+    /// kind → batch size → index into `groups` (borrowed-key lookups, no allocation per step).
+    index: HashMap<String, HashMap<Option<u32>, usize>>,
+    groups: Vec<Building>,
+}
+
+impl GroupBuilder {
+    /// Add one step's metric samples; the caller has held them to [`bounds`].
+    pub fn push(&mut self, kind: &str, batch: Option<u32>, s: &StepSample) -> Slot {
+        let next = self.groups.len();
+        let g = match self.index.get_mut(kind) {
+            Some(by) => *by.entry(batch).or_insert(next),
+            None => {
+                self.index
+                    .insert(kind.to_owned(), HashMap::from([(batch, next)]));
+                next
+            }
+        };
+        if g == next {
+            self.groups.push(Building {
+                group: Group::new(kind, batch),
+                ..Building::default()
+            });
+        }
+        let b = &mut self.groups[g];
+        let mut push = |name: &str, v: f64| match b.group.metrics.get_mut(name) {
+            Some(x) => x.push(v),
+            None => {
+                b.group.metrics.insert(name.to_owned(), vec![v]);
+            }
+        };
+        push(metric::WALL_NS, s.wall_ns);
+        if let Some(p) = s.period_ns {
+            push(metric::PERIOD_NS, p);
+        }
+        push(metric::BUSY_NS, s.busy_ns);
+        push(metric::GAP_NS, s.gap_ns);
+        push(metric::GAP_FRACTION, s.gap_fraction());
+        push(metric::LAUNCHES, s.launches);
+        if let Some(m) = s.mbu {
+            push(metric::MBU, m);
+        }
+        if let Some(c) = s.mean_context {
+            b.context_sum += c;
+            b.contexts += 1;
+        }
+        b.steps += 1;
+        Slot {
+            group: g,
+            step: b.steps - 1,
+        }
+    }
+
+    /// Add one kernel's exclusive ns and instances to a pushed step.
+    pub fn add_kernel(
+        &mut self,
+        at: Slot,
+        name: &str,
+        short_name: &str,
+        category: &str,
+        exclusive_ns: f64,
+        instances: f64,
+    ) {
+        let g = &mut self.groups[at.group].group;
+        let k = match g.kernels.get_mut(name) {
+            Some(k) => k,
+            None => g
+                .kernels
+                .entry(name.to_owned())
+                .or_insert_with(|| KernelSamples {
+                    short_name: short_name.to_owned(),
+                    category: category.to_owned(),
+                    ..KernelSamples::default()
+                }),
+        };
+        add_at(&mut k.exclusive_ns, at.step, exclusive_ns);
+        add_at(&mut k.instances, at.step, instances);
+    }
+
+    /// Add a category's exclusive ns to a pushed step.
+    pub fn add_category(&mut self, at: Slot, category: &str, exclusive_ns: f64) {
+        let g = &mut self.groups[at.group].group;
+        let v = match g.categories.get_mut(category) {
+            Some(v) => v,
+            None => g.categories.entry(category.to_owned()).or_default(),
+        };
+        add_at(v, at.step, exclusive_ns);
+    }
+
+    /// Add a kernel class's floor and excess to a pushed step (derived, where the step
+    /// was priced).
+    pub fn add_class(&mut self, at: Slot, class: &str, floor_ns: f64, excess_ns: f64) {
+        let b = &mut self.groups[at.group];
+        let c = match b.group.classes.get_mut(class) {
+            Some(c) => c,
+            None => b.group.classes.entry(class.to_owned()).or_default(),
+        };
+        add_at(&mut c.floor_ns, at.step, floor_ns);
+        add_at(&mut c.excess_ns, at.step, excess_ns);
+        match b.class_steps.get_mut(class) {
+            Some(n) => *n += 1,
+            None => {
+                b.class_steps.insert(class.to_owned(), 1);
+            }
+        }
+    }
+
+    /// The groups in (kind, batch size) order. A metric present on only some steps (MBU
+    /// where a floor exists) is dropped rather than compared over a different set of
+    /// steps; `period_ns` may have one sample fewer per series (the last step has none).
+    pub fn finish(self) -> Vec<Group> {
+        let mut out: Vec<Group> = self
+            .groups
+            .into_iter()
+            .map(|b| {
+                let n = b.steps;
+                let mut g = b.group;
+                g.metrics
+                    .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+                for k in g.kernels.values_mut() {
+                    k.exclusive_ns.resize(n, 0.0);
+                    k.instances.resize(n, 0.0);
+                }
+                for v in g.categories.values_mut() {
+                    v.resize(n, 0.0);
+                }
+                // A class priced on only some steps is dropped, as MBU is.
+                g.classes
+                    .retain(|k, _| b.class_steps.get(k).copied() == Some(n));
+                if b.contexts == n && n > 0 {
+                    g.mean_context = Some(b.context_sum / n as f64);
+                }
+                g
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.step_kind, a.batch_size).cmp(&(&b.step_kind, b.batch_size)));
+        out
+    }
+}
+
+/// `v[i] += x`, growing `v` with zeros up to `i`.
+fn add_at(v: &mut Vec<f64>, i: usize, x: f64) {
+    if v.len() <= i {
+        v.resize(i + 1, 0.0);
+    }
+    v[i] += x;
+}
+
+/// Steps left out, or derived samples dropped, while building a baseline: a count and
+/// the first case, for one warning line.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub count: usize,
+    pub first: Option<String>,
+}
+
+impl Tally {
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(what());
+        }
+    }
+}
+
+/// The samples of one found step as bounds see them.
+fn sample(s: &Step) -> StepSample {
+    StepSample {
+        wall_ns: s.wall_ns.unwrap_or(0) as f64,
+        period_ns: s.period_ns.map(|p| p as f64),
+        busy_ns: s.busy_ns as f64,
+        gap_ns: s.gap_ns.unwrap_or(0) as f64,
+        launches: s.launches as f64,
+        mbu: s
+            .attribution
+            .as_ref()
+            .and_then(|a| a.floor.as_ref())
+            .map(|f| f.mbu),
+        mean_context: s.composition.as_ref().and_then(|c| c.mean_context()),
+    }
+}
+
+/// The first kernel or category sample of a step out of range.
+fn bad_kernel(s: &Step) -> Option<OutOfRange> {
+    let bad = |field: String, v: i64, range: bounds::Range| {
+        let v = v as f64;
+        (!range.holds(v)).then_some(OutOfRange {
+            field,
+            value: v,
+            range,
+        })
+    };
+    s.all_kernels
+        .iter()
+        .find_map(|k| {
+            bad(
+                format!("kernel {} exclusive_ns", k.name),
+                k.exclusive_ns,
+                bounds::TIME,
+            )
+            .or_else(|| {
+                bad(
+                    format!("kernel {} instances", k.name),
+                    i64::try_from(k.instances).unwrap_or(i64::MAX),
+                    bounds::COUNT,
+                )
+            })
+        })
+        .or_else(|| {
+            s.categories.iter().find_map(|c| {
+                bad(
+                    format!("category {}", c.category),
+                    c.exclusive_ns,
+                    bounds::TIME,
+                )
+            })
+        })
 }
 
 /// Samples of every step with GPU work, grouped so that only like steps are compared.
-/// Kernel and category vectors hold one value per step (0 where absent).
-pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> Baseline {
-    let mut by: BTreeMap<Key, Vec<&Step>> = BTreeMap::new();
+/// Kernel and category vectors hold one value per step (0 where absent). A step with a
+/// measured sample outside [`bounds`] is left out, and an MBU or mean context outside them
+/// is dropped from its step; the returned lines say so (empty when nothing was).
+pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline, Vec<String>) {
+    let mut b = GroupBuilder::default();
+    let (mut left_out, mut dropped) = (Tally::default(), Tally::default());
+    let at = |s: &Step| format!("step {} of series {}", s.index, s.series);
     for s in report.steps.iter().filter(|s| s.wall_ns.is_some()) {
-        by.entry(key(s)).or_default().push(s);
-    }
-    let mut groups = Vec::with_capacity(by.len());
-    for ((kind, batch), steps) in by {
-        let mut g = Group::new(kind, batch);
-        let n = steps.len();
-        let ctx: Vec<f64> = steps
-            .iter()
-            .filter_map(|s| s.composition.as_ref().and_then(|c| c.mean_context()))
-            .collect();
-        if ctx.len() == n && n > 0 {
-            g.mean_context = Some(ctx.iter().sum::<f64>() / n as f64);
+        let mut x = sample(s);
+        if let Some(bad) = x.bad_measurement().or_else(|| bad_kernel(s)) {
+            left_out.note(|| format!("{}: {bad}", at(s)));
+            continue;
         }
-        let mut push = |name: &str, v: f64| g.metrics.entry(name.to_owned()).or_default().push(v);
-        for s in &steps {
-            let wall = s.wall_ns.unwrap_or(0) as f64;
-            push(metric::WALL_NS, wall);
-            if let Some(p) = s.period_ns {
-                push(metric::PERIOD_NS, p as f64);
-            }
-            push(metric::BUSY_NS, s.busy_ns as f64);
-            let gap = s.gap_ns.unwrap_or(0) as f64;
-            push(metric::GAP_NS, gap);
-            push(
-                metric::GAP_FRACTION,
-                if wall > 0.0 { gap / wall } else { 0.0 },
+        for bad in x.drop_bad_derived() {
+            dropped.note(|| format!("{}: {bad}", at(s)));
+        }
+        // Below its floor a step has no MBU (the floor is wrong, not a result); the steps
+        // report already warns of it.
+        if s.attribution
+            .as_ref()
+            .and_then(|a| a.floor.as_ref())
+            .is_some_and(|f| f.below_floor)
+        {
+            x.mbu = None;
+        }
+        let batch = s
+            .composition
+            .as_ref()
+            .and_then(|c| c.requests)
+            .and_then(|r| u32::try_from(r).ok());
+        // An inferred kind keys as `decode (inferred)`, so a later exact marker never
+        // silently matches a guess.
+        let slot = b.push(s.kind_label().as_str(), batch, &x);
+        for k in &s.all_kernels {
+            b.add_kernel(
+                slot,
+                &k.name,
+                &k.short_name,
+                &k.category,
+                k.exclusive_ns as f64,
+                k.instances as f64,
             );
-            push(metric::LAUNCHES, s.launches as f64);
-            // Below its floor a step has no MBU: the floor is wrong, not a result.
-            let floor = s.attribution.as_ref().and_then(|a| a.floor.as_ref());
-            if let Some(f) = floor.filter(|f| !f.below_floor) {
-                push(metric::MBU, f.mbu);
+        }
+        for c in &s.categories {
+            b.add_category(slot, &c.category, c.exclusive_ns as f64);
+        }
+        for c in s.attribution.iter().flat_map(|a| &a.classes) {
+            if let (Some(f), Some(e)) = (c.floor_ns, c.excess_ns) {
+                b.add_class(slot, c.class.key(), f as f64, e as f64);
             }
         }
-        // A metric present on only some steps (MBU where a floor exists) is dropped rather
-        // than compared over a different set of steps.
-        g.metrics
-            .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
-        for (i, s) in steps.iter().enumerate() {
-            for k in &s.all_kernels {
-                let e = g
-                    .kernels
-                    .entry(k.name.to_string())
-                    .or_insert_with(|| KernelSamples {
-                        short_name: k.short_name.to_string(),
-                        category: k.category.to_string(),
-                        exclusive_ns: vec![0.0; n],
-                        instances: vec![0.0; n],
-                    });
-                e.exclusive_ns[i] += k.exclusive_ns as f64;
-                e.instances[i] += k.instances as f64;
-            }
-            for c in &s.categories {
-                g.categories
-                    .entry(c.category.clone())
-                    .or_insert_with(|| vec![0.0; n])[i] += c.exclusive_ns as f64;
-            }
-        }
-        g.classes = crate::attribution::compare::class_samples(&steps);
-        groups.push(g);
     }
+    let mut warnings = Vec::new();
+    if let Some(first) = left_out.first {
+        warnings.push(format!(
+            "{} step(s) left out of the baseline: a sample is outside what a baseline holds \
+             (first: {first})",
+            left_out.count
+        ));
+    }
+    if let Some(first) = dropped.first {
+        warnings.push(format!(
+            "{} derived sample(s) dropped: an MBU or mean context is outside what a baseline \
+             holds, so the floor or the step name behind it is not meaningful (first: {first})",
+            dropped.count
+        ));
+    }
+    let groups = b.finish();
     let mut meta = meta;
     let kinds: BTreeSet<String> = groups.iter().map(|g| g.step_kind.clone()).collect();
     meta.step_kinds = kinds.into_iter().collect();
@@ -101,5 +335,5 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> Baseline 
             .iter()
             .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone()));
     }
-    Baseline::new(meta, SampleSet { groups })
+    (Baseline::new(meta, SampleSet { groups }), warnings)
 }

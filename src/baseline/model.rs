@@ -31,6 +31,181 @@ pub mod metric {
     pub const MBU: &str = "mbu";
 }
 
+/// What a sane sample is: the one definition a baseline file is checked against when it is
+/// read, a baseline is held to when it is recorded, and a dataset's rows are held to when
+/// `trend` and `gate --history` read them. The bounds are far beyond any real step (a
+/// step of 11.6 days, a trillion launches) and exist so that a corrupted, hand-edited or
+/// sign-flipped number (1e308, −5 ns, a NaN context) never decides a gate.
+pub mod bounds {
+    /// Largest time sample, ns (about 11.6 days: no step is that long, and sums of such
+    /// samples stay exact in f64).
+    pub const MAX_NS: f64 = 1e15;
+    /// Largest count sample (launches, kernel instances per step).
+    pub const MAX_COUNT: f64 = 1e12;
+    /// Largest mean context per request, tokens.
+    pub const MAX_CONTEXT: f64 = 1e10;
+    /// Largest MBU: above 1 is possible when the floor is priced high; beyond 1000 it is
+    /// no measurement.
+    pub const MAX_MBU: f64 = 1e3;
+
+    /// The closed range a sample must lie in, and how a message says it.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Range {
+        pub lo: f64,
+        pub hi: f64,
+        pub what: &'static str,
+    }
+
+    impl Range {
+        /// Finite and within the range.
+        pub fn holds(&self, v: f64) -> bool {
+            v.is_finite() && v >= self.lo && v <= self.hi
+        }
+    }
+
+    pub const TIME: Range = Range {
+        lo: 0.0,
+        hi: MAX_NS,
+        what: "a time from 0 to 1e15 ns",
+    };
+    pub const COUNT: Range = Range {
+        lo: 0.0,
+        hi: MAX_COUNT,
+        what: "a count from 0 to 1e12",
+    };
+    pub const FRACTION: Range = Range {
+        lo: 0.0,
+        hi: 1.0,
+        what: "a fraction from 0 to 1",
+    };
+    pub const MBU: Range = Range {
+        lo: 0.0,
+        hi: MAX_MBU,
+        what: "a utilisation from 0 to 1000",
+    };
+    pub const CONTEXT: Range = Range {
+        lo: 0.0,
+        hi: MAX_CONTEXT,
+        what: "a number of tokens from 0 to 1e10",
+    };
+    /// A metric this build does not know: any finite number of reasonable size.
+    pub const OTHER: Range = Range {
+        lo: -MAX_NS,
+        hi: MAX_NS,
+        what: "a finite number within ±1e15",
+    };
+
+    /// The range of a step metric (see [`super::metric`]).
+    pub fn of_metric(metric: &str) -> Range {
+        use super::metric as m;
+        match metric {
+            m::GAP_FRACTION => FRACTION,
+            m::MBU => MBU,
+            m::LAUNCHES => COUNT,
+            n if n.ends_with("_ns") => TIME,
+            _ => OTHER,
+        }
+    }
+
+    /// A number as a person reads it: 1e308, not 309 digits.
+    pub fn show(v: f64) -> String {
+        if v.is_finite() && v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
+            format!("{v:e}")
+        } else {
+            format!("{v}")
+        }
+    }
+
+    /// A sample outside its range: which, what it was, what it must be.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct OutOfRange {
+        pub field: String,
+        pub value: f64,
+        pub range: Range,
+    }
+
+    impl std::fmt::Display for OutOfRange {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(
+                f,
+                "{} is {} (must be {})",
+                self.field,
+                show(self.value),
+                self.range.what
+            )
+        }
+    }
+
+    /// The measured samples of one step (times, counts) and the derived ones (MBU from a
+    /// floor, mean context from the step's name), as every reader of steps sees them.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    pub struct StepSample {
+        pub wall_ns: f64,
+        pub period_ns: Option<f64>,
+        pub busy_ns: f64,
+        pub gap_ns: f64,
+        pub launches: f64,
+        pub mbu: Option<f64>,
+        pub mean_context: Option<f64>,
+    }
+
+    impl StepSample {
+        /// The first measured sample out of range. A step with one is not a measurement
+        /// (a sign-flipped or overflowed column): it is left out, never compared.
+        pub fn bad_measurement(&self) -> Option<OutOfRange> {
+            use super::metric as m;
+            let measured = [
+                (m::WALL_NS, Some(self.wall_ns)),
+                (m::PERIOD_NS, self.period_ns),
+                (m::BUSY_NS, Some(self.busy_ns)),
+                (m::GAP_NS, Some(self.gap_ns)),
+                (m::GAP_FRACTION, Some(self.gap_fraction())),
+                (m::LAUNCHES, Some(self.launches)),
+            ];
+            measured.into_iter().find_map(|(name, v)| {
+                let v = v?;
+                let range = of_metric(name);
+                (!range.holds(v)).then(|| OutOfRange {
+                    field: name.to_owned(),
+                    value: v,
+                    range,
+                })
+            })
+        }
+
+        /// Derived samples out of range are set absent (the floor or the step name was
+        /// absurd, not the step): returns what was dropped.
+        pub fn drop_bad_derived(&mut self) -> Vec<OutOfRange> {
+            let mut out = Vec::new();
+            for (field, v, range) in [
+                (super::metric::MBU, &mut self.mbu, MBU),
+                ("mean_context", &mut self.mean_context, CONTEXT),
+            ] {
+                if let Some(x) = *v {
+                    if !range.holds(x) {
+                        out.push(OutOfRange {
+                            field: field.to_owned(),
+                            value: x,
+                            range,
+                        });
+                        *v = None;
+                    }
+                }
+            }
+            out
+        }
+
+        /// `gap / wall` (0 for a zero-length step).
+        pub fn gap_fraction(&self) -> f64 {
+            if self.wall_ns > 0.0 {
+                self.gap_ns / self.wall_ns
+            } else {
+                0.0
+            }
+        }
+    }
+}
+
 /// One stored baseline (or one side of a comparison built straight from a report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stepgate::exit::{Error, Result};
 use stepgate::source::nsys::{self, LoadOptions};
 use stepgate::synth::workload::{self, LaunchMode};
-use stepgate::synth::{planted, replicate, steps, Layout};
+use stepgate::synth::{long_names, planted, replicate, steps, Layout};
 
 /// Synthetic Nsight Systems SQLite exports (not captures: every file says so in its
 /// export metadata where the layout has that table).
@@ -88,6 +88,18 @@ enum Command {
         /// Steps per rank (prefill-among-decodes always writes 12).
         #[arg(long, default_value_t = 12)]
         steps: usize,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
+    /// A small capture with two kernel names of BYTES bytes each (equal but for their
+    /// last bytes), to measure what huge names cost.
+    ///
+    /// Example: stepgate-synth long-names --bytes 20000000 --format nsys -o long.sqlite
+    LongNames {
+        #[arg(long, default_value_t = 20_000_000)]
+        bytes: usize,
+        #[arg(long, value_enum, default_value_t = FormatArg::Nsys)]
+        format: FormatArg,
         #[arg(short, long)]
         out: PathBuf,
     },
@@ -246,6 +258,14 @@ fn run(cli: Cli) -> Result<()> {
                 exp.steps.len() / exp.devices.len().max(1),
                 exp.devices.len()
             );
+        }
+        Command::LongNames { bytes, format, out } => {
+            let format = match format {
+                FormatArg::Kineto => long_names::Format::Kineto,
+                FormatArg::Nsys => long_names::Format::Nsys,
+            };
+            long_names::write(&out, format, bytes)?;
+            eprintln!("wrote {} (two names of {bytes} bytes)", out.display());
         }
         Command::TimeLoad { file, ops_only } => {
             let opts = if ops_only {

@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut inputs = vec![args.report.as_path()];
+    let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     crate::output::Plan::new()
         .add("--html", args.html.as_deref())

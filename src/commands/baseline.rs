@@ -16,9 +16,12 @@ use crate::report::{fmt_int, fmt_us};
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Record a baseline from a report (an nsys SQLite export or a Kineto trace).
-    #[command(after_help = "Examples:
+    #[command(
+        after_help = "Examples:
   stepgate baseline record run.sqlite -o baselines/h100-llama-3-8b-vllm-decode.json --model llama-3-8b
-  stepgate baseline record trace_dir/ -o baselines/mi300x-qwen3-8b-sglang.json --kind decode")]
+  stepgate baseline record trace_dir/ -o baselines/mi300x-qwen3-8b-sglang.json --kind decode",
+        allow_negative_numbers = true
+    )]
     Record {
         /// The report to record.
         report: PathBuf,
@@ -57,7 +60,8 @@ pub fn run(cmd: &Command) -> Result<u8> {
             // node or FIFO, a directory that exists or can be created.
             let mut plan = crate::output::Plan::new();
             plan.add_creating_dirs("-o", output);
-            let mut inputs = vec![report.as_path()];
+            let mut inputs = vec![crate::output::Input::report(report)];
+            inputs.extend(export.export.as_deref().map(crate::output::Input::dataset));
             inputs.extend(report_args.inputs());
             plan.check(&inputs)?;
             let steps_plan = report_args.plan(TOP_KERNELS)?;

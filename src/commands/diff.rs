@@ -51,8 +51,9 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut plan = crate::output::Plan::new();
     plan.add("--markdown", args.markdown.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.a.as_path(), args.b.as_path()];
-    inputs.extend(args.policy.as_deref());
+    use crate::output::Input;
+    let mut inputs = vec![Input::report(&args.a), Input::report(&args.b)];
+    inputs.extend(args.policy.as_deref().map(Input::file));
     inputs.extend(args.report_args.inputs());
     plan.check(&inputs)?;
     let steps_plan = args.report_args.plan(TOP_KERNELS)?;

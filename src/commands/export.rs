@@ -31,6 +31,11 @@ pub struct Args {
     /// Replace the run if it is already in the dataset (default: refuse).
     #[arg(long)]
     pub replace: bool,
+    /// Seconds to wait for another export holding the dataset's lock, then exit 4 naming
+    /// the holder (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value = "60",
+          value_parser = crate::commands::numbers::lock_timeout_flag)]
+    pub lock_timeout: std::time::Duration,
     #[command(flatten)]
     pub step: StepFlags,
 }
@@ -39,6 +44,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let to = ExportPlan {
         dataset: args.dataset.clone(),
         labels: parse_labels(&args.labels)?,
+        lock_timeout: args.lock_timeout,
     };
     if args.dataset.exists() && !args.dataset.is_dir() {
         return Err(Error::usage(format!(
@@ -47,7 +53,12 @@ pub fn run(args: &Args) -> Result<u8> {
         )));
     }
     let plan = args.step.plan(TOP_KERNELS)?;
-    let o = crate::pipeline::history::export(&args.report, &plan, &to, args.replace)?;
+    let options = crate::dataset::write::ExportOptions {
+        replace: args.replace,
+        lock_timeout: args.lock_timeout,
+    };
+    let o = crate::pipeline::history::export(&args.report, &plan, &to, &options)?;
+    o.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
     let rows: Vec<String> = o
         .rows
         .iter()

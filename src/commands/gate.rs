@@ -72,10 +72,12 @@ fn plan(args: &Args) -> Result<()> {
     plan.add("--markdown", args.markdown.as_deref())
         .add("--json", args.json.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.report.as_path()];
-    inputs.extend(args.baseline.as_deref());
-    inputs.extend(args.history.history.as_deref());
-    inputs.extend(args.policy.as_deref());
+    use output::Input;
+    let mut inputs = vec![Input::report(&args.report)];
+    inputs.extend(args.baseline.as_deref().map(Input::file));
+    inputs.extend(args.history.history.as_deref().map(Input::dataset));
+    inputs.extend(args.export.export.as_deref().map(Input::dataset));
+    inputs.extend(args.policy.as_deref().map(Input::file));
     inputs.extend(args.report_args.inputs());
     plan.check(&inputs)
 }
@@ -87,7 +89,12 @@ pub fn run(args: &Args) -> Result<u8> {
     let history = args.history.plan()?;
     let mut policy = Policy::load(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
-    let cand = Candidate::load(&args.report, &steps_plan, export.as_ref())?;
+    let cand = Candidate::load(
+        &args.report,
+        &steps_plan,
+        export.as_ref(),
+        history.is_some(),
+    )?;
     let (against, base_name) = match (&history, &args.baseline) {
         (Some(h), _) => (Against::History(h), h.dataset.display().to_string()),
         (None, Some(b)) => (Against::Baseline(b), b.display().to_string()),

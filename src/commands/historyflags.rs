@@ -19,6 +19,11 @@ pub struct ExportFlags {
     /// A label stored with the exported run; repeatable (needs --export).
     #[arg(long = "label", value_name = "KEY=VALUE", requires = "export")]
     pub labels: Vec<String>,
+    /// Seconds to wait for another export holding the dataset's lock, then exit 4 naming
+    /// the holder (0: do not wait).
+    #[arg(long, value_name = "SECONDS", default_value = "60", requires = "export",
+          value_parser = crate::commands::numbers::lock_timeout_flag)]
+    pub lock_timeout: std::time::Duration,
 }
 
 impl ExportFlags {
@@ -30,6 +35,7 @@ impl ExportFlags {
         Ok(Some(ExportPlan {
             dataset: dataset.clone(),
             labels: parse_labels(&self.labels)?,
+            lock_timeout: self.lock_timeout,
         }))
     }
 }
@@ -39,20 +45,22 @@ impl ExportFlags {
 pub struct HistoryFlags {
     /// Gate against the last runs of this dataset instead of a baseline file (only runs on
     /// the candidate's GPU, and for its model when --model is given).
-    #[arg(long, value_name = "DATASET", conflicts_with = "baseline", value_parser = dataset_dir)]
+    #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;
     /// comma-separated or repeated.
     #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history", value_parser = where_clauses)]
     pub where_: Vec<String>,
-    /// How many of the newest matching runs.
-    #[arg(long, default_value_t = 20, requires = "history")]
+    /// How many of the newest matching runs (at least 1).
+    #[arg(long, default_value = "20", requires = "history",
+          value_parser = crate::commands::numbers::last_runs_flag)]
     pub last: usize,
     /// steps: pool every step of those runs; runs: one median per run.
     #[arg(long, value_enum, default_value_t, requires = "history")]
     pub history_mode: HistoryMode,
     /// Fewer matching runs than this: inconclusive.
-    #[arg(long, default_value_t = 3, requires = "history")]
+    #[arg(long, default_value = "3", requires = "history",
+          value_parser = crate::commands::numbers::min_runs_flag)]
     pub min_runs: usize,
 }
 
@@ -77,16 +85,4 @@ pub fn where_clauses(s: &str) -> std::result::Result<String, String> {
     Filter::parse(&[s.to_owned()])
         .map(|_| s.to_owned())
         .map_err(|e| e.message)
-}
-
-/// Check `--history` while parsing flags: an existing directory.
-fn dataset_dir(s: &str) -> std::result::Result<PathBuf, String> {
-    let p = PathBuf::from(s);
-    if p.is_dir() {
-        Ok(p)
-    } else {
-        Err(format!(
-            "{s} is not a directory: pass a dataset written by `stepgate export`"
-        ))
-    }
 }

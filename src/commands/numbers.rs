@@ -73,6 +73,27 @@ pub fn max_steps_flag(s: &str) -> std::result::Result<usize, String> {
     count("--max-steps", "steps", s, 0, 1 << 32).map(|v| v as usize)
 }
 
+/// `--last` (runs of a history or a trend): 1 ..= 2^32; 0 would select nothing.
+pub fn last_runs_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--last", "runs", s, 1, 1 << 32).map(|v| v as usize)
+}
+
+/// `--min-runs`: 1 ..= 2^32.
+pub fn min_runs_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--min-runs", "runs", s, 1, 1 << 32).map(|v| v as usize)
+}
+
+/// `trend --window`: previous runs each point is judged against, 1 ..= 2^32.
+pub fn window_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--window", "runs", s, 1, 1 << 32).map(|v| v as usize)
+}
+
+/// `--lock-timeout`: whole seconds to wait for another export's lock, 0 (do not wait)
+/// ..= one day.
+pub fn lock_timeout_flag(s: &str) -> std::result::Result<std::time::Duration, String> {
+    count("--lock-timeout", "seconds", s, 0, 86_400).map(std::time::Duration::from_secs)
+}
+
 /// A real flag that must be finite, above zero and at most `max`. `unit` is appended to
 /// the numbers in the message (`ms`, `req/s`; empty for a plain number).
 pub fn real(flag: &str, unit: &str, v: f64, max: f64) -> Result<f64> {

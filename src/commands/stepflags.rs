@@ -2,7 +2,7 @@
 //! `baseline`, `diff`, `export`): `--steps`, `--kind`, launch cost, categories and the
 //! model/GPU flags, turned once into a [`StepsPlan`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
@@ -136,7 +136,7 @@ impl StepFlags {
 
     /// The files a step-finding command reads besides its report (categories, launch-cost
     /// probe, model config): no output may overwrite one of them.
-    pub fn inputs(&self) -> Vec<&Path> {
+    pub fn inputs(&self) -> Vec<crate::output::Input<'_>> {
         [
             self.categories.as_deref(),
             self.launch_cost.as_deref(),
@@ -144,6 +144,7 @@ impl StepFlags {
         ]
         .into_iter()
         .flatten()
+        .map(crate::output::Input::file)
         .collect()
     }
 }

@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let mut plan = crate::output::Plan::new();
     plan.add("--perfetto", args.perfetto.as_deref())
         .add("--html", args.html.as_deref());
-    let mut inputs = vec![args.report.as_path()];
+    let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     plan.check(&inputs)?;
     let steps_plan = args.step.plan(args.top)?;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use crate::baseline::Policy;
 use crate::commands::historyflags::where_clauses;
-use crate::dataset::read::{parse_date, Filter};
 use crate::dataset::trend::{trend, Metric, TrendQuery};
-use crate::exit::{Error, Result, OK};
+use crate::dataset::{dates::parse_date, Filter};
+use crate::exit::{Result, OK};
 use crate::report::Format;
 
 const TREND_HELP: &str = "Examples:
@@ -26,7 +26,8 @@ in `gate`) relative to the median of the previous --window runs.";
 pub struct Args {
     /// The dataset directory written by `stepgate export`.
     pub dataset: PathBuf,
-    /// wall_ns, busy_ns, gap_ns, mbu, kernel:NAME (full or short name) or category:NAME.
+    /// wall_ns, busy_ns, gap_ns, mbu, kernel:SELECTOR (part of one kernel's full or short
+    /// name, or re:REGEX on the full name; exactly one kernel must match) or category:NAME.
     #[arg(long, default_value = "wall_ns")]
     pub metric: String,
     /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
@@ -40,10 +41,10 @@ pub struct Args {
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     /// Only the last N runs of each group.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::commands::numbers::last_runs_flag)]
     pub last: Option<usize>,
     /// Previous runs a change point is measured against.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value = "5", value_parser = crate::commands::numbers::window_flag)]
     pub window: usize,
     /// Thresholds (TOML or JSON, as for `gate`); defaults when absent.
     #[arg(long, value_name = "FILE")]
@@ -56,17 +57,15 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut inputs = vec![args.dataset.as_path()];
-    inputs.extend(args.policy.as_deref());
+    use crate::output::Input;
+    let mut inputs = vec![Input::dataset(&args.dataset)];
+    inputs.extend(args.policy.as_deref().map(Input::file));
     crate::output::Plan::new()
         .add("--html", args.html.as_deref())
         .check(&inputs)?;
     let metric = Metric::parse(&args.metric)?;
     let filter = Filter::parse(&args.where_)?;
     let since_ns = args.since.as_deref().map(parse_date).transpose()?;
-    if args.last == Some(0) {
-        return Err(Error::usage("--last must be at least 1"));
-    }
     let policy = Policy::load(args.policy.as_deref())?;
     let q = TrendQuery {
         metric,
@@ -77,6 +76,7 @@ pub fn run(args: &Args) -> Result<u8> {
         window: args.window,
     };
     let t = trend(&args.dataset, &q, &policy)?;
+    t.warnings.iter().for_each(|w| eprintln!("warning: {w}"));
     if let Some(p) = &args.html {
         let page = crate::report::html::trend::render(&args.dataset.display().to_string(), &t);
         crate::output::write_atomic(p, page.as_bytes())?;

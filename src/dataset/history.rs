@@ -9,9 +9,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use crate::baseline::from_report::{GroupBuilder, Slot};
 use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::baseline::stats::median_in_place;
-use crate::dataset::read::{self, Filter, KernelName, KernelPick, RunRow, StepKernelRow, StepRow};
+use crate::dataset::filter::Filter;
+use crate::dataset::read::{self, RunRow};
+use crate::dataset::rows::{self, KernelName, KernelPick, StepKernelRow, StepRow};
 use crate::exit::Result;
 
 /// `--history-mode`.
@@ -22,6 +25,15 @@ pub enum HistoryMode {
     Steps,
     /// One sample per run: its median.
     Runs,
+}
+
+/// The report being gated, so its own earlier export is never part of its history.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The run id `export` computes for it (report hash and the `--label`s given).
+    pub run_id: String,
+    /// sha256 of the report's bytes: the same report under other labels is the same run.
+    pub report_sha256: String,
 }
 
 /// Which runs make the baseline.
@@ -36,6 +48,8 @@ pub struct HistoryQuery {
     pub gpu: Option<String>,
     /// Only runs priced for this model (the candidate's), when given.
     pub model: Option<String>,
+    /// The candidate, when it is a report (a baseline file has no run id).
+    pub candidate: Option<Candidate>,
 }
 
 /// The baseline and how it was made.
@@ -46,11 +60,37 @@ pub struct History {
     /// One line for the report: which runs, which mode, or why too few.
     pub note: String,
     pub too_few: bool,
+    /// Runs left out (damaged rows, the candidate's own export, duplicates), one line each.
+    pub warnings: Vec<String>,
 }
 
-/// Build the baseline from the dataset.
+impl Candidate {
+    fn is(&self, r: &RunRow) -> bool {
+        r.run_id == self.run_id || r.report_sha256.as_deref() == Some(self.report_sha256.as_str())
+    }
+}
+
+/// Build the baseline from the dataset. A dataset that does not exist yet, or holds no
+/// matching run, gives an empty baseline (the gate is inconclusive) with a note saying so,
+/// so the documented CI line `gate R --history DS --export DS` starts a history from
+/// nothing.
 pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
-    let all = read::read_runs(dataset)?;
+    let mut warnings = Vec::new();
+    let exists = dataset.exists();
+    let all = read::read_runs(dataset, &mut warnings)?;
+    let stored = all.len();
+    let (own, all): (Vec<RunRow>, Vec<RunRow>) = all
+        .into_iter()
+        .partition(|r| q.candidate.as_ref().is_some_and(|c| c.is(r)));
+    if !own.is_empty() {
+        let ids: Vec<&str> = own.iter().map(|r| r.run_id.as_str()).collect();
+        warnings.push(format!(
+            "history: left out run {} of {}: it is an export of this very report, and a run \
+             is never part of its own history",
+            ids.join(", "),
+            dataset.display()
+        ));
+    }
     let matching: Vec<RunRow> = all
         .into_iter()
         .filter(|r| q.filter.matches(r))
@@ -65,16 +105,33 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         .collect();
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
-    let ids: Vec<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    let min = q.min_runs.max(1);
+    let data = if runs.len() >= min {
+        rows::read_run_data(
+            &runs,
+            q.filter.kind.as_deref(),
+            Some(&KernelPick::All),
+            &mut warnings,
+        )?
+    } else {
+        rows::RunData::default()
+    };
+    let used: Vec<&RunRow> = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !data.left_out.contains(i))
+        .map(|(_, r)| r)
+        .collect();
+    let ids: Vec<String> = used.iter().map(|r| r.run_id.clone()).collect();
     let mut meta = BaselineMeta {
-        gpu_name: runs.iter().find_map(|r| r.gpu_name.clone()),
+        gpu_name: used.iter().find_map(|r| r.gpu_name.clone()),
         nsys_version: None,
-        source_format: runs
+        source_format: used
             .iter()
             .find_map(|r| r.source_format.clone())
             .unwrap_or_else(|| "dataset".into()),
-        engine: runs.iter().find_map(|r| r.engine.clone()),
-        model: runs.iter().find_map(|r| r.model.clone()),
+        engine: used.iter().find_map(|r| r.engine.clone()),
+        model: used.iter().find_map(|r| r.model.clone()),
         created_by: format!(
             "stepgate {} history of {}",
             env!("CARGO_PKG_VERSION"),
@@ -82,24 +139,34 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         ),
         ..BaselineMeta::default()
     };
-    if runs.len() < q.min_runs.max(1) {
+    if used.len() < min {
+        let why = if !exists {
+            format!("{} does not exist yet", dataset.display())
+        } else if stored == 0 {
+            format!("{} holds no runs yet", dataset.display())
+        } else {
+            format!(
+                "{} matching run(s) in {} (at least {min} needed)",
+                used.len(),
+                dataset.display()
+            )
+        };
         return Ok(History {
             baseline: Baseline::new(meta, SampleSet::default()),
             runs: ids,
-            note: format!(
-                "history: {} matching run(s) in {} (at least {} needed): inconclusive",
-                runs.len(),
-                dataset.display(),
-                q.min_runs.max(1)
-            ),
+            note: format!("history: {why}: inconclusive (with --export, this run is added to it)"),
             too_few: true,
+            warnings,
         });
     }
-    let steps = read::read_steps(&runs, q.filter.kind.as_deref())?;
-    let kernels = read::read_step_kernels(&runs, &KernelPick::All)?;
     let groups = match q.mode {
-        HistoryMode::Steps => groups_of(&steps, &kernels.rows, &kernels.names),
-        HistoryMode::Runs => run_medians(&steps, &kernels.rows, &kernels.names, runs.len()),
+        HistoryMode::Steps => groups_of(&data.steps, &data.kernels.rows, &data.kernels.names),
+        HistoryMode::Runs => run_medians(
+            &data.steps,
+            &data.kernels.rows,
+            &data.kernels.names,
+            runs.len(),
+        ),
     };
     let labels: Vec<String> = groups.iter().map(Group::label).collect();
     meta.step_kinds = {
@@ -113,7 +180,7 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         baseline: Baseline::new(meta, SampleSet { groups }),
         note: format!(
             "history: the last {} matching run(s) of {} ({} mode): {}",
-            runs.len(),
+            ids.len(),
             dataset.display(),
             match q.mode {
                 HistoryMode::Steps => "steps pooled",
@@ -123,80 +190,36 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         ),
         runs: ids,
         too_few: false,
+        warnings,
     })
 }
 
-/// Per-step samples grouped by (kind, batch size), as `samples_from_steps` groups a report:
-/// kernel and category vectors hold one value per step, 0 where absent.
+/// Per-step samples grouped by (kind, batch size) through the same [`GroupBuilder`] that
+/// groups a report: kernel and category vectors hold one value per step, 0 where absent.
 fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow], names: &[KernelName]) -> Vec<Group> {
-    let mut at: HashMap<(usize, i64, i64), usize> = HashMap::with_capacity(steps.len());
-    for (i, s) in steps.iter().enumerate() {
-        at.insert((s.run, s.series, s.index), i);
+    let mut b = GroupBuilder::default();
+    let mut at: HashMap<(usize, i64, i64), Slot> = HashMap::with_capacity(steps.len());
+    for s in steps {
+        at.insert(
+            (s.run, s.series, s.index),
+            b.push(&s.kind, s.batch, &s.sample),
+        );
     }
-    let mut of_step: Vec<Vec<&StepKernelRow>> = vec![Vec::new(); steps.len()];
     for k in kernels {
-        if let Some(&i) = at.get(&(k.run, k.series, k.index)) {
-            of_step[i].push(k);
-        }
-    }
-    let mut by: BTreeMap<(&str, Option<u32>), Vec<usize>> = BTreeMap::new();
-    for (i, s) in steps.iter().enumerate() {
-        by.entry((&*s.kind, s.batch)).or_default().push(i);
-    }
-    let mut groups = Vec::with_capacity(by.len());
-    for ((kind, batch), idx) in by {
-        let mut g = Group::new(kind, batch);
-        let n = idx.len();
-        let ctx: Vec<f64> = idx.iter().filter_map(|&i| steps[i].mean_context).collect();
-        if ctx.len() == n && n > 0 {
-            g.mean_context = Some(ctx.iter().sum::<f64>() / n as f64);
-        }
-        let mut push = |name: &str, v: f64| g.metrics.entry(name.to_owned()).or_default().push(v);
-        for &i in &idx {
-            let s = &steps[i];
-            push(metric::WALL_NS, s.wall_ns);
-            if let Some(p) = s.period_ns {
-                push(metric::PERIOD_NS, p);
-            }
-            push(metric::BUSY_NS, s.busy_ns);
-            push(metric::GAP_NS, s.gap_ns);
-            push(
-                metric::GAP_FRACTION,
-                if s.wall_ns > 0.0 {
-                    s.gap_ns / s.wall_ns
-                } else {
-                    0.0
-                },
+        if let Some(&slot) = at.get(&(k.run, k.series, k.index)) {
+            let id = &names[k.name as usize];
+            b.add_kernel(
+                slot,
+                &id.name,
+                &id.short_name,
+                &id.category,
+                k.exclusive_ns,
+                k.instances,
             );
-            push(metric::LAUNCHES, s.launches);
-            if let Some(m) = s.mbu {
-                push(metric::MBU, m);
-            }
+            b.add_category(slot, &id.category, k.exclusive_ns);
         }
-        g.metrics
-            .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
-        for (j, &i) in idx.iter().enumerate() {
-            for k in &of_step[i] {
-                let id = &names[k.name as usize];
-                let e = g
-                    .kernels
-                    .entry(id.name.clone())
-                    .or_insert_with(|| KernelSamples {
-                        short_name: id.short_name.clone(),
-                        category: id.category.clone(),
-                        exclusive_ns: vec![0.0; n],
-                        instances: vec![0.0; n],
-                    });
-                e.exclusive_ns[j] += k.exclusive_ns;
-                e.instances[j] += k.instances;
-                g.categories
-                    .entry(id.category.clone())
-                    .or_insert_with(|| vec![0.0; n])[j] += k.exclusive_ns;
-            }
-        }
-        groups.push(g);
     }
-    groups
+    b.finish()
 }
 
 /// One sample per run and group: the run's median of every metric, kernel and category
@@ -292,10 +315,13 @@ mod tests {
             index,
             kind: std::sync::Arc::from("decode"),
             batch: Some(8),
-            wall_ns: wall,
-            busy_ns: wall - 10.0,
-            gap_ns: 10.0,
-            launches: 1.0,
+            sample: crate::baseline::model::bounds::StepSample {
+                wall_ns: wall,
+                busy_ns: wall - 10.0,
+                gap_ns: 10.0,
+                launches: 1.0,
+                ..Default::default()
+            },
             ..StepRow::default()
         }
     }

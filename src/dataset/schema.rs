@@ -1,16 +1,15 @@
-//! The dataset's tables and columns (schema version 1) and how a run becomes five data
-//! frames. Per-step columns are generated from the serialized `Step` (the same JSON that
-//! `steps --format json` prints), so fields added to `Step` later become columns without a
+//! The dataset's tables and columns (schema version 1), and the small per-run frames
+//! (`runs`, `kernels`, `devices`). Per-step columns are generated from the serialized
+//! `Step` (`dataset::columns`), so fields added to `Step` later become columns without a
 //! change here; the core columns below always exist with a fixed type, so every run's file
 //! has them even when a value is absent.
 
 use std::collections::HashMap;
 
 use polars::prelude::*;
-use serde_json::Value;
 
 use crate::exit::Result;
-use crate::timing::steps::{Step, StepsReport};
+use crate::timing::steps::StepsReport;
 
 /// Bump when a column changes meaning or type, or disappears (new columns do not bump it).
 pub const SCHEMA_VERSION: i32 = 1;
@@ -64,162 +63,8 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
 /// the batch composition, as baselines do).
 pub const MEAN_CONTEXT: &str = "mean_context";
 
-/// One column being filled row by row from JSON values.
-struct Col {
-    name: String,
-    values: Vec<Value>,
-}
-
-/// Flattened step rows: column order is first-seen order (core columns first).
-pub struct StepColumns {
-    cols: Vec<Col>,
-    at: HashMap<String, usize>,
-    rows: usize,
-}
-
-impl StepColumns {
-    fn new(capacity: usize) -> Self {
-        let mut s = StepColumns {
-            cols: Vec::new(),
-            at: HashMap::new(),
-            rows: 0,
-        };
-        for (name, _) in STEP_CORE {
-            s.col(name);
-        }
-        for c in &mut s.cols {
-            c.values.reserve(capacity);
-        }
-        s
-    }
-
-    fn col(&mut self, name: &str) -> usize {
-        if let Some(&i) = self.at.get(name) {
-            return i;
-        }
-        let i = self.cols.len();
-        self.cols.push(Col {
-            name: name.to_owned(),
-            values: vec![Value::Null; self.rows],
-        });
-        self.at.insert(name.to_owned(), i);
-        i
-    }
-
-    /// Walk one step's JSON object: scalars become cells, objects recurse with a `_`
-    /// joined name, arrays (top kernels, categories) are kept as JSON text.
-    fn walk(&mut self, key: &mut String, v: Value) {
-        match v {
-            Value::Object(m) => {
-                let len = key.len();
-                for (k, x) in m {
-                    if !key.is_empty() {
-                        key.push('_');
-                    }
-                    key.push_str(&k);
-                    self.walk(key, x);
-                    key.truncate(len);
-                }
-            }
-            Value::Array(_) => {
-                let i = self.col(key);
-                self.cols[i].values.push(Value::String(v.to_string()));
-            }
-            _ => {
-                let i = self.col(key);
-                self.cols[i].values.push(v);
-            }
-        }
-    }
-
-    /// One step: its serialized JSON (moved in, not copied) and the struct for the derived
-    /// columns.
-    fn push(&mut self, step: &Step, v: Value) {
-        let mut key = String::with_capacity(64);
-        self.walk(&mut key, v);
-        let ctx = step.composition.as_ref().and_then(|c| c.mean_context());
-        let i = self.col(MEAN_CONTEXT);
-        self.cols[i]
-            .values
-            .push(ctx.map_or(Value::Null, |c| serde_json::json!(c)));
-        self.rows += 1;
-        // A field absent from this step (an object that was null) gets a null cell.
-        for c in &mut self.cols {
-            if c.values.len() < self.rows {
-                c.values.push(Value::Null);
-            }
-        }
-    }
-
-    /// The frame, with a fixed type for core columns and an inferred one for the rest.
-    fn finish(self, run_id: &str) -> Result<DataFrame> {
-        let n = self.rows;
-        let mut out = leading(run_id, n);
-        for c in self.cols {
-            let ty = match STEP_CORE.iter().find(|(k, _)| *k == c.name) {
-                Some((_, t)) => *t,
-                // A non-core column with no value in this run is left out rather than
-                // typed by guess: a guessed type could clash with the real one in other
-                // runs' files (Spark's mergeSchema refuses string vs long).
-                None if c.values.iter().all(Value::is_null) => continue,
-                None => infer(&c.values),
-            };
-            out.push(typed(&c.name, ty, &c.values));
-        }
-        Ok(DataFrame::new(n, out)?)
-    }
-}
-
-/// The type a column's JSON values fit: integers stay integers, any fraction makes it a
-/// float, anything mixed (or all null) is text.
-fn infer(values: &[Value]) -> Ty {
-    let mut ty: Option<Ty> = None;
-    for v in values {
-        let t = match v {
-            Value::Null => continue,
-            Value::Bool(_) => Ty::Bool,
-            Value::Number(n) if n.is_i64() => Ty::Int,
-            Value::Number(_) => Ty::Float,
-            _ => Ty::Str,
-        };
-        ty = Some(match (ty, t) {
-            (None, t) => t,
-            (Some(a), b) if a == b => a,
-            (Some(Ty::Int), Ty::Float) | (Some(Ty::Float), Ty::Int) => Ty::Float,
-            _ => return Ty::Str,
-        });
-    }
-    ty.unwrap_or(Ty::Str)
-}
-
-fn typed(name: &str, ty: Ty, values: &[Value]) -> Column {
-    let name = PlSmallStr::from(name);
-    match ty {
-        Ty::Int => Column::new(
-            name,
-            values
-                .iter()
-                .map(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)))
-                .collect::<Vec<_>>(),
-        ),
-        Ty::Float => Column::new(name, values.iter().map(Value::as_f64).collect::<Vec<_>>()),
-        Ty::Bool => Column::new(name, values.iter().map(Value::as_bool).collect::<Vec<_>>()),
-        Ty::Str => Column::new(
-            name,
-            values
-                .iter()
-                .map(|v| match v {
-                    Value::Null => None,
-                    Value::String(s) => Some(s.clone()),
-                    other => Some(other.to_string()),
-                })
-                .collect::<Vec<_>>(),
-        ),
-    }
-}
-
 /// `schema_version` and `run_id`, the two columns every table starts with.
-fn leading(run_id: &str, n: usize) -> Vec<Column> {
+pub(crate) fn leading(run_id: &str, n: usize) -> Vec<Column> {
     vec![
         Column::new_scalar(
             "schema_version".into(),
@@ -232,66 +77,6 @@ fn leading(run_id: &str, n: usize) -> Vec<Column> {
             n,
         ),
     ]
-}
-
-/// The `steps` table: one row per step. `steps_json` is the report's `steps` array as
-/// `steps --format json` prints it (serialized once by the caller).
-pub fn steps_frame(
-    run_id: &str,
-    report: &StepsReport,
-    steps_json: Vec<Value>,
-) -> Result<DataFrame> {
-    if steps_json.len() != report.steps.len() {
-        return Err(crate::exit::Error::input(
-            "internal: the serialized steps do not match the steps",
-        ));
-    }
-    let mut cols = StepColumns::new(report.steps.len());
-    for (s, v) in report.steps.iter().zip(steps_json) {
-        cols.push(s, v);
-    }
-    cols.finish(run_id)
-}
-
-/// The `step_kernels` table: one row per (step, op name), every op name of the step (not
-/// only the top ones).
-pub fn step_kernels_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
-    let n: usize = report.steps.iter().map(|s| s.all_kernels.len()).sum();
-    let mut series = Vec::with_capacity(n);
-    let mut index = Vec::with_capacity(n);
-    let mut device = Vec::with_capacity(n);
-    let mut name = Vec::with_capacity(n);
-    let mut short = Vec::with_capacity(n);
-    let mut cat = Vec::with_capacity(n);
-    let mut inst = Vec::with_capacity(n);
-    let mut total = Vec::with_capacity(n);
-    let mut excl = Vec::with_capacity(n);
-    for s in &report.steps {
-        for k in &s.all_kernels {
-            series.push(s.series as i64);
-            index.push(s.index as i64);
-            device.push(s.device);
-            name.push(k.name.as_ref());
-            short.push(k.short_name.as_ref());
-            cat.push(k.category.as_ref());
-            inst.push(k.instances as i64);
-            total.push(k.total_ns);
-            excl.push(k.exclusive_ns);
-        }
-    }
-    let mut cols = leading(run_id, n);
-    cols.extend([
-        Column::new("series".into(), series),
-        Column::new("step_index".into(), index),
-        Column::new("device".into(), device),
-        Column::new("name".into(), name),
-        Column::new("short_name".into(), short),
-        Column::new("category".into(), cat),
-        Column::new("instances".into(), inst),
-        Column::new("total_ns".into(), total),
-        Column::new("exclusive_ns".into(), excl),
-    ]);
-    Ok(DataFrame::new_infer_height(cols)?)
 }
 
 /// The `kernels` table: one row per (device, op name), summed over the run's steps.
@@ -379,29 +164,22 @@ pub fn devices_frame(
     ids.sort_unstable();
     ids.dedup();
     let info = |id: i64| devices.iter().find(|d| d.id == id);
-    let mut steps = Vec::with_capacity(ids.len());
-    let mut gpu_steps = Vec::with_capacity(ids.len());
-    let mut wall = Vec::with_capacity(ids.len());
-    let mut busy = Vec::with_capacity(ids.len());
-    let mut gap = Vec::with_capacity(ids.len());
-    for &id in &ids {
-        let on = report.steps.iter().filter(|s| s.device == Some(id));
-        let (mut n, mut g, mut w, mut b, mut p) = (0i64, 0i64, 0i64, 0i64, 0i64);
-        for s in on {
-            n += 1;
-            if let Some(x) = s.wall_ns {
-                g += 1;
-                w += x;
-            }
-            b += s.busy_ns;
-            p += s.gap_ns.unwrap_or(0);
+    // (steps, with GPU work, wall, busy, gap) per device, in one pass over the steps.
+    let mut acc = vec![[0i64; 5]; ids.len()];
+    for s in &report.steps {
+        let Some(i) = s.device.and_then(|d| ids.binary_search(&d).ok()) else {
+            continue;
+        };
+        let a = &mut acc[i];
+        a[0] += 1;
+        if let Some(x) = s.wall_ns {
+            a[1] += 1;
+            a[2] += x;
         }
-        steps.push(n);
-        gpu_steps.push(g);
-        wall.push(w);
-        busy.push(b);
-        gap.push(p);
+        a[3] += s.busy_ns;
+        a[4] += s.gap_ns.unwrap_or(0);
     }
+    let sums = |j: usize| acc.iter().map(|a| a[j]).collect::<Vec<_>>();
     let mut cols = leading(run_id, ids.len());
     cols.extend([
         Column::new("device".into(), ids.clone()),
@@ -429,11 +207,11 @@ pub fn devices_frame(
                 .map(|&i| info(i).and_then(|d| d.total_memory_bytes))
                 .collect::<Vec<_>>(),
         ),
-        Column::new("steps".into(), steps),
-        Column::new("steps_with_gpu_work".into(), gpu_steps),
-        Column::new("step_wall_ns".into(), wall),
-        Column::new("step_busy_ns".into(), busy),
-        Column::new("step_gap_ns".into(), gap),
+        Column::new("steps".into(), sums(0)),
+        Column::new("steps_with_gpu_work".into(), sums(1)),
+        Column::new("step_wall_ns".into(), sums(2)),
+        Column::new("step_busy_ns".into(), sums(3)),
+        Column::new("step_gap_ns".into(), sums(4)),
     ]);
     Ok(DataFrame::new_infer_height(cols)?)
 }
@@ -487,50 +265,4 @@ pub fn runs_frame(m: &RunMeta) -> Result<DataFrame> {
         i("devices", m.devices),
     ]);
     Ok(DataFrame::new_infer_height(cols)?)
-}
-
-/// A partition value safe in any path and any engine: lower case, `[a-z0-9._-]`, other
-/// characters folded to `-`; `unknown` when absent.
-pub fn slug(v: Option<&str>) -> String {
-    let mut out = String::new();
-    for c in v.unwrap_or("").trim().chars() {
-        let c = c.to_ascii_lowercase();
-        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-            out.push(c);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let out = out.trim_matches('-').to_owned();
-    if out.is_empty() {
-        "unknown".to_owned()
-    } else {
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_path_safe() {
-        assert_eq!(slug(Some("NVIDIA H100 80GB HBM3")), "nvidia-h100-80gb-hbm3");
-        assert_eq!(
-            slug(Some("meta-llama/Llama-3.1-8B")),
-            "meta-llama-llama-3.1-8b"
-        );
-        assert_eq!(slug(None), "unknown");
-        assert_eq!(slug(Some(" / ")), "unknown");
-    }
-
-    #[test]
-    fn inference_keeps_integers_and_promotes_fractions() {
-        use serde_json::json;
-        assert_eq!(infer(&[json!(1), Value::Null, json!(3)]), Ty::Int);
-        assert_eq!(infer(&[json!(1), json!(2.5)]), Ty::Float);
-        assert_eq!(infer(&[json!(true), json!(false)]), Ty::Bool);
-        assert_eq!(infer(&[json!(1), json!("x")]), Ty::Str);
-        assert_eq!(infer(&[Value::Null]), Ty::Str);
-    }
 }

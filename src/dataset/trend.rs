@@ -11,8 +11,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::baseline::policy::Threshold;
+use crate::baseline::select::Selector;
 use crate::baseline::Policy;
-use crate::dataset::read::{self, Filter, KernelPick, RunRow};
+use crate::dataset::filter::{self, Filter};
+use crate::dataset::read::{self, RunRow};
+use crate::dataset::rows::{self, KernelPick};
 use crate::exit::{Error, Result};
 
 /// `--metric`.
@@ -136,6 +139,8 @@ pub struct Trend {
     pub runs_matched: usize,
     pub change_rule: String,
     pub series: Vec<Series>,
+    /// Runs left out (damaged rows, duplicates) and samples dropped, one line each.
+    pub warnings: Vec<String>,
 }
 
 /// The same percentile `steps` reports (numpy's linear interpolation), so a run's median
@@ -172,9 +177,29 @@ pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
 /// `(key, value)` per `--by` key, in `--by` order.
 type GroupKey = Vec<(String, String)>;
 
-/// The runs that pass the filter and `--since`, oldest first.
-pub fn select_runs(dataset: &Path, filter: &Filter, since_ns: Option<i64>) -> Result<Vec<RunRow>> {
-    Ok(read::read_runs(dataset)?
+/// The runs that pass the filter and `--since`, oldest first. A dataset that does not
+/// exist or holds no run is an error: there is nothing to draw.
+pub fn select_runs(
+    dataset: &Path,
+    filter: &Filter,
+    since_ns: Option<i64>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<RunRow>> {
+    if !dataset.is_dir() {
+        return Err(Error::input(format!(
+            "{} is not a directory: pass a dataset written by `stepgate export`",
+            dataset.display()
+        )));
+    }
+    let all = read::read_runs(dataset, warnings)?;
+    if all.is_empty() {
+        return Err(Error::input(format!(
+            "{} holds no runs: add one with `stepgate export REPORT -o {}`",
+            dataset.display(),
+            dataset.display()
+        )));
+    }
+    Ok(all
         .into_iter()
         .filter(|r| filter.matches(r) && since_ns.is_none_or(|s| r.exported_at_ns >= s))
         .collect())
@@ -183,9 +208,10 @@ pub fn select_runs(dataset: &Path, filter: &Filter, since_ns: Option<i64>) -> Re
 /// Compute the trend.
 pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     for k in &q.by {
-        read::check_key(k, "--by")?;
+        filter::check_key(k, "--by")?;
     }
-    let all = select_runs(dataset, &q.filter, q.since_ns)?;
+    let mut warnings = Vec::new();
+    let all = select_runs(dataset, &q.filter, q.since_ns, &mut warnings)?;
     // Keep only the last N runs per run-level group before reading any step file.
     let run_keys: Vec<&String> = q.by.iter().filter(|k| *k != "kind").collect();
     let mut runs: Vec<RunRow> = Vec::new();
@@ -219,28 +245,51 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             Metric::Category(n) => Some(policy.category_threshold(n)),
             Metric::Kernel(_) => None,
         };
+    // A kernel is named by a selector (a substring of its full or short name, or re:REGEX),
+    // resolved once against every name the matching runs hold: exactly one must match.
+    let kernel = match &q.metric {
+        Metric::Kernel(text) => {
+            let names = rows::kernel_names(&runs)?;
+            let sel = Selector::parse(text)?;
+            if names.is_empty() {
+                // No kernel rows at all: the check after the scan says so for the runs.
+                Some(text.clone())
+            } else {
+                let one = sel.one(names.iter().map(|(f, s)| (f.as_str(), s.as_str())))?;
+                Some(one.to_owned())
+            }
+        }
+        _ => None,
+    };
     let mut series: BTreeMap<GroupKey, Vec<Point>> = BTreeMap::new();
     let (mut any_steps, mut any_kernel_rows) = (false, false);
     for chunk in runs.chunks(read::BATCH) {
-        let steps = read::read_steps(chunk, q.filter.kind.as_deref())?;
+        let pick = match &q.metric {
+            Metric::Kernel(_) => kernel.clone().map(KernelPick::Name),
+            Metric::Category(n) => Some(KernelPick::Category(n.clone())),
+            _ => None,
+        };
+        let data = rows::read_run_data(
+            chunk,
+            q.filter.kind.as_deref(),
+            pick.as_ref(),
+            &mut warnings,
+        )?;
+        let steps = &data.steps;
         any_steps |= !steps.is_empty();
         // Per step value of the metric.
         let values: Vec<Option<f64>> = match &q.metric {
             Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => steps
                 .iter()
                 .map(|s| match q.metric {
-                    Metric::WallNs => Some(s.wall_ns),
-                    Metric::BusyNs => Some(s.busy_ns),
-                    Metric::GapNs => Some(s.gap_ns),
-                    _ => s.mbu,
+                    Metric::WallNs => Some(s.sample.wall_ns),
+                    Metric::BusyNs => Some(s.sample.busy_ns),
+                    Metric::GapNs => Some(s.sample.gap_ns),
+                    _ => s.sample.mbu,
                 })
                 .collect(),
-            Metric::Kernel(n) | Metric::Category(n) => {
-                let pick = match &q.metric {
-                    Metric::Kernel(_) => KernelPick::Name(n.clone()),
-                    _ => KernelPick::Category(n.clone()),
-                };
-                let ks = read::read_step_kernels(chunk, &pick)?;
+            Metric::Kernel(_) | Metric::Category(_) => {
+                let ks = &data.kernels;
                 any_kernel_rows |= !ks.rows.is_empty();
                 if let (None, Some(r)) = (threshold, ks.rows.first()) {
                     let k = &ks.names[r.name as usize];
@@ -282,7 +331,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             series.entry(key).or_default().push(Point {
                 run_id: r.run_id.clone(),
                 exported_at_ns: r.exported_at_ns,
-                exported_at: read::fmt_time(r.exported_at_ns),
+                exported_at: crate::dataset::dates::fmt_time(r.exported_at_ns),
                 labels: r.labels.clone(),
                 steps: v.len(),
                 median: percentile(&v, 0.5),
@@ -300,15 +349,19 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             "no op of this category"
         };
         return Err(Error::input(format!(
-            "--metric {}: {what} ran in the {} matching run(s): check the name with `stepgate analyze`",
+            "--metric {}: {what} ran in the {} matching run(s) of {}: check the name with \
+             `stepgate analyze`",
             q.metric.name(),
-            runs.len()
+            runs.len(),
+            dataset.display()
         )));
     }
     if series.is_empty() && q.metric == Metric::Mbu && any_steps {
-        return Err(Error::input(
-            "no stored step has an MBU: export the runs with --model (and --gpu) so steps are priced",
-        ));
+        return Err(Error::input(format!(
+            "no stored step of {} has an MBU: export the runs with --model (and --gpu) so \
+             steps are priced",
+            dataset.display()
+        )));
     }
     let threshold = threshold.unwrap_or(policy.kernel);
     let mut out = Vec::with_capacity(series.len());
@@ -339,6 +392,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             q.window
         ),
         series: out,
+        warnings,
     })
 }
 

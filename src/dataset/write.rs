@@ -3,20 +3,26 @@
 //!
 //! Why this order: every file is written to a temporary name beside its target and renamed
 //! into place (POSIX rename is atomic), `runs` last. Readers start from `runs`, so they see
-//! a run whole or not at all. The duplicate check and the renames happen under an
-//! exclusive `flock` on `DATASET/.lock`, so two exports of the same run cannot both pass
-//! the check; the kernel drops the lock if an export dies.
+//! a run whole or not at all, and the `runs` file alone decides whether a run exists: an
+//! export killed between renames leaves other tables' files without one, and the next
+//! export of that run replaces them. The duplicate check and the renames happen under an
+//! exclusive `flock` on `DATASET/.lock` (`dataset::lock`), so two exports of the same run
+//! cannot both pass the check; the kernel drops the lock if an export dies.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use polars::prelude::*;
 use sha2::{Digest, Sha256};
 
+use crate::dataset::layout::{self, hex};
 use crate::dataset::schema::{self, DeviceRow, RunMeta, TABLES};
+use crate::dataset::{columns, lock};
 use crate::exit::{Error, Result};
+use crate::output::{Fill, Staged};
 use crate::timing::steps::StepsReport;
 
 /// `--label key=value` pairs, sorted by key.
@@ -43,6 +49,9 @@ pub struct ExportOutcome {
     pub rows: Vec<(&'static str, usize)>,
     /// The run was already there and was replaced (`--replace`).
     pub replaced: bool,
+    /// What the export repaired on the way (leftovers of an interrupted export, stale
+    /// temporary files), one line each, for stderr.
+    pub notes: Vec<String>,
 }
 
 /// Parse `key=value` labels: keys are `[A-Za-z0-9_.-]+`, each at most once.
@@ -74,9 +83,19 @@ pub fn parse_labels(items: &[String]) -> Result<Labels> {
 /// sha256 of the report's bytes; a directory of per-rank traces hashes each file's
 /// relative path and contents in name order.
 pub fn report_sha256(path: &Path) -> Result<String> {
+    // Never opened when it is a FIFO or a device: the open would block this thread (and
+    // the command joining it) forever, while the loader refuses the path at once.
+    let m = std::fs::metadata(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    if !m.is_file() && !m.is_dir() {
+        return Err(Error::input(format!(
+            "{} is not a regular file or a directory: save it to a file first",
+            path.display()
+        )));
+    }
     let mut h = Sha256::new();
     let mut files = Vec::new();
-    if path.is_dir() {
+    if m.is_dir() {
         collect_files(path, path, &mut files)?;
         files.sort();
     } else {
@@ -111,22 +130,18 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> 
         .map_err(|e| Error::input(format!("cannot read {}: {e}", dir.display())))?;
     for e in rd.flatten() {
         let p = e.path();
-        if p.is_dir() {
+        // Symlinks are not followed into directories: a link to its own parent would
+        // recurse forever. A link to a file is hashed as the file it names.
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
             collect_files(root, &p, out)?;
-        } else if let Ok(rel) = p.strip_prefix(root) {
-            out.push(rel.to_path_buf());
+        } else if t.is_file() || (t.is_symlink() && p.is_file()) {
+            if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.to_path_buf());
+            }
         }
     }
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// The run id: the first 16 hex digits of sha256(report sha256, labels). The same report
@@ -143,61 +158,6 @@ pub fn run_id(report_sha256: &str, labels: &Labels) -> String {
     hex(&h.finalize())[..16].to_owned()
 }
 
-/// The file of one table of one run.
-pub fn run_file(dataset: &Path, table: &str, gpu: &str, model: &str, run_id: &str) -> PathBuf {
-    dataset
-        .join(table)
-        .join(format!("gpu={gpu}"))
-        .join(format!("model={model}"))
-        .join(format!("run-{run_id}.parquet"))
-}
-
-/// Every existing file of a run, in any partition (a replaced run may have moved).
-fn existing_files(dataset: &Path, run_id: &str) -> Vec<PathBuf> {
-    let want = format!("run-{run_id}.parquet");
-    let mut out = Vec::new();
-    for t in TABLES {
-        let Ok(gpus) = std::fs::read_dir(dataset.join(t)) else {
-            continue;
-        };
-        for g in gpus.flatten() {
-            let Ok(models) = std::fs::read_dir(g.path()) else {
-                continue;
-            };
-            for m in models.flatten() {
-                let f = m.path().join(&want);
-                if f.is_file() {
-                    out.push(f);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Parquet bytes of one frame: zstd, the one codec the dataset uses (every engine reads it).
-fn parquet_bytes(df: &mut DataFrame) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    ParquetWriter::new(&mut buf)
-        .with_compression(ParquetCompression::Zstd(None))
-        .finish(df)?;
-    Ok(buf)
-}
-
-/// An exclusive lock on `DATASET/.lock`, held until dropped.
-fn lock(dataset: &Path) -> Result<File> {
-    let p = dataset.join(".lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&p)
-        .map_err(|e| Error::input(format!("cannot open {}: {e}", p.display())))?;
-    f.lock()
-        .map_err(|e| Error::input(format!("cannot lock {}: {e}", p.display())))?;
-    Ok(f)
-}
-
 /// Nanoseconds since the Unix epoch, now.
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now()
@@ -206,7 +166,60 @@ pub fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
-/// Append one run. A run already in the dataset is refused (exit 2) unless `replace`.
+/// How an export behaves when the run or the lock is already taken.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportOptions {
+    /// Replace the run if it is already in the dataset (default: refuse, exit 2).
+    pub replace: bool,
+    /// How long to wait for another export's lock before giving up (exit 4).
+    pub lock_timeout: Duration,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            replace: false,
+            lock_timeout: lock::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// Whether the dataset holds this run: the `runs` table decides (a run is there once its
+/// `runs` file is; files of other tables without one are leftovers of an interrupted
+/// export, which the next export of that run replaces).
+pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
+    layout::files_of_run(dataset, run_id)
+        .iter()
+        .any(|(t, _)| *t == "runs")
+}
+
+fn already_there(id: &str, dataset: &Path) -> Error {
+    Error::input(format!(
+        "run {id} (this report with these labels) is already in {}: pass --replace to \
+         replace it, or change a --label",
+        dataset.display()
+    ))
+}
+
+/// zstd, the one codec the dataset uses (every engine reads it).
+fn zstd() -> ParquetCompression {
+    ParquetCompression::Zstd(None)
+}
+
+/// A fill that writes one whole frame.
+fn frame_fill<'a>(mut df: DataFrame) -> Fill<'a> {
+    Box::new(move |w: &mut dyn std::io::Write| {
+        ParquetWriter::new(w)
+            .with_compression(zstd())
+            .finish(&mut df)?;
+        Ok(())
+    })
+}
+
+/// Append one run. A run already in the dataset is refused (exit 2) unless
+/// `opts.replace`. The tables are encoded straight into temporary files beside their
+/// targets before the lock is taken (so the lock is held only for the check and the
+/// renames), and renamed into place with `runs` last.
 pub fn export_run(
     dataset: &Path,
     report_path: &Path,
@@ -214,27 +227,26 @@ pub fn export_run(
     labels: &Labels,
     src: &RunSource,
     report: &StepsReport,
-    replace: bool,
+    opts: &ExportOptions,
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
-    // Serialized once: the steps array becomes the steps table, and report-level fields
-    // that other builds add (`found_by`) are read by name.
-    let mut json = serde_json::to_value(report)
-        .map_err(|e| Error::input(format!("internal: steps report to JSON: {e}")))?;
-    let found_by = match json.get("found_by") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(f)) => Some(f.clone()),
+    if std::fs::metadata(dataset).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::input(format!(
+            "{} exists and is not a directory: give a dataset directory",
+            dataset.display()
+        )));
+    }
+    // Checked again under the lock; this saves encoding a run that is refused anyway.
+    if !opts.replace && run_exists(dataset, &id) {
+        return Err(already_there(&id, dataset));
+    }
+    let found_by = match serde_json::to_value(report.found_by) {
+        Ok(serde_json::Value::String(f)) => Some(f),
+        Ok(serde_json::Value::Null) | Err(_) => None,
         // A structured value is kept whole, as JSON text.
-        Some(other) => Some(other.to_string()),
+        Ok(other) => Some(other.to_string()),
     };
-    let steps_json = match json.get_mut("steps").map(serde_json::Value::take) {
-        Some(serde_json::Value::Array(a)) => a,
-        _ => Vec::new(),
-    };
-    let engine = report
-        .steps
-        .iter()
-        .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone()));
+    let devices = schema::devices_frame(&id, &src.devices, report)?;
     let meta = RunMeta {
         run_id: id.clone(),
         exported_at_ns: now_ns(),
@@ -246,94 +258,106 @@ pub fn export_run(
         stepgate_version: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
         gpu_name: src.gpu_name.clone(),
         model: src.model.clone(),
-        engine,
+        engine: report
+            .steps
+            .iter()
+            .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone())),
         labels_json: serde_json::to_string(labels).unwrap_or_else(|_| "{}".into()),
         method: report.method.as_str().to_owned(),
         found_by,
         steps: report.steps.len() as i64,
         steps_with_gpu_work: (report.steps.len() - report.steps_without_gpu_work) as i64,
-        devices: 0,
+        devices: devices.height() as i64,
     };
-    let frames = build_frames(meta, src, report, steps_json)?;
-    write_frames(dataset, &id, src, frames, replace)
-}
-
-/// The five frames of one run, in [`TABLES`] order.
-fn build_frames(
-    mut meta: RunMeta,
-    src: &RunSource,
-    report: &StepsReport,
-    steps_json: Vec<serde_json::Value>,
-) -> Result<Vec<DataFrame>> {
-    let id = meta.run_id.clone();
-    let devices = schema::devices_frame(&id, &src.devices, report)?;
-    meta.devices = devices.height() as i64;
-    Ok(vec![
-        schema::steps_frame(&id, report, steps_json)?,
-        schema::step_kernels_frame(&id, report)?,
-        schema::kernels_frame(&id, report)?,
-        devices,
-        schema::runs_frame(&meta)?,
-    ])
-}
-
-/// Write prepared frames as one run (used by `export_run` and by benchmarks that write
-/// synthetic rows straight through the writer).
-pub fn write_frames(
-    dataset: &Path,
-    id: &str,
-    src: &RunSource,
-    mut frames: Vec<DataFrame>,
-    replace: bool,
-) -> Result<ExportOutcome> {
-    let gpu = schema::slug(src.gpu_name.as_deref());
-    let model = schema::slug(src.model.as_deref());
-    let mut bytes = Vec::with_capacity(frames.len());
-    let mut rows = Vec::with_capacity(frames.len());
-    for (t, df) in TABLES.iter().zip(frames.iter_mut()) {
-        rows.push((*t, df.height()));
-        bytes.push(parquet_bytes(df)?);
-    }
+    let kernels = schema::kernels_frame(&id, report)?;
+    let rows = vec![
+        ("steps", report.steps.len()),
+        (
+            "step_kernels",
+            report.steps.iter().map(|s| s.all_kernels.len()).sum(),
+        ),
+        ("kernels", kernels.height()),
+        ("devices", devices.height()),
+        ("runs", 1),
+    ];
+    let gpu = layout::partition("gpu", src.gpu_name.as_deref());
+    let model = layout::partition("model", src.model.as_deref());
     let targets: Vec<PathBuf> = TABLES
         .iter()
-        .map(|t| run_file(dataset, t, &gpu, &model, id))
+        .map(|t| layout::run_file(dataset, t, &gpu, &model, &id))
         .collect();
-    std::fs::create_dir_all(dataset)
-        .map_err(|e| Error::input(format!("cannot create dataset {}: {e}", dataset.display())))?;
-    let _lock = lock(dataset)?;
-    let old = existing_files(dataset, id);
-    let replaced = !old.is_empty();
-    if replaced && !replace {
-        return Err(Error::input(format!(
-            "run {id} (this report with these labels) is already in {}: pass --replace to \
-             replace it, or change a --label",
-            dataset.display()
-        )));
-    }
     for t in &targets {
         if let Some(dir) = t.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::input(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
-    // Old files in another partition go first, runs row first of all, so no reader sees
-    // the run twice; files at the same path are replaced by the rename itself.
-    let mut old = old;
+    let steps_id = id.clone();
+    let kernels_id = id.clone();
+    let fills: Vec<Fill<'_>> = vec![
+        Box::new(move |w: &mut dyn std::io::Write| {
+            let mut df = columns::steps_frame(&steps_id, report)?;
+            crate::phases::mark("export: steps table built");
+            ParquetWriter::new(w)
+                .with_compression(zstd())
+                .finish(&mut df)?;
+            crate::phases::mark("export: steps table written");
+            Ok(())
+        }),
+        Box::new(move |w: &mut dyn std::io::Write| {
+            columns::write_step_kernels(&kernels_id, report, w, zstd())?;
+            crate::phases::mark("export: step_kernels table written");
+            Ok(())
+        }),
+        frame_fill(kernels),
+        frame_fill(devices),
+        frame_fill(schema::runs_frame(&meta)?),
+    ];
+    let staged = Staged::stage(targets.iter().map(PathBuf::as_path).zip(fills).collect())?;
+    crate::phases::mark("export: every table staged");
+    let _lock = lock::acquire(dataset, opts.lock_timeout, staged.guard())?;
+    let old = layout::files_of_run(dataset, &id);
+    let replaced = old.iter().any(|(t, _)| *t == "runs");
+    if replaced && !opts.replace {
+        return Err(already_there(&id, dataset));
+    }
+    let mut notes = Vec::new();
+    let leftovers = old.iter().filter(|(t, _)| *t != "runs").count();
+    if !replaced && leftovers > 0 {
+        notes.push(format!(
+            "repaired: {leftovers} file(s) of run {id} left by an interrupted export were \
+             replaced"
+        ));
+    }
+    // Old files in another partition go first, the runs file first of all, so no reader
+    // sees the run twice; files at the same path are replaced by the rename itself.
+    let mut old: Vec<PathBuf> = old.into_iter().map(|(_, p)| p).collect();
     old.sort_by_key(|p| !p.components().any(|c| c.as_os_str() == "runs"));
     for p in old.iter().filter(|p| !targets.contains(p)) {
         std::fs::remove_file(p)
             .map_err(|e| Error::input(format!("cannot remove {}: {e}", p.display())))?;
     }
-    let files: Vec<(&Path, &[u8])> = targets
+    // Temporary files a SIGKILLed export left beside the targets (older than a minute;
+    // this export's own are fresh).
+    let stale: usize = targets
         .iter()
-        .zip(bytes.iter())
-        .map(|(p, b)| (p.as_path(), b.as_slice()))
-        .collect();
-    crate::output::write_all(&files)?;
+        .filter_map(|t| t.parent())
+        .map(crate::output::clean_stale)
+        .sum();
+    if stale > 0 {
+        notes.push(format!(
+            "removed {stale} stale temporary file(s) ({}*{}) left by a killed export",
+            crate::output::TMP_PREFIX,
+            crate::output::TMP_SUFFIX
+        ));
+    }
+    staged.commit()?;
+    crate::phases::mark("export: renamed into place");
     Ok(ExportOutcome {
-        run_id: id.to_owned(),
+        run_id: id,
         rows,
         replaced,
+        notes,
     })
 }
 

@@ -7,8 +7,11 @@ use std::path::Path;
 use crate::baseline::compare::{compare_side, BaselineSide};
 use crate::baseline::{compare, compare_unchecked, is_baseline_file, read_baseline, Baseline};
 use crate::baseline::{Comparison, Policy};
+use crate::dataset::{self, write};
 use crate::exit::{Error, Result};
-use crate::pipeline::history::{history_side, note_history, HistoryPlan, PendingExport};
+use crate::pipeline::history::{
+    history_side, note_history, with_report_hash, HistoryPlan, PendingExport,
+};
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::record;
 
@@ -17,27 +20,60 @@ use crate::pipeline::record;
 pub struct Candidate {
     pub baseline: Baseline,
     pub export: Option<PendingExport>,
+    /// The run an export of this report is (or would be): a history never includes it.
+    pub own_run: Option<dataset::Candidate>,
 }
 
 impl Candidate {
     /// Load the candidate: a baseline file as it is, a report recorded with the plan (and
-    /// kept for `export`, which needs a report).
-    pub fn load(path: &Path, plan: &StepsPlan, export: Option<&ExportPlan>) -> Result<Candidate> {
-        match export {
-            None => Ok(Candidate {
+    /// kept for `export`, which needs a report). `history`: the report is hashed while it
+    /// loads, so that its own earlier export can be left out of the history it meets.
+    pub fn load(
+        path: &Path,
+        plan: &StepsPlan,
+        export: Option<&ExportPlan>,
+        history: bool,
+    ) -> Result<Candidate> {
+        if is_baseline_file(path) {
+            if export.is_some() {
+                return Err(Error::usage(
+                    "--export needs a report as the candidate, not a baseline file",
+                ));
+            }
+            return Ok(Candidate {
                 baseline: record::side(path, plan)?,
                 export: None,
-            }),
-            Some(_) if is_baseline_file(path) => Err(Error::usage(
-                "--export needs a report as the candidate, not a baseline file",
-            )),
+                own_run: None,
+            });
+        }
+        match export {
             Some(to) => {
                 let (baseline, pending) = record::record_for_export(path, plan, to)?;
                 Ok(Candidate {
                     baseline,
+                    own_run: Some(dataset::Candidate {
+                        run_id: write::run_id(&pending.sha256, &pending.labels),
+                        report_sha256: pending.sha256.clone(),
+                    }),
                     export: Some(pending),
                 })
             }
+            None if history => {
+                let (r, sha) = with_report_hash(path, || record::record(path, plan))?;
+                Ok(Candidate {
+                    baseline: r.baseline,
+                    export: None,
+                    own_run: Some(dataset::Candidate {
+                        run_id: write::run_id(&sha, &Default::default()),
+                        report_sha256: sha,
+                    }),
+                })
+            }
+            None => Ok(Candidate {
+                baseline: record::side(path, plan)?,
+                export: None,
+                own_run: None,
+            }),
         }
     }
 }
@@ -70,11 +106,14 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
             (compare(&base, &cand.baseline, policy)?, base)
         }
         Against::History(plan) => {
-            let h = history_side(plan, &cand.baseline)?;
+            let h = history_side(plan, &cand.baseline, cand.own_run.clone())?;
             // Too few runs matched: there is no baseline side, and nothing is compared
             // (an empty one would claim the candidate's groups are missing from it).
             let cmp = if h.too_few {
-                compare_side(BaselineSide::Unavailable(&h.note), &cand.baseline, policy)?
+                let mut cmp =
+                    compare_side(BaselineSide::Unavailable(&h.note), &cand.baseline, policy)?;
+                cmp.warnings.extend(h.warnings.iter().cloned());
+                cmp
             } else {
                 let mut cmp = compare(&h.baseline, &cand.baseline, policy)?;
                 note_history(&mut cmp, &h);
@@ -135,11 +174,12 @@ mod tests {
         let to = ExportPlan {
             dataset: "ds".into(),
             labels: crate::dataset::Labels::new(),
+            lock_timeout: std::time::Duration::ZERO,
         };
         let base = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("baselines")
             .join("example-h100-vllm-decode.json");
-        let e = Candidate::load(&base, &plan, Some(&to)).unwrap_err();
+        let e = Candidate::load(&base, &plan, Some(&to), true).unwrap_err();
         assert_eq!(e.kind, crate::exit::Kind::Usage);
         assert!(
             e.message.starts_with("--export needs a report"),
@@ -147,8 +187,12 @@ mod tests {
             e.message
         );
         // Without --export the same file is the candidate as it is.
-        let c = Candidate::load(&base, &plan, None).unwrap();
+        let c = Candidate::load(&base, &plan, None, true).unwrap();
         assert_eq!(c.baseline, read_baseline(&base).unwrap());
         assert!(c.export.is_none());
+        assert!(
+            c.own_run.is_none(),
+            "a baseline file is no run of a dataset"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::baseline::{Baseline, Comparison};
 use crate::dataset::history::History;
 use crate::dataset::schema::DeviceRow;
-use crate::dataset::write::{self, ExportOutcome};
+use crate::dataset::write::{self, ExportOptions, ExportOutcome};
 use crate::dataset::{self, Filter, HistoryMode, HistoryQuery, Labels, RunSource};
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::{ExportPlan, FloorPlan, StepsPlan};
@@ -71,6 +71,7 @@ pub struct PendingExport {
     pub labels: Labels,
     pub source: RunSource,
     pub steps: StepsReport,
+    pub options: ExportOptions,
 }
 
 /// What appending a pending run did.
@@ -81,6 +82,8 @@ pub enum Appended {
         dataset: PathBuf,
         steps: usize,
         step_kernels: usize,
+        /// What the export repaired on the way (leftovers of an interrupted export).
+        notes: Vec<String>,
     },
     /// The run was there already: not added again (not an error for these commands).
     AlreadyThere { run_id: String, dataset: PathBuf },
@@ -94,9 +97,14 @@ impl fmt::Display for Appended {
                 dataset,
                 steps,
                 step_kernels,
+                notes,
             } => write!(
                 f,
-                "exported run {run_id} to {} ({} steps, {} step-kernel rows)",
+                "{}exported run {run_id} to {} ({} steps, {} step-kernel rows)",
+                notes
+                    .iter()
+                    .map(|n| format!("stepgate: {n}\n"))
+                    .collect::<String>(),
                 dataset.display(),
                 fmt_int(*steps as i64),
                 fmt_int(*step_kernels as i64)
@@ -121,9 +129,10 @@ impl PendingExport {
             &self.labels,
             &self.source,
             &self.steps,
-            false,
+            &self.options,
         ) {
             Ok(o) => Ok(Appended::Exported {
+                notes: o.notes.clone(),
                 steps: rows(&o, "steps"),
                 step_kernels: rows(&o, "step_kernels"),
                 run_id: o.run_id,
@@ -147,9 +156,7 @@ fn rows(o: &ExportOutcome, table: &str) -> usize {
 }
 
 fn already_there(dataset: &Path, id: &str) -> bool {
-    dataset::read::read_runs(dataset)
-        .map(|rs| rs.iter().any(|r| r.run_id == id))
-        .unwrap_or(false)
+    write::run_exists(dataset, id)
 }
 
 /// `export`: load a report, find its steps and append them as one run; `replace` replaces
@@ -158,7 +165,7 @@ pub fn export(
     report: &Path,
     plan: &StepsPlan,
     to: &ExportPlan,
-    replace: bool,
+    options: &ExportOptions,
 ) -> Result<ExportOutcome> {
     let ((steps, src), sha) = with_report_hash(report, || {
         let trace = crate::pipeline::steps::load(report, plan)?;
@@ -172,7 +179,7 @@ pub fn export(
             steps.method
         )));
     }
-    write::export_run(&to.dataset, report, &sha, &to.labels, &src, &steps, replace)
+    write::export_run(&to.dataset, report, &sha, &to.labels, &src, &steps, options)
 }
 
 /// `gate --history`: which runs of the dataset make the baseline.
@@ -187,8 +194,13 @@ pub struct HistoryPlan {
     pub min_runs: usize,
 }
 
-/// The baseline from the dataset for this candidate: runs on its GPU, priced for its model.
-pub fn history_side(plan: &HistoryPlan, cand: &Baseline) -> Result<History> {
+/// The baseline from the dataset for this candidate: runs on its GPU, priced for its model,
+/// never the candidate's own earlier export (`candidate`: its run id and report hash).
+pub fn history_side(
+    plan: &HistoryPlan,
+    cand: &Baseline,
+    candidate: Option<dataset::Candidate>,
+) -> Result<History> {
     let q = HistoryQuery {
         filter: plan.filter.clone(),
         last: plan.last.max(1),
@@ -196,11 +208,14 @@ pub fn history_side(plan: &HistoryPlan, cand: &Baseline) -> Result<History> {
         min_runs: plan.min_runs,
         gpu: cand.meta.gpu_name.clone(),
         model: cand.meta.model.clone(),
+        candidate,
     };
     dataset::history_baseline(&plan.dataset, &q)
 }
 
-/// Put the note of the runs the history side was built from first among the warnings.
+/// Put the note of the runs the history side was built from first among the warnings, and
+/// the runs it left out (damaged rows, the candidate's own export) after them.
 pub fn note_history(cmp: &mut Comparison, h: &History) {
     cmp.warnings.insert(0, h.note.clone());
+    cmp.warnings.extend(h.warnings.iter().cloned());
 }

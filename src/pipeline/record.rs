@@ -51,8 +51,13 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
             .map(|p| serde_json::json!({ "basis": p.basis.to_string(), "tp": p.basis.tp })),
         created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
     };
+    // Samples a baseline file would refuse are left out here too, each said once.
+    let (baseline, warnings) = samples_from_steps(&report, meta);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     Ok(Recorded {
-        baseline: samples_from_steps(&report, meta),
+        baseline,
         steps: report,
         source,
     })
@@ -70,6 +75,10 @@ pub fn record_for_export(
         report: path.to_path_buf(),
         sha256,
         labels: to.labels.clone(),
+        options: crate::dataset::write::ExportOptions {
+            replace: false,
+            lock_timeout: to.lock_timeout,
+        },
         source: r.source,
         steps: r.steps,
     };

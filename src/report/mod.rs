@@ -9,6 +9,7 @@ pub mod floor;
 pub mod gate;
 pub mod html;
 pub mod perfetto;
+pub mod presets;
 pub mod probe;
 pub mod steps;
 pub mod table;

@@ -338,6 +338,13 @@ impl GpuSpec {
     pub fn keys() -> Vec<&'static str> {
         GPUS.iter().map(|g| g.key).collect()
     }
+
+    /// Every name `--gpu` accepts: the keys, then the aliases (for "did you mean").
+    pub fn accepted_names() -> impl Iterator<Item = &'static str> {
+        GPUS.iter()
+            .map(|g| g.key)
+            .chain(ALIASES.iter().map(|(a, _)| *a))
+    }
 }
 
 #[cfg(test)]

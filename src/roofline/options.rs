@@ -63,7 +63,8 @@ impl ModelOptions {
             (Some(n), None) => model::preset(n).ok_or_else(|| {
                 let keys: Vec<_> = model::preset_keys().iter().map(|(k, _)| *k).collect();
                 Error::input(format!(
-                    "unknown model `{n}`; use one of {} or --model-config PATH",
+                    "unknown model `{n}`{}; use one of {} or --model-config PATH",
+                    crate::suggest::did_you_mean(n, keys.iter().copied()),
                     keys.join(", ")
                 ))
             })?,
@@ -118,8 +119,9 @@ impl GpuOptions {
     pub fn resolve(&self) -> Result<GpuSpec> {
         let mut g = gpu::lookup(&self.key).ok_or_else(|| {
             Error::input(format!(
-                "unknown GPU `{}`; use one of {} (or pass --hbm-tb-s and --peak-tflops)",
+                "unknown GPU `{}`{}; use one of {} (or pass --hbm-tb-s and --peak-tflops)",
                 self.key,
+                crate::suggest::did_you_mean(&self.key, GpuSpec::accepted_names()),
                 GpuSpec::keys().join(", ")
             ))
         })?;

@@ -270,13 +270,27 @@ pub struct KindLabel {
     pub inferred: bool,
 }
 
+impl KindLabel {
+    /// `decode`, or `decode (inferred)` for a guess: the group key a baseline stores.
+    pub fn as_str(self) -> &'static str {
+        if !self.inferred {
+            return self.kind.as_str();
+        }
+        match self.kind {
+            StepKind::Decode => "decode (inferred)",
+            StepKind::Prefill => "prefill (inferred)",
+            StepKind::Mixed => "mixed (inferred)",
+            StepKind::Verify => "verify (inferred)",
+            StepKind::Draft => "draft (inferred)",
+            StepKind::Idle => "idle (inferred)",
+            StepKind::Unknown => "unknown",
+        }
+    }
+}
+
 impl std::fmt::Display for KindLabel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.kind.as_str())?;
-        if self.inferred {
-            f.write_str(" (inferred)")?;
-        }
-        Ok(())
+        f.write_str(self.as_str())
     }
 }
 

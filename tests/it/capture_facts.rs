@@ -594,3 +594,20 @@ fn the_first_linear_layer_gives_the_token_count() {
         .name(v.dims_id[first_linear])
         .starts_with("[[888,2880],[640,2880]"));
 }
+
+#[test]
+fn everything_reads_every_extra_the_format_has() {
+    let t = load(&fixture(B200), &LoadOptions::everything());
+    assert!(t.geometry_view().unwrap().is_some());
+    assert!(t.shapes.height() > 0);
+    assert!(t.gpu_metrics.is_empty(), "Kineto records no GPU metrics");
+    let dir = tempfile::tempdir().unwrap();
+    let t = load(
+        &metrics_report(dir.path(), Layout::Nsys2026_2),
+        &LoadOptions::everything(),
+    );
+    assert_eq!(launches(&t).len(), 2);
+    assert_eq!(t.gpu_metrics.len(), 8);
+    assert_eq!(t.shapes.height(), 0, "nsys records no shapes");
+    assert_eq!(t.calls.height(), 2);
+}

@@ -70,3 +70,16 @@ pub fn jittered_decode_report(
     scn.gpu_name = gpu.to_owned();
     build(&scn, path).expect("generated report")
 }
+
+/// Copy a directory tree (a dataset to damage, leaving the original intact).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let t = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}

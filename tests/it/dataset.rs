@@ -143,9 +143,55 @@ fn three_exports_then_trend_marks_the_slower_kernel_and_gate_history_fails_it() 
     assert_eq!(pts[2]["labels"]["branch"], "pr");
 
     // A kernel no run ran: an error, not a series of zeros.
+    // Every distinct name the generator gave the runs is searched.
+    let mut names: Vec<String> = decode_kernels(KERNELS)
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    names.sort();
+    names.dedup();
     let (code, _, err) = stepgate(&["trend", &ds, "--metric", "kernel:no_such_kernel"]);
     assert_eq!(code, 2);
-    assert!(err.contains("no op with this full or short name"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "\"no_such_kernel\" matches none of the {} kernel name(s) searched",
+            names.len()
+        )),
+        "{err}"
+    );
+
+    // A few characters of the name select the same kernel: the same medians as the full
+    // template. A selector that several kernels match lists them instead of guessing.
+    let full = gemm();
+    let part = (0..full.len())
+        .flat_map(|a| (a + 8..=full.len().min(a + 24)).map(move |b| (a, b)))
+        .map(|(a, b)| &full[a..b])
+        .find(|p| names.iter().filter(|n| n.contains(p)).count() == 1)
+        .expect("a unique substring of the GEMM's name");
+    let (code, out, err) = stepgate(&[
+        "trend",
+        &ds,
+        "--metric",
+        &format!("kernel:{part}"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let by_part = json(&out);
+    for (a, b) in by_part["series"][0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(pts)
+    {
+        assert_eq!(a["median"], b["median"]);
+    }
+    let (code, _, err) = stepgate(&["trend", &ds, "--metric", "kernel:re:."]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!("matches {} kernels", names.len())),
+        "{err}"
+    );
 
     // The text table marks the same run.
     let (code, out, _) = stepgate(&["trend", &ds, "--metric", &format!("kernel:{}", gemm())]);
@@ -511,9 +557,10 @@ fn bad_inputs_get_one_line_errors() {
     assert!(err.contains("key=value"), "{err}");
     let (code, _, _) = stepgate(&["gate", &c.p("r.sqlite")]);
     assert_eq!(code, 2, "neither --baseline nor --history");
-    let (code, _, err) = stepgate(&["gate", &c.p("r.sqlite"), "--history", &c.p("missing")]);
-    assert_eq!(code, 2);
-    assert!(err.contains("is not a directory"), "{err}");
+    // A history that does not exist yet is inconclusive, not an error (docs/dataset.md).
+    let (code, out, _) = stepgate(&["gate", &c.p("r.sqlite"), "--history", &c.p("missing")]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("does not exist yet"), "{out}");
     let (code, _, err) = stepgate(&[
         "gate",
         &c.p("r.sqlite"),

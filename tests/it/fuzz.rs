@@ -1,6 +1,8 @@
-//! A seeded mutation pass over the bundled reports: damaged SQLite rows and damaged Kineto
-//! JSON go through loading, analysis, step finding and rendering. Nothing may panic, and
-//! every failure must be an `Error` with a one-line message and an input/environment exit.
+//! A seeded mutation pass over the bundled reports and over Parquet datasets: damaged
+//! SQLite rows and damaged Kineto JSON go through loading, analysis, step finding and
+//! rendering; damaged `runs`, `steps` and `step_kernels` files go through `trend` and
+//! `gate --history`'s baseline. Nothing may panic, and every failure must be an `Error`
+//! with a one-line message and an input/environment exit (for a dataset, naming a file).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -498,4 +500,256 @@ fn kineto_traces_with_mutated_text_never_panic() {
         failures.join("\n")
     );
     assert!(loaded > 60, "only {loaded} mutated traces loaded");
+}
+
+// ---------------------------------------------------------------- Parquet datasets
+
+/// Three small runs exported by the binary: the dataset every mutation starts from.
+fn dataset(dir: &Path) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let ds = dir.join("pristine");
+    for i in 0..3u64 {
+        let r = dir.join(format!("r{i}.sqlite"));
+        crate::common::jittered_decode_report(&r, 8, 10, i, "NVIDIA H100 80GB HBM3", &|_| 1.0);
+        let (code, _, err) = crate::common::run(&[
+            "export",
+            r.to_str().unwrap(),
+            "-o",
+            ds.to_str().unwrap(),
+            "--label",
+            &format!("n={i}"),
+            // Priced, so the MBU column holds values to damage.
+            "--model",
+            "llama-3-8b",
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let mut files = Vec::new();
+    for t in ["runs", "steps", "step_kernels"] {
+        files.extend(stepgate::dataset::layout::table_files(&ds, t));
+    }
+    (ds, files)
+}
+
+/// One mutation of one Parquet file: its bytes, or one column rewritten through polars.
+fn parquet_mutation(rng: &mut Rng, path: &Path, other: &Path) -> String {
+    use polars::prelude::*;
+    let bytes = std::fs::read(path).unwrap();
+    if bytes.is_empty() {
+        return "already empty".into();
+    }
+    let write = |b: &[u8]| std::fs::write(path, b).unwrap();
+    match rng.below(12) {
+        0 => {
+            let at = rng.below(bytes.len());
+            write(&bytes[..at]);
+            format!("truncate at {at}")
+        }
+        1 => {
+            let mut b = bytes.clone();
+            for _ in 0..1 + rng.below(16) {
+                let i = rng.below(b.len());
+                b[i] ^= 1 << rng.below(8);
+            }
+            write(&b);
+            "flip bits".into()
+        }
+        2 => {
+            write(b"");
+            "zero bytes".into()
+        }
+        3 => {
+            std::fs::copy(other, path).unwrap();
+            format!("replaced by {}", other.display())
+        }
+        _ => {
+            let Ok(mut df) = ParquetReader::new(std::io::Cursor::new(bytes)).finish() else {
+                return "unreadable".into();
+            };
+            let names: Vec<String> = df
+                .get_column_names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            let name = rng.pick(&names).clone();
+            let n = df.height();
+            let c = df.column(&name).unwrap().clone();
+            let what = rng.below(10);
+            let new: Option<Column> = match (what, c.dtype()) {
+                (0, _) => {
+                    let _ = df.drop_in_place(&name);
+                    None
+                }
+                (1, _) => Some(Column::full_null(name.as_str().into(), n, c.dtype())),
+                (2, DataType::Int64 | DataType::Int32) => {
+                    let v = c.cast(&DataType::Int64).unwrap();
+                    let v = v.i64().unwrap();
+                    let k = *rng.pick(&[-1i64, 1_000_000_000_000, i64::MAX, i64::MIN, 0]);
+                    Some(Column::new(
+                        name.as_str().into(),
+                        (0..n)
+                            .map(|i| v.get(i).map(|x| x.saturating_mul(k)))
+                            .collect::<Vec<_>>(),
+                    ))
+                }
+                (3, DataType::Float64) => {
+                    let k = *rng.pick(&[f64::NAN, f64::INFINITY, -1e300, 1e300, -1.0]);
+                    Some(Column::new(name.as_str().into(), vec![Some(k); n]))
+                }
+                (4, _) => Some(c.cast(&DataType::Float64).unwrap_or(c.clone())),
+                (5, _) => Some(c.cast(&DataType::String).unwrap_or(c.clone())),
+                (6, _) => {
+                    let v = *rng.pick(&["", "{not json", "[1]", "{\"a\":1}", "run-x"]);
+                    Some(Column::new(name.as_str().into(), vec![v; n]))
+                }
+                (7, _) => {
+                    let half = df.slice(0, n / 2);
+                    df = half;
+                    None
+                }
+                (8, _) => {
+                    let copy = df.clone();
+                    let _ = df.vstack_mut(&copy);
+                    None
+                }
+                _ => Some(Column::new(
+                    name.as_str().into(),
+                    vec![*rng.pick(&[2i32, 0, -1, 99]); n],
+                )),
+            };
+            if let Some(c) = new {
+                if df.with_column(c).is_err() {
+                    return "no change".into();
+                }
+            }
+            let f = std::fs::File::create(path).unwrap();
+            ParquetWriter::new(f).finish(&mut df).unwrap();
+            format!("column {name}: mutation {what}")
+        }
+    }
+}
+
+/// trend (every metric kind) and gate --history's baseline over a mutated dataset:
+/// `Err(text)` for a panic, a badly formed error, an error naming no file of the dataset,
+/// a negative or non-finite median, or a history baseline a baseline file would refuse;
+/// `Ok(true)` when the wall-time trend was drawn.
+fn exercise_dataset(ds: &Path) -> Result<bool, String> {
+    use stepgate::baseline::Policy;
+    use stepgate::dataset::trend::{trend, Metric, TrendQuery};
+    let named = |e: &stepgate::exit::Error| -> Result<(), String> {
+        check_error(e)?;
+        if !e.message.contains(ds.to_str().unwrap()) {
+            return Err(format!("names no file of the dataset: {}", e.message));
+        }
+        Ok(())
+    };
+    let run = catch_unwind(AssertUnwindSafe(|| -> Result<bool, String> {
+        let policy = Policy::default();
+        let mut drawn = false;
+        for metric in [
+            Metric::WallNs,
+            Metric::Mbu,
+            Metric::Kernel(stepgate::synth::workload::decode_kernels(8)[6].name.clone()),
+            Metric::Category("gemm".into()),
+        ] {
+            let wall = metric == Metric::WallNs;
+            let q = TrendQuery {
+                metric,
+                filter: stepgate::dataset::Filter::default(),
+                by: vec!["kind".into()],
+                since_ns: None,
+                last: None,
+                window: 2,
+            };
+            match trend(ds, &q, &policy) {
+                Ok(t) => {
+                    drawn |= wall;
+                    for w in &t.warnings {
+                        if w.contains('\n') {
+                            return Err(format!("warning not one line: {w:?}"));
+                        }
+                    }
+                    for p in t.series.iter().flat_map(|s| &s.points) {
+                        if !(p.median.is_finite() && p.median >= 0.0 && p.p10 >= 0.0) {
+                            return Err(format!("median {} p10 {}", p.median, p.p10));
+                        }
+                    }
+                    for f in [Format::Table, Format::Json, Format::Markdown, Format::Csv] {
+                        let _ = stepgate::report::trend::render(&t, f);
+                    }
+                }
+                Err(e) => named(&e)?,
+            }
+        }
+        for mode in [
+            stepgate::dataset::HistoryMode::Steps,
+            stepgate::dataset::HistoryMode::Runs,
+        ] {
+            let q = stepgate::dataset::HistoryQuery {
+                filter: stepgate::dataset::Filter::default(),
+                last: 20,
+                mode,
+                min_runs: 1,
+                gpu: None,
+                model: None,
+                candidate: None,
+            };
+            match stepgate::dataset::history_baseline(ds, &q) {
+                Ok(h) => {
+                    if let Err(e) = stepgate::baseline::file::validate(&h.baseline, "history") {
+                        return Err(format!(
+                            "history a baseline file would refuse: {}",
+                            e.message
+                        ));
+                    }
+                }
+                Err(e) => named(&e)?,
+            }
+        }
+        Ok(drawn)
+    }));
+    match run {
+        Ok(r) => r,
+        Err(p) => Err(format!(
+            "panic: {}",
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
+        )),
+    }
+}
+
+#[test]
+fn datasets_with_mutated_parquet_files_never_panic_and_name_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let (pristine, files) = dataset(d.path());
+    let (scale, seed) = knobs();
+    let mut rng = Rng(0x0da7_a5e7_f11e ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut failures = Vec::new();
+    let mut read = 0;
+    for case in 0..60 * scale {
+        let ds = d.path().join(format!("case{case}"));
+        crate::common::copy_dir(&pristine, &ds);
+        let mut what = Vec::new();
+        for _ in 0..1 + rng.below(2) {
+            let f = rng.pick(&files);
+            let other = rng.pick(&files);
+            let rel = f.strip_prefix(&pristine).unwrap();
+            let m = parquet_mutation(&mut rng, &ds.join(rel), other);
+            what.push(format!("{}: {m}", rel.display()));
+        }
+        match exercise_dataset(&ds) {
+            Ok(drawn) => read += usize::from(drawn),
+            Err(e) => failures.push(format!("case {case} {what:?}: {e}")),
+        }
+        std::fs::remove_dir_all(&ds).unwrap();
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // The pass must reach the trend, not only the readers' refusals.
+    assert!(read > 15, "only {read} mutated datasets were drawn");
 }

@@ -1,7 +1,8 @@
 //! Files stepgate writes and its standard output, under hostile conditions built here: an
 //! output that is an input, an output that is a FIFO or a directory, a symlinked target,
-//! a missing directory among several outputs, stale temporaries, a closed pipe, a full
-//! disk, concurrent writers, and names carrying CR/LF/ESC/NUL.
+//! an output inside a dataset or a report directory, a missing directory among several
+//! outputs, stale temporaries, a closed pipe, a full disk, concurrent writers, and names
+//! carrying CR/LF/ESC/NUL.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -520,4 +521,91 @@ fn concurrent_gate_processes_writing_one_json_never_leave_it_invalid() {
             "gate.json".to_owned()
         ]
     );
+}
+
+/// Every path under `dir`, sorted.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(tree(&e.path()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn outputs_aimed_into_a_dataset_or_a_report_directory_are_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let (r, base) = recorded(d.path());
+    let ds = d.path().join("ds");
+    let (code, _, err) = run(&["export", s(&r), "-o", s(&ds)]);
+    assert_eq!(code, 0, "{err}");
+    // A Kineto report directory (one rank).
+    let kdir = d.path().join("ranks");
+    std::fs::create_dir(&kdir).unwrap();
+    std::fs::copy(
+        crate::common::fixture("kineto/vllm_mi300x_decode_fullgraph_step.json.gz"),
+        kdir.join("rank0.pt.trace.json.gz"),
+    )
+    .unwrap();
+    let inside = |p: &Path, name: &str| p.join(name).to_str().unwrap().to_owned();
+    // A dataset that does not exist yet is guarded all the same.
+    let missing = d.path().join("not-yet");
+    let (ds_, r_, b_, k_, m_) = (s(&ds), s(&r), s(&base), s(&kdir), s(&missing));
+    let cases: Vec<Vec<String>> = [
+        vec!["trend", ds_, "--html", &inside(&ds, "runs/x.html")],
+        vec!["trend", ds_, "--html", &inside(&ds, ".lock")],
+        vec![
+            "gate",
+            r_,
+            "--history",
+            ds_,
+            "--json",
+            &inside(&ds, "g.json"),
+        ],
+        vec![
+            "gate",
+            r_,
+            "--baseline",
+            b_,
+            "--export",
+            m_,
+            "--markdown",
+            &inside(&missing, "g.md"),
+        ],
+        vec![
+            "baseline",
+            "record",
+            r_,
+            "-o",
+            &inside(&ds, "steps/b.json"),
+            "--export",
+            ds_,
+        ],
+        vec!["steps", k_, "--perfetto", &inside(&kdir, "p.json")],
+        vec!["analyze", k_, "--html", &inside(&kdir, "a.html")],
+        vec!["baseline", "record", k_, "-o", &inside(&kdir, "sub/b.json")],
+        vec!["diff", r_, k_, "--markdown", &inside(&kdir, "d.md")],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|a| (*a).to_owned()).collect())
+    .collect();
+    let before = tree(d.path());
+    for c in &cases {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        one_line_error(&err);
+        assert!(err.contains("is inside"), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    assert_eq!(tree(d.path()), before, "something was written");
+    // Beside a dataset or a report directory is fine: `trend DS --html DS.html`.
+    let beside = d.path().join("ds.html");
+    let (code, _, err) = run(&["trend", ds_, "--html", s(&beside)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(beside.is_file());
 }

@@ -720,3 +720,58 @@ fn a_locked_export_says_what_to_do() {
     drop(holder);
     assert_eq!(load_ok(&p).ops.height(), 2);
 }
+
+// ---------------------------------------------------------------- huge names
+
+#[test]
+fn megabyte_kernel_names_are_bounded_and_stay_two_names() {
+    use stepgate::synth::long_names::{self, Format};
+    use stepgate::trace::MAX_NAME_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = 2_000_000;
+    for (format, name) in [(Format::Nsys, "long.sqlite"), (Format::Kineto, "long.json")] {
+        let path = dir.path().join(name);
+        let long = long_names::write(&path, format, bytes).unwrap();
+        assert_eq!(long[0].len(), bytes);
+        let t = load_ok(&path);
+        // No interned name is longer than the bound: nothing holds a 2 MB copy.
+        let longest = t.strings.iter().map(String::len).max().unwrap();
+        assert!(longest <= MAX_NAME_BYTES, "{format:?}: {longest}");
+        // The two long names (equal but for their last byte) are still two kernels, each
+        // run twice, named by their first bytes.
+        let v = t.ops_view().unwrap();
+        let mut per_name = std::collections::BTreeMap::<&str, usize>::new();
+        for &id in v.name_id {
+            *per_name.entry(t.name(id)).or_default() += 1;
+        }
+        let bounded: Vec<(&&str, &usize)> = per_name
+            .iter()
+            .filter(|(n, _)| n.len() == MAX_NAME_BYTES)
+            .collect();
+        assert_eq!(bounded.len(), 2, "{format:?}");
+        for (n, count) in &bounded {
+            assert_eq!(**count, 2, "{format:?}");
+            assert!(long[0].starts_with(&n[..1000]), "{format:?}");
+            assert!(n.ends_with(']') && n.contains(&format!("…[{bytes} bytes, fnv1a ")));
+        }
+        assert_ne!(bounded[0].0, bounded[1].0);
+        // The same bound in both formats: the names compare across them.
+        let (code, out, err) = run(&["analyze", "--format", "json", path.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.len() < 200_000,
+            "{format:?}: {} bytes of JSON",
+            out.len()
+        );
+    }
+    let nsys = load_ok(&dir.path().join("long.sqlite"));
+    let kineto = load_ok(&dir.path().join("long.json"));
+    let long_of = |t: &Trace| -> std::collections::BTreeSet<String> {
+        t.strings
+            .iter()
+            .filter(|s| s.len() == MAX_NAME_BYTES)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(long_of(&nsys), long_of(&kineto));
+}

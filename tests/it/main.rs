@@ -3,6 +3,7 @@
 // A panic in a test is a failed test (Cargo.toml denies unwrap outside tests).
 #![allow(clippy::unwrap_used)]
 
+mod action;
 mod analyze;
 mod capture;
 mod capture_facts;
@@ -15,12 +16,16 @@ mod fuzz;
 mod gate;
 mod gate_words;
 mod golden;
+mod hostile_datasets;
 mod hostile_numbers;
 mod hostile_outputs;
 mod hostile_reports;
 mod html;
+mod install;
 mod kineto;
+mod kineto2021;
 mod launch_probe;
+mod no_correlation;
 mod nsys_ingest;
 mod perfetto;
 mod shapes;

@@ -24,12 +24,15 @@ pub enum Class {
     Python,
     /// `cpu_op` (an aten operator), kept only when input shapes are asked for.
     CpuOp,
+    /// 2021 layout `Operator`: an aten operator or a `record_function` range, told apart
+    /// by [`is_record_function`].
+    Operator,
     /// `ph: "M"` metadata (process names).
     Meta,
     Skip,
 }
 
-/// Category names, with the older capitalised spellings one HTA fixture uses (§3).
+/// Category names, with the capitalised spellings of the 2021 layout (§3, §12).
 fn class_of_cat(cat: &[u8]) -> Class {
     match cat {
         b"kernel" | b"Kernel" => Class::Kernel,
@@ -41,6 +44,7 @@ fn class_of_cat(cat: &[u8]) -> Class {
         b"gpu_user_annotation" => Class::GpuAnnotation,
         b"python_function" => Class::Python,
         b"cpu_op" => Class::CpuOp,
+        b"Operator" => Class::Operator,
         _ => Class::Skip,
     }
 }
@@ -63,7 +67,8 @@ pub fn is_step_function(raw: &[u8]) -> bool {
 }
 
 /// A `pid`/`tid` value: a number, or a string such as SGLang's merged
-/// `"[TP01-DP00] 6583"` (docs/engines.md §2.3) or Kineto's `"Spans"`, `""`.
+/// `"[TP01-DP00] 6583"` (docs/engines.md §2.3), Kineto's `"Spans"`, `""`, or the 2021
+/// layout's `"5555"` (a CPU thread) and `"stream 7"` (a GPU stream).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Id<'a> {
     /// The numeric part, if any.
@@ -89,8 +94,10 @@ fn parse_id(v: Val<'_>) -> Id<'_> {
                     };
                 }
             }
+            // `"stream 7"`: the 2021 layout's GPU row (docs/kineto-format.md §12).
+            let digits = raw.strip_prefix(b"stream ").unwrap_or(raw);
             Id {
-                num: int_text(raw),
+                num: int_text(digits),
                 label: None,
             }
         }
@@ -212,6 +219,8 @@ pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
 pub struct Args {
     pub device: i64,
     pub stream: i64,
+    /// -1 also for 0: CUPTI numbers correlations from 1, so 0 means "no launching call"
+    /// (docs/kineto-format.md §5), never one id shared by every such op.
     pub correlation: i64,
     pub bytes: i64,
     pub graph_id: i64,
@@ -271,6 +280,9 @@ pub fn parse_args(slice: Option<&[u8]>, geometry: bool) -> Args {
         }
         Some(true)
     });
+    if a.correlation == 0 {
+        a.correlation = -1;
+    }
     a
 }
 
@@ -289,6 +301,46 @@ fn dims3(raw: &[u8]) -> [u32; 3] {
         Some(k < 3)
     });
     out
+}
+
+/// Whether a 2021-layout `Operator` event is a `record_function` range rather than an
+/// operator (docs/kineto-format.md §12). That layout marks neither, so this is inferred
+/// from what only operators have: a qualified name (`aten::mm`,
+/// `torch::autograd::AccumulateGrad`), an autograd node's name (`…Backward`,
+/// `…Backward1`), the two unqualified names autograd records itself (`detach`, `detach_`,
+/// torch/csrc/autograd/VariableTypeManual.cpp), recorded inputs (a non-empty `Input
+/// Dims`) or an autograd sequence number.
+pub fn is_record_function(ev: &Event<'_>) -> bool {
+    let Some(name) = ev.name.map(|n| n.raw) else {
+        return false;
+    };
+    let backward = {
+        let t = name.trim_ascii_end();
+        let t = &t[..t.len() - t.iter().rev().take_while(|b| b.is_ascii_digit()).count()];
+        t.ends_with(b"Backward")
+    };
+    if backward || name.windows(2).any(|w| w == b"::") || matches!(name, b"detach" | b"detach_") {
+        return false;
+    }
+    let mut op_keys = false;
+    if let Some(args) = ev.args {
+        let _ = Cur::new(args).members(|key, c| {
+            let v = c.value()?;
+            op_keys = match key {
+                b"Sequence number" => true,
+                b"Input Dims" | b"Input dims" => matches!(v, Val::Nested(d) if !is_empty_array(d)),
+                _ => false,
+            };
+            Some(!op_keys)
+        });
+    }
+    !op_keys
+}
+
+/// `[]` (whitespace aside).
+fn is_empty_array(raw: &[u8]) -> bool {
+    let mut t = raw.iter().filter(|b| !b.is_ascii_whitespace());
+    t.next() == Some(&b'[') && t.next() == Some(&b']')
 }
 
 /// The raw `args["Input Dims"]` array of an operator (`"Input dims"` in early-2021
@@ -352,6 +404,14 @@ mod tests {
             (9, 3, 92158, -1)
         );
         assert_eq!(a.launch, Launch::default());
+        assert_eq!(
+            parse_args(Some(br#"{"correlation": 0}"#), false).correlation,
+            -1
+        );
+        assert_eq!(
+            parse_args(Some(br#"{"correlation": 7}"#), false).correlation,
+            7
+        );
         let a = parse_args(ev.args, true);
         assert_eq!(a.launch.grid, [1, 1, 1]);
         assert_eq!(a.launch.block, [0, 0, 0]);
@@ -373,6 +433,42 @@ mod tests {
             parse(e, Keep::default()).unwrap().unwrap().class(),
             Class::Python
         );
+    }
+
+    #[test]
+    fn string_ids_of_the_2021_layout() {
+        let id = |t: &[u8]| parse_id(Cur::new(t).value().unwrap()).num;
+        assert_eq!(id(br#""5555""#), Some(5555));
+        assert_eq!(id(br#""stream 7""#), Some(7));
+        assert_eq!(id(br#""2248185664""#), Some(2_248_185_664));
+        assert_eq!(id(br#""Spans""#), None);
+    }
+
+    #[test]
+    fn operators_and_record_functions_of_the_2021_layout() {
+        let op = |name: &str, args: &str| {
+            let e = format!(
+                r#"{{"ph": "X", "cat": "Operator", "name": "{name}", "pid": 1, "tid": "1", "ts": 1, "dur": 1, "args": {{{args}}}}}"#
+            );
+            let ev = parse(e.as_bytes(), Keep::default()).unwrap().unwrap();
+            assert_eq!(ev.class(), Class::Operator);
+            is_record_function(&ev)
+        };
+        // The ranges of the bundled traces: no inputs, or an empty list of them.
+        assert!(op("ProfilerStep#5", r#""Device": 1, "External id": 9"#));
+        assert!(op(
+            "Optimizer.step#SGD.step",
+            r#""Input dims": [], "Device": 0"#
+        ));
+        assert!(op("my_range", ""));
+        // Operators: qualified, autograd nodes, autograd's own detach, inputs, seq nr.
+        assert!(!op("aten::empty", ""));
+        assert!(!op("torch::autograd::AccumulateGrad", ""));
+        assert!(!op("CudnnConvolutionBackward", ""));
+        assert!(!op("ReluBackward1", ""));
+        assert!(!op("detach_", ""));
+        assert!(!op("custom_op", r#""Input Dims": [[], [1]]"#));
+        assert!(!op("custom_op", r#""Sequence number": 4"#));
     }
 
     #[test]

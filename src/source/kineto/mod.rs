@@ -6,7 +6,9 @@
 //! ROCm) → calls, joined to ops by `args.correlation` only (flow events are ignored); CPU
 //! `user_annotation` → `HostPushPop` ranges, `gpu_user_annotation` → `GpuAnnotation`
 //! ranges with pid = device, `python_function` of an engine step function only →
-//! `PythonStack` ranges. Times are integer ns relative to the file's
+//! `PythonStack` ranges; in the 2021 layout the `record_function` ranges among the
+//! `Operator` events → `HostPushPop` ranges (§12); `cpu_op` input shapes only when asked
+//! for (§11); correlation 0 is no id (§5). Times are integer ns relative to the file's
 //! `baseTimeNanoseconds` (current Kineto) or to the Unix epoch (old absolute layout);
 //! several ranks share the smallest base among them.
 

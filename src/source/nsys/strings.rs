@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use polars::prelude::PlHashMap;
 
-use crate::trace::Interner;
+use crate::trace::{bounded, Interner, MAX_NAME_BYTES};
 
 /// Where an nsys string id lives in [`StringTable::values`].
 #[derive(Debug)]
@@ -40,6 +40,8 @@ impl StringTable {
         }
     }
 
+    /// Add a StringIds row; its value is kept [`bounded`] (a 20 MB kernel name is held
+    /// as its first 4 KiB and a hash, never whole).
     pub fn insert(&mut self, id: i64, value: &str) {
         let pos = self.values.len() as u32;
         match &mut self.index {
@@ -51,7 +53,7 @@ impl StringTable {
                 h.insert(id, pos);
             }
         }
-        self.values.push(value.into());
+        self.values.push(bounded(value).into());
     }
 
     /// Position of an nsys string id in this table.
@@ -123,6 +125,10 @@ impl<'a> LocalNames<'a> {
     /// Local id of a literal text given as raw bytes (an NVTX `text` cell): invalid
     /// UTF-8 is replaced (U+FFFD) once, when the bytes are first seen.
     pub fn text_bytes(&mut self, b: &[u8]) -> u32 {
+        // A text too long to keep whole is not kept whole as a cache key either.
+        if b.len() > MAX_NAME_BYTES {
+            return self.interner.intern(&String::from_utf8_lossy(b));
+        }
         if let Some(&id) = self.texts.get(b) {
             return id;
         }

@@ -1,13 +1,15 @@
 //! Reads one nsys SQLite export into the [`Trace`] model: GPU ops, host API calls and NVTX
 //! ranges, each on its own read-only connection and thread, the big kernel and NVTX tables
 //! in rowid slices on several (the three tables dominate load time and SQLite readers do
-//! not block each other), plus devices and metadata.
+//! not block each other), plus devices and metadata. Here the cell readers and the one
+//! load that puts the pieces together; `parts` runs the readers and merges their parts.
 
 mod host;
 mod meta;
 mod metrics;
 mod open;
 mod ops;
+mod parts;
 mod split;
 
 use std::path::Path;
@@ -15,22 +17,17 @@ use std::path::Path;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
-use super::progress::Progress;
 use super::queries::{self, Fill, Query};
 use super::schema::Schema;
-use super::strings::{merge, remap, StringTable};
+use super::strings::StringTable;
 use super::LoadOptions;
 use crate::exit::{Error, Result};
-use crate::trace::{
-    CallsBuilder, DeviceInfo, Interner, OpsBuilder, RangesBuilder, ShapesBuilder, SourceFormat,
-    Trace, TraceMeta,
-};
+use crate::trace::{DeviceInfo, ShapesBuilder, SourceFormat, Trace, TraceMeta};
 
-use host::{load_calls, load_ranges};
 use meta::{load_devices, load_meta};
 pub use open::{open, sql_error, Db};
+use ops::memcpy_names;
 pub use ops::memcpy_symbol;
-use ops::{load_ops, memcpy_names, OpsPart};
 use split::Split;
 
 /// Rows between progress updates.
@@ -174,12 +171,6 @@ fn prepare_fill<'c>(
     }
 }
 
-/// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
-    h.join()
-        .unwrap_or_else(|_| Err(Error::internal("an nsys loader thread panicked")))
-}
-
 /// Read StringIds once (shared by every loader thread).
 fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<StringTable> {
     let err = |e| sql_error(path, "strings", e);
@@ -223,77 +214,15 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     let table = load_strings(&conn, &schema, path)?;
     let memcpy = memcpy_names(&conn, &schema, path)?;
     crate::phases::mark("nsys: names read");
-    let progress = Progress::new("reading nsys export");
+    let read = parts::read(&db, &conn, &schema, &table, &memcpy, opts, split);
 
-    // GPU ops, host calls and NVTX ranges are read on their own connections and threads.
-    // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
-    // the range filter keeps few of its rows, so it is also read in rowid slices (their
-    // kept rows are concatenated in rowid order: one scan's order, at no copy worth
-    // counting). The call table keeps one reader: it is never the longest read.
-    let range_slices = if opts.ranges {
-        split.slices(&conn, &schema, &queries::NVTX)
-    } else {
-        Vec::new()
-    };
-    // The kernel table is read in slices too when it is big: with one reader it is the
-    // critical path of a kernel-heavy report (4M kernels, few host rows). The last
-    // slice's reader also reads the small op tables, so the parts concatenate in order.
-    let kernel_slices = split.slices(&conn, &schema, &queries::KERNELS);
-    let last = kernel_slices.len() - 1;
-    let (ops, calls, ranges) = std::thread::scope(|s| {
-        let (db, schema, table, progress, memcpy) = (&db, &schema, &table, &progress, &memcpy);
-        let filter = opts.range_filter.as_ref();
-        let calls = opts
-            .calls
-            .then(|| s.spawn(move || load_calls(db, schema, table, progress)));
-        let ranges: Vec<_> = range_slices
-            .iter()
-            .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
-            .collect();
-        let part = |k: usize| OpsPart {
-            kernels: kernel_slices[k],
-            last: k == last,
-            geometry: opts.geometry,
-        };
-        let ops: Vec<_> = (1..kernel_slices.len())
-            .map(|k| s.spawn(move || load_ops(db, schema, table, memcpy, part(k), progress)))
-            .collect();
-        let first = load_ops(db, schema, table, memcpy, part(0), progress);
-        crate::phases::mark("nsys: first kernel slice read");
-        let mut all = vec![first];
-        all.extend(ops.into_iter().map(join));
-        (
-            all,
-            calls.map(join),
-            ranges.into_iter().map(join).collect::<Vec<_>>(),
-        )
-    });
-    progress.finish();
-    crate::phases::mark("nsys: every reader done");
-
-    // One interner for the whole trace; each reader's local ids are mapped into it, in
-    // read order (ops, calls, range slices), so names get one sequential read's ids.
-    let mut global = Interner::default();
-    let mut ob = OpsBuilder::default();
-    let mut dropped_no_timestamp = 0;
-    let mut bad = Dropped::default();
-    for part in ops {
-        let mut part = part?;
-        let map = merge(&mut global, &part.strings);
-        remap(&mut part.ops.name_id, &map);
-        remap(&mut part.ops.short_id, &map);
-        ob.append(&mut part.ops);
-        dropped_no_timestamp += part.dropped_no_timestamp;
-        for (table, n) in part.dropped_bad_times.0 {
-            bad.add(table, n);
-        }
-    }
-
+    // Ops first: an export without usable ones is refused before its host tables count.
+    let mut merged = parts::Merged::ops(read.ops)?;
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
     meta.warnings.extend(db.note.clone());
-    if ob.is_empty() {
-        let bad = bad.warnings(&schema);
+    if merged.ops.is_empty() {
+        let bad = merged.bad.warnings(&schema);
         if !bad.is_empty() {
             return Err(Error::input(format!(
                 "{}: no usable GPU ops: {}; export the report again",
@@ -306,44 +235,18 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
             path.display()
         )));
     }
-    if dropped_no_timestamp > 0 {
+    if merged.dropped_no_timestamp > 0 {
         meta.warnings.push(format!(
-            "{dropped_no_timestamp} kernel rows had no timestamps (start = end = 0: CUPTI \
-             could not collect them) and were left out"
+            "{} kernel rows had no timestamps (start = end = 0: CUPTI could not collect \
+             them) and were left out",
+            merged.dropped_no_timestamp
         ));
     }
-    // Distinct devices, looked up only where the device changes (ops come in runs of one
-    // device): a set insert per op took 0.6 s of a 20M-op load.
-    let mut trace_devices = std::collections::BTreeSet::new();
-    let mut last = None;
-    for &d in &ob.device {
-        if last != Some(d) {
-            last = Some(d);
-            trace_devices.insert(d);
-        }
-    }
-
-    let calls_b = match calls.transpose()? {
-        Some((mut cb, strings, n_bad)) => {
-            remap(&mut cb.name_id, &merge(&mut global, &strings));
-            bad.add("runtime", n_bad);
-            cb
-        }
-        None => CallsBuilder::default(),
-    };
-    let mut ranges_b = RangesBuilder::default();
-    let mut n_bad = 0;
-    for part in ranges {
-        let (mut rb, strings, bad_rows) = part?;
-        remap(&mut rb.name_id, &merge(&mut global, &strings));
-        n_bad += bad_rows;
-        ranges_b.append(&mut rb);
-    }
-    bad.add("nvtx", n_bad);
-    meta.warnings.extend(bad.warnings(&schema));
+    let (calls, ranges) = merged.host(read.calls, read.ranges)?;
+    meta.warnings.extend(merged.bad.warnings(&schema));
 
     let (mut devices, pw_ids) = load_devices(&conn, &schema, path)?;
-    for id in trace_devices {
+    for id in distinct_devices(&merged.ops.device) {
         if !devices.iter().any(|d| d.id == id) {
             devices.push(DeviceInfo {
                 id,
@@ -360,15 +263,29 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     crate::phases::mark("nsys: parts merged");
 
     Ok(Trace {
-        ops: ob.finish()?,
-        calls: calls_b.finish()?,
-        ranges: ranges_b.finish()?,
+        ops: merged.ops.finish()?,
+        calls: calls.finish()?,
+        ranges: ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
         gpu_metrics,
         devices,
-        strings: global.into_strings(),
+        strings: merged.names.into_strings(),
         meta,
     })
+}
+
+/// Distinct devices, looked up only where the device changes (ops come in runs of one
+/// device): a set insert per op took 0.6 s of a 20M-op load.
+fn distinct_devices(device: &[i64]) -> std::collections::BTreeSet<i64> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut last = None;
+    for &d in device {
+        if last != Some(d) {
+            last = Some(d);
+            out.insert(d);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

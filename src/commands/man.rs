@@ -1,0 +1,81 @@
+//! `stepgate man`: the manual page (roff), generated from the clap definitions: the
+//! top-level page on stdout, or one page per subcommand written into a directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::exit::{Error, Result, OK};
+
+const EXAMPLE: &str = "Examples:
+  stepgate man | man -l -
+  stepgate man --dir ~/.local/share/man/man1 && man stepgate-gate";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// Write stepgate.1 and one page per subcommand (stepgate-gate.1, stepgate-baseline-record.1, …)
+    /// into this directory instead of printing stepgate.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// (file name, roff) for a command and every subcommand under it, depth first.
+fn pages(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+    // clap's generated `help` subcommand gets no page: `stepgate help X` is `X --help`.
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        pages(sub, out)?;
+    }
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut roff = Vec::new();
+    man.render(&mut roff)
+        .map_err(|e| Error::input(format!("cannot render the man page: {e}")))?;
+    out.push((man.get_filename(), roff));
+    Ok(())
+}
+
+/// Every page: `stepgate.1` last, its subcommands before it.
+pub fn all_pages() -> Result<Vec<(String, Vec<u8>)>> {
+    let mut cmd = Cli::command();
+    // Building names each subcommand `stepgate-<sub>` (its page's title and file name).
+    cmd.build();
+    let mut out = Vec::new();
+    pages(&cmd, &mut out)?;
+    Ok(out)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let Some(dir) = &args.dir else {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(Cli::command())
+            .render(&mut roff)
+            .map_err(|e| Error::input(format!("cannot render the man page: {e}")))?;
+        crate::output::print(&String::from_utf8_lossy(&roff))?;
+        return Ok(OK);
+    };
+    let pages = all_pages()?;
+    let paths: Vec<PathBuf> = pages.iter().map(|(name, _)| dir.join(name)).collect();
+    let mut plan = crate::output::Plan::new();
+    for p in &paths {
+        plan.add("--dir", Some(p));
+    }
+    plan.check(&[])?;
+    let files: Vec<(&Path, &[u8])> = paths
+        .iter()
+        .zip(&pages)
+        .map(|(p, (_, roff))| (p.as_path(), roff.as_slice()))
+        .collect();
+    crate::output::write_all(&files)?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "stepgate: wrote {} man pages to {}",
+        files.len(),
+        dir.display()
+    );
+    Ok(OK)
+}

@@ -1,0 +1,267 @@
+//! The one in-memory model every source fills: polars frames of ops, calls and ranges,
+//! plus devices, interned names and export metadata.
+//!
+//! Names are interned (`name_id: u32` into [`Trace::strings`]) because kernel names are
+//! long and repeat millions of times; a frame of u32 ids keeps a 4M-kernel report well
+//! under the memory budget and makes group-by on names cheap. Times are integer
+//! nanoseconds relative to the report's own origin. A missing id (correlation, graph
+//! node, graph) is `-1`, never NULL, so every column is a contiguous primitive slice.
+//! Rows come in no guaranteed order (sources append as they read); every analysis sorts
+//! what it needs once, so loaders never pay for a sort nobody uses.
+//!
+//! Here: the model itself (kinds, column names, devices, metadata, [`Trace`]); in
+//! `builders` the row-wise builders sources fill, in `views` the slices analyses read,
+//! in `interner` name interning, in `launch` the launch-call classifier, in `metrics`
+//! the measured GPU counters. Everything is re-exported here, so
+//! `crate::trace::X` is the one path.
+
+mod builders;
+mod interner;
+mod launch;
+mod metrics;
+mod views;
+
+use polars::prelude::DataFrame;
+
+use crate::exit::Result;
+
+pub use builders::{
+    CallRow, CallsBuilder, GeometryCols, Launch, OpRow, OpsBuilder, RangeRow, RangesBuilder,
+    ShapeRow, ShapesBuilder,
+};
+pub use interner::{bounded, Interner, MAX_NAME_BYTES};
+pub use launch::{is_graph_launch_call, is_launch_call};
+pub use metrics::{GpuMetric, GpuMetricSeries};
+pub use views::{i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
+
+/// Kind of a GPU operation (`ops.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum OpKind {
+    Kernel = 0,
+    Memcpy = 1,
+    Memset = 2,
+    /// An opaque CUDA-graph replay (graph-mode tracing): one interval, no per-node rows.
+    Graph = 3,
+}
+
+impl OpKind {
+    pub fn from_u32(v: u32) -> OpKind {
+        match v {
+            0 => OpKind::Kernel,
+            1 => OpKind::Memcpy,
+            2 => OpKind::Memset,
+            _ => OpKind::Graph,
+        }
+    }
+}
+
+/// Which API family a host call belongs to (`calls.api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CallApi {
+    Runtime = 0,
+    Driver = 1,
+}
+
+/// Where a range came from (`ranges.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum RangeKind {
+    /// NVTX push/pop (nsys eventType 59) or a Kineto CPU `user_annotation`.
+    HostPushPop = 0,
+    /// NVTX start/end (eventType 60), may end on another thread.
+    HostStartEnd = 1,
+    /// A GPU-side annotation span (Kineto `gpu_user_annotation`); `pid` holds the device.
+    GpuAnnotation = 2,
+    /// A Kineto `python_function` span (`file.py(line): function`), kept only for the
+    /// engines' step functions (vLLM `execute_model`, SGLang `run_batch` …).
+    PythonStack = 3,
+}
+
+/// Column names, shared by every source and every consumer.
+pub mod col {
+    pub const DEVICE: &str = "device";
+    pub const STREAM: &str = "stream";
+    pub const PID: &str = "pid";
+    pub const TID: &str = "tid";
+    pub const START: &str = "start_ns";
+    pub const END: &str = "end_ns";
+    pub const NAME: &str = "name_id";
+    pub const SHORT: &str = "short_id";
+    pub const KIND: &str = "kind";
+    pub const CORR: &str = "correlation_id";
+    pub const GRAPH_NODE: &str = "graph_node_id";
+    pub const GRAPH: &str = "graph_id";
+    pub const BYTES: &str = "bytes";
+    pub const API: &str = "api";
+    pub const IS_LAUNCH: &str = "is_launch";
+    pub const DOMAIN: &str = "domain_id";
+    /// Kernel launch geometry (ops, only with `LoadOptions::geometry`): u32, 0 where
+    /// unknown or not a kernel.
+    pub const GRID_X: &str = "grid_x";
+    pub const GRID_Y: &str = "grid_y";
+    pub const GRID_Z: &str = "grid_z";
+    pub const BLOCK_X: &str = "block_x";
+    pub const BLOCK_Y: &str = "block_y";
+    pub const BLOCK_Z: &str = "block_z";
+    /// Input shapes (`Trace::shapes`): the interned compact JSON of `args["Input Dims"]`.
+    pub const DIMS: &str = "dims_id";
+    /// Input shapes: the first dimension of the first input, -1 where it has none.
+    pub const FIRST_DIM: &str = "first_dim";
+}
+
+/// A GPU as the report names it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceInfo {
+    /// Device id as ops carry it (nsys `deviceId`, Kineto GPU `pid`/device).
+    pub id: i64,
+    pub name: Option<String>,
+    /// Bytes per second, as the report states it (nsys `memoryBandwidth`).
+    pub memory_bandwidth_bytes_per_s: Option<f64>,
+    pub sm_count: Option<i64>,
+    pub total_memory_bytes: Option<i64>,
+}
+
+/// Which file format a trace came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceFormat {
+    Nsys,
+    Kineto,
+}
+
+/// One process group of `torch.distributed`, as the profiler recorded it (Kineto
+/// `distributedInfo.pg_config[]`, from `distributed_c10d._get_all_pg_configs`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessGroup {
+    /// `pg_name`: the group's name, a number as text (`"0"` is the default group).
+    pub name: String,
+    /// `pg_desc` (`default_pg`, `undefined`, …); absent in older traces.
+    pub desc: Option<String>,
+    /// `backend_config`, e.g. `cuda:nccl` or `cpu:gloo,cuda:gloo`.
+    pub backend_config: Option<String>,
+    /// `pg_size`: how many ranks the group has.
+    pub size: Option<i64>,
+    /// `ranks`: the global ranks in the group.
+    pub ranks: Vec<i64>,
+}
+
+/// The distributed run a capture belongs to, as the report states it (read, never
+/// inferred). Kineto: `distributedInfo`; nsys records nothing equivalent that stepgate
+/// can read (docs/nsys-format.md §11), so nsys traces leave it `None`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Distributed {
+    /// `backend` (`nccl`, `gloo`, …).
+    pub backend: Option<String>,
+    /// `rank` of the first file read that states one.
+    pub rank: Option<i64>,
+    /// `world_size`.
+    pub world_size: Option<i64>,
+    /// `nccl_version` (`2.17.1`), written for the nccl backend only.
+    pub nccl_version: Option<String>,
+    /// `pg_count`: groups ever created, which can exceed the groups listed (71 against 15
+    /// in the vLLM B200 trace: destroyed groups are counted, not listed).
+    pub pg_count: Option<i64>,
+    /// `pg_config`, as the first file read that states a rank lists them.
+    pub process_groups: Vec<ProcessGroup>,
+    /// The rank of every file read that states one, in reading order (one entry for a
+    /// single trace; a directory of ranks lists each, docs/kineto-format.md §9).
+    pub ranks: Vec<i64>,
+}
+
+/// What the report says about itself.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TraceMeta {
+    pub format: SourceFormat,
+    /// Path(s) the trace was read from, as given.
+    pub path: String,
+    /// nsys `EXPORT_PRODUCT_VERSION`, or the Kineto/PyTorch version where recorded.
+    pub tool_version: Option<String>,
+    /// nsys `EXPORT_SCHEMA_VERSION`, or the Kineto `schemaVersion`.
+    pub schema_version: Option<String>,
+    /// nsys `CUDA_GRAPH_TRACE_OPTIONS:MODE` (`Graph` or `Node`) where recorded.
+    pub cuda_graph_trace_mode: Option<String>,
+    /// Process id → process name, where the report names them.
+    pub process_names: Vec<(i64, String)>,
+    /// Unix-epoch ns of the trace's time zero, where the format states it (Kineto:
+    /// `baseTimeNanoseconds`, or 0 for the old absolute layout). nsys: None, since its
+    /// origin is not documented (docs/nsys-format.md §0).
+    pub origin_epoch_ns: Option<i64>,
+    /// The distributed run (rank, world size, process groups) where the report states it.
+    pub distributed: Option<Distributed>,
+    /// Things the loader noticed and the user should know (schema newer than tested…).
+    pub warnings: Vec<String>,
+}
+
+impl TraceMeta {
+    pub fn new(format: SourceFormat, path: impl Into<String>) -> Self {
+        TraceMeta {
+            format,
+            path: path.into(),
+            tool_version: None,
+            schema_version: None,
+            cuda_graph_trace_mode: None,
+            process_names: Vec::new(),
+            origin_epoch_ns: None,
+            distributed: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The trace: every source produces one of these; every analysis reads only this.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// GPU operations: device, stream, pid, start_ns, end_ns, name_id, short_id, kind (u32
+    /// [`OpKind`]), correlation_id, graph_node_id, graph_id, bytes (memcpy/memset, else 0).
+    pub ops: DataFrame,
+    /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id, api (u32
+    /// [`CallApi`]), is_launch (u32 0/1: a kernel or graph launch, not a copy or sync).
+    pub calls: DataFrame,
+    /// Annotated ranges: pid, tid, start_ns, end_ns, name_id, domain_id, kind (u32 [`RangeKind`]).
+    pub ranges: DataFrame,
+    /// Operator input shapes (Kineto `cpu_op` events recorded with `record_shapes`, only
+    /// with `LoadOptions::shapes`; nsys records none): pid, tid, start_ns, end_ns,
+    /// name_id, dims_id, first_dim (see [`col::DIMS`], [`col::FIRST_DIM`]).
+    pub shapes: DataFrame,
+    /// Measured GPU counters (nsys `--gpu-metrics-devices`, only with
+    /// `LoadOptions::gpu_metrics`): the DRAM bandwidth and SM activity series.
+    pub gpu_metrics: Vec<GpuMetricSeries>,
+    pub devices: Vec<DeviceInfo>,
+    /// Interned names; `name_id`/`short_id` index into this.
+    pub strings: Vec<String>,
+    pub meta: TraceMeta,
+}
+
+impl Trace {
+    /// An empty trace of the given format (sources start from this).
+    pub fn empty(meta: TraceMeta) -> Result<Trace> {
+        Ok(Trace {
+            ops: OpsBuilder::default().finish()?,
+            calls: CallsBuilder::default().finish()?,
+            ranges: RangesBuilder::default().finish()?,
+            shapes: ShapesBuilder::default().finish()?,
+            gpu_metrics: Vec::new(),
+            devices: Vec::new(),
+            strings: Vec::new(),
+            meta,
+        })
+    }
+
+    /// The interned string for an id.
+    pub fn name(&self, id: u32) -> &str {
+        self.strings
+            .get(id as usize)
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+
+    /// Device ids that have at least one op, ascending.
+    pub fn op_devices(&self) -> Result<Vec<i64>> {
+        let mut ids: Vec<i64> = i64s(&self.ops, col::DEVICE)?.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,395 @@
+//! The GitHub Action's gate step (scripts/action/gate.sh) under a fake GitHub: the job
+//! summary, outputs and event payload are temporary files, `gh` is a fake that records
+//! its calls and serves the pull request's comments from a JSON file (tests/action/gh),
+//! and `stepgate` is this build. Every exit code comes from a real stepgate run: 0 and 1
+//! on generated decode reports, 3 on a one-step fixture, 2 on a missing report, 4 on a
+//! `.nsys-rep` with no nsys on PATH.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+
+const MARKER: &str = "<!-- stepgate-gate -->";
+const H100: &str = "NVIDIA H100 80GB HBM3";
+
+/// A fake runner: temp files for GitHub's variables, a PATH with only this build's
+/// stepgate, the fake gh, and the system's /usr/bin and /bin seen through a directory of
+/// links that leaves `nsys` out (CI installs a real one; the exit-4 case needs none).
+struct Runner {
+    dir: tempfile::TempDir,
+}
+
+/// What one run of the gate step left behind.
+struct Run {
+    code: i32,
+    stdout: String,
+    summary: String,
+    outputs: Vec<(String, String)>,
+}
+
+impl Run {
+    fn output(&self, key: &str) -> &str {
+        self.outputs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or_else(|| panic!("no output {key}: {:?}", self.outputs), |(_, v)| v)
+    }
+}
+
+impl Runner {
+    fn new() -> Runner {
+        let r = Runner {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let bin = r.path("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink(common::bin(), bin.join("stepgate")).unwrap();
+        std::os::unix::fs::symlink(common::root().join("tests/action/gh"), bin.join("gh")).unwrap();
+        let sys = r.path("sys");
+        std::fs::create_dir(&sys).unwrap();
+        for dir in ["/usr/bin", "/bin"] {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let name = e.file_name();
+                let link = sys.join(&name);
+                if name != "nsys" && !link.exists() {
+                    std::os::unix::fs::symlink(e.path(), link).unwrap();
+                }
+            }
+        }
+        // Two comments already on the pull request: a person's that quotes the marker in
+        // its text (not on its first line: never edited) and another bot's.
+        let existing = serde_json::json!([
+            {"id": 11, "body": format!("looks slow to me, see the bot:\n> {MARKER}"), "user": {"login": "alice"}},
+            {"id": 12, "body": "<!-- other-bot -->\ncoverage 91%", "user": {"login": "codecov[bot]"}},
+        ]);
+        std::fs::write(r.path("comments.json"), existing.to_string()).unwrap();
+        let event = serde_json::json!({"action": "synchronize", "number": 7, "pull_request": {"number": 7}});
+        std::fs::write(r.path("event.json"), event.to_string()).unwrap();
+        r
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Run the gate step for a pull_request event with these inputs.
+    fn gate(&self, inputs: &[(&str, &str)]) -> Run {
+        self.gate_on("pull_request", inputs)
+    }
+
+    /// Run the gate step with these inputs (STEPGATE_* variables) for an event; fresh
+    /// summary and output files each run, the comment store kept.
+    fn gate_on(&self, event: &str, inputs: &[(&str, &str)]) -> Run {
+        for f in ["summary.md", "output.txt"] {
+            std::fs::write(self.path(f), "").unwrap();
+        }
+        let mut cmd = Command::new("bash");
+        cmd.arg(common::root().join("scripts/action/gate.sh"))
+            .env_clear()
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    self.path("bin").display(),
+                    self.path("sys").display()
+                ),
+            )
+            .env("HOME", self.dir.path())
+            .env("RUNNER_TEMP", self.dir.path())
+            .env("GITHUB_STEP_SUMMARY", self.path("summary.md"))
+            .env("GITHUB_OUTPUT", self.path("output.txt"))
+            .env("GITHUB_EVENT_NAME", event)
+            .env("GITHUB_EVENT_PATH", self.path("event.json"))
+            .env("GITHUB_REPOSITORY", "octo/llm-server")
+            .env("GH_TOKEN", "fake-token")
+            .env("FAKE_GH_STATE", self.path("comments.json"))
+            .env("FAKE_GH_LOG", self.path("gh.log"))
+            .current_dir(common::root());
+        for (k, v) in inputs {
+            cmd.env(format!("STEPGATE_{k}"), v);
+        }
+        let out = cmd.output().unwrap();
+        let outputs = std::fs::read_to_string(self.path("output.txt"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (k, v) = l.split_once('=').unwrap();
+                (k.to_owned(), v.to_owned())
+            })
+            .collect();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            summary: std::fs::read_to_string(self.path("summary.md")).unwrap(),
+            outputs,
+        }
+    }
+
+    /// The comments on the pull request now.
+    fn comments(&self) -> Vec<serde_json::Value> {
+        let s = std::fs::read_to_string(self.path("comments.json")).unwrap();
+        serde_json::from_str::<Vec<serde_json::Value>>(&s).unwrap()
+    }
+
+    /// Every `gh` call so far: (argv, request body).
+    fn gh_calls(&self) -> Vec<(Vec<String>, Option<String>)> {
+        let Ok(log) = std::fs::read_to_string(self.path("gh.log")) else {
+            return Vec::new();
+        };
+        log.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let argv = v["argv"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned())
+                    .collect();
+                (argv, v["body"].as_str().map(str::to_owned))
+            })
+            .collect()
+    }
+
+    /// The comments whose first line is the marker.
+    fn gate_comments(&self) -> Vec<serde_json::Value> {
+        self.comments()
+            .into_iter()
+            .filter(|c| c["body"].as_str().unwrap().starts_with(MARKER))
+            .collect()
+    }
+}
+
+fn method(argv: &[String]) -> &str {
+    argv.iter()
+        .position(|a| a == "--method")
+        .map_or("GET", |i| argv[i + 1].as_str())
+}
+
+/// A recorded baseline and a report of the same decode workload, every kernel 30% slower.
+fn regression_inputs(dir: &Path) -> (PathBuf, PathBuf) {
+    let base = dir.join("base.sqlite");
+    common::jittered_decode_report(&base, 24, 60, 1, H100, &|_| 1.0);
+    let json = dir.join("base.json");
+    let (code, _, err) = common::run(&[
+        "baseline",
+        "record",
+        base.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let slow = dir.join("slow.sqlite");
+    common::jittered_decode_report(&slow, 24, 60, 2, H100, &|_| 1.3);
+    (json, slow)
+}
+
+#[test]
+fn pass_then_regression_edit_one_comment() {
+    let r = Runner::new();
+    let example_base = common::root().join("baselines/example-h100-vllm-decode.json");
+    let first = r.gate(&[
+        ("REPORT", "examples/vllm_decode_synthetic_h100.sqlite"),
+        ("BASELINE", example_base.to_str().unwrap()),
+    ]);
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    assert_eq!(first.output("verdict"), "pass");
+    assert_eq!(first.output("exit-code"), "0");
+    // The summary is the markdown the gate wrote, which the outputs name.
+    let md = std::fs::read_to_string(first.output("markdown")).unwrap();
+    assert!(md.starts_with("### ✅ Pass"), "{md}");
+    assert_eq!(first.summary, md);
+    for out in ["json", "html"] {
+        assert!(
+            Path::new(first.output(out)).metadata().unwrap().len() > 0,
+            "{out}"
+        );
+    }
+    let gate_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(first.output("json")).unwrap()).unwrap();
+    assert_eq!(gate_json["verdict"], "pass");
+    // One listing, one POST to the pull request's comments, no edit.
+    let calls = r.gh_calls();
+    let methods: Vec<&str> = calls.iter().map(|(a, _)| method(a)).collect();
+    assert_eq!(methods, ["GET", "POST"], "{calls:?}");
+    assert!(calls[1]
+        .0
+        .contains(&"repos/octo/llm-server/issues/7/comments".to_owned()));
+    let made = r.gate_comments();
+    assert_eq!(made.len(), 1);
+    let id = made[0]["id"].as_i64().unwrap();
+    assert_eq!(first.output("comment-id"), id.to_string());
+    assert_eq!(made[0]["body"].as_str().unwrap(), format!("{MARKER}\n{md}"));
+
+    // Second push: a regression. The same comment is edited, none added.
+    let (base, slow) = regression_inputs(r.dir.path());
+    let second = r.gate(&[
+        ("REPORT", slow.to_str().unwrap()),
+        ("BASELINE", base.to_str().unwrap()),
+    ]);
+    assert_eq!(second.code, 1, "{}", second.stdout);
+    assert_eq!(second.output("verdict"), "regression");
+    assert_eq!(second.output("exit-code"), "1");
+    assert!(
+        second
+            .stdout
+            .contains("::error title=stepgate regression::❌ Regression — decode bs=32: wall +"),
+        "{}",
+        second.stdout
+    );
+    let md2 = std::fs::read_to_string(second.output("markdown")).unwrap();
+    assert!(md2.starts_with("### ❌ Regression"), "{md2}");
+    assert_eq!(second.summary, md2);
+    let calls = r.gh_calls();
+    let methods: Vec<&str> = calls.iter().map(|(a, _)| method(a)).collect();
+    assert_eq!(methods, ["GET", "POST", "GET", "PATCH"], "{calls:?}");
+    assert!(calls[3]
+        .0
+        .contains(&format!("repos/octo/llm-server/issues/comments/{id}")));
+    let now = r.gate_comments();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0]["id"].as_i64().unwrap(), id);
+    assert_eq!(now[0]["body"].as_str().unwrap(), format!("{MARKER}\n{md2}"));
+    assert_eq!(second.output("comment-id"), id.to_string());
+    // The person's and the other bot's comments are untouched.
+    let all = r.comments();
+    assert_eq!(all.len(), 3);
+    assert!(all[0]["body"].as_str().unwrap().starts_with("looks slow"));
+    assert!(all[1]["body"].as_str().unwrap().contains("coverage 91%"));
+}
+
+#[test]
+fn inconclusive_warns_unless_asked_to_fail() {
+    let r = Runner::new();
+    // One decode step on each side: fewer than 10, so exit 3.
+    let fixture = common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let base = r.path("one-step.json");
+    let (code, _, err) = common::run(&[
+        "baseline",
+        "record",
+        fixture.to_str().unwrap(),
+        "-o",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let inputs = [
+        ("REPORT", fixture.to_str().unwrap()),
+        ("BASELINE", base.to_str().unwrap()),
+    ];
+    let warn = r.gate(&inputs);
+    assert_eq!(warn.code, 0, "{}", warn.stdout);
+    assert_eq!(warn.output("verdict"), "inconclusive");
+    assert_eq!(warn.output("exit-code"), "3");
+    assert!(
+        warn.stdout
+            .contains("::warning title=stepgate inconclusive::"),
+        "{}",
+        warn.stdout
+    );
+    assert!(!warn.stdout.contains("::error"), "{}", warn.stdout);
+    assert!(warn.summary.contains("Inconclusive"), "{}", warn.summary);
+
+    let mut strict = inputs.to_vec();
+    strict.push(("INCONCLUSIVE_FAILS", "true"));
+    let fail = r.gate(&strict);
+    assert_eq!(fail.code, 1, "{}", fail.stdout);
+    assert_eq!(fail.output("exit-code"), "3");
+    assert!(
+        fail.stdout
+            .contains("::error title=stepgate inconclusive::"),
+        "{}",
+        fail.stdout
+    );
+    // Both runs kept one comment.
+    assert_eq!(r.gate_comments().len(), 1);
+}
+
+#[test]
+fn input_and_environment_errors_fail_with_the_error_line() {
+    let r = Runner::new();
+    let base = common::root().join("baselines/example-h100-vllm-decode.json");
+    let missing = r.path("no-such-run.sqlite");
+    let bad = r.gate(&[
+        ("REPORT", missing.to_str().unwrap()),
+        ("BASELINE", base.to_str().unwrap()),
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stdout);
+    assert_eq!(bad.output("verdict"), "error");
+    assert_eq!(bad.output("exit-code"), "2");
+    assert_eq!(bad.output("markdown"), "");
+    let line = bad
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error title=stepgate exit 2::"))
+        .unwrap_or_else(|| panic!("{}", bad.stdout));
+    assert!(
+        line.contains("stepgate: error:") && line.contains("cannot read it"),
+        "{line}"
+    );
+    // The summary and the comment say what went wrong instead of a report.
+    assert!(
+        bad.summary
+            .starts_with("### ❌ stepgate gate: error (exit 2)"),
+        "{}",
+        bad.summary
+    );
+    assert!(
+        bad.summary.contains("no-such-run.sqlite"),
+        "{}",
+        bad.summary
+    );
+
+    // An nsys report with no nsys to export it: environment missing.
+    let rep = r.path("run.nsys-rep");
+    std::fs::write(&rep, b"not exported").unwrap();
+    let env = r.gate(&[
+        ("REPORT", rep.to_str().unwrap()),
+        ("BASELINE", base.to_str().unwrap()),
+    ]);
+    assert_eq!(env.code, 4, "{}", env.stdout);
+    assert_eq!(env.output("verdict"), "error");
+    assert_eq!(env.output("exit-code"), "4");
+    let line = env
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error title=stepgate exit 4::"))
+        .unwrap_or_else(|| panic!("{}", env.stdout));
+    assert!(line.contains("`nsys` is not on PATH"), "{line}");
+    let comments = r.gate_comments();
+    assert_eq!(comments.len(), 1);
+    assert!(comments[0]["body"]
+        .as_str()
+        .unwrap()
+        .contains("error (exit 4)"));
+}
+
+#[test]
+fn no_comment_outside_pull_requests_and_extra_args_pass_through() {
+    let r = Runner::new();
+    std::fs::write(r.path("event.json"), r#"{"ref": "refs/heads/main"}"#).unwrap();
+    let base = common::root().join("baselines/example-h100-vllm-decode.json");
+    let run = r.gate_on(
+        "push",
+        &[
+            ("REPORT", "examples/vllm_decode_synthetic_h100.sqlite"),
+            ("BASELINE", base.to_str().unwrap()),
+            // Flags the action has no input for reach stepgate as they are.
+            ("ARGS", "--top 1 --waterfall-top 1"),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("--top 1 --waterfall-top 1"),
+        "{}",
+        run.stdout
+    );
+    // --waterfall-top 1: one contributor row, the rest folded into "N others".
+    assert!(run.summary.contains("others"), "{}", run.summary);
+    assert!(
+        run.stdout.contains("not a pull_request event (push)"),
+        "{}",
+        run.stdout
+    );
+    assert!(r.gh_calls().is_empty());
+    assert_eq!(run.output("comment-id"), "");
+}

@@ -1,0 +1,730 @@
+//! Datasets under hostile conditions built here: runs and steps files rewritten with a
+//! schema from the future, a null run id, labels that are not JSON, sign-flipped and
+//! absurd samples, a NaN context; zero-byte, truncated, random and foreign Parquet files;
+//! one run in two partitions and an export killed between its renames; label values with
+//! commas, names longer than a file name, a lock path that is a FIFO, a symlink or a
+//! directory, a held lock; the candidate's own run in its history; a history that does not
+//! exist yet; a baseline recorded from absurd step names. Expected values come from the generator and from `steps --format json`
+//! of the same reports, never from what trend or gate printed before.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use polars::prelude::*;
+
+use crate::common::{bin, copy_dir, jittered_decode_report, run};
+
+const H100: &str = "NVIDIA H100 80GB HBM3";
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn report(path: &Path, steps: usize, seed: u64) {
+    jittered_decode_report(path, 8, steps, seed, H100, &|_| 1.0);
+}
+
+fn one_line_error(err: &str) {
+    assert_eq!(err.lines().count(), 1, "not one line: {err:?}");
+    assert!(err.starts_with("stepgate: error: "), "{err:?}");
+}
+
+fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The one file of a run in one table.
+fn file_of(ds: &Path, table: &str, run_id: &str) -> PathBuf {
+    let files = stepgate::dataset::layout::files_of_run(ds, run_id);
+    files
+        .into_iter()
+        .find(|(t, _)| *t == table)
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("no {table} file for {run_id}"))
+}
+
+/// Export `r` into `ds` with labels; returns the run id.
+fn export(r: &Path, ds: &Path, labels: &[&str]) -> String {
+    let mut a = vec!["export", s(r), "-o", s(ds)];
+    for l in labels {
+        a.extend(["--label", l]);
+    }
+    let (code, out, err) = run(&a);
+    assert_eq!(code, 0, "{err}");
+    out.split_whitespace().nth(2).unwrap().to_owned()
+}
+
+/// Rewrite one Parquet file through polars (what a corrupting or hand-editing tool does).
+fn rewrite(path: &Path, edit: impl FnOnce(&mut DataFrame)) {
+    let mut df = ParquetReader::new(std::fs::File::open(path).unwrap())
+        .finish()
+        .unwrap();
+    edit(&mut df);
+    let f = std::fs::File::create(path).unwrap();
+    ParquetWriter::new(f).finish(&mut df).unwrap();
+}
+
+fn set_i64(df: &mut DataFrame, name: &str, f: impl Fn(Option<i64>) -> Option<i64>) {
+    let ca = df.column(name).unwrap().i64().unwrap().clone();
+    let v: Vec<Option<i64>> = (0..ca.len()).map(|i| f(ca.get(i))).collect();
+    df.with_column(Column::new(name.into(), v)).unwrap();
+}
+
+fn set_col(df: &mut DataFrame, c: Column) {
+    df.with_column(c).unwrap();
+}
+
+/// Wall-time medians per run id from `trend --format json` (one ungrouped series).
+fn trend_medians(ds: &Path) -> (Vec<(String, f64)>, String) {
+    let (code, out, err) = run(&["trend", s(ds), "--metric", "wall_ns", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let t = json(&out);
+    let pts = t["series"][0]["points"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    (
+        pts.iter()
+            .map(|p| {
+                (
+                    p["run_id"].as_str().unwrap().to_owned(),
+                    p["median"].as_f64().unwrap(),
+                )
+            })
+            .collect(),
+        err,
+    )
+}
+
+/// The median step wall time of a report by a second route: its `steps --format json`.
+fn steps_median(r: &Path) -> f64 {
+    let (code, out, err) = run(&["steps", s(r), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let mut w: Vec<f64> = json(&out)["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["wall_ns"].as_f64())
+        .collect();
+    w.sort_by(f64::total_cmp);
+    let n = w.len();
+    if n % 2 == 1 {
+        w[n / 2]
+    } else {
+        (w[n / 2 - 1] + w[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn runs_rows_that_are_not_runs_are_left_out_with_a_warning_naming_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let ids: Vec<String> = (0..4)
+        .map(|i| export(&r, &ds, &[&format!("n={i}")]))
+        .collect();
+    // Run 1 from a future stepgate, run 2 without a run id, run 3 with labels that are
+    // not JSON; run 0 is untouched.
+    let future = file_of(&ds, "runs", &ids[1]);
+    rewrite(&future, |df| {
+        set_col(df, Column::new("schema_version".into(), [99i32]));
+    });
+    let no_id = file_of(&ds, "runs", &ids[2]);
+    rewrite(&no_id, |df| {
+        set_col(df, Column::new("run_id".into(), [None::<&str>]));
+    });
+    let bad_labels = file_of(&ds, "runs", &ids[3]);
+    rewrite(&bad_labels, |df| {
+        set_col(df, Column::new("labels".into(), ["{not json"]));
+    });
+    let (pts, err) = trend_medians(&ds);
+    assert_eq!(pts.len(), 1, "only the untouched run: {pts:?}");
+    assert_eq!(pts[0].0, ids[0]);
+    for (f, why) in [
+        (&future, "newer stepgate (schema_version 99"),
+        (&no_id, "has no run_id"),
+        (&bad_labels, "labels are not a JSON object"),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(s(f)))
+            .unwrap_or_else(|| panic!("no warning names {}: {err}", f.display()));
+        assert!(
+            line.starts_with("warning: ") && line.contains(why),
+            "{line}"
+        );
+    }
+    // gate --history reads the same runs: one usable run, fewer than --min-runs 2 (the
+    // candidate is another report: its own export would be left out).
+    let cand = d.path().join("c.sqlite");
+    report(&cand, 12, 2);
+    let (code, out, _) = run(&["gate", s(&cand), "--history", s(&ds), "--min-runs", "2"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("1 matching run(s)"), "{out}");
+}
+
+#[test]
+fn sign_flipped_and_absurd_samples_never_reach_a_median_or_a_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let reports: Vec<PathBuf> = (0..4)
+        .map(|i| {
+            let r = d.path().join(format!("r{i}.sqlite"));
+            report(&r, 20, 10 + i);
+            r
+        })
+        .collect();
+    let ids: Vec<String> = reports.iter().map(|r| export(r, &ds, &[])).collect();
+    // Run 1: every wall time sign-flipped. Run 2: busy times ×10^12. Run 3: a NaN mean
+    // context on one step (a derived value: dropped, the step kept).
+    let flipped = file_of(&ds, "steps", &ids[1]);
+    rewrite(&flipped, |df| set_i64(df, "wall_ns", |v| v.map(|x| -x)));
+    let absurd = file_of(&ds, "steps", &ids[2]);
+    rewrite(&absurd, |df| {
+        set_i64(df, "busy_ns", |v| v.map(|x| x * 1_000_000_000_000));
+    });
+    let nan = file_of(&ds, "steps", &ids[3]);
+    rewrite(&nan, |df| {
+        let n = df.height();
+        let v: Vec<Option<f64>> = (0..n).map(|i| (i == 0).then_some(f64::NAN)).collect();
+        set_col(df, Column::new("mean_context".into(), v));
+    });
+    let (pts, err) = trend_medians(&ds);
+    let got: Vec<&str> = pts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(got, vec![ids[0].as_str(), ids[3].as_str()], "{err}");
+    // The kept runs' medians are the reports' own (steps --format json, a second route).
+    for (i, (_, m)) in [0, 3].iter().zip(&pts) {
+        let want = steps_median(&reports[*i]);
+        assert!((m - want).abs() < 0.5, "run {i}: {m} vs {want}");
+    }
+    assert!(
+        err.contains(&format!("{}: a sample is outside", flipped.display())),
+        "{err}"
+    );
+    assert!(err.contains("wall_ns is -"), "{err}");
+    assert!(
+        err.contains(&format!("{}: a sample is outside", absurd.display())),
+        "{err}"
+    );
+    // 47.8 µs × 10^12.
+    assert!(
+        err.contains("busy_ns is 4.7") && err.contains("e16 (must be"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: 1 derived sample", nan.display())),
+        "{err}"
+    );
+    // No change point from a flipped column: the one change the table can show is the
+    // kept runs' jitter, well under the 3% threshold.
+    let (code, out, _) = run(&["trend", s(&ds), "--metric", "wall_ns"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains('▲') && !out.contains('▼'), "{out}");
+    // gate --history pools only the sane runs: 2 × 20 steps.
+    let (code, out, err) = run(&[
+        "gate",
+        s(&reports[0]),
+        "--history",
+        s(&ds),
+        "--min-runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let j = json(&out);
+    // Run 0 is the candidate's own export (left out), runs 1 and 2 are refused: run 3.
+    assert_eq!(j["baseline"]["steps"], 20, "{out}");
+}
+
+#[test]
+fn damaged_and_foreign_files_are_named_in_one_line_with_what_to_do() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    // The gate's candidate is another report (its own run would be left out unread).
+    let cand = d.path().join("c.sqlite");
+    report(&cand, 12, 2);
+    let pristine = d.path().join("pristine");
+    let id = export(&r, &pristine, &[]);
+    let foreign = d.path().join("foreign.parquet");
+    let mut other = df!("colour" => ["red", "blue"], "n" => [1i64, 2]).unwrap();
+    ParquetWriter::new(std::fs::File::create(&foreign).unwrap())
+        .finish(&mut other)
+        .unwrap();
+    let foreign_bytes = std::fs::read(&foreign).unwrap();
+    type Damage<'a> = Box<dyn Fn(&[u8]) -> Vec<u8> + 'a>;
+    let damage: Vec<(&str, Damage)> = vec![
+        ("zero bytes", Box::new(|_| Vec::new())),
+        ("truncated", Box::new(|b| b[..b.len() / 2].to_vec())),
+        (
+            "random bytes",
+            Box::new(|b| (0..b.len()).map(|i| (i * 7919 % 251) as u8).collect()),
+        ),
+        ("foreign schema", Box::new(|_: &[u8]| foreign_bytes.clone())),
+    ];
+    for table in ["runs", "steps"] {
+        for (what, f) in &damage {
+            let ds = d.path().join(format!("{table}-{}", what.replace(' ', "-")));
+            copy_dir(&pristine, &ds);
+            let target = file_of(&ds, table, &id);
+            let bytes = std::fs::read(&target).unwrap();
+            std::fs::write(&target, f(&bytes)).unwrap();
+            for cmd in [
+                vec!["trend", s(&ds)],
+                vec!["gate", s(&cand), "--history", s(&ds), "--min-runs", "1"],
+            ] {
+                let (code, out, err) = run(&cmd);
+                assert_eq!(code, 2, "{table} {what} {cmd:?}: {out}{err}");
+                one_line_error(&err);
+                assert!(err.contains(s(&target)), "{table} {what}: {err}");
+                assert!(err.contains("move it aside"), "{table} {what}: {err}");
+                assert!(
+                    err.len() < 600,
+                    "{table} {what}: {} chars: {err}",
+                    err.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_run_is_one_run_and_an_interrupted_export_can_be_redone() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let id = export(&r, &ds, &[]);
+    // The same run copied by hand into a second partition: counted once, with a warning.
+    let copy = d.path().join("copy");
+    copy_dir(&ds, &copy);
+    for (t, f) in stepgate::dataset::layout::files_of_run(&copy, &id) {
+        let moved = copy
+            .join(t)
+            .join("gpu=elsewhere")
+            .join("model=unknown")
+            .join(f.file_name().unwrap());
+        std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &moved).unwrap();
+    }
+    let (pts, err) = trend_medians(&copy);
+    assert_eq!(pts.len(), 1, "{pts:?}");
+    assert!(err.contains("is in the dataset twice"), "{err}");
+    assert!(err.contains("gpu=elsewhere"), "{err}");
+    // An export killed after renaming steps and step_kernels, before runs: its runs file
+    // is missing. The runs table decides: the run is not there, and exporting it again
+    // replaces the leftovers instead of refusing.
+    std::fs::remove_file(file_of(&ds, "runs", &id)).unwrap();
+    std::fs::remove_file(file_of(&ds, "devices", &id)).unwrap();
+    let (code, out, err) = run(&["export", s(&r), "-o", s(&ds)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("repaired"), "{err}");
+    let files = stepgate::dataset::layout::files_of_run(&ds, &id);
+    assert_eq!(files.len(), 5, "{files:?}");
+    let (pts, _) = trend_medians(&ds);
+    assert_eq!(pts.len(), 1);
+    assert!((pts[0].1 - steps_median(&r)).abs() < 0.5, "{pts:?}");
+}
+
+#[test]
+fn label_values_with_commas_are_selectable_and_an_empty_value_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let a = export(&r, &ds, &["workload=sharegpt,c32"]);
+    export(&r, &ds, &["workload=sharegpt"]);
+    let (code, out, err) = run(&[
+        "trend",
+        s(&ds),
+        "--where",
+        r"label.workload=sharegpt\,c32",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let t = json(&out);
+    assert_eq!(t["runs_matched"], 1);
+    assert_eq!(t["series"][0]["points"][0]["run_id"], a.as_str());
+    for cmd in [
+        vec!["trend", s(&ds), "--where", "label.workload="],
+        vec!["gate", s(&r), "--history", s(&ds), "--where", "gpu="],
+    ] {
+        let (code, _, err) = run(&cmd);
+        assert_eq!(code, 2, "{cmd:?}");
+        one_line_error(&err);
+        assert!(err.contains("has no value"), "{err}");
+    }
+}
+
+#[test]
+fn names_longer_than_a_file_name_get_a_short_stable_partition() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    // A report whose GPU name is longer than a file name allows.
+    let gpu = format!("NVIDIA H100 {}", "very long part name ".repeat(20));
+    let long = d.path().join("long-gpu.sqlite");
+    jittered_decode_report(&long, 8, 12, 1, &gpu, &|_| 1.0);
+    export(&long, &ds, &[]);
+    // The model partition is named after --model-config's path when no --model is given.
+    let deep = d.path().join("m".repeat(200)).join("n".repeat(200));
+    std::fs::create_dir_all(&deep).unwrap();
+    let cfg = deep.join("config.json");
+    let llama = serde_json::json!({
+        "model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "intermediate_size": 14336, "torch_dtype": "bfloat16"
+    });
+    std::fs::write(&cfg, llama.to_string()).unwrap();
+    let (code, out, err) = run(&["export", s(&r), "-o", s(&ds), "--model-config", s(&cfg)]);
+    assert_eq!(code, 0, "{out}{err}");
+    for t in ["runs", "steps", "step_kernels", "kernels", "devices"] {
+        for e in walk(&ds.join(t)) {
+            let name = e.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.len() <= 255, "{} bytes: {name}", name.len());
+        }
+    }
+    // The full names are in the runs table: --where matches them.
+    let (code, out, err) = run(&[
+        "trend",
+        s(&ds),
+        "--where",
+        "gpu=very long part name very long",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["runs_matched"], 1);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
+/// Run stepgate with a deadline: a command that hangs fails the test instead of hanging it.
+fn run_within(args: &[&str], limit: Duration) -> (i32, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+        }
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("{args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_lock_path_that_is_a_fifo_a_symlink_or_a_directory_is_refused_without_opening_it() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let outside = d.path().join("outside");
+    for kind in ["fifo", "symlink", "directory"] {
+        let ds = d.path().join(format!("ds-{kind}"));
+        std::fs::create_dir(&ds).unwrap();
+        let lock = ds.join(".lock");
+        match kind {
+            "fifo" => assert!(Command::new("mkfifo")
+                .arg(&lock)
+                .status()
+                .unwrap()
+                .success()),
+            "symlink" => std::os::unix::fs::symlink(&outside, &lock).unwrap(),
+            _ => std::fs::create_dir(&lock).unwrap(),
+        }
+        let (code, err) = run_within(&["export", s(&r), "-o", s(&ds)], Duration::from_secs(120));
+        assert_eq!(code, 2, "{kind}: {err}");
+        one_line_error(&err);
+        let said = if kind == "fifo" { "FIFO" } else { kind };
+        assert!(err.contains(&format!("is a {said}")), "{kind}: {err}");
+        assert!(
+            !outside.exists(),
+            "{kind}: a file was created outside the dataset"
+        );
+        // Nothing landed, nothing was left behind.
+        assert!(stepgate::dataset::layout::table_files(&ds, "runs").is_empty());
+        assert!(walk(&ds)
+            .iter()
+            .all(|p| !p.to_string_lossy().ends_with(".tmp")));
+    }
+}
+
+#[test]
+fn a_held_lock_is_waited_for_with_a_message_naming_its_holder_then_times_out_with_exit_4() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    std::fs::create_dir(&ds).unwrap();
+    let hold = stepgate::capture::interrupt::defer();
+    let held = stepgate::dataset::lock::acquire(&ds, Duration::from_secs(1), &hold).unwrap();
+    let me = format!("pid {}", std::process::id());
+    // A second taker in the library gives up after its timeout: exit 4, naming us.
+    let t0 = Instant::now();
+    let e = stepgate::dataset::lock::acquire(&ds, Duration::from_millis(300), &hold).unwrap_err();
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+    assert_eq!(e.exit_code(), 4, "{}", e.message);
+    assert!(e.message.contains(&me), "{}", e.message);
+    assert!(
+        e.message.contains("still locked after 0.3 s"),
+        "{}",
+        e.message
+    );
+    // An export waits (saying for whom) and lands once the holder lets go.
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let mut child = Command::new(bin())
+        .args(["export", s(&r), "-o", s(&ds)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the export did not wait"
+    );
+    drop(held);
+    drop(hold);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("waiting for the lock") && err.contains(&me),
+        "{err}"
+    );
+    assert_eq!(stepgate::dataset::layout::table_files(&ds, "runs").len(), 1);
+}
+
+#[test]
+fn the_candidate_is_never_in_its_own_history() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 20, 1);
+    let other = d.path().join("o.sqlite");
+    report(&other, 20, 2);
+    export(&r, &ds, &["branch=main"]);
+    export(&other, &ds, &["branch=main"]);
+    // Same report, same labels (same run id) or other labels (same report hash): left
+    // out whatever --where says, with a warning; only the other run is the baseline.
+    for labels in [
+        vec!["--label", "branch=main"],
+        vec!["--label", "branch=pr"],
+        vec![],
+    ] {
+        let mut a = vec![
+            "gate",
+            s(&r),
+            "--history",
+            s(&ds),
+            "--min-runs",
+            "1",
+            "--format",
+            "json",
+        ];
+        if !labels.is_empty() {
+            a.extend(["--export", s(&ds)]);
+            a.extend(labels.iter().copied());
+        }
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{labels:?}: {out}{err}");
+        let j = json(&out);
+        assert_eq!(j["baseline"]["steps"], 20, "{labels:?}: {out}");
+        let w = j["warnings"].to_string();
+        assert!(
+            w.contains("an export of this very report"),
+            "{labels:?}: {w}"
+        );
+    }
+}
+
+#[test]
+fn gate_history_export_starts_a_history_from_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("new-history");
+    let r = d.path().join("r.sqlite");
+    report(&r, 20, 1);
+    let cmd = |r: &Path| {
+        run(&[
+            "gate",
+            s(r),
+            "--history",
+            s(&ds),
+            "--export",
+            s(&ds),
+            "--label",
+            "branch=main",
+        ])
+    };
+    let (code, out, err) = cmd(&r);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("does not exist yet"), "{out}");
+    assert!(err.contains("exported run"), "{err}");
+    assert_eq!(stepgate::dataset::layout::table_files(&ds, "runs").len(), 1);
+    // An empty directory is the same: no runs yet.
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, out, _) = run(&["gate", s(&r), "--history", s(&empty)]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("holds no runs yet"), "{out}");
+}
+
+#[test]
+fn a_baseline_recorded_from_absurd_step_names_is_one_gate_accepts() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.sqlite");
+    // Steps annotated with a batch of 2^20 + 1 requests at 1000 tokens of context: the
+    // floor priced for them is thousands of times the measured step.
+    let b = 1_048_577u64;
+    let name =
+        stepgate::synth::workload::vllm_execute_detailed(b, [0; 5], [b, b, b * 1000, b, b * 1000]);
+    {
+        use stepgate::synth::workload::*;
+        let specs = (0..30)
+            .map(|i| {
+                let ks = decode_kernels(8)
+                    .iter()
+                    .map(|k| KernelSpec::new(&k.name, k.duration_ns + (i % 5) * 10))
+                    .collect();
+                let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks);
+                s.host_gap_before_ns = 50_000;
+                s
+            })
+            .collect();
+        let mut scn = Scenario::new(stepgate::synth::Layout::Nsys2026_2, 1, specs);
+        scn.gpu_name = H100.to_owned();
+        build(&scn, &r).unwrap();
+    }
+    let (code, out, err) = run(&["steps", s(&r), "--model", "llama-3-8b", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let mbu = json(&out)["steps"][0]["attribution"]["floor"]["mbu"].as_f64();
+    assert!(
+        mbu.is_some_and(|m| m > 1000.0),
+        "the case must pass the bound: {mbu:?}"
+    );
+    let base = d.path().join("b.json");
+    let (code, _, err) = run(&[
+        "baseline",
+        "record",
+        s(&r),
+        "-o",
+        s(&base),
+        "--model",
+        "llama-3-8b",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let recorded = err;
+    // What record wrote, gate reads: the same report against it passes.
+    let (code, out, err) = run(&[
+        "gate",
+        s(&r),
+        "--baseline",
+        s(&base),
+        "--model",
+        "llama-3-8b",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The absurd MBU was dropped, and record said so.
+    assert!(
+        recorded.contains("30 derived sample(s) dropped"),
+        "{recorded}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&base).unwrap()).unwrap();
+    assert!(
+        v["samples"]["groups"][0]["metrics"].get("mbu").is_none(),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_table_file_that_is_a_fifo_is_named_not_opened() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let id = export(&r, &ds, &[]);
+    let steps = file_of(&ds, "steps", &id);
+    std::fs::remove_file(&steps).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&steps)
+        .status()
+        .unwrap()
+        .success());
+    let (code, err) = run_within(&["trend", s(&ds)], Duration::from_secs(120));
+    assert_eq!(code, 2, "{err}");
+    one_line_error(&err);
+    assert!(
+        err.contains(s(&steps)) && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+/// A count of runs that selects nothing, and a lock wait that is not a whole number of
+/// seconds, are refused at the flag (exit 2), naming it, before any dataset is touched —
+/// never silently changed to 1 or to the default.
+#[test]
+fn zero_counts_and_bad_lock_timeouts_are_refused_at_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().join("r.sqlite");
+    let ds = dir.path().join("ds");
+    report(&r, 4, 1);
+    let cases: &[(&[&str], &str)] = &[
+        (&["trend", s(&ds), "--last", "0"], "--last must be ≥ 1"),
+        (&["trend", s(&ds), "--window", "0"], "--window must be ≥ 1"),
+        (
+            &["trend", s(&ds), "--window", "-3"],
+            "--window must be a positive number of runs",
+        ),
+        (
+            &["gate", s(&r), "--history", s(&ds), "--last", "0"],
+            "--last must be ≥ 1",
+        ),
+        (
+            &["gate", s(&r), "--history", s(&ds), "--min-runs", "0"],
+            "--min-runs must be ≥ 1",
+        ),
+        (
+            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "-1"],
+            "--lock-timeout must be a positive number of seconds",
+        ),
+        (
+            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "1e9"],
+            "--lock-timeout is 1e9 seconds, beyond the 86400",
+        ),
+        (
+            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "2.5"],
+            "--lock-timeout must be a whole number of seconds",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.is_empty());
+        assert!(!ds.exists(), "{args:?} touched the dataset");
+    }
+}
