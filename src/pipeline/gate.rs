@@ -64,7 +64,7 @@ impl Candidate {
                     baseline: r.baseline,
                     export: None,
                     own_run: Some(dataset::Candidate {
-                        run_id: write::run_id(&sha, &Default::default()),
+                        run_id: write::run_id(&sha, &std::collections::BTreeMap::default()),
                         report_sha256: sha,
                     }),
                 })
