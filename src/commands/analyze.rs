@@ -1,5 +1,6 @@
 //! `stepgate analyze`: per-GPU busy and idle time and kernels ranked by exclusive time.
 
+use crate::commands::headings::{INPUT, OUTPUT, STEPS};
 use std::path::PathBuf;
 
 use crate::commands::stepflags::StepFlags;
@@ -19,20 +20,24 @@ pub struct Args {
     /// .json/.json.gz, or a directory of per-rank Kineto traces.
     pub report: PathBuf,
     /// Only this device id.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, help_heading = INPUT)]
     pub device: Option<i64>,
     /// Kernel rows per device in table and markdown output (JSON and CSV have all).
-    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
     pub format: Format,
+    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
+    /// listed below the table where they were cut).
+    #[arg(long, help_heading = OUTPUT)]
+    pub wide: bool,
     #[command(flatten)]
     pub step: StepFlags,
     /// Also write a self-contained HTML report with charts (busy/idle, categories).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
     /// Leave step finding out (faster on huge reports when only kernels matter).
-    #[arg(long)]
+    #[arg(long, help_heading = STEPS)]
     pub no_steps: bool,
 }
 
@@ -51,7 +56,7 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     let view = report::analyze::Options {
         top: args.top,
-        wide: false,
+        wide: args.wide,
     };
     crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
     crate::phases::mark("output written");

@@ -56,7 +56,7 @@ pub struct Args {
     /// GPU-hour price, USD (illustrative).
     #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub usd_per_gpu_hour: f64,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
     pub format: Format,
 }
 

@@ -1,6 +1,7 @@
 //! `stepgate diff A B`: the gate's comparison between two reports or baselines, as a
 //! report without a verdict unless `--verdict` asks for one.
 
+use crate::commands::headings::{OUTPUT, THRESHOLDS};
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
@@ -23,26 +24,30 @@ pub struct Args {
     /// The side compared with it: a report or a baseline .json.
     pub b: PathBuf,
     /// Judge like `gate` (GPU/model must match; exit 1 on a regression, 3 inconclusive).
-    #[arg(long)]
+    #[arg(long, help_heading = THRESHOLDS)]
     pub verdict: bool,
     /// Thresholds and overrides (TOML or JSON).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]
     pub policy: Option<PathBuf>,
     /// Also write the markdown report here.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", help_heading = OUTPUT)]
     pub markdown: Option<PathBuf>,
     /// Also write a self-contained HTML report with charts (waterfall, distributions).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
     /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
     pub format: Format,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
     pub top: usize,
     /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag)]
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT)]
     pub waterfall_top: usize,
+    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
+    /// listed below the table where they were cut).
+    #[arg(long, help_heading = OUTPUT)]
+    pub wide: bool,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
@@ -67,7 +72,7 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "diff",
-        wide: false,
+        wide: args.wide,
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

@@ -1,10 +1,11 @@
 //! `stepgate export`: append one run (its steps, kernels and devices) to a Parquet dataset.
 
+use crate::commands::headings::OUTPUT;
 use std::path::PathBuf;
 
 use crate::commands::stepflags::StepFlags;
 use crate::dataset::write::parse_labels;
-use crate::exit::{Error, Result, OK};
+use crate::exit::{Result, OK};
 use crate::pipeline::plan::{ExportPlan, TOP_KERNELS};
 use crate::report::fmt_int;
 
@@ -23,18 +24,18 @@ pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
     /// The dataset directory (created if missing).
-    #[arg(short = 'o', long = "output", value_name = "DATASET")]
+    #[arg(short = 'o', long = "output", value_name = "DATASET", help_heading = OUTPUT)]
     pub dataset: PathBuf,
     /// A label stored with the run (git sha, branch, workload…); repeatable.
-    #[arg(long = "label", value_name = "KEY=VALUE")]
+    #[arg(long = "label", value_name = "KEY=VALUE", help_heading = OUTPUT)]
     pub labels: Vec<String>,
     /// Replace the run if it is already in the dataset (default: refuse).
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub replace: bool,
     /// Seconds to wait for another export holding the dataset's lock, then exit 4 naming
     /// the holder (0: do not wait).
     #[arg(long, value_name = "SECONDS", default_value = "60",
-          value_parser = crate::commands::numbers::lock_timeout_flag)]
+          value_parser = crate::commands::numbers::lock_timeout_flag, help_heading = OUTPUT)]
     pub lock_timeout: std::time::Duration,
     #[command(flatten)]
     pub step: StepFlags,
@@ -46,12 +47,7 @@ pub fn run(args: &Args) -> Result<u8> {
         labels: parse_labels(&args.labels)?,
         lock_timeout: args.lock_timeout,
     };
-    if args.dataset.exists() && !args.dataset.is_dir() {
-        return Err(Error::usage(format!(
-            "-o {}: exists and is not a directory: give a dataset directory",
-            args.dataset.display()
-        )));
-    }
+    crate::dataset::write::check_target(&args.dataset)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let options = crate::dataset::write::ExportOptions {
         replace: args.replace,

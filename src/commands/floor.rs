@@ -44,7 +44,7 @@ pub struct Args {
     /// --disable-sliding-window.
     #[arg(long)]
     pub disable_sliding_window: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
     pub format: Format,
 }
 

@@ -16,16 +16,19 @@ use crate::roofline::options::{GpuOptions, ModelOptions};
 /// raw geometry overrides ([`ModelGpuArgs`]), the step commands beside `--batch`/`--context`
 /// ([`crate::commands::stepflags::StepFlags`]).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = crate::commands::headings::FLOOR)]
 pub struct ModelFlags {
-    /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3). `floor` and `capacity`
-    /// default to llama-3-8b; the step commands price floors only when a model is given.
+    /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3; `stepgate presets` lists them
+    /// all with their numbers). `floor` and `capacity` default to llama-3-8b; the step
+    /// commands price floors only when a model is given.
     #[arg(long, conflicts_with = "model_config")]
     pub model: Option<String>,
     /// A Hugging Face config.json to read the geometry from, instead of a preset.
     #[arg(long, value_name = "PATH")]
     pub model_config: Option<PathBuf>,
-    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x. Default: h100-sxm for `floor`
-    /// and `capacity`, the GPU the report names for the step commands.
+    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x (`stepgate presets` lists them
+    /// all with their numbers and sources). Default: h100-sxm for `floor` and `capacity`,
+    /// the GPU the report names for the step commands.
     #[arg(long, alias = "card")]
     pub gpu: Option<String>,
     /// Weight storage: bf16, fp16, fp8, int8, int4 (group 128 scales), int4-gN, mxfp4.
@@ -73,6 +76,16 @@ impl ModelFlags {
     /// The step commands' floor inputs: priced only when a model is given.
     pub fn floor_plan(&self, batch: Option<u64>, context: Option<u64>) -> Result<FloorPlan> {
         let given = self.model.is_some() || self.model_config.is_some();
+        if let Some(key) = &self.gpu {
+            // An unknown GPU is refused wherever it is given, also where no floor is
+            // priced (no --model): a typo must not pass silently.
+            crate::roofline::options::GpuOptions {
+                key: key.clone(),
+                hbm_bytes_per_s: None,
+                peak_flops_per_s: None,
+            }
+            .resolve()?;
+        }
         Ok(FloorPlan {
             model: given.then(|| self.model_options()),
             gpu: self.gpu.clone(),
@@ -108,6 +121,7 @@ pub fn pp_flag(s: &str) -> std::result::Result<u32, String> {
 /// Model and GPU selection of `floor` and `capacity`: the shared model and GPU flags, and
 /// raw geometry and roof overrides only these two take.
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = crate::commands::headings::FLOOR)]
 pub struct ModelGpuArgs {
     #[command(flatten)]
     pub common: ModelFlags,

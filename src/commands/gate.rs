@@ -1,6 +1,7 @@
 //! `stepgate gate`: compare a report with a stored baseline and fail the build on a real
 //! regression (exit 1), never on noise; inconclusive (too few steps) is exit 3.
 
+use crate::commands::headings::{INPUT, OUTPUT, THRESHOLDS};
 use std::path::PathBuf;
 
 use std::io::Write;
@@ -32,32 +33,36 @@ pub struct Args {
     /// The candidate: a report (nsys SQLite export, Kineto trace) or a baseline .json.
     pub report: PathBuf,
     /// The stored baseline to compare against (or --history DATASET).
-    #[arg(long, value_name = "FILE", required_unless_present = "history")]
+    #[arg(long, value_name = "FILE", required_unless_present = "history", help_heading = INPUT)]
     pub baseline: Option<PathBuf>,
     /// Thresholds and overrides (TOML or JSON); defaults when absent.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]
     pub policy: Option<PathBuf>,
     /// Also write the markdown report here (for $GITHUB_STEP_SUMMARY or a PR comment).
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", help_heading = OUTPUT)]
     pub markdown: Option<PathBuf>,
     /// Also write the full JSON comparison here (a CI artifact).
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
     /// Also write a self-contained HTML report with charts (waterfall, distributions).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
     /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
     pub format: Format,
     /// Treat inconclusive as a failure (exit 1 instead of 3).
-    #[arg(long)]
+    #[arg(long, help_heading = THRESHOLDS)]
     pub inconclusive_fails: bool,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
     pub top: usize,
     /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag)]
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT)]
     pub waterfall_top: usize,
+    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
+    /// listed below the table where they were cut).
+    #[arg(long, help_heading = OUTPUT)]
+    pub wide: bool,
     #[command(flatten)]
     pub report_args: StepFlags,
     #[command(flatten)]
@@ -109,7 +114,7 @@ pub fn run(args: &Args) -> Result<u8> {
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "gate",
-        wide: false,
+        wide: args.wide,
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

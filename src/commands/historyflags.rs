@@ -11,6 +11,7 @@ use crate::pipeline::plan::ExportPlan;
 
 /// `--export DATASET` and `--label` for `baseline record` and `gate`.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = crate::commands::headings::EXPORT)]
 pub struct ExportFlags {
     /// Also append this run to a Parquet dataset (see `stepgate export`); a run already
     /// there is not added again.
@@ -32,6 +33,7 @@ impl ExportFlags {
         let Some(dataset) = &self.export else {
             return Ok(None);
         };
+        crate::dataset::write::check_target(dataset)?;
         Ok(Some(ExportPlan {
             dataset: dataset.clone(),
             labels: parse_labels(&self.labels)?,
@@ -42,6 +44,7 @@ impl ExportFlags {
 
 /// `gate --history DATASET …`: the baseline is the last runs of a dataset.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = crate::commands::headings::HISTORY)]
 pub struct HistoryFlags {
     /// Gate against the last runs of this dataset instead of a baseline file (only runs on
     /// the candidate's GPU, and for its model when --model is given).

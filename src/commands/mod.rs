@@ -14,6 +14,7 @@ pub mod export;
 pub mod floor;
 pub mod floorflags;
 pub mod gate;
+pub mod headings;
 pub mod historyflags;
 pub mod launch_probe;
 pub mod man;

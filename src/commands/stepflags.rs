@@ -15,6 +15,7 @@ use crate::timing::steps::{self, StepOptions, StepSource};
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = crate::commands::headings::STEPS)]
 pub struct StepFlags {
     /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
     /// gaps, or a regex over range names.

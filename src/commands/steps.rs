@@ -1,6 +1,7 @@
 //! `stepgate steps`: find every engine step, project it onto the GPU, price it against
 //! its floor and name its shape.
 
+use crate::commands::headings::OUTPUT;
 use std::path::PathBuf;
 
 use crate::commands::stepflags::StepFlags;
@@ -31,25 +32,29 @@ or give any of those names, or a regex over NVTX/annotation range names.";
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
+    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
+    /// listed below the table where they were cut).
+    #[arg(long, help_heading = OUTPUT)]
+    pub wide: bool,
     #[command(flatten)]
     pub step: StepFlags,
     /// One row per step after the summary.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub each: bool,
     /// Kernel rows kept per step in JSON.
-    #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag)]
+    #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
     pub format: Format,
     /// Also write the steps and the GPU work under them as a Chrome/Perfetto trace JSON
     /// (opens in ui.perfetto.dev and chrome://tracing).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub perfetto: Option<PathBuf>,
     /// Only steps A to B−1 of each series (and what runs meanwhile) in --perfetto.
-    #[arg(long, value_name = "A..B", requires = "perfetto")]
+    #[arg(long, value_name = "A..B", requires = "perfetto", help_heading = OUTPUT)]
     pub perfetto_steps: Option<String>,
     /// Also write a self-contained HTML report with charts.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
 }
 
@@ -101,7 +106,7 @@ pub fn run(args: &Args) -> Result<u8> {
         args.format,
         &report::steps::Options {
             each: args.each,
-            wide: false,
+            wide: args.wide,
         },
     ))?;
     crate::phases::mark("output written");

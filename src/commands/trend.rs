@@ -1,6 +1,7 @@
 //! `stepgate trend`: one metric per run over time from a dataset written by `export`, with
 //! change points marked.
 
+use crate::commands::headings::{INPUT, OUTPUT, THRESHOLDS};
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
@@ -28,31 +29,31 @@ pub struct Args {
     pub dataset: PathBuf,
     /// wall_ns, busy_ns, gap_ns, mbu, kernel:SELECTOR (part of one kernel's full or short
     /// name, or re:REGEX on the full name; exactly one kernel must match) or category:NAME.
-    #[arg(long, default_value = "wall_ns")]
+    #[arg(long, default_value = "wall_ns", help_heading = INPUT)]
     pub metric: String,
     /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
     /// kind=… (steps); comma-separated or repeated.
-    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = where_clauses)]
+    #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = where_clauses, help_heading = INPUT)]
     pub where_: Vec<String>,
     /// One series per value of these keys (gpu, model, engine, kind, label.NAME, …).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help_heading = INPUT)]
     pub by: Vec<String>,
     /// Only runs exported on or after this UTC date (YYYY-MM-DD).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", help_heading = INPUT)]
     pub since: Option<String>,
     /// Only the last N runs of each group.
-    #[arg(long, value_name = "N", value_parser = crate::commands::numbers::last_runs_flag)]
+    #[arg(long, value_name = "N", value_parser = crate::commands::numbers::last_runs_flag, help_heading = INPUT)]
     pub last: Option<usize>,
     /// Previous runs a change point is measured against.
-    #[arg(long, default_value = "5", value_parser = crate::commands::numbers::window_flag)]
+    #[arg(long, default_value = "5", value_parser = crate::commands::numbers::window_flag, help_heading = THRESHOLDS)]
     pub window: usize,
     /// Thresholds (TOML or JSON, as for `gate`); defaults when absent.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]
     pub policy: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
     pub format: Format,
     /// Also write a self-contained HTML page with one chart per group.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
 }
 

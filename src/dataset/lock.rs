@@ -31,6 +31,24 @@ pub fn lock_path(dataset: &Path) -> PathBuf {
     dataset.join(LOCK_FILE)
 }
 
+/// Refuse a lock path that is not a regular file (or absent) without opening it: a FIFO
+/// would hang the open, a symlink would create a file outside the dataset.
+pub fn check(dataset: &Path) -> Result<()> {
+    let p = lock_path(dataset);
+    match odd_kind(&p) {
+        Some(what) => Err(refusal(&p, what)),
+        None => Ok(()),
+    }
+}
+
+fn refusal(p: &Path, what: &str) -> Error {
+    Error::input(format!(
+        "{} is {what}, not the dataset's lock file: refusing to open it; remove it \
+         (export creates a regular file there)",
+        p.display()
+    ))
+}
+
 /// What the path is, when it is not a regular file.
 fn odd_kind(path: &Path) -> Option<&'static str> {
     let m = std::fs::symlink_metadata(path).ok()?;
@@ -89,16 +107,8 @@ fn holder(path: &Path) -> String {
 /// waiting (held by `hold`, the writer's deferral of signals) is exit 130.
 pub fn acquire(dataset: &Path, timeout: Duration, hold: &Deferred) -> Result<DatasetLock> {
     let p = lock_path(dataset);
-    let refuse = |what: &str| {
-        Error::input(format!(
-            "{} is {what}, not the dataset's lock file: refusing to open it; remove it \
-             (export creates a regular file there)",
-            p.display()
-        ))
-    };
-    if let Some(what) = odd_kind(&p) {
-        return Err(refuse(what));
-    }
+    check(dataset)?;
+    let refuse = |what: &str| refusal(&p, what);
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -187,6 +187,19 @@ impl Default for ExportOptions {
 /// Whether the dataset holds this run: the `runs` table decides (a run is there once its
 /// `runs` file is; files of other tables without one are leftovers of an interrupted
 /// export, which the next export of that run replaces).
+/// Whether `dataset` can be exported to, asked before any work (so a command that writes
+/// other outputs first writes none of them when the export would fail): a directory or
+/// nothing yet, and a lock path that is a regular file or absent.
+pub fn check_target(dataset: &Path) -> Result<()> {
+    if std::fs::metadata(dataset).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::usage(format!(
+            "{} exists and is not a directory: give a dataset directory",
+            dataset.display()
+        )));
+    }
+    super::lock::check(dataset)
+}
+
 pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
     layout::files_of_run(dataset, run_id)
         .iter()
@@ -230,12 +243,7 @@ pub fn export_run(
     opts: &ExportOptions,
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
-    if std::fs::metadata(dataset).is_ok_and(|m| !m.is_dir()) {
-        return Err(Error::input(format!(
-            "{} exists and is not a directory: give a dataset directory",
-            dataset.display()
-        )));
-    }
+    check_target(dataset)?;
     // Checked again under the lock; this saves encoding a run that is refused anyway.
     if !opts.replace && run_exists(dataset, &id) {
         return Err(already_there(&id, dataset));

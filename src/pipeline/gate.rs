@@ -64,7 +64,7 @@ impl Candidate {
                     baseline: r.baseline,
                     export: None,
                     own_run: Some(dataset::Candidate {
-                        run_id: write::run_id(&sha, &std::collections::BTreeMap::default()),
+                        run_id: write::run_id(&sha, &dataset::Labels::new()),
                         report_sha256: sha,
                     }),
                 })

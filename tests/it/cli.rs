@@ -317,3 +317,113 @@ fn a_baseline_records_the_floor_basis_the_steps_report_states() {
     assert_eq!(base["meta"]["floor_inputs"]["basis"], note.as_str());
     assert_eq!(base["meta"]["floor_inputs"]["tp"], 2);
 }
+
+/// Every command's help groups its options under the shared headings, in the order a user
+/// reads them; `gate --help` keeps its examples and exit codes.
+#[test]
+fn help_groups_the_options_under_headings() {
+    let headings = |cmd: &[&str]| -> Vec<String> {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let (code, help, err) = common::run(&args);
+        assert_eq!(code, 0, "{err}");
+        help.lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .map(|l| l.trim_end_matches(':').to_owned())
+            .collect()
+    };
+    let gate = headings(&["gate"]);
+    for h in [
+        "Input",
+        "Thresholds",
+        "Output",
+        "Steps",
+        "Floor (model and GPU)",
+        "History (gate --history)",
+        "Export (append this run to a dataset)",
+    ] {
+        assert!(
+            gate.iter().any(|g| g == h),
+            "gate --help lacks {h:?}: {gate:?}"
+        );
+    }
+    let (_, help, _) = common::run(&["gate", "--help"]);
+    assert!(help.contains("Examples:") && help.contains("Exit codes:"));
+    // No option of gate is left in the flat list: under Options only --help.
+    let options: Vec<&str> = help
+        .split("\nOptions:\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-'))
+        .collect();
+    assert_eq!(options.len(), 1, "{options:?}");
+    assert!(options[0].contains("--help"));
+    for cmd in [
+        &["steps"][..],
+        &["analyze"],
+        &["diff"],
+        &["trend"],
+        &["export"],
+    ] {
+        let h = headings(cmd);
+        assert!(h.iter().any(|g| g == "Output"), "{cmd:?}: {h:?}");
+    }
+    for cmd in [&["floor"][..], &["capacity"]] {
+        let h = headings(cmd);
+        assert!(
+            h.iter().any(|g| g == "Floor (model and GPU)"),
+            "{cmd:?}: {h:?}"
+        );
+    }
+}
+
+/// An unknown GPU is refused wherever `--gpu` is given, with or without `--model`.
+#[test]
+fn an_unknown_gpu_is_an_error_everywhere() {
+    let f = common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let f = f.to_str().unwrap();
+    for args in [
+        &["steps", f, "--gpu", "h1000"][..],
+        &["analyze", f, "--gpu", "h1000"],
+        &["steps", f, "--gpu", "h1000", "--model", "qwen3-8b"],
+        &["floor", "--gpu", "h1000"],
+    ] {
+        let (code, out, err) = common::run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}");
+        assert!(
+            err.contains("unknown GPU `h1000` (did you mean `h100`?)"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `--wide` prints the full kernel names in the tables that shorten them: the longest name
+/// the JSON carries appears whole on one table line with it, and not without it.
+#[test]
+fn wide_prints_full_kernel_names_in_the_tables() {
+    let f = common::fixture("kineto/vllm_b200_eager_prefill_rank0.json.gz");
+    let f = f.to_str().unwrap();
+    let (code, out, err) = common::run(&["analyze", f, "--format", "json", "--no-steps"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let longest = j["devices"][0]["kernels_by_name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(15)
+        .map(|k| k["name"].as_str().unwrap().to_owned())
+        .max_by_key(|n| n.chars().count())
+        .unwrap();
+    assert!(longest.chars().count() > 100, "{longest}");
+    let on_a_line = |text: &str| text.lines().any(|l| l.contains(&longest));
+    let (_, narrow, _) = common::run(&["analyze", f, "--no-steps"]);
+    let (code, wide, err) = common::run(&["analyze", f, "--no-steps", "--wide"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(on_a_line(&wide), "{wide}");
+    assert!(!on_a_line(&narrow), "{narrow}");
+}

@@ -728,3 +728,52 @@ fn zero_counts_and_bad_lock_timeouts_are_refused_at_the_flag() {
         assert!(!ds.exists(), "{args:?} touched the dataset");
     }
 }
+
+/// All or nothing across `--export`: a dataset path that cannot take the run (a file, a
+/// lock path that is a FIFO) or a label that is not key=value is refused before any work,
+/// so the gate's JSON and the recorded baseline are not written either.
+#[test]
+fn an_export_that_would_fail_writes_nothing_else_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let file = dir.path().join("notadir");
+    std::fs::write(&file, "x").unwrap();
+    let fifo_ds = dir.path().join("fifo_ds");
+    std::fs::create_dir(&fifo_ds).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(fifo_ds.join(".lock"))
+        .status()
+        .is_ok_and(|s| s.success());
+    let base = dir.path().join("base.json");
+    let out = dir.path().join("out.json");
+    let fresh = dir.path().join("fresh_ds");
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--export", s(&file)], "exists and is not a directory"),
+        (
+            vec!["--export", s(&fresh), "--label", "bad"],
+            "is not key=value",
+        ),
+    ];
+    if made {
+        cases.push((
+            vec!["--export", s(&fifo_ds)],
+            "is a FIFO, not the dataset's lock file",
+        ));
+    }
+    for (extra, want) in cases {
+        let mut gate = vec!["gate", s(&r), "--baseline", s(&r), "--json", s(&out)];
+        gate.extend(&extra);
+        let mut record = vec!["baseline", "record", s(&r), "-o", s(&base)];
+        record.extend(&extra);
+        for args in [gate, record] {
+            let (code, stdout, err) = run(&args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            one_line_error(&err);
+            assert!(err.contains(want), "{args:?}: {err}");
+            assert!(stdout.is_empty(), "{args:?}");
+            assert!(!out.exists() && !base.exists(), "{args:?} wrote an output");
+            assert!(!fresh.exists(), "{args:?} made the dataset");
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The headings every command's `--help` groups its options under, one spelling for all:
+//! what is read, how steps are found, how the floor is priced, which history, what counts
+//! as a regression, what is written.
+
+pub const INPUT: &str = "Input";
+pub const STEPS: &str = "Steps";
+pub const FLOOR: &str = "Floor (model and GPU)";
+pub const HISTORY: &str = "History (gate --history)";
+pub const THRESHOLDS: &str = "Thresholds";
+pub const OUTPUT: &str = "Output";
+pub const EXPORT: &str = "Export (append this run to a dataset)";
