@@ -74,11 +74,30 @@ row() {
     "$(printf '%s\n' "${sgs[@]}" | median)" "$peak" "$(printf '%s\n' "${ratios[@]}" | median)" "$runs"
 }
 
+# Same command with and without the per-class attribution (--model prices every step, splits
+# it per kernel class, maps the median step's layers): the median of the per-pair ratios
+# with / without, each pair run back to back.
+row_ab() {
+  local label=$1 file=$2; shift 2
+  cat "$file" >/dev/null
+  local offs=() ons=() ratios=() peak=0 off_s on_s mb
+  for _ in $(seq "$runs"); do
+    read -r off_s mb <<<"$(measure "$sg" steps --format json "$file")"
+    read -r on_s mb <<<"$(measure "$sg" steps --format json "$@" "$file")"
+    offs+=("$off_s"); ons+=("$on_s"); ratios+=("$(echo "$on_s / $off_s" | bc -l)")
+    [ "$mb" -gt "$peak" ] && peak=$mb
+  done
+  printf '%-34s %-24s without %6.2f s | with %6.2f s, peak %5s MiB | ratio %.2f (%s pairs)\n' \
+    "$label" "$(basename "$file")" "$(printf '%s\n' "${offs[@]}" | median)" \
+    "$(printf '%s\n' "${ons[@]}" | median)" "$peak" "$(printf '%s\n' "${ratios[@]}" | median)" "$runs"
+}
+
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 row "analyze --format json" "$out/bench_1m.sqlite" 1 analyze --format json
 row "analyze --format json" "$out/bench_4m.sqlite" 1 analyze --format json
 row "analyze --no-steps (kernels only)" "$out/bench_4m.sqlite" 0 analyze --no-steps --format json
 row "steps --format json" "$out/decode_10k_x400.sqlite" 1 steps --format json
+row_ab "steps: class attribution on/off" "$out/decode_10k_x400.sqlite" --model llama-3-8b
 row "steps --format json" "$out/bench_4m.sqlite" 1 steps --format json
 
 # export vs steps on one input, back to back per pair (each export into a fresh dataset).

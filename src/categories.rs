@@ -1,9 +1,10 @@
 //! Kernel categories from an ordered regex table: built-in defaults that cover vLLM,
-//! SGLang and TensorRT-LLM kernel names, overridable with a user TOML file.
+//! SGLang and TensorRT-LLM kernel names, overridable with a user TOML file; and the
+//! kernel class each category's time is attributed to (docs/method.md §4.1).
 //!
-//! Order matters: the first matching rule wins, so specific families (communication, MoE,
-//! attention) come before generic ones (gemm, elementwise). A user file's rules are tried
-//! before the defaults.
+//! Order matters: the first matching rule wins, so specific families (communication, KV
+//! writes, MoE routing, attention) come before generic ones (gemm, elementwise). A user
+//! file's rules are tried before the defaults.
 
 use std::path::Path;
 
@@ -11,12 +12,15 @@ use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
 use crate::exit::{Error, Result};
+use crate::wire::attribution::KernelClass;
 
 /// The category names, in report order.
 pub const CATEGORIES: &[&str] = &[
     "gemm",
     "attention",
+    "kv_cache",
     "moe",
+    "moe_routing",
     "communication",
     "norm",
     "activation",
@@ -39,13 +43,23 @@ const DEFAULT_RULES: &[(&str, &str)] = &[
         "communication",
         r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|all_to_all|sendrecv|cross_device_reduce|one_?shot|two_?shot|quick_?reduce|deep_?ep|dispatch_kernel|combine_kernel|mscclpp|symm_mem",
     ),
+    // KV-cache writes of the new tokens: vLLM reshape_and_cache(_flash) and
+    // concat_and_cache_mla, SGLang store_kvcache / set_kv_buffer, FlashInfer
+    // AppendPagedKVCache, TensorRT-LLM's fused rope + KV update.
     (
-        "moe",
-        r"fused_moe|moe_|_moe|topk_softmax|topkgating|expert|grouped_topk|count_and_sort|moe_sum|fused_experts",
+        "kv_cache",
+        r"reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer|append_?paged_?kv|updatekvcache|update_kv_cache",
     ),
+    // Expert selection, not expert weights: TensorRT-LLM moe::dev::routing, vLLM
+    // topk_softmax / moe_align_block_size, SGLang grouped_topk.
+    (
+        "moe_routing",
+        r"topk_softmax|topkgating|grouped_topk|moe_align|count_and_sort|::routing::|routing_?kernel",
+    ),
+    ("moe", r"fused_moe|moe_|_moe|expert|moe_sum|fused_experts"),
     (
         "attention",
-        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|reshape_and_cache|concat_and_cache|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)",
+        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)",
     ),
     (
         "gemm",
@@ -73,6 +87,22 @@ const DEFAULT_RULES: &[(&str, &str)] = &[
         r"elementwise|triton_poi|triton_red|triton_per|reduce_kernel|vectorized|unrolled|catarraybatched|index|fill|copy|cast|where|add|mul|embedding|gather|scatter|arange|zero",
     ),
 ];
+
+/// The class a category's kernels are attributed to: GEMMs and MoE experts stream the
+/// weights, attention reads the KV cache, KV writes and collectives are their own
+/// classes, and the small kernels are the rest; `other` (and a user category stepgate
+/// does not know) is in no class.
+pub fn class_of(category: &str) -> Option<KernelClass> {
+    Some(match category {
+        "gemm" | "moe" => KernelClass::Weights,
+        "attention" => KernelClass::Attention,
+        "kv_cache" => KernelClass::KvWrite,
+        "communication" => KernelClass::Communication,
+        "norm" | "activation" | "rope" | "quantize" | "sampling" | "elementwise" | "memory"
+        | "moe_routing" => KernelClass::Rest,
+        _ => return None,
+    })
+}
 
 /// A compiled, ordered rule table.
 #[derive(Debug, Clone)]
@@ -173,9 +203,13 @@ mod tests {
             ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"),
             ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(...)", "communication"),
             ("fused_moe_kernel", "moe"),
-            ("void vllm::moe::topkGatingSoftmax<4, 128, 4, 16>(...)", "moe"),
             ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128>>(...)", "attention"),
-            ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>(...)", "attention"),
+            ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>(...)", "kv_cache"),
+            ("void (anonymous namespace)::store_kvcache<2048l, 4, false, long>(...)", "kv_cache"),
+            ("void vllm::concat_and_cache_mla_kernel<__nv_bfloat16>(...)", "kv_cache"),
+            ("void vllm::moe::topkGatingSoftmax<4, 128, 4, 16>(...)", "moe_routing"),
+            ("void moe::dev::routing::routingIndicesHistogramKernel<...>(...)", "moe_routing"),
+            ("void vllm::moe_align_block_size_kernel<int>(...)", "moe_routing"),
             ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "gemm"),
             ("nvjet_tst_128x256_64x4_2x1_v_bz_coopB_TNT", "gemm"),
             ("Cijk_Alik_Bljk_BBS_BH_MT128x128x64", "gemm"),
@@ -193,6 +227,17 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(c.categorize(name), want, "{name}");
         }
+    }
+
+    #[test]
+    fn every_built_in_category_has_its_class() {
+        // `other` is the one category in no class; every other built-in has one.
+        for c in CATEGORIES {
+            assert_eq!(class_of(c).is_none(), *c == "other", "{c}");
+        }
+        assert_eq!(class_of("gemm"), Some(KernelClass::Weights));
+        assert_eq!(class_of("kv_cache"), Some(KernelClass::KvWrite));
+        assert_eq!(class_of("my_team_category"), None);
     }
 
     #[test]

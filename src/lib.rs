@@ -17,6 +17,7 @@ pub mod cli;
 pub mod commands;
 pub mod dataset;
 pub mod exit;
+pub mod operating_point;
 pub mod output;
 pub mod phases;
 pub mod pipeline;

@@ -24,6 +24,8 @@ struct Building {
     steps: usize,
     context_sum: f64,
     contexts: usize,
+    /// Steps each kernel class was priced on.
+    class_steps: HashMap<String, usize>,
 }
 
 /// Groups built one step at a time. Kernel and category vectors hold one value per step
@@ -118,6 +120,24 @@ impl GroupBuilder {
         add_at(v, at.step, exclusive_ns);
     }
 
+    /// Add a kernel class's floor and excess to a pushed step (derived, where the step
+    /// was priced).
+    pub fn add_class(&mut self, at: Slot, class: &str, floor_ns: f64, excess_ns: f64) {
+        let b = &mut self.groups[at.group];
+        let c = match b.group.classes.get_mut(class) {
+            Some(c) => c,
+            None => b.group.classes.entry(class.to_owned()).or_default(),
+        };
+        add_at(&mut c.floor_ns, at.step, floor_ns);
+        add_at(&mut c.excess_ns, at.step, excess_ns);
+        match b.class_steps.get_mut(class) {
+            Some(n) => *n += 1,
+            None => {
+                b.class_steps.insert(class.to_owned(), 1);
+            }
+        }
+    }
+
     /// The groups in (kind, batch size) order. A metric present on only some steps (MBU
     /// where a floor exists) is dropped rather than compared over a different set of
     /// steps; `period_ns` may have one sample fewer per series (the last step has none).
@@ -137,6 +157,9 @@ impl GroupBuilder {
                 for v in g.categories.values_mut() {
                     v.resize(n, 0.0);
                 }
+                // A class priced on only some steps is dropped, as MBU is.
+                g.classes
+                    .retain(|k, _| b.class_steps.get(k).copied() == Some(n));
                 if b.contexts == n && n > 0 {
                     g.mean_context = Some(b.context_sum / n as f64);
                 }
@@ -244,12 +267,23 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline
         for bad in x.drop_bad_derived() {
             dropped.note(|| format!("{}: {bad}", at(s)));
         }
+        // Below its floor a step has no MBU (the floor is wrong, not a result); the steps
+        // report already warns of it.
+        if s.attribution
+            .as_ref()
+            .and_then(|a| a.floor.as_ref())
+            .is_some_and(|f| f.below_floor)
+        {
+            x.mbu = None;
+        }
         let batch = s
             .composition
             .as_ref()
             .and_then(|c| c.requests)
             .and_then(|r| u32::try_from(r).ok());
-        let slot = b.push(s.kind.as_str(), batch, &x);
+        // An inferred kind keys as `decode (inferred)`, so a later exact marker never
+        // silently matches a guess.
+        let slot = b.push(s.kind_label().as_str(), batch, &x);
         for k in &s.all_kernels {
             b.add_kernel(
                 slot,
@@ -262,6 +296,11 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline
         }
         for c in &s.categories {
             b.add_category(slot, &c.category, c.exclusive_ns as f64);
+        }
+        for c in s.attribution.iter().flat_map(|a| &a.classes) {
+            if let (Some(f), Some(e)) = (c.floor_ns, c.excess_ns) {
+                b.add_class(slot, c.class.key(), f as f64, e as f64);
+            }
         }
     }
     let mut warnings = Vec::new();

@@ -283,6 +283,10 @@ pub struct Group {
     pub kernels: BTreeMap<String, KernelSamples>,
     /// Per category: exclusive ns per step.
     pub categories: BTreeMap<String, Vec<f64>>,
+    /// Per kernel class priced on every step (`weights`, `attention`, …): its floor and
+    /// excess per step, derived; empty without a model.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub classes: BTreeMap<String, crate::wire::attribution::ClassSamples>,
 }
 
 /// One kernel's per-step samples inside a group.
@@ -344,6 +348,10 @@ impl Group {
         };
         self.metrics.values_mut().for_each(pick);
         self.categories.values_mut().for_each(pick);
+        for c in self.classes.values_mut() {
+            pick(&mut c.floor_ns);
+            pick(&mut c.excess_ns);
+        }
         for k in self.kernels.values_mut() {
             pick(&mut k.exclusive_ns);
             pick(&mut k.instances);

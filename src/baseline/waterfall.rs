@@ -109,6 +109,7 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
         }),
         waterfall_floor: floor,
         waterfall_note: note,
+        class_excess: crate::attribution::compare::excess_change(&b.classes, &c.classes),
     }
 }
 

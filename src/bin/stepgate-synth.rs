@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use stepgate::exit::{Error, Result};
 use stepgate::source::nsys::{self, LoadOptions};
 use stepgate::synth::workload::{self, LaunchMode};
-use stepgate::synth::{long_names, replicate, steps, Layout};
+use stepgate::synth::{long_names, planted, replicate, steps, Layout};
 
 /// Synthetic Nsight Systems SQLite exports (not captures: every file says so in its
 /// export metadata where the layout has that table).
@@ -76,6 +76,20 @@ enum Command {
         /// Output file (a directory for multi-rank Kineto scenarios, one file per rank).
         #[arg(short, long, required_unless_present = "list")]
         out: Option<PathBuf>,
+    },
+    /// Decode (and prefill) steps of a dense model whose kernel durations follow its bytes,
+    /// with one cause planted (slow-attention-small-batch, gemms-at-roof, tp4,
+    /// prefill-among-decodes).
+    ///
+    /// Example: stepgate-synth planted --cause tp4 -o tp4.sqlite
+    Planted {
+        #[arg(long)]
+        cause: String,
+        /// Steps per rank (prefill-among-decodes always writes 12).
+        #[arg(long, default_value_t = 12)]
+        steps: usize,
+        #[arg(short, long)]
+        out: PathBuf,
     },
     /// A small capture with two kernel names of BYTES bytes each (equal but for their
     /// last bytes), to measure what huge names cost.
@@ -227,6 +241,22 @@ fn run(cli: Cli) -> Result<()> {
                 format.as_str(),
                 t.series.len(),
                 t.found_by
+            );
+        }
+        Command::Planted { cause, steps, out } => {
+            let Some((_, c)) = planted::CAUSES.iter().find(|(n, _)| *n == cause) else {
+                let names: Vec<&str> = planted::CAUSES.iter().map(|(n, _)| *n).collect();
+                return Err(Error::input(format!(
+                    "unknown cause `{cause}`; use one of {}",
+                    names.join(", ")
+                )));
+            };
+            let exp = workload::build(&planted::scenario(*c, steps), &out)?;
+            eprintln!(
+                "wrote {} ({cause}: {} steps x {} ranks)",
+                out.display(),
+                exp.steps.len() / exp.devices.len().max(1),
+                exp.devices.len()
             );
         }
         Command::LongNames { bytes, format, out } => {

@@ -17,6 +17,7 @@ use super::traces::{self, Snapshot};
 use super::watch::Watch;
 use super::{check, interrupt, Engine};
 use crate::exit::{Error, Result};
+use crate::operating_point::sidecar::{write_beside, CaptureSidecar, Drive};
 
 /// Version of the JSON summary.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -97,7 +98,33 @@ pub fn run(cfg: &Config, log: &mut dyn FnMut(&str)) -> Result<Summary> {
         Some(s) => finish_nsys(cfg, &s, &mut watch, &mut summary, log)?,
         None => find_traces(cfg, before.as_ref(), &mut watch, &mut summary)?,
     }
+    write_sidecar(cfg, &mut summary)?;
     Ok(summary)
+}
+
+/// With `--drive` and an exported report: the load the capture ran at, beside the report
+/// (`BASE.capture.json`), where `steps` and `gate` read it. Only what was sent is written:
+/// the prompt's token count is the engine tokenizer's, so it stays unknown.
+fn write_sidecar(cfg: &Config, summary: &mut Summary) -> Result<()> {
+    let (Some(report), Some(point)) = (&summary.sqlite, &summary.operating_point) else {
+        return Ok(());
+    };
+    let sidecar = CaptureSidecar {
+        engine: Some(format!("{:?}", cfg.engine).to_lowercase()),
+        model: point.model.clone(),
+        drive: Some(Drive {
+            concurrency: u64::from(point.concurrency),
+            prompt_tokens: None,
+            output_tokens: Some(u64::from(point.max_tokens)),
+        }),
+        ..CaptureSidecar::new()
+    };
+    let path = write_beside(report, &sidecar)?;
+    summary.notes.push(format!(
+        "wrote {} (the driven load, read by steps and gate)",
+        path.display()
+    ));
+    Ok(())
 }
 
 /// `--trace-dir` exists before the engine is told about it.

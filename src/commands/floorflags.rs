@@ -37,9 +37,10 @@ pub struct ModelFlags {
     /// KV-cache dtype.
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
     pub kv_dtype: Option<String>,
-    /// Tensor-parallel degree: per-GPU bytes and FLOPs.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = tp_flag)]
-    pub tp: u32,
+    /// Tensor-parallel degree: per-GPU bytes and FLOPs (default: what the capture says,
+    /// else 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = tp_flag)]
+    pub tp: Option<u32>,
     /// HBM bandwidth in TB/s; a measured number beats the datasheet.
     #[arg(long, allow_negative_numbers = true)]
     pub hbm_tb_s: Option<f64>,
@@ -226,7 +227,7 @@ impl ModelGpuArgs {
             MAX_PARAMS_B,
         )?
         .map(|p| p * 1e9);
-        if f.tp == 0 || self.pp == 0 {
+        if f.tp == Some(0) || self.pp == 0 {
             return Err(Error::usage("--tp and --pp must be at least 1"));
         }
         let gpu = GpuOptions {
@@ -241,7 +242,7 @@ impl ModelGpuArgs {
             .map(|p| p * 1e12),
         };
         let floor = FloorOptions {
-            tp: f.tp,
+            tp: f.tp.unwrap_or(1),
             pp: self.pp,
             moe_routing: f.moe_routing,
             include_kv_write: true,

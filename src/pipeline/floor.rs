@@ -3,7 +3,7 @@
 
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
-use crate::report::floor::{weight_dtype_name, ModelGeometry};
+use crate::report::floor::{weight_dtype_name, ConfigFields, ModelGeometry};
 use crate::roofline::floor::{decode_floor, DecodePoint, FloorReport};
 use crate::roofline::model::{self, ModelSpec};
 use crate::roofline::options::ModelOptions;
@@ -97,6 +97,7 @@ fn geometry(mo: &ModelOptions, m: &ModelSpec, no_window: bool) -> Result<ModelGe
         sliding_window: m.sliding_window,
         sliding_layers: m.swa_layers,
         mla: m.mla.clone(),
+        config: ConfigFields::of(m),
         weight_dtype: weight_dtype_name(m.weight_dtype),
         bytes_per_weight: m.weight_dtype.bytes_per_param(),
         vllm_bytes_per_weight: if mo.weight_dtype.is_some() {

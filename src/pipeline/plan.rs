@@ -40,6 +40,9 @@ impl StepsPlan {
             calls: true,
             ranges: filter.is_some(),
             range_filter: filter,
+            // DRAM-throughput samples, where the report has them: the per-class shape
+            // then rests on a counter.
+            gpu_metrics: true,
             ..LoadOptions::all()
         }
     }
@@ -60,8 +63,8 @@ pub struct FloorPlan {
     pub gpu: Option<String>,
     /// A measured HBM bandwidth replacing the datasheet's, bytes/s.
     pub hbm_bytes_per_s: Option<f64>,
-    /// Tensor-parallel degree.
-    pub tp: u32,
+    /// Tensor-parallel degree; None: what the capture says, else 1.
+    pub tp: Option<u32>,
     pub moe_routing: MoeRouting,
     /// Requests per step, for steps whose names do not say.
     pub batch: Option<u64>,
@@ -76,6 +79,17 @@ impl FloorPlan {
         m.preset
             .clone()
             .or_else(|| m.config.as_ref().map(|p| p.display().to_string()))
+    }
+
+    /// What the flags say about the operating point (None: not given), for
+    /// [`crate::operating_point::resolve`] to put over what the capture says.
+    pub fn given(&self) -> crate::operating_point::Given {
+        crate::operating_point::Given {
+            tp: self.tp,
+            gpu: self.gpu.clone(),
+            batch: self.batch,
+            context: self.context,
+        }
     }
 
     /// The GPU as a baseline or a run records it: the `--gpu` key, else the report's name.

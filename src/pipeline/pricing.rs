@@ -11,9 +11,10 @@ use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
 use crate::roofline::gpu::{self, GpuSpec};
 use crate::roofline::model::ModelSpec;
 use crate::roofline::options::GpuOptions;
-use crate::timing::stepname::BatchComposition;
+use crate::timing::stepname::{BatchComposition, StepKind};
 use crate::timing::steps::Step;
 use crate::trace::Trace;
+use crate::wire::attribution::{Basis, OperatingPoint};
 
 /// Where the GPU the floor is priced on came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +39,17 @@ pub struct FloorBasis {
     /// The bandwidth was given (`--hbm-tb-s`), not the cited datasheet figure.
     pub hbm_given: bool,
     pub tp: u32,
+    /// Where the TP came from (flag, capture, default).
+    pub tp_basis: Basis,
+    /// Pipeline-parallel degree: the last stage is priced when above 1.
+    pub pp: u32,
 }
 
 impl fmt::Display for FloorBasis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} on {} ({}; {:.2} TB/s {}), tp={} — derived",
+            "{} on {} ({}; {:.2} TB/s {}), tp={} ({}){} — derived",
             self.model,
             self.gpu,
             match self.gpu_from {
@@ -53,7 +58,13 @@ impl fmt::Display for FloorBasis {
             },
             self.hbm_bytes_per_s / 1e12,
             if self.hbm_given { "given" } else { "cited" },
-            self.tp
+            self.tp,
+            self.tp_basis.as_str(),
+            if self.pp > 1 {
+                format!(", pp={}", self.pp)
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -71,9 +82,14 @@ pub struct Pricing {
 
 impl Pricing {
     /// The pricing for a report's steps, or None without a model. The GPU is the plan's,
-    /// else the one the report names; the plan's batch and context fill what step names do
-    /// not say.
-    pub fn resolve(plan: &FloorPlan, trace: &Trace) -> Result<Option<Pricing>> {
+    /// else the one the report names; TP, PP, batch and context are the operating point's
+    /// (flag over capture, [`crate::operating_point::resolve`]): batch and context fill what
+    /// step names do not say.
+    pub fn resolve(
+        plan: &FloorPlan,
+        point: &OperatingPoint,
+        trace: &Trace,
+    ) -> Result<Option<Pricing>> {
         let Some(model) = &plan.model else {
             return Ok(None);
         };
@@ -95,6 +111,7 @@ impl Pricing {
             }
         };
         let model = model.resolve()?;
+        let pp = point.pp.as_ref().map_or(1, |p| p.value);
         let gpu = GpuOptions {
             key: gpu_key,
             hbm_bytes_per_s: plan.hbm_bytes_per_s,
@@ -107,35 +124,59 @@ impl Pricing {
             gpu_from,
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
             hbm_given: plan.hbm_bytes_per_s.is_some(),
-            tp: plan.tp,
+            tp: point.tp.value,
+            tp_basis: point.tp.basis,
+            pp,
         };
         Ok(Some(Pricing {
             model,
             gpu,
             opts: FloorOptions {
-                tp: plan.tp,
-                pp: 1,
+                tp: point.tp.value,
+                pp,
                 moe_routing: plan.moe_routing,
                 include_kv_write: true,
             },
-            batch: plan.batch,
-            context: plan.context,
+            batch: point.batch.as_ref().map(|b| b.value),
+            context: point.context.as_ref().map(|c| c.value),
             basis,
         }))
     }
 
-    /// The step's own floor, when its composition is known.
-    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
-        let comp = composition(step.composition.as_ref(), self.batch, self.context)?;
-        if comp.sq == 0 {
+    /// The step's composition for its floor: its name's, else the operating point's batch
+    /// and context as a decode — never for a step inferred to be a prefill or mixed, which
+    /// a decode composition would misprice.
+    pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
+        // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
+        let named = step.composition.as_ref().filter(|c| c.counts_requests());
+        if named.is_none() && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
+        {
             return None;
         }
-        let f = step_floor(&self.model, &self.gpu, &comp, &self.opts);
-        Some(FloorInput {
-            floor_ns: f.floor_ns,
-            total_bytes: f.total_bytes,
-            flops: f.flops,
-            bound: f.bound,
+        let comp = composition(named, self.batch, self.context)?;
+        (comp.sq > 0).then_some(comp)
+    }
+
+    /// The step's own floor, when its composition is known.
+    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
+        let comp = self.composition_of(step)?;
+        Some(FloorInput::from(&step_floor(
+            &self.model,
+            &self.gpu,
+            &comp,
+            &self.opts,
+        )))
+    }
+
+    /// The attribution's view of this pricing: each step's composition, the model, GPU
+    /// and options, handed to `one`.
+    pub fn with_pricer<T>(&self, one: impl FnOnce(&crate::attribution::Pricer<'_>) -> T) -> T {
+        let comp = |s: &Step| self.composition_of(s);
+        one(&crate::attribution::Pricer {
+            composition: &comp,
+            model: &self.model,
+            gpu: &self.gpu,
+            opts: self.opts,
         })
     }
 }
@@ -218,18 +259,22 @@ mod tests {
             hbm_bytes_per_s: 5.3e12,
             hbm_given: false,
             tp: 1,
+            tp_basis: Basis::Default,
+            pp: 1,
         };
         assert_eq!(
             b.to_string(),
-            "qwen3-8b on AMD Instinct MI300X 192GB (--gpu; 5.30 TB/s cited), tp=1 — derived"
+            "qwen3-8b on AMD Instinct MI300X 192GB (--gpu; 5.30 TB/s cited), tp=1 (default) — derived"
         );
         b.gpu_from = GpuFrom::Report;
         b.hbm_given = true;
         b.hbm_bytes_per_s = 3.1e12;
         b.tp = 2;
+        b.tp_basis = Basis::Read;
+        b.pp = 2;
         assert_eq!(
             b.to_string(),
-            "qwen3-8b on AMD Instinct MI300X 192GB (named by the report; 3.10 TB/s given), tp=2 — derived"
+            "qwen3-8b on AMD Instinct MI300X 192GB (named by the report; 3.10 TB/s given), tp=2 (read), pp=2 — derived"
         );
     }
 

@@ -39,6 +39,9 @@ pub struct ModelGeometry {
     pub sliding_layers: u64,
     /// Multi-head latent attention widths (DeepSeek-V2/V3, Kimi-K2).
     pub mla: Option<MlaSpec>,
+    /// Every other field the byte model reads, under the name of the config.json field it
+    /// came from (class defaults applied; null where the model has no such part).
+    pub config: ConfigFields,
     /// Linear-layer weight storage: bf16, fp16, fp32, fp8, int8, int4-gN, mxfp4.
     pub weight_dtype: String,
     /// Bytes per linear weight as stepgate bills it, block scales included (int4-g128:
@@ -57,6 +60,68 @@ pub struct ModelGeometry {
     pub params_total: u64,
     /// Parameters a batch-1 decode step streams (derived; MoE: k experts).
     pub params_streamed: u64,
+}
+
+/// The resolved geometry under `config.json` names: what the floor multiplies, so a
+/// user can compare it with the model card field by field.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ConfigFields {
+    pub hidden_size: u64,
+    pub num_hidden_layers: u64,
+    pub num_attention_heads: u64,
+    pub num_key_value_heads: u64,
+    pub head_dim: u64,
+    pub intermediate_size: u64,
+    pub vocab_size: u64,
+    pub tie_word_embeddings: bool,
+    pub attention_bias: bool,
+    /// Per-head q/k RMSNorm (Qwen3, Gemma 3): not a config field, implied by model_type.
+    pub qk_norm: bool,
+    pub sliding_window: Option<u64>,
+    /// Routed experts (`n_routed_experts`, `num_experts` or `num_local_experts`).
+    pub num_experts: Option<u64>,
+    pub num_experts_per_tok: Option<u64>,
+    pub moe_intermediate_size: Option<u64>,
+    pub n_shared_experts: Option<u64>,
+    pub shared_expert_intermediate_size: Option<u64>,
+    pub kv_lora_rank: Option<u64>,
+    pub q_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: Option<u64>,
+    pub qk_rope_head_dim: Option<u64>,
+    pub v_head_dim: Option<u64>,
+}
+
+impl ConfigFields {
+    /// The fields of a resolved model.
+    pub fn of(m: &crate::roofline::model::ModelSpec) -> Self {
+        let moe = m.moe.as_ref();
+        let mla = m.mla.as_ref();
+        ConfigFields {
+            hidden_size: m.hidden,
+            num_hidden_layers: m.layers,
+            num_attention_heads: m.heads,
+            num_key_value_heads: m.kv_heads,
+            head_dim: m.head_dim,
+            intermediate_size: m.intermediate,
+            vocab_size: m.vocab,
+            tie_word_embeddings: m.tie_word_embeddings,
+            attention_bias: m.attention_bias,
+            qk_norm: m.qk_norm,
+            sliding_window: m.sliding_window,
+            num_experts: moe.map(|e| e.num_experts),
+            num_experts_per_tok: moe.map(|e| e.top_k),
+            moe_intermediate_size: moe.map(|e| e.moe_intermediate),
+            n_shared_experts: moe.and_then(|e| e.shared_experts),
+            shared_expert_intermediate_size: moe
+                .filter(|e| e.shared_experts.is_none() && e.shared_intermediate > 0)
+                .map(|e| e.shared_intermediate),
+            kv_lora_rank: mla.map(|x| x.kv_lora_rank),
+            q_lora_rank: mla.and_then(|x| x.q_lora_rank),
+            qk_nope_head_dim: mla.map(|x| x.qk_nope_head_dim),
+            qk_rope_head_dim: mla.map(|x| x.qk_rope_head_dim),
+            v_head_dim: mla.map(|x| x.v_head_dim),
+        }
+    }
 }
 
 /// `bf16`, `int4-g128`, … as the `--weight-dtype` flag spells them.

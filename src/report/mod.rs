@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod capacity;
 pub mod capture;
 pub mod charts;
+pub mod classes;
 pub mod floor;
 pub mod gate;
 pub mod html;

@@ -55,8 +55,12 @@ pub fn summary_table(r: &StepsReport) -> Table {
             .launches
             .map(|l| format!("{:.0}", l.median))
             .unwrap_or_else(|| "–".into());
+        let kind = match k.kind_guess {
+            Some(g) => format!("{} (inferred)", g.as_str()),
+            None => k.kind.as_str().to_owned(),
+        };
         t.row(vec![
-            k.kind.as_str().to_owned(),
+            kind,
             fmt_int(k.count as i64),
             w50,
             w10,
@@ -76,7 +80,7 @@ fn opt_us(v: Option<i64>) -> String {
 }
 
 /// One row per step; `raw` gives integer ns for CSV instead of formatted µs, `wide` the
-/// step names uncut. A kind that is only guessed shows as `unknown (decode?)` (CSV: its
+/// step names uncut. A kind that is only inferred shows as `decode (inferred)` (CSV: its
 /// own `kind_guess` column), and `found by` says which discovery method drew the step's
 /// boundary.
 pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
@@ -127,7 +131,7 @@ pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
                 row.push(g.map(|g| g.as_str().to_owned()).unwrap_or_default());
             }
             (false, Some(g)) if s.kind == StepKind::Unknown => {
-                row.push(format!("unknown ({}?)", g.as_str()));
+                row.push(format!("{} (inferred)", g.as_str()));
             }
             (false, _) => row.push(s.kind.as_str().to_owned()),
         }
@@ -149,12 +153,11 @@ pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
                 (Some(f), false) => fmt_us(f.floor_ns),
                 (None, _) => missing(),
             },
-            f.map(|f| {
-                if raw {
-                    format!("{:.4}", f.mbu)
-                } else {
-                    fmt_pct(f.mbu)
-                }
+            f.map(|f| match (raw, f.below_floor) {
+                (true, _) => format!("{:.4}", f.mbu),
+                // Above 100%: the floor is wrong, not a result (the shape says so).
+                (false, true) => "–".to_owned(),
+                (false, false) => fmt_pct(f.mbu),
             })
             .unwrap_or_else(missing),
             s.attribution
@@ -163,6 +166,9 @@ pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
                 .unwrap_or_default(),
         ]);
         t.row(row);
+    }
+    if raw {
+        crate::report::classes::append_class_columns(&mut t, steps);
     }
     t
 }
@@ -313,9 +319,12 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
         .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
         .collect();
     if !floors.is_empty() {
+        // A step below its floor has no MBU to report: its floor is wrong.
         let mut mbu: Vec<f64> = floors
             .iter()
-            .filter_map(|s| s.attribution.as_ref()?.floor.as_ref().map(|f| f.mbu))
+            .filter_map(|s| s.attribution.as_ref()?.floor.as_ref())
+            .filter(|f| !f.below_floor)
+            .map(|f| f.mbu)
             .collect();
         mbu.sort_by(f64::total_cmp);
         let below = floors
@@ -327,14 +336,22 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
                     .is_some_and(|f| f.below_floor)
             })
             .count();
-        out.push(format!(
-            "floor (derived per step from its batch): median floor efficiency (MBU) {} over {} steps",
-            fmt_pct(crate::timing::steps::percentile(&mbu, 0.5)),
-            floors.len()
-        ));
-        if below > 0 {
+        if !mbu.is_empty() {
             out.push(format!(
-                "warning: {below} step(s) measured below their floor: the byte model is wrong, not the machine"
+                "floor (derived per step from its batch): median floor efficiency (MBU) {} over {} steps",
+                fmt_pct(crate::timing::steps::percentile(&mbu, 0.5)),
+                mbu.len()
+            ));
+        }
+        if below > 0 {
+            let with = floors
+                .iter()
+                .filter_map(|s| s.attribution.as_ref())
+                .find(|a| !a.plausible_with.is_empty())
+                .map(|a| format!(" (plausible with {})", a.plausible_with.join(" or ")))
+                .unwrap_or_default();
+            out.push(format!(
+                "warning: {below} step(s) measured below their floor, so no MBU is given for them: the byte model is wrong, not the machine{with}"
             ));
         }
     }
@@ -368,6 +385,10 @@ fn text(path: &str, r: &StepsReport, o: &Options) -> String {
     for n in &r.notes {
         out.push_str(&format!("note: {n}\n"));
     }
+    for l in crate::report::classes::point_lines(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     out.push_str("\nmeasured, µs:\n");
     out.push_str(&summary_table(r).to_text());
     out.push('\n');
@@ -375,6 +396,7 @@ fn text(path: &str, r: &StepsReport, o: &Options) -> String {
         out.push_str(&l);
         out.push('\n');
     }
+    out.push_str(&crate::report::classes::groups_text(&r.groups, false));
     if o.each {
         out.push('\n');
         out.push_str(&steps_table(&r.steps, false, o.wide).to_text());
@@ -392,12 +414,16 @@ fn markdown(path: &str, r: &StepsReport, o: &Options) -> String {
     for n in &r.notes {
         out.push_str(&format!("\n> note: {n}\n"));
     }
+    for l in crate::report::classes::point_lines(r) {
+        out.push_str(&format!("\n> {l}\n"));
+    }
     out.push_str("\nMeasured, µs:\n\n");
     out.push_str(&summary_table(r).to_markdown());
     out.push('\n');
     for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
         out.push_str(&format!("- {l}\n"));
     }
+    out.push_str(&crate::report::classes::groups_text(&r.groups, true));
     if o.each {
         out.push('\n');
         out.push_str(&steps_table(&r.steps, false, o.wide).to_markdown());

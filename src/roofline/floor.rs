@@ -12,7 +12,7 @@
 use serde::Serialize;
 
 use super::gpu::GpuSpec;
-use super::model::{ModelSpec, MoeRouting};
+use super::model::{ModelSpec, MoeRouting, WeightDtype, WeightSplit};
 use super::vllm::{Batch, Breakdown, ModelComponents, Request};
 
 pub use crate::wire::attribution::Bound;
@@ -136,12 +136,20 @@ impl Default for FloorOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepFloor {
     pub weights_bytes: f64,
+    /// `weights_bytes` by the kernels that read them.
+    pub weights: WeightSplit,
     pub kv_read_bytes: f64,
     pub kv_write_bytes: f64,
     pub total_bytes: f64,
     pub flops: f64,
+    /// `flops` outside the attention core: 2 per streamed parameter per token.
+    pub dense_flops: f64,
     /// Attention-core FLOPs inside `flops` (absorbed widths for MLA decode).
     pub attention_flops: f64,
+    /// Bytes one GPU sends in the step's tensor-parallel all-reduces (0 at TP 1): two
+    /// per layer of T·d activations, 2(TP−1)/TP of each on the wire. Not part of
+    /// `total_bytes` (they cross the interconnect, not HBM).
+    pub allreduce_bytes: f64,
     /// The attention core as vLLM's perf model bills it (un-absorbed MLA widths, T·C
     /// pairs without causal halving).
     pub vllm_attention_flops: f64,
@@ -168,7 +176,8 @@ pub fn step_floor(
     let ppf = f64::from(pp);
     let sq = comp.sq as f64;
 
-    let weights = model.streamed_weight_bytes(sq, opts.moe_routing, tp, pp);
+    let split = model.streamed_weight_split(sq, opts.moe_routing, tp, pp);
+    let weights = split.total();
     let swa = model.swa_layers.min(model.layers);
     let full_layers = (model.layers - swa) as f64 / ppf;
     let swa_layers = swa as f64 / ppf;
@@ -217,6 +226,19 @@ pub fn step_floor(
         }
     };
     let flops = dense + attention;
+    let act_bytes = if model.weight_dtype == WeightDtype::Fp32 {
+        4.0
+    } else {
+        2.0
+    };
+    let allreduce_bytes = 2.0
+        * (model.layers as f64 / ppf)
+        * sq
+        * model.hidden as f64
+        * act_bytes
+        * 2.0
+        * (tpf - 1.0)
+        / tpf;
 
     let beta = gpu.hbm_bytes_per_s;
     let pi = gpu.peak_flops_per_s(model.weight_dtype.is_fp8());
@@ -229,11 +251,14 @@ pub fn step_floor(
     };
     StepFloor {
         weights_bytes: weights,
+        weights: split,
         kv_read_bytes: kv_read,
         kv_write_bytes: kv_write,
         total_bytes: total,
         flops,
+        dense_flops: dense,
         attention_flops: attention,
+        allreduce_bytes,
         vllm_attention_flops: vllm_attention,
         hbm_bytes_per_s: beta,
         peak_flops_per_s: pi,
@@ -246,6 +271,66 @@ pub fn step_floor(
             .as_ref()
             .map(|m| opts.moe_routing.experts_touched(m, sq)),
     }
+}
+
+/// One input changed, to see whether a floor the measurement undercuts becomes plausible
+/// under it (docs/method.md §4: an MBU above 100% names the inputs that would fix it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FloorChange {
+    Tp(u32),
+    /// Bytes per KV-cache element.
+    KvDtypeBytes(f64),
+    WeightDtype(WeightDtype),
+}
+
+impl FloorChange {
+    /// The model and options with this input changed.
+    pub fn apply(&self, model: &ModelSpec, opts: &FloorOptions) -> (ModelSpec, FloorOptions) {
+        let (mut m, mut o) = (model.clone(), *opts);
+        match *self {
+            FloorChange::Tp(t) => o.tp = t,
+            FloorChange::KvDtypeBytes(b) => m.kv_dtype_bytes = b,
+            FloorChange::WeightDtype(w) => m.weight_dtype = w,
+        }
+        (m, o)
+    }
+
+    /// The flag that sets it.
+    pub fn flag(&self) -> String {
+        match *self {
+            FloorChange::Tp(t) => format!("--tp {t}"),
+            FloorChange::KvDtypeBytes(_) => "--kv-dtype fp8".to_owned(),
+            FloorChange::WeightDtype(WeightDtype::Int4 { group: 128 }) => {
+                "--weight-dtype int4".to_owned()
+            }
+            FloorChange::WeightDtype(_) => "--weight-dtype fp8".to_owned(),
+        }
+    }
+}
+
+/// The changes worth pricing when a step ran below its floor: a larger TP that divides
+/// the query heads (and the KV heads, or is a multiple of them), an fp8 KV cache, fp8 or
+/// int4 weights — each only where it lowers what is in effect.
+pub fn plausibility_changes(model: &ModelSpec, opts: &FloorOptions) -> Vec<FloorChange> {
+    let mut out: Vec<FloorChange> = [2u32, 4, 8]
+        .into_iter()
+        .filter(|&t| t > opts.tp.max(1))
+        .filter(|&t| {
+            let (h, kv) = (model.heads, model.kv_heads.max(1));
+            h % u64::from(t) == 0 && (kv % u64::from(t) == 0 || u64::from(t) % kv == 0)
+        })
+        .map(FloorChange::Tp)
+        .collect();
+    if model.kv_dtype_bytes > 1.0 {
+        out.push(FloorChange::KvDtypeBytes(1.0));
+    }
+    let wb = model.weight_dtype.bytes_per_param();
+    for w in [WeightDtype::Fp8, WeightDtype::Int4 { group: 128 }] {
+        if w.bytes_per_param() < wb {
+            out.push(FloorChange::WeightDtype(w));
+        }
+    }
+    out
 }
 
 /// FlashAttention-2's decode grid at query length 1: batch × heads thread blocks

@@ -26,7 +26,61 @@ pub struct GpuSpec {
     pub memory_bytes: f64,
     /// Where the numbers come from.
     pub source: &'static str,
+    /// The GPU-to-GPU interconnect of the part's multi-GPU board, where a datasheet gives
+    /// it (None: PCIe cards, or no cited figure).
+    pub interconnect: Option<Interconnect>,
 }
+
+/// A cited GPU-to-GPU link bandwidth, for the floor of the collectives.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Interconnect {
+    /// Peak bytes/s in one direction: through the switch (every peer shares it), or of
+    /// one link to one peer in a full mesh.
+    pub per_direction_bytes_per_s: f64,
+    /// Full mesh (one link per peer, AMD Infinity Fabric) rather than a switch (NVSwitch).
+    pub mesh: bool,
+    /// Where the figure comes from.
+    pub source: &'static str,
+}
+
+impl Interconnect {
+    /// Bytes/s one GPU can send to the other `tp − 1` GPUs of its group at once.
+    pub fn group_bytes_per_s(&self, tp: u32) -> f64 {
+        if self.mesh {
+            self.per_direction_bytes_per_s * f64::from(tp.saturating_sub(1).max(1))
+        } else {
+            self.per_direction_bytes_per_s
+        }
+    }
+}
+
+/// NVLink 4 on HGX H100/H200 boards: 900 GB/s total per GPU, both directions together.
+const NVLINK4: Interconnect = Interconnect {
+    per_direction_bytes_per_s: 450.0e9,
+    mesh: false,
+    source: "NVLink 4 through NVSwitch: 900 GB/s per GPU bidirectional (NVIDIA H100/H200 datasheets), 450 GB/s each way",
+};
+
+/// NVLink 5 on HGX B200 boards: 1.8 TB/s total per GPU.
+const NVLINK5: Interconnect = Interconnect {
+    per_direction_bytes_per_s: 900.0e9,
+    mesh: false,
+    source: "NVLink 5 through NVSwitch: 1.8 TB/s per GPU bidirectional (NVIDIA DGX/HGX B200 datasheet), 900 GB/s each way",
+};
+
+/// NVLink 3 on HGX A100 boards: 600 GB/s total per GPU.
+const NVLINK3: Interconnect = Interconnect {
+    per_direction_bytes_per_s: 300.0e9,
+    mesh: false,
+    source: "NVLink 3 through NVSwitch: 600 GB/s per GPU bidirectional (NVIDIA A100 datasheet), 300 GB/s each way",
+};
+
+/// AMD Infinity Fabric on MI300-series OAM boards: seven links, one to each peer.
+const INFINITY_FABRIC: Interconnect = Interconnect {
+    per_direction_bytes_per_s: 64.0e9,
+    mesh: true,
+    source: "Infinity Fabric full mesh: 128 GB/s bidirectional per peer link (AMD Instinct MI300X/MI325X data sheets), 64 GB/s each way",
+};
 
 /// The table. Sources are in `source`; comments say where a number needs care.
 pub const GPUS: &[GpuSpec] = &[
@@ -40,6 +94,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 132,
         memory_bytes: 80.0e9,
         source: "NVIDIA H100 Tensor Core GPU datasheet (SXM5; dense = half the sparse figure)",
+        interconnect: Some(NVLINK4),
     },
     // docs/method.md §9 gives h100-pcie 2.0 TB/s.
     GpuSpec {
@@ -51,6 +106,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 114,
         memory_bytes: 80.0e9,
         source: "NVIDIA H100 Tensor Core GPU datasheet (PCIe); docs/method.md §9",
+        interconnect: None,
     },
     GpuSpec {
         key: "h200",
@@ -61,6 +117,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 132,
         memory_bytes: 141.0e9,
         source: "NVIDIA H200 Tensor Core GPU datasheet (SXM)",
+        interconnect: Some(NVLINK4),
     },
     GpuSpec {
         key: "h20",
@@ -71,6 +128,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 78,
         memory_bytes: 96.0e9,
         source: "NVIDIA H20 product brief (China-market Hopper)",
+        interconnect: None,
     },
     GpuSpec {
         key: "a100-40gb",
@@ -81,6 +139,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 108,
         memory_bytes: 40.0e9,
         source: "NVIDIA A100 Tensor Core GPU datasheet (SXM4 40GB)",
+        interconnect: Some(NVLINK3),
     },
     // docs/method.md §9 gives a100-80 2.039 TB/s (the SXM4 part).
     GpuSpec {
@@ -92,6 +151,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 108,
         memory_bytes: 80.0e9,
         source: "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB); docs/method.md §9",
+        interconnect: Some(NVLINK3),
     },
     GpuSpec {
         key: "a100-80gb-pcie",
@@ -102,6 +162,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 108,
         memory_bytes: 80.0e9,
         source: "NVIDIA A100 Tensor Core GPU datasheet (PCIe 80GB)",
+        interconnect: None,
     },
     // NVIDIA publishes no A10G datasheet (AWS G5 part). Memory and bandwidth equal the A10's
     // 24 GB / 600 GB/s; its tensor peak is lower than the A10's 125 TFLOP/s.
@@ -114,6 +175,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 80,
         memory_bytes: 24.0e9,
         source: "AWS G5 / third-party spec (baseten.co 'NVIDIA A10 vs A10G'); no NVIDIA datasheet",
+        interconnect: None,
     },
     // docs/method.md §9 cites 300 GB/s and 121 TFLOP/s dense bf16 for the L4.
     GpuSpec {
@@ -125,6 +187,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 58,
         memory_bytes: 24.0e9,
         source: "NVIDIA L4 Tensor Core GPU datasheet; docs/method.md §9",
+        interconnect: None,
     },
     // docs/method.md §9 gives l40s 0.864 TB/s.
     GpuSpec {
@@ -136,6 +199,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 142,
         memory_bytes: 48.0e9,
         source: "NVIDIA L40S datasheet; docs/method.md §9",
+        interconnect: None,
     },
     // GeForce parts run bf16 with FP32 accumulate at half the FP16-accumulate rate.
     GpuSpec {
@@ -147,6 +211,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 128,
         memory_bytes: 24.0e9,
         source: "NVIDIA Ada Lovelace architecture whitepaper, Table (RTX 4090, FP32 accumulate)",
+        interconnect: None,
     },
     GpuSpec {
         key: "b200",
@@ -157,6 +222,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 148,
         memory_bytes: 180.0e9,
         source: "NVIDIA DGX/HGX B200 datasheet (per GPU, dense)",
+        interconnect: Some(NVLINK5),
     },
     GpuSpec {
         key: "mi300x",
@@ -167,6 +233,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 304,
         memory_bytes: 192.0e9,
         source: "AMD Instinct MI300X data sheet (dense; 304 CUs)",
+        interconnect: Some(INFINITY_FABRIC),
     },
     GpuSpec {
         key: "mi325x",
@@ -177,6 +244,7 @@ pub const GPUS: &[GpuSpec] = &[
         sm_count: 304,
         memory_bytes: 256.0e9,
         source: "AMD Instinct MI325X data sheet (dense; 304 CUs)",
+        interconnect: Some(INFINITY_FABRIC),
     },
 ];
 

@@ -379,6 +379,7 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
             top_k: get_u64(&c, "num_experts_per_tok").unwrap_or(default_k),
             moe_intermediate: mi,
             shared_intermediate: shared,
+            shared_experts: get_u64(&c, "n_shared_experts"),
             moe_layers: true_moe_layers(&c, layers),
         }
     });

@@ -111,6 +111,9 @@ pub struct MoeSpec {
     pub moe_intermediate: u64,
     /// Total width of the always-on shared expert(s) (DeepSeek: n_shared × moe_intermediate).
     pub shared_intermediate: u64,
+    /// `n_shared_experts` as the config states it (DeepSeek, Kimi); None where the
+    /// config gives the shared width instead (`shared_expert_intermediate_size`, Qwen).
+    pub shared_experts: Option<u64>,
     /// Layers whose FFN is MoE (the rest are dense with `intermediate`).
     pub moe_layers: u64,
 }
@@ -197,6 +200,31 @@ pub struct ParamCounts {
     /// Always-on weights kept at 2 bytes: norms, routers, lm_head.
     pub unquantized: u64,
     pub lm_head: u64,
+}
+
+/// Weight bytes one GPU streams in a step, by the kernels that read them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct WeightSplit {
+    /// Attention and dense-FFN linear layers, shared experts included.
+    pub linear: f64,
+    /// The routed experts the step's tokens touch.
+    pub experts: f64,
+    /// lm_head, at 2 bytes per weight.
+    pub lm_head: f64,
+    /// Norms, biases and routers, at 2 bytes per weight.
+    pub small: f64,
+}
+
+impl WeightSplit {
+    /// Every streamed weight byte.
+    pub fn total(&self) -> f64 {
+        self.linear + self.experts + self.lm_head + self.small
+    }
+
+    /// The bytes GEMM kernels read: linear layers, experts and lm_head.
+    pub fn gemm(&self) -> f64 {
+        self.linear + self.experts + self.lm_head
+    }
 }
 
 /// How tokens spread over routed experts when counting expert weights streamed.
@@ -332,22 +360,42 @@ impl ModelSpec {
     /// (layers/pp plus lm_head), 1/tp of every sharded matrix. MoE layers stream the
     /// experts `routing` says `tokens` touch.
     pub fn streamed_weight_bytes(&self, tokens: f64, routing: MoeRouting, tp: u32, pp: u32) -> f64 {
+        self.streamed_weight_split(tokens, routing, tp, pp).total()
+    }
+
+    /// [`ModelSpec::streamed_weight_bytes`] split by the kernels that read the bytes: the
+    /// linear layers, the routed experts and lm_head (GEMMs), and the 2-byte norms,
+    /// biases and routers (small kernels). A `--weights-gb` override has no split: all of
+    /// it is linear.
+    pub fn streamed_weight_split(
+        &self,
+        tokens: f64,
+        routing: MoeRouting,
+        tp: u32,
+        pp: u32,
+    ) -> WeightSplit {
         let tp = f64::from(tp.max(1));
         let pp = f64::from(pp.max(1));
         if let Some(w) = self.overrides.weights_bytes {
-            return w / (tp * pp);
+            return WeightSplit {
+                linear: w / (tp * pp),
+                ..WeightSplit::default()
+            };
         }
         let p = self.params();
         let wb = self.weight_dtype.bytes_per_param();
-        let body_lin = p.linear as f64 * wb;
-        let small = (p.unquantized - p.lm_head) as f64 * 2.0;
         let experts = match &self.moe {
             Some(m) => {
                 routing.experts_touched(m, tokens) * p.one_expert as f64 * m.moe_layers as f64 * wb
             }
             None => 0.0,
         };
-        (body_lin + experts) / (tp * pp) + small / pp + p.lm_head as f64 * 2.0 / tp
+        WeightSplit {
+            linear: p.linear as f64 * wb / (tp * pp),
+            experts: experts / (tp * pp),
+            lm_head: p.lm_head as f64 * 2.0 / tp,
+            small: (p.unquantized - p.lm_head) as f64 * 2.0 / pp,
+        }
     }
 
     /// KV heads one GPU holds: heads shard over TP but never below one (replicated).
@@ -529,6 +577,7 @@ mod tests {
             top_k: 8,
             moe_intermediate: 1,
             shared_intermediate: 0,
+            shared_experts: None,
             moe_layers: 1,
         };
         assert_eq!(MoeRouting::Spread.experts_touched(&m, 4.0), 32.0);

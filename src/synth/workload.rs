@@ -15,8 +15,8 @@ use std::path::Path;
 use crate::exit::{Error, Result};
 
 use super::writer::{
-    event_class, event_type, CallRec, GpuRec, GraphNodeRec, GraphTraceRec, KernelRec, Layout,
-    MemcpyRec, NsysWriter, NvtxName, NvtxRec,
+    event_class, event_type, CallRec, GpuMetricsRec, GpuRec, GraphNodeRec, GraphTraceRec,
+    KernelRec, Layout, MemcpyRec, NsysWriter, NvtxName, NvtxRec, ThroughputWindow,
 };
 
 /// How a step's kernels reach the GPU.
@@ -122,6 +122,18 @@ pub struct Scenario {
     pub start_ns: i64,
     /// `TARGET_INFO_GPU.name` of every rank's device.
     pub gpu_name: String,
+    /// GPU metrics to write for every rank's device (none: the report has no counters).
+    pub counters: Option<Counters>,
+}
+
+/// DRAM counters planted per kernel: while a kernel runs, the sampled DRAM read
+/// throughput is the percentage of the first rule whose text its name contains (write
+/// 0%); between kernels 0%.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counters {
+    pub interval_ns: i64,
+    /// (name substring, DRAM read % of peak).
+    pub dram_read_pct: Vec<(String, f64)>,
 }
 
 impl Scenario {
@@ -138,6 +150,7 @@ impl Scenario {
             backtrace_duplicates: false,
             start_ns: 1_000_000_000,
             gpu_name: "NVIDIA H100 80GB HBM3".to_owned(),
+            counters: None,
         }
     }
 }
@@ -250,6 +263,8 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
         let mut corr = 1i64;
         let mut node_events_written = std::collections::HashSet::new();
         let mut rank_steps = Vec::new();
+        // (start, end, planted DRAM read %) of every kernel, for the counters.
+        let mut windows: Vec<ThroughputWindow> = Vec::new();
 
         for (si, step) in scn.steps.iter().enumerate() {
             host += step.host_gap_before_ns;
@@ -386,6 +401,19 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                     if step.mode == LaunchMode::GraphOpaque {
                         continue;
                     }
+                    if let Some(c) = &scn.counters {
+                        let pct = c
+                            .dram_read_pct
+                            .iter()
+                            .find(|(sub, _)| k.name.contains(sub.as_str()))
+                            .map_or(0.0, |r| r.1);
+                        windows.push(ThroughputWindow {
+                            start_ns: s,
+                            end_ns: end,
+                            dram_read_pct: pct,
+                            ..ThroughputWindow::default()
+                        });
+                    }
                     let name = w.string(&k.name)?;
                     let node = is_graph.then_some(graph_id * 100_000 + n as i64 + 1);
                     if let Some(node) = node {
@@ -505,6 +533,16 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                 dev.window_end_ns = dev.window_end_ns.max(end);
             }
             rank_steps.push(e);
+        }
+        if let (Some(c), Some(first), Some(last)) = (&scn.counters, windows.first(), windows.last())
+        {
+            w.gpu_metrics(&GpuMetricsRec {
+                pw_gpu_id: device,
+                start_ns: first.start_ns,
+                end_ns: last.end_ns + c.interval_ns,
+                interval_ns: c.interval_ns,
+                windows: &windows,
+            })?;
         }
         per_rank_steps.push(rank_steps);
         exp.devices.push(dev);

@@ -107,6 +107,20 @@ pub struct StepAttribution {
     pub shape: Shape,
     /// The next action, in one line.
     pub action: String,
+    /// Per kernel class: floor, time, excess, bandwidth (empty without a floor).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassAttribution>,
+    /// The classes' waterfall from floor to wall (null without a floor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waterfall: Option<ClassWaterfall>,
+    /// For a step measured below its floor: the inputs under which the floor would be
+    /// plausible (`--tp 4`, `--kv-dtype fp8`, …), each priced again (derived).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plausible_with: Vec<String>,
+    /// DRAM read + write throughput over the step's GPU span as the GPU's counters
+    /// recorded it, a fraction of peak (measured); absent without GPU metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_dram_of_peak: Option<f64>,
 }
 
 /// What attribution returns for a list of steps: one attribution per step (same order,
@@ -120,4 +134,297 @@ pub struct Attributions {
     pub shapes: Vec<ShapeCount>,
     /// The per-launch cost the attribution used.
     pub launch_cost: LaunchCost,
+    /// Per group of like steps, its median step's class attribution.
+    pub groups: Vec<GroupAttribution>,
+}
+
+/// How a number was obtained: the labels every printed number carries.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// Timed in the trace.
+    Measured,
+    /// A field the report states (Kineto `distributedInfo`, nsys `TARGET_INFO_GPU`, a
+    /// capture sidecar).
+    Read,
+    /// Guessed from the trace's content, with the evidence beside it.
+    Inferred,
+    /// Arithmetic on other numbers.
+    Derived,
+    /// A datasheet or paper.
+    Cited,
+    /// A flag.
+    Input,
+    /// Nothing said otherwise (`--tp` not given, nothing in the capture: TP 1).
+    Default,
+}
+
+impl Basis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Measured => "measured",
+            Basis::Read => "read",
+            Basis::Inferred => "inferred",
+            Basis::Derived => "derived",
+            Basis::Cited => "cited",
+            Basis::Input => "input",
+            Basis::Default => "default",
+        }
+    }
+}
+
+/// A value of the operating point with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub basis: Basis,
+    /// One line: the flag, the report field, or the evidence of an inference.
+    pub evidence: String,
+}
+
+/// What the capture says about how the engine ran, flag by flag: each value read from the
+/// report, inferred from its content, given as a flag, or defaulted (docs/method.md §3.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OperatingPoint {
+    /// Tensor-parallel degree the floor is priced at.
+    pub tp: Sourced<u32>,
+    /// Pipeline-parallel degree, where something says it.
+    pub pp: Option<Sourced<u32>>,
+    /// The GPU table key priced against.
+    pub gpu: Option<Sourced<String>>,
+    /// Requests per step for steps whose names do not say.
+    pub batch: Option<Sourced<u64>>,
+    /// Keys attended per request for steps whose names do not say.
+    pub context: Option<Sourced<u64>>,
+    /// `nvidia` or `amd`, from the device names and the launch API.
+    pub vendor: Option<String>,
+    /// The capture sidecar read beside the report, if any.
+    pub sidecar: Option<String>,
+}
+
+/// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
+/// categories.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelClass {
+    /// Weight-streaming GEMMs: dense linear layers, routed experts, lm_head.
+    Weights,
+    /// Attention kernels: they read the KV cache.
+    Attention,
+    /// KV-cache writes of the new tokens.
+    KvWrite,
+    /// All-reduce and all-gather.
+    Communication,
+    /// Norms, rope, activations, quantization, sampling, copies: near-zero floor.
+    Rest,
+}
+
+impl KernelClass {
+    /// Every class, in table order.
+    pub const ALL: [KernelClass; 5] = [
+        KernelClass::Weights,
+        KernelClass::Attention,
+        KernelClass::KvWrite,
+        KernelClass::Communication,
+        KernelClass::Rest,
+    ];
+
+    /// The JSON value (`weights`, `kv_write`, …), for column names.
+    pub fn key(self) -> &'static str {
+        match self {
+            KernelClass::Weights => "weights",
+            KernelClass::Attention => "attention",
+            KernelClass::KvWrite => "kv_write",
+            KernelClass::Communication => "communication",
+            KernelClass::Rest => "rest",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KernelClass::Weights => "weight GEMMs",
+            KernelClass::Attention => "attention",
+            KernelClass::KvWrite => "KV-cache writes",
+            KernelClass::Communication => "communication",
+            KernelClass::Rest => "rest",
+        }
+    }
+}
+
+/// Shape 2 or shape 4 of docs/method.md §4, decided per class from its achieved bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassShape {
+    /// Time within 1.3× the class floor: only fewer bytes help.
+    AtRoof,
+    /// Time beyond 1.3× the class floor: the kernels leave the machine idle.
+    UnderUtilized,
+    /// Time below the class floor: the byte model is wrong for this class.
+    BelowFloor,
+    /// No floor: no byte model for the class here.
+    NoFloor,
+    /// A floor but no kernel of the class ran: its bytes moved inside another class's
+    /// kernels (fused).
+    Absent,
+}
+
+impl ClassShape {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClassShape::AtRoof => "at the roof",
+            ClassShape::UnderUtilized => "under-utilized",
+            ClassShape::BelowFloor => "below its floor",
+            ClassShape::NoFloor => "no floor",
+            ClassShape::Absent => "fused elsewhere",
+        }
+    }
+}
+
+/// One class of a step: its floor and its measurement, and what lies between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassAttribution {
+    pub class: KernelClass,
+    /// Kernel (and copy) instances of the class in the step (measured).
+    pub kernels: u64,
+    /// Exclusive GPU time of the class in the step, ns (measured): the class's share of
+    /// busy, each overlapped instant counted once.
+    pub time_ns: i64,
+    /// Compulsory bytes the class moves on one GPU (derived); null without a byte model.
+    pub bytes: Option<f64>,
+    /// FLOPs of the class on one GPU (derived).
+    pub flops: Option<f64>,
+    /// The class floor, max(bytes / roof, FLOPs / π), in whole ns (derived); null: no floor.
+    pub floor_ns: Option<i64>,
+    /// time − floor (derived); null without a floor.
+    pub excess_ns: Option<i64>,
+    /// bytes / time (derived).
+    pub achieved_bytes_per_s: Option<f64>,
+    /// The roof the bytes move over: the GPU's β, or its interconnect for communication
+    /// (cited, or input with --hbm-tb-s).
+    pub roof_bytes_per_s: Option<f64>,
+    /// achieved / roof.
+    pub roof_fraction: Option<f64>,
+    /// DRAM read + write throughput the GPU's counters recorded while the class's kernels
+    /// ran, as a fraction of peak (measured; occupancy-weighted over the sampling
+    /// periods); absent where the report has no GPU metrics. Where present it, not the
+    /// byte model, decides `shape`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_dram_of_peak: Option<f64>,
+    /// The same in bytes/s: the measured fraction times the roof (derived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_dram_bytes_per_s: Option<f64>,
+    /// How the floor was obtained, or why there is none.
+    pub basis: String,
+    pub shape: ClassShape,
+    /// The next action for this class, in the tool's words; null at no floor.
+    pub action: Option<String>,
+}
+
+/// A step's wall from floor to measurement, in whole ns (derived from measured + floor):
+/// `floor_ns + excess_ns + unpriced_ns + unclassified_ns + gap_ns = wall_ns`, exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassWaterfall {
+    pub wall_ns: i64,
+    /// Σ class floors of the classes with a floor.
+    pub floor_ns: i64,
+    /// Σ (time − floor) of those classes (negative where a class ran below its floor).
+    pub excess_ns: i64,
+    /// Time of the classes without a floor (communication with no cited link, …).
+    pub unpriced_ns: i64,
+    /// Time of kernels in no class (category `other`: unrecognised names, opaque graph
+    /// replays).
+    pub unclassified_ns: i64,
+    /// GPU idle inside the step.
+    pub gap_ns: i64,
+}
+
+/// The decode layer the median step repeats, its GEMMs mapped to the model's linear
+/// layers by order and byte size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LayerMap {
+    /// Kernels in one repeat of the layer sequence (measured).
+    pub period_kernels: usize,
+    /// Repeats found (measured) and layers the model has on one pipeline stage.
+    pub repeats: u64,
+    pub layers: u64,
+    /// One row per GEMM position in the period.
+    pub gemms: Vec<LayerGemm>,
+    /// Why the GEMMs could not be mapped to the model's layers; null when they were.
+    pub ambiguous: Option<String>,
+}
+
+/// One GEMM position of the decode layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LayerGemm {
+    /// `qkv`, `o`, `gate_up`, `down`, `experts` or `lm_head`; null when ambiguous.
+    pub role: Option<String>,
+    pub kernel: String,
+    /// Per layer, the mean over the repeats (measured).
+    pub time_ns: f64,
+    /// The role's weight bytes per layer on one GPU (derived).
+    pub bytes: Option<f64>,
+    pub achieved_bytes_per_s: Option<f64>,
+    pub roof_fraction: Option<f64>,
+}
+
+/// The class attribution of one group of like steps: its median step, exact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GroupAttribution {
+    /// The group's kind as the gate keys it: `decode`, `decode (inferred)`, …
+    pub group: String,
+    /// Steps in the group with a floor.
+    pub steps: usize,
+    /// The median step by wall: its series and index.
+    pub series: usize,
+    pub index: usize,
+    pub classes: Vec<ClassAttribution>,
+    pub waterfall: ClassWaterfall,
+    /// The per-layer view of the median step, where the trace allows one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<LayerMap>,
+}
+
+/// One class's per-step samples inside a baseline group (one value per step of the
+/// group, derived): what its floor allowed and how far its kernels went beyond it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassSamples {
+    pub floor_ns: Vec<f64>,
+    pub excess_ns: Vec<f64>,
+}
+
+/// The change of one class's excess over its floor between two groups of like steps:
+/// means per step (derived), so the class rows add up as the kernel waterfall's do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassExcessChange {
+    pub class: KernelClass,
+    pub baseline_floor_ns: f64,
+    pub candidate_floor_ns: f64,
+    pub baseline_excess_ns: f64,
+    pub candidate_excess_ns: f64,
+    /// candidate − baseline excess.
+    pub delta_excess_ns: f64,
 }

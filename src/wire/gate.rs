@@ -270,4 +270,8 @@ pub struct Waterfall {
     pub waterfall_floor: Option<WaterfallFloor>,
     /// Why there is no waterfall, or why the sum check fails.
     pub waterfall_note: Option<String>,
+    /// The change of each kernel class's excess over its floor (means per step, derived),
+    /// for the classes both sides priced; absent without a model on both sides.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub class_excess: Vec<super::attribution::ClassExcessChange>,
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::CategoryStat;
-use super::attribution::{Attributions, LaunchCost, Shape, StepAttribution};
+use super::attribution::{
+    Attributions, GroupAttribution, LaunchCost, OperatingPoint, Shape, StepAttribution,
+};
 
 /// What kind of engine step a span is.
 #[derive(
@@ -85,6 +87,15 @@ pub struct BatchComposition {
     /// TensorRT-LLM executor iteration (`_forward_step {iter}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u64>,
+}
+
+impl BatchComposition {
+    /// Whether the name counted any requests (a `ProfilerStep#N` composition counts none).
+    pub fn counts_requests(&self) -> bool {
+        self.requests.is_some()
+            || self.context.requests.is_some()
+            || self.generation.requests.is_some()
+    }
 }
 
 /// How a step was found, most certain first.
@@ -214,6 +225,10 @@ pub struct Step {
     /// kind is known or nothing suggests one.
     #[serde(default)]
     pub kind_guess: Option<StepKind>,
+    /// What `kind_guess` rests on, in one line (attention kernel family, duration
+    /// cluster, …); absent when nothing was inferred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_evidence: Option<String>,
     pub composition: Option<BatchComposition>,
     pub cpu_start_ns: Option<i64>,
     pub cpu_end_ns: Option<i64>,
@@ -266,6 +281,54 @@ pub struct Step {
     pub all_kernels: Vec<StepKernel>,
 }
 
+/// A step's kind as groups key it: the marker's kind, else the inferred one, marked so
+/// that an inferred decode never matches an exact one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindLabel {
+    pub kind: StepKind,
+    pub inferred: bool,
+}
+
+impl KindLabel {
+    /// `decode`, or `decode (inferred)` for a guess: the group key a baseline stores.
+    pub fn as_str(self) -> &'static str {
+        if !self.inferred {
+            return self.kind.as_str();
+        }
+        match self.kind {
+            StepKind::Decode => "decode (inferred)",
+            StepKind::Prefill => "prefill (inferred)",
+            StepKind::Mixed => "mixed (inferred)",
+            StepKind::Verify => "verify (inferred)",
+            StepKind::Draft => "draft (inferred)",
+            StepKind::Idle => "idle (inferred)",
+            StepKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for KindLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Step {
+    /// The kind groups and `--kind` use: the marker's, else the inferred guess.
+    pub fn kind_label(&self) -> KindLabel {
+        match (self.kind, self.kind_guess) {
+            (StepKind::Unknown, Some(g)) => KindLabel {
+                kind: g,
+                inferred: true,
+            },
+            (k, _) => KindLabel {
+                kind: k,
+                inferred: false,
+            },
+        }
+    }
+}
+
 /// The steps of one rank: one process on one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Series {
@@ -305,6 +368,10 @@ pub struct Spread {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KindSummary {
     pub kind: StepKind,
+    /// The inferred kind of these `unknown` steps (their [`Step::kind_guess`]); absent
+    /// for marker kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_guess: Option<StepKind>,
     pub count: usize,
     pub wall_ns: Option<Spread>,
     pub period_ns: Option<Spread>,
@@ -419,6 +486,12 @@ pub struct StepsReport {
     pub steps_without_gpu_work: usize,
     pub summary: Vec<KindSummary>,
     pub ranks: Vec<AlignedStep>,
+    /// TP, GPU, batch and context as read, inferred or given (set by attribution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operating_point: Option<OperatingPoint>,
+    /// Per group of like steps, the class attribution of its median step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupAttribution>,
     pub steps: Vec<Step>,
 }
 
@@ -442,6 +515,7 @@ impl StepsReport {
         }
         self.shapes = a.shapes;
         self.launch_cost = Some(a.launch_cost);
+        self.groups = a.groups;
         Ok(self)
     }
 }
@@ -487,6 +561,7 @@ mod tests {
             found_by: super::FoundBy::Marker,
             kind: StepKind::Decode,
             kind_guess: None,
+            kind_evidence: None,
             composition: None,
             cpu_start_ns: None,
             cpu_end_ns: None,
@@ -528,6 +603,10 @@ mod tests {
             },
             shape,
             action: String::new(),
+            classes: Vec::new(),
+            waterfall: None,
+            plausible_with: Vec::new(),
+            measured_dram_of_peak: None,
         }
     }
 
@@ -549,6 +628,8 @@ mod tests {
             steps_without_gpu_work: 0,
             summary: Vec::new(),
             ranks: Vec::new(),
+            operating_point: None,
+            groups: Vec::new(),
             steps,
         }
     }
@@ -580,6 +661,7 @@ mod tests {
                 ],
                 shapes: shapes.clone(),
                 launch_cost: cost.clone(),
+                groups: Vec::new(),
             })
             .unwrap();
         for s in &j.steps {
@@ -608,6 +690,7 @@ mod tests {
                     per_launch_ns: 1.0,
                     source: "cited".to_owned(),
                 },
+                groups: Vec::new(),
             })
             .unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::INTERNAL);

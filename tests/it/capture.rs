@@ -1021,6 +1021,15 @@ fn sglang_under_nsys_arms_cuda_profiler_and_hands_off_to_steps() {
         "{}",
         n.run.stderr
     );
+    // The driven load is written beside the report, as given on the command line (the
+    // default --max-tokens 128; no prompt token count: only the engine's tokenizer knows it).
+    let side = format!("{}.capture.json", n.base.display());
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&side).unwrap()).unwrap();
+    assert_eq!(j["schema"], "stepgate.capture");
+    assert_eq!(j["engine"], "sglang");
+    assert_eq!(j["drive"]["concurrency"], 2);
+    assert_eq!(j["drive"]["output_tokens"], 128);
+    assert!(j["drive"]["prompt_tokens"].is_null());
     // `steps` ran on the export and found its one SGLang decode step, as it does directly.
     let direct = common::run(&["steps", &sqlite]);
     assert_eq!((n.run.code, direct.0), (0, 0), "{}", n.run.stderr);

@@ -304,7 +304,7 @@ fn a_baseline_records_the_floor_basis_the_steps_report_states() {
         .to_owned();
     assert_eq!(
         note,
-        "llama-3-8b on NVIDIA H100 SXM5 80GB (named by the report; 3.10 TB/s given), tp=2 — derived"
+        "llama-3-8b on NVIDIA H100 SXM5 80GB (named by the report; 3.10 TB/s given), tp=2 (input) — derived"
     );
     let d = tempfile::tempdir().unwrap();
     let b = d.path().join("b.json");

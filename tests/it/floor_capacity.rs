@@ -225,3 +225,48 @@ fn snapshots_capacity() {
     js.extend(["--format", "json"]);
     insta::assert_snapshot!("capacity_json", ok(&js));
 }
+
+#[test]
+fn floor_json_names_every_field_the_byte_model_reads_as_the_config_does() {
+    // deepseek-ai/DeepSeek-V3 config.json: 256 routed experts, 8 per token, expert width
+    // 2048, 1 shared expert; MLA ranks 512 (KV) and 1536 (Q), head dims 128 / 64 / 128.
+    let m = &json(&["floor", "--model", "deepseek-v3"])["model"]["config"];
+    for (k, v) in [
+        ("num_experts", 256),
+        ("num_experts_per_tok", 8),
+        ("moe_intermediate_size", 2048),
+        ("n_shared_experts", 1),
+        ("kv_lora_rank", 512),
+        ("q_lora_rank", 1536),
+        ("qk_nope_head_dim", 128),
+        ("qk_rope_head_dim", 64),
+        ("v_head_dim", 128),
+        ("hidden_size", 7168),
+        ("num_hidden_layers", 61),
+    ] {
+        assert_eq!(m[k], v, "{k}");
+    }
+    assert!(m["shared_expert_intermediate_size"].is_null());
+    // A Qwen2-MoE style config gives the shared expert's width, not a count: it comes
+    // back under its own name, and n_shared_experts stays null (never made up).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("config.json");
+    std::fs::write(
+        &p,
+        r#"{"model_type":"qwen2_moe","vocab_size":151936,"hidden_size":2048,"num_hidden_layers":24,
+        "num_attention_heads":16,"num_key_value_heads":16,"intermediate_size":5632,"num_experts":60,
+        "num_experts_per_tok":4,"moe_intermediate_size":1408,"shared_expert_intermediate_size":5632}"#,
+    )
+    .unwrap();
+    let m = &json(&["floor", "--model-config", p.to_str().unwrap()])["model"]["config"];
+    assert_eq!(m["shared_expert_intermediate_size"], 5632);
+    assert!(m["n_shared_experts"].is_null());
+    assert_eq!(
+        (
+            m["num_experts"].as_u64(),
+            m["moe_intermediate_size"].as_u64()
+        ),
+        (Some(60), Some(1408))
+    );
+    assert!(m["kv_lora_rank"].is_null());
+}

@@ -867,20 +867,47 @@ const VLLM_KEYS: &[(&str, &str)] = &[
     ("num_swa_layers", "sliding_layers"),
 ];
 
+/// One `hf_config_json_by_expected_key` entry: the bytes per weight the product
+/// resolves for that key's config (a quantization method's, or a dtype's when the key
+/// names a dtype). The config's own quantization method, where it names one, must be
+/// the one the product read.
+fn by_key_value(key: &str, cfg: &Value) -> Result<Value, String> {
+    let m = floor_model(cfg, false)?.map_err(|e| format!("{key}: rejected: {e}"))?;
+    let stated = &cfg["quantization_config"]["quant_method"];
+    if m["quantization_method"] != *stated {
+        return Err(format!(
+            "{key}: the config names quant_method {stated}, the product read {}",
+            m["quantization_method"]
+        ));
+    }
+    Ok(m["vllm_bytes_per_weight"].clone())
+}
+
+#[test]
+fn by_key_cases_compare_the_value_resolved_for_each_dtype() {
+    // Keys that are dtypes, not quantization methods: each config has no
+    // quantization_config, so its value is the dtype's bytes per weight (vLLM's
+    // weight_byte_size falls back to the model dtype: 4 for float32, 2 for bf16/fp16).
+    let cfg = |dtype: &str| {
+        json!({"model_type":"qwen3","vocab_size":1000,"num_hidden_layers":2,"hidden_size":1024,
+            "num_attention_heads":8,"torch_dtype":dtype})
+    };
+    for (key, want) in [("float32", 4.0), ("bfloat16", 2.0), ("float16", 2.0)] {
+        assert_eq!(by_key_value(key, &cfg(key)).unwrap(), json!(want), "{key}");
+    }
+    // A quantization method key still checks the method the product read.
+    let q = json!({"model_type":"qwen3","vocab_size":1000,"num_hidden_layers":2,"hidden_size":1024,
+        "num_attention_heads":8,"quantization_config":{"quant_method":"awq"}});
+    assert_eq!(by_key_value("awq", &q).unwrap(), json!(0.5));
+}
+
 /// Config-resolution cases: the config each carries, read by `stepgate floor
 /// --model-config`, checked through the `model` object it prints.
 fn hf_config_case(i: &Value, expected: &Value) -> Result<Computed, String> {
     let mut c = Computed::new();
     if let Some(by_key) = i.get("hf_config_json_by_expected_key") {
         for (k, cfg) in by_key.as_object().ok_or("hf_config_json_by_expected_key")? {
-            let m = floor_model(cfg, false)?.map_err(|e| format!("{k}: rejected: {e}"))?;
-            if m["quantization_method"] != k.as_str() {
-                return Err(format!(
-                    "{k}: model.quantization_method is {}",
-                    m["quantization_method"]
-                ));
-            }
-            put(&mut c, k.clone(), m["vllm_bytes_per_weight"].clone());
+            put(&mut c, k.clone(), by_key_value(k, cfg)?);
         }
         return Ok(c);
     }

@@ -73,8 +73,9 @@ fn steps_page_has_the_panel_and_the_median_step_with_its_numbers() {
     assert_eq!(code, 0, "{err}");
     let html = read(&out);
     assert_self_contained(&html);
-    // The median-step bar, the roofline (a model is given) and one panel for the series.
-    assert_eq!(svg_count(&html), 3);
+    // The median-step bar, the class bars, the roofline (a model is given) and one panel
+    // for the series.
+    assert_eq!(svg_count(&html), 4);
     assert!(html.contains("Steps under the NVIDIA H100"));
     assert!(html.contains("arithmetic intensity (FLOP per byte"));
     assert!(html.contains("time per step (µs)") && html.contains("step index"));

@@ -11,6 +11,7 @@ mod capture_hostile;
 mod cli;
 mod common;
 mod dataset;
+mod diagnosis;
 mod floor_capacity;
 mod fuzz;
 mod gate;

@@ -34,6 +34,7 @@ fn step(s: S) -> Step {
         name: "execute_context_0(0)_generation_32(32)".to_owned(),
         kind: StepKind::Decode,
         kind_guess: None,
+        kind_evidence: None,
         found_by: FoundBy::Marker,
         composition: None,
         cpu_start_ns: Some(0),

@@ -1143,7 +1143,7 @@ fn each_row_carries_found_by_tail_and_guessed_kind_as_in_json() {
             guessed += usize::from(!s["kind_guess"].is_null());
             tails += usize::from(tail > 0);
         }
-        // The text table shows a guessed kind as a guess, never as the kind.
+        // The text table shows a guessed kind as inferred, never as the kind.
         let text = go("table");
         let each = {
             let mut a = vec!["steps", "--each"];
@@ -1152,7 +1152,7 @@ fn each_row_carries_found_by_tail_and_guessed_kind_as_in_json() {
         };
         assert!(text.contains("(--each for one row per step)") || steps.len() < 2);
         for s in steps.iter().filter(|s| !s["kind_guess"].is_null()) {
-            let shown = format!("unknown ({}?)", s["kind_guess"].as_str().unwrap());
+            let shown = format!("{} (inferred)", s["kind_guess"].as_str().unwrap());
             assert!(
                 each.contains(&shown),
                 "{args:?}: {shown} not in --each table"

@@ -323,8 +323,19 @@ fn json_carries_the_discovery_contract() {
     }
     let s = &j["steps"][0];
     assert_eq!(s["found_by"], "marker");
-    assert!(s["kind_guess"].is_null());
+    // ProfilerStep#N names no kind; the step's own attention kernel (FA2's non-paged
+    // forward over the 16 × 2048-token batch the trace's metadata records) says prefill,
+    // as a guess beside the kind, never as it.
     assert_eq!(s["kind"], "unknown");
+    assert_eq!(s["kind_guess"], "prefill");
+    assert!(
+        s["kind_evidence"]
+            .as_str()
+            .unwrap()
+            .contains("flash_fwd_kernel"),
+        "{}",
+        s["kind_evidence"]
+    );
     for k in ["tail_busy_ns", "tail_kernels", "tail_ops"] {
         assert!(s[k].is_i64() || s[k].is_u64(), "{k}");
     }

@@ -8,9 +8,9 @@ use crate::report::table::Table;
 use crate::report::{escape_control, fmt_int};
 
 use super::tables::{
-    categories_table, code, improvements, kernel_table, mbu_line, metrics_table, presence_table,
-    regressions, threshold_notes, waterfall_floor_line, waterfall_table, waterfall_table_rows,
-    Names,
+    categories_table, class_excess_table, code, improvements, kernel_table, mbu_line,
+    metrics_table, presence_table, regressions, threshold_notes, waterfall_floor_line,
+    waterfall_table, waterfall_table_rows, Names,
 };
 use super::{
     group_heading, name_labels, policy_rules_line, sides_line, titles, verdict_line, RenderOptions,
@@ -272,6 +272,16 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
             if let Some(l) = waterfall_floor_line(&g.explain) {
                 m.paragraph(&l);
             }
+        }
+        if let Some(t) = class_excess_table(&g.explain) {
+            let title = Titled {
+                title: "Excess per class",
+                long: "mean per step, derived: each kernel class's exclusive time beyond its \
+                       floor (the same byte model as the step floor), so a change reads as \
+                       fewer bytes or a fuller machine",
+                short: "mean per step, derived: time beyond each class's floor",
+            };
+            m.titled_table(&title, &t);
         }
         if let Some(n) = &g.explain.waterfall_note {
             m.note(n);

@@ -304,7 +304,7 @@ pub(crate) fn mbu_line(g: &GroupComparison, style: Style, judge: bool) -> String
             )
         }
         None => format!(
-            "{}: not compared — no model on both sides (record both with --model)",
+            "{}: not compared — no floor on every step of both sides (record both with --model; a step measured below its floor has none)",
             bold("Floor / MBU")
         ),
     }
@@ -407,4 +407,32 @@ pub(crate) fn improvements(g: &GroupComparison, top: usize) -> Vec<&KernelRow> {
         .filter(|k| k.change.verdict == RowVerdict::Improvement)
         .take(top)
         .collect()
+}
+
+/// The change of each kernel class's excess over its floor, beside the kernel waterfall:
+/// one row per class both sides priced, means per step; None without a model on both
+/// sides.
+pub(crate) fn class_excess_table(w: &Waterfall) -> Option<Table> {
+    if w.class_excess.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(&[
+        ("class", Align::Left),
+        ("baseline floor µs", Align::Right),
+        ("candidate floor µs", Align::Right),
+        ("baseline excess µs", Align::Right),
+        ("candidate excess µs", Align::Right),
+        ("Δ excess per step", Align::Right),
+    ]);
+    for c in &w.class_excess {
+        t.row(vec![
+            c.class.as_str().to_owned(),
+            fmt_us(c.baseline_floor_ns),
+            fmt_us(c.candidate_floor_ns),
+            fmt_us(c.baseline_excess_ns),
+            fmt_us(c.candidate_excess_ns),
+            fmt_signed_us(c.delta_excess_ns),
+        ]);
+    }
+    Some(t)
 }

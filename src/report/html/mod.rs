@@ -4,6 +4,7 @@
 //! when a header is clicked; nothing else needs script and nothing is fetched.
 
 pub mod analyze;
+pub mod classes;
 pub mod gate;
 pub mod steps;
 pub mod trend;

@@ -8,33 +8,56 @@ use crate::report::html::{esc, figure, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
 use crate::timing::steps::{Step, StepsReport};
+use crate::wire::steps::KindLabel;
 
 /// Steps per series drawn and listed; beyond this the page says how many were left out
 /// (the JSON output has them all).
 pub const MAX_STEPS_SHOWN: usize = 5_000;
 
-/// The kinds present, each with a colour, in a fixed order: colours none of the lines
-/// they are drawn beside (wall, busy, floor, gap) has.
-fn kind_classes(steps: &[&Step]) -> Vec<(&'static str, plotters::style::RGBColor)> {
-    let mut kinds: Vec<&'static str> = steps.iter().map(|s| s.kind.as_str()).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    let colors = distinct(kinds.len(), &[NEUTRAL, BUSY, FLOOR, GAP]);
-    kinds.into_iter().zip(colors).collect()
+/// The kinds present (an inferred kind apart from a marked one, and named so), each with
+/// a colour, in a fixed order: colours none of the lines they are drawn beside (wall,
+/// busy, floor, gap) has.
+struct Kinds(Vec<(KindLabel, String, plotters::style::RGBColor)>);
+
+impl Kinds {
+    fn of(steps: &[&Step]) -> Kinds {
+        let mut kinds: Vec<KindLabel> = steps.iter().map(|s| s.kind_label()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let colors = distinct(kinds.len(), &[NEUTRAL, BUSY, FLOOR, GAP]);
+        Kinds(
+            kinds
+                .into_iter()
+                .zip(colors)
+                .map(|(k, c)| (k, k.to_string(), c))
+                .collect(),
+        )
+    }
+
+    /// The colour class of a step.
+    fn index(&self, s: &Step) -> usize {
+        let k = s.kind_label();
+        self.0.iter().position(|c| c.0 == k).unwrap_or(0)
+    }
+
+    /// (name, colour) for a chart's legend.
+    fn legend(&self) -> Vec<(&str, plotters::style::RGBColor)> {
+        self.0.iter().map(|(_, n, c)| (n.as_str(), *c)).collect()
+    }
 }
 
 fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
-    let classes = kind_classes(steps);
+    let kinds = Kinds::of(steps);
     let us = |ns: f64| ns / 1e3;
     let with_wall: Vec<&&Step> = steps.iter().filter(|s| s.wall_ns.is_some()).collect();
     let points: Vec<(f64, f64, usize)> = with_wall
         .iter()
         .map(|s| {
-            let c = classes
-                .iter()
-                .position(|k| k.0 == s.kind.as_str())
-                .unwrap_or(0);
-            (s.index as f64, us(s.wall_ns.unwrap_or(0) as f64), c)
+            (
+                s.index as f64,
+                us(s.wall_ns.unwrap_or(0) as f64),
+                kinds.index(s),
+            )
         })
         .collect();
     let wall: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
@@ -96,7 +119,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
         band,
         band_name: "gap (GPU idle in the step)",
         points,
-        classes,
+        classes: kinds.legend(),
     };
     figure(
         charts::panel(&p),
@@ -107,18 +130,18 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
 
 /// The step with the median wall among the most common kind.
 fn median_step<'a>(steps: &[&'a Step]) -> Option<&'a Step> {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut counts: Vec<(KindLabel, usize)> = Vec::new();
     for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
-        match counts.iter_mut().find(|c| c.0 == s.kind.as_str()) {
+        match counts.iter_mut().find(|c| c.0 == s.kind_label()) {
             Some(c) => c.1 += 1,
-            None => counts.push((s.kind.as_str(), 1)),
+            None => counts.push((s.kind_label(), 1)),
         }
     }
     let kind = counts.iter().max_by_key(|c| c.1)?.0;
     let mut of: Vec<&Step> = steps
         .iter()
         .copied()
-        .filter(|s| s.wall_ns.is_some() && s.kind.as_str() == kind)
+        .filter(|s| s.wall_ns.is_some() && s.kind_label() == kind)
         .collect();
     of.sort_by_key(|s| (s.wall_ns, s.index));
     of.get(of.len() / 2).copied()
@@ -167,7 +190,7 @@ fn composition(s: &Step) -> String {
     legend_owned.push(("gap".into(), GAP));
     let wall = s.wall_ns.unwrap_or(0) as f64;
     let mut rows = vec![BarRow {
-        label: format!("step {} ({})", s.index, s.kind.as_str()),
+        label: format!("step {} ({})", s.index, s.kind_label()),
         segments: stacked,
         note: Some(format!("{} µs wall", fmt_us(wall))),
     }];
@@ -266,7 +289,7 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
         .filter(|s| s.busy_ns > 0)
         .take(MAX_STEPS_SHOWN)
         .collect();
-    let classes = kind_classes(&steps);
+    let kinds = Kinds::of(&steps);
     let mut t = Table::new(&[
         ("series", Align::Right),
         ("index", Align::Right),
@@ -285,15 +308,11 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
         }
         let secs = s.busy_ns as f64 / 1e9;
         let (ai, flops, bytes) = (fl / by, fl / secs, by / secs);
-        let c = classes
-            .iter()
-            .position(|k| k.0 == s.kind.as_str())
-            .unwrap_or(0);
-        points.push((ai, flops, c));
+        points.push((ai, flops, kinds.index(s)));
         t.row(vec![
             s.series.to_string(),
             s.index.to_string(),
-            s.kind.as_str().to_owned(),
+            s.kind_label().to_string(),
             format!("{ai:.2}"),
             format!("{:.2}", flops / 1e12),
             format!("{:.3}", bytes / 1e12),
@@ -313,7 +332,7 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
         peak_flops_per_s: pi,
         roof_names: (&mem, &comp),
         points,
-        classes,
+        classes: kinds.legend(),
     });
     let mut out = String::from("<h2>Roofline</h2>\n");
     out.push_str(&figure(
@@ -352,6 +371,7 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         b.push_str("<h2>The median step</h2>\n");
         b.push_str(&composition(m));
     }
+    b.push_str(&crate::report::html::classes::section(&r.groups));
     if let Some(p) = roofs {
         b.push_str(&roofline(r, p));
     }

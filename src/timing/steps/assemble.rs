@@ -11,6 +11,7 @@ use super::{
 };
 use crate::timing::overlap::category_totals;
 use crate::timing::stepname::StepKind;
+use crate::wire::steps::KindLabel;
 
 /// Linear-interpolated percentile (numpy's default) of sorted values.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -35,12 +36,13 @@ fn spread(mut v: Vec<f64>) -> Option<Spread> {
     })
 }
 
-/// Per-kind summaries over the steps that have GPU work.
+/// Per-kind summaries over the steps that have GPU work, an inferred kind apart from the
+/// marker kind of the same name.
 pub fn summarize(steps: &[Step]) -> Vec<KindSummary> {
-    let mut kinds: Vec<StepKind> = steps
+    let mut kinds: Vec<KindLabel> = steps
         .iter()
         .filter(|s| s.wall_ns.is_some())
-        .map(|s| s.kind)
+        .map(Step::kind_label)
         .collect();
     kinds.sort();
     kinds.dedup();
@@ -49,13 +51,18 @@ pub fn summarize(steps: &[Step]) -> Vec<KindSummary> {
         .map(|k| {
             let sel: Vec<&Step> = steps
                 .iter()
-                .filter(|s| s.kind == k && s.wall_ns.is_some())
+                .filter(|s| s.kind_label() == k && s.wall_ns.is_some())
                 .collect();
             let col = |f: &dyn Fn(&Step) -> Option<f64>| {
                 spread(sel.iter().filter_map(|s| f(s)).collect())
             };
             KindSummary {
-                kind: k,
+                kind: if k.inferred {
+                    StepKind::Unknown
+                } else {
+                    k.kind
+                },
+                kind_guess: k.inferred.then_some(k.kind),
                 count: sel.len(),
                 wall_ns: col(&|s| s.wall_ns.map(|v| v as f64)),
                 period_ns: col(&|s| s.period_ns.map(|v| v as f64)),
@@ -124,6 +131,7 @@ pub fn assemble(
                 found_by: r.found_by,
                 kind: r.kind,
                 kind_guess: r.kind_guess,
+                kind_evidence: None,
                 composition: r.composition,
                 cpu_start_ns: r.cpu.map(|c| c.0),
                 cpu_end_ns: r.cpu.map(|c| c.1),
@@ -218,6 +226,8 @@ pub fn assemble(
         series,
         steps_without_gpu_work: without,
         ranks,
+        operating_point: None,
+        groups: Vec::new(),
         steps,
     }
 }

@@ -4,11 +4,27 @@
 //! The decision procedure (docs/method.md): is the GPU lane gappy? then
 //! launch-bound if the host lane is dense, else a host stall; if dense, is one kernel
 //! most of it? else are the kernels near the memory roof (only fewer bytes help) or
-//! far from it (under-utilized)?
+//! far from it (under-utilized)? With a floor, the kernel time is then split per kernel
+//! class ([`classes`]) and each group of like steps gets its median step's split
+//! ([`groups`]).
+
+pub mod classes;
+pub mod compare;
+pub mod detail;
+pub mod groups;
+pub mod layers;
+mod notes;
+
+pub use notes::{for_vendor, missing_floor_notes};
 
 use serde::{Deserialize, Serialize};
 
-use crate::roofline::floor::Bound;
+use crate::roofline::classes::class_floors;
+use crate::roofline::floor::{
+    plausibility_changes, step_floor, Bound, FloorOptions, StepComposition, StepFloor,
+};
+use crate::roofline::gpu::GpuSpec;
+use crate::roofline::model::ModelSpec;
 use crate::timing::labels::NameLabels;
 use crate::wire::steps::{ShapeCount, Step};
 
@@ -43,6 +59,48 @@ pub struct FloorInput {
     pub flops: f64,
     /// Which roof binds (`memory` or `compute` in JSON).
     pub bound: Bound,
+}
+
+impl From<&StepFloor> for FloorInput {
+    fn from(f: &StepFloor) -> Self {
+        FloorInput {
+            floor_ns: f.floor_ns,
+            total_bytes: f.total_bytes,
+            flops: f.flops,
+            bound: f.bound,
+        }
+    }
+}
+
+/// What pricing a step needs: the model, GPU and options of the operating point, and
+/// each step's composition (None: its floor is unknown).
+pub struct Pricer<'a> {
+    pub composition: &'a dyn Fn(&Step) -> Option<StepComposition>,
+    pub model: &'a ModelSpec,
+    pub gpu: &'a GpuSpec,
+    pub opts: FloorOptions,
+}
+
+impl Pricer<'_> {
+    /// The step's composition and floor at the operating point.
+    pub fn price(&self, step: &Step) -> Option<(StepComposition, StepFloor)> {
+        let c = (self.composition)(step)?;
+        let f = step_floor(self.model, self.gpu, &c, &self.opts);
+        Some((c, f))
+    }
+
+    /// The flags under which a step measured at `wall_ns` would not undercut its floor
+    /// (each priced again, derived).
+    fn plausible_with(&self, comp: &StepComposition, wall_ns: f64) -> Vec<String> {
+        plausibility_changes(self.model, &self.opts)
+            .into_iter()
+            .filter(|c| {
+                let (m, o) = c.apply(self.model, &self.opts);
+                step_floor(&m, self.gpu, comp, &o).floor_ns <= wall_ns
+            })
+            .map(|c| c.flag())
+            .collect()
+    }
 }
 
 /// Model bandwidth utilisation (derived): the floor over the measured wall; 0 for a
@@ -95,6 +153,10 @@ fn attribute_named(
             shape: Shape::NoGpuWork,
             action: "the host range launched no GPU work: check the range and the capture window"
                 .to_owned(),
+            classes: Vec::new(),
+            waterfall: None,
+            plausible_with: Vec::new(),
+            measured_dram_of_peak: None,
         };
     };
     let fa = floor.map(|f| FloorAttribution {
@@ -119,6 +181,10 @@ fn attribute_named(
         launch,
         shape,
         action,
+        classes: Vec::new(),
+        waterfall: None,
+        plausible_with: Vec::new(),
+        measured_dram_of_peak: None,
     }
 }
 
@@ -233,6 +299,68 @@ pub fn attribute_all(
     floor_of: &dyn Fn(&Step) -> Option<FloorInput>,
     cost: &LaunchCost,
 ) -> Attributions {
+    attribute_each(steps, cost, &|s, labels| {
+        attribute_named(s, floor_of(s).as_ref(), cost, labels)
+    })
+}
+
+/// [`attribute_all`] with the floor of each step from `pricer`, split per kernel class,
+/// the inputs that would make an undercut floor plausible named, and the class split of
+/// each group's median step.
+pub fn attribute_priced(
+    steps: &[Step],
+    pricer: Option<&Pricer<'_>>,
+    cost: &LaunchCost,
+) -> Attributions {
+    let Some(p) = pricer else {
+        return attribute_all(steps, &|_| None, cost);
+    };
+    let heads_per_gpu = (p.model.heads / u64::from(p.opts.tp.max(1))).max(1);
+    let mut a = attribute_each(steps, cost, &|s, labels| {
+        let priced = p.price(s);
+        let mut at = attribute_named(
+            s,
+            priced.as_ref().map(|(_, f)| f.into()).as_ref(),
+            cost,
+            labels,
+        );
+        let Some((comp, f)) = priced else {
+            return at;
+        };
+        let ctx = classes::ClassContext {
+            decode_requests: Some(comp.decode_requests).filter(|&n| n > 0),
+            heads_per_gpu,
+            sms: p.gpu.sm_count,
+            sm_word: if p.gpu.name.starts_with("AMD") {
+                "CUs"
+            } else {
+                "SMs"
+            },
+        };
+        if let Some((c, w)) = classes::attribute(s, &class_floors(&f, p.gpu, p.opts.tp), &ctx) {
+            at.classes = c;
+            at.waterfall = Some(w);
+        }
+        if at.floor.as_ref().is_some_and(|x| x.below_floor) {
+            at.plausible_with = p.plausible_with(&comp, s.wall_ns.unwrap_or(0) as f64);
+            if !at.plausible_with.is_empty() {
+                at.action.push_str(&format!(
+                    "; the floor is plausible with {}",
+                    at.plausible_with.join(" or ")
+                ));
+            }
+        }
+        at
+    });
+    a.groups = groups::median_steps(steps, &a.steps);
+    a
+}
+
+fn attribute_each(
+    steps: &[Step],
+    cost: &LaunchCost,
+    one: &dyn Fn(&Step, &NameLabels) -> StepAttribution,
+) -> Attributions {
     use std::collections::BTreeMap;
     let mut counts: BTreeMap<Shape, usize> = BTreeMap::new();
     let mut per_step = Vec::with_capacity(steps.len());
@@ -243,8 +371,7 @@ pub fn attribute_all(
             .map(|k| (k.name.as_ref(), k.short_name.as_ref()))
     }));
     for s in steps {
-        let f = floor_of(s);
-        let a = attribute_named(s, f.as_ref(), cost, &labels);
+        let a = one(s, &labels);
         if a.shape != Shape::NoGpuWork {
             *counts.entry(a.shape).or_default() += 1;
         }
@@ -259,5 +386,6 @@ pub fn attribute_all(
         steps: per_step,
         shapes,
         launch_cost: cost.clone(),
+        groups: Vec::new(),
     }
 }

@@ -1,0 +1,217 @@
+//! What the trace itself adds to the attribution once the steps are priced: each step's
+//! measured DRAM throughput from the GPU's counters (nsys `--gpu-metrics-devices`), and
+//! for each group's median step its kernels in launch order — the measured DRAM
+//! throughput per class (which then decides shape 2 vs 4, not the byte model) and the
+//! per-layer view.
+
+use crate::categories::{class_of, Categorizer};
+use crate::exit::Result;
+use crate::timing::overlap::exclusive_in_order;
+use crate::trace::{GpuMetric, GpuMetricSeries, OpKind, Trace};
+use crate::wire::attribution::{ClassAttribution, ClassShape, KernelClass};
+use crate::wire::steps::{Step, StepKind, StepsReport};
+
+use super::layers::{self, Geometry, Kernel};
+use super::AT_ROOF_FACTOR;
+
+/// The DRAM read and write series of one device.
+fn dram(trace: &Trace, device: i64) -> Option<(&GpuMetricSeries, &GpuMetricSeries)> {
+    let of = |m: GpuMetric| {
+        trace
+            .gpu_metrics
+            .iter()
+            .find(|s| s.device == device && s.metric == m)
+    };
+    Some((of(GpuMetric::DramRead)?, of(GpuMetric::DramWrite)?))
+}
+
+/// Read + write throughput as a fraction of peak over `[start, end)` (measured).
+fn dram_over(read: &GpuMetricSeries, write: &GpuMetricSeries, start: i64, end: i64) -> Option<f64> {
+    Some((read.mean_in(start, end)? + write.mean_in(start, end)?) / 100.0)
+}
+
+/// Per class, one counter's fraction of peak, each sampling period weighted by how much
+/// of it the class's kernels occupy (`ops` in start order: (start, end, class)).
+fn per_class_one(
+    series: &GpuMetricSeries,
+    ops: &[(i64, i64, Option<KernelClass>)],
+) -> [Option<f64>; 5] {
+    let Some(period) = series.interval_ns() else {
+        return [None; 5];
+    };
+    let (mut num, mut den) = ([0.0f64; 5], [0.0f64; 5]);
+    let mut first = 0;
+    for &(t, v) in &series.samples {
+        let (a, b) = (t - period, t);
+        while first < ops.len() && ops[first].1 <= a {
+            first += 1;
+        }
+        for &(s, e, c) in ops[first..].iter().take_while(|o| o.0 < b) {
+            let Some(c) = c else { continue };
+            let overlap = (e.min(b) - s.max(a)).max(0) as f64;
+            num[c as usize] += overlap * v / 100.0;
+            den[c as usize] += overlap;
+        }
+    }
+    let mut out = [None; 5];
+    for i in 0..5 {
+        if den[i] > 0.0 {
+            out[i] = Some(num[i] / den[i]);
+        }
+    }
+    out
+}
+
+/// Per class, read + write as a fraction of peak (measured).
+fn per_class(
+    read: &GpuMetricSeries,
+    write: &GpuMetricSeries,
+    ops: &[(i64, i64, Option<KernelClass>)],
+) -> [Option<f64>; 5] {
+    let (r, w) = (per_class_one(read, ops), per_class_one(write, ops));
+    let mut out = [None; 5];
+    for i in 0..5 {
+        out[i] = r[i].zip(w[i]).map(|(a, b)| a + b);
+    }
+    out
+}
+
+/// One op of a step, in sweep order.
+struct StepOp<'t> {
+    start: i64,
+    end: i64,
+    name: &'t str,
+    class: Option<KernelClass>,
+    kernel: bool,
+    exclusive_ns: i64,
+}
+
+/// The median step's own ops, in sweep order: its process's ops on its device inside its
+/// GPU span, with their names, classes and exclusive times.
+fn ops_of<'t>(trace: &'t Trace, step: &Step, cats: &Categorizer) -> Result<Vec<StepOp<'t>>> {
+    let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
+        return Ok(Vec::new());
+    };
+    let o = trace.ops_view()?;
+    let mut idx: Vec<usize> = (0..o.start_ns.len())
+        .filter(|&i| {
+            o.pid[i] == step.pid && o.device[i] == dev && o.start_ns[i] >= gs && o.end_ns[i] <= ge
+        })
+        .collect();
+    idx.sort_by(|&a, &b| {
+        (o.start_ns[a], o.end_ns[a], trace.name(o.name_id[a])).cmp(&(
+            o.start_ns[b],
+            o.end_ns[b],
+            trace.name(o.name_id[b]),
+        ))
+    });
+    let starts: Vec<i64> = idx.iter().map(|&i| o.start_ns[i]).collect();
+    let ends: Vec<i64> = idx.iter().map(|&i| o.end_ns[i]).collect();
+    let excl = exclusive_in_order(&starts, &ends);
+    Ok(idx
+        .iter()
+        .zip(excl)
+        .map(|(&i, x)| {
+            let name = trace.name(o.name_id[i]);
+            StepOp {
+                start: o.start_ns[i],
+                end: o.end_ns[i],
+                name,
+                class: class_of(cats.categorize(name)),
+                kernel: o.kind[i] == OpKind::Kernel as u32,
+                exclusive_ns: x,
+            }
+        })
+        .collect())
+}
+
+/// The shape the counter says, and the action that goes with it.
+fn by_counter(c: &mut ClassAttribution, measured: f64) {
+    c.measured_dram_of_peak = Some(measured);
+    c.measured_dram_bytes_per_s = c.roof_bytes_per_s.map(|r| measured * r);
+    if !matches!(c.shape, ClassShape::AtRoof | ClassShape::UnderUtilized)
+        || c.class == KernelClass::Communication
+    {
+        return;
+    }
+    let at_roof = measured * AT_ROOF_FACTOR >= 1.0;
+    let derived = c
+        .roof_fraction
+        .map(|f| format!(" (the byte model says {:.0}%)", f * 100.0))
+        .unwrap_or_default();
+    let verdict = if at_roof {
+        "at the roof — only fewer bytes help"
+    } else {
+        "the kernels leave DRAM idle"
+    };
+    let head = format!(
+        "{}: the GPU's DRAM counter measured {:.0}% of peak{derived}: {verdict}",
+        c.class.as_str(),
+        measured * 100.0
+    );
+    c.shape = if at_roof {
+        ClassShape::AtRoof
+    } else {
+        ClassShape::UnderUtilized
+    };
+    c.action = Some(match c.action.take() {
+        // The byte-model action keeps its concrete advice when the counter agrees.
+        Some(a) if at_roof == a.contains("at the roof") => format!("{head}; {a}"),
+        _ => head,
+    });
+}
+
+/// Fill each step's measured DRAM throughput and each group's per-class counters and
+/// layer view. `geometry` is the priced model (None: no layer view).
+pub fn detail(
+    trace: &Trace,
+    report: &mut StepsReport,
+    cats: &Categorizer,
+    geometry: Option<&Geometry<'_>>,
+) -> Result<()> {
+    if !trace.gpu_metrics.is_empty() {
+        for s in &mut report.steps {
+            let (Some(d), Some(a), Some(b)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
+                continue;
+            };
+            if let (Some((r, w)), Some(at)) = (dram(trace, d), s.attribution.as_mut()) {
+                at.measured_dram_of_peak = dram_over(r, w, a, b);
+            }
+        }
+    }
+    for gi in 0..report.groups.len() {
+        let (series, index) = (report.groups[gi].series, report.groups[gi].index);
+        let Some(step) = report
+            .steps
+            .iter()
+            .find(|s| s.series == series && s.index == index)
+        else {
+            continue;
+        };
+        let ops = ops_of(trace, step, cats)?;
+        if let Some((r, w)) = step.device.and_then(|d| dram(trace, d)) {
+            let spans: Vec<(i64, i64, Option<KernelClass>)> =
+                ops.iter().map(|o| (o.start, o.end, o.class)).collect();
+            let measured = per_class(r, w, &spans);
+            for c in &mut report.groups[gi].classes {
+                if let Some(m) = measured[c.class as usize] {
+                    by_counter(c, m);
+                }
+            }
+        }
+        let decode = step.kind_label().kind == StepKind::Decode;
+        if let (Some(g), true) = (geometry, decode) {
+            let kernels: Vec<Kernel<'_>> = ops
+                .iter()
+                .filter(|o| o.kernel)
+                .map(|o| Kernel {
+                    name: o.name,
+                    class: o.class,
+                    exclusive_ns: o.exclusive_ns,
+                })
+                .collect();
+            report.groups[gi].layers = Some(layers::map(&kernels, g));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! Groups of like steps (the kind the gate keys them by, an inferred kind apart from a
+//! marked one) and the class attribution of each group's median step: one real step,
+//! so its waterfall stays exact.
+
+use std::collections::BTreeMap;
+
+use crate::wire::attribution::{GroupAttribution, StepAttribution};
+use crate::wire::steps::{KindLabel, Step};
+
+/// Per group with at least one priced step, its median step by wall (the lower median
+/// for an even count) and that step's classes. `attributions` is parallel to `steps`.
+pub fn median_steps(steps: &[Step], attributions: &[StepAttribution]) -> Vec<GroupAttribution> {
+    let mut by: BTreeMap<KindLabel, Vec<usize>> = BTreeMap::new();
+    for (i, (s, a)) in steps.iter().zip(attributions).enumerate() {
+        if a.waterfall.is_some() {
+            by.entry(s.kind_label()).or_default().push(i);
+        }
+    }
+    by.into_iter()
+        .filter_map(|(label, mut idx)| {
+            idx.sort_by_key(|&i| (steps[i].wall_ns, steps[i].series, steps[i].index));
+            let m = idx[(idx.len() - 1) / 2];
+            let a = &attributions[m];
+            Some(GroupAttribution {
+                group: label.to_string(),
+                steps: idx.len(),
+                series: steps[m].series,
+                index: steps[m].index,
+                classes: a.classes.clone(),
+                waterfall: a.waterfall?,
+                layers: None,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,224 @@
+//! The per-layer view of a decode step (docs/method.md §4.1): a decode step repeats one
+//! kernel sequence per layer; find that period from the attention kernel that runs once
+//! per layer, and map the GEMMs in it to the model's linear layers by their order
+//! around attention (o right after it, the MLP's gate/up then down, qkv before the next
+//! one), each with its own weight bytes and achieved bandwidth. When the sequence does
+//! not repeat, or the order or the bytes do not fit the model, it says why instead of
+//! guessing.
+
+use crate::roofline::model::ModelSpec;
+use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
+
+/// One kernel of the step in launch order: its name, class and exclusive time.
+#[derive(Debug, Clone)]
+pub struct Kernel<'a> {
+    pub name: &'a str,
+    pub class: Option<KernelClass>,
+    pub exclusive_ns: i64,
+}
+
+/// A mapping that puts a GEMM this far above the roof is the wrong mapping.
+const ABOVE_ROOF: f64 = 1.05;
+
+/// What the mapping needs of the model: its geometry, the per-GPU split and the roof.
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry<'a> {
+    pub model: &'a ModelSpec,
+    pub tp: u32,
+    pub pp: u32,
+    pub roof_bytes_per_s: f64,
+}
+
+impl Geometry<'_> {
+    /// Layers on one pipeline stage.
+    fn layers(&self) -> u64 {
+        self.model.layers / u64::from(self.pp.max(1))
+    }
+
+    /// Weight bytes per GPU of one dense layer's GEMMs, in the order they run after
+    /// attention: o, gate_up, down, then the next layer's qkv.
+    fn dense_roles(&self) -> [(&'static str, f64); 4] {
+        let m = self.model;
+        let (d, h, kv, dh, i) = (m.hidden, m.heads, m.kv_heads, m.head_dim, m.intermediate);
+        let per = m.weight_dtype.bytes_per_param() / f64::from(self.tp.max(1));
+        [
+            ("o", (h * dh * d) as f64 * per),
+            ("gate_up", (2 * d * i) as f64 * per),
+            ("down", (i * d) as f64 * per),
+            ("qkv", (d * (h + 2 * kv) * dh) as f64 * per),
+        ]
+    }
+}
+
+fn ambiguous(period: usize, repeats: u64, layers: u64, why: String) -> LayerMap {
+    LayerMap {
+        period_kernels: period,
+        repeats,
+        layers,
+        gemms: Vec::new(),
+        ambiguous: Some(why),
+    }
+}
+
+/// Map one decode step's kernels (launch order) onto the model's layers.
+pub fn map(kernels: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
+    let layers = g.layers();
+    // The anchor: an attention kernel that runs exactly once per layer.
+    let mut counts: Vec<(&str, u64)> = Vec::new();
+    for k in kernels
+        .iter()
+        .filter(|k| k.class == Some(KernelClass::Attention))
+    {
+        match counts.iter_mut().find(|c| c.0 == k.name) {
+            Some(c) => c.1 += 1,
+            None => counts.push((k.name, 1)),
+        }
+    }
+    let Some(&(anchor, _)) = counts.iter().find(|c| c.1 == layers) else {
+        return ambiguous(
+            0,
+            0,
+            layers,
+            format!(
+                "no attention kernel runs once per layer ({layers} layers on this GPU): the layer period is not visible"
+            ),
+        );
+    };
+    let at: Vec<usize> = (0..kernels.len())
+        .filter(|&i| kernels[i].name == anchor)
+        .collect();
+    // A layer's skeleton: its GEMMs, attention, KV writes and collectives in order. A
+    // stray copy or elementwise kernel on a side stream does not change the layer.
+    let skeleton = |a: usize, b: usize| -> Vec<usize> {
+        (a..b)
+            .filter(|&i| !matches!(kernels[i].class, Some(KernelClass::Rest) | None))
+            .collect()
+    };
+    let segments: Vec<Vec<usize>> = at.windows(2).map(|w| skeleton(w[0], w[1])).collect();
+    let mut lengths: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    lengths.sort_unstable();
+    let period = lengths.get(lengths.len() / 2).copied().unwrap_or(0);
+    let same = segments.windows(2).all(|w| {
+        w[0].len() == w[1].len()
+            && w[0]
+                .iter()
+                .zip(&w[1])
+                .all(|(&a, &b)| kernels[a].name == kernels[b].name)
+    });
+    if segments.is_empty() || !same {
+        return ambiguous(
+            period,
+            layers,
+            layers,
+            "the GEMMs and attention kernels between consecutive attention kernels differ from layer to layer"
+                .to_owned(),
+        );
+    }
+    if g.model.mla.is_some() || g.model.moe.is_some() {
+        return ambiguous(
+            period,
+            layers,
+            layers,
+            "MLA and MoE layers are not mapped GEMM by GEMM (their projections fuse differently per engine)"
+                .to_owned(),
+        );
+    }
+    // GEMM positions within a segment's skeleton.
+    let gemm_at: Vec<usize> = (0..segments[0].len())
+        .filter(|&j| kernels[segments[0][j]].class == Some(KernelClass::Weights))
+        .collect();
+    let roles = g.dense_roles();
+    if gemm_at.len() != roles.len() {
+        return ambiguous(
+            period,
+            layers,
+            layers,
+            format!(
+                "{} GEMMs per layer where a dense layer has {} (qkv, o, gate_up, down): fused or split differently",
+                gemm_at.len(),
+                roles.len()
+            ),
+        );
+    }
+    let full = segments.len() as f64;
+    let mut gemms: Vec<LayerGemm> = gemm_at
+        .iter()
+        .zip(roles)
+        .map(|(&j, (role, bytes))| {
+            let total: i64 = segments
+                .iter()
+                .map(|seg| kernels[seg[j]].exclusive_ns)
+                .sum();
+            let name = kernels[segments[0][j]].name;
+            row(Some(role), name, total as f64 / full, Some(bytes), g)
+        })
+        .collect();
+    // lm_head: after the last attention come that layer's o, gate_up and down, then
+    // one more GEMM.
+    let tail: Vec<&Kernel<'_>> = kernels[at[at.len() - 1]..]
+        .iter()
+        .filter(|k| k.class == Some(KernelClass::Weights))
+        .collect();
+    if let Some(k) = tail.last().filter(|_| tail.len() == roles.len()) {
+        let m = g.model;
+        let bytes = (m.vocab * m.hidden) as f64 * 2.0 / f64::from(g.tp.max(1));
+        gemms.push(row(
+            Some("lm_head"),
+            k.name,
+            k.exclusive_ns as f64,
+            Some(bytes),
+            g,
+        ));
+    }
+    if let Some(r) = gemms
+        .iter()
+        .find(|r| r.roof_fraction.is_some_and(|f| f > ABOVE_ROOF))
+    {
+        let name = r.kernel.clone();
+        let role = r.role.clone().unwrap_or_default();
+        let mut m = ambiguous(
+            period,
+            layers,
+            layers,
+            format!(
+                "mapped by order, {name} as {role} would run above the roof: the order does not fit the model's layers"
+            ),
+        );
+        m.gemms = gemms
+            .into_iter()
+            .map(|r| LayerGemm {
+                role: None,
+                bytes: None,
+                achieved_bytes_per_s: None,
+                roof_fraction: None,
+                ..r
+            })
+            .collect();
+        return m;
+    }
+    LayerMap {
+        period_kernels: period,
+        repeats: layers,
+        layers,
+        gemms,
+        ambiguous: None,
+    }
+}
+
+fn row(
+    role: Option<&str>,
+    kernel: &str,
+    time_ns: f64,
+    bytes: Option<f64>,
+    g: &Geometry<'_>,
+) -> LayerGemm {
+    let achieved = bytes.filter(|_| time_ns > 0.0).map(|b| b / (time_ns / 1e9));
+    LayerGemm {
+        role: role.map(str::to_owned),
+        kernel: crate::timing::labels::display_name("", kernel),
+        time_ns,
+        bytes,
+        achieved_bytes_per_s: achieved,
+        roof_fraction: achieved.map(|a| a / g.roof_bytes_per_s),
+    }
+}

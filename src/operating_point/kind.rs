@@ -1,0 +1,213 @@
+//! Prefill or decode for steps no engine marker classifies, from the step's own content
+//! (docs/method.md §3.3): the attention kernel family it ran, the discovery method's
+//! guess (one full CUDA-graph replay per step is a decode), and, where neither says,
+//! which duration cluster of its series it falls in. The result is a guess: it goes
+//! into `kind_guess` with its evidence in one line, never into `kind`.
+
+use std::sync::LazyLock;
+
+use regex::RegexSet;
+
+use crate::wire::steps::{Step, StepKind};
+
+/// Attention kernels only decode runs: paged decode (vLLM v1/v2 and ROCm ll4mi),
+/// FlashInfer BatchDecode, SGLang's triton decode (`_fwd_kernel_stage1`,
+/// `_fwd_grouped_kernel_stage1`), FlashMLA, TensorRT-LLM's masked multi-head and XQA
+/// generation kernels and its `…ForGen` fmha.
+static DECODE: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new([
+        r"(?i)paged_attention_v[12]",
+        r"(?i)paged_attention_ll4mi",
+        r"(?i)batchdecode",
+        r"(?i)decode_attention|flash_?decoding|mla_decode",
+        r"(?i)_fwd_(grouped_)?kernel_stage1",
+        r"(?i)flashmla|flash_fwd_splitkv_mla",
+        r"(?i)masked_multihead|mmha|xqa",
+        r"(?i)fmha.*forgen",
+    ])
+    .expect("static patterns")
+});
+
+/// Attention kernels only prefill runs: FlashInfer's ragged prefill, the triton
+/// context/extend kernels of vLLM and SGLang, TensorRT-LLM's `…Context` fmha, FA2's
+/// non-split forward (no paged KV), CK/aiter `fmha_fwd`, triton `_attn_fwd`.
+static PREFILL: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new([
+        r"(?i)batchprefillwithragged",
+        r"(?i)context_attention|extend_attention|_fwd_kernel_extend",
+        r"(?i)fmha.*context",
+        r"(?i)flash_fwd_kernel|flash::flash_fwd_kernel",
+        r"(?i)fmha_fwd|_attn_fwd",
+    ])
+    .expect("static patterns")
+});
+
+/// Backward attention kernels: a training step, neither prefill nor decode.
+static BACKWARD: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new([r"(?i)bwd|backward"]).expect("static patterns"));
+
+/// A long step must be at least this many times the longest short one for the two
+/// duration clusters to count as prefill and decode.
+pub const CLUSTER_RATIO: f64 = 3.0;
+
+/// Idle time before a step, in medians of its series' periods, that makes it the first
+/// step after idle (new requests arrive as a prefill).
+const IDLE_PERIODS: f64 = 5.0;
+
+/// What one step's attention kernels say: a kind (None for a training step) and why.
+fn family(step: &Step) -> Option<(Option<StepKind>, String)> {
+    let (mut dec, mut pre): (Option<&str>, Option<&str>) = (None, None);
+    for k in step
+        .all_kernels
+        .iter()
+        .filter(|k| k.category.as_ref() == "attention")
+    {
+        if BACKWARD.is_match(&k.name) {
+            return Some((
+                None,
+                format!(
+                    "backward attention kernel {}: a training step, neither prefill nor decode",
+                    k.short_name
+                ),
+            ));
+        }
+        if dec.is_none() && DECODE.is_match(&k.name) {
+            dec = Some(&k.short_name);
+        }
+        if pre.is_none() && PREFILL.is_match(&k.name) {
+            pre = Some(&k.short_name);
+        }
+    }
+    match (dec, pre) {
+        (Some(d), Some(p)) => Some((
+            Some(StepKind::Mixed),
+            format!("decode attention {d} and prefill attention {p} in one step"),
+        )),
+        (Some(d), None) => Some((
+            Some(StepKind::Decode),
+            format!("decode attention kernel {d}"),
+        )),
+        (None, Some(p)) => Some((
+            Some(StepKind::Prefill),
+            format!("prefill attention kernel {p}"),
+        )),
+        (None, None) => None,
+    }
+}
+
+/// A step that runs a model forward: attention and GEMMs. Only these are clustered by
+/// duration (a diffusion or copy-only step is neither prefill nor decode).
+fn is_forward(step: &Step) -> bool {
+    let has = |c: &str| step.all_kernels.iter().any(|k| k.category.as_ref() == c);
+    has("attention") && has("gemm")
+}
+
+/// Per step of one series (indices into `steps`), the duration cluster it falls in,
+/// when the busy times split into a short majority and a long minority at least
+/// [`CLUSTER_RATIO`] apart.
+fn clusters(steps: &[Step], members: &[usize]) -> Vec<(usize, StepKind, String)> {
+    if members.len() < 3 {
+        return Vec::new();
+    }
+    let mut busy: Vec<(i64, usize)> = members.iter().map(|&i| (steps[i].busy_ns, i)).collect();
+    busy.sort_unstable();
+    // The widest ratio between neighbours in busy order splits the clusters.
+    let (mut cut, mut ratio) = (0, 0.0);
+    for (k, w) in busy.windows(2).enumerate() {
+        let r = w[1].0 as f64 / w[0].0.max(1) as f64;
+        if r > ratio {
+            (cut, ratio) = (k + 1, r);
+        }
+    }
+    let (short, long) = busy.split_at(cut);
+    if ratio < CLUSTER_RATIO || short.len() < long.len() {
+        return Vec::new();
+    }
+    let median_short = short[short.len() / 2].0 as f64;
+    let mut periods: Vec<i64> = members.iter().filter_map(|&i| steps[i].period_ns).collect();
+    periods.sort_unstable();
+    let median_period = periods.get(periods.len() / 2).copied();
+    let mut out = Vec::with_capacity(busy.len());
+    for &(b, i) in short {
+        out.push((
+            i,
+            StepKind::Decode,
+            format!(
+                "short duration cluster (busy {:.1} ms; the long steps are ≥ {ratio:.1}× longer)",
+                b as f64 / 1e6
+            ),
+        ));
+    }
+    for &(b, i) in long {
+        let s = &steps[i];
+        let after_idle = match (s.idle_before_ns, median_period) {
+            (None, _) => ", the series' first step".to_owned(),
+            (Some(idle), Some(p)) if idle as f64 > IDLE_PERIODS * p as f64 => {
+                format!(", first after {:.1} ms idle", idle as f64 / 1e6)
+            }
+            _ => String::new(),
+        };
+        out.push((
+            i,
+            StepKind::Prefill,
+            format!(
+                "long duration cluster (busy {:.1} ms, {:.1}× the {:.1} ms median of the short steps{after_idle})",
+                b as f64 / 1e6,
+                b as f64 / median_short.max(1.0),
+                median_short / 1e6
+            ),
+        ));
+    }
+    out
+}
+
+/// Infer the kind of every step whose kind is `unknown`: sets `kind_guess` and
+/// `kind_evidence`. Evidence that disagrees leaves the kind unknown and says so.
+pub fn infer(steps: &mut [Step]) {
+    let unknown: Vec<usize> = (0..steps.len())
+        .filter(|&i| steps[i].kind == StepKind::Unknown && steps[i].wall_ns.is_some())
+        .collect();
+    if unknown.is_empty() {
+        return;
+    }
+    // Name evidence first; the steps it leaves open go to the duration clusters.
+    let mut open: Vec<usize> = Vec::new();
+    for &i in &unknown {
+        let from_discovery = steps[i].kind_guess.map(|g| {
+            (
+                Some(g),
+                "one full CUDA-graph replay per step (full-graph decode)".to_owned(),
+            )
+        });
+        match (family(&steps[i]), from_discovery) {
+            (Some((k, why)), Some((g, how))) if k != g => {
+                set(
+                    &mut steps[i],
+                    None,
+                    format!("conflicting: {why}, but {how}"),
+                );
+            }
+            (Some((k, why)), _) | (None, Some((k, why))) => set(&mut steps[i], k, why),
+            (None, None) if is_forward(&steps[i]) => open.push(i),
+            (None, None) => {}
+        }
+    }
+    let mut series: Vec<usize> = open.iter().map(|&i| steps[i].series).collect();
+    series.sort_unstable();
+    series.dedup();
+    for s in series {
+        let members: Vec<usize> = open
+            .iter()
+            .copied()
+            .filter(|&i| steps[i].series == s)
+            .collect();
+        for (i, k, why) in clusters(steps, &members) {
+            set(&mut steps[i], Some(k), why);
+        }
+    }
+}
+
+fn set(step: &mut Step, kind: Option<StepKind>, evidence: String) {
+    step.kind_guess = kind;
+    step.kind_evidence = Some(evidence);
+}

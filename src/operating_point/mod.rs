@@ -1,0 +1,251 @@
+//! The operating point a capture ran at, read from the capture itself (docs/method.md
+//! §3.3): tensor parallelism, the step kind of steps no marker classifies, the GPU, and
+//! the batch and context of unnamed steps. Every value is labelled: `input` (a flag),
+//! `read` (a field of the report or its capture sidecar), `inferred` (with its evidence)
+//! or `default`. A flag always wins; a flag that contradicts the capture gets a warning
+//! naming both values.
+
+pub mod kind;
+pub mod parallel;
+pub mod sidecar;
+
+use std::path::Path;
+
+use crate::exit::{Error, Result};
+use crate::roofline::gpu::{self, GpuSpec};
+use crate::trace::Trace;
+use crate::wire::attribution::{Basis, OperatingPoint, Sourced};
+use crate::wire::steps::StepsReport;
+
+/// What the flags say (None: not given).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Given {
+    pub tp: Option<u32>,
+    pub gpu: Option<String>,
+    pub batch: Option<u64>,
+    pub context: Option<u64>,
+}
+
+/// Resolve the operating point of `report` (steps found in `trace`): infer the kind of
+/// unmarked steps into the steps themselves, then TP, GPU, batch and context, flag over
+/// capture. Warnings (a flag against the capture) and notes go into the report, and the
+/// point into `report.operating_point`.
+pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result<OperatingPoint> {
+    kind::infer(&mut report.steps);
+    let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
+    let side = sidecar.as_ref().map(|(_, s)| s);
+    let side_name = sidecar
+        .as_ref()
+        .and_then(|(p, _)| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let from_side = |v: Option<u64>, field: &str| {
+        v.map(|v| Sourced {
+            value: v,
+            basis: Basis::Read,
+            evidence: format!("{field} in {side_name}"),
+        })
+    };
+
+    let captured_tp = from_side(side.and_then(|s| s.tp).map(u64::from), "tp")
+        .map(|s| Sourced {
+            value: s.value as u32,
+            basis: s.basis,
+            evidence: s.evidence,
+        })
+        .or_else(|| parallel::infer_tp(report, trace.meta.distributed.as_ref()));
+    let tp = flag_over(
+        given.tp,
+        captured_tp,
+        "--tp",
+        default_tp(),
+        &mut report.warnings,
+    );
+    let pp = side
+        .and_then(|s| s.pp)
+        .map(|p| Sourced {
+            value: p,
+            basis: Basis::Read,
+            evidence: format!("pp in {side_name}"),
+        })
+        .or_else(|| parallel::infer_pp(trace.meta.distributed.as_ref()));
+
+    let gpu = resolve_gpu(given.gpu.as_deref(), trace, &mut report.warnings)?;
+
+    let drive = side.and_then(|s| s.drive);
+    let side_batch = drive.map(|d| Sourced {
+        value: d.concurrency,
+        basis: Basis::Inferred,
+        evidence: format!(
+            "{} requests kept in flight by the capture (drive.concurrency in {side_name})",
+            d.concurrency
+        ),
+    });
+    let side_context = drive.and_then(|d| {
+        let (p, o) = (d.prompt_tokens?, d.output_tokens.unwrap_or(0));
+        Some(Sourced {
+            value: p + o / 2,
+            basis: Basis::Inferred,
+            evidence: format!(
+                "mean resident context prompt {p} + output {o}/2 of the capture's requests ({side_name})"
+            ),
+        })
+    });
+    let batch = given.batch.map(|b| input(b, "--batch")).or(side_batch);
+    let context = given
+        .context
+        .map(|c| input(c, "--context"))
+        .or(side_context);
+
+    let point = OperatingPoint {
+        tp,
+        pp,
+        gpu,
+        batch,
+        context,
+        vendor: vendor(trace, given.gpu.as_deref()).map(str::to_owned),
+        sidecar: sidecar.map(|(p, _)| p.display().to_string()),
+    };
+    report.operating_point = Some(point.clone());
+    Ok(point)
+}
+
+/// The operating point of the flags alone (no capture read): what a caller without a
+/// report prices at.
+pub fn from_flags(given: &Given) -> OperatingPoint {
+    OperatingPoint {
+        tp: match given.tp {
+            Some(t) => input(t, "--tp"),
+            None => default_tp(),
+        },
+        pp: None,
+        gpu: given.gpu.clone().map(|g| input(g, "--gpu")),
+        batch: given.batch.map(|b| input(b, "--batch")),
+        context: given.context.map(|c| input(c, "--context")),
+        vendor: None,
+        sidecar: None,
+    }
+}
+
+fn default_tp() -> Sourced<u32> {
+    Sourced {
+        value: 1,
+        basis: Basis::Default,
+        evidence: "not given, and nothing in the capture says: TP 1".to_owned(),
+    }
+}
+
+fn input<T>(value: T, flag: &str) -> Sourced<T> {
+    Sourced {
+        value,
+        basis: Basis::Input,
+        evidence: flag.to_owned(),
+    }
+}
+
+/// The flag when given (warning when the capture says otherwise), else the capture's
+/// value, else the default.
+fn flag_over(
+    flag: Option<u32>,
+    captured: Option<Sourced<u32>>,
+    name: &str,
+    default: Sourced<u32>,
+    warnings: &mut Vec<String>,
+) -> Sourced<u32> {
+    match (flag, captured) {
+        (Some(f), Some(c)) => {
+            if f != c.value {
+                warnings.push(format!(
+                    "{name} {f} contradicts the capture ({} {}: {}): pricing at {name} {f}",
+                    c.value,
+                    c.basis.as_str(),
+                    c.evidence
+                ));
+            }
+            input(f, name)
+        }
+        (Some(f), None) => input(f, name),
+        (None, Some(c)) => c,
+        (None, None) => default,
+    }
+}
+
+/// A GPU table entry by key, refusing a key the table does not have (wherever a GPU is
+/// given, with or without a model to price).
+pub fn gpu_by_key(key: &str) -> Result<GpuSpec> {
+    gpu::lookup(key).ok_or_else(|| {
+        Error::input(format!(
+            "unknown GPU `{key}`; use one of {} (or pass --hbm-tb-s and --peak-tflops)",
+            GpuSpec::keys().join(", ")
+        ))
+    })
+}
+
+/// `--gpu` (checked against the table and against the GPU the report names), else the
+/// report's GPU when the table has it.
+fn resolve_gpu(
+    flag: Option<&str>,
+    trace: &Trace,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Sourced<String>>> {
+    let named = trace.devices.iter().find_map(|d| d.name.clone());
+    let from_report = named.as_deref().and_then(gpu::from_report_name);
+    let Some(key) = flag else {
+        return Ok(from_report.map(|g| Sourced {
+            value: g.key.to_owned(),
+            basis: Basis::Read,
+            evidence: format!("the report names the GPU {:?}", named.unwrap_or_default()),
+        }));
+    };
+    let g = gpu_by_key(key)?;
+    if let (Some(r), Some(n)) = (&from_report, &named) {
+        if r.key != g.key {
+            warnings.push(format!(
+                "--gpu {key} ({}) contradicts the report, which names {n:?} ({}): pricing against {}",
+                g.name, r.key, g.key
+            ));
+        }
+    }
+    Ok(Some(input(g.key.to_owned(), "--gpu")))
+}
+
+/// `nvidia` or `amd` for a device name; None when the name says neither.
+fn vendor_of_name(name: &str) -> Option<&'static str> {
+    let n = name.to_ascii_lowercase();
+    if n.contains("amd") || n.contains("instinct") || n.contains("radeon") {
+        Some("amd")
+    } else if n.contains("nvidia") || n.contains("tesla") || n.contains("geforce") {
+        Some("nvidia")
+    } else {
+        None
+    }
+}
+
+/// `nvidia` or `amd`: from the device names the report carries, else the `--gpu` given,
+/// else the launch API the host called.
+pub fn vendor(trace: &Trace, gpu_flag: Option<&str>) -> Option<&'static str> {
+    let named = trace
+        .devices
+        .iter()
+        .filter_map(|d| d.name.as_deref())
+        .find_map(vendor_of_name);
+    let flagged = gpu_flag
+        .and_then(gpu::lookup)
+        .and_then(|g| vendor_of_name(g.name));
+    if let Some(v) = named.or(flagged) {
+        return Some(v);
+    }
+    let launched = |prefix: &str| {
+        trace
+            .strings
+            .iter()
+            .any(|s| s.starts_with(prefix) && crate::trace::is_launch_call(s))
+    };
+    if launched("hip") {
+        Some("amd")
+    } else if launched("cu") {
+        Some("nvidia")
+    } else {
+        None
+    }
+}
