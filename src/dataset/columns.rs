@@ -356,7 +356,7 @@ pub fn steps_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
 const ROW_GROUP: usize = 1 << 16;
 
 /// Write the `step_kernels` table (one row per (step, op name), every op name of the
-/// step, not only the top ones) in row groups of [`ROW_GROUP`] rows.
+/// step, not only the top ones) in row groups of `ROW_GROUP` rows.
 pub fn write_step_kernels(
     run_id: &str,
     report: &StepsReport,

@@ -2,7 +2,7 @@
 //! correlations from 1, so 0 means "no launching call" (docs/kineto-format.md §5,
 //! docs/nsys-format.md §3), never one id that every such op shares. Each of a few vLLM
 //! steps launches kernels with real ids, and also holds kernels and one runtime call
-//! with id 0; [`write`] returns what each step must yield.
+//! with id 0; [`write()`] returns what each step must yield.
 
 use std::path::Path;
 
