@@ -28,9 +28,18 @@ python3 -m pip install --quiet --disable-pip-version-check duckdb >/dev/null 2>&
 "$bin_dir/stepgate-synth" workload --steps 25 --kernels 64 --ranks 2 -o "$work/b.sqlite" >/dev/null 2>&1
 "$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds" --label branch=main --label git_sha=aaa
 "$bin_dir/stepgate" export "$work/b.sqlite" -o "$work/ds" --label branch=pr --label git_sha=bbb
-# A GPU name longer than a file name allows: its partition is cut with a hash suffix.
+# A GPU name longer than a file name allows: its partition is cut with a hash suffix. The
+# name is the report's own (a copy of a.sqlite whose TARGET_INFO_GPU row names it): --gpu
+# takes only the presets.
 long_gpu="NVIDIA H100 $(printf 'very long part name %.0s' $(seq 20))"
-"$bin_dir/stepgate" export "$work/a.sqlite" -o "$work/ds_long" --gpu "$long_gpu" >/dev/null
+cp "$work/a.sqlite" "$work/a_long.sqlite"
+python3 - "$work/a_long.sqlite" "$long_gpu" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("UPDATE TARGET_INFO_GPU SET name = ?", (sys.argv[2],))
+db.commit()
+PY
+"$bin_dir/stepgate" export "$work/a_long.sqlite" -o "$work/ds_long" >/dev/null
 "$bin_dir/stepgate" steps "$work/a.sqlite" --format json >"$work/a.json"
 "$bin_dir/stepgate" steps "$work/b.sqlite" --format json >"$work/b.json"
 
