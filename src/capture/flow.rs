@@ -110,7 +110,7 @@ fn write_sidecar(cfg: &Config, summary: &mut Summary) -> Result<()> {
         return Ok(());
     };
     let sidecar = CaptureSidecar {
-        engine: Some(format!("{:?}", cfg.engine).to_lowercase()),
+        engine: Some(cfg.engine.key().to_owned()),
         model: point.model.clone(),
         drive: Some(Drive {
             concurrency: u64::from(point.concurrency),

@@ -26,6 +26,15 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// The engine as `--engine` and the JSON spell it (`vllm`, `sglang`, `trtllm`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::Trtllm => "trtllm",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Engine::Vllm => "vLLM",

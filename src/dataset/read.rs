@@ -143,11 +143,31 @@ pub(crate) fn type_error(df: &DataFrame, want: &[(&str, Ty)]) -> Option<String> 
     })
 }
 
+/// Scan `files` [`BATCH`] at a time: `build` makes each file's lazy frame (projection and
+/// filters pushed into the scan) and `each` gets every collected batch, whose [`TAG`]
+/// column is the index into `files`.
+pub(crate) fn scan_files(
+    files: &[PathBuf],
+    build: &dyn Fn(LazyFrame) -> LazyFrame,
+    want: &[(&str, Ty)],
+    each: &mut dyn FnMut(DataFrame) -> Result<()>,
+) -> Result<()> {
+    for (b, chunk) in files.chunks(BATCH).enumerate() {
+        let tagged: Vec<(u32, &Path)> = chunk
+            .iter()
+            .enumerate()
+            .map(|(j, f)| ((b * BATCH + j) as u32, f.as_path()))
+            .collect();
+        collect_batch(&tagged, build, want, each)?;
+    }
+    Ok(())
+}
+
 /// Collect `build(scan(file))` for a batch of files, concatenated, with a [`TAG`] column
 /// holding each row's index into `files`, and hand the frame to `each`. The fast path is one
 /// concatenated collect (polars scans the files in parallel); when it fails, or a column
 /// has the wrong type, the files are collected one at a time so the error names the file.
-pub(crate) fn collect_batch(
+fn collect_batch(
     files: &[(u32, &Path)],
     build: &dyn Fn(LazyFrame) -> LazyFrame,
     want: &[(&str, Ty)],
@@ -249,61 +269,54 @@ pub fn read_runs(dataset: &Path, warnings: &mut Vec<String>) -> Result<Vec<RunRo
     ];
     let build = |lf: LazyFrame| lf.select(want.iter().map(|(c, _)| col(*c)).collect::<Vec<_>>());
     let mut out: Vec<RunRow> = Vec::with_capacity(files.len());
-    for (b, chunk) in files.chunks(BATCH).enumerate() {
-        let tagged: Vec<(u32, &Path)> = chunk
-            .iter()
-            .enumerate()
-            .map(|(j, f)| ((b * BATCH + j) as u32, f.as_path()))
-            .collect();
-        collect_batch(&tagged, &build, want, &mut |df| {
-            let version = ints(&df, "schema_version")?;
-            let id = str_col(&df, "run_id")?;
-            let at = ints(&df, "exported_at_ns")?;
-            let gpu = str_col(&df, "gpu_name")?;
-            let model = str_col(&df, "model_name")?;
-            let engine = str_col(&df, "engine")?;
-            let fmt = str_col(&df, "source_format")?;
-            let labels = str_col(&df, "labels")?;
-            let sha = str_col(&df, "report_sha256")?;
-            let file = df.column(TAG)?.u32()?;
-            for i in 0..df.height() {
-                let f = &files[file.get(i).unwrap_or(0) as usize];
-                let skip = |why: String| {
-                    format!(
-                        "{}: {why}; the run is left out (remove the file, or re-export the \
-                         run with --replace)",
-                        f.display()
-                    )
-                };
-                if let Some(why) = refuse_row(f, version.get(i), id.get(i), at.get(i)) {
-                    warnings.push(skip(why));
-                    continue;
-                }
-                let l: Option<BTreeMap<String, String>> = match labels.get(i) {
-                    None => Some(BTreeMap::new()),
-                    Some(s) => serde_json::from_str(s).ok(),
-                };
-                let Some(l) = l else {
-                    warnings.push(skip(
-                        "its labels are not a JSON object of strings".to_owned(),
-                    ));
-                    continue;
-                };
-                out.push(RunRow {
-                    run_id: id.get(i).unwrap_or_default().to_owned(),
-                    exported_at_ns: at.get(i).unwrap_or(0),
-                    gpu_name: gpu.get(i).map(str::to_owned),
-                    model: model.get(i).map(str::to_owned),
-                    engine: engine.get(i).map(str::to_owned),
-                    source_format: fmt.get(i).map(str::to_owned),
-                    report_sha256: sha.get(i).map(str::to_owned),
-                    labels: l,
-                    runs_file: f.clone(),
-                });
+    scan_files(&files, &build, want, &mut |df| {
+        let version = ints(&df, "schema_version")?;
+        let id = str_col(&df, "run_id")?;
+        let at = ints(&df, "exported_at_ns")?;
+        let gpu = str_col(&df, "gpu_name")?;
+        let model = str_col(&df, "model_name")?;
+        let engine = str_col(&df, "engine")?;
+        let fmt = str_col(&df, "source_format")?;
+        let labels = str_col(&df, "labels")?;
+        let sha = str_col(&df, "report_sha256")?;
+        let file = df.column(TAG)?.u32()?;
+        for i in 0..df.height() {
+            let f = &files[file.get(i).unwrap_or(0) as usize];
+            let skip = |why: String| {
+                format!(
+                    "{}: {why}; the run is left out (remove the file, or re-export the \
+                     run with --replace)",
+                    f.display()
+                )
+            };
+            if let Some(why) = refuse_row(f, version.get(i), id.get(i), at.get(i)) {
+                warnings.push(skip(why));
+                continue;
             }
-            Ok(())
-        })?;
-    }
+            let l: Option<BTreeMap<String, String>> = match labels.get(i) {
+                None => Some(BTreeMap::new()),
+                Some(s) => serde_json::from_str(s).ok(),
+            };
+            let Some(l) = l else {
+                warnings.push(skip(
+                    "its labels are not a JSON object of strings".to_owned(),
+                ));
+                continue;
+            };
+            out.push(RunRow {
+                run_id: id.get(i).unwrap_or_default().to_owned(),
+                exported_at_ns: at.get(i).unwrap_or(0),
+                gpu_name: gpu.get(i).map(str::to_owned),
+                model: model.get(i).map(str::to_owned),
+                engine: engine.get(i).map(str::to_owned),
+                source_format: fmt.get(i).map(str::to_owned),
+                report_sha256: sha.get(i).map(str::to_owned),
+                labels: l,
+                runs_file: f.clone(),
+            });
+        }
+        Ok(())
+    })?;
     out.sort_by(|a, b| (a.exported_at_ns, &a.run_id).cmp(&(b.exported_at_ns, &b.run_id)));
     Ok(once_each(out, warnings))
 }

@@ -5,13 +5,13 @@
 //! left out of both tables, with a warning naming its file; a derived one is dropped.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use polars::prelude::*;
 
 use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
-use crate::dataset::read::{collect_batch, ints, str_col, RunRow, BATCH, TAG};
+use crate::dataset::read::{ints, scan_files, str_col, RunRow, TAG};
 use crate::dataset::schema::Ty;
 use crate::exit::Result;
 
@@ -170,15 +170,7 @@ fn scan_table(
     each: &mut dyn FnMut(DataFrame) -> Result<()>,
 ) -> Result<()> {
     let files: Vec<PathBuf> = runs.iter().map(|r| r.table_file(table)).collect();
-    for (b, chunk) in files.chunks(BATCH).enumerate() {
-        let tagged: Vec<(u32, &Path)> = chunk
-            .iter()
-            .enumerate()
-            .map(|(j, f)| ((b * BATCH + j) as u32, f.as_path()))
-            .collect();
-        collect_batch(&tagged, build, want, each)?;
-    }
-    Ok(())
+    scan_files(&files, build, want, each)
 }
 
 fn read_steps(runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<Vec<StepRow>> {

@@ -37,6 +37,7 @@ impl Candidate {
         export: Option<&ExportPlan>,
         history: bool,
     ) -> Result<Candidate> {
+        let source = side_source(path);
         if is_baseline_file(path) {
             if export.is_some() {
                 return Err(Error::usage(
@@ -45,43 +46,37 @@ impl Candidate {
             }
             return Ok(Candidate {
                 baseline: record::side(path, plan)?,
-                source: side_source(path),
+                source,
                 export: None,
                 own_run: None,
             });
         }
-        match export {
+        let own_run = |sha: &str, labels: &dataset::Labels| dataset::Candidate {
+            run_id: write::run_id(sha, labels),
+            report_sha256: sha.to_owned(),
+        };
+        let (baseline, export, own) = match export {
             Some(to) => {
                 let (baseline, pending) = record::record_for_export(path, plan, to)?;
-                Ok(Candidate {
-                    baseline,
-                    own_run: Some(dataset::Candidate {
-                        run_id: write::run_id(&pending.sha256, &pending.labels),
-                        report_sha256: pending.sha256.clone(),
-                    }),
-                    source: side_source(path),
-                    export: Some(pending),
-                })
+                let own = own_run(&pending.sha256, &pending.labels);
+                (baseline, Some(pending), Some(own))
             }
             None if history => {
                 let (r, sha) = with_report_hash(path, || record::record(path, plan))?;
-                Ok(Candidate {
-                    baseline: r.baseline,
-                    source: side_source(path),
-                    export: None,
-                    own_run: Some(dataset::Candidate {
-                        run_id: write::run_id(&sha, &dataset::Labels::new()),
-                        report_sha256: sha,
-                    }),
-                })
+                (
+                    r.baseline,
+                    None,
+                    Some(own_run(&sha, &dataset::Labels::new())),
+                )
             }
-            None => Ok(Candidate {
-                baseline: record::side(path, plan)?,
-                source: side_source(path),
-                export: None,
-                own_run: None,
-            }),
-        }
+            None => (record::side(path, plan)?, None, None),
+        };
+        Ok(Candidate {
+            baseline,
+            source,
+            export,
+            own_run: own,
+        })
     }
 }
 
