@@ -22,7 +22,10 @@ fn missing(step: &Step, point: &OperatingPoint) -> Option<&'static str> {
         None if matches!(label.kind, StepKind::Prefill | StepKind::Mixed) => {
             "they are inferred prefills, and a prefill's floor needs its prompt tokens, which the trace does not state: capture with the engine's step annotation (vLLM ≥ 0.14, SGLang ≥ 0.5.15)"
         }
-        None => match (point.batch.is_some(), point.context.is_some()) {
+        None => match (
+            point.batch.is_some() || step.batch_guess.is_some(),
+            point.context.is_some(),
+        ) {
             (false, false) => {
                 "nothing states their batch and context: pass --batch and --context, or capture with `stepgate capture --drive` (its sidecar states them)"
             }

@@ -143,9 +143,10 @@ impl Pricing {
         }))
     }
 
-    /// The step's composition for its floor: its name's, else the operating point's batch
-    /// and context as a decode — never for a step inferred to be a prefill or mixed, which
-    /// a decode composition would misprice.
+    /// The step's composition for its floor: its name's, else its own batch guess (from
+    /// its shapes or grid; never made when `--batch` is given) or the operating point's
+    /// batch, with the point's context, as a decode — never for a step inferred to be a
+    /// prefill or mixed, which a decode composition would misprice.
     pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
         // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
         let named = step.composition.as_ref().filter(|c| c.counts_requests());
@@ -153,7 +154,8 @@ impl Pricing {
         {
             return None;
         }
-        let comp = composition(named, self.batch, self.context)?;
+        let batch = step.batch_guess.or(self.batch);
+        let comp = composition(named, batch, self.context)?;
         (comp.sq > 0).then_some(comp)
     }
 

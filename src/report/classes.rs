@@ -185,6 +185,29 @@ pub fn point_lines(r: &StepsReport) -> Vec<String> {
     for (label, n, why) in kinds {
         out.push(format!("kind: {label} for {n} step(s), e.g. {why}"));
     }
+    // Batch guesses by value, each with its first step's evidence.
+    let mut batches: Vec<(u64, usize, &str)> = Vec::new();
+    for s in &r.steps {
+        let (Some(b), Some(why)) = (s.batch_guess, s.batch_evidence.as_deref()) else {
+            continue;
+        };
+        match batches.iter_mut().find(|x| x.0 == b) {
+            Some(x) => x.1 += 1,
+            None => batches.push((b, 1, why)),
+        }
+    }
+    batches.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let shown = batches.len().min(3);
+    for &(b, n, why) in &batches[..shown] {
+        out.push(format!("batch: {b} (inferred) for {n} step(s), e.g. {why}"));
+    }
+    if batches.len() > shown {
+        let rest: usize = batches[shown..].iter().map(|x| x.1).sum();
+        out.push(format!(
+            "batch: {} other inferred values for {rest} step(s) (JSON: batch_guess per step)",
+            batches.len() - shown
+        ));
+    }
     out
 }
 

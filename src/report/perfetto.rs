@@ -146,6 +146,9 @@ fn step_args(s: &Step) -> String {
     if let Some(g) = s.kind_guess {
         a.insert("kind_guess (heuristic)".into(), g.as_str().into());
     }
+    if let Some(b) = s.batch_guess {
+        a.insert("batch_guess (inferred)".into(), b.into());
+    }
     a.insert("tail_busy_ns".into(), s.tail_busy_ns.into());
     let v = serde_json::Value::Object(a).to_string();
     // Body only: the caller adds the braces.

@@ -157,6 +157,7 @@ pub fn augment(path: &Path, spec: &Spec<'_>) -> Result<Vec<Added>> {
                 short_name: kernel,
                 graph_node_id: None,
                 graph_id: None,
+                grid: None,
             })?;
         }
         added.push(Added {

@@ -1,7 +1,8 @@
 //! Decode (and prefill) steps of a dense transformer whose kernel durations follow its
 //! bytes, with one cause planted: attention slower than its floor at small batch, GEMMs
 //! at the roof, a TP-4 capture whose ranks say so only in their all-reduce template, a
-//! prefill among unmarked decodes. Written as nsys exports through [`super::workload`].
+//! prefill among unmarked decodes, unmarked decodes whose batch shows only in their
+//! paged-attention launch grid. Written as nsys exports through [`super::workload`].
 //!
 //! Every duration is plain arithmetic here, from the model's dimensions as its
 //! `config.json` states them: a GEMM reads its weight matrix once (bf16, 1/TP of it per
@@ -80,6 +81,38 @@ pub const ATTENTION: &str = "void cutlass::device_kernel<flash::enable_sm90_or_l
 pub const ACT: &str = "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)";
 pub const FINAL_NORM: &str = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, long, long, long, long, long, c10::BFloat16 const*, float, int, int)";
 pub const SAMPLE: &str = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
+
+/// vLLM's paged attention v2 (its CUDA decode kernel) and the reduce that merges its
+/// partitions.
+pub const PAGED_V2: &str = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*, int, int, int)";
+pub const PAGED_V2_REDUCE: &str = "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16, 128, 128, 512>(__nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, int const*, int)";
+
+/// `kernels` with each attention launch replaced by vLLM's paged attention v2 over
+/// `batch` sequences of `context` keys: the same duration, launched as vLLM's
+/// `paged_attention_v2.cu` launches it — `grid(num_heads, num_seqs, max_num_partitions)`
+/// with 512-key partitions — then its reduce, `grid(num_heads, num_seqs)`, for
+/// `small_ns`.
+pub fn paged_v2(
+    kernels: Vec<KernelSpec>,
+    d: &Dense,
+    tp: u64,
+    batch: u64,
+    context: u64,
+    small_ns: i64,
+) -> Vec<KernelSpec> {
+    let heads = (d.heads / tp) as u32;
+    let (b, parts) = (batch as u32, context.div_ceil(512) as u32);
+    let mut out = Vec::with_capacity(kernels.len() * 2);
+    for k in kernels {
+        if k.name == ATTENTION {
+            out.push(KernelSpec::new(PAGED_V2, k.duration_ns).with_grid([heads, b, parts]));
+            out.push(KernelSpec::new(PAGED_V2_REDUCE, small_ns).with_grid([heads, b, 1]));
+        } else {
+            out.push(k);
+        }
+    }
+    out
+}
 
 /// vLLM's custom all-reduce, its rank count in the template.
 pub fn all_reduce(tp: u64) -> String {
@@ -201,19 +234,48 @@ pub enum Cause {
     /// Llama-3-8B, 12 unmarked steps: a 32 × 1,000-token prefill first and again at
     /// step 6, decodes at B = 32, s = 1,010 around them.
     PrefillAmongDecodes,
+    /// Llama-3-8B, unmarked decodes at s = 1,010 whose batch alternates 8 and 24: it
+    /// shows only in the launch grid of vLLM's paged attention v2.
+    BatchInGrid,
 }
 
 /// Every cause, with its `stepgate-synth planted --cause` name.
-pub const CAUSES: [(&str, Cause); 4] = [
+pub const CAUSES: [(&str, Cause); 5] = [
     ("slow-attention-small-batch", Cause::SlowAttentionSmallBatch),
     ("gemms-at-roof", Cause::GemmsAtRoof),
     ("tp4", Cause::Tp4),
     ("prefill-among-decodes", Cause::PrefillAmongDecodes),
+    ("batch-in-grid", Cause::BatchInGrid),
 ];
+
+/// The batch of step `i` of [`Cause::BatchInGrid`].
+pub fn grid_batch(i: usize) -> u64 {
+    if i % 2 == 0 {
+        8
+    } else {
+        24
+    }
+}
+
+/// Unmarked steps launched eagerly, separated only by the GPU's idle gaps: the host waits
+/// out the previous step's GPU time (its kernels and the gaps between them) and 1 ms more.
+fn unmarked(kernels: Vec<Vec<KernelSpec>>) -> Vec<StepSpec> {
+    let mut specs: Vec<StepSpec> = Vec::new();
+    for ks in kernels {
+        let before = specs.last().map_or(1_000_000, |p: &StepSpec| {
+            p.kernels.iter().map(|k| k.duration_ns + 1_000).sum::<i64>() + 1_000_000
+        });
+        let mut st = StepSpec::new(None, LaunchMode::Eager, ks);
+        st.host_gap_before_ns = before;
+        specs.push(st);
+    }
+    specs
+}
 
 /// Steps of the planted scenario (`steps` of them; the prefill cause always writes 12),
 /// on H100s. Decodes carry vLLM's detailed `execute_…` annotation except in
-/// [`Cause::PrefillAmongDecodes`], whose steps are found by the GPU's idle gaps.
+/// [`Cause::PrefillAmongDecodes`] and [`Cause::BatchInGrid`], whose steps are found by the
+/// GPU's idle gaps.
 pub fn scenario(cause: Cause, steps: usize) -> Scenario {
     let s = Speeds::default();
     let decode = |d: &Dense, tp: u64, b: u64, ctx: u64, sp: &Speeds| {
@@ -260,24 +322,29 @@ pub fn scenario(cause: Cause, steps: usize) -> Scenario {
         ),
         Cause::PrefillAmongDecodes => {
             let d = Dense::LLAMA_3_8B;
-            let mut specs: Vec<StepSpec> = Vec::new();
-            for i in 0..12 {
-                let ks = if i == 0 || i == 6 {
+            let ks = (0..12).map(|i| {
+                if i == 0 || i == 6 {
                     step_kernels(&d, 1, 32, 1000, 1000, &s)
                 } else {
                     step_kernels(&d, 1, 32, 1, 1010, &s)
-                };
-                // Eager launches, no step range: only the GPU's idle gaps separate the
-                // steps, so the host waits out the previous step's GPU time (its kernels
-                // and the gaps between them) and 1 ms more.
-                let before = specs.last().map_or(1_000_000, |p: &StepSpec| {
-                    p.kernels.iter().map(|k| k.duration_ns + 1_000).sum::<i64>() + 1_000_000
-                });
-                let mut st = StepSpec::new(None, LaunchMode::Eager, ks);
-                st.host_gap_before_ns = before;
-                specs.push(st);
-            }
-            (1, specs)
+                }
+            });
+            (1, unmarked(ks.collect()))
+        }
+        Cause::BatchInGrid => {
+            let d = Dense::LLAMA_3_8B;
+            let ks = (0..steps).map(|i| {
+                let b = grid_batch(i);
+                paged_v2(
+                    step_kernels(&d, 1, b, 1, 1010, &s),
+                    &d,
+                    1,
+                    b,
+                    1010,
+                    s.small_ns,
+                )
+            });
+            (1, unmarked(ks.collect()))
         }
     };
     Scenario::new(Layout::Nsys2026_2, ranks, specs)

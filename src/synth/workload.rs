@@ -52,6 +52,8 @@ pub struct KernelSpec {
     pub duration_ns: i64,
     /// Launched eagerly inside a [`LaunchMode::Piecewise`] step (ignored otherwise).
     pub eager: bool,
+    /// The launch grid (x, y, z) the kernel is written with; None: one 132-block wave.
+    pub grid: Option<[u32; 3]>,
 }
 
 impl KernelSpec {
@@ -60,6 +62,15 @@ impl KernelSpec {
             name: name.to_owned(),
             duration_ns,
             eager: false,
+            grid: None,
+        }
+    }
+
+    /// This kernel launched with `grid`.
+    pub fn with_grid(self, grid: [u32; 3]) -> Self {
+        KernelSpec {
+            grid: Some(grid),
+            ..self
         }
     }
 
@@ -440,6 +451,7 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                         short_name: name,
                         graph_node_id: node,
                         graph_id: is_graph.then_some(graph_id),
+                        grid: k.grid,
                     })?;
                     e.kernels += 1;
                     dev.kernels += 1;
@@ -521,6 +533,7 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                     short_name: orphan_id,
                     graph_node_id: None,
                     graph_id: None,
+                    grid: None,
                 })?;
                 corr += 1;
                 gpu_free = end;

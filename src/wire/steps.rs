@@ -230,6 +230,14 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind_evidence: Option<String>,
     pub composition: Option<BatchComposition>,
+    /// Requests in a decode step whose name does not count them, inferred from the
+    /// capture (the token count of its input shapes, the sequence count of its
+    /// decode-attention launch grid); never part of `composition` or the group key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_guess: Option<u64>,
+    /// What `batch_guess` rests on, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_evidence: Option<String>,
     pub cpu_start_ns: Option<i64>,
     pub cpu_end_ns: Option<i64>,
     /// Host range length.
@@ -562,6 +570,8 @@ mod tests {
             kind: StepKind::Decode,
             kind_guess: None,
             kind_evidence: None,
+            batch_guess: None,
+            batch_evidence: None,
             composition: None,
             cpu_start_ns: None,
             cpu_end_ns: None,

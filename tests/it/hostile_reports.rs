@@ -367,6 +367,7 @@ fn kernel_rec(start_ns: i64, end_ns: i64, name: i64, corr: Option<i64>) -> Kerne
         short_name: name,
         graph_node_id: None,
         graph_id: None,
+        grid: None,
     }
 }
 

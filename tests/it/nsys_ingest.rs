@@ -662,6 +662,7 @@ fn timestamps_not_collected_and_newer_schema_warn() {
             short_name: name,
             graph_node_id: None,
             graph_id: None,
+            grid: None,
         })
         .unwrap();
     }

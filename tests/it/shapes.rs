@@ -35,6 +35,8 @@ fn step(s: S) -> Step {
         kind: StepKind::Decode,
         kind_guess: None,
         kind_evidence: None,
+        batch_guess: None,
+        batch_evidence: None,
         found_by: FoundBy::Marker,
         composition: None,
         cpu_start_ns: Some(0),

@@ -305,6 +305,7 @@ pub(super) fn write_nsys(hosts: &[Host], path: &Path) -> Result<()> {
                         short_name: name,
                         graph_node_id: op.graph.map(|g| g.1),
                         graph_id: op.graph.map(|g| g.0),
+                        grid: None,
                     })?;
                 }
             }

@@ -39,8 +39,8 @@ fn sql_err(e: rusqlite::Error) -> Error {
 }
 
 /// The kernel INSERT of each layout: ?1 start ?2 end ?3 device ?4 stream ?5 corr
-/// ?6 globalPid ?7 demangled ?8 short ?9 graphNodeId ?10 graphId ?11 gridId (an unreferenced
-/// ?N may still be bound: SQLite counts parameters up to the largest index).
+/// ?6 globalPid ?7 demangled ?8 short ?9 graphNodeId ?10 graphId ?11 gridId ?12-?14 gridX-Z
+/// (an unreferenced ?N may still be bound: SQLite counts parameters up to the largest index).
 fn kernel_sql(layout: Layout) -> &'static str {
     match layout {
         Layout::Nsys2026_2 => {
@@ -49,7 +49,7 @@ fn kernel_sql(layout: Layout) -> &'static str {
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId, graphId, tensorSizeMinusOneElements) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
+                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, ?12, ?13, ?14, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9, ?10, '[]')"
         }
         Layout::Nsys2022_2 | Layout::Nsys2022_1 => {
@@ -58,7 +58,7 @@ fn kernel_sql(layout: Layout) -> &'static str {
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
+                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?7, 1, 32, ?12, ?13, ?14, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
         }
         Layout::Nsys2020_5 => {
@@ -67,7 +67,7 @@ fn kernel_sql(layout: Layout) -> &'static str {
                  launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, \
                  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, \
                  localMemoryTotal, gridId, graphNodeId) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 1, 32, 132, 1, 1, 128, 1, 1, 0, \
+                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, 1, 32, ?12, ?13, ?14, 128, 1, 1, 0, \
                  0, 0, 0, ?11, ?9)"
         }
     }
@@ -322,6 +322,8 @@ impl NsysWriter {
         self.ensure(T::Kernel)?;
         let grid = self.next_grid;
         self.next_grid += 1;
+        // One wave of 132 blocks (an H100's SMs) unless the kernel's own grid is given.
+        let [gx, gy, gz] = k.grid.unwrap_or([132, 1, 1]);
         self.insert(
             &self.kernel_sql,
             params![
@@ -335,7 +337,10 @@ impl NsysWriter {
                 k.short_name,
                 k.graph_node_id,
                 k.graph_id,
-                grid
+                grid,
+                gx,
+                gy,
+                gz
             ],
         )
     }

@@ -44,6 +44,8 @@ pub struct KernelRec {
     pub graph_node_id: Option<i64>,
     /// Written only by layouts that have the column (2026.1+).
     pub graph_id: Option<i64>,
+    /// gridX, gridY, gridZ; None writes one wave of 132 blocks.
+    pub grid: Option<[u32; 3]>,
 }
 
 /// One CUDA runtime/driver call (or a backtrace duplicate, eventClass 67).

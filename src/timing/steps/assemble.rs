@@ -132,6 +132,8 @@ pub fn assemble(
                 kind: r.kind,
                 kind_guess: r.kind_guess,
                 kind_evidence: None,
+                batch_guess: None,
+                batch_evidence: None,
                 composition: r.composition,
                 cpu_start_ns: r.cpu.map(|c| c.0),
                 cpu_end_ns: r.cpu.map(|c| c.1),

@@ -1,0 +1,331 @@
+//! The batch of decode steps whose names do not state it, from what the capture recorded
+//! of the step itself (docs/method.md §3.3): the token count of its linear layers in the
+//! Kineto input shapes (`record_shapes`), else the sequence count in the launch grid of a
+//! decode-attention kernel whose grid layout is public. A decode runs one query token per
+//! request, so its token count is its batch. Each value is a guess: it goes into
+//! `batch_guess` with its evidence in one line, never into the step's composition.
+
+use std::collections::HashMap;
+
+use crate::exit::Result;
+use crate::trace::{OpKind, Trace};
+use crate::wire::steps::{Step, StepKind};
+
+/// Decode-attention kernels whose grid carries the sequence count, and on which axis
+/// (0 = x, 1 = y), as their launchers in the engines' sources write them:
+/// - vLLM `csrc/attention/paged_attention_v1.cu` / `_v2.cu`: `dim3 grid(num_heads,
+///   num_seqs, max_num_partitions)`, the v2 reduce `dim3 reduce_grid(num_heads, num_seqs)`;
+/// - vLLM `csrc/rocm/attention.cu` (also aiter): `dim3 grid(num_seqs, max_num_partitions,
+///   num_kv_heads)` for `paged_attention_ll4mi_QKV_mfma{4,16}_kernel`, `(num_heads,
+///   num_seqs)` for its reduce kernel;
+/// - SGLang `triton_ops/decode_attention.py`: `grid = (batch, head_num or head groups,
+///   MAX_KV_SPLITS)` for `_fwd_kernel_stage1` / `_fwd_grouped_kernel_stage1`, `(batch,
+///   head_num)` for `_fwd_kernel_stage2`.
+///
+/// FlashInfer's BatchDecode pads its grid's batch when it splits the KV, and FlashAttention's
+/// split-KV grid folds batch and heads together: neither is read.
+const GRID_SEQS: [(&str, usize); 6] = [
+    ("paged_attention_v1_kernel", 1),
+    ("paged_attention_v2_kernel", 1),
+    ("paged_attention_v2_reduce_kernel", 1),
+    ("paged_attention_ll4mi_QKV_mfma", 0),
+    ("paged_attention_ll4mi_reduce_kernel", 1),
+    ("_fwd_kernel_stage", 0),
+];
+
+/// SGLang's grouped stage-1 kernel shares the x = batch layout; matched apart because its
+/// name does not contain `_fwd_kernel_stage`.
+const GROUPED_STAGE1: &str = "_fwd_grouped_kernel_stage1";
+
+/// Operators whose first input is the step's `[tokens, …]` activation: the linear layers
+/// (`aten::linear` and the `aten::mm` / `aten::matmul` it lowers to; not `aten::addmm`,
+/// whose first input is the bias), vLLM's attention op (`[tokens, heads, head_dim]`) and
+/// the greedy sampler's `aten::argmax` over the `[requests, vocab]` logits.
+fn token_major(op: &str) -> bool {
+    matches!(
+        op,
+        "aten::linear" | "aten::mm" | "aten::matmul" | "aten::argmax"
+    ) || op.starts_with("vllm::unified_attention")
+}
+
+/// The axis of `name`'s grid that counts sequences, if its layout is known.
+fn seqs_axis(name: &str) -> Option<usize> {
+    if name.contains(GROUPED_STAGE1) {
+        return Some(0);
+    }
+    GRID_SEQS
+        .iter()
+        .find(|(k, _)| name.contains(k))
+        .map(|&(_, axis)| axis)
+}
+
+/// A decode step whose name counts no requests: the steps a batch guess is for.
+fn wants_batch(step: &Step) -> bool {
+    step.kind_label().kind == StepKind::Decode
+        && !step
+            .composition
+            .as_ref()
+            .is_some_and(|c| c.counts_requests())
+}
+
+/// The most frequent value and how often each was seen, most frequent first (ties: the
+/// larger value first, so a padded count never loses to a stray one).
+fn tally(values: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
+    let mut by: HashMap<u64, usize> = HashMap::new();
+    for v in values {
+        *by.entry(v).or_default() += 1;
+    }
+    let mut t: Vec<(u64, usize)> = by.into_iter().collect();
+    t.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    t
+}
+
+/// One token-major operator's shape: where it ran, its first dimension, its name and dims.
+struct ShapeRow<'t> {
+    pid: i64,
+    tid: i64,
+    start: i64,
+    first_dim: u64,
+    op: &'t str,
+    dims: &'t str,
+}
+
+/// The token-major shape rows of the trace, in (pid, start) order.
+fn shape_rows(trace: &Trace) -> Result<Vec<ShapeRow<'_>>> {
+    let v = trace.shapes_view()?;
+    let mut rows: Vec<ShapeRow<'_>> = (0..v.start_ns.len())
+        .filter_map(|i| {
+            let op = trace.name(v.name_id[i]);
+            let m = u64::try_from(v.first_dim[i]).ok().filter(|&m| m > 0)?;
+            let dims = trace.name(v.dims_id[i]);
+            // The sampler's argmax counts requests only over 2-D logits.
+            if op == "aten::argmax" && !is_2d_first(dims) {
+                return None;
+            }
+            token_major(op).then_some(ShapeRow {
+                pid: v.pid[i],
+                tid: v.tid[i],
+                start: v.start_ns[i],
+                first_dim: m,
+                op,
+                dims,
+            })
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.pid, r.start));
+    Ok(rows)
+}
+
+/// Whether the compact dims text's first input has exactly two dimensions (`[[a,b],…`).
+fn is_2d_first(dims: &str) -> bool {
+    dims.strip_prefix("[[")
+        .and_then(|r| r.split(']').next())
+        .is_some_and(|first| first.split(',').count() == 2)
+}
+
+/// One decode-attention launch: (device, pid, start, sequences, kernel name).
+struct GridRow<'t> {
+    device: i64,
+    pid: i64,
+    start: i64,
+    seqs: u64,
+    name: &'t str,
+}
+
+/// The decode-attention kernels with a known grid layout, in (device, start) order.
+fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
+    let Some(g) = trace.geometry_view()? else {
+        return Ok(Vec::new());
+    };
+    let o = trace.ops_view()?;
+    // The layout of each distinct name, looked up once (millions of rows, few names).
+    let mut axis: HashMap<u32, Option<usize>> = HashMap::new();
+    let mut rows = Vec::new();
+    for i in 0..o.start_ns.len() {
+        if OpKind::from_u32(o.kind[i]) != OpKind::Kernel {
+            continue;
+        }
+        let id = o.name_id[i];
+        let Some(a) = *axis.entry(id).or_insert_with(|| seqs_axis(trace.name(id))) else {
+            continue;
+        };
+        let launch = g.launch(i);
+        let seqs = u64::from(launch.grid[a]);
+        if seqs > 0 {
+            rows.push(GridRow {
+                device: o.device[i],
+                pid: o.pid[i],
+                start: o.start_ns[i],
+                seqs,
+                name: trace.name(id),
+            });
+        }
+    }
+    rows.sort_by_key(|r| (r.device, r.start));
+    Ok(rows)
+}
+
+/// The rows whose key `(a, t)` lies in `(a, [from, to])`, `rows` sorted by that key.
+fn window<T>(rows: &[T], key: impl Fn(&T) -> (i64, i64), a: i64, from: i64, to: i64) -> &[T] {
+    let lo = rows.partition_point(|r| key(r) < (a, from));
+    let hi = rows.partition_point(|r| key(r) <= (a, to));
+    &rows[lo..hi.max(lo)]
+}
+
+/// A short name for a kernel in one line of evidence.
+fn short(name: &str) -> &str {
+    let n = name.strip_prefix("void ").unwrap_or(name);
+    let end = n.find(['<', '(']).unwrap_or(n.len());
+    n[..end].rsplit("::").next().unwrap_or(n)
+}
+
+/// From the shapes: the step's token count, with its evidence.
+fn from_shapes(step: &Step, rows: &[ShapeRow<'_>]) -> Option<(u64, String)> {
+    let (Some(cs), Some(ce)) = (step.cpu_start_ns, step.cpu_end_ns) else {
+        return None;
+    };
+    let mine: Vec<&ShapeRow<'_>> = window(rows, |r| (r.pid, r.start), step.pid, cs, ce)
+        .iter()
+        .filter(|r| step.tid.is_none_or(|t| t == r.tid))
+        .collect();
+    let t = tally(mine.iter().map(|r| r.first_dim));
+    let &(m, n) = t.first()?;
+    let eg = mine.iter().find(|r| r.first_dim == m)?;
+    let others = if t.len() > 1 {
+        let rest: Vec<String> = t[1..]
+            .iter()
+            .take(3)
+            .map(|(v, k)| format!("{v} ×{k}"))
+            .collect();
+        format!("; also seen: {}", rest.join(", "))
+    } else {
+        String::new()
+    };
+    Some((
+        m,
+        format!(
+            "{m} in the step's input shapes: first input {} of {} ({n} of {} token-major operators; a decode runs one token per request){others}",
+            first_input(eg.dims),
+            eg.op,
+            mine.len()
+        ),
+    ))
+}
+
+/// The first input's dimensions of a compact dims text (`[32,2880]`).
+fn first_input(dims: &str) -> &str {
+    dims.strip_prefix('[')
+        .and_then(|r| r.find(']').map(|e| &r[..=e]))
+        .unwrap_or(dims)
+}
+
+/// From the grid: the step's sequence count, with its evidence. Kernels that disagree
+/// leave it unknown (a fork that folds the grid differently must not be read as batch).
+fn from_grid(step: &Step, rows: &[GridRow<'_>]) -> Option<(u64, String)> {
+    let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
+        return None;
+    };
+    let mine: Vec<&GridRow<'_>> = window(rows, |r| (r.device, r.start), dev, gs, ge)
+        .iter()
+        .filter(|r| r.pid == step.pid)
+        .collect();
+    let t = tally(mine.iter().map(|r| r.seqs));
+    match t.as_slice() {
+        [] => None,
+        [(s, n)] => {
+            let eg = mine[0].name;
+            Some((
+                *s,
+                format!(
+                    "{s} sequences in the launch grid of {} ({n} launches; inside a CUDA graph, the captured batch size, which may be padded)",
+                    short(eg)
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Put a batch guess on every decode step whose name counts no requests and whose shapes
+/// or decode-attention grid say how many it ran.
+pub fn infer(trace: &Trace, steps: &mut [Step]) -> Result<()> {
+    if !steps.iter().any(wants_batch) {
+        return Ok(());
+    }
+    let shapes = shape_rows(trace)?;
+    let grids = grid_rows(trace)?;
+    if shapes.is_empty() && grids.is_empty() {
+        return Ok(());
+    }
+    for s in steps.iter_mut().filter(|s| wants_batch(s)) {
+        let shaped = from_shapes(s, &shapes);
+        let gridded = from_grid(s, &grids);
+        // The shapes count the requests the step ran; a graph's grid may count its padded
+        // batch, so the shapes win and the grid is named beside them when it differs.
+        let (b, why) = match (shaped, gridded) {
+            (Some(a), Some(g)) if g.0 != a.0 => {
+                let mut a = a;
+                a.1 = format!("{} (the attention grid says {})", a.1, g.0);
+                a
+            }
+            (Some(a), _) => a,
+            (None, Some(g)) => g,
+            (None, None) => continue,
+        };
+        s.batch_guess = Some(b);
+        s.batch_evidence = Some(why);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_axes_follow_the_launchers() {
+        assert_eq!(seqs_axis("void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, ...)"), Some(1));
+        assert_eq!(
+            seqs_axis(
+                "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16, 128, 128, 512>(...)"
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            seqs_axis("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16>(...)"),
+            Some(0)
+        );
+        assert_eq!(
+            seqs_axis("void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16>(...)"),
+            Some(1)
+        );
+        assert_eq!(seqs_axis("_fwd_grouped_kernel_stage1"), Some(0));
+        assert_eq!(seqs_axis("_fwd_kernel_stage2"), Some(0));
+        assert_eq!(seqs_axis("BatchDecodeWithPagedKVCacheKernel"), None);
+        assert_eq!(seqs_axis("flash_fwd_splitkv_kernel"), None);
+    }
+
+    #[test]
+    fn tally_breaks_ties_toward_the_larger_count() {
+        assert_eq!(tally([1, 32, 32, 1].into_iter()), vec![(32, 2), (1, 2)]);
+        assert_eq!(tally([8, 8, 8, 1].into_iter())[0], (8, 3));
+        assert!(tally(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn argmax_counts_requests_only_over_two_dimensional_logits() {
+        assert!(is_2d_first("[[32,151936],[],[]]"));
+        assert!(!is_2d_first("[[151936],[],[]]"));
+        assert!(!is_2d_first("[[2,32,151936]]"));
+        assert_eq!(first_input("[[32,2880],[201088,2880],[]]"), "[32,2880]");
+    }
+
+    #[test]
+    fn window_takes_one_key_and_an_inclusive_range() {
+        let rows = [(1, 5), (1, 10), (1, 20), (2, 10)];
+        let w = window(&rows, |r| *r, 1, 10, 20);
+        assert_eq!(w, &[(1, 10), (1, 20)]);
+        assert!(window(&rows, |r| *r, 3, 0, 100).is_empty());
+        assert!(window(&rows, |r| *r, 1, 30, 20).is_empty());
+    }
+}
