@@ -47,7 +47,6 @@ impl StepsPlan {
             // not; read only when a floor is priced and no --batch states it.
             geometry: self.infers_batch(),
             shapes: self.infers_batch(),
-            ..LoadOptions::all()
         }
     }
 

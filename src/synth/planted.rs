@@ -250,7 +250,7 @@ pub const CAUSES: [(&str, Cause); 5] = [
 
 /// The batch of step `i` of [`Cause::BatchInGrid`].
 pub fn grid_batch(i: usize) -> u64 {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         8
     } else {
         24
