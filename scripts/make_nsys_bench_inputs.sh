@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make the nsys benchmark inputs (issue #2 analyze, issue #4 steps) under OUT_DIR:
+# Make the nsys benchmark inputs (for `analyze` and `steps`) under OUT_DIR:
 #   bench_1m.sqlite / bench_4m.sqlite  the real fastvideo_h100 export replicated in time to
 #                                      >= 1M / 4M kernel rows (shifted timestamps, correlation
 #                                      ids offset per copy, same DDL, its real mix of ~1.7
