@@ -168,6 +168,24 @@ fn unmarked_decodes_get_their_batch_from_the_paged_attention_grid() {
     }
     assert!(seen.contains(&8) && seen.contains(&24));
 
+    // The page carries the same labelled lines as the terminal.
+    let html = dir.path().join("steps.html");
+    let (code, out, err) = run(&[
+        "steps",
+        p,
+        "--model",
+        "llama-3-8b",
+        "--context",
+        "1010",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("batch: 8 (inferred) for 3 step(s)"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("batch: 8 (inferred) for 3 step(s)"));
+    assert!(page.contains("batch: 24 (inferred) for 3 step(s)"));
+
     // Without --context the steps still lack a floor, and the note asks for the context
     // only (the batch is known).
     let j = steps_json(&[p, "--model", "llama-3-8b"]);

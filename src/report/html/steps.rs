@@ -353,11 +353,12 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         "<h1>stepgate steps</h1>\n<p class=\"muted\">{}</p>\n",
         esc(&crate::report::steps::headline(path, r)),
     ));
-    // The terminal's lines under its headline: the heuristic-steps hint, the warnings and
-    // the notes.
+    // The terminal's lines under its headline: the heuristic-steps hint, the warnings, the
+    // notes, and the operating point with what each inferred kind and batch rests on.
     for n in crate::report::steps::hint_and_warnings(r)
         .iter()
         .chain(&r.notes)
+        .chain(&crate::report::classes::point_lines(r))
     {
         b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
     }
