@@ -138,17 +138,17 @@ fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
         return Ok(Vec::new());
     };
     let o = trace.ops_view()?;
-    // The layout of each distinct name, looked up once (millions of rows, few names).
-    let mut axis: HashMap<u32, Option<usize>> = HashMap::new();
+    // The layout of each interned name, looked up once: millions of rows, few names.
+    let axis: Vec<Option<usize>> = trace.strings.iter().map(|n| seqs_axis(n)).collect();
     let mut rows = Vec::new();
     for i in 0..o.start_ns.len() {
+        let Some(&Some(a)) = axis.get(o.name_id[i] as usize) else {
+            continue;
+        };
         if OpKind::from_u32(o.kind[i]) != OpKind::Kernel {
             continue;
         }
         let id = o.name_id[i];
-        let Some(a) = *axis.entry(id).or_insert_with(|| seqs_axis(trace.name(id))) else {
-            continue;
-        };
         let launch = g.launch(i);
         let seqs = u64::from(launch.grid[a]);
         if seqs > 0 {
