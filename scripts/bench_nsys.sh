@@ -5,6 +5,7 @@
 #   scripts/bench_nsys.sh [OUT_DIR]        (default target/bench-inputs)
 #   RUNS=3 scripts/bench_nsys.sh ...       (pairs per row; medians are printed)
 #   SG=old/stepgate scripts/bench_nsys.sh  (time another build instead of this one)
+#   ROWS='class attribution' scripts/bench_nsys.sh  (only the rows whose label contains it)
 #
 # Inputs (made once by scripts/make_nsys_bench_inputs.sh, release build):
 #   bench_1m / bench_4m   the real fastvideo_h100 export replicated in time to 1M / 4M kernels
@@ -55,11 +56,15 @@ measure() {
 }
 
 runs=${RUNS:-3}
+only=${ROWS:-}
+# Whether the row labelled $1 is selected by ROWS (every row when ROWS is unset).
+wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 row() {
   local label=$1 file=$2 nvtx=$3; shift 3
+  wanted "$label" || return 0
   # Warm the page cache so neither side pays for the first read from disk.
   cat "$file" >/dev/null
   local refs=() sgs=() ratios=() peak=0 ref_s ref_mb sg_s sg_mb
@@ -79,6 +84,7 @@ row() {
 # with / without, each pair run back to back.
 row_ab() {
   local label=$1 file=$2; shift 2
+  wanted "$label" || return 0
   cat "$file" >/dev/null
   local offs=() ons=() ratios=() peak=0 off_s on_s mb
   for _ in $(seq "$runs"); do
@@ -103,6 +109,7 @@ row "steps --format json" "$out/bench_4m.sqlite" 1 steps --format json
 # export vs steps on one input, back to back per pair (each export into a fresh dataset).
 export_row() {
   local file=$1 ds steps_s=() export_s=() time_r=() mem_r=() s_s s_mb e_s e_mb s_peak=0 e_peak=0
+  wanted "export vs steps --format json" || return 0
   ds=$(mktemp -d)
   cat "$file" >/dev/null
   for _ in $(seq "$runs"); do
