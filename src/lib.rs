@@ -8,7 +8,6 @@
 //! and only they know clap; only `report` knows how output looks. Errors and exit codes:
 //! [`exit`].
 
-pub mod analysis;
 pub mod attribution;
 pub mod baseline;
 pub mod capture;

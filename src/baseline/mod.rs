@@ -14,8 +14,7 @@ pub mod select;
 pub mod stats;
 pub mod waterfall;
 
-pub use compare::{compare, compare_unchecked, Comparison, Verdict};
+pub use compare::{compare, compare_unchecked};
 pub use file::{is_baseline_file, load_side, read_baseline, write_baseline};
 pub use from_report::samples_from_steps;
-pub use model::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 pub use policy::Policy;

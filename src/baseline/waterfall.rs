@@ -10,9 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::baseline::model::{metric, Group};
+use crate::wire::baseline::{metric, Group};
 
-pub use crate::wire::gate::{
+use crate::wire::gate::{
     Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
 };
 

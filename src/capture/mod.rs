@@ -2,6 +2,7 @@
 //! `nsys profile -c cudaProfilerApi`, or (TensorRT-LLM, which has no HTTP control) run the
 //! server under nsys with the iteration range it profiles set in its environment, so the
 //! trace holds the steps asked for and nothing of start-up (docs/capture.md, docs/steps.md).
+use crate::wire::capture::Engine;
 
 pub mod check;
 pub mod config;
@@ -13,17 +14,6 @@ pub mod nsys;
 pub mod server;
 pub mod traces;
 pub mod watch;
-
-/// Which engine is listening.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    Vllm,
-    Sglang,
-    /// TensorRT-LLM (`trtllm-serve`, PyTorch backend): profiled iterations come from
-    /// `TLLM_PROFILE_START_STOP`, never from HTTP.
-    Trtllm,
-}
 
 impl Engine {
     /// The engine as `--engine` and the JSON spell it (`vllm`, `sglang`, `trtllm`).

@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::model::{MlaSpec, ModelSpec, MoeSpec, Overrides, WeightDtype};
 use crate::exit::{Error, Result};
+use crate::wire::roofline::{MlaSpec, ModelSpec, MoeSpec, Overrides, WeightDtype};
 
 /// Weight bytes per quantization method, as vLLM's perf model maps them
 /// (`_QUANT_WEIGHT_BYTE_SIZE` in vllm/v1/metrics/perf.py): fp8 family 1 B, int4/fp4 0.5 B.

@@ -11,6 +11,18 @@
 
 pub mod analysis;
 pub mod attribution;
+pub mod baseline;
+pub mod capacity;
+pub mod capture;
+pub mod dataset;
+pub mod floor;
 pub mod gate;
 pub mod meta;
+pub mod presets;
+pub mod probe;
+pub mod roofline;
 pub mod steps;
+#[cfg(feature = "synth")]
+pub mod synth;
+pub mod trace;
+pub mod trend;

@@ -4,11 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::{
-    CompositionTruth, SeriesTruth, StepTruth, KERNEL_GAP_NS, LATENCY_NS, LAUNCH_GAP_NS, LAUNCH_NS,
-    START_NS, STREAM, SYNC_AFTER_NS,
-};
+use super::{KERNEL_GAP_NS, LATENCY_NS, LAUNCH_GAP_NS, LAUNCH_NS, START_NS, STREAM, SYNC_AFTER_NS};
 use crate::synth::writer::event_class;
+use crate::wire::synth::{CompositionTruth, SeriesTruth, StepTruth};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpanKind {

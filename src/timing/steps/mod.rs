@@ -26,10 +26,7 @@ use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::trace::Trace;
 
-pub use crate::wire::steps::{
-    AlignedStep, FoundBy, HostCall, KindSummary, OutsideSteps, Series, ShapeCount, Spread, Step,
-    StepKernel, StepMethod, StepsReport,
-};
+use crate::wire::steps::StepsReport;
 pub use assemble::{percentile, summarize};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 

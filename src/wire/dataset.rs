@@ -1,0 +1,21 @@
+//! A run of the run-history dataset as `trend` and `export` report it: one row of the
+//! `runs` table (`dataset::read` reads it).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One row of the `runs` table, with the file it came from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub exported_at_ns: i64,
+    pub gpu_name: Option<String>,
+    pub model: Option<String>,
+    pub engine: Option<String>,
+    pub source_format: Option<String>,
+    #[serde(skip)]
+    pub report_sha256: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip)]
+    pub runs_file: PathBuf,
+}
