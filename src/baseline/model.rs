@@ -1,5 +1,7 @@
-//! The sample model a baseline stores: per step kind and batch size, the per-step samples of
-//! every step metric, every kernel and every category, enough to redo the statistics.
+//! What a baseline's samples must be and what a baseline does with them: the bounds every
+//! sample is held to (`bounds`), the current-schema constructor, group labels and thinning.
+//! The stored types themselves (per step kind and batch size, the per-step samples of every
+//! step metric, kernel and category) are `wire::baseline`.
 
 use crate::wire::baseline::{
     metric, Baseline, BaselineMeta, Group, SampleSet, FORMAT, SCHEMA_VERSION,

@@ -2,7 +2,6 @@
 //! `nsys profile -c cudaProfilerApi`, or (TensorRT-LLM, which has no HTTP control) run the
 //! server under nsys with the iteration range it profiles set in its environment, so the
 //! trace holds the steps asked for and nothing of start-up (docs/capture.md, docs/steps.md).
-use crate::wire::capture::Engine;
 
 pub mod check;
 pub mod config;
@@ -14,6 +13,8 @@ pub mod nsys;
 pub mod server;
 pub mod traces;
 pub mod watch;
+
+use crate::wire::capture::Engine;
 
 impl Engine {
     /// The engine as `--engine` and the JSON spell it (`vllm`, `sglang`, `trtllm`).

@@ -105,7 +105,7 @@ fn geometry(mo: &ModelOptions, m: &ModelSpec, no_window: bool) -> Result<ModelGe
         vllm_bytes_per_weight: if mo.weight_dtype.is_some() {
             None
         } else {
-            hfconfig::vllm_resolve(&cfg, no_window)
+            hfconfig::vllm::resolve(&cfg, no_window)
                 .ok()
                 .map(|r| r.weight_byte_size)
         },

@@ -9,11 +9,11 @@
 //! Rows come in no guaranteed order (sources append as they read); every analysis sorts
 //! what it needs once, so loaders never pay for a sort nobody uses.
 //!
-//! Here: the model itself (kinds, column names, devices, metadata, [`Trace`]); in
-//! `builders` the row-wise builders sources fill, in `views` the slices analyses read,
-//! in `interner` name interning, in `launch` the launch-call classifier, in `metrics`
-//! the measured GPU counters. Everything is re-exported here, so
-//! `crate::trace::X` is the one path.
+//! Here: the model itself (kinds, column names, [`Trace`]; the devices and export metadata
+//! it carries are plain data in `wire::trace`); in `builders` the row-wise builders
+//! sources fill, in `views` the slices analyses read, in `interner` name interning, in
+//! `launch` the launch-call classifier, in `metrics` the measured GPU counters. Those
+//! submodules are private and re-exported here, so `crate::trace::X` is their one path.
 
 mod builders;
 mod interner;

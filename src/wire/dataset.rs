@@ -1,5 +1,5 @@
-//! A run of the run-history dataset as `trend` and `export` report it: one row of the
-//! `runs` table (`dataset::read` reads it).
+//! One run of the run-history dataset: a row of its `runs` table as `dataset::read` reads
+//! it back, with the file it came from.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

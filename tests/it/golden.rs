@@ -534,7 +534,7 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
     let mut c = Computed::new();
     if id.ends_with("true_over_reported.vllm_formulas") {
         let k = &i["config"];
-        let resolved = hfconfig::vllm_resolve(
+        let resolved = hfconfig::vllm::resolve(
             &json!({"hidden_size":k["D"],"num_hidden_layers":k["L"],"num_attention_heads":k["H"],"vocab_size":k["vocab"],
                 "intermediate_size":k["intermediate_size"],"n_routed_experts":k["n_routed_experts"],
                 "num_experts_per_tok":k["num_experts_per_tok"],"first_k_dense_replace":k["first_k_dense_replace"],

@@ -24,11 +24,13 @@ use crate::exit::{Error, Result};
 mod emit;
 mod host;
 mod scenarios;
+mod truth;
 
 use crate::wire::synth::{Format, SeriesTruth, Truth};
 use emit::{write_kineto, write_nsys};
-use host::{series_truth, Host};
+use host::Host;
 use scenarios::schedule;
+use truth::series_truth;
 
 const LAUNCH_NS: i64 = 4_000;
 const LAUNCH_GAP_NS: i64 = 1_000;
