@@ -5,6 +5,7 @@
 
 mod action;
 mod analyze;
+mod architecture;
 mod capture;
 mod capture_facts;
 mod capture_hostile;
