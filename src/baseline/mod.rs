@@ -1,9 +1,11 @@
 //! Stored baselines and the noise-aware comparison behind `baseline record`, `gate` and
 //! `diff`: the sample model, its versioned file, the statistics, the policy and the verdict.
 //!
-//! Flow: a report becomes a [`Baseline`] (per-step samples grouped by step kind and batch
-//! size) through [`samples_from_steps`]; two baselines meet in [`compare()`] under a
-//! [`Policy`]; `report::gate` renders the [`Comparison`].
+//! Flow: a report becomes a [`Baseline`](crate::wire::baseline::Baseline) (per-step
+//! samples grouped by step kind and batch size) through [`samples_from_steps`]; two
+//! baselines meet in [`compare()`] under a [`Policy`]; `report::gate` renders the
+//! [`Comparison`](crate::wire::gate::Comparison). The stored and printed types are in
+//! `wire::baseline` and `wire::gate`.
 
 pub mod compare;
 pub mod file;

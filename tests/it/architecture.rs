@@ -1,7 +1,7 @@
 //! The structural rules of ARCHITECTURE.md, checked on `src/` itself: no import cycle
 //! between modules, no file over 500 lines that ARCHITECTURE.md does not list as one
-//! concern, a `//!` line opening every file, and every serialized type in `wire` with no
-//! re-export of it elsewhere.
+//! concern, a `//!` line opening every file, and every serialized type in `wire`, a leaf
+//! module, with no re-export of it elsewhere.
 //!
 //! The parser is deliberately small: it knows how this crate writes paths (`use` trees
 //! rooted at `crate`, `super` or `self`, and inline `crate::…`/`super::…` paths), drops
@@ -591,6 +591,27 @@ fn wire_violations(files: &[Source]) -> Vec<String> {
     out
 }
 
+/// A `wire` module that depends on a module outside `wire` (only `exit` is allowed: the
+/// error type of `StepsReport::join`).
+fn wire_leaf_violations(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<String> {
+    let in_wire = |m: &[String]| m.first().is_some_and(|s| s == "wire");
+    let mut out = Vec::new();
+    for (m, deps) in g.iter().filter(|(m, _)| in_wire(m)) {
+        for d in deps
+            .iter()
+            .filter(|d| !in_wire(d) && *d != &["exit".to_owned()])
+        {
+            out.push(format!(
+                "{} depends on {}: wire is a leaf of plain data (move what it names into wire, \
+                 or the code that needs it out of wire)",
+                show(m),
+                show(d)
+            ));
+        }
+    }
+    out
+}
+
 fn assert_none(what: &str, v: Vec<String>) {
     assert!(v.is_empty(), "{what}:\n{}", v.join("\n"));
 }
@@ -618,6 +639,11 @@ fn every_file_opens_with_a_doc_line() {
 #[test]
 fn serialized_types_live_in_wire_and_are_not_re_exported() {
     assert_none("wire", wire_violations(&sources()));
+}
+
+#[test]
+fn wire_depends_on_nothing_outside_it_but_exit() {
+    assert_none("wire", wire_leaf_violations(&graph(&sources())));
 }
 
 // The checks themselves, on small made-up crates: each must fail where it should.
@@ -738,6 +764,32 @@ fn serialize_outside_wire_and_wire_re_exports_are_reported() {
     assert!(
         v[1].starts_with("src/a.rs:10: re-exports a wire type"),
         "{v:?}"
+    );
+}
+
+#[test]
+fn a_wire_module_naming_a_computing_module_is_reported() {
+    let files = crate_of(&[
+        (
+            "src/lib.rs",
+            "//! root\npub mod exit;\npub mod trace;\npub mod wire;\n",
+        ),
+        ("src/exit.rs", "//! exit\n"),
+        ("src/trace.rs", "//! trace\npub enum SourceFormat {}\n"),
+        ("src/wire/mod.rs", "//! wire\npub mod a;\npub mod b;\n"),
+        (
+            "src/wire/a.rs",
+            "//! a\nuse super::b::B;\npub fn f() -> crate::exit::Error { todo!() }\n\
+             pub struct A(crate::trace::SourceFormat);\n",
+        ),
+        ("src/wire/b.rs", "//! b\npub struct B;\n"),
+    ]);
+    assert_eq!(
+        wire_leaf_violations(&graph(&files)),
+        vec![
+            "wire::a depends on trace: wire is a leaf of plain data (move what it names into \
+             wire, or the code that needs it out of wire)"
+        ]
     );
 }
 
