@@ -15,7 +15,6 @@ use serde::Deserialize;
 pub use crate::baseline::select::Selector;
 use crate::exit::{Error, Result};
 use crate::wire::baseline::metric;
-
 use crate::wire::gate::Threshold;
 
 impl Threshold {

@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 
 use crate::wire::baseline::{metric, Group};
-
 use crate::wire::gate::{
     Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
 };

@@ -10,12 +10,11 @@
 //! 4·L·h·d_h·s does). MLA decode pairs use the absorbed widths (576/512), prefill 192/128.
 
 use super::vllm::{Batch, Breakdown, ModelComponents, Request};
+use crate::wire::attribution::Bound;
 use crate::wire::floor::{FloorReport, MlaComparison};
 use crate::wire::roofline::{
     FloorOptions, GpuSpec, ModelSpec, MoeRouting, StepComposition, StepFloor, WeightDtype,
 };
-
-use crate::wire::attribution::Bound;
 
 impl StepComposition {
     /// `batch` decode requests, each attending `context` keys (new token included).

@@ -2,7 +2,6 @@
 
 use crate::exit::{Error, Result};
 use crate::wire::baseline::{Baseline, BaselineMeta, Group};
-
 use crate::wire::gate::SideInfo;
 
 pub(super) fn side_info(b: &Baseline) -> SideInfo {

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use crate::wire::baseline::{Baseline, Group};
-
 use crate::wire::gate::{OneSided, Side};
 
 /// Groups on both sides, in (step kind, batch size) order, and the one-sided groups

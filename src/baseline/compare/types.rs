@@ -2,7 +2,6 @@
 //! json` and `diff --format json` print) and the verdict's exit code.
 
 use crate::exit;
-
 use crate::wire::gate::Verdict;
 
 impl Verdict {

@@ -35,6 +35,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use crate::wire::steps::{BatchComposition, StepKind};
+
 pub use composition::merge_inner;
 
 /// A parsed step-span name.

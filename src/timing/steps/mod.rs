@@ -25,8 +25,8 @@ mod project;
 use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::trace::Trace;
-
 use crate::wire::steps::StepsReport;
+
 pub use assemble::{percentile, summarize};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 
