@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// What a replication produced.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Replicated {
     pub copies: u64,
     /// Time shift between consecutive copies.
@@ -18,7 +18,7 @@ pub struct Replicated {
 }
 
 /// What one step on one rank must measure.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepExpect {
     pub step: usize,
     pub rank: u32,
@@ -47,7 +47,7 @@ pub struct StepExpect {
 }
 
 /// Whole-device values over everything written (steps and orphan kernels).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeviceExpect {
     pub device: i64,
     /// Kernels + memcpy + opaque graph replays.
@@ -61,7 +61,7 @@ pub struct DeviceExpect {
     pub kernels_without_launch: u64,
 }
 
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Expected {
     /// Per step then per rank, in step order.
     pub steps: Vec<StepExpect>,

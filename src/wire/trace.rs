@@ -1,10 +1,10 @@
 //! What a trace says about itself: its file format, its devices and the distributed run it
 //! belongs to, as the loaders read them (never inferred).
 
+use serde::{Deserialize, Serialize};
+
 /// Which file format a trace came from.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceFormat {
     Nsys,
@@ -12,7 +12,7 @@ pub enum SourceFormat {
 }
 
 /// A GPU as the report names it.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Device id as ops carry it (nsys `deviceId`, Kineto GPU `pid`/device).
     pub id: i64,
@@ -25,7 +25,7 @@ pub struct DeviceInfo {
 
 /// One process group of `torch.distributed`, as the profiler recorded it (Kineto
 /// `distributedInfo.pg_config[]`, from `distributed_c10d._get_all_pg_configs`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessGroup {
     /// `pg_name`: the group's name, a number as text (`"0"` is the default group).
     pub name: String,
@@ -42,7 +42,7 @@ pub struct ProcessGroup {
 /// The distributed run a capture belongs to, as the report states it (read, never
 /// inferred). Kineto: `distributedInfo`; nsys records nothing equivalent that stepgate
 /// can read (docs/nsys-format.md §11), so nsys traces leave it `None`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distributed {
     /// `backend` (`nccl`, `gloo`, …).
     pub backend: Option<String>,
@@ -63,7 +63,7 @@ pub struct Distributed {
 }
 
 /// What the report says about itself.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceMeta {
     pub format: SourceFormat,
     /// Path(s) the trace was read from, as given.
