@@ -5,9 +5,9 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use stepgate::baseline::compare::RowVerdict;
-use stepgate::baseline::model::{metric, BaselineMeta, Group, KernelSamples, SampleSet};
-use stepgate::baseline::{compare, read_baseline, write_baseline, Baseline, Policy};
+use stepgate::baseline::{compare, read_baseline, write_baseline, Policy};
+use stepgate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use stepgate::wire::gate::RowVerdict;
 
 const STEPS: usize = 10_000;
 const KERNELS: usize = 400;

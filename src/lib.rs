@@ -2,13 +2,12 @@
 //! roofline floor, with a noise-aware regression gate for CI.
 //!
 //! Data flows one way (see ARCHITECTURE.md): `source` → [`trace::Trace`] → `timing` →
-//! `analysis` → `roofline`/`attribution` → `baseline` → `report`. [`pipeline`] is the
-//! library layer the commands call (a plan in, a complete result out: a report's steps, a
-//! baseline, a gate run); `commands` and `cli` parse flags into plans, call it and print,
-//! and only they know clap; only `report` knows how output looks. Errors and exit codes:
-//! [`exit`].
+//! `roofline`/`attribution` → `baseline` → `report`; every value a command prints or
+//! stores is a plain type of [`wire`]. [`pipeline`] is the library layer the commands call
+//! (a plan in, a complete result out: a report's steps, a baseline, a gate run);
+//! `commands` and `cli` parse flags into plans, call it and print, and only they know
+//! clap; only `report` knows how output looks. Errors and exit codes: [`exit`].
 
-pub mod analysis;
 pub mod attribution;
 pub mod baseline;
 pub mod capture;

@@ -32,20 +32,23 @@ pub fn documents() -> Vec<Document> {
     vec![
         document::<crate::wire::analysis::Analysis>("analyze", "analyze --format json"),
         document::<crate::wire::steps::StepsReport>("steps", "steps --format json"),
-        document::<crate::baseline::Baseline>("baseline", "baseline record -o FILE"),
+        document::<crate::wire::baseline::Baseline>("baseline", "baseline record -o FILE"),
         document::<crate::wire::gate::Comparison>(
             "comparison",
             "gate/diff --format json, gate/diff --json FILE",
         ),
-        document::<crate::dataset::trend::Trend>("trend", "trend --format json"),
-        document::<crate::report::floor::Wire<'static>>("floor", "floor --format json"),
-        document::<crate::report::capacity::Wire<'static>>("capacity", "capacity --format json"),
-        document::<crate::probe::ProbeReport>(
+        document::<crate::wire::trend::Trend>("trend", "trend --format json"),
+        document::<crate::wire::floor::FloorDocument<'static>>("floor", "floor --format json"),
+        document::<crate::wire::capacity::CapacityDocument<'static>>(
+            "capacity",
+            "capacity --format json",
+        ),
+        document::<crate::wire::probe::ProbeReport>(
             "launch-probe",
             "launch-probe --format json (-o FILE)",
         ),
-        document::<crate::capture::flow::Summary>("capture", "capture --format json"),
-        document::<crate::report::presets::Presets>("presets", "presets --format json"),
+        document::<crate::wire::capture::Summary>("capture", "capture --format json"),
+        document::<crate::wire::presets::Presets>("presets", "presets --format json"),
     ]
 }
 

@@ -7,8 +7,8 @@
 
 use crate::categories::class_of;
 use crate::roofline::classes::ClassFloor;
-use crate::roofline::floor::{decode_grid_blocks, grid_underfills, Bound};
-use crate::wire::attribution::{ClassAttribution, ClassShape, ClassWaterfall, KernelClass};
+use crate::roofline::floor::{decode_grid_blocks, grid_underfills};
+use crate::wire::attribution::{Bound, ClassAttribution, ClassShape, ClassWaterfall, KernelClass};
 use crate::wire::steps::Step;
 
 use super::AT_ROOF_FACTOR;

@@ -6,8 +6,8 @@
 //! not repeat, or the order or the bytes do not fit the model, it says why instead of
 //! guessing.
 
-use crate::roofline::model::ModelSpec;
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
+use crate::wire::roofline::ModelSpec;
 
 /// One kernel of the step in launch order: its name, class and exclusive time.
 #[derive(Debug, Clone)]

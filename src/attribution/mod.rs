@@ -17,20 +17,15 @@ mod notes;
 
 pub use notes::{for_vendor, missing_floor_notes};
 
-use serde::{Deserialize, Serialize};
-
 use crate::roofline::classes::class_floors;
-use crate::roofline::floor::{
-    plausibility_changes, step_floor, Bound, FloorOptions, StepComposition, StepFloor,
-};
-use crate::roofline::gpu::GpuSpec;
-use crate::roofline::model::ModelSpec;
+use crate::roofline::floor::{plausibility_changes, step_floor};
 use crate::timing::labels::NameLabels;
-use crate::wire::steps::{ShapeCount, Step};
-
-pub use crate::wire::attribution::{
-    Attributions, FloorAttribution, LaunchAttribution, LaunchCost, Shape, StepAttribution,
+use crate::wire::attribution::{
+    Attributions, FloorAttribution, FloorInput, LaunchAttribution, LaunchCost, Shape, ShapeCount,
+    StepAttribution,
 };
+use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition, StepFloor};
+use crate::wire::steps::Step;
 
 /// Gap share of wall above which the GPU lane counts as gappy.
 pub const GAPPY_FRACTION: f64 = 0.20;
@@ -48,17 +43,6 @@ impl Default for LaunchCost {
             source: format!("cited, {}", crate::probe::CITED_LAUNCH_SOURCE),
         }
     }
-}
-
-/// A step's own floor, derived from its batch composition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FloorInput {
-    /// max(bytes / β, FLOPs / π), derived.
-    pub floor_ns: f64,
-    pub total_bytes: f64,
-    pub flops: f64,
-    /// Which roof binds (`memory` or `compute` in JSON).
-    pub bound: Bound,
 }
 
 impl From<&StepFloor> for FloorInput {

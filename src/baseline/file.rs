@@ -6,8 +6,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::baseline::model::{bounds, Baseline, FORMAT, SCHEMA_VERSION};
+use crate::baseline::model::bounds;
 use crate::exit::{Error, Result};
+use crate::wire::baseline::{Baseline, FORMAT, SCHEMA_VERSION};
 
 const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FILE`";
 
@@ -197,7 +198,7 @@ pub fn load_side(path: &Path, from_report: &dyn Fn(&Path) -> Result<Baseline>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::model::{BaselineMeta, SampleSet};
+    use crate::wire::baseline::{BaselineMeta, SampleSet};
 
     fn sample() -> Baseline {
         Baseline::new(
@@ -226,7 +227,7 @@ mod tests {
 
     /// A baseline with one decode group of three steps and one kernel, as JSON to edit.
     fn one_group() -> serde_json::Value {
-        use crate::baseline::model::{metric, Group, KernelSamples};
+        use crate::wire::baseline::{metric, Group, KernelSamples};
         let mut g = Group::new("decode", Some(32));
         g.mean_context = Some(2048.0);
         g.metrics

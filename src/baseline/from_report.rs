@@ -7,8 +7,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
-use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
-use crate::timing::steps::{Step, StepsReport};
+use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use crate::wire::steps::{Step, StepsReport};
 
 /// Where a pushed step landed: its group and its position in the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,35 +1,11 @@
-//! The sample model a baseline stores: per step kind and batch size, the per-step samples of
-//! every step metric, every kernel and every category, enough to redo the statistics.
+//! What a baseline's samples must be and what a baseline does with them: the bounds every
+//! sample is held to (`bounds`), the current-schema constructor, group labels and thinning.
+//! The stored types themselves (per step kind and batch size, the per-step samples of every
+//! step metric, kernel and category) are `wire::baseline`.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
-/// The version of the baseline file layout this build writes and reads. Bump it when a
-/// field changes meaning; readers refuse newer files instead of guessing.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// The `format` tag every baseline file starts with, so a foreign JSON file (a Kineto trace,
-/// another tool's output) is told apart from a damaged baseline.
-pub const FORMAT: &str = "stepgate-baseline";
-
-/// Names of the step metrics (keys of [`Group::metrics`]). Times are ns per step.
-pub mod metric {
-    /// GPU-projected span of the step.
-    pub const WALL_NS: &str = "wall_ns";
-    /// From this step's GPU start to the next one's on the same device.
-    pub const PERIOD_NS: &str = "period_ns";
-    /// Union of the step's GPU ops.
-    pub const BUSY_NS: &str = "busy_ns";
-    /// wall − busy.
-    pub const GAP_NS: &str = "gap_ns";
-    /// gap / wall.
-    pub const GAP_FRACTION: &str = "gap_fraction";
-    /// Kernel and graph launch calls inside the step's host range.
-    pub const LAUNCHES: &str = "launches";
-    /// floor / wall (only when a model is given).
-    pub const MBU: &str = "mbu";
-}
+use crate::wire::baseline::{
+    metric, Baseline, BaselineMeta, Group, SampleSet, FORMAT, SCHEMA_VERSION,
+};
 
 /// What a sane sample is: the one definition a baseline file is checked against when it is
 /// read, a baseline is held to when it is recorded, and a dataset's rows are held to when
@@ -95,9 +71,9 @@ pub mod bounds {
         what: "a finite number within ±1e15",
     };
 
-    /// The range of a step metric (see [`super::metric`]).
+    /// The range of a step metric (see [`crate::wire::baseline::metric`]).
     pub fn of_metric(metric: &str) -> Range {
-        use super::metric as m;
+        use crate::wire::baseline::metric as m;
         match metric {
             m::GAP_FRACTION => FRACTION,
             m::MBU => MBU,
@@ -153,7 +129,7 @@ pub mod bounds {
         /// The first measured sample out of range. A step with one is not a measurement
         /// (a sign-flipped or overflowed column): it is left out, never compared.
         pub fn bad_measurement(&self) -> Option<OutOfRange> {
-            use super::metric as m;
+            use crate::wire::baseline::metric as m;
             let measured = [
                 (m::WALL_NS, Some(self.wall_ns)),
                 (m::PERIOD_NS, self.period_ns),
@@ -178,7 +154,7 @@ pub mod bounds {
         pub fn drop_bad_derived(&mut self) -> Vec<OutOfRange> {
             let mut out = Vec::new();
             for (field, v, range) in [
-                (super::metric::MBU, &mut self.mbu, MBU),
+                (crate::wire::baseline::metric::MBU, &mut self.mbu, MBU),
                 ("mean_context", &mut self.mean_context, CONTEXT),
             ] {
                 if let Some(x) = *v {
@@ -206,23 +182,6 @@ pub mod bounds {
     }
 }
 
-/// One stored baseline (or one side of a comparison built straight from a report).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Baseline {
-    /// Always [`FORMAT`]; first in the file so a reader can sniff it.
-    pub format: String,
-    pub schema_version: u32,
-    /// The stepgate that wrote the file; absent in files written before it was recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<crate::wire::meta::Tool>,
-    /// The report the samples were recorded from; absent in older files and in a side
-    /// built from run history.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::wire::analysis::SourceInfo>,
-    pub meta: BaselineMeta,
-    pub samples: SampleSet,
-}
-
 impl Baseline {
     /// A baseline of the current schema.
     pub fn new(meta: BaselineMeta, samples: SampleSet) -> Self {
@@ -235,71 +194,6 @@ impl Baseline {
             samples,
         }
     }
-}
-
-/// What was measured, so a comparison can refuse apples against oranges.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BaselineMeta {
-    /// The GPU as the report names it (`NVIDIA H100 80GB HBM3`), or `--gpu`.
-    pub gpu_name: Option<String>,
-    /// The nsys version that wrote the report, when it is an nsys export.
-    pub nsys_version: Option<String>,
-    /// `nsys-sqlite`, `kineto` or `synthetic`.
-    pub source_format: String,
-    /// `vllm`, `sglang`, … when the step names tell.
-    pub engine: Option<String>,
-    /// The step kinds present (`decode`, `prefill`, `mixed`, …).
-    pub step_kinds: Vec<String>,
-    /// Distinct batch compositions seen, as the step finder labels them
-    /// (e.g. `decode bs=32 ctx=4096`).
-    pub batch_compositions: Vec<String>,
-    /// The model the floor was priced for (`--model`), if any.
-    pub model: Option<String>,
-    /// The inputs of the floor (model config, GPU figures), if a model was given.
-    pub floor_inputs: Option<serde_json::Value>,
-    /// `stepgate <version>` that recorded it.
-    pub created_by: String,
-}
-
-/// Per-step samples, grouped so that only like steps are compared.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SampleSet {
-    pub groups: Vec<Group>,
-}
-
-/// The steps of one kind and one batch size.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Group {
-    /// `decode`, `prefill`, `mixed`, `verify`, `draft`, `idle`, or `step` when unknown.
-    pub step_kind: String,
-    /// Requests per step, when the step names tell.
-    pub batch_size: Option<u32>,
-    /// Mean over steps of the context (ΣN_KV) per request, when known.
-    pub mean_context: Option<f64>,
-    /// Per-step samples by metric name (see [`metric`]); a metric may have fewer samples
-    /// than the group has steps (`period_ns` has none for the last step).
-    pub metrics: BTreeMap<String, Vec<f64>>,
-    /// Per kernel (full name): one sample per step of the group, 0 where it did not run.
-    pub kernels: BTreeMap<String, KernelSamples>,
-    /// Per category: exclusive ns per step.
-    pub categories: BTreeMap<String, Vec<f64>>,
-    /// Per kernel class priced on every step (`weights`, `attention`, …): its floor and
-    /// excess per step, derived; empty without a model.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub classes: BTreeMap<String, crate::wire::attribution::ClassSamples>,
-}
-
-/// One kernel's per-step samples inside a group.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct KernelSamples {
-    /// The demangled name cut to something a table can show.
-    pub short_name: String,
-    /// Category from `categories` (gemm, attention, communication, …).
-    pub category: String,
-    /// Exclusive (non-overlapped) ns per step.
-    pub exclusive_ns: Vec<f64>,
-    /// Instances per step.
-    pub instances: Vec<f64>,
 }
 
 impl Group {
@@ -377,6 +271,7 @@ impl SampleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::baseline::KernelSamples;
 
     #[test]
     fn thin_keeps_the_same_steps_everywhere() {

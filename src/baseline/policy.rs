@@ -12,11 +12,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::baseline::model::metric;
 pub use crate::baseline::select::Selector;
 use crate::exit::{Error, Result};
-
-pub use crate::wire::gate::Threshold;
+use crate::wire::baseline::metric;
+use crate::wire::gate::Threshold;
 
 impl Threshold {
     const fn new(rel: f64, abs: f64) -> Self {

@@ -10,9 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::baseline::model::{metric, Group};
-
-pub use crate::wire::gate::{
+use crate::wire::baseline::{metric, Group};
+use crate::wire::gate::{
     Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
 };
 

@@ -224,8 +224,8 @@ fn run(cli: Cli) -> Result<()> {
             };
             let scn = steps::Scenario::from_name(&scenario)?;
             let format = match format {
-                FormatArg::Kineto => steps::Format::Kineto,
-                FormatArg::Nsys => steps::Format::Nsys,
+                FormatArg::Kineto => stepgate::wire::synth::Format::Kineto,
+                FormatArg::Nsys => stepgate::wire::synth::Format::Nsys,
             };
             let t = steps::build(scn, format, &out)?;
             if let Some(p) = truth {

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::Engine;
 use crate::exit::{Error, Result};
+use crate::wire::capture::Engine;
 
 /// vLLM's `--profiler-config.profiler` value in a command line, in any of the forms vLLM's
 /// argument parser takes: `--profiler-config.profiler=cuda`, `--profiler-config.profiler cuda`,

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{engine, Engine};
+use super::engine;
 use crate::exit::{Error, Result};
+use crate::wire::capture::Engine;
 
 /// TensorRT-LLM's first profiled iteration when --start-step is not given: past the first
 /// iterations, which run while load is still ramping up.

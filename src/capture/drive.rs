@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{engine, Engine};
+use super::engine;
 use crate::exit::Result;
+use crate::wire::capture::{DriveCounts, Engine};
 
 /// The prompt of every driven request: short, so each request is mostly decode steps.
 pub const PROMPT: &str = "Count slowly: ";
@@ -58,13 +59,6 @@ pub struct Driver {
     done: Arc<AtomicU64>,
     failed: Arc<AtomicU64>,
     last_error: Arc<Mutex<Option<String>>>,
-}
-
-/// Counts at the time of asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-pub struct DriveCounts {
-    pub completed: u64,
-    pub failed: u64,
 }
 
 impl Driver {

@@ -9,8 +9,8 @@ use reqwest::blocking::{Client, Response};
 use reqwest::{redirect, StatusCode, Url};
 use serde_json::Value;
 
-use super::Engine;
 use crate::exit::{Error, Result};
+use crate::wire::capture::Engine;
 
 /// A client for one engine at one base URL.
 #[derive(Debug, Clone)]

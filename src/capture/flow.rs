@@ -5,57 +5,22 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::config::{Config, TRTLLM_DEFAULT_START};
-use super::drive::{self, DriveCounts, Driver, Load};
+use super::drive::{self, Driver, Load};
 use super::engine::EngineClient;
 use super::nsys;
 use super::server::ServerGroup;
 use super::traces::{self, Snapshot};
 use super::watch::Watch;
-use super::{check, interrupt, Engine};
+use super::{check, interrupt};
 use crate::exit::{Error, Result};
-use crate::operating_point::sidecar::{write_beside, CaptureSidecar, Drive};
+use crate::operating_point::sidecar::write_beside;
+use crate::wire::capture::{CaptureSidecar, Drive, DriveCounts, Engine, OperatingPoint, Summary};
 
 /// Version of the JSON summary.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The load a driven capture ran at: what the steps in its trace were serving.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct OperatingPoint {
-    /// Requests kept in flight (`--concurrency`).
-    pub concurrency: u32,
-    /// The prompt of every request, as sent (its token count is the engine's tokenizer's).
-    pub prompt: String,
-    /// Tokens each request asked for (`--max-tokens`); a request may stop earlier at EOS.
-    pub max_tokens: u32,
-    /// The model each request named (`--model`, or vLLM's and TensorRT-LLM's first of
-    /// `GET /v1/models`); SGLang serves one model and is sent none.
-    pub model: Option<String>,
-}
-
-/// What happened, for the report.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Summary {
-    pub schema_version: u32,
-    pub tool: crate::wire::meta::Tool,
-    pub engine: Engine,
-    pub url: String,
-    pub ready_via: String,
-    pub ready_after_ms: i64,
-    pub start_profile_body: Option<Value>,
-    pub stopped_by: String,
-    pub drive: Option<DriveCounts>,
-    /// With `--drive`: the load the capture ran at.
-    pub operating_point: Option<OperatingPoint>,
-    pub nsys_report: Option<PathBuf>,
-    pub sqlite: Option<PathBuf>,
-    pub traces: Vec<PathBuf>,
-    pub trace_note: Option<String>,
-    pub notes: Vec<String>,
-}
 
 /// A server started under nsys: the nsys binary and the report base name.
 struct Started {

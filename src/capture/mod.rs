@@ -14,16 +14,7 @@ pub mod server;
 pub mod traces;
 pub mod watch;
 
-/// Which engine is listening.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    Vllm,
-    Sglang,
-    /// TensorRT-LLM (`trtllm-serve`, PyTorch backend): profiled iterations come from
-    /// `TLLM_PROFILE_START_STOP`, never from HTTP.
-    Trtllm,
-}
+use crate::wire::capture::Engine;
 
 impl Engine {
     /// The engine as `--engine` and the JSON spell it (`vllm`, `sglang`, `trtllm`).

@@ -133,7 +133,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             for g in &b.samples.groups {
                 let wall = g
                     .metrics
-                    .get(crate::baseline::model::metric::WALL_NS)
+                    .get(crate::wire::baseline::metric::WALL_NS)
                     .and_then(|w| crate::baseline::stats::median_in_place(&mut w.clone()));
                 t.row(vec![
                     g.label(),

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::capture::config::{self, Config, DriveConfig, NsysConfig, MAX_CONCURRENCY};
-use crate::capture::{flow, interrupt, Engine};
+use crate::capture::{flow, interrupt};
 use crate::exit::{Error, Result};
 use crate::report::{capture as render, Format};
+use crate::wire::capture::Engine;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineArg {

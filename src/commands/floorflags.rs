@@ -8,9 +8,8 @@ use std::path::PathBuf;
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::{FloorPlan, ModelGpu};
-use crate::roofline::floor::FloorOptions;
-use crate::roofline::model::MoeRouting;
 use crate::roofline::options::{GpuOptions, ModelOptions};
+use crate::wire::roofline::{FloorOptions, MoeRouting};
 
 /// The model and GPU flags, defined once: `floor` and `capacity` flatten them beside their
 /// raw geometry overrides ([`ModelGpuArgs`]), the step commands beside `--batch`/`--context`

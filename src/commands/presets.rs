@@ -2,10 +2,12 @@
 //! key numbers and where each comes from.
 
 use crate::exit::{Error, Result, OK};
-use crate::report::presets::{render, ModelPreset, Presets};
+use crate::report::presets::render;
 use crate::report::Format;
 use crate::roofline::gpu::GPUS;
-use crate::roofline::model::{self, ModelSpec};
+use crate::roofline::presets;
+use crate::wire::presets::{ModelPreset, Presets};
+use crate::wire::roofline::ModelSpec;
 
 const EXAMPLE: &str = "Examples:
   stepgate presets
@@ -45,8 +47,8 @@ fn attention(m: &ModelSpec) -> &'static str {
 
 /// A model preset's row: its geometry and the counts derived from it.
 fn model_row(key: &str, origin: &str) -> Result<ModelPreset> {
-    let m =
-        model::preset(key).ok_or_else(|| Error::input(format!("built-in preset {key} missing")))?;
+    let m = presets::preset(key)
+        .ok_or_else(|| Error::input(format!("built-in preset {key} missing")))?;
     let p = m.params();
     // The experts a token does not pick are the only weights it leaves untouched.
     let idle = m.moe.as_ref().map_or(0, |e| {
@@ -84,7 +86,7 @@ pub fn presets(kind: Option<Kind>) -> Result<Presets> {
         gpus: want(Kind::Gpus).then(|| GPUS.to_vec()),
         models: if want(Kind::Models) {
             Some(
-                model::preset_keys()
+                presets::preset_keys()
                     .into_iter()
                     .map(|(k, origin)| model_row(k, origin))
                     .collect::<Result<_>>()?,

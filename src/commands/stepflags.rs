@@ -4,14 +4,14 @@
 
 use std::path::PathBuf;
 
-use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
 use crate::commands::floorflags::{batch_flag, context_flag, ModelFlags};
 use crate::commands::numbers;
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::StepsPlan;
-use crate::timing::stepname::StepKind;
 use crate::timing::steps::{self, StepOptions, StepSource};
+use crate::wire::attribution::LaunchCost;
+use crate::wire::steps::StepKind;
 
 /// Flags shared by every command that finds steps (steps, gate, baseline, diff).
 #[derive(Debug, Clone, clap::Args)]

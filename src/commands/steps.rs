@@ -8,7 +8,7 @@ use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::{self, Format};
-use crate::timing::steps::Step;
+use crate::wire::steps::Step;
 
 const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite

@@ -7,7 +7,7 @@ use clap::ValueEnum;
 
 use crate::dataset::HistoryMode;
 use crate::report::Format;
-use crate::roofline::model::MoeRouting;
+use crate::wire::roofline::MoeRouting;
 
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {

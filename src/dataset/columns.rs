@@ -10,23 +10,10 @@ use std::io::Write;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::dataset::flatten::Flat;
+use crate::dataset::flatten::{Flat, Scalar, Sink};
 use crate::dataset::schema::{leading, Ty, MEAN_CONTEXT, STEP_CORE};
 use crate::exit::{Error, Result};
-use crate::timing::steps::{Step, StepsReport};
-
-/// One serialized value, as the flattener hands it over.
-#[derive(Debug, Clone, Copy)]
-pub enum Scalar<'a> {
-    Null,
-    Int(i64),
-    /// An unsigned integer beyond `i64::MAX` (JSON would call it a number, not an i64).
-    Big(u64),
-    /// Finite (non-finite floats arrive as `Null`, as JSON has them).
-    Float(f64),
-    Bool(bool),
-    Str(&'a str),
-}
+use crate::wire::steps::{Step, StepsReport};
 
 impl Scalar<'_> {
     /// The type a value asks for: integers stay integers, a fraction (or an integer too
@@ -245,60 +232,6 @@ impl StepColumns {
         s
     }
 
-    /// Go one field down; returns what [`StepColumns::leave`] needs to come back.
-    pub(crate) fn enter(&mut self, name: &str) -> usize {
-        let len = self.key.len();
-        if len > 0 {
-            self.key.push('_');
-        }
-        self.segments.push(self.key.len());
-        self.key.push_str(name);
-        len
-    }
-
-    pub(crate) fn leave(&mut self, len: usize) {
-        self.key.truncate(len);
-        self.segments.pop();
-    }
-
-    /// The buffer arrays are written into (taken while one is open).
-    pub(crate) fn take_text(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.json)
-    }
-
-    pub(crate) fn give_text(&mut self, buf: Vec<u8>) {
-        self.json = buf;
-    }
-
-    /// A cell for the current field path; the column is made (null so far) on first sight.
-    pub(crate) fn cell(&mut self, v: Scalar<'_>) {
-        let i = match self.at.get(self.key.as_str()) {
-            Some(&i) => i,
-            None => {
-                let i = self.cols.len();
-                let mut path = Vec::with_capacity(self.segments.len());
-                for (j, &start) in self.segments.iter().enumerate() {
-                    // A segment ends where the next one's `_` is, or at the key's end.
-                    let end = self
-                        .segments
-                        .get(j + 1)
-                        .map_or(self.key.len(), |&next| next - 1);
-                    path.push(self.key[start..end].to_owned());
-                }
-                self.cols.push(Col {
-                    name: self.key.clone(),
-                    fixed: false,
-                    first_row: self.rows,
-                    path,
-                    cells: Cells::Null(self.rows),
-                });
-                self.at.insert(self.key.clone(), i);
-                i
-            }
-        };
-        self.cols[i].push(v, &mut self.text);
-    }
-
     /// One step, flattened as it is serialized, plus the derived mean context.
     pub fn push(&mut self, step: &Step) -> Result<()> {
         self.key.clear();
@@ -339,6 +272,61 @@ impl StepColumns {
             out.push(c.cells.finish(&c.name));
         }
         Ok(DataFrame::new(n, out)?)
+    }
+}
+
+impl Sink for StepColumns {
+    fn enter(&mut self, name: &str) -> usize {
+        let len = self.key.len();
+        if len > 0 {
+            self.key.push('_');
+        }
+        self.segments.push(self.key.len());
+        self.key.push_str(name);
+        len
+    }
+
+    fn leave(&mut self, len: usize) {
+        self.key.truncate(len);
+        self.segments.pop();
+    }
+
+    /// The buffer arrays are written into (taken while one is open).
+    fn take_text(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.json)
+    }
+
+    fn give_text(&mut self, buf: Vec<u8>) {
+        self.json = buf;
+    }
+
+    /// A cell for the current field path; the column is made (null so far) on first sight.
+    fn cell(&mut self, v: Scalar<'_>) {
+        let i = match self.at.get(self.key.as_str()) {
+            Some(&i) => i,
+            None => {
+                let i = self.cols.len();
+                let mut path = Vec::with_capacity(self.segments.len());
+                for (j, &start) in self.segments.iter().enumerate() {
+                    // A segment ends where the next one's `_` is, or at the key's end.
+                    let end = self
+                        .segments
+                        .get(j + 1)
+                        .map_or(self.key.len(), |&next| next - 1);
+                    path.push(self.key[start..end].to_owned());
+                }
+                self.cols.push(Col {
+                    name: self.key.clone(),
+                    fixed: false,
+                    first_row: self.rows,
+                    path,
+                    cells: Cells::Null(self.rows),
+                });
+                self.at.insert(self.key.clone(), i);
+                i
+            }
+        };
+        self.cols[i].push(v, &mut self.text);
     }
 }
 
@@ -434,7 +422,7 @@ impl<'a> KernelChunk<'a> {
         self.series.len()
     }
 
-    fn push(&mut self, s: &Step, k: &'a crate::timing::steps::StepKernel) {
+    fn push(&mut self, s: &Step, k: &'a crate::wire::steps::StepKernel) {
         self.series.push(s.series as i64);
         self.index.push(s.index as i64);
         self.device.push(s.device);

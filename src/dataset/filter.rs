@@ -2,8 +2,8 @@
 //! `gate --history` read. Clauses are separated by commas or by repeating the flag; a
 //! comma or backslash inside a value is written `\,` or `\\`.
 
-use crate::dataset::read::RunRow;
 use crate::exit::{Error, Result};
+use crate::wire::dataset::RunRow;
 
 /// The run-level keys `--where` and `--by` accept (plus `kind`, a step-level key).
 pub const RUN_KEYS: &[&str] = &["gpu", "model", "engine", "source_format", "run_id"];

@@ -7,7 +7,32 @@ use std::fmt::{self, Display};
 
 use serde::ser::{self, Serialize};
 
-use crate::dataset::columns::{Scalar, StepColumns};
+/// One serialized value, as the flattener hands it over.
+#[derive(Debug, Clone, Copy)]
+pub enum Scalar<'a> {
+    Null,
+    Int(i64),
+    /// An unsigned integer beyond `i64::MAX` (JSON would call it a number, not an i64).
+    Big(u64),
+    /// Finite (non-finite floats arrive as `Null`, as JSON has them).
+    Float(f64),
+    Bool(bool),
+    Str(&'a str),
+}
+
+/// Where the flattener writes: one cell per scalar under the current field path
+/// (`dataset::columns::StepColumns` is the one sink; this trait keeps the flattener from
+/// depending on the table it fills).
+pub trait Sink {
+    /// Go one field down; returns what [`Sink::leave`] needs to come back.
+    fn enter(&mut self, name: &str) -> usize;
+    fn leave(&mut self, len: usize);
+    /// The buffer arrays are written into (taken while one is open).
+    fn take_text(&mut self) -> Vec<u8>;
+    fn give_text(&mut self, buf: Vec<u8>);
+    /// A cell for the current field path.
+    fn cell(&mut self, v: Scalar<'_>);
+}
 
 /// What the flattener can fail with: a value serde cannot serialize (a map key that is
 /// not text or a number).
@@ -32,7 +57,7 @@ type R = Result<(), FlatError>;
 
 /// Serializes one value at the columns' current field path.
 pub struct Flat<'a> {
-    pub cols: &'a mut StepColumns,
+    pub cols: &'a mut dyn Sink,
 }
 
 impl Flat<'_> {
@@ -42,7 +67,7 @@ impl Flat<'_> {
     }
 
     /// Serialize `v` one level down, under `name`.
-    fn field<T: Serialize + ?Sized>(cols: &mut StepColumns, name: &str, v: &T) -> R {
+    fn field<T: Serialize + ?Sized>(cols: &mut dyn Sink, name: &str, v: &T) -> R {
         let len = cols.enter(name);
         let r = v.serialize(Flat { cols: &mut *cols });
         cols.leave(len);
@@ -53,13 +78,13 @@ impl Flat<'_> {
 /// An array being written as JSON text, element by element (what `steps --format json`
 /// prints for it).
 pub struct Text<'a> {
-    cols: &'a mut StepColumns,
+    cols: &'a mut dyn Sink,
     buf: Vec<u8>,
     first: bool,
 }
 
 impl<'a> Text<'a> {
-    fn new(cols: &'a mut StepColumns) -> Self {
+    fn new(cols: &'a mut dyn Sink) -> Self {
         let mut buf = cols.take_text();
         buf.clear();
         buf.push(b'[');
@@ -79,7 +104,7 @@ impl<'a> Text<'a> {
     }
 
     /// Close the array, store its text, and hand the columns back.
-    fn finish(mut self) -> Result<&'a mut StepColumns, FlatError> {
+    fn finish(mut self) -> Result<&'a mut dyn Sink, FlatError> {
         self.buf.push(b']');
         // serde_json writes UTF-8 only.
         let text = std::str::from_utf8(&self.buf).unwrap_or("[]");
@@ -96,7 +121,7 @@ impl<'a> Text<'a> {
 /// A struct or map whose fields go one level down; `outer` is the path length to return to
 /// for a variant (`{"Variant": …}`), which is one level itself.
 pub struct Fields<'a> {
-    cols: &'a mut StepColumns,
+    cols: &'a mut dyn Sink,
     key: Option<String>,
     outer: Option<usize>,
 }

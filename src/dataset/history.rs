@@ -10,12 +10,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::baseline::from_report::{GroupBuilder, Slot};
-use crate::baseline::model::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::baseline::stats::median_in_place;
 use crate::dataset::filter::Filter;
-use crate::dataset::read::{self, RunRow};
+use crate::dataset::read;
 use crate::dataset::rows::{self, KernelName, KernelPick, StepKernelRow, StepRow};
 use crate::exit::Result;
+use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use crate::wire::dataset::RunRow;
 
 /// `--history-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -19,6 +19,5 @@ pub mod write;
 
 pub use filter::Filter;
 pub use history::{history_baseline, Candidate, HistoryMode, HistoryQuery};
-pub use read::RunRow;
 pub use schema::SCHEMA_VERSION;
 pub use write::{export_run, ExportOptions, ExportOutcome, Labels, RunSource};

@@ -16,22 +16,7 @@ use polars::prelude::*;
 use crate::dataset::layout;
 use crate::dataset::schema::{Ty, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
-
-/// One row of the `runs` table, with the file it came from.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunRow {
-    pub run_id: String,
-    pub exported_at_ns: i64,
-    pub gpu_name: Option<String>,
-    pub model: Option<String>,
-    pub engine: Option<String>,
-    pub source_format: Option<String>,
-    #[serde(skip)]
-    pub report_sha256: Option<String>,
-    pub labels: BTreeMap<String, String>,
-    #[serde(skip)]
-    pub runs_file: PathBuf,
-}
+use crate::wire::dataset::RunRow;
 
 impl RunRow {
     /// The file of another table of this run (same partition).

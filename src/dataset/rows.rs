@@ -11,9 +11,10 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
-use crate::dataset::read::{ints, scan_files, str_col, RunRow, TAG};
+use crate::dataset::read::{ints, scan_files, str_col, TAG};
 use crate::dataset::schema::Ty;
 use crate::exit::Result;
+use crate::wire::dataset::RunRow;
 
 /// One step of a stored run, with what grouping and gating need.
 #[derive(Debug, Clone, Default)]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use crate::exit::Result;
-use crate::timing::steps::StepsReport;
+use crate::wire::steps::StepsReport;
 
 /// Bump when a column changes meaning or type, or disappears (new columns do not bump it).
 pub const SCHEMA_VERSION: i32 = 1;

@@ -23,7 +23,7 @@ use crate::dataset::schema::{self, DeviceRow, RunMeta, TABLES};
 use crate::dataset::{columns, lock};
 use crate::exit::{Error, Result};
 use crate::output::{Fill, Staged};
-use crate::timing::steps::StepsReport;
+use crate::wire::steps::StepsReport;
 
 /// `--label key=value` pairs, sorted by key.
 pub type Labels = BTreeMap<String, String>;

@@ -14,9 +14,10 @@ pub mod sidecar;
 use std::path::Path;
 
 use crate::exit::{Error, Result};
-use crate::roofline::gpu::{self, GpuSpec};
+use crate::roofline::gpu;
 use crate::trace::Trace;
 use crate::wire::attribution::{Basis, OperatingPoint, Sourced};
+use crate::wire::roofline::GpuSpec;
 use crate::wire::steps::StepsReport;
 
 /// What the flags say (None: not given).

@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::trace::Distributed;
 use crate::wire::attribution::{Basis, Sourced};
 use crate::wire::steps::StepsReport;
+use crate::wire::trace::Distributed;
 
 /// Custom all-reduce kernels whose second template argument is the rank count
 /// (`template <typename T, int ngpus>` in vLLM `csrc/custom_all_reduce.cuh`;
@@ -234,7 +234,7 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::ProcessGroup;
+    use crate::wire::trace::ProcessGroup;
 
     fn group(ranks: &[i64]) -> ProcessGroup {
         ProcessGroup {

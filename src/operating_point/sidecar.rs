@@ -10,49 +10,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::commands::numbers::{MAX_BATCH, MAX_CONTEXT, MAX_PARALLEL};
 use crate::exit::{Error, Result};
+use crate::wire::capture::CaptureSidecar;
 
 /// The `schema` value of every sidecar.
 pub const SCHEMA: &str = "stepgate.capture";
 /// The version this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// What the capture knew about the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaptureSidecar {
-    pub schema: String,
-    pub schema_version: u32,
-    /// `vllm`, `sglang` or `trtllm`.
-    #[serde(default)]
-    pub engine: Option<String>,
-    /// The served model, as the engine was asked for it.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Tensor- and pipeline-parallel degrees the server was started with.
-    #[serde(default)]
-    pub tp: Option<u32>,
-    #[serde(default)]
-    pub pp: Option<u32>,
-    /// The load `capture --drive` kept in flight while the profiler ran.
-    #[serde(default)]
-    pub drive: Option<Drive>,
-}
-
-/// The load driven during the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Drive {
-    /// Requests kept in flight.
-    pub concurrency: u64,
-    /// Prompt tokens per request, where known.
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    /// Output tokens per request (`max_tokens`).
-    #[serde(default)]
-    pub output_tokens: Option<u64>,
-}
 
 impl CaptureSidecar {
     /// An empty sidecar of the current version.
@@ -181,6 +146,7 @@ pub fn write_beside(report: &Path, sidecar: &CaptureSidecar) -> Result<PathBuf> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::capture::Drive;
 
     #[test]
     fn paths_strip_every_report_extension() {

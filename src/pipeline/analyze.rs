@@ -3,12 +3,13 @@
 
 use std::path::Path;
 
-use crate::analysis::{Analysis, SourceInfo, SCHEMA_VERSION};
 use crate::categories::Categorizer;
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::StepsPlan;
 use crate::timing::overlap;
 use crate::trace::Trace;
+use crate::wire::analysis::{Analysis, SCHEMA_VERSION};
+use crate::wire::meta::SourceInfo;
 
 /// Load a report and analyse it; `with_steps` false reads GPU ops only (faster on huge
 /// reports when only kernels matter), `device` keeps one device (and its steps).

@@ -5,8 +5,9 @@
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
 use crate::report::capacity::Context;
-use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs, CapacityPlan};
-use crate::roofline::floor::FloorOptions;
+use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
+use crate::wire::capacity::CapacityPlan;
+use crate::wire::roofline::FloorOptions;
 
 /// The workload and targets to plan for, in the flags' units (checked by the caller).
 #[derive(Debug, Clone, Copy)]

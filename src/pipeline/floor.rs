@@ -3,11 +3,13 @@
 
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
-use crate::report::floor::{weight_dtype_name, ConfigFields, ModelGeometry};
-use crate::roofline::floor::{decode_floor, DecodePoint, FloorReport};
-use crate::roofline::model::{self, ModelSpec};
+use crate::report::floor::weight_dtype_name;
+use crate::roofline::floor::{decode_floor, DecodePoint};
 use crate::roofline::options::ModelOptions;
+use crate::roofline::presets;
 use crate::roofline::{hfconfig, CITED_LAUNCH_NS};
+use crate::wire::floor::{ConfigFields, FloorReport, ModelGeometry};
+use crate::wire::roofline::ModelSpec;
 
 /// One decode step to price.
 #[derive(Debug, Clone, Copy)]
@@ -63,7 +65,7 @@ fn config_value(mo: &ModelOptions) -> Result<serde_json::Value> {
         });
     }
     let key = mo.preset_key();
-    model::preset_config(key)
+    presets::preset_config(key)
         .ok_or_else(|| Error::usage(format!("unknown model `{key}`; see stepgate floor --help")))
 }
 
@@ -103,7 +105,7 @@ fn geometry(mo: &ModelOptions, m: &ModelSpec, no_window: bool) -> Result<ModelGe
         vllm_bytes_per_weight: if mo.weight_dtype.is_some() {
             None
         } else {
-            hfconfig::vllm_resolve(&cfg, no_window)
+            hfconfig::vllm::resolve(&cfg, no_window)
                 .ok()
                 .map(|r| r.weight_byte_size)
         },

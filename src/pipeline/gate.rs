@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::baseline::compare::{compare_side, BaselineSide};
-use crate::baseline::{compare, compare_unchecked, is_baseline_file, read_baseline, Baseline};
-use crate::baseline::{Comparison, Policy};
+use crate::baseline::Policy;
+use crate::baseline::{compare, compare_unchecked, is_baseline_file, read_baseline};
 use crate::dataset::{self, write};
 use crate::exit::{Error, Result};
 use crate::pipeline::history::{
@@ -14,6 +14,8 @@ use crate::pipeline::history::{
 };
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::record;
+use crate::wire::baseline::Baseline;
+use crate::wire::gate::Comparison;
 use crate::wire::meta::{ComparisonSource, SideKind, SideSource};
 
 /// The side being judged, and the run to append when `--export` asked for it.
@@ -187,10 +189,10 @@ pub fn diff(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attribution::LaunchCost;
     use crate::categories::Categorizer;
     use crate::pipeline::plan::FloorPlan;
     use crate::timing::steps::StepOptions;
+    use crate::wire::attribution::LaunchCost;
 
     #[test]
     fn export_needs_a_report_not_a_baseline_file() {

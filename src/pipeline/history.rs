@@ -5,7 +5,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::baseline::{Baseline, Comparison};
 use crate::dataset::history::History;
 use crate::dataset::schema::DeviceRow;
 use crate::dataset::write::{self, ExportOptions, ExportOutcome};
@@ -13,8 +12,11 @@ use crate::dataset::{self, Filter, HistoryMode, HistoryQuery, Labels, RunSource}
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::{ExportPlan, FloorPlan, StepsPlan};
 use crate::report::fmt_int;
-use crate::timing::steps::StepsReport;
-use crate::trace::{SourceFormat, Trace};
+use crate::trace::Trace;
+use crate::wire::baseline::Baseline;
+use crate::wire::gate::Comparison;
+use crate::wire::steps::StepsReport;
+use crate::wire::trace::SourceFormat;
 
 /// `source_format` as baselines and runs record it.
 pub(crate) fn source_format_name(f: SourceFormat) -> &'static str {

@@ -5,13 +5,12 @@ use std::path::PathBuf;
 
 use regex::Regex;
 
-use crate::attribution::LaunchCost;
 use crate::categories::Categorizer;
-use crate::roofline::floor::FloorOptions;
-use crate::roofline::model::MoeRouting;
 use crate::roofline::options::{GpuOptions, ModelOptions};
 use crate::source::LoadOptions;
 use crate::timing::steps::StepOptions;
+use crate::wire::attribution::LaunchCost;
+use crate::wire::roofline::{FloorOptions, MoeRouting};
 use crate::wire::steps::StepKind;
 
 /// Kernel rows kept per step when a command has no `--top` of its own (the `steps --top`

@@ -4,17 +4,15 @@
 
 use std::fmt;
 
-use crate::attribution::FloorInput;
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::FloorPlan;
-use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
-use crate::roofline::gpu::{self, GpuSpec};
-use crate::roofline::model::ModelSpec;
+use crate::roofline::floor::step_floor;
+use crate::roofline::gpu;
 use crate::roofline::options::GpuOptions;
-use crate::timing::stepname::{BatchComposition, StepKind};
-use crate::timing::steps::Step;
 use crate::trace::Trace;
-use crate::wire::attribution::{Basis, OperatingPoint};
+use crate::wire::attribution::{Basis, FloorInput, OperatingPoint};
+use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
+use crate::wire::steps::{BatchComposition, Step, StepKind};
 
 /// Where the GPU the floor is priced on came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

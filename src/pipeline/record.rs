@@ -4,14 +4,15 @@
 
 use std::path::Path;
 
-use crate::baseline::{load_side, samples_from_steps, Baseline, BaselineMeta};
+use crate::baseline::{load_side, samples_from_steps};
 use crate::dataset::RunSource;
 use crate::exit::{Error, Result};
 use crate::pipeline::history::{run_source, with_report_hash, PendingExport};
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::steps::StepsRun;
-use crate::timing::steps::StepsReport;
-use crate::trace::SourceFormat;
+use crate::wire::baseline::{Baseline, BaselineMeta};
+use crate::wire::steps::StepsReport;
+use crate::wire::trace::SourceFormat;
 
 /// A recorded report: the baseline, and the steps and source facts an export of the same
 /// run writes (one load for both).

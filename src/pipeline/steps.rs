@@ -9,8 +9,9 @@ use crate::exit::Result;
 use crate::operating_point;
 use crate::pipeline::plan::StepsPlan;
 use crate::pipeline::pricing::Pricing;
-use crate::timing::steps::{self, StepsReport};
+use crate::timing::steps;
 use crate::trace::Trace;
+use crate::wire::steps::StepsReport;
 
 /// The complete steps of one report and the pricing they were attributed with.
 #[derive(Debug, Clone)]
@@ -47,7 +48,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     };
     let mut r = r.join(a)?;
     r.tool = Some(crate::wire::meta::Tool::current());
-    r.source = Some(crate::analysis::SourceInfo::from(&trace.meta));
+    r.source = Some(crate::wire::meta::SourceInfo::from(&trace.meta));
     let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
         model: &p.model,
         tp: p.opts.tp,

@@ -11,11 +11,9 @@ use std::time::Instant;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
 
-use super::{
-    median, EndToEnd, GraphCost, ProbeParams, ProbeReport, CITED_LAUNCH_NS, CITED_LAUNCH_SOURCE,
-    NO_DRIVER, SCHEMA_VERSION,
-};
+use super::{median, ProbeParams, CITED_LAUNCH_NS, CITED_LAUNCH_SOURCE, NO_DRIVER, SCHEMA_VERSION};
 use crate::exit::{Error, Result};
+use crate::wire::probe::{EndToEnd, GraphCost, ProbeReport};
 
 const KERNEL: &str = "stepgate_null";
 

@@ -6,9 +6,8 @@ pub mod cuda;
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::exit::{Error, Result};
+use crate::wire::probe::ProbeReport;
 
 /// The cited driver-only `cudaLaunchKernel` cost: Vellaisamy et al., "Characterizing GPU
 /// Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6);
@@ -47,58 +46,8 @@ impl Default for ProbeParams {
     }
 }
 
-/// End-to-end cost of one launch in synchronized bursts (derived: burst wall time / launches).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EndToEnd {
-    pub min: f64,
-    pub median: f64,
-    /// Measured wall time of each burst, integer ns.
-    pub bursts_ns: Vec<i64>,
-}
-
-/// Launch cost of one CUDA graph of `nodes` null kernels.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GraphCost {
-    pub nodes: u32,
-    pub launches_per_burst: u32,
-    /// Fastest burst's wall time / graph launches (derived).
-    pub per_graph_launch_ns: f64,
-    /// `per_graph_launch_ns / nodes` (derived).
-    pub per_node_ns: f64,
-    /// Measured wall time of each burst, integer ns.
-    pub bursts_ns: Vec<i64>,
-}
-
-/// What `launch-probe --format json` writes (schema_version 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProbeReport {
-    pub schema_version: u32,
-    /// The stepgate that measured; absent in files written before it was recorded. The
-    /// source of the numbers is the device named below.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<crate::wire::meta::Tool>,
-    /// Always true in a file the probe wrote; a reader refuses anything else.
-    pub measured: bool,
-    pub device_ordinal: usize,
-    pub device_name: String,
-    /// e.g. "9.0" for an H100/H200.
-    pub compute_capability: String,
-    /// The kernel-module version from /proc/driver/nvidia/version, when readable.
-    pub driver_version: Option<String>,
-    /// The CUDA version the driver supports (`cuDriverGetVersion`), e.g. "12.8".
-    pub cuda_version: String,
-    pub iters_per_burst: u32,
-    pub repeats: u32,
-    pub end_to_end_per_launch_ns: EndToEnd,
-    /// Fastest host time to issue `iters_per_burst` launches without waiting / launches.
-    pub submit_only_per_launch_ns: f64,
-    pub graph: GraphCost,
-    pub cited_driver_only_ns: f64,
-    pub cited_source: String,
-}
-
 /// The measured per-launch cost `steps --launch-cost FILE` reads (distinct from
-/// [`crate::attribution::LaunchCost`], the cost attribution prices with, whatever its
+/// [`crate::wire::attribution::LaunchCost`], the cost attribution prices with, whatever its
 /// source): the minimum end-to-end per-launch time of a probe file (the seed's `--launchcost` is the same min).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeasuredLaunchCost {

@@ -1,8 +1,8 @@
 //! Rendering of `analyze`: per-GPU totals, top kernels by exclusive time, categories.
 
-use crate::analysis::{Analysis, DeviceSummary};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, truncate, Format, NAME_WIDTH};
+use crate::wire::analysis::{Analysis, DeviceSummary};
 
 /// What an analyze rendering shows.
 #[derive(Debug, Clone, Copy)]

@@ -1,11 +1,10 @@
 //! Rendering of `stepgate capacity`: the six steps, each row labelled input, cited or
 //! derived, followed by the source's caveats.
 
-use serde::Serialize;
-
 use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
-use crate::roofline::capacity::{CapacityInputs, CapacityPlan, CAVEATS};
+use crate::roofline::capacity::{CapacityInputs, CAVEATS};
+use crate::wire::capacity::{CapacityDocument, CapacityPlan};
 use crate::wire::meta::{ModelSource, Tool};
 
 /// What the plan was computed for (labels and inputs; nothing computed here).
@@ -253,23 +252,6 @@ fn caveats() -> String {
 /// Version of the `capacity --format json` document (docs/schema/README.md).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// JSON wire form: the plan, what it was priced on, and the basis of each row.
-#[derive(Serialize, schemars::JsonSchema)]
-pub(crate) struct Wire<'a> {
-    schema_version: u32,
-    tool: Tool,
-    source: &'a ModelSource,
-    kind: &'static str,
-    model: &'a str,
-    gpu: &'a str,
-    gpu_source: &'a str,
-    step_pricing: &'static str,
-    #[serde(flatten)]
-    plan: &'a CapacityPlan,
-    basis: Vec<(String, String)>,
-    caveats: &'static [&'static str],
-}
-
 /// Render the capacity plan.
 pub fn render(c: &Context, p: &CapacityPlan, source: &ModelSource, fmt: Format) -> String {
     match fmt {
@@ -284,7 +266,7 @@ pub fn render(c: &Context, p: &CapacityPlan, source: &ModelSource, fmt: Format) 
             caveats()
         ),
         Format::Csv => table(c, p).to_csv(),
-        Format::Json => to_json(&Wire {
+        Format::Json => to_json(&CapacityDocument {
             schema_version: SCHEMA_VERSION,
             tool: Tool::current(),
             source,

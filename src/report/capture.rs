@@ -1,8 +1,8 @@
 //! Rendering a capture summary: where the trace went and how the window was armed.
 
-use crate::capture::flow::Summary;
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, to_json, Format};
+use crate::wire::capture::Summary;
 
 /// The summary as a two-column table.
 pub fn table(s: &Summary) -> Table {

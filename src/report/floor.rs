@@ -5,95 +5,14 @@ use serde::Serialize;
 
 use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
-use crate::roofline::floor::{Bound, FloorReport};
-use crate::roofline::model::{MlaSpec, WeightDtype};
+use crate::wire::attribution::Bound;
+use crate::wire::floor::{ConfigFields, FloorDocument, FloorReport, ModelGeometry};
 use crate::wire::meta::{ModelSource, Tool};
-
-/// The geometry stepgate resolved from the preset or `config.json` (after every flag
-/// override), so a user can check what was read. Counts are as read (input); the
-/// parameter counts are derived from them.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ModelGeometry {
-    pub name: String,
-    /// `preset`, `config.json`, or either `+ overrides` when a flag changed the geometry.
-    pub source: String,
-    pub layers: u64,
-    pub hidden: u64,
-    pub heads: u64,
-    pub kv_heads: u64,
-    pub head_dim: u64,
-    /// Dense FFN width.
-    pub intermediate: u64,
-    pub vocab: u64,
-    /// Routed experts (0 for a dense model).
-    pub experts: u64,
-    /// Experts per token (0 for a dense model).
-    pub top_k: u64,
-    /// Layers whose FFN is MoE.
-    pub moe_layers: u64,
-    pub moe_intermediate: Option<u64>,
-    pub shared_expert_intermediate: Option<u64>,
-    /// Sliding window in tokens (null: none, or disabled).
-    pub sliding_window: Option<u64>,
-    /// Layers that use the sliding window.
-    pub sliding_layers: u64,
-    /// Multi-head latent attention widths (DeepSeek-V2/V3, Kimi-K2).
-    pub mla: Option<MlaSpec>,
-    /// Every other field the byte model reads, under the name of the config.json field it
-    /// came from (class defaults applied; null where the model has no such part).
-    pub config: ConfigFields,
-    /// Linear-layer weight storage: bf16, fp16, fp32, fp8, int8, int4-gN, mxfp4.
-    pub weight_dtype: String,
-    /// Bytes per linear weight as stepgate bills it, block scales included (int4-g128:
-    /// 0.5 + 2/128).
-    pub bytes_per_weight: f64,
-    /// The same as vLLM's perf model bills it (fp8 family 1, int4/fp4 family 0.5, no
-    /// scales); null when --weight-dtype replaced what the config says.
-    pub vllm_bytes_per_weight: Option<f64>,
-    /// Bytes per activation element: the model dtype.
-    pub bytes_per_activation: f64,
-    /// Bytes per KV-cache element (model dtype, or --kv-dtype).
-    pub kv_bytes_per_element: f64,
-    /// `quantization_config.quant_method` from the config, if any.
-    pub quantization_method: Option<String>,
-    /// All parameters, input embedding included (derived from the geometry).
-    pub params_total: u64,
-    /// Parameters a batch-1 decode step streams (derived; MoE: k experts).
-    pub params_streamed: u64,
-}
-
-/// The resolved geometry under `config.json` names: what the floor multiplies, so a
-/// user can compare it with the model card field by field.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ConfigFields {
-    pub hidden_size: u64,
-    pub num_hidden_layers: u64,
-    pub num_attention_heads: u64,
-    pub num_key_value_heads: u64,
-    pub head_dim: u64,
-    pub intermediate_size: u64,
-    pub vocab_size: u64,
-    pub tie_word_embeddings: bool,
-    pub attention_bias: bool,
-    /// Per-head q/k RMSNorm (Qwen3, Gemma 3): not a config field, implied by model_type.
-    pub qk_norm: bool,
-    pub sliding_window: Option<u64>,
-    /// Routed experts (`n_routed_experts`, `num_experts` or `num_local_experts`).
-    pub num_experts: Option<u64>,
-    pub num_experts_per_tok: Option<u64>,
-    pub moe_intermediate_size: Option<u64>,
-    pub n_shared_experts: Option<u64>,
-    pub shared_expert_intermediate_size: Option<u64>,
-    pub kv_lora_rank: Option<u64>,
-    pub q_lora_rank: Option<u64>,
-    pub qk_nope_head_dim: Option<u64>,
-    pub qk_rope_head_dim: Option<u64>,
-    pub v_head_dim: Option<u64>,
-}
+use crate::wire::roofline::WeightDtype;
 
 impl ConfigFields {
     /// The fields of a resolved model.
-    pub fn of(m: &crate::roofline::model::ModelSpec) -> Self {
+    pub fn of(m: &crate::wire::roofline::ModelSpec) -> Self {
         let moe = m.moe.as_ref();
         let mla = m.mla.as_ref();
         ConfigFields {
@@ -364,19 +283,6 @@ the chapter's variant without it is the 'chapter floor' row. Arithmetic only: no
 /// Version of the `floor --format json` document (docs/schema/README.md).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// JSON wire form: the resolved model, the report's fields, and the basis of each row.
-#[derive(Serialize, schemars::JsonSchema)]
-pub(crate) struct Wire<'a> {
-    schema_version: u32,
-    tool: Tool,
-    source: &'a ModelSource,
-    kind: &'static str,
-    model: &'a ModelGeometry,
-    #[serde(flatten)]
-    report: &'a FloorReport,
-    basis: Vec<(String, String)>,
-}
-
 /// Render the floor report.
 pub fn render(r: &FloorReport, model: &ModelGeometry, source: &ModelSource, fmt: Format) -> String {
     match fmt {
@@ -391,7 +297,7 @@ pub fn render(r: &FloorReport, model: &ModelGeometry, source: &ModelSource, fmt:
             r.gpu_source
         ),
         Format::Csv => table(r).to_csv(),
-        Format::Json => to_json(&Wire {
+        Format::Json => to_json(&FloorDocument {
             schema_version: SCHEMA_VERSION,
             tool: Tool::current(),
             source,

@@ -21,8 +21,8 @@ use std::fmt::Write;
 
 use crate::exit::{Error, Result};
 use crate::timing::overlap::{exclusive_in_order, name_ranks};
-use crate::timing::steps::{Step, StepsReport};
 use crate::trace::{CallApi, OpKind, Trace};
+use crate::wire::steps::{Step, StepsReport};
 
 /// Thread id of the per-series step track inside a GPU process: far above any stream id
 /// so the track never merges with a stream.

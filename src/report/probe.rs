@@ -1,8 +1,8 @@
 //! Rendering a launch-probe result: which figure is measured, which derived, which cited.
 
-use crate::probe::ProbeReport;
 use crate::report::table::{Align, Table};
 use crate::report::{to_json, Format};
+use crate::wire::probe::ProbeReport;
 
 /// Nanoseconds as microseconds with three decimals (launch costs are a few µs).
 fn us3(ns: f64) -> String {

@@ -3,8 +3,7 @@
 
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
-use crate::timing::stepname::StepKind;
-use crate::timing::steps::{Spread, Step, StepsReport};
+use crate::wire::steps::{Spread, Step, StepKind, StepsReport};
 
 /// What a steps rendering shows besides the summary.
 #[derive(Debug, Clone, Copy, Default)]
@@ -178,7 +177,7 @@ pub(crate) fn headline(path: &str, r: &StepsReport) -> String {
     let total = r.steps.len();
     // Steps found by another method than the report's (SGLang under nsys: decodes split
     // at graph replays among sync steps) are counted per method.
-    let mut by: Vec<(crate::timing::steps::FoundBy, usize)> = Vec::new();
+    let mut by: Vec<(crate::wire::steps::FoundBy, usize)> = Vec::new();
     for s in &r.steps {
         match by.iter_mut().find(|(f, _)| *f == s.found_by) {
             Some(x) => x.1 += 1,
@@ -268,14 +267,14 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             c.source
         ));
     }
-    let launch: Vec<&crate::attribution::LaunchAttribution> = r
+    let launch: Vec<&crate::wire::attribution::LaunchAttribution> = r
         .steps
         .iter()
         .filter(|s| s.wall_ns.is_some())
         .filter_map(|s| s.attribution.as_ref().map(|a| &a.launch))
         .collect();
     if !launch.is_empty() {
-        let med = |f: &dyn Fn(&crate::attribution::LaunchAttribution) -> Option<f64>| {
+        let med = |f: &dyn Fn(&crate::wire::attribution::LaunchAttribution) -> Option<f64>| {
             let mut v: Vec<f64> = launch.iter().filter_map(|l| f(l)).collect();
             v.sort_by(f64::total_cmp);
             (!v.is_empty()).then(|| crate::timing::steps::percentile(&v, 0.5))

@@ -1,8 +1,8 @@
 //! Rendering `stepgate trend`: one table row per (group, run), change points marked.
 
-use crate::dataset::trend::{Point, Trend};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, to_json, Format};
+use crate::wire::trend::{Point, Trend};
 
 fn value(t: &Trend, v: f64) -> String {
     if t.unit == "ns" {

@@ -5,8 +5,8 @@
 
 use std::borrow::Cow;
 
-use crate::baseline::model::metric;
 use crate::report::group_thousands;
+use crate::wire::baseline::metric;
 
 /// The display name of a step metric (`wall_ns` → `wall`); `kernel:NAME` and
 /// `category:NAME` (trend's metrics) read `kernel NAME`; a metric no table knows keeps

@@ -7,9 +7,8 @@
 //! are priced with the chapter's bytes (weights + KV read, no KV write), as its golden
 //! cases are. Infeasible inputs are `Error::input`, never NaN.
 
-use serde::Serialize;
-
 use crate::exit::{Error, Result};
+use crate::wire::capacity::{CapacityPlan, FixedBatch, Fluid};
 
 /// Everything the chain needs, as plain numbers (SI units: bytes, seconds, FLOP).
 #[derive(Debug, Clone, PartialEq)]
@@ -36,51 +35,6 @@ pub struct CapacityInputs {
     pub gpus_per_replica: f64,
     /// Price the step at this batch instead of B_max (must not exceed B_max).
     pub batch: Option<f64>,
-}
-
-/// The fixed-batch M/M/1 screen at B (docs/method.md §7 step 5).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct FixedBatch {
-    pub rho: f64,
-    pub lambda_rps: f64,
-    pub replicas: Option<u64>,
-    pub usd_per_million_output_tokens: f64,
-}
-
-/// The fluid ITL model's higher-load root (docs/method.md §7 step 6).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Fluid {
-    pub itl_target_ns: f64,
-    pub lambda_rps: f64,
-    pub batch: f64,
-    pub service_ns: f64,
-    pub rho: f64,
-    pub replicas: Option<u64>,
-    pub usd_per_million_output_tokens: f64,
-    /// The other root of the same equation (a low-load solution), when it exists.
-    pub lower_root_lambda_rps: Option<f64>,
-    pub lower_root_batch: Option<f64>,
-}
-
-/// The whole chain's result. Times in ns (f64, derived).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CapacityPlan {
-    pub kv_pool_tokens: f64,
-    pub mean_context: f64,
-    pub b_max: u64,
-    pub batch: f64,
-    pub step_bytes: f64,
-    pub step_ns: f64,
-    pub decode_tokens_per_s: f64,
-    pub prefill_flops: f64,
-    pub prefill_ns: f64,
-    pub decode_share_ns: f64,
-    pub service_ns: f64,
-    pub saturation_rps: f64,
-    pub prefill_fraction: f64,
-    pub decode_fraction: f64,
-    pub fixed_batch: FixedBatch,
-    pub fluid: Option<Fluid>,
 }
 
 fn positive(name: &str, v: f64) -> Result<()> {
@@ -113,7 +67,7 @@ fn replicas(fleet_rps: Option<f64>, per_replica_rps: f64) -> Result<Option<u64>>
 /// c in the causal prefill attention term c·S² per GPU: each of the S²/2 causal pairs
 /// costs 2·h·(w_qk + w_v) per layer, so c = L·h·(w_qk + w_v)/tp = 2·L·h·d_h/tp for
 /// standard attention (docs/method.md §7 step 3), un-absorbed widths for MLA prefill.
-pub fn prefill_attention_coeff(m: &super::model::ModelSpec, tp: u32) -> f64 {
+pub fn prefill_attention_coeff(m: &crate::wire::roofline::ModelSpec, tp: u32) -> f64 {
     let (wq, wv) = match &m.mla {
         Some(x) => x.unabsorbed_widths(),
         None => (m.head_dim, m.head_dim),

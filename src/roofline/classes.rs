@@ -9,9 +9,8 @@
 //! all-reduces over the interconnect, not HBM: its floor is those bytes over the GPU's
 //! cited link bandwidth, or none where the GPU table has no figure.
 
-use super::floor::{Bound, StepFloor};
-use super::gpu::GpuSpec;
-use crate::wire::attribution::KernelClass;
+use crate::wire::attribution::{Bound, KernelClass};
+use crate::wire::roofline::{GpuSpec, StepFloor};
 
 /// One class's share of a step floor (derived).
 #[derive(Debug, Clone, PartialEq)]
@@ -127,14 +126,15 @@ fn roof(memory_s: f64, compute_s: f64) -> (f64, Bound) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roofline::floor::{step_floor, FloorOptions, StepComposition};
-    use crate::roofline::{gpu, model};
+    use crate::roofline::floor::step_floor;
+    use crate::roofline::{gpu, presets};
+    use crate::wire::roofline::{FloorOptions, StepComposition};
 
     #[test]
     fn memory_bound_classes_sum_to_the_step_bytes() {
         // Llama-3-8B, B=32, s=2048 on an H100: weights 15,009,849,344 B of which lm_head
         // is 128,256·4096·2 = 1,050,673,152 B and the norms (65 × 4096 × 2) 532,480 B.
-        let m = model::preset("llama-3-8b").unwrap();
+        let m = presets::preset("llama-3-8b").unwrap();
         let g = gpu::lookup("h100-sxm").unwrap();
         let f = step_floor(
             &m,
@@ -160,7 +160,7 @@ mod tests {
     fn communication_floor_needs_a_cited_link() {
         // Llama-3-70B at TP 4, 32 decode tokens: 2 · 80 layers · 32 · 8192 · 2 B, times
         // 2·3/4 on the wire = 125,829,120 B; over NVLink's 450 GB/s each way.
-        let m = model::preset("llama-3-70b").unwrap();
+        let m = presets::preset("llama-3-70b").unwrap();
         let opts = FloorOptions {
             tp: 4,
             ..FloorOptions::default()

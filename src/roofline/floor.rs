@@ -9,39 +9,12 @@
 //! its continuum form; the exact count keeps a decode token at N_KV pairs, as the chapter's
 //! 4·L·h·d_h·s does). MLA decode pairs use the absorbed widths (576/512), prefill 192/128.
 
-use serde::Serialize;
-
-use super::gpu::GpuSpec;
-use super::model::{ModelSpec, MoeRouting, WeightDtype, WeightSplit};
 use super::vllm::{Batch, Breakdown, ModelComponents, Request};
-
-pub use crate::wire::attribution::Bound;
-
-/// A step's batch composition in the aggregates engines annotate (vLLM's detailed trace
-/// annotations: sq, sk, sqsq, sqsk, split into context and generation groups).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct StepComposition {
-    pub decode_requests: u64,
-    pub prefill_requests: u64,
-    /// Σ N_Q: new tokens in the step.
-    pub sq: u64,
-    /// Σ N_KV: keys attended per request, the new tokens included.
-    pub sk: u64,
-    /// Σ N_Q².
-    pub sqsq: u64,
-    /// Σ N_Q·N_KV (the token-context product).
-    pub sqsk: u64,
-    /// The same four sums over decode requests only.
-    pub decode_sq: u64,
-    pub decode_sk: u64,
-    pub decode_sqsq: u64,
-    pub decode_sqsk: u64,
-    /// Σ min(N_KV, window) and Σ N_Q·min(N_KV, window) for sliding-window layers, when
-    /// per-request contexts were known ([`StepComposition::from_requests`]). Otherwise the
-    /// floor uses min(sk, requests·window), exact when every context exceeds the window.
-    pub sk_window: Option<u64>,
-    pub sqsk_window: Option<u64>,
-}
+use crate::wire::attribution::Bound;
+use crate::wire::floor::{FloorReport, MlaComparison};
+use crate::wire::roofline::{
+    FloorOptions, GpuSpec, ModelSpec, MoeRouting, StepComposition, StepFloor, WeightDtype,
+};
 
 impl StepComposition {
     /// `batch` decode requests, each attending `context` keys (new token included).
@@ -110,16 +83,6 @@ impl StepComposition {
     }
 }
 
-/// Options of the floor arithmetic.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct FloorOptions {
-    pub tp: u32,
-    pub pp: u32,
-    pub moe_routing: MoeRouting,
-    /// Count the KV write of the new tokens (the reference definition; default true).
-    pub include_kv_write: bool,
-}
-
 impl Default for FloorOptions {
     fn default() -> Self {
         FloorOptions {
@@ -129,39 +92,6 @@ impl Default for FloorOptions {
             include_kv_write: true,
         }
     }
-}
-
-/// One step's floor on one GPU. All derived, f64 (a floor of 7,046,008.6 ns stays
-/// fractional).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct StepFloor {
-    pub weights_bytes: f64,
-    /// `weights_bytes` by the kernels that read them.
-    pub weights: WeightSplit,
-    pub kv_read_bytes: f64,
-    pub kv_write_bytes: f64,
-    pub total_bytes: f64,
-    pub flops: f64,
-    /// `flops` outside the attention core: 2 per streamed parameter per token.
-    pub dense_flops: f64,
-    /// Attention-core FLOPs inside `flops` (absorbed widths for MLA decode).
-    pub attention_flops: f64,
-    /// Bytes one GPU sends in the step's tensor-parallel all-reduces (0 at TP 1): two
-    /// per layer of T·d activations, 2(TP−1)/TP of each on the wire. Not part of
-    /// `total_bytes` (they cross the interconnect, not HBM).
-    pub allreduce_bytes: f64,
-    /// The attention core as vLLM's perf model bills it (un-absorbed MLA widths, T·C
-    /// pairs without causal halving).
-    pub vllm_attention_flops: f64,
-    pub hbm_bytes_per_s: f64,
-    pub peak_flops_per_s: f64,
-    pub memory_floor_ns: f64,
-    pub compute_floor_ns: f64,
-    /// max(memory_floor_ns, compute_floor_ns).
-    pub floor_ns: f64,
-    pub bound: Bound,
-    /// Distinct routed experts streamed per MoE layer (None for dense models).
-    pub experts_touched: Option<f64>,
 }
 
 /// The floor of one step of `comp` for `model` on `gpu`, per GPU.
@@ -350,78 +280,6 @@ pub fn launch_budget_ns(launches: u64, per_launch_ns: f64) -> f64 {
     launches as f64 * per_launch_ns
 }
 
-/// What `stepgate floor` prints for one decode operating point (all derived or cited).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct FloorReport {
-    /// The model's name; the JSON carries it inside the `model` geometry object instead.
-    #[serde(skip_serializing)]
-    pub model: String,
-    pub gpu: String,
-    pub gpu_name: String,
-    pub gpu_source: String,
-    /// "cited" (datasheet) or "input" (--hbm-tb-s).
-    pub hbm_basis: &'static str,
-    pub peak_basis: &'static str,
-    pub batch: u64,
-    pub context: u64,
-    pub tp: u32,
-    pub pp: u32,
-    pub kv_cell_bytes: f64,
-    pub weights_bytes: f64,
-    pub kv_read_bytes: f64,
-    pub kv_write_bytes: f64,
-    pub total_bytes: f64,
-    pub weights_share: f64,
-    pub kv_read_share: f64,
-    pub kv_write_share: f64,
-    pub hbm_bytes_per_s: f64,
-    pub peak_flops_per_s: f64,
-    pub memory_floor_ns: f64,
-    pub compute_floor_ns: f64,
-    pub floor_ns: f64,
-    /// The chapter's floor (docs/method.md §3.2): no KV write.
-    pub chapter_floor_ns: f64,
-    pub floor_definition: &'static str,
-    pub decode_tokens_per_s: f64,
-    pub flops: f64,
-    pub attention_flops: f64,
-    pub intensity_flop_per_byte: f64,
-    pub ridge_flop_per_byte: f64,
-    pub attainable_flops_per_s: f64,
-    pub best_mfu: f64,
-    pub bound: Bound,
-    pub moe_routing: Option<MoeRouting>,
-    pub experts_touched: Option<f64>,
-    pub launches: u64,
-    pub launch_cost_ns: f64,
-    /// "cited" (arXiv:2504.11750) or "input" (a measured --launch-cost-us).
-    pub launch_cost_basis: &'static str,
-    pub launch_budget_ns: f64,
-    pub launch_share_of_floor: f64,
-    /// FlashAttention-2's decode grid on one GPU: batch × query heads per GPU blocks.
-    pub decode_grid_blocks: u64,
-    /// The GPU's SM count (cited) and whether the grid leaves some of them idle.
-    pub sm_count: u32,
-    pub grid_underfills_sms: bool,
-    pub mla: Option<MlaComparison>,
-}
-
-/// The MLA decode attention core: what the absorbed kernel executes against what vLLM's
-/// perf model bills (docs/method.md §6).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MlaComparison {
-    /// 2·h·(576+512) per context token per layer vs 2·h·(192+128): 3.4 for DeepSeek-V3.
-    pub attention_ratio: f64,
-    pub attention_flops: f64,
-    pub vllm_attention_flops: f64,
-    /// The whole step through vLLM's own perf model (what it logs as TF/s).
-    pub vllm_reported_flops: f64,
-    /// The same formulas with the absorbed attention core.
-    pub corrected_flops: f64,
-    /// corrected / reported (about 2.27 at 16k for DeepSeek-V3).
-    pub ratio: f64,
-}
-
 /// Inputs of [`decode_floor`] besides the model and GPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecodePoint {
@@ -550,13 +408,13 @@ pub fn decode_floor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roofline::{gpu, model};
+    use crate::roofline::{gpu, presets};
 
     #[test]
     fn chapter_point_by_hand() {
         // Llama-3-8B, B=32, s=2048, H100 SXM: W = 15,009,849,344 B (exact params × 2),
         // KV read 131,072·32·2048 = 8 GiB, write 131,072·32.
-        let m = model::preset("llama-3-8b").unwrap();
+        let m = presets::preset("llama-3-8b").unwrap();
         let g = gpu::lookup("h100-sxm").unwrap();
         let s = step_floor(
             &m,
@@ -574,7 +432,7 @@ mod tests {
 
     #[test]
     fn prefill_is_compute_bound() {
-        let m = model::preset("llama-3-8b").unwrap();
+        let m = presets::preset("llama-3-8b").unwrap();
         let g = gpu::lookup("h100-sxm").unwrap();
         let comp = StepComposition::from_requests(
             &[Request {

@@ -5,43 +5,7 @@
 //! Every figure is a vendor datasheet peak (dense, i.e. without 2:4 sparsity), never a
 //! measurement: a measured bandwidth (`--hbm-tb-s`) or FLOP rate (`--peak-tflops`) beats it.
 
-use serde::Serialize;
-
-/// One GPU model's cited peaks. Units in the field names; all per single GPU.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct GpuSpec {
-    /// Preset key: lower case with dashes (`h100-sxm`).
-    pub key: &'static str,
-    /// Marketing name.
-    pub name: &'static str,
-    /// Peak HBM (or GDDR) bandwidth, bytes/s (TB/s = 1e12 B/s).
-    pub hbm_bytes_per_s: f64,
-    /// Dense bf16/fp16 tensor peak, FLOP/s.
-    pub bf16_flops_per_s: f64,
-    /// Dense fp8 tensor peak, FLOP/s (None where the part has no fp8 tensor path).
-    pub fp8_flops_per_s: Option<f64>,
-    /// Streaming multiprocessors (NVIDIA) or compute units (AMD).
-    pub sm_count: u32,
-    /// Device memory, bytes (GB = 1e9).
-    pub memory_bytes: f64,
-    /// Where the numbers come from.
-    pub source: &'static str,
-    /// The GPU-to-GPU interconnect of the part's multi-GPU board, where a datasheet gives
-    /// it (None: PCIe cards, or no cited figure).
-    pub interconnect: Option<Interconnect>,
-}
-
-/// A cited GPU-to-GPU link bandwidth, for the floor of the collectives.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Interconnect {
-    /// Peak bytes/s in one direction: through the switch (every peer shares it), or of
-    /// one link to one peer in a full mesh.
-    pub per_direction_bytes_per_s: f64,
-    /// Full mesh (one link per peer, AMD Infinity Fabric) rather than a switch (NVSwitch).
-    pub mesh: bool,
-    /// Where the figure comes from.
-    pub source: &'static str,
-}
+use crate::wire::roofline::{GpuSpec, Interconnect};
 
 impl Interconnect {
     /// Bytes/s one GPU can send to the other `tp − 1` GPUs of its group at once.

@@ -1,32 +1,16 @@
-//! Model geometry (`ModelSpec`), exact parameter counts, per-GPU streamed weight bytes and
-//! KV cell size, plus the built-in presets (each an HF `config.json` excerpt read by
-//! [`super::hfconfig`], so presets and `--model-config` go through one reader).
+//! What a model's geometry implies (`ModelSpec`, defined in `wire::roofline`): exact
+//! parameter counts, per-GPU streamed weight bytes and KV cell size, the bytes per weight
+//! of each storage format, and the bounds a geometry must stay within. The built-in
+//! presets are in [`super::presets`].
 //!
 //! Conventions (docs/method.md §2.1, golden README "Units and definitions"): the input
 //! embedding is gathered one row per token, not streamed; lm_head is streamed (with tied
 //! embeddings the one shared matrix is streamed as lm_head); norms are streamed.
 
-use serde::Serialize;
-
 use crate::exit::{Error, Result};
-
-/// Weight storage format. Linear-layer weights take this format; embeddings, lm_head and
-/// norms stay at 2 bytes (bf16), as inference checkpoints ship them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WeightDtype {
-    Bf16,
-    Fp16,
-    Fp32,
-    Fp8,
-    Int8,
-    /// 4-bit integer with one fp16 scale per `group` weights (GPTQ/AWQ style).
-    Int4 {
-        group: u32,
-    },
-    /// OCP MX fp4: 4-bit elements, one 8-bit shared exponent per 32 elements.
-    Mxfp4,
-}
+use crate::wire::roofline::{
+    MlaSpec, ModelSpec, MoeRouting, MoeSpec, ParamCounts, WeightDtype, WeightSplit,
+};
 
 /// Bounds on a model's geometry: about ten times the largest open models (DeepSeek-V3,
 /// Kimi K2, Llama 4), and small enough that the exact `u64` parameter counts in
@@ -100,34 +84,6 @@ impl WeightDtype {
     }
 }
 
-/// Mixture-of-experts geometry.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MoeSpec {
-    /// Routed experts E.
-    pub num_experts: u64,
-    /// Experts per token k.
-    pub top_k: u64,
-    /// Width of one routed expert.
-    pub moe_intermediate: u64,
-    /// Total width of the always-on shared expert(s) (DeepSeek: n_shared × moe_intermediate).
-    pub shared_intermediate: u64,
-    /// `n_shared_experts` as the config states it (DeepSeek, Kimi); None where the
-    /// config gives the shared width instead (`shared_expert_intermediate_size`, Qwen).
-    pub shared_experts: Option<u64>,
-    /// Layers whose FFN is MoE (the rest are dense with `intermediate`).
-    pub moe_layers: u64,
-}
-
-/// DeepSeek-style multi-head latent attention geometry.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MlaSpec {
-    pub kv_lora_rank: u64,
-    pub q_lora_rank: Option<u64>,
-    pub qk_nope_head_dim: u64,
-    pub qk_rope_head_dim: u64,
-    pub v_head_dim: u64,
-}
-
 impl MlaSpec {
     /// (QK width, V width) of the un-absorbed path vLLM bills and prefill runs:
     /// (nope + rope, v) = (192, 128) for DeepSeek-V3.
@@ -145,76 +101,6 @@ impl MlaSpec {
     }
 }
 
-/// Raw overrides from the command line (the raw form of docs/method.md §3.1: `--weights-gb` etc.).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Overrides {
-    /// Streamed weight bytes for the whole model (replaces the count from the geometry).
-    pub weights_bytes: Option<f64>,
-    /// Streamed parameter count P used for FLOPs (replaces the count from the geometry).
-    pub params_streamed: Option<f64>,
-}
-
-/// One model's architecture, dtypes and overrides.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ModelSpec {
-    pub name: String,
-    pub vocab: u64,
-    pub hidden: u64,
-    pub layers: u64,
-    pub heads: u64,
-    pub kv_heads: u64,
-    pub head_dim: u64,
-    /// Dense FFN width (SwiGLU: gate, up, down).
-    pub intermediate: u64,
-    pub tie_word_embeddings: bool,
-    /// q/k/v projections carry biases (Qwen2).
-    pub attention_bias: bool,
-    /// Per-head RMSNorm on q and k (Qwen3, Gemma 3).
-    pub qk_norm: bool,
-    /// RMSNorms per decoder layer (2; Gemma 2/3 have 4).
-    pub norms_per_layer: u64,
-    pub sliding_window: Option<u64>,
-    /// Layers that use the sliding window (the rest attend to the full context).
-    pub swa_layers: u64,
-    pub moe: Option<MoeSpec>,
-    pub mla: Option<MlaSpec>,
-    pub weight_dtype: WeightDtype,
-    /// Bytes per KV-cache element (2 bf16, 1 fp8).
-    pub kv_dtype_bytes: f64,
-    pub overrides: Overrides,
-}
-
-/// Parameter counts by role (exact integers).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ParamCounts {
-    pub total: u64,
-    pub input_embedding: u64,
-    /// Everything a decode step streams at batch 1 with k experts (dense: total − embedding).
-    pub streamed: u64,
-    /// Linear weights of attention and dense FFN (quantizable), all layers.
-    pub linear: u64,
-    /// Routed expert weights, all experts, all MoE layers.
-    pub routed_experts: u64,
-    /// One routed expert in one layer.
-    pub one_expert: u64,
-    /// Always-on weights kept at 2 bytes: norms, routers, lm_head.
-    pub unquantized: u64,
-    pub lm_head: u64,
-}
-
-/// Weight bytes one GPU streams in a step, by the kernels that read them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct WeightSplit {
-    /// Attention and dense-FFN linear layers, shared experts included.
-    pub linear: f64,
-    /// The routed experts the step's tokens touch.
-    pub experts: f64,
-    /// lm_head, at 2 bytes per weight.
-    pub lm_head: f64,
-    /// Norms, biases and routers, at 2 bytes per weight.
-    pub small: f64,
-}
-
 impl WeightSplit {
     /// Every streamed weight byte.
     pub fn total(&self) -> f64 {
@@ -225,19 +111,6 @@ impl WeightSplit {
     pub fn gemm(&self) -> f64 {
         self.linear + self.experts + self.lm_head
     }
-}
-
-/// How tokens spread over routed experts when counting expert weights streamed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum MoeRouting {
-    /// Expected distinct experts under uniform independent routing: E·(1−(1−k/E)^T).
-    #[default]
-    Uniform,
-    /// min(T·k, E): vLLM's perfect-balance convention (its golden cases use it).
-    Spread,
-    /// k: every token picks the same experts; the true lower bound.
-    Packed,
 }
 
 impl MoeRouting {
@@ -423,112 +296,10 @@ impl ModelSpec {
     }
 }
 
-/// Built-in presets: (key, what, config.json excerpt). Values from each model's published
-/// Hugging Face `config.json`.
-const PRESETS: &[(&str, &str, &str)] = &[
-    (
-        "llama-3-8b",
-        "meta-llama/Meta-Llama-3-8B",
-        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "llama-3.1-8b",
-        "meta-llama/Llama-3.1-8B",
-        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "llama-3-70b",
-        "meta-llama/Meta-Llama-3-70B",
-        r#"{"model_type":"llama","vocab_size":128256,"hidden_size":8192,"num_hidden_layers":80,"num_attention_heads":64,"num_key_value_heads":8,"intermediate_size":28672,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "llama-2-7b",
-        "meta-llama/Llama-2-7b-hf",
-        r#"{"model_type":"llama","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"intermediate_size":11008,"tie_word_embeddings":false,"torch_dtype":"float16"}"#,
-    ),
-    (
-        "mistral-7b",
-        "mistralai/Mistral-7B-v0.3",
-        r#"{"model_type":"mistral","vocab_size":32768,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "mixtral-8x7b",
-        "mistralai/Mixtral-8x7B-v0.1",
-        r#"{"model_type":"mixtral","vocab_size":32000,"hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"num_local_experts":8,"num_experts_per_tok":2,"sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "qwen2.5-7b",
-        "Qwen/Qwen2.5-7B-Instruct",
-        r#"{"model_type":"qwen2","vocab_size":152064,"hidden_size":3584,"num_hidden_layers":28,"num_attention_heads":28,"num_key_value_heads":4,"intermediate_size":18944,"sliding_window":131072,"use_sliding_window":false,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "qwen3-0.6b",
-        "Qwen/Qwen3-0.6B",
-        r#"{"model_type":"qwen3","vocab_size":151936,"hidden_size":1024,"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"intermediate_size":3072,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "qwen3-8b",
-        "Qwen/Qwen3-8B",
-        r#"{"model_type":"qwen3","vocab_size":151936,"hidden_size":4096,"num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"intermediate_size":12288,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "qwen3-30b-a3b",
-        "Qwen/Qwen3-30B-A3B",
-        r#"{"model_type":"qwen3_moe","vocab_size":151936,"hidden_size":2048,"num_hidden_layers":48,"num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"intermediate_size":6144,"moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,"decoder_sparse_step":1,"mlp_only_layers":[],"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "gemma-2-9b",
-        "google/gemma-2-9b",
-        r#"{"model_type":"gemma2","vocab_size":256000,"hidden_size":3584,"num_hidden_layers":42,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"intermediate_size":14336,"sliding_window":4096,"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "gemma-3-12b",
-        "google/gemma-3-12b-it (text_config)",
-        r#"{"model_type":"gemma3","text_config":{"model_type":"gemma3_text","vocab_size":262208,"hidden_size":3840,"num_hidden_layers":48,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"intermediate_size":15360,"sliding_window":1024,"sliding_window_pattern":6},"tie_word_embeddings":true,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "deepseek-v2-lite",
-        "deepseek-ai/DeepSeek-V2-Lite",
-        r#"{"model_type":"deepseek_v2","vocab_size":102400,"hidden_size":2048,"num_hidden_layers":27,"num_attention_heads":16,"num_key_value_heads":16,"intermediate_size":10944,"moe_intermediate_size":1408,"n_routed_experts":64,"num_experts_per_tok":6,"n_shared_experts":2,"first_k_dense_replace":1,"moe_layer_freq":1,"q_lora_rank":null,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "deepseek-v3",
-        "deepseek-ai/DeepSeek-V3 (bf16 geometry; the checkpoint ships fp8, use --weight-dtype fp8)",
-        r#"{"model_type":"deepseek_v3","vocab_size":129280,"hidden_size":7168,"num_hidden_layers":61,"num_attention_heads":128,"num_key_value_heads":128,"intermediate_size":18432,"moe_intermediate_size":2048,"n_routed_experts":256,"num_experts_per_tok":8,"n_shared_experts":1,"first_k_dense_replace":3,"moe_layer_freq":1,"q_lora_rank":1536,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-    (
-        "kimi-k2",
-        "moonshotai/Kimi-K2-Instruct (bf16 geometry)",
-        r#"{"model_type":"kimi_k2","vocab_size":163840,"hidden_size":7168,"num_hidden_layers":61,"num_attention_heads":64,"num_key_value_heads":64,"intermediate_size":18432,"moe_intermediate_size":2048,"n_routed_experts":384,"num_experts_per_tok":8,"n_shared_experts":1,"first_k_dense_replace":1,"moe_layer_freq":1,"q_lora_rank":1536,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16"}"#,
-    ),
-];
-
-/// A preset by key (`llama-3-8b`, `deepseek-v3`, …; case-insensitive).
-pub fn preset(name: &str) -> Option<ModelSpec> {
-    let n = name.trim().to_ascii_lowercase();
-    let (key, _, json) = PRESETS.iter().find(|(k, _, _)| *k == n)?;
-    let v: serde_json::Value = serde_json::from_str(json).expect("preset JSON is valid");
-    let mut m = super::hfconfig::from_value(&v).expect("preset config resolves");
-    m.name = (*key).to_owned();
-    Some(m)
-}
-
-/// A preset's `config.json` excerpt, as the reader sees it (for what it records beyond
-/// the geometry: quantization method, activation dtype).
-pub fn preset_config(name: &str) -> Option<serde_json::Value> {
-    let n = name.trim().to_ascii_lowercase();
-    let (_, _, json) = PRESETS.iter().find(|(k, _, _)| *k == n)?;
-    serde_json::from_str(json).ok()
-}
-
-/// Preset keys with what each is.
-pub fn preset_keys() -> Vec<(&'static str, &'static str)> {
-    PRESETS.iter().map(|(k, w, _)| (*k, *w)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roofline::presets::preset;
 
     #[test]
     fn int4_groups_below_eight_are_refused() {

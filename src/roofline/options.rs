@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 
 use crate::exit::{Error, Result};
-use crate::roofline::gpu::{self, GpuSpec};
+use crate::roofline::gpu;
 use crate::roofline::hfconfig;
-use crate::roofline::model::{self, ModelSpec, WeightDtype};
+use crate::roofline::presets;
+use crate::wire::roofline::{GpuSpec, ModelSpec, WeightDtype};
 
 /// The preset priced when neither a preset nor a config is named (the seeds' operating
 /// point: Llama-3-8B).
@@ -60,15 +61,15 @@ impl ModelOptions {
     pub fn resolve(&self) -> Result<ModelSpec> {
         let mut m = match (&self.preset, &self.config) {
             (_, Some(p)) => hfconfig::load(p)?,
-            (Some(n), None) => model::preset(n).ok_or_else(|| {
-                let keys: Vec<_> = model::preset_keys().iter().map(|(k, _)| *k).collect();
+            (Some(n), None) => presets::preset(n).ok_or_else(|| {
+                let keys: Vec<_> = presets::preset_keys().iter().map(|(k, _)| *k).collect();
                 Error::input(format!(
                     "unknown model `{n}`{}; use one of {} or --model-config PATH",
                     crate::suggest::did_you_mean(n, keys.iter().copied()),
                     keys.join(", ")
                 ))
             })?,
-            (None, None) => model::preset(DEFAULT_MODEL)
+            (None, None) => presets::preset(DEFAULT_MODEL)
                 .ok_or_else(|| Error::input(format!("built-in preset {DEFAULT_MODEL} missing")))?,
         };
         if let Some(w) = &self.weight_dtype {

@@ -521,11 +521,16 @@ impl ModelComponents {
         out
     }
 
-    /// Resolved components of a [`super::model::ModelSpec`] the way vLLM's parsers would
+    /// Resolved components of a [`crate::wire::roofline::ModelSpec`] the way vLLM's parsers would
     /// build them at `tp`/`pp` (EP off, dp 1). `moe_layers_vllm` overrides the MoE layer
     /// count (vLLM bills every layer as MoE for a DeepSeek-V3 config without
     /// `moe_layer_freq`).
-    pub fn from_model(m: &super::model::ModelSpec, tp: u32, pp: u32, act_bytes: f64) -> Self {
+    pub fn from_model(
+        m: &crate::wire::roofline::ModelSpec,
+        tp: u32,
+        pp: u32,
+        act_bytes: f64,
+    ) -> Self {
         let w = m.weight_dtype.bytes_per_param();
         let (tp, pp) = (u64::from(tp.max(1)), u64::from(pp.max(1)));
         let attn = m.mla.is_none().then_some(AttnCfg {

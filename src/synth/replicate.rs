@@ -8,18 +8,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::exit::{Error, Result};
-
-/// What a replication produced.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Replicated {
-    pub copies: u64,
-    /// Time shift between consecutive copies.
-    pub period_ns: i64,
-    /// Correlation-id offset between consecutive copies.
-    pub correlation_stride: i64,
-    /// Rows per table after replication (tables that were replicated).
-    pub rows: Vec<(String, i64)>,
-}
+use crate::wire::synth::Replicated;
 
 fn err(e: rusqlite::Error) -> Error {
     Error::input(format!("replicating the export failed: {e}"))

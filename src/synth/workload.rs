@@ -18,6 +18,7 @@ use super::writer::{
     event_class, event_type, CallRec, GpuMetricsRec, GpuRec, GraphNodeRec, GraphTraceRec,
     KernelRec, Layout, MemcpyRec, NsysWriter, NvtxName, NvtxRec, ThroughputWindow,
 };
+use crate::wire::synth::{DeviceExpect, Expected, StepExpect};
 
 /// How a step's kernels reach the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,57 +165,6 @@ impl Scenario {
             counters: None,
         }
     }
-}
-
-/// What one step on one rank must measure.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StepExpect {
-    pub step: usize,
-    pub rank: u32,
-    pub device: i64,
-    pub pid: i64,
-    pub tid: i64,
-    /// Outermost range name (`None`: no NVTX range was written).
-    pub name: Option<String>,
-    /// Innermost range name: the name a nested step is reported under.
-    pub inner_name: Option<String>,
-    /// The outermost range (or, without one, the host window it would have had).
-    pub cpu_start_ns: i64,
-    pub cpu_end_ns: i64,
-    /// First op start / last op end of the step's ops (`None` when it has none).
-    pub gpu_start_ns: Option<i64>,
-    pub gpu_end_ns: Option<i64>,
-    /// Union of the step's ops (= their summed durations: one stream, no overlap).
-    pub busy_ns: i64,
-    /// Kernel rows (opaque graph replays and memcpy not included).
-    pub kernels: u64,
-    pub graph_replays: u64,
-    pub memcpys: u64,
-    /// Launch calls inside the range (kernel and graph launches, incl. ones without kernels).
-    pub launches: u64,
-    pub launch_host_ns: i64,
-}
-
-/// Whole-device values over everything written (steps and orphan kernels).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DeviceExpect {
-    pub device: i64,
-    /// Kernels + memcpy + opaque graph replays.
-    pub ops: u64,
-    pub kernels: u64,
-    pub busy_ns: i64,
-    pub kernel_sum_ns: i64,
-    pub window_start_ns: i64,
-    pub window_end_ns: i64,
-    /// Kernels whose correlation id has no call in their process.
-    pub kernels_without_launch: u64,
-}
-
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Expected {
-    /// Per step then per rank, in step order.
-    pub steps: Vec<StepExpect>,
-    pub devices: Vec<DeviceExpect>,
 }
 
 const STREAM: i64 = 7;

@@ -171,7 +171,8 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{OpKind, OpRow, OpsBuilder, SourceFormat, TraceMeta};
+    use crate::trace::{OpKind, OpRow, OpsBuilder};
+    use crate::wire::trace::{SourceFormat, TraceMeta};
 
     #[test]
     fn builders_make_single_chunk_frames() {

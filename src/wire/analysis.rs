@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::trace::SourceFormat;
+use super::meta::SourceInfo;
+use super::steps::CategoryStat;
 
 /// Bump when a field changes meaning or disappears (adding fields does not bump it).
 /// 2: `tool` became `{name, version}` (was the string `stepgate <version>`).
@@ -23,20 +24,6 @@ pub struct Analysis {
     /// Steps found in the trace (`steps` issue); absent when step finding was not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<super::steps::StepsReport>,
-}
-
-/// Where the trace came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SourceInfo {
-    pub format: SourceFormat,
-    pub path: String,
-    pub tool_version: Option<String>,
-    pub schema_version: Option<String>,
-    pub cuda_graph_trace_mode: Option<String>,
-    /// Unix-epoch ns of time zero, where the format states it: add it to any `*_ns` time
-    /// to get an absolute timestamp.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin_epoch_ns: Option<i64>,
 }
 
 /// A process that ran work on a device.
@@ -87,14 +74,5 @@ pub struct KernelStat {
     pub max_ns: i64,
     /// Time this name alone kept the device busy: Σ over its ops of the part past the
     /// running end of every op that started before it (see `timing::overlap`).
-    pub exclusive_ns: i64,
-}
-
-/// One category's totals on one device.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CategoryStat {
-    pub category: String,
-    pub instances: u64,
-    pub total_ns: i64,
     pub exclusive_ns: i64,
 }

@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::ShapeCount;
-
 /// Which roof binds. Serialized as `memory` / `compute`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -427,4 +425,22 @@ pub struct ClassExcessChange {
     pub candidate_excess_ns: f64,
     /// candidate − baseline excess.
     pub delta_excess_ns: f64,
+}
+
+/// A step's own floor, derived from its batch composition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorInput {
+    /// max(bytes / β, FLOPs / π), derived.
+    pub floor_ns: f64,
+    pub total_bytes: f64,
+    pub flops: f64,
+    /// Which roof binds (`memory` or `compute` in JSON).
+    pub bound: Bound,
+}
+
+/// How many steps had one shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShapeCount {
+    pub shape: Shape,
+    pub steps: usize,
 }

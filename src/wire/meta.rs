@@ -1,8 +1,11 @@
 //! What every JSON document stepgate writes says about itself: which stepgate wrote it
-//! (`tool`), and for documents computed from inputs named on the command line, what those
-//! were (`source`). Each document keeps its own `schema_version` (docs/schema/README.md).
+//! (`tool`), and what it was computed from (`source`): the report it read, or the inputs
+//! named on the command line. Each document keeps its own `schema_version`
+//! (docs/schema/README.md).
 
 use serde::{Deserialize, Serialize};
+
+use super::trace::SourceFormat;
 
 /// The program that wrote a document: `{"name": "stepgate", "version": "0.1.0"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -65,4 +68,18 @@ pub struct ModelSource {
     pub model: String,
     /// The `--gpu` preset key.
     pub gpu: String,
+}
+
+/// Where the trace came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SourceInfo {
+    pub format: SourceFormat,
+    pub path: String,
+    pub tool_version: Option<String>,
+    pub schema_version: Option<String>,
+    pub cuda_graph_trace_mode: Option<String>,
+    /// Unix-epoch ns of time zero, where the format states it: add it to any `*_ns` time
+    /// to get an absolute timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_epoch_ns: Option<i64>,
 }

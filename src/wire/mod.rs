@@ -1,16 +1,36 @@
-//! The wire types: every serde struct stepgate prints or stores as JSON (`analyze`,
-//! `steps`, the attribution inside steps, `gate`/`diff`), in one leaf module.
+//! The wire types: every type stepgate serializes (the JSON documents it prints, the files
+//! it stores and reads back, the rows it exports), as plain data in one leaf module.
 //!
-//! Like ripgrep's `jsont`, this module depends on no computing module of the crate:
-//! `timing`, `attribution`, `baseline` and `report` depend on it, never the other way, so
-//! the steps ↔ attribution join happens in one place (`pipeline::steps::run`)
-//! and not by one module filling the other's struct. The only crate types it names are
-//! plain data from `trace` (the source format) and `exit`'s error (the join's). The old paths (`analysis::Analysis`,
-//! `timing::steps::Step`, `attribution::Shape`, `baseline::compare::Comparison`, …)
-//! re-export these.
+//! Like ripgrep's `jsont`, this module depends on no other module of the crate but
+//! `exit` (the error of `StepsReport::join`): `timing`, `roofline`, `attribution`,
+//! `baseline`, `dataset`, `report` and the rest depend on it, never the other way, so the
+//! steps ↔ attribution join happens in one place (`pipeline::steps::run`) and not by one
+//! module filling the other's struct. A type here holds fields, derives and serde
+//! attributes; what computes with it (constructors, arithmetic, parsing, checks) is an
+//! `impl` in its domain module. Nothing outside `wire` re-exports these types: every use
+//! names `crate::wire::…`, so a document's contract is read in one place.
+//!
+//! One file per area: `analysis` (`analyze`), `steps` and `attribution` (`steps`, and
+//! inside `analyze`), `gate` (`gate`/`diff`), `baseline` (the stored baseline file),
+//! `trend`, `dataset` (a `runs` row), `roofline` (model, GPU, a step's floor), `floor`,
+//! `capacity`, `presets`, `probe` (the launch-probe file), `capture` (its summary and the
+//! sidecar), `trace` (what a report says about itself), `meta` (every document's `tool`
+//! and `source`), and with the `synth` feature `synth` (the generator's ground truth).
 
 pub mod analysis;
 pub mod attribution;
+pub mod baseline;
+pub mod capacity;
+pub mod capture;
+pub mod dataset;
+pub mod floor;
 pub mod gate;
 pub mod meta;
+pub mod presets;
+pub mod probe;
+pub mod roofline;
 pub mod steps;
+#[cfg(feature = "synth")]
+pub mod synth;
+pub mod trace;
+pub mod trend;

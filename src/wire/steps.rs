@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::CategoryStat;
 use super::attribution::{
-    Attributions, GroupAttribution, LaunchCost, OperatingPoint, Shape, StepAttribution,
+    Attributions, GroupAttribution, LaunchCost, OperatingPoint, ShapeCount, StepAttribution,
 };
 
 /// What kind of engine step a span is.
@@ -195,6 +194,15 @@ mod arc_str {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
         String::deserialize(d).map(Arc::from)
     }
+}
+
+/// One category's totals on one device.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CategoryStat {
+    pub category: String,
+    pub instances: u64,
+    pub total_ns: i64,
+    pub exclusive_ns: i64,
 }
 
 /// A host call, for naming what the host did during a gap.
@@ -399,13 +407,6 @@ pub struct AlignedStep {
     pub min_wall_ns: i64,
 }
 
-/// How many steps had one shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ShapeCount {
-    pub shape: Shape,
-    pub steps: usize,
-}
-
 /// Which step finder produced a report (`method` in JSON, the word in "steps (…)").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -464,7 +465,7 @@ pub struct StepsReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<super::meta::Tool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<super::analysis::SourceInfo>,
+    pub source: Option<super::meta::SourceInfo>,
     /// `engine`, `scheduler`, `python`, `recurring`, `sync`, `regex`, `graphs` or `gaps`.
     pub method: StepMethod,
     /// How the steps were found (the same for every step).

@@ -1208,9 +1208,7 @@ fn ctrl_c_shuts_the_server_group_down() {
 
 #[test]
 fn summary_table_format() {
-    use stepgate::capture::drive::DriveCounts;
-    use stepgate::capture::flow::Summary;
-    use stepgate::capture::Engine;
+    use stepgate::wire::capture::{DriveCounts, Engine, Summary};
     let s = Summary {
         schema_version: 1,
         tool: stepgate::wire::meta::Tool::current(),

@@ -3,7 +3,7 @@
 
 use clap::CommandFactory;
 use stepgate::cli::Cli;
-use stepgate::roofline::model;
+use stepgate::roofline::presets;
 
 use crate::common;
 
@@ -38,14 +38,14 @@ const PUBLISHED_PARAMS_B: &[(&str, f64, f64)] = &[
 
 #[test]
 fn every_model_preset_resolves_to_its_published_size() {
-    let keys: Vec<&str> = model::preset_keys().iter().map(|(k, _)| *k).collect();
+    let keys: Vec<&str> = presets::preset_keys().iter().map(|(k, _)| *k).collect();
     let published: Vec<&str> = PUBLISHED_PARAMS_B.iter().map(|(k, _, _)| *k).collect();
     assert_eq!(
         keys, published,
         "a preset without a published size to check"
     );
     for (key, billions, tol) in PUBLISHED_PARAMS_B {
-        let m = model::preset(key).unwrap_or_else(|| panic!("preset {key} does not resolve"));
+        let m = presets::preset(key).unwrap_or_else(|| panic!("preset {key} does not resolve"));
         let total = m.params().total as f64 / 1e9;
         assert!(
             (total / billions - 1.0).abs() < *tol,
@@ -62,7 +62,7 @@ fn every_model_preset_resolves_to_its_published_size() {
 fn every_model_preset_runs_through_floor_and_the_help_lists_them_all() {
     let (code, help, _) = common::run(&["floor", "--help"]);
     assert_eq!(code, 0);
-    for (key, _) in model::preset_keys() {
+    for (key, _) in presets::preset_keys() {
         assert!(
             help.split_whitespace()
                 .any(|w| w.trim_end_matches('.') == key),

@@ -42,7 +42,7 @@ pub fn jittered_decode_report(
     seed: u64,
     gpu: &str,
     scale: &dyn Fn(usize) -> f64,
-) -> stepgate::synth::workload::Expected {
+) -> stepgate::wire::synth::Expected {
     use rand::{Rng, SeedableRng};
     use stepgate::synth::workload::*;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 use stepgate::synth::workload::*;
+use stepgate::wire::synth::Expected;
 
 use crate::common::run as stepgate;
 

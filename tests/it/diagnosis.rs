@@ -589,7 +589,8 @@ fn a_prefill_among_unmarked_decodes_is_its_own_inferred_group() {
 
 #[test]
 fn the_capture_sidecar_gives_unnamed_decodes_their_batch_and_context() {
-    use stepgate::operating_point::sidecar::{write_beside, CaptureSidecar, Drive};
+    use stepgate::operating_point::sidecar::write_beside;
+    use stepgate::wire::capture::{CaptureSidecar, Drive};
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = planted_report(dir.path(), Cause::PrefillAmongDecodes, 12);
     let p = path.to_str().unwrap();

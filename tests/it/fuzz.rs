@@ -8,11 +8,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 use rusqlite::Connection;
-use stepgate::attribution::{attribute_all, LaunchCost};
+use stepgate::attribution::attribute_all;
 use stepgate::categories::Categorizer;
 use stepgate::report::Format;
 use stepgate::source;
 use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
+use stepgate::wire::attribution::LaunchCost;
 
 use crate::common::fixture;
 

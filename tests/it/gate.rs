@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use stepgate::baseline::model::{metric, BaselineMeta, Group, KernelSamples, SampleSet};
-use stepgate::baseline::{compare, write_baseline, Baseline, Policy};
+use stepgate::baseline::{compare, write_baseline, Policy};
+use stepgate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 
 use crate::common;
 
@@ -1081,7 +1081,7 @@ fn reasons_tell_apart_kernels_that_share_a_short_name() {
         ..Spec::default()
     }));
     let c = compare(&base, &cand, &Policy::default()).unwrap();
-    assert_eq!(c.verdict, stepgate::baseline::Verdict::Regression);
+    assert_eq!(c.verdict, stepgate::wire::gate::Verdict::Regression);
     let kernel_reasons: Vec<&String> = c.groups[0]
         .reasons
         .iter()

@@ -3,10 +3,11 @@
 //! fails where its category passes; nothing claimed missing from a baseline that is not
 //! there; kernels picked by part of their name; full names on request.
 
-use stepgate::baseline::compare::{compare_side, BaselineSide, Comparison};
-use stepgate::baseline::model::metric;
-use stepgate::baseline::{compare, read_baseline, write_baseline, Baseline, Policy, Verdict};
+use stepgate::baseline::compare::{compare_side, BaselineSide};
+use stepgate::baseline::{compare, read_baseline, write_baseline, Policy};
 use stepgate::report::gate::{markdown, text, RenderOptions};
+use stepgate::wire::baseline::{metric, Baseline};
+use stepgate::wire::gate::{Comparison, Verdict};
 
 use crate::common;
 use crate::gate::{generate, Spec, ACT, KERNELS};
@@ -320,12 +321,9 @@ fn a_kernel_that_fails_in_a_passing_category_says_which_thresholds_applied() {
     let cat = g.categories.iter().find(|c| c.category == "norm").unwrap();
     assert_eq!(
         k.change.verdict,
-        stepgate::baseline::compare::RowVerdict::Regression
+        stepgate::wire::gate::RowVerdict::Regression
     );
-    assert_eq!(
-        cat.change.verdict,
-        stepgate::baseline::compare::RowVerdict::Ok
-    );
+    assert_eq!(cat.change.verdict, stepgate::wire::gate::RowVerdict::Ok);
     let md = markdown(&c, &RenderOptions::default());
     let line = md
         .lines()

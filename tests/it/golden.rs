@@ -10,12 +10,15 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 use stepgate::attribution;
 use stepgate::roofline::capacity::{self, CapacityInputs, FluidInputs};
-use stepgate::roofline::floor::{self, FloorOptions, StepComposition};
-use stepgate::roofline::gpu::{self, GpuSpec};
+use stepgate::roofline::floor;
+use stepgate::roofline::gpu;
 use stepgate::roofline::hfconfig;
-use stepgate::roofline::model::{self, ModelSpec};
+use stepgate::roofline::presets;
 use stepgate::roofline::vllm::{
     AttnCfg, Batch, Breakdown, FfnCfg, MlaCfg, ModelComponents, Request, UnembedCfg,
+};
+use stepgate::wire::roofline::{
+    FloorOptions, GpuSpec, MlaSpec, ModelSpec, MoeRouting, StepComposition, StepFloor,
 };
 
 use crate::common;
@@ -74,7 +77,7 @@ fn custom_gpu(beta: f64, pi: f64) -> GpuSpec {
     g
 }
 
-fn batch1_floor(weights: f64, params: f64, beta: f64, pi: f64) -> floor::StepFloor {
+fn batch1_floor(weights: f64, params: f64, beta: f64, pi: f64) -> StepFloor {
     let opts = FloorOptions {
         include_kv_write: false,
         ..FloorOptions::default()
@@ -105,7 +108,7 @@ fn llama3_8b_param_count(i: &Value) -> Result<Computed, String> {
     put(
         &mut c,
         "weights_streamed_bytes",
-        m.streamed_weight_bytes(1.0, model::MoeRouting::default(), 1, 1),
+        m.streamed_weight_bytes(1.0, MoeRouting::default(), 1, 1),
     );
     Ok(c)
 }
@@ -531,7 +534,7 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
     let mut c = Computed::new();
     if id.ends_with("true_over_reported.vllm_formulas") {
         let k = &i["config"];
-        let resolved = hfconfig::vllm_resolve(
+        let resolved = hfconfig::vllm::resolve(
             &json!({"hidden_size":k["D"],"num_hidden_layers":k["L"],"num_attention_heads":k["H"],"vocab_size":k["vocab"],
                 "intermediate_size":k["intermediate_size"],"n_routed_experts":k["n_routed_experts"],
                 "num_experts_per_tok":k["num_experts_per_tok"],"first_k_dense_replace":k["first_k_dense_replace"],
@@ -577,7 +580,7 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
         // The seed's model: DeepSeek-V3's attention geometry with its 37e9 active
         // parameters streamed, one decode token at context s, through stepgate's floor:
         // `flops` bills the absorbed core, `vllm_attention_flops` vLLM's un-absorbed one.
-        let mut m = model::preset("deepseek-v3").ok_or("preset")?;
+        let mut m = presets::preset("deepseek-v3").ok_or("preset")?;
         if (m.layers, m.heads) != (int(i, "L")?, int(i, "num_heads")?) {
             return Err("the case's L / heads are not the DeepSeek-V3 preset's".into());
         }
@@ -651,7 +654,7 @@ fn mla_case(id: &str, i: &Value) -> Result<Computed, String> {
         return Ok(c);
     }
     if i.get("kv_lora_rank").is_some() {
-        let m = model::MlaSpec {
+        let m = MlaSpec {
             kv_lora_rank: int(i, "kv_lora_rank")?,
             q_lora_rank: None,
             qk_nope_head_dim: int(i, "qk_nope_head_dim")?,
@@ -721,7 +724,11 @@ fn batch1_case(i: &Value) -> Result<Computed, String> {
     put(&mut c, "bandwidth_bound_tok_s", 1e9 / f.memory_floor_ns);
     put(&mut c, "flops_per_token", f.flops);
     put(&mut c, "compute_bound_tok_s", 1e9 / f.compute_floor_ns);
-    put(&mut c, "memory_bound", f.bound == floor::Bound::Memory);
+    put(
+        &mut c,
+        "memory_bound",
+        f.bound == stepgate::wire::attribution::Bound::Memory,
+    );
     Ok(c)
 }
 
@@ -805,7 +812,7 @@ fn convention_case(id: &str, i: &Value) -> Result<Computed, String> {
         put(&mut c, "flops.total", flops);
         put(&mut c, "weight_read_bytes", weights);
         // Against stepgate's own floor for the Llama-3-8B preset at the same point.
-        let m = model::preset("llama-3-8b").ok_or("preset")?;
+        let m = presets::preset("llama-3-8b").ok_or("preset")?;
         let (n, ctx) = (reqs.len() as u64, reqs[0].context_len);
         let f = floor::step_floor(
             &m,

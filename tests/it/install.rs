@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use stepgate::roofline::{gpu, model};
+use stepgate::roofline::{gpu, presets};
 
 use crate::common;
 
@@ -196,11 +196,11 @@ fn presets_json_lists_the_tables_themselves() {
     for (row, spec) in gpus.iter().zip(gpu::GPUS) {
         assert_eq!(row, &serde_json::to_value(spec).unwrap(), "{}", spec.key);
     }
-    let keys = model::preset_keys();
+    let keys = presets::preset_keys();
     let models = v["models"].as_array().unwrap();
     assert_eq!(models.len(), keys.len());
     for (row, (key, origin)) in models.iter().zip(&keys) {
-        let m = model::preset(key).unwrap();
+        let m = presets::preset(key).unwrap();
         assert_eq!(row["key"], *key);
         assert_eq!(row["origin"], *origin);
         assert_eq!(row["layers"], m.layers, "{key}");
@@ -295,7 +295,7 @@ fn presets_tables_in_text_csv_and_markdown() {
     }
     let (code, csv, _) = common::run(&["presets", "model", "--format", "csv"]);
     assert_eq!(code, 0);
-    assert_eq!(csv.lines().count(), 1 + model::preset_keys().len());
+    assert_eq!(csv.lines().count(), 1 + presets::preset_keys().len());
     let (code, md, _) = common::run(&["presets", "models", "--format", "markdown"]);
     assert_eq!(code, 0);
     assert!(

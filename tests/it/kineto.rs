@@ -708,7 +708,7 @@ fn same_numbers_from_both_formats() {
             dk.window_end_ns - dk.window_start_ns,
             dn.window_end_ns - dn.window_start_ns
         );
-        let by_name = |d: &stepgate::analysis::DeviceSummary| {
+        let by_name = |d: &stepgate::wire::analysis::DeviceSummary| {
             let mut v: Vec<(String, u64, i64, i64)> = d
                 .kernels_by_name
                 .iter()
@@ -740,7 +740,7 @@ fn same_numbers_from_both_formats() {
         assert_eq!(a.launch_host_ns, b.launch_host_ns);
         assert_eq!(a.cpu_ns, b.cpu_ns);
         // Display names differ (the converted file's shortName is cut); the numbers do not.
-        let nums = |s: &stepgate::timing::steps::Step| -> Vec<(String, u64, i64, i64)> {
+        let nums = |s: &stepgate::wire::steps::Step| -> Vec<(String, u64, i64, i64)> {
             s.top_kernels
                 .iter()
                 .map(|k| (k.name.to_string(), k.instances, k.total_ns, k.exclusive_ns))

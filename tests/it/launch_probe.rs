@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use stepgate::probe::{EndToEnd, GraphCost, MeasuredLaunchCost, ProbeReport};
+use stepgate::probe::MeasuredLaunchCost;
+use stepgate::wire::probe::{EndToEnd, GraphCost, ProbeReport};
 
 use crate::common;
 

@@ -5,6 +5,7 @@
 
 mod action;
 mod analyze;
+mod architecture;
 mod batch_inference;
 mod capture;
 mod capture_facts;

@@ -12,8 +12,9 @@ use stepgate::categories::Categorizer;
 use stepgate::source::{kineto, nsys};
 use stepgate::synth::workload::*;
 use stepgate::synth::Layout;
-use stepgate::timing::steps::{find_steps, StepOptions, StepsReport};
+use stepgate::timing::steps::{find_steps, StepOptions};
 use stepgate::trace::Trace;
+use stepgate::wire::steps::StepsReport;
 
 use crate::common;
 

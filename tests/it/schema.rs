@@ -150,7 +150,7 @@ fn baselines_old_and_new_validate_and_gate_and_diff_documents_name_both_sides() 
     let (code, _, err) = common::run(&["baseline", "record", s(&report), "-o", s(&b)]);
     assert_eq!(code, 0, "{err}");
     let v = read_json(&b);
-    assert_stamped("baseline", &v, stepgate::baseline::model::SCHEMA_VERSION);
+    assert_stamped("baseline", &v, stepgate::wire::baseline::SCHEMA_VERSION);
     assert_eq!(v["source"]["path"], s(&report));
     assert_eq!(v["source"]["format"], "nsys");
 
@@ -170,7 +170,7 @@ fn baselines_old_and_new_validate_and_gate_and_diff_documents_name_both_sides() 
     assert!(code == 0 || code == 1 || code == 3, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v, read_json(&file));
-    assert_stamped("comparison", &v, stepgate::baseline::model::SCHEMA_VERSION);
+    assert_stamped("comparison", &v, stepgate::wire::baseline::SCHEMA_VERSION);
     assert_eq!(
         v["source"],
         serde_json::json!({
@@ -181,7 +181,7 @@ fn baselines_old_and_new_validate_and_gate_and_diff_documents_name_both_sides() 
 
     // diff: a new baseline file against the report it was recorded from.
     let v = json_out(&["diff", s(&b), s(&report), "--format", "json"], 0);
-    assert_stamped("comparison", &v, stepgate::baseline::model::SCHEMA_VERSION);
+    assert_stamped("comparison", &v, stepgate::wire::baseline::SCHEMA_VERSION);
     assert_eq!(v["source"]["baseline"]["kind"], "baseline");
     assert_eq!(v["source"]["candidate"]["kind"], "report");
 }

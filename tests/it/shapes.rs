@@ -4,12 +4,11 @@
 //! here by hand.
 
 use stepgate::attribution::{
-    attribute, attribute_all, FloorInput, LaunchCost, Shape, AT_ROOF_FACTOR, DENSE_HOST_FRACTION,
-    DOMINANT_FRACTION, GAPPY_FRACTION,
+    attribute, attribute_all, AT_ROOF_FACTOR, DENSE_HOST_FRACTION, DOMINANT_FRACTION,
+    GAPPY_FRACTION,
 };
-use stepgate::roofline::floor::Bound;
-use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{FoundBy, HostCall, Step, StepKernel};
+use stepgate::wire::attribution::{Bound, FloorInput, LaunchCost, Shape};
+use stepgate::wire::steps::{FoundBy, HostCall, Step, StepKernel, StepKind};
 
 /// The numbers a shape depends on; everything else in the step is neutral.
 #[derive(Clone, Copy)]

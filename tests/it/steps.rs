@@ -2,9 +2,10 @@
 //! on small traces built row by row, and against the generator's own ground truth.
 
 use stepgate::categories::Categorizer;
-use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{find_steps, FoundBy, StepMethod, StepOptions, StepSource};
+use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
 use stepgate::trace::*;
+use stepgate::wire::steps::{FoundBy, StepKind, StepMethod};
+use stepgate::wire::trace::{SourceFormat, TraceMeta};
 
 struct B {
     i: Interner,
@@ -258,7 +259,7 @@ fn outer_range_is_the_step_and_keeps_the_inner_name() {
     assert_eq!(c.sum_kv(), Some(65536));
 }
 
-fn auto(t: &Trace) -> stepgate::timing::steps::StepsReport {
+fn auto(t: &Trace) -> stepgate::wire::steps::StepsReport {
     find_steps(t, &StepOptions::default(), &Categorizer::default()).unwrap()
 }
 
@@ -740,8 +741,9 @@ mod generated {
     use stepgate::source::nsys;
     use stepgate::synth::workload::*;
     use stepgate::synth::Layout;
-    use stepgate::timing::stepname::StepKind;
-    use stepgate::timing::steps::{find_steps, FoundBy, StepOptions, StepSource, StepsReport};
+    use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
+    use stepgate::wire::steps::{FoundBy, StepKind, StepsReport};
+    use stepgate::wire::synth::Expected;
 
     fn run(scn: &Scenario, opts: &StepOptions) -> (Expected, StepsReport) {
         let dir = tempfile::tempdir().unwrap();
@@ -805,7 +807,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Engine);
+        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Engine);
         check(&exp, &r);
         let kinds: Vec<StepKind> = r.steps.iter().map(|s| s.kind).collect();
         assert_eq!(
@@ -897,7 +899,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Graphs);
+        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
         assert_eq!(r.found_by, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 5);
         // One full graph per step: each launch one step, kind only guessed.
@@ -953,7 +955,7 @@ mod generated {
             &StepOptions::default(),
         );
         assert_eq!(r.found_by, FoundBy::Graphs);
-        assert_eq!(r.method, stepgate::timing::steps::StepMethod::Graphs);
+        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
         assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(
@@ -1078,7 +1080,8 @@ fn steps_output_is_pinned() {
     assert_eq!(s["name"], "step[DECODE bs=32]");
     assert_eq!(s["composition"]["generation"]["sk"], 32785);
     assert_eq!(s["kind"], "decode");
-    use stepgate::roofline::floor::{step_floor, FloorOptions, StepComposition};
+    use stepgate::roofline::floor::step_floor;
+    use stepgate::wire::roofline::{FloorOptions, StepComposition};
     let comp = StepComposition {
         decode_requests: 32,
         sq: 32,
@@ -1091,7 +1094,7 @@ fn steps_output_is_pinned() {
         decode_sqsk: 32785,
         ..Default::default()
     };
-    let model = stepgate::roofline::model::preset("qwen3-8b").unwrap();
+    let model = stepgate::roofline::presets::preset("qwen3-8b").unwrap();
     let gpu = stepgate::roofline::gpu::lookup("mi300x").unwrap();
     let want = step_floor(&model, &gpu, &comp, &FloorOptions::default()).floor_ns;
     let got = s["attribution"]["floor"]["floor_ns"].as_f64().unwrap();

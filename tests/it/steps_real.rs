@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 
 use polars::prelude::*;
 use stepgate::categories::Categorizer;
-use stepgate::timing::stepname::StepKind;
-use stepgate::timing::steps::{find_steps, FoundBy, StepMethod, StepOptions, StepsReport};
+use stepgate::timing::steps::{find_steps, StepOptions};
 use stepgate::trace::{RangeKind, Trace};
+use stepgate::wire::steps::{FoundBy, StepKind, StepMethod, StepsReport};
 
 use crate::common::fixture;
 

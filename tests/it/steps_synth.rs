@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stepgate::synth::steps::{build, Format, Scenario, SeriesTruth, Truth};
+use stepgate::synth::steps::{build, Scenario};
 use stepgate::trace::OpKind;
+use stepgate::wire::synth::{Format, SeriesTruth, Truth};
 
 use super::common;
 

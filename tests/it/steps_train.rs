@@ -15,9 +15,8 @@ use std::io::Read;
 
 use serde_json::Value;
 use stepgate::categories::Categorizer;
-use stepgate::timing::steps::{
-    find_steps, Extent, FoundBy, StepMethod, StepOptions, StepSource, StepsReport, Threads,
-};
+use stepgate::timing::steps::{find_steps, Extent, StepOptions, StepSource, Threads};
+use stepgate::wire::steps::{FoundBy, StepMethod, StepsReport};
 
 use crate::common::{fixture, run};
 

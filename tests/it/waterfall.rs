@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use stepgate::baseline::model::{metric, BaselineMeta, Group, KernelSamples, SampleSet};
-use stepgate::baseline::waterfall::{waterfall, GAP_ROW};
-use stepgate::baseline::{compare_unchecked, Baseline, Policy};
+use stepgate::baseline::waterfall::waterfall;
+use stepgate::baseline::{compare_unchecked, Policy};
+use stepgate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use stepgate::wire::gate::GAP_ROW;
 
 use crate::common;
 
@@ -216,6 +217,7 @@ mod generated {
     use super::common;
     use stepgate::synth::workload::*;
     use stepgate::synth::Layout;
+    use stepgate::wire::synth::{Expected, StepExpect};
 
     const GEMM: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
     const ATTN: &str = "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false>(flash::Flash_fwd_params)";

@@ -1,15 +1,17 @@
 //! One group on both sides: is the context like for like, judge its step metrics, kernels
 //! and categories, then reach the group's verdict.
 
-use crate::baseline::model::{group_label, metric, Group, KernelSamples};
-use crate::baseline::policy::{higher_is_worse, Policy, Threshold};
+use crate::baseline::model::group_label;
+use crate::baseline::policy::{higher_is_worse, Policy};
 use crate::report::words::{fmt_rel, metric_name};
 use crate::timing::labels::NameLabels;
+use crate::wire::baseline::{metric, Group, KernelSamples};
+use crate::wire::gate::{
+    CategoryRow, Change, GroupComparison, KernelPresence, KernelRow, MetricRow, RowVerdict,
+    Threshold, Verdict,
+};
 
 use super::judge::{judge, mean, Scratch};
-use super::types::{
-    CategoryRow, Change, GroupComparison, KernelPresence, KernelRow, MetricRow, RowVerdict, Verdict,
-};
 
 /// Compare one group present on both sides.
 pub(super) fn compare_group(

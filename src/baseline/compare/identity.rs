@@ -1,9 +1,8 @@
 //! Who each side is, and whether the two may be compared: same GPU, same model.
 
-use crate::baseline::model::{Baseline, BaselineMeta, Group};
 use crate::exit::{Error, Result};
-
-use super::types::SideInfo;
+use crate::wire::baseline::{Baseline, BaselineMeta, Group};
+use crate::wire::gate::SideInfo;
 
 pub(super) fn side_info(b: &Baseline) -> SideInfo {
     let m = &b.meta;

@@ -1,10 +1,9 @@
 //! Judging one row: the medians of two sample sets, their change, the bootstrap interval
 //! where it matters, and whether the whole interval lies beyond the threshold.
 
-use crate::baseline::policy::{Policy, Threshold};
+use crate::baseline::policy::Policy;
 use crate::baseline::stats::{median_in_place, median_shift_interval, seed_for};
-
-use super::types::{Change, RowVerdict};
+use crate::wire::gate::{Change, RowVerdict, Threshold};
 
 /// Reused buffers: judging 400 kernels must not allocate per kernel.
 #[derive(Default)]

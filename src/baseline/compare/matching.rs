@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::baseline::model::{Baseline, Group};
-
-use super::types::{OneSided, Side};
+use crate::wire::baseline::{Baseline, Group};
+use crate::wire::gate::{OneSided, Side};
 
 /// Groups on both sides, in (step kind, batch size) order, and the one-sided groups
 /// (baseline's first, then candidate's, each in that order).

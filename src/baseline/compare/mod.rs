@@ -16,15 +16,12 @@ mod judge;
 mod matching;
 pub mod types;
 
-pub use types::{
-    CategoryRow, Change, Comparison, GroupComparison, KernelPresence, KernelRow, Method, MetricRow,
-    OneSided, RowVerdict, RuleMatches, Side, SideInfo, Verdict,
-};
+use crate::wire::gate::{Comparison, GroupComparison, Method, RuleMatches, SideInfo, Verdict};
 
-use crate::baseline::model::{Baseline, Group, SCHEMA_VERSION};
 use crate::baseline::policy::Policy;
 use crate::exit::Result;
 use crate::timing::labels::NameLabels;
+use crate::wire::baseline::{Baseline, Group, SCHEMA_VERSION};
 
 /// What a gate compares the candidate with: stored samples, or nothing, and why. An
 /// unavailable side (too few history runs matched) is inconclusive and claims nothing

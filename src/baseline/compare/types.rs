@@ -2,11 +2,7 @@
 //! json` and `diff --format json` print) and the verdict's exit code.
 
 use crate::exit;
-
-pub use crate::wire::gate::{
-    CategoryRow, Change, Comparison, GroupComparison, KernelPresence, KernelRow, Method, MetricRow,
-    OneSided, RowVerdict, RuleMatches, Side, SideInfo, Verdict,
-};
+use crate::wire::gate::Verdict;
 
 impl Verdict {
     /// The exit code of `crate::exit` for this verdict.

@@ -3,9 +3,9 @@
 //! comment, aligned text for the terminal (here), and the HTML page
 //! (`report::html::gate`), which adds charts and drops nothing.
 
-use crate::baseline::compare::{Comparison, GroupComparison, OneSided, RowVerdict, Side};
 use crate::report::table::Table;
 use crate::report::{escape_control, fmt_int};
+use crate::wire::gate::{Comparison, GroupComparison, OneSided, RowVerdict, Side};
 
 use super::tables::{
     categories_table, class_excess_table, code, improvements, kernel_table, mbu_line,

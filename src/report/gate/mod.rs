@@ -2,10 +2,10 @@
 //! (verdict line first), aligned text for the terminal, the HTML page (`report::html::gate`,
 //! the same document with charts), CSV rows and the full JSON.
 
-use crate::baseline::compare::{Comparison, GroupComparison, SideInfo, Verdict};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, to_json, Format};
 use crate::timing::labels::NameLabels;
+use crate::wire::gate::{Comparison, GroupComparison, SideInfo, Verdict};
 
 pub(crate) mod document;
 pub(crate) mod tables;

@@ -2,15 +2,16 @@
 //! one-sided kernels, categories, the waterfall, and the lines beside them (MBU, floor,
 //! thresholds that disagree). Every rendering (text, markdown, HTML) takes them from here.
 
-use crate::baseline::compare::{
-    Change, GroupComparison, KernelPresence, KernelRow, RowVerdict, Verdict,
-};
-use crate::baseline::model::metric;
-use crate::baseline::waterfall::{summarize, Waterfall, WaterfallRow, GAP_ROW};
+use crate::baseline::waterfall::summarize;
 use crate::report::table::{Align, Table};
 use crate::report::words::{fmt_rel, metric_name};
 use crate::report::{fmt_pct, fmt_us, group_thousands, truncate, NAME_WIDTH};
 use crate::timing::labels::NameLabels;
+use crate::wire::baseline::metric;
+use crate::wire::gate::{
+    Change, GroupComparison, KernelPresence, KernelRow, RowVerdict, Verdict, Waterfall,
+    WaterfallRow, GAP_ROW,
+};
 
 use super::Style;
 

@@ -1,12 +1,12 @@
 //! The `analyze --html` page: busy and idle time per device, and exclusive time ranked by
 //! kernel category (and by kernel) per device.
 
-use crate::analysis::Analysis;
 use crate::report::analyze::dominated_by;
 use crate::report::charts::{self, distinct, BarRow, Segment, BUSY, GAP};
 use crate::report::html::{esc, figure, full_names, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us};
+use crate::wire::analysis::Analysis;
 
 fn share(part: i64, whole: i64) -> f64 {
     if whole > 0 {

@@ -3,8 +3,7 @@
 //! step-wall distributions with the verdict and the interval in the title, and the
 //! waterfall from the baseline's mean step wall to the candidate's.
 
-use crate::baseline::compare::{compared_pairs, Comparison, GroupComparison, OneSided, Verdict};
-use crate::baseline::model::{metric, Baseline, Group};
+use crate::baseline::compare::compared_pairs;
 use crate::baseline::waterfall::summarize;
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
 use crate::report::gate::document::{one_sided_items, walk, Markup, Titled};
@@ -13,6 +12,8 @@ use crate::report::gate::{Names, RenderOptions, Style};
 use crate::report::html::{esc, figure, full_names, marks, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, group_thousands};
+use crate::wire::baseline::{metric, Baseline, Group};
+use crate::wire::gate::{Comparison, GroupComparison, OneSided, Verdict};
 
 /// The page as the document's markup, with the samples behind each compared group for
 /// the distribution charts.

@@ -1,10 +1,10 @@
 //! The `trend --html` page: per group, the run medians in time order with their p10–p90
 //! band and the change points marked, then every charted number in a table.
 
-use crate::dataset::trend::Trend;
 use crate::report::charts::{self, Line, Panel, XAxis, BETTER, BUSY, NEUTRAL, WORSE};
 use crate::report::html::{esc, figure, page, table};
 use crate::report::trend::{group_name, heading};
+use crate::wire::trend::Trend;
 
 /// The whole page for `t`, read from the dataset at `dataset`.
 pub fn render(dataset: &str, t: &Trend) -> String {
@@ -24,7 +24,7 @@ pub fn render(dataset: &str, t: &Trend) -> String {
     };
     for s in &t.series {
         let title = format!("{name} · {}", group_name(&s.group));
-        let xy = |f: &dyn Fn(&crate::dataset::trend::Point) -> f64| -> Vec<(f64, f64)> {
+        let xy = |f: &dyn Fn(&crate::wire::trend::Point) -> f64| -> Vec<(f64, f64)> {
             s.points
                 .iter()
                 .enumerate()

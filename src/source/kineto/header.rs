@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::number::int_text;
-use crate::trace::{Distributed, ProcessGroup};
+use crate::wire::trace::{Distributed, ProcessGroup};
 
 /// One `deviceProperties` entry.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -72,7 +72,7 @@ impl Header {
         }
     }
 
-    /// `tool_version` for [`crate::trace::TraceMeta`]: the versions the trace records
+    /// `tool_version` for [`crate::wire::trace::TraceMeta`]: the versions the trace records
     /// (Kineto writes no PyTorch version), e.g. `cupti 28, cuda_runtime 12090, …`.
     pub fn tool_version(&self) -> Option<String> {
         if self.versions.is_empty() {

@@ -1,14 +1,12 @@
 //! The schedule model: one rank's host timeline (threads, spans, calls) and the GPU ops
-//! its calls place on their streams, each op tagged with the iteration it belongs to, and
-//! the truth of a rank computed from those tags with plain interval arithmetic.
+//! its calls place on their streams, each op tagged with the iteration it belongs to
+//! (`truth` computes a rank's truth from those tags).
 
 use std::collections::HashMap;
 
-use super::{
-    CompositionTruth, SeriesTruth, StepTruth, KERNEL_GAP_NS, LATENCY_NS, LAUNCH_GAP_NS, LAUNCH_NS,
-    START_NS, STREAM, SYNC_AFTER_NS,
-};
+use super::{KERNEL_GAP_NS, LATENCY_NS, LAUNCH_GAP_NS, LAUNCH_NS, START_NS, STREAM, SYNC_AFTER_NS};
 use crate::synth::writer::event_class;
+use crate::wire::synth::CompositionTruth;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpanKind {
@@ -429,93 +427,4 @@ impl Host {
         self.kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)", 4_000);
         self.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<long>, at::detail::Array<char*, 1>)", 1_500);
     }
-}
-
-/// Length of the union of `[start, end)` intervals (any order).
-fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0, None::<(i64, i64)>);
-    for (s, e) in iv {
-        cur = match cur {
-            Some((a, b)) if s <= b => Some((a, b.max(e))),
-            Some((a, b)) => {
-                total += b - a;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(a, b)| b - a)
-}
-
-/// The truth of one rank from the tagged ops, by plain interval arithmetic: a step's busy
-/// time is the union of its ops' intervals (ops of two streams overlap), its tail what the
-/// tail's ops add to that union, outside what the untagged ops add to all the steps'.
-pub fn series_truth(h: &Host) -> SeriesTruth {
-    let n = h.steps.len();
-    let (mut busy, mut both) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-    let (mut all, mut tagged) = (Vec::new(), Vec::new());
-    let mut steps: Vec<StepTruth> = h
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, m)| StepTruth {
-            index: i,
-            name: m.name.clone(),
-            found_by: m.found_by.to_owned(),
-            kind: m.kind.to_owned(),
-            composition: m.composition.clone(),
-            gpu_start_ns: None,
-            gpu_end_ns: None,
-            busy_ns: 0,
-            kernels: 0,
-            ops: 0,
-            tail_busy_ns: 0,
-            tail_kernels: 0,
-            tail_ops: 0,
-            graph_launches: m.graph_launches,
-        })
-        .collect();
-    let mut s = SeriesTruth {
-        rank: h.rank,
-        pid: h.pid,
-        tid: h.pid,
-        device: h.device,
-        steps: Vec::new(),
-        outside_busy_ns: 0,
-        device_busy_ns: 0,
-        device_kernels: 0,
-        device_ops: 0,
-    };
-    for op in &h.ops {
-        let iv = (op.start, op.end);
-        let is_kernel = op.memcpy.is_none() as u64;
-        all.push(iv);
-        s.device_ops += 1;
-        s.device_kernels += is_kernel;
-        let Some((i, in_tail)) = op.tag else {
-            continue;
-        };
-        tagged.push(iv);
-        both[i].push(iv);
-        let t = &mut steps[i];
-        if in_tail {
-            t.tail_ops += 1;
-            t.tail_kernels += is_kernel;
-        } else {
-            busy[i].push(iv);
-            t.ops += 1;
-            t.kernels += is_kernel;
-            t.gpu_start_ns = Some(t.gpu_start_ns.map_or(op.start, |g| g.min(op.start)));
-            t.gpu_end_ns = Some(t.gpu_end_ns.map_or(op.end, |g| g.max(op.end)));
-        }
-    }
-    for ((t, b), w) in steps.iter_mut().zip(busy).zip(both) {
-        t.busy_ns = union_ns(b);
-        t.tail_busy_ns = union_ns(w) - t.busy_ns;
-    }
-    s.device_busy_ns = union_ns(all);
-    s.outside_busy_ns = s.device_busy_ns - union_ns(tagged);
-    s.steps = steps;
-    s
 }

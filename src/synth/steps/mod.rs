@@ -17,19 +17,20 @@
 //! Every op is tagged, when it is launched, with the engine iteration it belongs to and
 //! whether it was launched inside the step's span (`busy`) or after it (`tail`).
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use crate::exit::{Error, Result};
 
 mod emit;
 mod host;
 mod scenarios;
+mod truth;
 
+use crate::wire::synth::{Format, SeriesTruth, Truth};
 use emit::{write_kineto, write_nsys};
-use host::{series_truth, Host};
+use host::Host;
 use scenarios::schedule;
+use truth::series_truth;
 
 const LAUNCH_NS: i64 = 4_000;
 const LAUNCH_GAP_NS: i64 = 1_000;
@@ -42,14 +43,6 @@ const START_NS: i64 = 1_000_000;
 /// `baseTimeNanoseconds` of Kineto files: 2025-12-31 13:55:12 UTC, a 3-month floor as
 /// Kineto writes it.
 const KINETO_BASE_NS: i64 = 1_767_189_312_000_000_000;
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Kineto,
-    Nsys,
-}
 
 impl Format {
     pub fn as_str(self) -> &'static str {
@@ -207,68 +200,6 @@ impl Scenario {
             _ => 1,
         }
     }
-}
-
-/// A parsed batch composition the marker carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompositionTruth {
-    pub context_requests: u64,
-    pub context_tokens: Option<u64>,
-    pub generation_requests: u64,
-}
-
-/// What one step must measure.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepTruth {
-    pub index: usize,
-    /// The step span's name (`None`: no span marks it).
-    pub name: Option<String>,
-    /// marker, scheduler, python, sync, graphs.
-    pub found_by: String,
-    /// decode/prefill/mixed… only when the marker says so, else unknown.
-    pub kind: String,
-    pub composition: Option<CompositionTruth>,
-    /// First start / last end of the ops launched inside the span (`None`: no GPU work).
-    pub gpu_start_ns: Option<i64>,
-    pub gpu_end_ns: Option<i64>,
-    /// Ops launched inside the span (for steps without a span: the whole iteration).
-    pub busy_ns: i64,
-    pub kernels: u64,
-    pub ops: u64,
-    /// Ops launched on the step's thread after its span and before the next step.
-    pub tail_busy_ns: i64,
-    pub tail_kernels: u64,
-    pub tail_ops: u64,
-    /// Graph launches inside the span.
-    pub graph_launches: u64,
-}
-
-/// One rank's steps.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeriesTruth {
-    pub rank: u32,
-    pub pid: i64,
-    pub tid: i64,
-    pub device: i64,
-    pub steps: Vec<StepTruth>,
-    /// Ops launched before the first or after the last step.
-    pub outside_busy_ns: i64,
-    /// Every op of the device (= Σ busy + Σ tail + outside).
-    pub device_busy_ns: i64,
-    pub device_kernels: u64,
-    pub device_ops: u64,
-}
-
-/// Ground truth of one generated capture.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Truth {
-    pub scenario: String,
-    pub format: Format,
-    /// The report-level `found_by` expected (`mixed` when steps differ).
-    pub found_by: String,
-    pub series: Vec<SeriesTruth>,
-    /// Files written (one per rank for multi-rank Kineto, in a directory).
-    pub files: Vec<PathBuf>,
 }
 
 /// Write `scn` in `format` at `out` and return its truth. Multi-rank Kineto scenarios write

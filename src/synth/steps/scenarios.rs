@@ -5,7 +5,8 @@
 use crate::synth::workload::decode_kernels;
 
 use super::host::{CallKind, Host, SpanKind, StepMeta};
-use super::{CompositionTruth, Format, Scenario};
+use super::Scenario;
+use crate::wire::synth::{CompositionTruth, Format};
 
 fn meta(name: Option<&str>, found_by: &'static str, kind: &'static str) -> StepMeta {
     StepMeta {

@@ -1,7 +1,7 @@
 //! Kernel categories summed: per-name rows into per-category totals, for a device and
 //! for a single step.
 
-use crate::analysis::CategoryStat;
+use crate::wire::steps::CategoryStat;
 
 /// Category totals from per-name rows `(category, instances, total_ns, exclusive_ns)`,
 /// ranked by exclusive time. Used for a device and for a single step.

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::{DeviceSummary, KernelStat, ProcessRef};
 use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::timing::labels::{display_name, NameLabels};
 use crate::trace::{col, OpKind, Trace};
+use crate::wire::analysis::{DeviceSummary, KernelStat, ProcessRef};
 
 use super::categories::category_totals;
 use super::names::name_stats;

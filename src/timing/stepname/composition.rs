@@ -1,7 +1,8 @@
 //! What a parsed step name's batch composition says: its token and KV sums, whether its
 //! numbers can be believed, and how an inner step name fills an outer one.
 
-use super::{BatchComposition, GroupAggregates, MAX_COUNT};
+use super::MAX_COUNT;
+use crate::wire::steps::{BatchComposition, GroupAggregates};
 
 impl BatchComposition {
     /// Σ over both groups of a field, when every present group has it.

@@ -34,7 +34,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-pub use crate::wire::steps::{BatchComposition, GroupAggregates, StepKind};
+use crate::wire::steps::{BatchComposition, StepKind};
+
 pub use composition::merge_inner;
 
 /// A parsed step-span name.

@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{num, re, BatchComposition, ParsedStep, StepKind};
+use super::{num, re, ParsedStep};
+use crate::wire::steps::{BatchComposition, StepKind};
 
 pub(super) fn parse(name: &str) -> Option<ParsedStep> {
     static HEAD: OnceLock<Regex> = OnceLock::new();
@@ -87,7 +88,8 @@ pub(super) fn parse(name: &str) -> Option<ParsedStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse, StepKind};
+    use super::super::parse;
+    use crate::wire::steps::StepKind;
 
     #[test]
     fn sglang_forms() {

@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{kind_of_counts, num, re, BatchComposition, ParsedStep, StepKind};
+use super::{kind_of_counts, num, re, ParsedStep};
+use crate::wire::steps::{BatchComposition, StepKind};
 
 /// TensorRT-LLM PyExecutor's `_forward_step` NVTX range.
 pub(super) fn parse(name: &str) -> Option<ParsedStep> {

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{kind_of_counts, num, re, BatchComposition, GroupAggregates, ParsedStep};
+use super::{kind_of_counts, num, re, ParsedStep};
+use crate::wire::steps::{BatchComposition, GroupAggregates};
 
 pub(super) fn parse(name: &str) -> Option<ParsedStep> {
     static DETAILED: OnceLock<Regex> = OnceLock::new();
@@ -100,7 +101,8 @@ pub(super) fn parse(name: &str) -> Option<ParsedStep> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse, StepKind};
+    use super::super::parse;
+    use crate::wire::steps::StepKind;
 
     #[test]
     fn vllm_detailed_decode() {

@@ -5,13 +5,12 @@ use std::collections::HashMap;
 
 use super::index::{gpu_annotations, Index};
 use super::project::Raw;
-use super::{
-    AlignedStep, FoundBy, KindSummary, OutsideSteps, Series, Spread, Step, StepMethod, StepOptions,
-    StepsReport,
-};
+use super::StepOptions;
 use crate::timing::overlap::category_totals;
-use crate::timing::stepname::StepKind;
-use crate::wire::steps::KindLabel;
+use crate::wire::steps::{
+    AlignedStep, FoundBy, KindLabel, KindSummary, OutsideSteps, Series, Spread, Step, StepKind,
+    StepMethod, StepsReport,
+};
 
 /// Linear-interpolated percentile (numpy's default) of sorted values.
 pub fn percentile(sorted: &[f64], q: f64) -> f64 {

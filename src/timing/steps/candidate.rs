@@ -2,9 +2,8 @@
 //! about each: its marker's composition, a made-up label, a guessed kind, the threads to
 //! project), or groups of ops for the idle-gap fallback, and how sure the method is.
 
-use crate::timing::stepname::{self, StepKind};
-
-use super::{FoundBy, StepMethod};
+use crate::timing::stepname;
+use crate::wire::steps::{FoundBy, StepKind, StepMethod};
 
 /// A host span chosen as a step, before projection.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use crate::timing::overlap::exclusive_in_order;
 use crate::trace::OpKind;
 
 use super::index::Index;
-use super::StepKernel;
+use crate::wire::steps::StepKernel;
 
 /// GPU-side measurements of one set of ops (all empty for no ops).
 #[derive(Default)]

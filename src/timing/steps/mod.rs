@@ -25,11 +25,8 @@ mod project;
 use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::trace::Trace;
+use crate::wire::steps::StepsReport;
 
-pub use crate::wire::steps::{
-    AlignedStep, FoundBy, HostCall, KindSummary, OutsideSteps, Series, ShapeCount, Spread, Step,
-    StepKernel, StepMethod, StepsReport,
-};
 pub use assemble::{percentile, summarize};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 

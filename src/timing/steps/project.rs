@@ -6,13 +6,13 @@
 //! SGLang after `step[…]` closes, so that work belongs to the earlier step.
 
 use crate::categories::Categorizer;
-use crate::timing::stepname::{BatchComposition, StepKind};
-use crate::trace::{OpKind, SourceFormat};
+use crate::trace::OpKind;
+use crate::wire::steps::{BatchComposition, FoundBy, HostCall, StepKind};
+use crate::wire::trace::SourceFormat;
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::{gpu_annotations, Index};
 use super::measure::{Measured, Measurer};
-use super::{FoundBy, HostCall};
 
 /// What the tail adds to a step.
 #[derive(Default)]

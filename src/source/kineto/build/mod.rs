@@ -21,9 +21,9 @@ use std::path::Path;
 use crate::exit::{Error, Result};
 use crate::source::LoadOptions;
 use crate::trace::{
-    CallsBuilder, Interner, OpsBuilder, RangeKind, RangesBuilder, ShapesBuilder, SourceFormat,
-    Trace, TraceMeta,
+    CallsBuilder, Interner, OpsBuilder, RangeKind, RangesBuilder, ShapesBuilder, Trace,
 };
+use crate::wire::trace::{SourceFormat, TraceMeta};
 
 use super::event::Keep;
 use super::header::Header;

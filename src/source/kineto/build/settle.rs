@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use super::Collector;
 use crate::source::kineto::header::DeviceProps;
 use crate::source::kineto::ids::{collides, dec, renumber, DEVICE_STRIDE, PID_STRIDE};
-use crate::trace::{DeviceInfo, Distributed, RangeKind};
+use crate::trace::RangeKind;
+use crate::wire::trace::{DeviceInfo, Distributed};
 
 impl Collector {
     /// One `distributedInfo` for the trace: that of the first file with GPU ops that

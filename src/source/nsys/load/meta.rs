@@ -10,7 +10,7 @@ use super::super::schema::{newer_schema_warning, Schema};
 use super::open::sql_error;
 use super::{gid_pid, int, prepare};
 use crate::exit::Result;
-use crate::trace::{DeviceInfo, TraceMeta};
+use crate::wire::trace::{DeviceInfo, TraceMeta};
 
 /// `(pwGpuId, id)` of the GPUs that state a PerfWorks id (what GPU metrics name a GPU by,
 /// docs/nsys-format.md §10).

@@ -22,7 +22,8 @@ use super::schema::Schema;
 use super::strings::StringTable;
 use super::LoadOptions;
 use crate::exit::{Error, Result};
-use crate::trace::{DeviceInfo, ShapesBuilder, SourceFormat, Trace, TraceMeta};
+use crate::trace::{ShapesBuilder, Trace};
+use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 use meta::{load_devices, load_meta};
 pub use open::{open, sql_error, Db};

@@ -3,7 +3,8 @@
 
 use super::{Found, GapGroup, Index, Items};
 use crate::exit::Result;
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
+use crate::wire::steps::{FoundBy, StepMethod};
 
 pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> {
     let threshold = opts.gap_threshold_ns;

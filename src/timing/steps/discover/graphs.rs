@@ -11,13 +11,13 @@
 //! step spanning the whole capture, so there each launch stays its own step (the
 //! full-graph decode reading) and a note says so.
 
-use crate::timing::stepname::StepKind;
 use crate::trace::is_graph_launch_call;
+use crate::wire::steps::{FoundBy, StepKind, StepMethod};
 
 use super::hostcalls::{graph_of, is_sync_call};
 use super::{Candidate, Found, Index};
 use crate::exit::Result;
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
 
 pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let c = &ix.calls;

@@ -1,7 +1,7 @@
 //! What a heuristic family's steps lack, said in the report: the engine the trace's names
 //! suggest, and the engine flag or version that would make the steps exact.
 
-use crate::trace::SourceFormat;
+use crate::wire::trace::SourceFormat;
 
 use super::{Found, FoundBy, Index};
 

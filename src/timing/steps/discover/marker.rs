@@ -8,7 +8,8 @@ use crate::exit::Result;
 use crate::timing::stepname::{self, Marker};
 
 use super::{host_ranges, outermost, Candidate, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
+use crate::wire::steps::{FoundBy, StepMethod};
 
 /// How many steps have context requests with no context-token count (none: `None`).
 fn untokened(f: &Found) -> Option<usize> {

@@ -19,11 +19,12 @@ mod sync;
 mod user;
 
 use crate::exit::{Error, Result};
-use crate::trace::SourceFormat;
+use crate::wire::trace::SourceFormat;
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::Index;
-use super::{FoundBy, StepOptions, StepSource};
+use super::{StepOptions, StepSource};
+use crate::wire::steps::FoundBy;
 
 use hint::hinted;
 use ranges::{host_ranges, outermost};

@@ -12,7 +12,8 @@ use crate::exit::Result;
 use crate::trace::RangeKind;
 
 use super::{outermost, Candidate, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
+use crate::wire::steps::{FoundBy, StepMethod};
 
 /// What each family says about the engine, for the headline (index = family).
 const ENGINE: [&str; 6] = [

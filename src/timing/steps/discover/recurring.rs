@@ -19,8 +19,9 @@
 
 use crate::exit::Result;
 use crate::timing::stepname::{is_engine_step_name, is_never_step, strip_emit_nvtx};
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
-use crate::trace::SourceFormat;
+use crate::timing::steps::StepOptions;
+use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::trace::SourceFormat;
 
 use super::cycle::{self, training_rank, Cycle, Thread};
 use super::{Candidate, Found, Index};

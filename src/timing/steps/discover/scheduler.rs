@@ -9,7 +9,8 @@ use crate::exit::Result;
 use crate::timing::stepname::strip_emit_nvtx;
 
 use super::{host_ranges, outermost, Found, Index};
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
+use crate::wire::steps::{FoundBy, StepMethod};
 
 /// The range names an nsys read keeps for scheduler scopes (vLLM 0.11.0 `Preprocess` marks
 /// `Forward`).

@@ -18,9 +18,9 @@
 use super::hostcalls::{is_sync_call, repeat_splits};
 use super::{Candidate, Found, Index};
 use crate::exit::Result;
-use crate::timing::stepname::StepKind;
-use crate::timing::steps::{FoundBy, StepMethod, StepOptions};
+use crate::timing::steps::StepOptions;
 use crate::trace::is_graph_launch_call;
+use crate::wire::steps::{FoundBy, StepKind, StepMethod};
 
 /// Minimum boundaries for a recurring sync.
 const MIN_BOUNDARIES: usize = 3;

@@ -8,7 +8,8 @@
 use regex::Regex;
 
 use crate::exit::{Error, Result};
-use crate::timing::steps::{Extent, FoundBy, StepMethod, StepOptions, Threads};
+use crate::timing::steps::{Extent, StepOptions, Threads};
+use crate::wire::steps::{FoundBy, StepMethod};
 
 use super::{cycle, host_ranges, outermost, Candidate, Found, Index};
 
