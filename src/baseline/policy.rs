@@ -2,10 +2,9 @@
 //! overrides them per step metric, per kernel (a [`Selector`]: part of the name, or
 //! `re:REGEX`) and per category.
 //!
-//! Defaults are the starting points issue 5 gives: step times 3% and 20 µs, per-kernel time
-//! per step 10% and 5 µs, new kernels above 1% of step busy time. The rest (gap fraction,
-//! launches, MBU, categories) are this module's own starting points, documented in
-//! docs/gate.md.
+//! Defaults (docs/gate.md): step times 3% and 20 µs, per-kernel time per step 10% and 5 µs,
+//! new kernels above 1% of step busy time; gap fraction, launches, MBU and categories have
+//! their own starting points, documented there too.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,8 @@
 //! Scale a real export in time: copy the file (same DDL, every table), then append
 //! `copies - 1` shifted copies of its event rows inside SQLite (`INSERT … SELECT`), each
 //! moved by one period (the fixture's span plus a gap) and with correlation ids offset per
-//! copy, so the real mix of runtime and NVTX rows per kernel is kept (issue #2 benchmark).
+//! copy, so the real mix of runtime and NVTX rows per kernel is kept (the `analyze`
+//! benchmark inputs).
 
 use std::path::Path;
 

@@ -1,7 +1,8 @@
 //! Which host API calls launch GPU work, shared by every source.
 
 /// Launch-call classification shared by every source: kernel and graph launches count,
-/// copies and syncs do not (issue #4's list, with the hip twins Kineto traces on ROCm carry).
+/// copies and syncs do not (the CUDA runtime and driver launch entry points, and the hip
+/// twins Kineto traces on ROCm carry).
 pub fn is_launch_call(name: &str) -> bool {
     // Runtime names carry a version suffix (`cudaLaunchKernel_v7000`,
     // `cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`): prefixes cover them and

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::exit::{Error, Result};
 
-/// Open an export read-only: never write into a user's report (issue #2).
+/// Open an export read-only: never write into a user's report.
 pub fn open(path: &Path) -> Result<Connection> {
     Connection::open_with_flags(
         path,
