@@ -60,7 +60,7 @@ fn seqs_axis(name: &str) -> Option<usize> {
 }
 
 /// A decode step whose name counts no requests: the steps a batch guess is for.
-fn wants_batch(step: &Step) -> bool {
+pub fn wants_batch(step: &Step) -> bool {
     step.kind_label().kind == StepKind::Decode
         && !step
             .composition

@@ -1,7 +1,8 @@
 //! The operating point a capture ran at, read from the capture itself (docs/method.md
 //! §3.3): tensor parallelism, the step kind of steps no marker classifies, the GPU, and
 //! the batch and context of unnamed steps (the batch also per step, from its input
-//! shapes or decode-attention grid: [`batch`]). Every value is labelled: `input` (a flag),
+//! shapes or decode-attention grid: [`batch`], which the pipeline runs on a second read
+//! when a step needs it). Every value is labelled: `input` (a flag),
 //! `read` (a field of the report or its capture sidecar), `inferred` (with its evidence)
 //! or `default`. A flag always wins; a flag that contradicts the capture gets a warning
 //! naming both values.
@@ -35,10 +36,6 @@ pub struct Given {
 /// point into `report.operating_point`.
 pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result<OperatingPoint> {
     kind::infer(&mut report.steps);
-    // A flag states every step's batch: nothing to infer then.
-    if given.batch.is_none() {
-        batch::infer(trace, &mut report.steps)?;
-    }
     let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
     let side = sidecar.as_ref().map(|(_, s)| s);
     let side_name = sidecar

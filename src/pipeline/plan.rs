@@ -42,17 +42,25 @@ impl StepsPlan {
             // DRAM-throughput samples, where the report has them: the per-class shape
             // then rests on a counter.
             gpu_metrics: true,
-            // Launch grids and input shapes say a decode step's batch where its name does
-            // not; read only when a floor is priced and no --batch states it.
-            geometry: self.infers_batch(),
-            shapes: self.infers_batch(),
+            ..LoadOptions::all()
         }
     }
 
     /// Whether the steps' batch may be read from the capture: a model is priced and no
     /// `--batch` gives it.
-    fn infers_batch(&self) -> bool {
+    pub fn infers_batch(&self) -> bool {
         self.floor.model.is_some() && self.floor.batch.is_none()
+    }
+
+    /// What a second read takes when unnamed decode steps need their batch: the ops with
+    /// their launch grids, and the input shapes. Read only then, so a report whose step
+    /// names state the batch (the common case) never pays for these columns.
+    pub fn batch_evidence_options(&self) -> LoadOptions {
+        LoadOptions {
+            geometry: true,
+            shapes: true,
+            ..LoadOptions::ops_only()
+        }
     }
 
     /// The range names the method can use, or None when it reads no ranges (a regex

@@ -27,6 +27,22 @@ pub fn load(path: &Path, plan: &StepsPlan) -> Result<Trace> {
     crate::source::load_with(path, &plan.load_options())
 }
 
+/// The batch of unnamed decode steps from the capture's launch grids and input shapes
+/// (`operating_point::batch`), when a floor is priced without `--batch`. The first read
+/// leaves those columns out, so they are read again, ops only, just when a step needs
+/// them; a trace that did not come from a file on disk is not read again.
+fn infer_batches(trace: &Trace, plan: &StepsPlan, r: &mut StepsReport) -> Result<()> {
+    if !plan.infers_batch() || !r.steps.iter().any(operating_point::batch::wants_batch) {
+        return Ok(());
+    }
+    let path = Path::new(&trace.meta.path);
+    if !path.exists() {
+        return Ok(());
+    }
+    let evidence = crate::source::load_with(path, &plan.batch_evidence_options())?;
+    operating_point::batch::infer(&evidence, &mut r.steps)
+}
+
 /// Find, keep, price and attribute the steps of a loaded trace. The operating point (TP,
 /// PP, GPU, batch, context, each step's kind where no marker says it) is read from the
 /// capture under the plan's flags first, so `--kind` keeps inferred kinds and the floor
@@ -34,6 +50,7 @@ pub fn load(path: &Path, plan: &StepsPlan) -> Result<Trace> {
 pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     let mut r = steps::find_steps(trace, &plan.find, &plan.categories)?;
     let point = operating_point::resolve(trace, &mut r, &plan.floor.given())?;
+    infer_batches(trace, plan, &mut r)?;
     if let Some(kind) = plan.kind {
         r.steps.retain(|s| s.kind_label().kind == kind);
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
