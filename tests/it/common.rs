@@ -83,3 +83,19 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// Length of the union of `[start, end)` intervals, in any order: the reference busy time
+/// the tests compute from raw rows, apart from stepgate's own sweep.
+pub fn union_ns(iv: impl IntoIterator<Item = (i64, i64)>) -> i64 {
+    let mut iv: Vec<(i64, i64)> = iv.into_iter().collect();
+    iv.sort_unstable();
+    let (mut total, mut reach) = (0, i64::MIN);
+    for (s, e) in iv {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+        }
+        reach = reach.max(e);
+    }
+    total
+}

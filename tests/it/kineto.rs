@@ -11,7 +11,7 @@ use stepgate::exit::Kind;
 use stepgate::source::kineto::{load, looks_like_kineto};
 use stepgate::trace::{OpKind, RangeKind, Trace};
 
-use crate::common::fixture;
+use crate::common::{fixture, union_ns};
 
 const B200: &str = "kineto/vllm_b200_eager_prefill_rank0.json.gz";
 const VLLM_MI300X: &str = "kineto/vllm_mi300x_decode_fullgraph_step.json.gz";
@@ -474,22 +474,6 @@ fn same_kernels_as_the_converted_nsys_export() {
         .collect();
     assert_eq!(kineto_iv.len(), nsys_iv.len());
     assert_eq!(union_ns(kineto_iv), union_ns(nsys_iv));
-}
-
-fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0, None::<(i64, i64)>);
-    for (s, e) in iv {
-        cur = match cur {
-            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(s, e)| e - s)
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

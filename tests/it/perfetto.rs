@@ -90,20 +90,6 @@ fn raw(path: &Path) -> Raw {
     Raw { ops, calls, ranges }
 }
 
-/// Length of the union of intervals.
-fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut reach) = (0, i64::MIN);
-    for (s, e) in iv {
-        let s = s.max(reach);
-        if e > s {
-            total += e - s;
-        }
-        reach = reach.max(e);
-    }
-    total
-}
-
 /// Per step range (the engine's `execute_…` NVTX ranges), from the raw rows: the calls on
 /// its thread inside it, the ops those calls launched in its process, and their GPU span,
 /// union (busy) and kernel count — the projection docs/steps.md describes, done by hand.
@@ -126,7 +112,7 @@ fn raw_steps(r: &Raw) -> Vec<(i64, i64, i64, i64, i64)> {
             .collect();
         let start = ops.iter().map(|o| o.2).min().unwrap();
         let end = ops.iter().map(|o| o.3).max().unwrap();
-        let busy = union_ns(ops.iter().map(|o| (o.2, o.3)).collect());
+        let busy = common::union_ns(ops.iter().map(|o| (o.2, o.3)));
         let kernels = ops.iter().filter(|o| o.4 != "memcpy").count() as i64;
         out.push((*p, start, end - start, busy, kernels));
     }
@@ -334,7 +320,7 @@ fn perfetto_trace_holds_the_raw_rows_and_loads_back_to_the_same_ops_and_steps() 
             .sum();
         assert_eq!(
             sum,
-            union_ns(iv),
+            common::union_ns(iv),
             "device {dev}: exclusive times add up to busy"
         );
     }

@@ -11,7 +11,7 @@ use stepgate::timing::steps::{find_steps, StepOptions};
 use stepgate::trace::{RangeKind, Trace};
 use stepgate::wire::steps::{FoundBy, StepKind, StepMethod, StepsReport};
 
-use crate::common::fixture;
+use crate::common::{fixture, union_ns};
 
 fn load(rel: &str) -> Trace {
     stepgate::source::load(&fixture(rel)).unwrap()
@@ -72,27 +72,11 @@ fn independent_busy(t: &Trace, pid: i64, tid: Option<i64>, s: i64, e: i64) -> (i
         .filter(|&i| c.start_ns[i] >= s && c.start_ns[i] <= e && c.correlation_id[i] >= 0)
         .map(|i| c.correlation_id[i])
         .collect();
-    let mut iv: Vec<(i64, i64)> = (0..o.start_ns.len())
+    let iv: Vec<(i64, i64)> = (0..o.start_ns.len())
         .filter(|&i| o.pid[i] == pid && corrs.contains(&o.correlation_id[i]))
         .map(|i| (o.start_ns[i], o.end_ns[i]))
         .collect();
-    (union(&mut iv), iv.len())
-}
-
-fn union(iv: &mut [(i64, i64)]) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0, None::<(i64, i64)>);
-    for &(s, e) in iv.iter() {
-        cur = match cur {
-            Some((a, b)) if s <= b => Some((a, b.max(e))),
-            Some((a, b)) => {
-                total += b - a;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(a, b)| b - a)
+    (union_ns(iv.iter().copied()), iv.len())
 }
 
 /// Per series: Σ(busy + tail) + outside = the series' busy time, with the series busy
@@ -109,11 +93,11 @@ fn check_accounting(t: &Trace, r: &StepsReport) {
                 assert!(a <= b, "steps overlap on the GPU");
             }
         }
-        let mut iv: Vec<(i64, i64)> = (0..o.start_ns.len())
+        let iv: Vec<(i64, i64)> = (0..o.start_ns.len())
             .filter(|&i| o.pid[i] == s.pid && Some(o.device[i]) == s.device)
             .map(|i| (o.start_ns[i], o.end_ns[i]))
             .collect();
-        let series_busy = union(&mut iv);
+        let series_busy = union_ns(iv.iter().copied());
         assert_eq!(out.busy_ns, series_busy);
         let accounted: i64 = of.iter().map(|x| x.busy_ns + x.tail_busy_ns).sum();
         assert_eq!(
@@ -217,7 +201,7 @@ fn hf_profiler_step_trace_is_one_step_and_orphan_ops_fall_outside() {
     let launched: HashSet<(i64, i64)> = (0..c.start_ns.len())
         .map(|i| (c.pid[i], c.correlation_id[i]))
         .collect();
-    let mut orphans: Vec<(i64, i64)> = (0..o.start_ns.len())
+    let orphans: Vec<(i64, i64)> = (0..o.start_ns.len())
         .filter(|&i| !launched.contains(&(o.pid[i], o.correlation_id[i])))
         .map(|i| (o.start_ns[i], o.end_ns[i]))
         .collect();
@@ -226,7 +210,10 @@ fn hf_profiler_step_trace_is_one_step_and_orphan_ops_fall_outside() {
     assert!(orphans.iter().all(|&(a, _)| a < ann_start));
     assert!(!r.notes.iter().any(|n| n.contains("time-window")));
     assert_eq!(r.outside_steps.len(), 1);
-    assert_eq!(r.outside_steps[0].before_ns, union(&mut orphans));
+    assert_eq!(
+        r.outside_steps[0].before_ns,
+        union_ns(orphans.iter().copied())
+    );
     assert_eq!(r.outside_steps[0].after_ns, 0);
     check_accounting(&t, &r);
 }

@@ -9,6 +9,7 @@
 //! `steps_*` check step discovery against the JSON contract (`found_by`, `tail_busy_ns`,
 //! `exact_steps_hint`, …).
 
+use crate::common::union_ns;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -36,27 +37,6 @@ fn every_capture() -> Vec<(Scenario, Format)> {
         .iter()
         .flat_map(|s| s.formats().iter().map(move |f| (*s, *f)))
         .collect()
-}
-
-/// Union of [start, end) intervals (any order).
-fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let mut total = 0;
-    let mut cur: Option<(i64, i64)> = None;
-    for (s, e) in iv {
-        match cur {
-            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                cur = Some((s, e));
-            }
-            None => cur = Some((s, e)),
-        }
-    }
-    if let Some((cs, ce)) = cur {
-        total += ce - cs;
-    }
-    total
 }
 
 #[test]

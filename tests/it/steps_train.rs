@@ -18,7 +18,7 @@ use stepgate::categories::Categorizer;
 use stepgate::timing::steps::{find_steps, Extent, StepOptions, StepSource, Threads};
 use stepgate::wire::steps::{FoundBy, StepMethod, StepsReport};
 
-use crate::common::{fixture, run};
+use crate::common::{fixture, run, union_ns};
 
 const GP100: &str = "kineto/hta_gp100_train_no_profilerstep_optimizer_annot.json.gz";
 const RESNET: &str = "kineto/tracelens_mi300x_resnet18_train_no_profilerstep.json.gz";
@@ -111,7 +111,7 @@ impl Raw {
                 }
             }
         }
-        (union(iv), kernels)
+        (union_ns(iv), kernels)
     }
 
     /// [`Raw::busy`] over every thread, plus the ops that no call in the trace launched
@@ -136,35 +136,13 @@ impl Raw {
                 }
             }
         }
-        (union(iv), kernels)
+        (union_ns(iv), kernels)
     }
 
     /// Union of every GPU op's interval.
     fn all_busy(&self) -> i64 {
-        union(
-            self.ops
-                .values()
-                .flatten()
-                .map(|&(a, b, _)| (a, b))
-                .collect(),
-        )
+        union_ns(self.ops.values().flatten().map(|&(a, b, _)| (a, b)))
     }
-}
-
-fn union(mut iv: Vec<(i64, i64)>) -> i64 {
-    iv.sort_unstable();
-    let (mut total, mut cur) = (0, None::<(i64, i64)>);
-    for (s, e) in iv {
-        cur = match cur {
-            Some((a, b)) if s <= b => Some((a, b.max(e))),
-            Some((a, b)) => {
-                total += b - a;
-                Some((s, e))
-            }
-            None => Some((s, e)),
-        };
-    }
-    total + cur.map_or(0, |(a, b)| b - a)
 }
 
 fn steps_with(rel: &str, opts: &StepOptions) -> StepsReport {
