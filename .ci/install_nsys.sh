@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Nsight Systems 2022.4 from Debian bookworm's non-free archive, and the `nvtx` Python
 # package the stand-in engine imports, for tests/it/real_nsys.rs (CPU-side tracing needs
-# no GPU). Idempotent and quiet. Fails soft: when apt, the archive or PyPI cannot be used
-# it says why and exits 0, and the real-nsys tests print that they skipped.
+# no GPU). Idempotent and quiet: it says what it did on stderr and prints one line on
+# stdout, the python3 of the nvtx virtualenv (nothing when it has none). Fails soft: when
+# apt, the archive or PyPI cannot be used it says why and exits 0; the real-nsys tests
+# then skip, saying so, unless STEPGATE_REQUIRE_NSYS=1 makes that a failure (.ci/run).
 set -u
 
 say() { echo "install_nsys: $*" >&2; }
@@ -31,10 +33,36 @@ else
   fi
 fi
 
-if ! python3 -c 'import nvtx' >/dev/null 2>&1; then
-  # Debian's own python3 is externally managed: try a plain install first, then past it.
-  python3 -m pip install -q nvtx >/dev/null 2>&1 \
-    || python3 -m pip install -q --break-system-packages nvtx >/dev/null 2>&1 \
-    || say "pip could not install nvtx (PyPI unreachable?); the real-nsys tests will skip"
+# The `nvtx` package goes into a virtualenv of its own that the tests are pointed at
+# (STEPGATE_TEST_PYTHON), so a newer nvtx elsewhere on the machine cannot shadow it.
+# Pinned below 0.2.12: from 0.2.12 nvtx creates a domain only when nvtxDomainIsEnabled
+# returns non-zero, and nsys 2022.4's injection library answers 0, so push_range and
+# pop_range become silent no-ops and the report holds no NVTX range at all (measured:
+# 0.2.8, 0.2.10 and 0.2.11 record the stand-in's ranges under 2022.4; 0.2.12-0.2.17 none).
+venv="${STEPGATE_CI_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/stepgate/nvtx-venv}"
+nvtx_version() {
+  "$venv/bin/python3" -c 'import importlib.metadata as m, nvtx; print(m.version("nvtx"))' 2>/dev/null
+}
+# True when the version printed is below 0.2.12 (the last that records under nsys 2022.4).
+records_under_2022_4() {
+  "$venv/bin/python3" -c '
+import sys
+v = tuple(int(x) for x in sys.argv[1].split(".")[:3])
+sys.exit(0 if v < (0, 2, 12) else 1)' "$1" 2>/dev/null
+}
+have="$(nvtx_version || true)"
+if [ -z "$have" ] || ! records_under_2022_4 "$have"; then
+  { [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"; } >/dev/null 2>&1 \
+    && "$venv/bin/python3" -m pip install -q --disable-pip-version-check \
+      --force-reinstall 'nvtx<0.2.12' >/dev/null 2>&1 \
+    || say "could not install nvtx<0.2.12 into $venv (PyPI unreachable?)"
+  have="$(nvtx_version || true)"
+fi
+if [ -n "$have" ] && records_under_2022_4 "$have"; then
+  say "nvtx $have in $venv"
+  # The one line a caller reads: the python the real-nsys tests must use.
+  echo "$venv/bin/python3"
+else
+  say "no usable nvtx (have: ${have:-none}; need <0.2.12); the real-nsys tests will skip"
 fi
 exit 0

@@ -102,10 +102,16 @@ fn holder(path: &Path) -> String {
     }
 }
 
-/// Take the dataset's lock, waiting at most `timeout` for another holder (a message on
-/// stderr says who and for how long). A timeout is exit 4 naming the holder; Ctrl-C while
-/// waiting (held by `hold`, the writer's deferral of signals) is exit 130.
-pub fn acquire(dataset: &Path, timeout: Duration, hold: &Deferred) -> Result<DatasetLock> {
+/// Take the dataset's lock, waiting at most `timeout` for another holder (`waiting` is
+/// given, once, the line that says who and for how long; the caller decides where it is
+/// shown). A timeout is exit 4 naming the holder; Ctrl-C while waiting (held by `hold`, the
+/// writer's deferral of signals) is exit 130.
+pub fn acquire(
+    dataset: &Path,
+    timeout: Duration,
+    hold: &Deferred,
+    waiting: &mut dyn FnMut(String),
+) -> Result<DatasetLock> {
     let p = lock_path(dataset);
     check(dataset)?;
     let refuse = |what: &str| refusal(&p, what);
@@ -147,13 +153,12 @@ pub fn acquire(dataset: &Path, timeout: Duration, hold: &Deferred) -> Result<Dat
         }
         if !said {
             said = true;
-            let _ = writeln!(
-                std::io::stderr(),
+            waiting(format!(
                 "stepgate: waiting for the lock on {} (held by {}); giving up after {} s",
                 p.display(),
                 holder(&p),
                 timeout.as_secs_f64()
-            );
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

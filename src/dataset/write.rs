@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -323,7 +323,10 @@ pub fn export_run(
     ];
     let staged = Staged::stage(targets.iter().map(PathBuf::as_path).zip(fills).collect())?;
     crate::phases::mark("export: every table staged");
-    let _lock = lock::acquire(dataset, opts.lock_timeout, staged.guard())?;
+    let _lock = lock::acquire(dataset, opts.lock_timeout, staged.guard(), &mut |line| {
+        // Said while it waits, not after: the user sees why the export is not done yet.
+        let _ = writeln!(std::io::stderr(), "{line}");
+    })?;
     let old = layout::files_of_run(dataset, &id);
     let replaced = old.iter().any(|(t, _)| *t == "runs");
     if replaced && !opts.replace {

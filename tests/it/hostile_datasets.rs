@@ -480,12 +480,30 @@ fn a_held_lock_is_waited_for_with_a_message_naming_its_holder_then_times_out_wit
     let ds = d.path().join("ds");
     std::fs::create_dir(&ds).unwrap();
     let hold = stepgate::capture::interrupt::defer();
-    let held = stepgate::dataset::lock::acquire(&ds, Duration::from_secs(1), &hold).unwrap();
+    let mut said = Vec::new();
+    let held = stepgate::dataset::lock::acquire(&ds, Duration::from_secs(1), &hold, &mut |l| {
+        said.push(l);
+    })
+    .unwrap();
+    assert!(
+        said.is_empty(),
+        "a free lock is taken without a word: {said:?}"
+    );
     let me = format!("pid {}", std::process::id());
-    // A second taker in the library gives up after its timeout: exit 4, naming us.
+    // A second taker in the library gives up after its timeout: exit 4, naming us, having
+    // said once (to the caller, not into the suite's output) that it waits and for whom.
     let t0 = Instant::now();
-    let e = stepgate::dataset::lock::acquire(&ds, Duration::from_millis(300), &hold).unwrap_err();
+    let e = stepgate::dataset::lock::acquire(&ds, Duration::from_millis(300), &hold, &mut |l| {
+        said.push(l);
+    })
+    .unwrap_err();
     assert!(t0.elapsed() >= Duration::from_millis(300));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("waiting for the lock") && said[0].contains(&me),
+        "{said:?}"
+    );
+    assert!(said[0].contains("giving up after 0.3 s"), "{said:?}");
     assert_eq!(e.exit_code(), 4, "{}", e.message);
     assert!(e.message.contains(&me), "{}", e.message);
     assert!(

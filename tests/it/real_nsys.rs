@@ -5,8 +5,10 @@
 //! and the steps stepgate finds are checked against the stand-in's log and the export's
 //! raw rows. `capture` drives the stand-in as a server under nsys: readiness, arming,
 //! shutdown, the process group gone, and — on a machine without a usable GPU — the
-//! "capture range never opened" error. Without nsys or the `nvtx` Python package each test
-//! prints why it skipped and passes (.ci/run installs both).
+//! "capture range never opened" error. Without nsys, or without an `nvtx` Python package
+//! that records ranges under it (a probe proves it once), each test prints why it skipped
+//! and passes; `.ci/run` installs both and sets `STEPGATE_REQUIRE_NSYS=1`, which turns a
+//! skip into a failure.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -37,19 +39,138 @@ fn standin() -> PathBuf {
         .join("engine.py")
 }
 
-/// nsys on PATH and a python3 that imports `nvtx`, or why not (printed as the skip line).
-fn prerequisites() -> Result<PathBuf, String> {
-    let nsys = find_program("nsys", std::env::var_os("PATH").as_deref())
-        .ok_or("nsys is not on PATH (.ci/run installs Nsight Systems 2022.4 from Debian)")?;
-    let nvtx = Command::new("python3")
-        .args(["-c", "import nvtx"])
-        .stdout(Stdio::null())
+/// The python that runs the stand-in: `STEPGATE_TEST_PYTHON` (`.ci/run` points it at the
+/// virtualenv `.ci/install_nsys.sh` makes, with an nvtx that records under nsys 2022.4),
+/// else `python3` on PATH.
+fn python() -> String {
+    std::env::var("STEPGATE_TEST_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".to_owned())
+}
+
+/// The installed nvtx version, as the package metadata says (the module has no
+/// `__version__`), or None when it does not import.
+fn nvtx_version(python: &str) -> Option<String> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.metadata as m, nvtx; print(m.version('nvtx'))",
+        ])
         .stderr(Stdio::null())
-        .status();
-    match nvtx {
-        Ok(s) if s.success() => Ok(nsys),
-        _ => Err("python3 cannot import nvtx (pip install nvtx; .ci/run does)".into()),
+        .output()
+        .ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (out.status.success() && !v.is_empty()).then_some(v)
+}
+
+/// Whether an nvtx version is one of those that record nothing under nsys 2022.4: from
+/// 0.2.12 a domain is created only when `nvtxDomainIsEnabled` returns non-zero, and
+/// 2022.4's injection library answers 0.
+fn gated_on_domain_enabled(version: &str) -> bool {
+    let n: Vec<u32> = version
+        .split('.')
+        .take(3)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    n.as_slice() >= [0, 2, 12].as_slice()
+}
+
+/// The range the probe pushes.
+const PROBE_RANGE: &str = "stepgate-nvtx-probe";
+
+/// Profile one `nvtx.push_range`/`pop_range` under nsys and count the rows of that name
+/// in the export: the proof that this nsys and this nvtx record ranges at all (a version
+/// check alone cannot tell for an nsys other than 2022.4). Err is the reason it could not
+/// be run.
+fn probe_records_a_range(nsys: &Path, python: &str) -> Result<bool, String> {
+    let t = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let code = format!("import nvtx; nvtx.push_range('{PROBE_RANGE}'); nvtx.pop_range()");
+    let out = Command::new(nsys)
+        .args(["profile", "-t", "nvtx", "--sample=none", "--cpuctxsw=none"])
+        .arg("-o")
+        .arg(t.path().join("p"))
+        .args([python, "-c", &code])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nsys.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "nsys profile of the nvtx probe failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
+    let rep = ["p.nsys-rep", "p.qdstrm"]
+        .iter()
+        .map(|f| t.path().join(f))
+        .find(|p| p.is_file())
+        .ok_or("nsys wrote no report for the nvtx probe")?;
+    let sqlite = ensure_sqlite(&rep, &ExportOptions::from_env()).map_err(|e| e.message)?;
+    let db = rusqlite::Connection::open(&sqlite).map_err(|e| e.to_string())?;
+    // No NVTX_EVENTS table at all is what an export with no NVTX row looks like.
+    let n: i64 = db
+        .query_row(
+            "SELECT count(*) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id \
+             WHERE coalesce(e.text, s.value) = ?1",
+            [PROBE_RANGE],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    Ok(n > 0)
+}
+
+/// What a test needs of nsys and the stand-in's python.
+#[derive(Clone, Copy, PartialEq)]
+enum Needs {
+    /// nsys, and a python that imports `nvtx` (the stand-in imports it): the capture tests,
+    /// whose checks are the server's lifecycle, not its ranges.
+    Import,
+    /// Also NVTX ranges recorded under this nsys, proved by the probe: the step tests.
+    Ranges,
+}
+
+/// nsys on PATH and a python whose `nvtx` does what `needs` says (the range probe runs
+/// once per test process), or why not (printed as the skip line).
+fn prerequisites(needs: Needs) -> Result<PathBuf, String> {
+    static FOUND: std::sync::OnceLock<Result<(PathBuf, String, String), String>> =
+        std::sync::OnceLock::new();
+    static RECORDS: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let (nsys, python, version) = FOUND
+        .get_or_init(|| {
+            let nsys = find_program("nsys", std::env::var_os("PATH").as_deref()).ok_or(
+                "nsys is not on PATH (.ci/install_nsys.sh installs Nsight Systems 2022.4 from Debian)",
+            )?;
+            let python = python();
+            let version = nvtx_version(&python).ok_or_else(|| {
+                format!(
+                    "{python} cannot import nvtx (.ci/install_nsys.sh makes a virtualenv with \
+                     nvtx<0.2.12; point STEPGATE_TEST_PYTHON at its python3)"
+                )
+            })?;
+            Ok((nsys, python, version))
+        })
+        .clone()?;
+    if needs == Needs::Import {
+        return Ok(nsys);
+    }
+    RECORDS
+        .get_or_init(|| {
+            if probe_records_a_range(&nsys, &python)? {
+                return Ok(());
+            }
+            let why = if gated_on_domain_enabled(&version) {
+                " (nvtx 0.2.12 and later create a domain only when nvtxDomainIsEnabled \
+                 returns non-zero, which nsys 2022.4 answers 0)"
+            } else {
+                ""
+            };
+            Err(format!(
+                "nsys recorded no NVTX range from nvtx {version} under {python}{why}: \
+                 install nvtx<0.2.12 (.ci/install_nsys.sh makes a virtualenv with it; point \
+                 STEPGATE_TEST_PYTHON at its python3)"
+            ))
+        })
+        .clone()
+        .map(|()| nsys)
 }
 
 /// One nsys session at a time: two `nsys profile` launched together in one process tree
@@ -57,12 +178,17 @@ fn prerequisites() -> Result<PathBuf, String> {
 static NSYS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The nsys lock (a failed test before us does not poison it for the rest) and nsys, or
-/// the skip line and return.
+/// the skip line and return; with `STEPGATE_REQUIRE_NSYS=1` (`.ci/run`) a skip is a
+/// failure, so CI cannot go green without having run these tests.
 macro_rules! need_nsys {
-    ($test:literal) => {
-        match prerequisites() {
-            Ok(n) => (NSYS.lock().unwrap_or_else(|e| e.into_inner()), n),
+    ($test:literal, $needs:expr) => {{
+        let one = NSYS.lock().unwrap_or_else(|e| e.into_inner());
+        match prerequisites($needs) {
+            Ok(n) => (one, n),
             Err(why) => {
+                if std::env::var("STEPGATE_REQUIRE_NSYS").as_deref() == Ok("1") {
+                    panic!("real_nsys::{}: STEPGATE_REQUIRE_NSYS=1, but {why}", $test);
+                }
                 // Straight to stderr: libtest captures eprintln! of a passing test, and
                 // the skip must be seen in a plain `cargo test`.
                 use std::io::Write;
@@ -70,7 +196,17 @@ macro_rules! need_nsys {
                 return;
             }
         }
-    };
+    }};
+}
+
+#[test]
+fn nvtx_versions_from_0_2_12_are_the_ones_gated_on_domain_enabled() {
+    for v in ["0.2.12", "0.2.17", "0.3.0", "1.0"] {
+        assert!(gated_on_domain_enabled(v), "{v}");
+    }
+    for v in ["0.2.11", "0.2.8", "0.2.10", "0.1.9"] {
+        assert!(!gated_on_domain_enabled(v), "{v}");
+    }
 }
 
 /// The stand-in's log: one JSON object per line.
@@ -110,7 +246,7 @@ fn profile_emit(nsys: &Path, dir: &Path, engine: &str) -> (PathBuf, Vec<Value>) 
             "-o",
         ])
         .arg(dir.join("e"))
-        .arg("python3")
+        .arg(python())
         .arg(standin())
         .args([
             "emit",
@@ -214,20 +350,23 @@ fn steps_match_what_the_standin_emitted(nsys: &Path, engine: &str, found_by: &st
 
 #[test]
 fn vllm_detailed_step_ranges_under_real_nsys() {
-    let (_one, nsys) = need_nsys!("vllm_detailed_step_ranges_under_real_nsys");
+    let (_one, nsys) = need_nsys!("vllm_detailed_step_ranges_under_real_nsys", Needs::Ranges);
     steps_match_what_the_standin_emitted(&nsys, "vllm", "marker");
 }
 
 #[test]
 fn sglang_scheduler_ranges_under_real_nsys() {
-    let (_one, nsys) = need_nsys!("sglang_scheduler_ranges_under_real_nsys");
+    let (_one, nsys) = need_nsys!("sglang_scheduler_ranges_under_real_nsys", Needs::Ranges);
     // SGLang's scheduler stages are a family of their own: run_batch is the step.
     steps_match_what_the_standin_emitted(&nsys, "sglang", "scheduler");
 }
 
 #[test]
 fn trtllm_executor_ranges_in_their_domain_under_real_nsys() {
-    let (_one, nsys) = need_nsys!("trtllm_executor_ranges_in_their_domain_under_real_nsys");
+    let (_one, nsys) = need_nsys!(
+        "trtllm_executor_ranges_in_their_domain_under_real_nsys",
+        Needs::Ranges
+    );
     steps_match_what_the_standin_emitted(&nsys, "trtllm", "marker");
 }
 
@@ -263,7 +402,7 @@ fn capture_under_real_nsys(engine: &str, ready: &str, generate: &str, server_fla
         ])
         .arg(&base)
         .arg("--")
-        .arg("python3")
+        .arg(python())
         .arg(standin())
         .args(["serve", "--engine", engine, "--port", &port, "--log"])
         .arg(&log)
@@ -335,7 +474,10 @@ fn capture_under_real_nsys(engine: &str, ready: &str, generate: &str, server_fla
 
 #[test]
 fn vllm_capture_under_real_nsys_leaves_no_process() {
-    let (_one, _nsys) = need_nsys!("vllm_capture_under_real_nsys_leaves_no_process");
+    let (_one, _nsys) = need_nsys!(
+        "vllm_capture_under_real_nsys_leaves_no_process",
+        Needs::Import
+    );
     capture_under_real_nsys(
         "vllm",
         "/health",
@@ -346,6 +488,9 @@ fn vllm_capture_under_real_nsys_leaves_no_process() {
 
 #[test]
 fn sglang_capture_under_real_nsys_leaves_no_process() {
-    let (_one, _nsys) = need_nsys!("sglang_capture_under_real_nsys_leaves_no_process");
+    let (_one, _nsys) = need_nsys!(
+        "sglang_capture_under_real_nsys_leaves_no_process",
+        Needs::Import
+    );
     capture_under_real_nsys("sglang", "/ready", "/generate", &[]);
 }
