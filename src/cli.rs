@@ -63,6 +63,8 @@ pub enum Command {
     /// Append a run to a Parquet dataset (run history any engine can read).
     #[command(allow_negative_numbers = true)]
     Export(commands::export::Args),
+    /// Housekeeping of a run-history dataset (`dataset vacuum`).
+    Dataset(commands::dataset::Args),
     /// One metric per run over time from a dataset, with change points marked.
     #[command(allow_negative_numbers = true)]
     Trend(commands::trend::Args),
@@ -99,6 +101,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Command::LaunchProbe(a) => commands::launch_probe::run(&a),
         Command::Export(a) => commands::export::run(&a),
+        Command::Dataset(a) => commands::dataset::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
         Command::Presets(a) => commands::presets::run(&a),
         Command::Completions(a) => commands::completions::run(&a),

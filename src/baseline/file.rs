@@ -22,15 +22,46 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
     // this failing is a bug, said as such rather than left for the next gate to find).
     validate(baseline, &path.display().to_string())
         .map_err(|e| Error::input(format!("internal: refusing to write {e}")))?;
-    crate::output::create_parent(path)?;
     let mut bytes = serde_json::to_vec(baseline)
         .map_err(|e| Error::input(format!("cannot write baseline {}: {e}", path.display())))?;
     bytes.push(b'\n');
+    if let Some((store, name)) = remote(path)? {
+        // One whole-object put: a reader sees the old baseline or the new one.
+        return store.put(&name, bytes, false).map(|_| ());
+    }
+    crate::output::create_parent(path)?;
     crate::output::write_atomic(path, &bytes)
+}
+
+/// The store and object name of a baseline given as a URL (`s3://bucket/dir/base.json`),
+/// through the same storage seam as the run history; `None` for a local path.
+fn remote(path: &Path) -> Result<Option<(crate::dataset::store::Store, String)>> {
+    if !crate::dataset::store::Location::is_remote(path) {
+        return Ok(None);
+    }
+    let s = path.to_string_lossy();
+    let (dir, name) = s.rsplit_once('/').unwrap_or((&s, ""));
+    if name.is_empty() || dir.ends_with(':') || dir.ends_with(":/") {
+        return Err(Error::usage(format!(
+            "{s}: name the baseline object (s3://bucket/dir/base.json)"
+        )));
+    }
+    let store = crate::dataset::store::Store::open(Path::new(dir))?;
+    Ok(Some((store, name.to_owned())))
 }
 
 /// Read and check a baseline file.
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
+    if let Some((store, name)) = remote(path)? {
+        let bytes = store.get(&name)?.ok_or_else(|| {
+            Error::input(format!(
+                "baseline {} does not exist; record one with `stepgate baseline record REPORT -o {}`",
+                path.display(),
+                path.display()
+            ))
+        })?;
+        return parse_baseline(&bytes, &path.display().to_string());
+    }
     let bytes = std::fs::read(path).map_err(|e| {
         Error::input(format!(
             "cannot read baseline {}: {e}; record one with `stepgate baseline record REPORT -o FILE`",

@@ -3,6 +3,7 @@
 use crate::commands::headings::OUTPUT;
 use std::path::PathBuf;
 
+use crate::commands::historyflags::StorageFlags;
 use crate::commands::stepflags::StepFlags;
 use crate::dataset::write::parse_labels;
 use crate::exit::{Result, OK};
@@ -11,19 +12,24 @@ use crate::report::fmt_int;
 
 const EXPORT_HELP: &str = "Examples:
   stepgate export run.sqlite -o history/ --label branch=main --label git_sha=$GITHUB_SHA
-  stepgate export trace_dir/ -o s3-synced/history --model llama-3-8b --label workload=sharegpt
+  stepgate export trace_dir/ -o s3://team-perf/history --model llama-3-8b --label workload=sharegpt
 
 Layout (hive-partitioned Parquet, read by DuckDB, Spark, Trino and polars):
   DATASET/{runs,steps,step_kernels,kernels,devices}/gpu=…/model=…/run-RUNID.parquet
-The run id is a hash of the report's contents and the labels: the same run exported twice is
-refused (or replaced with --replace). Schema and SQL examples: docs/dataset.md.";
+(table files other than runs are named run-RUNID-EXPORTID.parquet; the runs file, written
+last with a create-only put, is the commit). The run id is a hash of the report's contents
+and the labels: the same run exported twice is refused (or replaced with --replace), also
+when two exports race. Object storage is configured the standard way (AWS_ENDPOINT_URL,
+AWS_REGION, AWS_ACCESS_KEY_ID, …) or with --storage-option. Schema, commit protocol and
+SQL examples: docs/dataset.md.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXPORT_HELP)]
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
-    /// The dataset directory (created if missing).
+    /// The dataset: a directory (created if missing) or a URL (s3://bucket/prefix, gs://…,
+    /// az://…, file://…).
     #[arg(short = 'o', long = "output", value_name = "DATASET", help_heading = OUTPUT)]
     pub dataset: PathBuf,
     /// A label stored with the run (git sha, branch, workload…); repeatable.
@@ -32,26 +38,25 @@ pub struct Args {
     /// Replace the run if it is already in the dataset (default: refuse).
     #[arg(long, help_heading = OUTPUT)]
     pub replace: bool,
-    /// Seconds to wait for another export holding the dataset's lock, then exit 4 naming
-    /// the holder (0: do not wait).
-    #[arg(long, value_name = "SECONDS", default_value = "60",
-          value_parser = crate::commands::numbers::lock_timeout_flag, help_heading = OUTPUT)]
-    pub lock_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub storage: StorageFlags,
     #[command(flatten)]
     pub step: StepFlags,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
+    args.storage.install()?;
     let to = ExportPlan {
         dataset: args.dataset.clone(),
         labels: parse_labels(&args.labels)?,
-        lock_timeout: args.lock_timeout,
     };
+    // Refused before the report is read: a dataset inside the report, one that cannot be
+    // written (read-only directory or credentials, a file at the path).
+    crate::dataset::write::check_not_in_report(&args.dataset, &args.report)?;
     crate::dataset::write::check_target(&args.dataset)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let options = crate::dataset::write::ExportOptions {
         replace: args.replace,
-        lock_timeout: args.lock_timeout,
     };
     let o = crate::pipeline::history::export(&args.report, &plan, &to, &options)?;
     o.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));

@@ -1,5 +1,6 @@
 //! The run-history flags `baseline record`, `gate` and `trend` share: `--export DATASET`
-//! with its `--label`s, `gate --history DATASET` with its query, and the `--where` parser.
+//! with its `--label`s, `gate --history DATASET` with its query, the storage flags
+//! (`--storage-option`, `--io-timeout`) and the `--where` parser.
 
 use std::path::PathBuf;
 
@@ -20,24 +21,60 @@ pub struct ExportFlags {
     /// A label stored with the exported run; repeatable (needs --export).
     #[arg(long = "label", value_name = "KEY=VALUE", requires = "export")]
     pub labels: Vec<String>,
-    /// Seconds to wait for another export holding the dataset's lock, then exit 4 naming
-    /// the holder (0: do not wait).
-    #[arg(long, value_name = "SECONDS", default_value = "60", requires = "export",
-          value_parser = crate::commands::numbers::lock_timeout_flag)]
-    pub lock_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub storage: StorageFlags,
+}
+
+/// How object storage is reached (`--history`, `--export`, `--baseline` URLs): the
+/// store's standard environment variables, then these.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StorageFlags {
+    /// An object_store option for s3://, gs:// or az:// (aws_endpoint=…, aws_region=…,
+    /// google_service_account=…); repeatable. Secrets are better left in the environment.
+    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    pub storage_options: Vec<String>,
+    /// Seconds one request to object storage may take before it is retried (failed
+    /// requests are retried 4 times with backoff, then the command fails).
+    #[arg(long, value_name = "SECONDS", default_value = "30",
+          value_parser = crate::commands::historyflags::io_timeout)]
+    pub io_timeout: std::time::Duration,
+}
+
+impl StorageFlags {
+    /// Make these the process's storage configuration.
+    pub fn install(&self) -> Result<()> {
+        crate::dataset::store::configure(crate::dataset::store::StoreConfig {
+            options: crate::dataset::store::parse_options(&self.storage_options)?,
+            io_timeout: self.io_timeout,
+            ..Default::default()
+        });
+        Ok(())
+    }
+}
+
+/// `--io-timeout`: a whole number of seconds, 1 to 3600.
+pub fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=3600).contains(&n) => Ok(std::time::Duration::from_secs(n)),
+        _ => Err(format!(
+            "--io-timeout {s:?}: give a whole number of seconds from 1 to 3600"
+        )),
+    }
 }
 
 impl ExportFlags {
     /// The export these flags ask for, labels checked; None without `--export`.
+    /// Installs the storage flags first (the history side of `gate` uses them too).
     pub fn plan(&self) -> Result<Option<ExportPlan>> {
+        self.storage.install()?;
         let Some(dataset) = &self.export else {
             return Ok(None);
         };
+        let labels = parse_labels(&self.labels)?;
         crate::dataset::write::check_target(dataset)?;
         Ok(Some(ExportPlan {
             dataset: dataset.clone(),
-            labels: parse_labels(&self.labels)?,
-            lock_timeout: self.lock_timeout,
+            labels,
         }))
     }
 }

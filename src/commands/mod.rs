@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod capture;
 pub mod completions;
 pub mod diff;
+pub mod dataset;
 pub mod export;
 pub mod floor;
 pub mod floorflags;

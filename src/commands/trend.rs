@@ -25,7 +25,8 @@ in `gate`) relative to the median of the previous --window runs.";
 #[derive(Debug, clap::Args)]
 #[command(after_help = TREND_HELP)]
 pub struct Args {
-    /// The dataset directory written by `stepgate export`.
+    /// The dataset written by `stepgate export`: a directory or a URL (s3://bucket/prefix,
+    /// gs://…, az://…, file://…).
     pub dataset: PathBuf,
     /// wall_ns, busy_ns, gap_ns, mbu, kernel:SELECTOR (part of one kernel's full or short
     /// name, or re:REGEX on the full name; exactly one kernel must match) or category:NAME.
@@ -55,10 +56,13 @@ pub struct Args {
     /// Also write a self-contained HTML page with one chart per group.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: crate::commands::historyflags::StorageFlags,
 }
 
 pub fn run(args: &Args) -> Result<u8> {
     use crate::output::Input;
+    args.storage.install()?;
     let mut inputs = vec![Input::dataset(&args.dataset)];
     inputs.extend(args.policy.as_deref().map(Input::file));
     crate::output::Plan::new()

@@ -11,7 +11,7 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use crate::dataset::flatten::{Flat, Scalar, Sink};
-use crate::dataset::schema::{leading, Ty, MEAN_CONTEXT, STEP_CORE};
+use crate::dataset::schema::{leading, Ids, Ty, MEAN_CONTEXT, STEP_CORE};
 use crate::exit::{Error, Result};
 use crate::wire::steps::{Step, StepsReport};
 
@@ -260,7 +260,7 @@ impl StepColumns {
     /// The frame. A non-core column with no value in this run is left out rather than
     /// typed by guess: a guessed type could clash with the real one in other runs' files
     /// (Spark's mergeSchema refuses string vs long).
-    pub fn finish(self, run_id: &str) -> Result<DataFrame> {
+    pub fn finish(self, run_id: Ids<'_>) -> Result<DataFrame> {
         let n = self.rows;
         let (core, mut rest): (Vec<Col>, Vec<Col>) = self.cols.into_iter().partition(|c| c.fixed);
         rest.sort_by(|a, b| (a.first_row, &a.path).cmp(&(b.first_row, &b.path)));
@@ -331,7 +331,7 @@ impl Sink for StepColumns {
 }
 
 /// The `steps` table: one row per step, every per-step field of `steps --format json`.
-pub fn steps_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
+pub fn steps_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
     let mut cols = StepColumns::new(report.steps.len());
     for s in &report.steps {
         cols.push(s)?;
@@ -346,7 +346,7 @@ const ROW_GROUP: usize = 1 << 16;
 /// Write the `step_kernels` table (one row per (step, op name), every op name of the
 /// step, not only the top ones) in row groups of `ROW_GROUP` rows.
 pub fn write_step_kernels(
-    run_id: &str,
+    run_id: Ids<'_>,
     report: &StepsReport,
     w: &mut dyn Write,
     compression: ParquetCompression,
@@ -435,7 +435,7 @@ impl<'a> KernelChunk<'a> {
     }
 
     /// The rows as a frame; the chunk is empty afterwards.
-    fn take(&mut self, run_id: &str) -> Result<DataFrame> {
+    fn take(&mut self, run_id: Ids<'_>) -> Result<DataFrame> {
         let c = std::mem::take(self);
         let mut cols = leading(run_id, c.len());
         cols.extend([

@@ -115,7 +115,8 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
-            runs_file: PathBuf::from("/d/runs/gpu=a/model=b/run-x.parquet"),
+            runs_file: PathBuf::from("runs/gpu=a/model=b/run-x.parquet"),
+            export_id: None,
         }
     }
 

@@ -12,7 +12,9 @@ use std::path::Path;
 use crate::baseline::from_report::{GroupBuilder, Slot};
 use crate::baseline::stats::median_in_place;
 use crate::dataset::filter::Filter;
+use crate::dataset::layout::Prune;
 use crate::dataset::read;
+use crate::dataset::store::Store;
 use crate::dataset::rows::{self, KernelName, KernelPick, StepKernelRow, StepRow};
 use crate::exit::Result;
 use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
@@ -77,9 +79,62 @@ impl Candidate {
 /// nothing.
 pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
     let mut warnings = Vec::new();
-    let exists = dataset.exists();
-    let all = read::read_runs(dataset, &mut warnings)?;
-    let stored = all.len();
+    let store = Store::open(dataset)?;
+    let exists = store.exists()?;
+    // Only the partitions a matching run can be in are listed: the candidate's GPU (and
+    // runs without one), its model, and the `--where gpu=`/`model=` substrings.
+    let contains = |key: &str| -> Vec<String> {
+        q.filter
+            .clauses
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let gpu = Prune {
+        exact: q.gpu.clone().map(|g| (g, true)),
+        contains: contains("gpu"),
+    };
+    let model = Prune {
+        exact: q.model.clone().map(|m| (m, false)),
+        contains: contains("model"),
+    };
+    let mut objs = read::list_runs(&store, &gpu, &model, &mut warnings)?;
+    let stored = if objs.is_empty() {
+        usize::from(!store.list_dirs("runs")?.is_empty())
+    } else {
+        objs.len()
+    };
+    // Newest commit first: the `runs` objects are read a batch at a time until the last
+    // N matching runs are in hand, so a long history costs a listing, not a read of it all.
+    objs.sort_by(|a, b| (b.modified_ns, &b.key).cmp(&(a.modified_ns, &a.key)));
+    let passes = |r: &RunRow| {
+        q.filter.matches(r)
+            && match (&q.gpu, &r.gpu_name) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
+            }
+            && match (&q.model, &r.model) {
+                (Some(want), have) => have.as_ref() == Some(want),
+                _ => true,
+            }
+    };
+    let mut seen: Vec<RunRow> = Vec::new();
+    let mut found = std::collections::HashSet::new();
+    for chunk in objs.chunks(read::BATCH) {
+        let rows = read::read_rows(&store, chunk, &mut warnings)?;
+        for r in rows {
+            let own = q.candidate.as_ref().is_some_and(|c| c.is(&r));
+            if !own && passes(&r) {
+                found.insert(r.run_id.clone());
+            }
+            seen.push(r);
+        }
+        if found.len() >= q.last {
+            break;
+        }
+    }
+    let all = read::in_order(seen, &store, &mut warnings);
     let (own, all): (Vec<RunRow>, Vec<RunRow>) = all
         .into_iter()
         .partition(|r| q.candidate.as_ref().is_some_and(|c| c.is(r)));
@@ -92,23 +147,13 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             dataset.display()
         ));
     }
-    let matching: Vec<RunRow> = all
-        .into_iter()
-        .filter(|r| q.filter.matches(r))
-        .filter(|r| match (&q.gpu, &r.gpu_name) {
-            (Some(want), Some(have)) => want == have,
-            _ => true,
-        })
-        .filter(|r| match (&q.model, &r.model) {
-            (Some(want), have) => have.as_ref() == Some(want),
-            _ => true,
-        })
-        .collect();
+    let matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
     let data = if runs.len() >= min {
         rows::read_run_data(
+            &store,
             &runs,
             q.filter.kind.as_deref(),
             Some(&KernelPick::All),

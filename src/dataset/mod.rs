@@ -1,8 +1,10 @@
-//! Run history as a hive-partitioned Parquet dataset: `export` appends one run (five
-//! tables, one file per table per run, renamed into place under a lock), `trend` reads it
-//! back with polars' lazy Parquet scan, and `gate --history` turns the last N matching runs
-//! into baseline samples. Everything read back is checked as data from outside. The layout
-//! and columns are documented in docs/dataset.md.
+//! Run history as a hive-partitioned Parquet dataset on a local disk or object storage
+//! (`store`): `export` appends one run (five tables, one object per table per export, the
+//! `runs` row written last with a create-only put as the commit), `trend` reads it back,
+//! `gate --history` turns the last N matching runs into baseline samples, and `vacuum`
+//! removes what exports that never committed left. Everything read back is checked as
+//! data from outside. The layout, the commit protocol and the columns are documented in
+//! docs/dataset.md.
 
 pub mod columns;
 pub mod dates;
@@ -10,11 +12,12 @@ pub mod filter;
 pub mod flatten;
 pub mod history;
 pub mod layout;
-pub mod lock;
 pub mod read;
 pub mod rows;
 pub mod schema;
+pub mod store;
 pub mod trend;
+pub mod vacuum;
 pub mod write;
 
 pub use filter::Filter;

@@ -1,11 +1,12 @@
-//! Reading a dataset back, as data from outside: the `runs` table (small, one row per run,
-//! scanned whole) and the file-by-file scan every table's reader shares (`dataset::rows`
-//! reads the per-step tables with it).
+//! Reading a dataset back, as data from outside: the `runs` table (one small object per
+//! committed run) and the object-by-object read every table's reader shares
+//! (`dataset::rows` reads the per-step tables with it), through the dataset's store.
 //!
-//! Nothing is trusted blindly: a file that cannot be read (zero bytes, truncated, not
+//! Nothing is trusted blindly: an object that cannot be read (zero bytes, truncated, not
 //! Parquet, another schema) is named in a one-line error that says what to do; a `runs` row
 //! that breaks the rules — a schema from the future, no run id, labels that are not JSON —
-//! is left out with a warning naming its file; the same run id in two partitions is counted
+//! is left out with a warning naming its object, and so is an object in a `runs` partition
+//! that stepgate does not name that way; the same run id in two partitions is counted
 //! once, with a warning.
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,30 +14,25 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
-use crate::dataset::layout;
+use crate::dataset::layout::{self, Prune};
 use crate::dataset::schema::{Ty, SCHEMA_VERSION};
+use crate::dataset::store::{Obj, Store};
 use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
 
 impl RunRow {
-    /// The file of another table of this run (same partition).
-    pub fn table_file(&self, table: &str) -> PathBuf {
-        // runs_file = DATASET/runs/gpu=…/model=…/run-….parquet
-        let name = self
-            .runs_file
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        let model = self.runs_file.parent();
-        let gpu = model.and_then(Path::parent);
-        let root = gpu.and_then(Path::parent).and_then(Path::parent);
-        match (root, gpu, model) {
-            (Some(r), Some(g), Some(m)) => r
-                .join(table)
-                .join(g.file_name().unwrap_or_default())
-                .join(m.file_name().unwrap_or_default())
-                .join(name),
-            _ => PathBuf::new(),
+    /// The key of another table's object of this run (same partition, same export).
+    pub fn table_file(&self, table: &str) -> String {
+        let key = self.runs_file.to_string_lossy();
+        match layout::parse_key(&key) {
+            Some(p) => layout::table_key(
+                table,
+                p.gpu,
+                p.model,
+                p.run_id,
+                self.export_id.as_deref(),
+            ),
+            None => String::new(),
         }
     }
 
@@ -53,17 +49,6 @@ impl RunRow {
                 .strip_prefix("label.")
                 .and_then(|l| self.labels.get(l).cloned()),
         }
-    }
-}
-
-fn scan_args() -> ScanArgsParquet {
-    ScanArgsParquet {
-        // Partition values are in the files too (full names, not path slugs).
-        hive_options: HiveOptions {
-            enabled: Some(false),
-            ..Default::default()
-        },
-        ..Default::default()
     }
 }
 
@@ -84,34 +69,30 @@ fn reason(e: &dyn std::fmt::Display) -> String {
     out
 }
 
-/// The one-line error for a file that cannot be read as the table it should be.
-fn damaged(file: &Path, why: &str) -> Error {
-    if std::fs::symlink_metadata(file).is_err() {
-        return Error::input(format!(
-            "dataset file {} is missing (its run's `runs` file names it): re-export that run \
-             (`stepgate export REPORT -o DATASET --replace`), or remove the run's `runs` file",
-            file.display()
-        ));
-    }
+/// The one-line error for an object that cannot be read as the table it should be.
+fn damaged(name: &str, why: &str) -> Error {
     Error::input(format!(
-        "dataset file {} cannot be read ({why}): {MOVE_ASIDE}",
-        file.display()
+        "dataset file {name} cannot be read ({why}): {MOVE_ASIDE}"
     ))
 }
 
-/// Scan one Parquet file lazily. What is not a regular file (a FIFO would block the read
-/// forever, a device never ends) is refused before it is opened.
-pub fn scan(path: &Path) -> Result<LazyFrame> {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return Err(damaged(path, "not a regular file"));
-    }
-    let s = path.to_str().ok_or_else(|| {
-        Error::input(format!("{}: the dataset path is not UTF-8", path.display()))
-    })?;
-    LazyFrame::scan_parquet(PlRefPath::new(s), scan_args()).map_err(|e| damaged(path, &reason(&e)))
+fn missing(name: &str) -> Error {
+    Error::input(format!(
+        "dataset file {name} is missing (its run's `runs` file names it): re-export that run \
+         (`stepgate export REPORT -o DATASET --replace`), or remove the run's `runs` file"
+    ))
 }
 
-/// The column that tells each row's file (its index in the batch's list) after a concat.
+/// Decode one Parquet object, only the `columns` given (all when empty).
+pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame> {
+    let mut r = ParquetReader::new(std::io::Cursor::new(bytes));
+    if !columns.is_empty() {
+        r = r.with_columns(Some(columns.iter().map(|c| (*c).to_owned()).collect()));
+    }
+    r.finish().map_err(|e| damaged(name, &reason(&e)))
+}
+
+/// The column that tells each row's object (its index in the batch's list) after a concat.
 pub(crate) const TAG: &str = "__file";
 
 /// Whether a column of a collected frame has the type the table's schema gives it.
@@ -128,55 +109,46 @@ pub(crate) fn type_error(df: &DataFrame, want: &[(&str, Ty)]) -> Option<String> 
     })
 }
 
-/// Scan `files` [`BATCH`] at a time: `build` makes each file's lazy frame (projection and
-/// filters pushed into the scan) and `each` gets every collected batch, whose [`TAG`]
-/// column is the index into `files`.
+/// Read `keys` [`BATCH`] at a time (the requests of a batch in parallel): each object is
+/// decoded with the `want` columns, `build` filters it (a lazy frame over the decoded
+/// columns), and `each` gets every batch concatenated, whose [`TAG`] column is the index
+/// into `keys`. A type that is not the schema's is named with its object.
 pub(crate) fn scan_files(
-    files: &[PathBuf],
+    store: &Store,
+    keys: &[String],
     build: &dyn Fn(LazyFrame) -> LazyFrame,
     want: &[(&str, Ty)],
     each: &mut dyn FnMut(DataFrame) -> Result<()>,
 ) -> Result<()> {
-    for (b, chunk) in files.chunks(BATCH).enumerate() {
-        let tagged: Vec<(u32, &Path)> = chunk
-            .iter()
-            .enumerate()
-            .map(|(j, f)| ((b * BATCH + j) as u32, f.as_path()))
-            .collect();
-        collect_batch(&tagged, build, want, each)?;
-    }
-    Ok(())
-}
-
-/// Collect `build(scan(file))` for a batch of files, concatenated, with a [`TAG`] column
-/// holding each row's index into `files`, and hand the frame to `each`. The fast path is one
-/// concatenated collect (polars scans the files in parallel); when it fails, or a column
-/// has the wrong type, the files are collected one at a time so the error names the file.
-fn collect_batch(
-    files: &[(u32, &Path)],
-    build: &dyn Fn(LazyFrame) -> LazyFrame,
-    want: &[(&str, Ty)],
-    each: &mut dyn FnMut(DataFrame) -> Result<()>,
-) -> Result<()> {
-    let one = |i: u32, f: &Path| -> Result<LazyFrame> {
-        Ok(build(scan(f)?).with_column(lit(i).cast(DataType::UInt32).alias(TAG)))
-    };
-    if files.len() > 1 {
-        let lfs = files
-            .iter()
-            .map(|&(i, f)| one(i, f))
-            .collect::<Result<Vec<_>>>()?;
-        if let Ok(df) = concat(lfs, UnionArgs::default()).and_then(LazyFrame::collect) {
-            if type_error(&df, want).is_none() {
-                return each(df);
+    let cols: Vec<&str> = want.iter().map(|(c, _)| *c).collect();
+    for (b, chunk) in keys.chunks(BATCH).enumerate() {
+        let got = store.get_many(chunk)?;
+        let mut frames = Vec::with_capacity(chunk.len());
+        for (j, (key, bytes)) in chunk.iter().zip(got).enumerate() {
+            let name = store.name_of(key);
+            let bytes = bytes.ok_or_else(|| missing(&name))?;
+            let df = decode(&name, bytes, &cols)?;
+            if let Some(why) = type_error(&df, want) {
+                return Err(damaged(&name, &why));
             }
+            let i = (b * BATCH + j) as u32;
+            let df = build(df.lazy())
+                .with_column(lit(i).cast(DataType::UInt32).alias(TAG))
+                .collect()
+                .map_err(|e| damaged(&name, &reason(&e)))?;
+            frames.push(df.lazy());
         }
-    }
-    for &(i, f) in files {
-        let df = one(i, f)?.collect().map_err(|e| damaged(f, &reason(&e)))?;
-        if let Some(why) = type_error(&df, want) {
-            return Err(damaged(f, &why));
+        if frames.is_empty() {
+            continue;
         }
+        let df = concat(frames, UnionArgs::default())
+            .and_then(LazyFrame::collect)
+            .map_err(|e| {
+                Error::input(format!(
+                    "cannot combine the dataset's files: {}",
+                    reason(&e)
+                ))
+            })?;
         each(df)?;
     }
     Ok(())
@@ -195,8 +167,7 @@ pub(crate) fn ints(df: &DataFrame, name: &str) -> Result<Int64Chunked> {
     })
 }
 
-/// Runs per collected batch: bounds memory (a batch's projected, filtered columns) while
-/// letting polars scan a batch's files in parallel.
+/// Objects read per batch: bounds memory while keeping many requests in flight.
 pub const BATCH: usize = 64;
 
 /// The latest export time a run may carry (2^62 ns after the epoch, the year 2116).
@@ -230,85 +201,168 @@ fn refuse_row(
     })
 }
 
+/// The `runs` objects of the partitions `gpu` and `model` may hold a match in, with the
+/// store's last-modified time (when the commit landed). Objects there that stepgate does
+/// not name that way are left out with a warning.
+pub fn list_runs(
+    store: &Store,
+    gpu: &Prune,
+    model: &Prune,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Obj>> {
+    let mut out = Vec::new();
+    for g in store.list_dirs("runs")? {
+        let Some(gs) = g.strip_prefix("gpu=") else {
+            continue;
+        };
+        if !gpu.keeps("gpu", gs) {
+            continue;
+        }
+        for m in store.list_dirs(&format!("runs/{g}"))? {
+            let Some(ms) = m.strip_prefix("model=") else {
+                continue;
+            };
+            if !model.keeps("model", ms) {
+                continue;
+            }
+            for o in store.list(&format!("runs/{g}/{m}"))? {
+                let ok = layout::parse_key(&o.key).is_some_and(|p| p.export_id.is_none());
+                if ok {
+                    out.push(o);
+                } else if !o.key.rsplit('/').next().unwrap_or("").starts_with('.') {
+                    warnings.push(format!(
+                        "{}: not a `runs` file stepgate writes (run-<run id>.parquet): skipped",
+                        store.name_of(&o.key)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The columns of a `runs` row this build reads (`export_id`, the last, may be absent:
+/// datasets written before export ids).
+const RUNS_COLUMNS: &[(&str, Ty)] = &[
+    ("schema_version", Ty::Int),
+    ("run_id", Ty::Str),
+    ("exported_at_ns", Ty::Int),
+    ("gpu_name", Ty::Str),
+    ("model_name", Ty::Str),
+    ("engine", Ty::Str),
+    ("source_format", Ty::Str),
+    ("labels", Ty::Str),
+    ("report_sha256", Ty::Str),
+    ("export_id", Ty::Str),
+];
+
+/// Read the `runs` rows of these objects (in the order given; rows that break the rules
+/// are left out with a warning).
+pub fn read_rows(store: &Store, objs: &[Obj], warnings: &mut Vec<String>) -> Result<Vec<RunRow>> {
+    let keys: Vec<String> = objs.iter().map(|o| o.key.clone()).collect();
+    let mut out: Vec<RunRow> = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(BATCH) {
+        let got = store.get_many(chunk)?;
+        for (key, bytes) in chunk.iter().zip(got) {
+            // Removed between the listing and the read (a replace that moved it).
+            let Some(bytes) = bytes else { continue };
+            rows_of(store, key, bytes, &mut out, warnings)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The rows of one `runs` object.
+fn rows_of(
+    store: &Store,
+    key: &str,
+    bytes: Vec<u8>,
+    out: &mut Vec<RunRow>,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let name = store.name_of(key);
+    let df = decode(&name, bytes, &[])?;
+    let required = &RUNS_COLUMNS[..RUNS_COLUMNS.len() - 1];
+    if let Some((c, _)) = required.iter().find(|(c, _)| df.column(c).is_err()) {
+        return Err(damaged(&name, &format!("it has no column {c}")));
+    }
+    if let Some(why) = type_error(&df, RUNS_COLUMNS) {
+        return Err(damaged(&name, &why));
+    }
+    let version = ints(&df, "schema_version")?;
+    let id = str_col(&df, "run_id")?;
+    let at = ints(&df, "exported_at_ns")?;
+    let gpu = str_col(&df, "gpu_name")?;
+    let model = str_col(&df, "model_name")?;
+    let engine = str_col(&df, "engine")?;
+    let fmt = str_col(&df, "source_format")?;
+    let labels = str_col(&df, "labels")?;
+    let sha = str_col(&df, "report_sha256")?;
+    let eid = df.column("export_id").ok().and_then(|c| c.str().ok());
+    let file = PathBuf::from(key);
+    for i in 0..df.height() {
+        let skip = |why: String| {
+            format!(
+                "{name}: {why}; the run is left out (remove the file, or re-export the run \
+                 with --replace)"
+            )
+        };
+        if let Some(why) = refuse_row(&file, version.get(i), id.get(i), at.get(i)) {
+            warnings.push(skip(why));
+            continue;
+        }
+        let l: Option<BTreeMap<String, String>> = match labels.get(i) {
+            None => Some(BTreeMap::new()),
+            Some(s) => serde_json::from_str(s).ok(),
+        };
+        let Some(l) = l else {
+            warnings.push(skip(
+                "its labels are not a JSON object of strings".to_owned(),
+            ));
+            continue;
+        };
+        out.push(RunRow {
+            run_id: id.get(i).unwrap_or_default().to_owned(),
+            exported_at_ns: at.get(i).unwrap_or(0),
+            gpu_name: gpu.get(i).map(str::to_owned),
+            model: model.get(i).map(str::to_owned),
+            engine: engine.get(i).map(str::to_owned),
+            source_format: fmt.get(i).map(str::to_owned),
+            report_sha256: sha.get(i).map(str::to_owned),
+            labels: l,
+            runs_file: file.clone(),
+            export_id: eid.and_then(|c| c.get(i)).map(str::to_owned),
+        });
+    }
+    Ok(())
+}
+
+/// Oldest first (export time, then run id), one row per run id.
+pub fn in_order(mut runs: Vec<RunRow>, store: &Store, warnings: &mut Vec<String>) -> Vec<RunRow> {
+    runs.sort_by(|a, b| (a.exported_at_ns, &a.run_id).cmp(&(b.exported_at_ns, &b.run_id)));
+    once_each(runs, store, warnings)
+}
+
 /// Every usable run in the dataset, oldest first (export time, then run id), and the
 /// warnings about rows left out. A dataset that does not exist or holds no runs gives an
 /// empty list (the caller says what that means for it).
-pub fn read_runs(dataset: &Path, warnings: &mut Vec<String>) -> Result<Vec<RunRow>> {
-    if std::fs::metadata(dataset).is_ok_and(|m| !m.is_dir()) {
-        return Err(Error::input(format!(
-            "{} is not a directory: pass a dataset written by `stepgate export`",
-            dataset.display()
-        )));
-    }
-    let files = layout::table_files(dataset, "runs");
-    let want: &[(&str, Ty)] = &[
-        ("schema_version", Ty::Int),
-        ("run_id", Ty::Str),
-        ("exported_at_ns", Ty::Int),
-        ("gpu_name", Ty::Str),
-        ("model_name", Ty::Str),
-        ("engine", Ty::Str),
-        ("source_format", Ty::Str),
-        ("labels", Ty::Str),
-        ("report_sha256", Ty::Str),
-    ];
-    let build = |lf: LazyFrame| lf.select(want.iter().map(|(c, _)| col(*c)).collect::<Vec<_>>());
-    let mut out: Vec<RunRow> = Vec::with_capacity(files.len());
-    scan_files(&files, &build, want, &mut |df| {
-        let version = ints(&df, "schema_version")?;
-        let id = str_col(&df, "run_id")?;
-        let at = ints(&df, "exported_at_ns")?;
-        let gpu = str_col(&df, "gpu_name")?;
-        let model = str_col(&df, "model_name")?;
-        let engine = str_col(&df, "engine")?;
-        let fmt = str_col(&df, "source_format")?;
-        let labels = str_col(&df, "labels")?;
-        let sha = str_col(&df, "report_sha256")?;
-        let file = df.column(TAG)?.u32()?;
-        for i in 0..df.height() {
-            let f = &files[file.get(i).unwrap_or(0) as usize];
-            let skip = |why: String| {
-                format!(
-                    "{}: {why}; the run is left out (remove the file, or re-export the \
-                     run with --replace)",
-                    f.display()
-                )
-            };
-            if let Some(why) = refuse_row(f, version.get(i), id.get(i), at.get(i)) {
-                warnings.push(skip(why));
-                continue;
-            }
-            let l: Option<BTreeMap<String, String>> = match labels.get(i) {
-                None => Some(BTreeMap::new()),
-                Some(s) => serde_json::from_str(s).ok(),
-            };
-            let Some(l) = l else {
-                warnings.push(skip(
-                    "its labels are not a JSON object of strings".to_owned(),
-                ));
-                continue;
-            };
-            out.push(RunRow {
-                run_id: id.get(i).unwrap_or_default().to_owned(),
-                exported_at_ns: at.get(i).unwrap_or(0),
-                gpu_name: gpu.get(i).map(str::to_owned),
-                model: model.get(i).map(str::to_owned),
-                engine: engine.get(i).map(str::to_owned),
-                source_format: fmt.get(i).map(str::to_owned),
-                report_sha256: sha.get(i).map(str::to_owned),
-                labels: l,
-                runs_file: f.clone(),
-            });
+pub fn read_runs(store: &Store, warnings: &mut Vec<String>) -> Result<Vec<RunRow>> {
+    if let Some(d) = store.local_dir() {
+        if std::fs::metadata(d).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::input(format!(
+                "{} is not a directory: pass a dataset written by `stepgate export`",
+                d.display()
+            )));
         }
-        Ok(())
-    })?;
-    out.sort_by(|a, b| (a.exported_at_ns, &a.run_id).cmp(&(b.exported_at_ns, &b.run_id)));
-    Ok(once_each(out, warnings))
+    }
+    let objs = list_runs(store, &Prune::default(), &Prune::default(), warnings)?;
+    let rows = read_rows(store, &objs, warnings)?;
+    Ok(in_order(rows, store, warnings))
 }
 
 /// One row per run id: the same run in two partitions (a replace that was interrupted, a
 /// copy by hand) keeps its newest export, with a warning naming both files.
-fn once_each(runs: Vec<RunRow>, warnings: &mut Vec<String>) -> Vec<RunRow> {
+fn once_each(runs: Vec<RunRow>, store: &Store, warnings: &mut Vec<String>) -> Vec<RunRow> {
     let mut last: HashMap<&str, usize> = HashMap::with_capacity(runs.len());
     for (i, r) in runs.iter().enumerate() {
         // Sorted oldest first, so the last one seen is the newest.
@@ -327,8 +381,8 @@ fn once_each(runs: Vec<RunRow>, warnings: &mut Vec<String>) -> Vec<RunRow> {
                 "run {} is in the dataset twice ({} and {}): counted once, as its newer \
                  export; remove the other file (re-exporting the run with --replace repairs it)",
                 r.run_id,
-                r.runs_file.display(),
-                kept.runs_file.display()
+                store.name_of(&r.runs_file.to_string_lossy()),
+                store.name_of(&kept.runs_file.to_string_lossy())
             ));
         }
     }
@@ -353,15 +407,19 @@ mod tests {
             report_sha256: None,
             labels: BTreeMap::new(),
             runs_file: PathBuf::from(file),
+            export_id: None,
         }
     }
 
     #[test]
     fn table_files_are_in_the_same_partition() {
         assert_eq!(
-            row("x", 0, "/d/runs/gpu=a/model=b/run-x.parquet").table_file("steps"),
-            PathBuf::from("/d/steps/gpu=a/model=b/run-x.parquet")
+            row("x", 0, "runs/gpu=a/model=b/run-x.parquet").table_file("steps"),
+            "steps/gpu=a/model=b/run-x.parquet"
         );
+        let mut r = row("x", 0, "runs/gpu=a/model=b/run-x.parquet");
+        r.export_id = Some("beef".into());
+        assert_eq!(r.table_file("kernels"), "kernels/gpu=a/model=b/run-x-beef.parquet");
     }
 
     #[test]
@@ -397,11 +455,12 @@ mod tests {
     fn a_run_in_two_partitions_counts_once_as_its_newest_export() {
         let mut w = Vec::new();
         let runs = vec![
-            row("a", 1, "/d/runs/gpu=x/model=m/run-a.parquet"),
-            row("b", 2, "/d/runs/gpu=x/model=m/run-b.parquet"),
-            row("a", 3, "/d/runs/gpu=y/model=m/run-a.parquet"),
+            row("a", 1, "runs/gpu=x/model=m/run-a.parquet"),
+            row("b", 2, "runs/gpu=x/model=m/run-b.parquet"),
+            row("a", 3, "runs/gpu=y/model=m/run-a.parquet"),
         ];
-        let kept = once_each(runs, &mut w);
+        let store = Store::open(Path::new("/d")).unwrap();
+        let kept = once_each(runs, &store, &mut w);
         let ids: Vec<(&str, i64)> = kept
             .iter()
             .map(|r| (r.run_id.as_str(), r.exported_at_ns))

@@ -5,7 +5,6 @@
 //! left out of both tables, with a warning naming its file; a derived one is dropped.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use polars::prelude::*;
@@ -13,6 +12,7 @@ use polars::prelude::*;
 use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
 use crate::dataset::read::{ints, scan_files, str_col, TAG};
 use crate::dataset::schema::Ty;
+use crate::dataset::store::Store;
 use crate::exit::Result;
 use crate::wire::dataset::RunRow;
 
@@ -88,14 +88,14 @@ impl Verdicts {
     }
 
     /// The warnings, naming each run's file.
-    fn warn(&self, runs: &[RunRow], warnings: &mut Vec<String>) {
+    fn warn(&self, store: &Store, runs: &[RunRow], warnings: &mut Vec<String>) {
         let mut bad: Vec<_> = self.bad.iter().collect();
         bad.sort_by_key(|(r, _)| **r);
         for (&r, (table, why)) in bad {
             warnings.push(format!(
                 "{}: a sample is outside what a baseline holds ({why}): run {} is left out; \
                  re-export it from its report with --replace, or remove its files",
-                runs[r].table_file(table).display(),
+                store.name_of(&runs[r].table_file(table)),
                 runs[r].run_id
             ));
         }
@@ -108,7 +108,7 @@ impl Verdicts {
             warnings.push(format!(
                 "{}: {n} derived sample(s) (MBU, mean context) outside what a baseline holds \
                  were dropped (first: {first})",
-                runs[r].table_file("steps").display()
+                store.name_of(&runs[r].table_file("steps"))
             ));
         }
     }
@@ -118,6 +118,7 @@ impl Verdicts {
 /// given, their step kernels. A run with a measured sample out of [`bounds`] in either
 /// table is left out of both, with a warning naming the file.
 pub fn read_run_data(
+    store: &Store,
     runs: &[RunRow],
     kind: Option<&str>,
     pick: Option<&KernelPick>,
@@ -125,13 +126,13 @@ pub fn read_run_data(
 ) -> Result<RunData> {
     let mut v = Verdicts::default();
     let mut out = RunData {
-        steps: read_steps(runs, kind, &mut v)?,
+        steps: read_steps(store, runs, kind, &mut v)?,
         ..RunData::default()
     };
     if let Some(p) = pick {
-        out.kernels = read_step_kernels(runs, p, &mut v)?;
+        out.kernels = read_step_kernels(store, runs, p, &mut v)?;
     }
-    v.warn(runs, warnings);
+    v.warn(store, runs, warnings);
     if !v.bad.is_empty() {
         out.steps.retain(|s| !v.bad.contains_key(&s.run));
         out.kernels.rows.retain(|k| !v.bad.contains_key(&k.run));
@@ -143,11 +144,11 @@ pub fn read_run_data(
 
 /// The distinct (full, short) kernel names the `kernels` tables of `runs` hold, sorted: what
 /// a kernel selector (`trend --metric kernel:…`) is resolved against.
-pub fn kernel_names(runs: &[RunRow]) -> Result<Vec<(String, String)>> {
+pub fn kernel_names(store: &Store, runs: &[RunRow]) -> Result<Vec<(String, String)>> {
     let want: &[(&str, Ty)] = &[("name", Ty::Str), ("short_name", Ty::Str)];
     let build = |lf: LazyFrame| lf.select([col("name"), col("short_name")]);
     let mut names = std::collections::BTreeSet::new();
-    scan_table(runs, "kernels", &build, want, &mut |df| {
+    scan_table(store, runs, "kernels", &build, want, &mut |df| {
         let name = str_col(&df, "name")?;
         let short = str_col(&df, "short_name")?;
         for i in 0..df.height() {
@@ -164,17 +165,20 @@ pub fn kernel_names(runs: &[RunRow]) -> Result<Vec<(String, String)>> {
 /// and filters pushed into the scan) and `each` gets every collected batch, whose [`TAG`]
 /// column is the index into `runs`.
 fn scan_table(
+    store: &Store,
     runs: &[RunRow],
     table: &str,
     build: &dyn Fn(LazyFrame) -> LazyFrame,
     want: &[(&str, Ty)],
     each: &mut dyn FnMut(DataFrame) -> Result<()>,
 ) -> Result<()> {
-    let files: Vec<PathBuf> = runs.iter().map(|r| r.table_file(table)).collect();
-    scan_files(&files, build, want, each)
+    let keys: Vec<String> = runs.iter().map(|r| r.table_file(table)).collect();
+    scan_files(store, &keys, build, want, each)
 }
 
-fn read_steps(runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<Vec<StepRow>> {
+fn read_steps(
+    store: &Store,
+    runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<Vec<StepRow>> {
     let want: &[(&str, Ty)] = &[
         ("series", Ty::Int),
         ("index", Ty::Int),
@@ -200,7 +204,7 @@ fn read_steps(runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<V
     };
     let mut kinds: HashMap<String, Arc<str>> = HashMap::new();
     let mut out = Vec::new();
-    scan_table(runs, "steps", &build, want, &mut |df| {
+    scan_table(store, runs, "steps", &build, want, &mut |df| {
         let run = df.column(TAG)?.u32()?;
         let series = ints(&df, "series")?;
         let index = ints(&df, "index")?;
@@ -259,7 +263,9 @@ fn read_steps(runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<V
 
 /// The `step_kernels` rows of the given runs; the name/category filter is pushed into the
 /// Parquet scan.
-fn read_step_kernels(runs: &[RunRow], pick: &KernelPick, v: &mut Verdicts) -> Result<StepKernels> {
+fn read_step_kernels(
+    store: &Store,
+    runs: &[RunRow], pick: &KernelPick, v: &mut Verdicts) -> Result<StepKernels> {
     let want: &[(&str, Ty)] = &[
         ("series", Ty::Int),
         ("step_index", Ty::Int),
@@ -283,7 +289,7 @@ fn read_step_kernels(runs: &[RunRow], pick: &KernelPick, v: &mut Verdicts) -> Re
     };
     let mut out = StepKernels::default();
     let mut ids: HashMap<String, u32> = HashMap::new();
-    scan_table(runs, "step_kernels", &build, want, &mut |df| {
+    scan_table(store, runs, "step_kernels", &build, want, &mut |df| {
         let run = df.column(TAG)?.u32()?;
         let series = ints(&df, "series")?;
         let index = ints(&df, "step_index")?;

@@ -63,8 +63,18 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
 /// the batch composition, as baselines do).
 pub const MEAN_CONTEXT: &str = "mean_context";
 
-/// `schema_version` and `run_id`, the two columns every table starts with.
-pub(crate) fn leading(run_id: &str, n: usize) -> Vec<Column> {
+/// The run and the export a table's rows belong to.
+#[derive(Debug, Clone, Copy)]
+pub struct Ids<'a> {
+    pub run: &'a str,
+    /// Unique per export attempt: an outside reader joins every table to `runs` on
+    /// (`run_id`, `export_id`), so files of an export that never committed never join.
+    pub export: &'a str,
+}
+
+/// `schema_version`, `run_id` and `export_id`, the columns every table starts with.
+pub(crate) fn leading(ids: Ids<'_>, n: usize) -> Vec<Column> {
+    let run_id = ids.run;
     vec![
         Column::new_scalar(
             "schema_version".into(),
@@ -76,11 +86,16 @@ pub(crate) fn leading(run_id: &str, n: usize) -> Vec<Column> {
             Scalar::new(DataType::String, AnyValue::StringOwned(run_id.into())),
             n,
         ),
+        Column::new_scalar(
+            "export_id".into(),
+            Scalar::new(DataType::String, AnyValue::StringOwned(ids.export.into())),
+            n,
+        ),
     ]
 }
 
 /// The `kernels` table: one row per (device, op name), summed over the run's steps.
-pub fn kernels_frame(run_id: &str, report: &StepsReport) -> Result<DataFrame> {
+pub fn kernels_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
     // (device, name) → (short, category, instances, total, exclusive, steps)
     type Acc<'a> = (&'a str, &'a str, i64, i64, i64, i64);
     let mut by: HashMap<(Option<i64>, &str), Acc> = HashMap::new();
@@ -155,7 +170,7 @@ pub struct DeviceRow {
 /// The `devices` table: one row per device the report names or a step ran on, with the
 /// step totals on it.
 pub fn devices_frame(
-    run_id: &str,
+    run_id: Ids<'_>,
     devices: &[DeviceRow],
     report: &StepsReport,
 ) -> Result<DataFrame> {
@@ -220,6 +235,7 @@ pub fn devices_frame(
 #[derive(Debug, Clone, Default)]
 pub struct RunMeta {
     pub run_id: String,
+    pub export_id: String,
     pub exported_at_ns: i64,
     pub report_path: String,
     pub report_sha256: String,
@@ -243,7 +259,13 @@ pub struct RunMeta {
 pub fn runs_frame(m: &RunMeta) -> Result<DataFrame> {
     let s = |name: &str, v: Option<&str>| Column::new(name.into(), [v]);
     let i = |name: &str, v: i64| Column::new(name.into(), [v]);
-    let mut cols = leading(&m.run_id, 1);
+    let mut cols = leading(
+        Ids {
+            run: &m.run_id,
+            export: &m.export_id,
+        },
+        1,
+    );
     cols.extend([
         i("exported_at_ns", m.exported_at_ns),
         s("report_path", Some(&m.report_path)),

@@ -11,7 +11,9 @@ use std::path::Path;
 use crate::baseline::select::Selector;
 use crate::baseline::Policy;
 use crate::dataset::filter::{self, Filter};
+use crate::dataset::layout::Prune;
 use crate::dataset::read;
+use crate::dataset::store::Store;
 use crate::dataset::rows::{self, KernelPick};
 use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
@@ -126,25 +128,35 @@ type GroupKey = Vec<(String, String)>;
 /// The runs that pass the filter and `--since`, oldest first. A dataset that does not
 /// exist or holds no run is an error: there is nothing to draw.
 pub fn select_runs(
-    dataset: &Path,
+    store: &Store,
     filter: &Filter,
     since_ns: Option<i64>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<RunRow>> {
-    if !dataset.is_dir() {
+    let name = store.name();
+    if store.local_dir().is_some_and(|d| !d.is_dir()) {
         return Err(Error::input(format!(
-            "{} is not a directory: pass a dataset written by `stepgate export`",
-            dataset.display()
+            "{name} is not a directory: pass a dataset written by `stepgate export`"
         )));
     }
-    let all = read::read_runs(dataset, warnings)?;
-    if all.is_empty() {
+    // Partitions no run of which can pass `--where gpu=`/`model=` are not listed.
+    let prune = |key: &str| Prune {
+        exact: None,
+        contains: filter
+            .clauses
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect(),
+    };
+    let objs = read::list_runs(store, &prune("gpu"), &prune("model"), warnings)?;
+    if objs.is_empty() && read::list_runs(store, &Prune::default(), &Prune::default(), &mut Vec::new())?.is_empty() {
         return Err(Error::input(format!(
-            "{} holds no runs: add one with `stepgate export REPORT -o {}`",
-            dataset.display(),
-            dataset.display()
+            "{name} holds no runs: add one with `stepgate export REPORT -o {name}`"
         )));
     }
+    let rows = read::read_rows(store, &objs, warnings)?;
+    let all = read::in_order(rows, store, warnings);
     Ok(all
         .into_iter()
         .filter(|r| filter.matches(r) && since_ns.is_none_or(|s| r.exported_at_ns >= s))
@@ -157,7 +169,8 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         filter::check_key(k, "--by")?;
     }
     let mut warnings = Vec::new();
-    let all = select_runs(dataset, &q.filter, q.since_ns, &mut warnings)?;
+    let store = Store::open(dataset)?;
+    let all = select_runs(&store, &q.filter, q.since_ns, &mut warnings)?;
     // Keep only the last N runs per run-level group before reading any step file.
     let run_keys: Vec<&String> = q.by.iter().filter(|k| *k != "kind").collect();
     let mut runs: Vec<RunRow> = Vec::new();
@@ -195,7 +208,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     // resolved once against every name the matching runs hold: exactly one must match.
     let kernel = match &q.metric {
         Metric::Kernel(text) => {
-            let names = rows::kernel_names(&runs)?;
+            let names = rows::kernel_names(&store, &runs)?;
             let sel = Selector::parse(text)?;
             if names.is_empty() {
                 // No kernel rows at all: the check after the scan says so for the runs.
@@ -216,6 +229,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             _ => None,
         };
         let data = rows::read_run_data(
+            &store,
             chunk,
             q.filter.kind.as_deref(),
             pick.as_ref(),

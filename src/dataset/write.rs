@@ -1,28 +1,29 @@
-//! Appending one run to a dataset: the run id, the five Parquet files, and the lock and
-//! rename order that keep concurrent exports and readers safe.
+//! Appending one run to a dataset: the run id, the five Parquet objects, and the commit
+//! that keeps concurrent exports and readers safe without a lock.
 //!
-//! Why this order: every file is written to a temporary name beside its target and renamed
-//! into place (POSIX rename is atomic), `runs` last. Readers start from `runs`, so they see
-//! a run whole or not at all, and the `runs` file alone decides whether a run exists: an
-//! export killed between renames leaves other tables' files without one, and the next
-//! export of that run replaces them. The duplicate check and the renames happen under an
-//! exclusive `flock` on `DATASET/.lock` (`dataset::lock`), so two exports of the same run
-//! cannot both pass the check; the kernel drops the lock if an export dies.
+//! Why this order: the four data tables are written first, under names no other export
+//! uses (`run-<run_id>-<export_id>.parquet`, the export id unique per attempt), so they
+//! never collide and are never overwritten. The run's `runs` row is written last, under a
+//! name that depends on the run id alone, with a create-only put (`If-None-Match: *` on
+//! S3, an atomic hard link on a local disk): that put is the commit. Two writers of one
+//! run cannot both win (the loser removes its own files and is refused), and a reader
+//! that starts from `runs` and joins on (`run_id`, `export_id`) sees a run whole or not at
+//! all. An export that dies before its commit leaves only objects no `runs` row names;
+//! `stepgate dataset vacuum` removes them.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use polars::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::dataset::layout::{self, hex};
-use crate::dataset::schema::{self, DeviceRow, RunMeta, TABLES};
-use crate::dataset::{columns, lock};
+use crate::dataset::schema::{self, DeviceRow, Ids, RunMeta};
+use crate::dataset::store::{Put, Store};
+use crate::dataset::columns;
 use crate::exit::{Error, Result};
-use crate::output::{Fill, Staged};
 use crate::wire::steps::StepsReport;
 
 /// `--label key=value` pairs, sorted by key.
@@ -166,51 +167,84 @@ pub fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
-/// How an export behaves when the run or the lock is already taken.
-#[derive(Debug, Clone, Copy)]
+/// How an export behaves when the run is already there.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ExportOptions {
     /// Replace the run if it is already in the dataset (default: refuse, exit 2).
     pub replace: bool,
-    /// How long to wait for another export's lock before giving up (exit 4).
-    pub lock_timeout: Duration,
 }
 
-impl Default for ExportOptions {
-    fn default() -> Self {
-        ExportOptions {
-            replace: false,
-            lock_timeout: lock::DEFAULT_TIMEOUT,
+/// Whether `dataset` can be exported to, asked before any work (so a command that writes
+/// other outputs first writes none of them when the export would fail): a directory (or
+/// nothing yet) that takes a write, a bucket prefix the credentials may write to.
+pub fn check_target(dataset: &Path) -> Result<()> {
+    Store::open(dataset)?.check_writable()
+}
+
+/// Refuse a dataset inside the report directory being exported: its files would be read
+/// as one more rank next time (and change the report's hash, so its run id).
+pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
+    let Ok(crate::dataset::store::Location::Local(d)) =
+        crate::dataset::store::Location::parse(dataset)
+    else {
+        return Ok(());
+    };
+    if !report.is_dir() {
+        return Ok(());
+    }
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    // The dataset may not exist yet: resolve its nearest existing ancestor.
+    let mut probe = d.clone();
+    let mut rest = Vec::new();
+    while !probe.exists() {
+        let Some(name) = probe.file_name().map(ToOwned::to_owned) else { break };
+        rest.push(name);
+        if !probe.pop() {
+            break;
         }
     }
-}
-
-/// Whether the dataset holds this run: the `runs` table decides (a run is there once its
-/// `runs` file is; files of other tables without one are leftovers of an interrupted
-/// export, which the next export of that run replaces).
-/// Whether `dataset` can be exported to, asked before any work (so a command that writes
-/// other outputs first writes none of them when the export would fail): a directory or
-/// nothing yet, and a lock path that is a regular file or absent.
-pub fn check_target(dataset: &Path) -> Result<()> {
-    if std::fs::metadata(dataset).is_ok_and(|m| !m.is_dir()) {
+    let mut full = abs(if probe.as_os_str().is_empty() { Path::new(".") } else { &probe });
+    full.extend(rest.iter().rev());
+    if full.starts_with(abs(report)) {
         return Err(Error::usage(format!(
-            "{} exists and is not a directory: give a dataset directory",
-            dataset.display()
+            "{} is inside the report directory {}: its files would be read as one more rank \
+             (and change the report's run id); export to a directory outside it",
+            dataset.display(),
+            report.display()
         )));
     }
-    super::lock::check(dataset)
+    Ok(())
 }
 
+/// The committed `runs` row of a run, wherever it is: this partition first, then (for a
+/// replace, which may move it) every partition.
+fn committed(store: &Store, key: &str, id: &str, everywhere: bool) -> Result<Vec<String>> {
+    if !everywhere {
+        return Ok(store.get(key)?.map(|_| vec![key.to_owned()]).unwrap_or_default());
+    }
+    Ok(store
+        .list("runs")?
+        .into_iter()
+        .filter(|o| layout::parse_key(&o.key).is_some_and(|p| p.table == "runs" && p.run_id == id && p.export_id.is_none()))
+        .map(|o| o.key)
+        .collect())
+}
+
+/// Whether the dataset holds this run (its `runs` row is committed, in any partition).
 pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
-    layout::files_of_run(dataset, run_id)
-        .iter()
-        .any(|(t, _)| *t == "runs")
+    Store::open(dataset)
+        .and_then(|s| committed(&s, "", run_id, true))
+        .is_ok_and(|v| !v.is_empty())
 }
 
-fn already_there(id: &str, dataset: &Path) -> Error {
+fn already_there(id: &str, dataset: &str) -> Error {
     Error::input(format!(
-        "run {id} (this report with these labels) is already in {}: pass --replace to \
-         replace it, or change a --label",
-        dataset.display()
+        "run {id} (this report with these labels) is already in {dataset}: pass --replace \
+         to replace it, or change a --label"
     ))
 }
 
@@ -219,20 +253,29 @@ fn zstd() -> ParquetCompression {
     ParquetCompression::Zstd(None)
 }
 
-/// A fill that writes one whole frame.
-fn frame_fill<'a>(mut df: DataFrame) -> Fill<'a> {
-    Box::new(move |w: &mut dyn std::io::Write| {
-        ParquetWriter::new(w)
-            .with_compression(zstd())
-            .finish(&mut df)?;
-        Ok(())
-    })
+fn encode(mut df: DataFrame) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    ParquetWriter::new(&mut out)
+        .with_compression(zstd())
+        .finish(&mut df)?;
+    Ok(out)
+}
+
+/// An id no other export attempt has: the run id, the time, the process and a counter.
+fn export_id(run_id: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let mut h = Sha256::new();
+    h.update(run_id.as_bytes());
+    h.update(now_ns().to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    h.update(N.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    h.update(format!("{:?}", std::thread::current().id()).as_bytes());
+    hex(&h.finalize())[..16].to_owned()
 }
 
 /// Append one run. A run already in the dataset is refused (exit 2) unless
-/// `opts.replace`. The tables are encoded straight into temporary files beside their
-/// targets before the lock is taken (so the lock is held only for the check and the
-/// renames), and renamed into place with `runs` last.
+/// `opts.replace`.
 pub fn export_run(
     dataset: &Path,
     report_path: &Path,
@@ -243,20 +286,31 @@ pub fn export_run(
     opts: &ExportOptions,
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
-    check_target(dataset)?;
-    // Checked again under the lock; this saves encoding a run that is refused anyway.
-    if !opts.replace && run_exists(dataset, &id) {
-        return Err(already_there(&id, dataset));
+    check_not_in_report(dataset, report_path)?;
+    let store = Store::open(dataset)?;
+    let gpu = layout::partition("gpu", src.gpu_name.as_deref());
+    let model = layout::partition("model", src.model.as_deref());
+    let runs_key = layout::runs_key(&gpu, &model, &id);
+    // The commit below decides; this saves encoding a run that is refused anyway.
+    let before = committed(&store, &runs_key, &id, opts.replace)?;
+    if !opts.replace && !before.is_empty() {
+        return Err(already_there(&id, store.name()));
     }
+    let eid = export_id(&id);
+    let ids = Ids {
+        run: &id,
+        export: &eid,
+    };
     let found_by = match serde_json::to_value(report.found_by) {
         Ok(serde_json::Value::String(f)) => Some(f),
         Ok(serde_json::Value::Null) | Err(_) => None,
         // A structured value is kept whole, as JSON text.
         Ok(other) => Some(other.to_string()),
     };
-    let devices = schema::devices_frame(&id, &src.devices, report)?;
+    let devices = schema::devices_frame(ids, &src.devices, report)?;
     let meta = RunMeta {
         run_id: id.clone(),
+        export_id: eid.clone(),
         exported_at_ns: now_ns(),
         report_path: report_path.display().to_string(),
         report_sha256: report_sha256.to_owned(),
@@ -277,7 +331,7 @@ pub fn export_run(
         steps_with_gpu_work: (report.steps.len() - report.steps_without_gpu_work) as i64,
         devices: devices.height() as i64,
     };
-    let kernels = schema::kernels_frame(&id, report)?;
+    let kernels = schema::kernels_frame(ids, report)?;
     let rows = vec![
         ("steps", report.steps.len()),
         (
@@ -288,82 +342,71 @@ pub fn export_run(
         ("devices", devices.height()),
         ("runs", 1),
     ];
-    let gpu = layout::partition("gpu", src.gpu_name.as_deref());
-    let model = layout::partition("model", src.model.as_deref());
-    let targets: Vec<PathBuf> = TABLES
-        .iter()
-        .map(|t| layout::run_file(dataset, t, &gpu, &model, &id))
-        .collect();
-    for t in &targets {
-        if let Some(dir) = t.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::input(format!("cannot create {}: {e}", dir.display())))?;
+    let steps = encode(columns::steps_frame(ids, report)?)?;
+    crate::phases::mark("export: steps table written");
+    let mut step_kernels = Vec::new();
+    columns::write_step_kernels(ids, report, &mut step_kernels, zstd())?;
+    crate::phases::mark("export: step_kernels table written");
+    let data = [
+        ("steps", steps),
+        ("step_kernels", step_kernels),
+        ("kernels", encode(kernels)?),
+        ("devices", encode(devices)?),
+    ];
+    let runs = encode(schema::runs_frame(&meta)?)?;
+    let mut written: Vec<String> = Vec::new();
+    let undo = |written: &[String]| {
+        for k in written {
+            let _ = store.delete(k);
+        }
+    };
+    for (t, bytes) in data {
+        let key = layout::table_key(t, &gpu, &model, &id, Some(&eid));
+        if let Err(e) = store.put(&key, bytes, false) {
+            undo(&written);
+            return Err(e);
+        }
+        written.push(key);
+    }
+    crate::phases::mark("export: every table written");
+    // The commit.
+    let put = match store.put(&runs_key, runs, !opts.replace) {
+        Ok(p) => p,
+        Err(e) => {
+            undo(&written);
+            return Err(e);
+        }
+    };
+    if put == Put::AlreadyExists {
+        // Another export of this run committed first: ours never becomes visible.
+        undo(&written);
+        return Err(already_there(&id, store.name()));
+    }
+    crate::phases::mark("export: committed");
+    let mut notes = Vec::new();
+    let replaced = !before.is_empty();
+    // What the replaced export wrote is no longer named by any runs row: remove it (a
+    // reader that raced the replace and still holds the old row reads the old files, so
+    // failure here is only untidy; vacuum finishes it).
+    for old in &before {
+        let Some(p) = layout::parse_key(old) else { continue };
+        let (og, om) = (p.gpu.to_owned(), p.model.to_owned());
+        if old != &runs_key {
+            let _ = store.delete(old);
+            notes.push(format!(
+                "the replaced run was in partition gpu={og}/model={om}: moved"
+            ));
+        }
+        for t in ["steps", "step_kernels", "kernels", "devices"] {
+            let part = format!("{t}/gpu={og}/model={om}");
+            for o in store.list(&part).unwrap_or_default() {
+                let named = layout::parse_key(&o.key);
+                if named.is_some_and(|k| k.run_id == id && k.export_id != Some(eid.as_str())) {
+                    let _ = store.delete(&o.key);
+                }
+            }
         }
     }
-    let steps_id = id.clone();
-    let kernels_id = id.clone();
-    let fills: Vec<Fill<'_>> = vec![
-        Box::new(move |w: &mut dyn std::io::Write| {
-            let mut df = columns::steps_frame(&steps_id, report)?;
-            crate::phases::mark("export: steps table built");
-            ParquetWriter::new(w)
-                .with_compression(zstd())
-                .finish(&mut df)?;
-            crate::phases::mark("export: steps table written");
-            Ok(())
-        }),
-        Box::new(move |w: &mut dyn std::io::Write| {
-            columns::write_step_kernels(&kernels_id, report, w, zstd())?;
-            crate::phases::mark("export: step_kernels table written");
-            Ok(())
-        }),
-        frame_fill(kernels),
-        frame_fill(devices),
-        frame_fill(schema::runs_frame(&meta)?),
-    ];
-    let staged = Staged::stage(targets.iter().map(PathBuf::as_path).zip(fills).collect())?;
-    crate::phases::mark("export: every table staged");
-    let _lock = lock::acquire(dataset, opts.lock_timeout, staged.guard(), &mut |line| {
-        // Said while it waits, not after: the user sees why the export is not done yet.
-        let _ = writeln!(std::io::stderr(), "{line}");
-    })?;
-    let old = layout::files_of_run(dataset, &id);
-    let replaced = old.iter().any(|(t, _)| *t == "runs");
-    if replaced && !opts.replace {
-        return Err(already_there(&id, dataset));
-    }
-    let mut notes = Vec::new();
-    let leftovers = old.iter().filter(|(t, _)| *t != "runs").count();
-    if !replaced && leftovers > 0 {
-        notes.push(format!(
-            "repaired: {leftovers} file(s) of run {id} left by an interrupted export were \
-             replaced"
-        ));
-    }
-    // Old files in another partition go first, the runs file first of all, so no reader
-    // sees the run twice; files at the same path are replaced by the rename itself.
-    let mut old: Vec<PathBuf> = old.into_iter().map(|(_, p)| p).collect();
-    old.sort_by_key(|p| !p.components().any(|c| c.as_os_str() == "runs"));
-    for p in old.iter().filter(|p| !targets.contains(p)) {
-        std::fs::remove_file(p)
-            .map_err(|e| Error::input(format!("cannot remove {}: {e}", p.display())))?;
-    }
-    // Temporary files a SIGKILLed export left beside the targets (older than a minute;
-    // this export's own are fresh).
-    let stale: usize = targets
-        .iter()
-        .filter_map(|t| t.parent())
-        .map(crate::output::clean_stale)
-        .sum();
-    if stale > 0 {
-        notes.push(format!(
-            "removed {stale} stale temporary file(s) ({}*{}) left by a killed export",
-            crate::output::TMP_PREFIX,
-            crate::output::TMP_SUFFIX
-        ));
-    }
-    staged.commit()?;
-    crate::phases::mark("export: renamed into place");
     Ok(ExportOutcome {
         run_id: id,
         rows,

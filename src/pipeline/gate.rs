@@ -206,7 +206,6 @@ mod tests {
         let to = ExportPlan {
             dataset: "ds".into(),
             labels: crate::dataset::Labels::new(),
-            lock_timeout: std::time::Duration::ZERO,
         };
         let base = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("baselines")

@@ -142,8 +142,6 @@ pub struct ExportPlan {
     pub dataset: PathBuf,
     /// `key=value` labels, checked when the plan was made.
     pub labels: crate::dataset::Labels,
-    /// How long to wait for another export's lock.
-    pub lock_timeout: std::time::Duration,
 }
 
 #[cfg(test)]

@@ -76,10 +76,7 @@ pub fn record_for_export(
         report: path.to_path_buf(),
         sha256,
         labels: to.labels.clone(),
-        options: crate::dataset::write::ExportOptions {
-            replace: false,
-            lock_timeout: to.lock_timeout,
-        },
+        options: crate::dataset::write::ExportOptions { replace: false },
         source: r.source,
         steps: r.steps,
     };

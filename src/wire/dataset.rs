@@ -18,6 +18,11 @@ pub struct RunRow {
     #[serde(skip)]
     pub report_sha256: Option<String>,
     pub labels: BTreeMap<String, String>,
+    /// The key of its `runs` object, relative to the dataset root.
     #[serde(skip)]
     pub runs_file: PathBuf,
+    /// The export that committed it (names its other tables' files); `None` in datasets
+    /// written before export ids.
+    #[serde(skip)]
+    pub export_id: Option<String>,
 }

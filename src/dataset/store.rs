@@ -1,0 +1,637 @@
+//! The one storage seam of the run history: a dataset is a local directory or a URL
+//! (`s3://`, `gs://`, `az://`, `file://`), opened through the `object_store` crate —
+//! `LocalFileSystem` for a directory, so local and remote datasets follow one protocol.
+//!
+//! Configuration is the standard one for each store (`AWS_*`, `GOOGLE_*`, `AZURE_*`
+//! environment variables), then `--storage-option KEY=VALUE`, then `--io-timeout`. Errors
+//! name the object and the store, never a credential: every message is scrubbed of the
+//! secret values the configuration holds before it leaves this module.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::path::Path as Key;
+use object_store::{
+    BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
+};
+
+use crate::exit::{Error, Result};
+
+/// How the process reaches remote stores: set once from the command line, before any store
+/// is opened (a global, because `gate` opens a history and an export from separate flag
+/// groups).
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `--storage-option KEY=VALUE`, applied after the environment.
+    pub options: Vec<(String, String)>,
+    /// Per-request timeout (`--io-timeout`).
+    pub io_timeout: Duration,
+    /// Retries of a failed request (5xx, 429, timeouts, dropped connections).
+    pub retries: usize,
+}
+
+/// The default per-request timeout.
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            options: Vec::new(),
+            io_timeout: DEFAULT_IO_TIMEOUT,
+            retries: 4,
+        }
+    }
+}
+
+static CONFIG: RwLock<Option<StoreConfig>> = RwLock::new(None);
+
+/// Install the process's storage configuration.
+pub fn configure(c: StoreConfig) {
+    if let Ok(mut g) = CONFIG.write() {
+        *g = Some(c);
+    }
+}
+
+fn config() -> StoreConfig {
+    CONFIG
+        .read()
+        .ok()
+        .and_then(|g| g.clone())
+        .unwrap_or_default()
+}
+
+/// Parse `--storage-option KEY=VALUE` items.
+pub fn parse_options(items: &[String]) -> Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .map(|it| match it.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+            _ => Err(Error::usage(format!(
+                "--storage-option {:?} is not KEY=VALUE (e.g. --storage-option \
+                 aws_endpoint=http://127.0.0.1:9000)",
+                scrub(it)
+            ))),
+        })
+        .collect()
+}
+
+/// Whether a configuration key holds a secret (its value is never shown).
+fn secret_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    ["secret", "token", "password", "key", "sas", "credential"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// `msg` with every secret value of the configuration (environment and
+/// `--storage-option`) replaced by `***`.
+pub fn scrub(msg: &str) -> String {
+    let mut out = msg.to_owned();
+    let mut secrets: Vec<String> = std::env::vars()
+        .filter(|(k, _)| {
+            let u = k.to_ascii_uppercase();
+            (u.starts_with("AWS_") || u.starts_with("GOOGLE_") || u.starts_with("AZURE_"))
+                && secret_key(k)
+        })
+        .map(|(_, v)| v)
+        .collect();
+    secrets.extend(
+        config()
+            .options
+            .into_iter()
+            .filter(|(k, _)| secret_key(k))
+            .map(|(_, v)| v),
+    );
+    // Longest first, so a secret that contains another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for s in secrets.iter().filter(|s| s.len() >= 4) {
+        out = out.replace(s.as_str(), "***");
+    }
+    out
+}
+
+/// Where a dataset lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Local(PathBuf),
+    /// A URL the object_store builders take (`s3://bucket/prefix`, …), its scheme.
+    Remote { url: String, scheme: String },
+}
+
+/// The URL schemes this build reaches.
+pub const SCHEMES: &[&str] = &["s3", "s3a", "gs", "az", "abfs", "abfss", "file"];
+
+/// The scheme of `s` when it is written as a URL (`scheme://…`).
+fn scheme_of(s: &str) -> Option<&str> {
+    let (scheme, _) = s.split_once("://")?;
+    let mut c = scheme.chars();
+    let ok = c.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && c.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    ok.then_some(scheme)
+}
+
+impl Location {
+    /// A local path or a URL; a scheme this build does not reach is an error naming it
+    /// (never a local directory called `s3:`).
+    pub fn parse(p: &Path) -> Result<Location> {
+        let s = p.to_string_lossy();
+        let Some(scheme) = scheme_of(&s) else {
+            return Ok(Location::Local(p.to_path_buf()));
+        };
+        let lower = scheme.to_ascii_lowercase();
+        if lower == "file" {
+            let url = url::Url::parse(&s)
+                .map_err(|e| Error::usage(format!("{s} is not a file:// URL: {e}")))?;
+            let path = url.to_file_path().map_err(|()| {
+                Error::usage(format!(
+                    "{s} is not a local file:// URL (write file:///absolute/path)"
+                ))
+            })?;
+            return Ok(Location::Local(path));
+        }
+        if !SCHEMES.contains(&lower.as_str()) {
+            return Err(Error::usage(format!(
+                "{}: the storage scheme `{scheme}://` is not supported by this build: use a \
+                 local path, file://, s3:// (any S3-compatible store), gs:// or az://",
+                scrub(&s)
+            )));
+        }
+        Ok(Location::Remote {
+            url: s.into_owned(),
+            scheme: lower,
+        })
+    }
+
+    /// Whether `p` is written as a URL of a remote store.
+    pub fn is_remote(p: &Path) -> bool {
+        matches!(Location::parse(p), Ok(Location::Remote { .. }))
+    }
+}
+
+/// One object of a listing, its key relative to the dataset root.
+#[derive(Debug, Clone)]
+pub struct Obj {
+    pub key: String,
+    pub size: u64,
+    /// When the store last wrote it (server time), Unix epoch ns.
+    pub modified_ns: i64,
+}
+
+/// What a create-only put found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    Written,
+    AlreadyExists,
+}
+
+/// An open dataset root: a store, the prefix inside it, and a runtime to wait on it.
+pub struct Store {
+    inner: Arc<dyn ObjectStore>,
+    root: Key,
+    /// How messages name the root (the path or URL as given, scrubbed).
+    name: String,
+    /// The local directory, for a local dataset.
+    local: Option<PathBuf>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.name)
+    }
+}
+
+/// Requests in flight at once when many objects are read.
+const PARALLEL: usize = 32;
+
+impl Store {
+    /// Open the dataset at `p` (a path or a URL). Nothing is created: a local directory
+    /// appears with its first object.
+    pub fn open(p: &Path) -> Result<Store> {
+        let c = config();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::internal(format!("cannot start the I/O runtime: {e}")))?;
+        let name = scrub(&p.display().to_string());
+        match Location::parse(p)? {
+            Location::Local(dir) => {
+                let abs = std::path::absolute(&dir).map_err(|e| {
+                    Error::input(format!("{}: cannot resolve the path: {e}", dir.display()))
+                })?;
+                let root = Key::from_absolute_path(&abs).map_err(|e| {
+                    Error::input(format!("{}: not a usable dataset path: {e}", dir.display()))
+                })?;
+                Ok(Store {
+                    inner: Arc::new(object_store::local::LocalFileSystem::new()),
+                    root,
+                    name,
+                    local: Some(dir),
+                    rt,
+                })
+            }
+            Location::Remote { url, scheme } => {
+                let (inner, root) = remote(&url, &scheme, &c)?;
+                Ok(Store {
+                    inner,
+                    root,
+                    name: name.trim_end_matches('/').to_owned(),
+                    local: None,
+                    rt,
+                })
+            }
+        }
+    }
+
+    /// The root as given (path or URL).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The local directory, for a local dataset.
+    pub fn local_dir(&self) -> Option<&Path> {
+        self.local.as_deref()
+    }
+
+    /// How messages name one object.
+    pub fn name_of(&self, rel: &str) -> String {
+        match &self.local {
+            Some(d) => d.join(rel).display().to_string(),
+            None => format!("{}/{rel}", self.name),
+        }
+    }
+
+    fn key(&self, rel: &str) -> Key {
+        let root = self.root.as_ref();
+        if rel.is_empty() {
+            self.root.clone()
+        } else if root.is_empty() {
+            Key::from(rel)
+        } else {
+            Key::from(format!("{root}/{rel}"))
+        }
+    }
+
+    fn rel(&self, k: &Key) -> Option<String> {
+        let parts: Vec<String> = k
+            .prefix_match(&self.root)?
+            .map(|p| p.as_ref().to_owned())
+            .collect();
+        Some(parts.join("/"))
+    }
+
+    /// The error of a failed request, one line naming the object and the store.
+    fn fail(&self, op: &str, rel: &str, e: &object_store::Error) -> Error {
+        let what = self.name_of(rel);
+        let why = short(e);
+        match e {
+            object_store::Error::PermissionDenied { .. } => Error::environment(format!(
+                "{op} {what}: access denied ({why}): check the credentials and that they may \
+                 {op} under {} (read-only credentials can only read a history)",
+                self.name
+            )),
+            object_store::Error::Unauthenticated { .. } => Error::environment(format!(
+                "{op} {what}: not authenticated ({why}): set the store's credentials \
+                 (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile's role, or \
+                 --storage-option)"
+            )),
+            object_store::Error::NotFound { .. } => Error::input(format!(
+                "{op} {what}: not found ({why}): check the bucket and prefix of {}",
+                self.name
+            )),
+            _ if full_disk(e) => Error::environment(format!(
+                "{op} {what}: no space left on the device: free some space (or export \
+                 elsewhere); nothing was committed"
+            )),
+            _ => Error::environment(format!(
+                "{op} {what} failed ({why}); nothing was committed: check that the store is \
+                 reachable (retried {} times; --io-timeout sets the wait per request)",
+                config().retries
+            )),
+        }
+    }
+
+    /// Refuse, before any work, a dataset that cannot be written: a local path that is a
+    /// file, a directory or bucket that refuses a write (a probe object is written and
+    /// removed).
+    pub fn check_writable(&self) -> Result<()> {
+        if let Some(d) = &self.local {
+            if std::fs::metadata(d).is_ok_and(|m| !m.is_dir()) {
+                return Err(Error::usage(format!(
+                    "{} exists and is not a directory: give a dataset directory",
+                    d.display()
+                )));
+            }
+            std::fs::create_dir_all(d).map_err(|e| {
+                Error::input(format!(
+                    "cannot create the dataset directory {}: {e}",
+                    d.display()
+                ))
+            })?;
+        }
+        let probe = format!(
+            ".stepgate-probe-{}-{}",
+            std::process::id(),
+            crate::dataset::write::now_ns()
+        );
+        match self.put(&probe, Vec::new(), false) {
+            Ok(_) => self.delete(&probe),
+            Err(e) => Err(Error::new(
+                e.kind,
+                format!(
+                    "{} cannot be written, so the export would fail after the work: {}",
+                    self.name, e.message
+                ),
+            )),
+        }
+    }
+
+    /// Whether anything is stored under the root.
+    pub fn exists(&self) -> Result<bool> {
+        if let Some(d) = &self.local {
+            return Ok(d.is_dir());
+        }
+        let mut s = self.inner.list(Some(&self.root));
+        match self.rt.block_on(s.next()) {
+            None => Ok(false),
+            Some(Ok(_)) => Ok(true),
+            Some(Err(e)) => Err(self.fail("list", "", &e)),
+        }
+    }
+
+    /// Read one object; `None` when it is not there.
+    pub fn get(&self, rel: &str) -> Result<Option<Vec<u8>>> {
+        self.local_guard(rel)?;
+        let k = self.key(rel);
+        let r = self.rt.block_on(async {
+            let g = self.inner.get(&k).await?;
+            g.bytes().await
+        });
+        match r {
+            Ok(b) => Ok(Some(b.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.fail("read", rel, &e)),
+        }
+    }
+
+    /// Read many objects, [`PARALLEL`] requests at a time, in the order given.
+    pub fn get_many(&self, rels: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
+        for r in rels {
+            self.local_guard(r)?;
+        }
+        let keys: Vec<Key> = rels.iter().map(|r| self.key(r)).collect();
+        let inner = &self.inner;
+        let out: Vec<std::result::Result<Option<Vec<u8>>, object_store::Error>> =
+            self.rt.block_on(
+                futures_util::stream::iter(keys.iter().map(|k| async move {
+                    match inner.get(k).await {
+                        Ok(g) => g.bytes().await.map(|b| Some(b.to_vec())),
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }))
+                .buffered(PARALLEL)
+                .collect(),
+            );
+        out.into_iter()
+            .zip(rels)
+            .map(|(r, rel)| r.map_err(|e| self.fail("read", rel, &e)))
+            .collect()
+    }
+
+    /// A local object that is not a regular file (a FIFO would block the read forever, a
+    /// device never ends) is refused before it is opened.
+    fn local_guard(&self, rel: &str) -> Result<()> {
+        if let Some(d) = &self.local {
+            let p = d.join(rel);
+            if std::fs::symlink_metadata(&p).is_ok() && !std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+                return Err(Error::input(format!(
+                    "dataset file {} is not a regular file: move it aside and re-export that \
+                     run (`stepgate export REPORT -o DATASET --replace`)",
+                    p.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Write one object whole; `create_only` is the conditional put (If-None-Match: *, an
+    /// atomic hard link on a local disk) that makes it a commit.
+    pub fn put(&self, rel: &str, bytes: Vec<u8>, create_only: bool) -> Result<Put> {
+        let k = self.key(rel);
+        let opts = PutOptions {
+            mode: if create_only {
+                PutMode::Create
+            } else {
+                PutMode::Overwrite
+            },
+            ..PutOptions::default()
+        };
+        let r = self
+            .rt
+            .block_on(self.inner.put_opts(&k, PutPayload::from(bytes), opts));
+        match r {
+            Ok(_) => Ok(Put::Written),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(Put::AlreadyExists),
+            Err(e) => Err(self.fail("write", rel, &e)),
+        }
+    }
+
+    /// Remove one object (one that is already gone is fine).
+    pub fn delete(&self, rel: &str) -> Result<()> {
+        let k = self.key(rel);
+        match self.rt.block_on(self.inner.delete(&k)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.fail("delete", rel, &e)),
+        }
+    }
+
+    /// Every object under `prefix` (recursive, every page), keys relative to the root.
+    pub fn list(&self, prefix: &str) -> Result<Vec<Obj>> {
+        let p = self.key(prefix);
+        let r: std::result::Result<Vec<_>, _> =
+            self.rt.block_on(self.inner.list(Some(&p)).try_collect());
+        match r {
+            Ok(v) => Ok(v
+                .into_iter()
+                .filter_map(|m| {
+                    Some(Obj {
+                        key: self.rel(&m.location)?,
+                        size: m.size,
+                        modified_ns: m.last_modified.timestamp_nanos_opt().unwrap_or(0),
+                    })
+                })
+                .collect()),
+            Err(object_store::Error::NotFound { .. }) => Ok(Vec::new()),
+            Err(e) => Err(self.fail("list", prefix, &e)),
+        }
+    }
+
+    /// The names of the "directories" right under `prefix` (common prefixes).
+    pub fn list_dirs(&self, prefix: &str) -> Result<Vec<String>> {
+        let p = self.key(prefix);
+        match self.rt.block_on(self.inner.list_with_delimiter(Some(&p))) {
+            Ok(l) => Ok(l
+                .common_prefixes
+                .iter()
+                .filter_map(|k| k.filename().map(str::to_owned))
+                .collect()),
+            Err(object_store::Error::NotFound { .. }) => Ok(Vec::new()),
+            Err(e) => Err(self.fail("list", prefix, &e)),
+        }
+    }
+}
+
+/// One short line of an object_store error, scrubbed.
+fn short(e: &object_store::Error) -> String {
+    use std::error::Error as _;
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let t = x.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = x.source();
+    }
+    let one: String = s
+        .replace(['\n', '\r'], " ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect();
+    scrub(&one)
+}
+
+/// Whether the error comes from a full disk (ENOSPC, or a quota).
+fn full_disk(e: &object_store::Error) -> bool {
+    use std::error::Error as _;
+    let mut src: Option<&dyn std::error::Error> = e.source();
+    while let Some(x) = src {
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) {
+                return true;
+            }
+        }
+        src = x.source();
+    }
+    e.to_string().contains("No space left on device")
+}
+
+/// A remote store from its URL: the environment, then `--storage-option`, then the
+/// timeout, and a bounded retry with backoff.
+fn remote(url: &str, scheme: &str, c: &StoreConfig) -> Result<(Arc<dyn ObjectStore>, Key)> {
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::usage(format!(
+            "{}: cannot configure the store: {}",
+            scrub(url),
+            scrub(&e.to_string())
+        ))
+    };
+    let parsed = url::Url::parse(url).map_err(|e| bad(&e))?;
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: c.retries,
+        retry_timeout: (c.io_timeout * (c.retries as u32 + 1)).max(Duration::from_secs(5)),
+    };
+    let timeout = format!("{}ms", c.io_timeout.as_millis().max(1));
+    let inner: Arc<dyn ObjectStore> = match scheme {
+        "s3" | "s3a" => {
+            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+            let mut b = AmazonS3Builder::from_env().with_url(url);
+            for (k, v) in &c.options {
+                let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
+                b = b.with_config(key, v);
+            }
+            let t: AmazonS3ConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
+            let ct: AmazonS3ConfigKey = "connect_timeout".parse().map_err(|e| bad(&e))?;
+            b = b.with_config(t, &timeout).with_config(ct, &timeout);
+            Arc::new(b.with_retry(retry).build().map_err(|e| bad(&e))?)
+        }
+        "gs" => {
+            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url);
+            for (k, v) in &c.options {
+                let key: GoogleConfigKey = k.parse().map_err(|e| bad(&e))?;
+                b = b.with_config(key, v);
+            }
+            let t: GoogleConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
+            Arc::new(
+                b.with_config(t, &timeout)
+                    .with_retry(retry)
+                    .build()
+                    .map_err(|e| bad(&e))?,
+            )
+        }
+        _ => {
+            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(url);
+            for (k, v) in &c.options {
+                let key: AzureConfigKey = k.parse().map_err(|e| bad(&e))?;
+                b = b.with_config(key, v);
+            }
+            let t: AzureConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
+            Arc::new(
+                b.with_config(t, &timeout)
+                    .with_retry(retry)
+                    .build()
+                    .map_err(|e| bad(&e))?,
+            )
+        }
+    };
+    // The prefix inside the bucket: the URL's path (S3 and GCS name the bucket as the
+    // host; Azure's az://container/path likewise).
+    let root = Key::parse(parsed.path().trim_matches('/')).map_err(|e| bad(&e))?;
+    Ok((inner, root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_paths_or_urls_and_unknown_schemes_are_named() {
+        assert_eq!(
+            Location::parse(Path::new("history/")).unwrap(),
+            Location::Local(PathBuf::from("history/"))
+        );
+        assert_eq!(
+            Location::parse(Path::new("file:///tmp/h")).unwrap(),
+            Location::Local(PathBuf::from("/tmp/h"))
+        );
+        assert!(matches!(
+            Location::parse(Path::new("s3://b/p")).unwrap(),
+            Location::Remote { scheme, .. } if scheme == "s3"
+        ));
+        let e = Location::parse(Path::new("hdfs://nn/x")).unwrap_err();
+        assert!(e.message.contains("`hdfs://`"), "{}", e.message);
+        // A colon without `//` is a local name.
+        assert!(matches!(
+            Location::parse(Path::new("a:b")).unwrap(),
+            Location::Local(_)
+        ));
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_and_keys_are_recognised() {
+        assert!(secret_key("aws_secret_access_key"));
+        assert!(secret_key("AWS_SESSION_TOKEN"));
+        assert!(!secret_key("aws_region"));
+        configure(StoreConfig {
+            options: vec![("aws_secret_access_key".into(), "hunter2-secret".into())],
+            ..StoreConfig::default()
+        });
+        assert_eq!(scrub("key hunter2-secret here"), "key *** here");
+        configure(StoreConfig::default());
+    }
+}
