@@ -2,8 +2,8 @@
 //! schema from the future, a null run id, labels that are not JSON, sign-flipped and
 //! absurd samples, a NaN context; zero-byte, truncated, random and foreign Parquet files;
 //! one run in two partitions and an export killed between its renames; label values with
-//! commas, names longer than a file name, a lock path that is a FIFO, a symlink or a
-//! directory, a held lock; the candidate's own run in its history; a history that does not
+//! commas, names longer than a file name, an export into the report directory it reads, a
+//! URL scheme this build does not reach; the candidate's own run in its history; a history that does not
 //! exist yet; a baseline recorded from absurd step names. Expected values come from the generator and from `steps --format json`
 //! of the same reports, never from what trend or gate printed before.
 
@@ -314,14 +314,34 @@ fn one_run_is_one_run_and_an_interrupted_export_can_be_redone() {
     assert_eq!(pts.len(), 1, "{pts:?}");
     assert!(err.contains("is in the dataset twice"), "{err}");
     assert!(err.contains("gpu=elsewhere"), "{err}");
-    // An export killed after renaming steps and step_kernels, before runs: its runs file
-    // is missing. The runs table decides: the run is not there, and exporting it again
-    // replaces the leftovers instead of refusing.
+    // An export killed after writing steps, step_kernels and kernels, before its commit:
+    // no runs row names its files. The runs table decides: the run is not there, and
+    // exporting it again commits a new export beside the leftovers.
     std::fs::remove_file(file_of(&ds, "runs", &id)).unwrap();
     std::fs::remove_file(file_of(&ds, "devices", &id)).unwrap();
+    let leftovers: Vec<PathBuf> = stepgate::dataset::layout::files_of_run(&ds, &id)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(leftovers.len(), 3, "{leftovers:?}");
     let (code, out, err) = run(&["export", s(&r), "-o", s(&ds)]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(err.contains("repaired"), "{err}");
+    let files = stepgate::dataset::layout::files_of_run(&ds, &id);
+    assert_eq!(files.len(), 8, "five committed, three left over: {files:?}");
+    // vacuum leaves young leftovers alone (an export may still be writing them), and
+    // removes exactly the three once they are older than the limit.
+    let (code, out, err) = run(&["dataset", "vacuum", s(&ds), "--older-than", "1h"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed 0 object(s)") && out.contains("3 unnamed object(s) younger"), "{out}");
+    for f in &leftovers {
+        assert!(Command::new("touch").args(["-d", "2 hours ago"]).arg(f).status().unwrap().success());
+    }
+    let (code, out, err) = run(&["dataset", "vacuum", s(&ds), "--older-than", "1h"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed 3 object(s)"), "{out}");
+    for f in &leftovers {
+        assert!(!f.exists() && out.contains(&f.display().to_string()), "{out}");
+    }
     let files = stepgate::dataset::layout::files_of_run(&ds, &id);
     assert_eq!(files.len(), 5, "{files:?}");
     let (pts, _) = trend_medians(&ds);
@@ -439,102 +459,45 @@ fn run_within(args: &[&str], limit: Duration) -> (i32, String) {
 }
 
 #[test]
-fn a_lock_path_that_is_a_fifo_a_symlink_or_a_directory_is_refused_without_opening_it() {
+fn an_export_into_the_report_directory_it_reads_is_refused_before_the_work() {
+    // A directory report (per-rank traces): a dataset inside it would be read as one more
+    // rank next time and change the report's hash. Refused before the report is loaded,
+    // so the directory's contents do not matter here.
     let d = tempfile::tempdir().unwrap();
-    let r = d.path().join("r.sqlite");
-    report(&r, 12, 1);
-    let outside = d.path().join("outside");
-    for kind in ["fifo", "symlink", "directory"] {
-        let ds = d.path().join(format!("ds-{kind}"));
-        std::fs::create_dir(&ds).unwrap();
-        let lock = ds.join(".lock");
-        match kind {
-            "fifo" => assert!(Command::new("mkfifo")
-                .arg(&lock)
-                .status()
-                .unwrap()
-                .success()),
-            "symlink" => std::os::unix::fs::symlink(&outside, &lock).unwrap(),
-            _ => std::fs::create_dir(&lock).unwrap(),
-        }
-        let (code, err) = run_within(&["export", s(&r), "-o", s(&ds)], Duration::from_secs(120));
-        assert_eq!(code, 2, "{kind}: {err}");
-        one_line_error(&err);
-        let said = if kind == "fifo" { "FIFO" } else { kind };
-        assert!(err.contains(&format!("is a {said}")), "{kind}: {err}");
-        assert!(
-            !outside.exists(),
-            "{kind}: a file was created outside the dataset"
-        );
-        // Nothing landed, nothing was left behind.
-        assert!(stepgate::dataset::layout::table_files(&ds, "runs").is_empty());
-        assert!(walk(&ds)
-            .iter()
-            .all(|p| !p.to_string_lossy().ends_with(".tmp")));
-    }
+    let rep = d.path().join("ranks");
+    std::fs::create_dir(&rep).unwrap();
+    std::fs::write(rep.join("rank0.json"), "{}").unwrap();
+    let ds = rep.join("history");
+    let (code, err) = run_within(&["export", s(&rep), "-o", s(&ds)], Duration::from_secs(60));
+    assert_eq!(code, 2, "{err}");
+    one_line_error(&err);
+    assert!(err.contains("is inside the report directory"), "{err}");
+    assert!(!ds.exists(), "the dataset was created");
+    assert_eq!(walk(&rep).len(), 1, "the report directory changed");
 }
 
 #[test]
-fn a_held_lock_is_waited_for_with_a_message_naming_its_holder_then_times_out_with_exit_4() {
+fn a_url_scheme_this_build_does_not_reach_is_named_never_a_local_directory() {
     let d = tempfile::tempdir().unwrap();
-    let ds = d.path().join("ds");
-    std::fs::create_dir(&ds).unwrap();
-    let hold = stepgate::capture::interrupt::defer();
-    let mut said = Vec::new();
-    let held = stepgate::dataset::lock::acquire(&ds, Duration::from_secs(1), &hold, &mut |l| {
-        said.push(l);
-    })
-    .unwrap();
-    assert!(
-        said.is_empty(),
-        "a free lock is taken without a word: {said:?}"
-    );
-    let me = format!("pid {}", std::process::id());
-    // A second taker in the library gives up after its timeout: exit 4, naming us, having
-    // said once (to the caller, not into the suite's output) that it waits and for whom.
-    let t0 = Instant::now();
-    let e = stepgate::dataset::lock::acquire(&ds, Duration::from_millis(300), &hold, &mut |l| {
-        said.push(l);
-    })
-    .unwrap_err();
-    assert!(t0.elapsed() >= Duration::from_millis(300));
-    assert_eq!(said.len(), 1, "{said:?}");
-    assert!(
-        said[0].contains("waiting for the lock") && said[0].contains(&me),
-        "{said:?}"
-    );
-    assert!(said[0].contains("giving up after 0.3 s"), "{said:?}");
-    assert_eq!(e.exit_code(), 4, "{}", e.message);
-    assert!(e.message.contains(&me), "{}", e.message);
-    assert!(
-        e.message.contains("still locked after 0.3 s"),
-        "{}",
-        e.message
-    );
-    // An export waits (saying for whom) and lands once the holder lets go.
     let r = d.path().join("r.sqlite");
     report(&r, 12, 1);
-    let mut child = Command::new(bin())
-        .args(["export", s(&r), "-o", s(&ds)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the export did not wait"
-    );
-    drop(held);
-    drop(hold);
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("waiting for the lock") && err.contains(&me),
-        "{err}"
-    );
-    assert_eq!(stepgate::dataset::layout::table_files(&ds, "runs").len(), 1);
+    for url in ["hdfs://nn/history", "http://example.invalid/h", "ftp://x/y"] {
+        let out = Command::new(bin())
+            .current_dir(d.path())
+            .args(["export", s(&r), "-o", url])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        one_line_error(&err);
+        let scheme = url.split("://").next().unwrap();
+        assert!(err.contains(&format!("`{scheme}://`")), "{url}: {err}");
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, vec!["r.sqlite".to_owned()], "{url}: {left:?}");
+    }
 }
 
 #[test]
@@ -705,7 +668,7 @@ fn a_table_file_that_is_a_fifo_is_named_not_opened() {
 /// seconds, are refused at the flag (exit 2), naming it, before any dataset is touched —
 /// never silently changed to 1 or to the default.
 #[test]
-fn zero_counts_and_bad_lock_timeouts_are_refused_at_the_flag() {
+fn zero_counts_and_bad_timeouts_are_refused_at_the_flag() {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path().join("r.sqlite");
     let ds = dir.path().join("ds");
@@ -726,16 +689,16 @@ fn zero_counts_and_bad_lock_timeouts_are_refused_at_the_flag() {
             "--min-runs must be ≥ 1",
         ),
         (
-            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "-1"],
-            "--lock-timeout must be a positive number of seconds",
+            &["export", s(&r), "-o", s(&ds), "--io-timeout", "0"],
+            "give a whole number of seconds from 1 to 3600",
         ),
         (
-            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "1e9"],
-            "--lock-timeout is 1e9 seconds, beyond the 86400",
+            &["export", s(&r), "-o", s(&ds), "--io-timeout", "2.5"],
+            "give a whole number of seconds from 1 to 3600",
         ),
         (
-            &["export", s(&r), "-o", s(&ds), "--lock-timeout", "2.5"],
-            "--lock-timeout must be a whole number of seconds",
+            &["dataset", "vacuum", s(&ds), "--older-than", "10s"],
+            "at least 1m",
         ),
     ];
     for (args, want) in cases {
@@ -757,28 +720,16 @@ fn an_export_that_would_fail_writes_nothing_else_first() {
     report(&r, 12, 1);
     let file = dir.path().join("notadir");
     std::fs::write(&file, "x").unwrap();
-    let fifo_ds = dir.path().join("fifo_ds");
-    std::fs::create_dir(&fifo_ds).unwrap();
-    let made = Command::new("mkfifo")
-        .arg(fifo_ds.join(".lock"))
-        .status()
-        .is_ok_and(|s| s.success());
     let base = dir.path().join("base.json");
     let out = dir.path().join("out.json");
     let fresh = dir.path().join("fresh_ds");
-    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+    let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--export", s(&file)], "exists and is not a directory"),
         (
             vec!["--export", s(&fresh), "--label", "bad"],
             "is not key=value",
         ),
     ];
-    if made {
-        cases.push((
-            vec!["--export", s(&fifo_ds)],
-            "is a FIFO, not the dataset's lock file",
-        ));
-    }
     for (extra, want) in cases {
         let mut gate = vec!["gate", s(&r), "--baseline", s(&r), "--json", s(&out)];
         gate.extend(&extra);

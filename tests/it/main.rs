@@ -29,6 +29,7 @@ mod kineto;
 mod kineto2021;
 mod launch_probe;
 mod no_correlation;
+mod object_store;
 mod nsys_ingest;
 mod perfetto;
 mod real_nsys;
