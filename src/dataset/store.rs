@@ -106,7 +106,8 @@ pub fn scrub(msg: &str) -> String {
     );
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    for s in secrets.iter().filter(|s| s.len() >= 4) {
+    // Short values (test keys, "true") would scrub ordinary words; real keys are long.
+    for s in secrets.iter().filter(|s| s.len() >= 8) {
         out = out.replace(s.as_str(), "***");
     }
     out
@@ -324,13 +325,33 @@ impl Store {
                     d.display()
                 )));
             }
+            // Directories made only for the probe are removed after it: a dataset that
+            // does not exist yet still does not until its first run.
+            let mut made = Vec::new();
+            let mut at = d.clone();
+            while !at.as_os_str().is_empty() && !at.exists() {
+                made.push(at.clone());
+                if !at.pop() {
+                    break;
+                }
+            }
             std::fs::create_dir_all(d).map_err(|e| {
                 Error::input(format!(
                     "cannot create the dataset directory {}: {e}",
                     d.display()
                 ))
             })?;
+            let r = self.probe();
+            for m in &made {
+                let _ = std::fs::remove_dir(m);
+            }
+            return r;
         }
+        self.probe()
+    }
+
+    /// Write and remove a probe object at the root.
+    fn probe(&self) -> Result<()> {
         let probe = format!(
             ".stepgate-probe-{}-{}",
             std::process::id(),

@@ -50,7 +50,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Start moto with a bucket `b`; `None` (after one line) when it is not installed.
+/// Start moto with a bucket `sg-test`; `None` (after one line) when it is not installed.
 fn moto() -> Option<Moto> {
     let Some(exe) = moto_binary() else {
         let why = "no moto_server (STEPGATE_MOTO_SERVER, or ~/.cache/stepgate/moto-venv)";
@@ -74,7 +74,7 @@ fn moto() -> Option<Moto> {
         assert!(t0.elapsed() < Duration::from_secs(30), "moto did not start");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let resp = http(port, "PUT /b HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
+    let resp = http(port, "PUT /sg-test HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
     assert!(resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"), "{resp}");
     Some(m)
 }
@@ -298,7 +298,7 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
         .map(|i| (reports[i % 4].clone(), format!("n={}", i / 4)))
         .chain((0..2).map(|_| (reports[0].clone(), "n=dup".to_owned())))
         .collect();
-    let url = "s3://b/team/history";
+    let url = "s3://sg-test/team/history";
     let outs: Vec<Output> = std::thread::scope(|s| {
         let hs: Vec<_> = jobs
             .iter()
@@ -314,7 +314,8 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
     let dup: Vec<i32> = outs[16..].iter().map(|o| o.status.code().unwrap()).collect();
     assert!(dup.contains(&0) && dup.contains(&2), "one of two wins: {dup:?}");
     let loser = outs[16..].iter().find(|o| o.status.code() == Some(2)).unwrap();
-    assert!(one_line(loser).contains("is already in s3://b/team/history"));
+    let e = one_line(loser);
+    assert!(e.contains("is already in s3://sg-test/team/history"), "{e}");
     // The same runs exported one at a time into a local directory.
     let local = d.path().join("serial");
     for (r, l) in &jobs[..17] {
@@ -326,7 +327,7 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
     assert_eq!(remote, points(m.port, local.to_str().unwrap()));
     // Every committed run's files are there once: 17 runs rows, 17 steps objects (the
     // losing duplicate removed its own).
-    let list = http(m.port, "GET /b?list-type=2&prefix=team/history/steps/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let list = http(m.port, "GET /sg-test?list-type=2&prefix=team/history/steps/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     assert_eq!(list.matches("<Key>").count(), 17, "{list}");
     // gate --history reads the bucket like a directory.
     let o = sg(
@@ -346,7 +347,7 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let r = d.path().join("r.sqlite");
     report(&r, 3);
     let rs = r.to_str().unwrap();
-    let url = "s3://b/faults";
+    let url = "s3://sg-test/faults";
 
     // A read-only bucket: refused before the work, naming the bucket and prefix, the 403
     // not retried (one PUT, the probe).
@@ -354,7 +355,7 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let o = sg(p.port, &["export", rs, "-o", url]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     let e = one_line(&o);
-    assert!(e.contains("access denied") && e.contains("s3://b/faults"), "{e}");
+    assert!(e.contains("access denied") && e.contains("s3://sg-test/faults"), "{e}");
     let puts = p.seen().iter().filter(|(m, _)| m == "PUT").count();
     assert_eq!(puts, 1, "{:?}", p.seen());
     // ... and it still reads: an empty history is inconclusive (exit 3), not an error.
@@ -390,7 +391,7 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     // A hung server is bounded by --io-timeout.
     p.set(Mode::Hang);
     let t0 = Instant::now();
-    let o = sg(p.port, &["export", rs, "-o", "s3://b/hung", "--io-timeout", "1"]);
+    let o = sg(p.port, &["export", rs, "-o", "s3://sg-test/hung", "--io-timeout", "1"]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);
     assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
@@ -404,11 +405,11 @@ fn pagination_past_a_thousand_objects_and_an_unreachable_endpoint() {
     // skipped with a warning, none taken for a run.
     for i in 0..1200 {
         let req = format!(
-            "PUT /b/p/runs/gpu=x/model=y/note-{i}.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\nx"
+            "PUT /sg-test/p/runs/gpu=x/model=y/note-{i}.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\nx"
         );
         assert!(http(m.port, &req).contains(" 200 "));
     }
-    let o = sg(m.port, &["trend", "s3://b/p"]);
+    let o = sg(m.port, &["trend", "s3://sg-test/p"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     let e = err(&o);
     assert!(e.contains("holds no runs"), "{e}");
@@ -416,13 +417,13 @@ fn pagination_past_a_thousand_objects_and_an_unreachable_endpoint() {
     let d = tempfile::tempdir().unwrap();
     let r = d.path().join("r.sqlite");
     report(&r, 5);
-    let o = sg(m.port, &["export", r.to_str().unwrap(), "-o", "s3://b/p"]);
+    let o = sg(m.port, &["export", r.to_str().unwrap(), "-o", "s3://sg-test/p"]);
     assert!(o.status.success(), "{}", err(&o));
-    let o = sg(m.port, &["trend", "s3://b/p", "--format", "json"]);
+    let o = sg(m.port, &["trend", "s3://sg-test/p", "--format", "json"]);
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(err(&o).matches("not a `runs` file stepgate writes").count(), 1200);
     // Nothing listens: bounded retries, one line, exit 4.
-    let o = sg(free_port(), &["export", r.to_str().unwrap(), "-o", "s3://b/q"]);
+    let o = sg(free_port(), &["export", r.to_str().unwrap(), "-o", "s3://sg-test/q"]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);
 }
