@@ -38,7 +38,9 @@ pub fn run(args: &Args) -> Result<u8> {
         Action::Vacuum(a) => {
             a.storage.install()?;
             let v = crate::dataset::vacuum::vacuum(&a.dataset, a.older_than, a.dry_run)?;
-            v.warnings.iter().for_each(|w| eprintln!("stepgate: warning: {w}"));
+            v.warnings
+                .iter()
+                .for_each(|w| eprintln!("stepgate: warning: {w}"));
             let mut text = String::new();
             for r in &v.removed {
                 text.push_str(&format!(

@@ -62,7 +62,13 @@ pub fn runs_key(gpu: &str, model: &str, run_id: &str) -> String {
 /// The key of another table's file of one export of a run: the export id makes it a name
 /// no other export uses, so it is written without a condition and never overwritten.
 /// Datasets written before export ids (`export_id` null) named it `run-<id>.parquet`.
-pub fn table_key(table: &str, gpu: &str, model: &str, run_id: &str, export_id: Option<&str>) -> String {
+pub fn table_key(
+    table: &str,
+    gpu: &str,
+    model: &str,
+    run_id: &str,
+    export_id: Option<&str>,
+) -> String {
     match export_id {
         Some(e) => format!("{table}/gpu={gpu}/model={model}/run-{run_id}-{e}.parquet"),
         None => format!("{table}/gpu={gpu}/model={model}/run-{run_id}.parquet"),
@@ -177,8 +183,15 @@ pub fn files_of_run(dataset: &Path, run_id: &str) -> Vec<(&'static str, PathBuf)
     let mut out = Vec::new();
     for t in TABLES {
         for f in table_files(dataset, t) {
-            let key = f.strip_prefix(dataset).map(|k| k.to_string_lossy().into_owned());
-            if key.as_deref().ok().and_then(parse_key).is_some_and(|p| p.run_id == run_id) {
+            let key = f
+                .strip_prefix(dataset)
+                .map(|k| k.to_string_lossy().into_owned());
+            if key
+                .as_deref()
+                .ok()
+                .and_then(parse_key)
+                .is_some_and(|p| p.run_id == run_id)
+            {
                 out.push((t, f));
             }
         }
@@ -258,8 +271,14 @@ mod tests {
         let k = table_key("steps", "a", "b", "0123", Some("beef"));
         assert_eq!(k, "steps/gpu=a/model=b/run-0123-beef.parquet");
         let p = parse_key(&k).unwrap();
-        assert_eq!((p.table, p.gpu, p.model, p.run_id, p.export_id), ("steps", "a", "b", "0123", Some("beef")));
-        assert_eq!(parse_key(&runs_key("a", "b", "0123")).unwrap().export_id, None);
+        assert_eq!(
+            (p.table, p.gpu, p.model, p.run_id, p.export_id),
+            ("steps", "a", "b", "0123", Some("beef"))
+        );
+        assert_eq!(
+            parse_key(&runs_key("a", "b", "0123")).unwrap().export_id,
+            None
+        );
         assert_eq!(parse_key("steps/gpu=a/run-x.parquet"), None);
         assert_eq!(parse_key("steps/gpu=a/model=b/.stepgate-probe"), None);
     }
@@ -275,16 +294,28 @@ mod tests {
                 if v.trim().is_empty() {
                     continue;
                 }
-                let p = Prune { exact: None, contains: vec![v.to_owned()] };
+                let p = Prune {
+                    exact: None,
+                    contains: vec![v.to_owned()],
+                };
                 assert!(p.keeps("gpu", &slug), "{v:?} must keep {slug}");
             }
         }
-        let p = Prune { exact: None, contains: vec!["a100".into()] };
+        let p = Prune {
+            exact: None,
+            contains: vec!["a100".into()],
+        };
         assert!(!p.keeps("gpu", &slug));
-        let p = Prune { exact: Some((gpu.into(), true)), contains: vec![] };
+        let p = Prune {
+            exact: Some((gpu.into(), true)),
+            contains: vec![],
+        };
         assert!(p.keeps("gpu", &slug) && p.keeps("gpu", "unknown"));
         assert!(!p.keeps("gpu", "nvidia-a100-sxm4-80gb"));
-        let p = Prune { exact: Some((gpu.into(), false)), contains: vec![] };
+        let p = Prune {
+            exact: Some((gpu.into(), false)),
+            contains: vec![],
+        };
         assert!(!p.keeps("gpu", "unknown"));
     }
 }

@@ -25,13 +25,9 @@ impl RunRow {
     pub fn table_file(&self, table: &str) -> String {
         let key = self.runs_file.to_string_lossy();
         match layout::parse_key(&key) {
-            Some(p) => layout::table_key(
-                table,
-                p.gpu,
-                p.model,
-                p.run_id,
-                self.export_id.as_deref(),
-            ),
+            Some(p) => {
+                layout::table_key(table, p.gpu, p.model, p.run_id, self.export_id.as_deref())
+            }
             None => String::new(),
         }
     }
@@ -419,7 +415,10 @@ mod tests {
         );
         let mut r = row("x", 0, "runs/gpu=a/model=b/run-x.parquet");
         r.export_id = Some("beef".into());
-        assert_eq!(r.table_file("kernels"), "kernels/gpu=a/model=b/run-x-beef.parquet");
+        assert_eq!(
+            r.table_file("kernels"),
+            "kernels/gpu=a/model=b/run-x-beef.parquet"
+        );
     }
 
     #[test]

@@ -178,7 +178,10 @@ fn scan_table(
 
 fn read_steps(
     store: &Store,
-    runs: &[RunRow], kind: Option<&str>, v: &mut Verdicts) -> Result<Vec<StepRow>> {
+    runs: &[RunRow],
+    kind: Option<&str>,
+    v: &mut Verdicts,
+) -> Result<Vec<StepRow>> {
     let want: &[(&str, Ty)] = &[
         ("series", Ty::Int),
         ("index", Ty::Int),
@@ -265,7 +268,10 @@ fn read_steps(
 /// Parquet scan.
 fn read_step_kernels(
     store: &Store,
-    runs: &[RunRow], pick: &KernelPick, v: &mut Verdicts) -> Result<StepKernels> {
+    runs: &[RunRow],
+    pick: &KernelPick,
+    v: &mut Verdicts,
+) -> Result<StepKernels> {
     let want: &[(&str, Ty)] = &[
         ("series", Ty::Int),
         ("step_index", Ty::Int),

@@ -118,7 +118,10 @@ pub fn scrub(msg: &str) -> String {
 pub enum Location {
     Local(PathBuf),
     /// A URL the object_store builders take (`s3://bucket/prefix`, …), its scheme.
-    Remote { url: String, scheme: String },
+    Remote {
+        url: String,
+        scheme: String,
+    },
 }
 
 /// The URL schemes this build reaches.
@@ -404,18 +407,17 @@ impl Store {
         }
         let keys: Vec<Key> = rels.iter().map(|r| self.key(r)).collect();
         let inner = &self.inner;
-        let out: Vec<std::result::Result<Option<Vec<u8>>, object_store::Error>> =
-            self.rt.block_on(
-                futures_util::stream::iter(keys.iter().map(|k| async move {
-                    match inner.get(k).await {
-                        Ok(g) => g.bytes().await.map(|b| Some(b.to_vec())),
-                        Err(object_store::Error::NotFound { .. }) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }))
-                .buffered(PARALLEL)
-                .collect(),
-            );
+        let out: Vec<std::result::Result<Option<Vec<u8>>, object_store::Error>> = self.rt.block_on(
+            futures_util::stream::iter(keys.iter().map(|k| async move {
+                match inner.get(k).await {
+                    Ok(g) => g.bytes().await.map(|b| Some(b.to_vec())),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }))
+            .buffered(PARALLEL)
+            .collect(),
+        );
         out.into_iter()
             .zip(rels)
             .map(|(r, rel)| r.map_err(|e| self.fail("read", rel, &e)))
@@ -427,7 +429,9 @@ impl Store {
     fn local_guard(&self, rel: &str) -> Result<()> {
         if let Some(d) = &self.local {
             let p = d.join(rel);
-            if std::fs::symlink_metadata(&p).is_ok() && !std::fs::metadata(&p).is_ok_and(|m| m.is_file()) {
+            if std::fs::symlink_metadata(&p).is_ok()
+                && !std::fs::metadata(&p).is_ok_and(|m| m.is_file())
+            {
                 return Err(Error::input(format!(
                     "dataset file {} is not a regular file: move it aside and re-export that \
                      run (`stepgate export REPORT -o DATASET --replace`)",

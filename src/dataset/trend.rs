@@ -13,8 +13,8 @@ use crate::baseline::Policy;
 use crate::dataset::filter::{self, Filter};
 use crate::dataset::layout::Prune;
 use crate::dataset::read;
-use crate::dataset::store::Store;
 use crate::dataset::rows::{self, KernelPick};
+use crate::dataset::store::Store;
 use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
 use crate::wire::gate::Threshold;
@@ -150,7 +150,9 @@ pub fn select_runs(
             .collect(),
     };
     let objs = read::list_runs(store, &prune("gpu"), &prune("model"), warnings)?;
-    if objs.is_empty() && read::list_runs(store, &Prune::default(), &Prune::default(), &mut Vec::new())?.is_empty() {
+    if objs.is_empty()
+        && read::list_runs(store, &Prune::default(), &Prune::default(), &mut Vec::new())?.is_empty()
+    {
         return Err(Error::input(format!(
             "{name} holds no runs: add one with `stepgate export REPORT -o {name}`"
         )));

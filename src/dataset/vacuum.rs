@@ -38,7 +38,11 @@ pub fn parse_age(s: &str) -> std::result::Result<Duration, String> {
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => return Err(format!("--older-than {s:?}: give a number and s, m, h or d (e.g. 7d)")),
+        _ => {
+            return Err(format!(
+                "--older-than {s:?}: give a number and s, m, h or d (e.g. 7d)"
+            ))
+        }
     };
     let n: u64 = n
         .parse()
@@ -70,7 +74,9 @@ pub fn vacuum(dataset: &Path, age: Duration, dry_run: bool) -> Result<Vacuumed> 
     // its run id (it may be repaired by hand).
     let runs: Vec<_> = all
         .iter()
-        .filter(|o| layout::parse_key(&o.key).is_some_and(|p| p.table == "runs" && p.export_id.is_none()))
+        .filter(|o| {
+            layout::parse_key(&o.key).is_some_and(|p| p.table == "runs" && p.export_id.is_none())
+        })
         .cloned()
         .collect();
     let mut named: HashSet<String> = HashSet::new();

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use sha2::{Digest, Sha256};
 
+use crate::dataset::columns;
 use crate::dataset::layout::{self, hex};
 use crate::dataset::schema::{self, DeviceRow, Ids, RunMeta};
 use crate::dataset::store::{Put, Store};
-use crate::dataset::columns;
 use crate::exit::{Error, Result};
 use crate::wire::steps::StepsReport;
 
@@ -201,13 +201,19 @@ pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
     let mut probe = d.clone();
     let mut rest = Vec::new();
     while !probe.exists() {
-        let Some(name) = probe.file_name().map(ToOwned::to_owned) else { break };
+        let Some(name) = probe.file_name().map(ToOwned::to_owned) else {
+            break;
+        };
         rest.push(name);
         if !probe.pop() {
             break;
         }
     }
-    let mut full = abs(if probe.as_os_str().is_empty() { Path::new(".") } else { &probe });
+    let mut full = abs(if probe.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &probe
+    });
     full.extend(rest.iter().rev());
     if full.starts_with(abs(report)) {
         return Err(Error::usage(format!(
@@ -224,12 +230,18 @@ pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
 /// replace, which may move it) every partition.
 fn committed(store: &Store, key: &str, id: &str, everywhere: bool) -> Result<Vec<String>> {
     if !everywhere {
-        return Ok(store.get(key)?.map(|_| vec![key.to_owned()]).unwrap_or_default());
+        return Ok(store
+            .get(key)?
+            .map(|_| vec![key.to_owned()])
+            .unwrap_or_default());
     }
     Ok(store
         .list("runs")?
         .into_iter()
-        .filter(|o| layout::parse_key(&o.key).is_some_and(|p| p.table == "runs" && p.run_id == id && p.export_id.is_none()))
+        .filter(|o| {
+            layout::parse_key(&o.key)
+                .is_some_and(|p| p.table == "runs" && p.run_id == id && p.export_id.is_none())
+        })
         .map(|o| o.key)
         .collect())
 }
@@ -389,7 +401,9 @@ pub fn export_run(
     // reader that raced the replace and still holds the old row reads the old files, so
     // failure here is only untidy; vacuum finishes it).
     for old in &before {
-        let Some(p) = layout::parse_key(old) else { continue };
+        let Some(p) = layout::parse_key(old) else {
+            continue;
+        };
         let (og, om) = (p.gpu.to_owned(), p.model.to_owned());
         if old != &runs_key {
             let _ = store.delete(old);

@@ -332,15 +332,26 @@ fn one_run_is_one_run_and_an_interrupted_export_can_be_redone() {
     // removes exactly the three once they are older than the limit.
     let (code, out, err) = run(&["dataset", "vacuum", s(&ds), "--older-than", "1h"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("removed 0 object(s)") && out.contains("3 unnamed object(s) younger"), "{out}");
+    assert!(
+        out.contains("removed 0 object(s)") && out.contains("3 unnamed object(s) younger"),
+        "{out}"
+    );
     for f in &leftovers {
-        assert!(Command::new("touch").args(["-d", "2 hours ago"]).arg(f).status().unwrap().success());
+        assert!(Command::new("touch")
+            .args(["-d", "2 hours ago"])
+            .arg(f)
+            .status()
+            .unwrap()
+            .success());
     }
     let (code, out, err) = run(&["dataset", "vacuum", s(&ds), "--older-than", "1h"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("removed 3 object(s)"), "{out}");
     for f in &leftovers {
-        assert!(!f.exists() && out.contains(&f.display().to_string()), "{out}");
+        assert!(
+            !f.exists() && out.contains(&f.display().to_string()),
+            "{out}"
+        );
     }
     let files = stepgate::dataset::layout::files_of_run(&ds, &id);
     assert_eq!(files.len(), 5, "{files:?}");

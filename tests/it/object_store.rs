@@ -74,8 +74,14 @@ fn moto() -> Option<Moto> {
         assert!(t0.elapsed() < Duration::from_secs(30), "moto did not start");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let resp = http(port, "PUT /sg-test HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
-    assert!(resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"), "{resp}");
+    let resp = http(
+        port,
+        "PUT /sg-test HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert!(
+        resp.starts_with("HTTP/1.1 200") || resp.starts_with("HTTP/1.0 200"),
+        "{resp}"
+    );
     Some(m)
 }
 
@@ -159,7 +165,8 @@ fn serve(mut c: TcpStream, upstream: u16, mode: &Mutex<Mode>, seen: &Mutex<Vec<(
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
         })
         .unwrap_or(0);
     while buf.len() < head_end + len {
@@ -177,7 +184,13 @@ fn serve(mut c: TcpStream, upstream: u16, mode: &Mutex<Mode>, seen: &Mutex<Vec<(
         let mut g = mode.lock().unwrap();
         let now = *g;
         match *g {
-            Mode::FailFirst(n) => *g = if n <= 1 { Mode::Pass } else { Mode::FailFirst(n - 1) },
+            Mode::FailFirst(n) => {
+                *g = if n <= 1 {
+                    Mode::Pass
+                } else {
+                    Mode::FailFirst(n - 1)
+                }
+            }
             Mode::DieAfter(n) if n > 0 => *g = Mode::DieAfter(n - 1),
             _ => {}
         }
@@ -216,7 +229,9 @@ fn serve(mut c: TcpStream, upstream: u16, mode: &Mutex<Mode>, seen: &Mutex<Vec<(
     }
     fwd.extend_from_slice(b"Connection: close\r\n\r\n");
     fwd.extend_from_slice(&buf[head_end..head_end + len]);
-    let Ok(mut u) = TcpStream::connect(("127.0.0.1", upstream)) else { return };
+    let Ok(mut u) = TcpStream::connect(("127.0.0.1", upstream)) else {
+        return;
+    };
     if u.write_all(&fwd).is_err() {
         return;
     }
@@ -252,7 +267,10 @@ fn err(o: &Output) -> String {
 fn one_line(o: &Output) -> String {
     let e = err(o);
     assert_eq!(e.lines().count(), 1, "not one line: {e:?}");
-    assert!(!e.contains("test-secret-never-shown"), "a secret was printed: {e}");
+    assert!(
+        !e.contains("test-secret-never-shown"),
+        "a secret was printed: {e}"
+    );
     e
 }
 
@@ -303,7 +321,12 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
         let hs: Vec<_> = jobs
             .iter()
             .map(|(r, l)| {
-                s.spawn(move || sg(m.port, &["export", r.to_str().unwrap(), "-o", url, "--label", l]))
+                s.spawn(move || {
+                    sg(
+                        m.port,
+                        &["export", r.to_str().unwrap(), "-o", url, "--label", l],
+                    )
+                })
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -311,15 +334,34 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
     for o in &outs[..16] {
         assert!(o.status.success(), "{}", err(o));
     }
-    let dup: Vec<i32> = outs[16..].iter().map(|o| o.status.code().unwrap()).collect();
-    assert!(dup.contains(&0) && dup.contains(&2), "one of two wins: {dup:?}");
-    let loser = outs[16..].iter().find(|o| o.status.code() == Some(2)).unwrap();
+    let dup: Vec<i32> = outs[16..]
+        .iter()
+        .map(|o| o.status.code().unwrap())
+        .collect();
+    assert!(
+        dup.contains(&0) && dup.contains(&2),
+        "one of two wins: {dup:?}"
+    );
+    let loser = outs[16..]
+        .iter()
+        .find(|o| o.status.code() == Some(2))
+        .unwrap();
     let e = one_line(loser);
     assert!(e.contains("is already in s3://sg-test/team/history"), "{e}");
     // The same runs exported one at a time into a local directory.
     let local = d.path().join("serial");
     for (r, l) in &jobs[..17] {
-        let o = sg(m.port, &["export", r.to_str().unwrap(), "-o", local.to_str().unwrap(), "--label", l]);
+        let o = sg(
+            m.port,
+            &[
+                "export",
+                r.to_str().unwrap(),
+                "-o",
+                local.to_str().unwrap(),
+                "--label",
+                l,
+            ],
+        );
         assert!(o.status.success(), "{}", err(&o));
     }
     let remote = points(m.port, url);
@@ -327,12 +369,24 @@ fn concurrent_exports_to_s3_land_once_each_and_trend_equals_the_serial_history()
     assert_eq!(remote, points(m.port, local.to_str().unwrap()));
     // Every committed run's files are there once: 17 runs rows, 17 steps objects (the
     // losing duplicate removed its own).
-    let list = http(m.port, "GET /sg-test?list-type=2&prefix=team/history/steps/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let list = http(
+        m.port,
+        "GET /sg-test?list-type=2&prefix=team/history/steps/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
     assert_eq!(list.matches("<Key>").count(), 17, "{list}");
     // gate --history reads the bucket like a directory.
     let o = sg(
         m.port,
-        &["gate", reports[1].to_str().unwrap(), "--history", url, "--where", "label.n=0", "--format", "json"],
+        &[
+            "gate",
+            reports[1].to_str().unwrap(),
+            "--history",
+            url,
+            "--where",
+            "label.n=0",
+            "--format",
+            "json",
+        ],
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
     assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{}", err(&o));
@@ -355,7 +409,10 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let o = sg(p.port, &["export", rs, "-o", url]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     let e = one_line(&o);
-    assert!(e.contains("access denied") && e.contains("s3://sg-test/faults"), "{e}");
+    assert!(
+        e.contains("access denied") && e.contains("s3://sg-test/faults"),
+        "{e}"
+    );
     let puts = p.seen().iter().filter(|(m, _)| m == "PUT").count();
     assert_eq!(puts, 1, "{:?}", p.seen());
     // ... and it still reads: an empty history is inconclusive (exit 3), not an error.
@@ -366,8 +423,17 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     p.set(Mode::Storm);
     let o = sg(p.port, &["export", rs, "-o", url]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
-    assert!(one_line(&o).contains("nothing was committed"), "{}", err(&o));
-    assert_eq!(p.seen().len(), 5, "one request and 4 retries: {:?}", p.seen());
+    assert!(
+        one_line(&o).contains("nothing was committed"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(
+        p.seen().len(),
+        5,
+        "one request and 4 retries: {:?}",
+        p.seen()
+    );
     // Two 503s, then the server recovers: the export lands.
     p.set(Mode::FailFirst(2));
     let o = sg(p.port, &["export", rs, "-o", url, "--label", "try=2"]);
@@ -386,12 +452,18 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let o = sg(p.port, &["dataset", "vacuum", url, "--older-than", "1h"]);
     assert!(o.status.success(), "{}", err(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("kept 1 committed run(s) and 2 unnamed object(s)"), "{out}");
+    assert!(
+        out.contains("kept 1 committed run(s) and 2 unnamed object(s)"),
+        "{out}"
+    );
 
     // A hung server is bounded by --io-timeout.
     p.set(Mode::Hang);
     let t0 = Instant::now();
-    let o = sg(p.port, &["export", rs, "-o", "s3://sg-test/hung", "--io-timeout", "1"]);
+    let o = sg(
+        p.port,
+        &["export", rs, "-o", "s3://sg-test/hung", "--io-timeout", "1"],
+    );
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);
     assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
@@ -413,17 +485,30 @@ fn pagination_past_a_thousand_objects_and_an_unreachable_endpoint() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     let e = err(&o);
     assert!(e.contains("holds no runs"), "{e}");
-    assert_eq!(e.matches("not a `runs` file stepgate writes").count(), 0, "trend lists only when there are runs: {e}");
+    assert_eq!(
+        e.matches("not a `runs` file stepgate writes").count(),
+        0,
+        "trend lists only when there are runs: {e}"
+    );
     let d = tempfile::tempdir().unwrap();
     let r = d.path().join("r.sqlite");
     report(&r, 5);
-    let o = sg(m.port, &["export", r.to_str().unwrap(), "-o", "s3://sg-test/p"]);
+    let o = sg(
+        m.port,
+        &["export", r.to_str().unwrap(), "-o", "s3://sg-test/p"],
+    );
     assert!(o.status.success(), "{}", err(&o));
     let o = sg(m.port, &["trend", "s3://sg-test/p", "--format", "json"]);
     assert!(o.status.success(), "{}", err(&o));
-    assert_eq!(err(&o).matches("not a `runs` file stepgate writes").count(), 1200);
+    assert_eq!(
+        err(&o).matches("not a `runs` file stepgate writes").count(),
+        1200
+    );
     // Nothing listens: bounded retries, one line, exit 4.
-    let o = sg(free_port(), &["export", r.to_str().unwrap(), "-o", "s3://sg-test/q"]);
+    let o = sg(
+        free_port(),
+        &["export", r.to_str().unwrap(), "-o", "s3://sg-test/q"],
+    );
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);
 }
