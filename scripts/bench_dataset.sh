@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Benchmark rows for the run history on object storage: `export` (one run) and
+# `gate --history --last 20` against N runs, on a local S3 server (moto, 127.0.0.1 only,
+# explicit test keys and endpoint) beside the same on a local directory.
+#
+# Usage: scripts/bench_dataset.sh [N]         (N runs in each history; default 100)
+# Env:   STEPGATE_BIN_DIR=target/release     the binaries to time (default target/debug)
+#        STEPGATE_MOTO_VENV=…                where moto_server lives (.ci/run makes it)
+# Every run is a real `stepgate export` of a generated report under its own label, so N
+# costs N exports to set up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n="${1:-100}"
+bin_dir="${STEPGATE_BIN_DIR:-target/debug}"
+venv="${STEPGATE_MOTO_VENV:-$HOME/.cache/stepgate/moto-venv}"
+[ -x "$venv/bin/moto_server" ] || { echo "bench_dataset: no $venv/bin/moto_server" >&2; exit 1; }
+work="$(mktemp -d)"
+port="$("$venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+moto=$!
+trap 'kill "$moto" 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+  "$venv/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
+  sleep 0.2
+done
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+  AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_EC2_METADATA_DISABLED=true
+"$venv/bin/python" -c "import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:$port/bench', method='PUT'))"
+"$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/r.sqlite" >/dev/null 2>&1
+now() { date +%s.%N; }
+for target in "$work/local" "s3://bench/history"; do
+  for i in $(seq "$n"); do
+    "$bin_dir/stepgate" export "$work/r.sqlite" -o "$target" --label "i=$i" --label branch=main >/dev/null
+  done
+  t0=$(now)
+  "$bin_dir/stepgate" export "$work/r.sqlite" -o "$target" --label i=extra >/dev/null
+  t1=$(now)
+  "$bin_dir/stepgate" gate "$work/r.sqlite" --history "$target" --where label.branch=main --last 20 \
+    --format json >/dev/null || true
+  t2=$(now)
+  printf 'bench_dataset: %-22s %6d runs  export %6.2f s  gate --history --last 20 %6.2f s\n' \
+    "$(case $target in s3://*) echo "s3 (moto, loopback)";; *) echo "local directory";; esac)" \
+    "$n" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)"
+done
