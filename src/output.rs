@@ -71,20 +71,10 @@ impl Plan {
     /// directory), and a directory that does not exist or cannot be written.
     pub fn check(&self, inputs: &[Input<'_>]) -> Result<()> {
         for (i, o) in self.items.iter().enumerate() {
-            // A URL is never a local file named `s3:`: a baseline (planned creating dirs)
-            // goes to object storage through dataset::store; any other output refuses it.
-            if crate::dataset::store::Location::is_remote(&o.path) {
-                if o.create_dirs {
-                    continue;
-                }
-                return Err(Error::usage(format!(
-                    "{} {}: this output is written to a local path only (URLs are for \
-                     baselines and datasets)",
-                    o.flag,
-                    o.path.display()
-                )));
+            // A URL is never a local file named `s3:`: a baseline goes to object storage.
+            if crate::dataset::store::remote_output(o.flag, &o.path, o.create_dirs)? {
+                continue;
             }
-            crate::dataset::store::Location::parse(&o.path)?;
             let target = resolve(&o.path);
             for input in inputs {
                 if same_file(&target, input.path) {

@@ -16,6 +16,7 @@ pub mod read;
 pub mod rows;
 pub mod schema;
 pub mod store;
+pub mod storeconfig;
 pub mod trend;
 pub mod vacuum;
 pub mod write;

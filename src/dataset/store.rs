@@ -8,110 +8,16 @@
 //! secret values the configuration holds before it leaves this module.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
-use object_store::{
-    BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use crate::dataset::storeconfig::{config, remote};
+pub use crate::dataset::storeconfig::{configure, parse_options, scrub, StoreConfig};
 
 use crate::exit::{Error, Result};
-
-/// How the process reaches remote stores: set once from the command line, before any store
-/// is opened (a global, because `gate` opens a history and an export from separate flag
-/// groups).
-#[derive(Debug, Clone)]
-pub struct StoreConfig {
-    /// `--storage-option KEY=VALUE`, applied after the environment.
-    pub options: Vec<(String, String)>,
-    /// Per-request timeout (`--io-timeout`).
-    pub io_timeout: Duration,
-    /// Retries of a failed request (5xx, 429, timeouts, dropped connections).
-    pub retries: usize,
-}
-
-/// The default per-request timeout.
-pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            options: Vec::new(),
-            io_timeout: DEFAULT_IO_TIMEOUT,
-            retries: 4,
-        }
-    }
-}
-
-static CONFIG: RwLock<Option<StoreConfig>> = RwLock::new(None);
-
-/// Install the process's storage configuration.
-pub fn configure(c: StoreConfig) {
-    if let Ok(mut g) = CONFIG.write() {
-        *g = Some(c);
-    }
-}
-
-fn config() -> StoreConfig {
-    CONFIG
-        .read()
-        .ok()
-        .and_then(|g| g.clone())
-        .unwrap_or_default()
-}
-
-/// Parse `--storage-option KEY=VALUE` items.
-pub fn parse_options(items: &[String]) -> Result<Vec<(String, String)>> {
-    items
-        .iter()
-        .map(|it| match it.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
-            _ => Err(Error::usage(format!(
-                "--storage-option {:?} is not KEY=VALUE (e.g. --storage-option \
-                 aws_endpoint=http://127.0.0.1:9000)",
-                scrub(it)
-            ))),
-        })
-        .collect()
-}
-
-/// Whether a configuration key holds a secret (its value is never shown).
-fn secret_key(k: &str) -> bool {
-    let k = k.to_ascii_lowercase();
-    ["secret", "token", "password", "key", "sas", "credential"]
-        .iter()
-        .any(|w| k.contains(w))
-}
-
-/// `msg` with every secret value of the configuration (environment and
-/// `--storage-option`) replaced by `***`.
-pub fn scrub(msg: &str) -> String {
-    let mut out = msg.to_owned();
-    let mut secrets: Vec<String> = std::env::vars()
-        .filter(|(k, _)| {
-            let u = k.to_ascii_uppercase();
-            (u.starts_with("AWS_") || u.starts_with("GOOGLE_") || u.starts_with("AZURE_"))
-                && secret_key(k)
-        })
-        .map(|(_, v)| v)
-        .collect();
-    secrets.extend(
-        config()
-            .options
-            .into_iter()
-            .filter(|(k, _)| secret_key(k))
-            .map(|(_, v)| v),
-    );
-    // Longest first, so a secret that contains another is replaced whole.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    // Short values (test keys, "true") would scrub ordinary words; real keys are long.
-    for s in secrets.iter().filter(|s| s.len() >= 8) {
-        out = out.replace(s.as_str(), "***");
-    }
-    out
-}
 
 /// Where a dataset lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +78,23 @@ impl Location {
     pub fn is_remote(p: &Path) -> bool {
         matches!(Location::parse(p), Ok(Location::Remote { .. }))
     }
+}
+
+/// For an output path of a command: `Ok(true)` when it is a URL this output may take (a
+/// baseline, planned creating its directories), an error when it is a URL it may not.
+pub fn remote_output(flag: &str, path: &Path, may_be_remote: bool) -> Result<bool> {
+    if !Location::is_remote(path) {
+        Location::parse(path)?;
+        return Ok(false);
+    }
+    if may_be_remote {
+        return Ok(true);
+    }
+    Err(Error::usage(format!(
+        "{flag} {}: this output is written to a local path only (URLs are for baselines and \
+         datasets)",
+        scrub(&path.display().to_string())
+    )))
 }
 
 /// One object of a listing, its key relative to the dataset root.
@@ -358,7 +281,9 @@ impl Store {
         let probe = format!(
             ".stepgate-probe-{}-{}",
             std::process::id(),
-            crate::dataset::write::now_ns()
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
         );
         match self.put(&probe, Vec::new(), false) {
             Ok(_) => self.delete(&probe),
@@ -549,77 +474,6 @@ fn full_disk(e: &object_store::Error) -> bool {
     e.to_string().contains("No space left on device")
 }
 
-/// A remote store from its URL: the environment, then `--storage-option`, then the
-/// timeout, and a bounded retry with backoff.
-fn remote(url: &str, scheme: &str, c: &StoreConfig) -> Result<(Arc<dyn ObjectStore>, Key)> {
-    let bad = |e: &dyn std::fmt::Display| {
-        Error::usage(format!(
-            "{}: cannot configure the store: {}",
-            scrub(url),
-            scrub(&e.to_string())
-        ))
-    };
-    let parsed = url::Url::parse(url).map_err(|e| bad(&e))?;
-    let retry = RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
-            base: 2.0,
-        },
-        max_retries: c.retries,
-        retry_timeout: (c.io_timeout * (c.retries as u32 + 1)).max(Duration::from_secs(5)),
-    };
-    let timeout = format!("{}ms", c.io_timeout.as_millis().max(1));
-    let inner: Arc<dyn ObjectStore> = match scheme {
-        "s3" | "s3a" => {
-            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-            let mut b = AmazonS3Builder::from_env().with_url(url);
-            for (k, v) in &c.options {
-                let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
-                b = b.with_config(key, v);
-            }
-            let t: AmazonS3ConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
-            let ct: AmazonS3ConfigKey = "connect_timeout".parse().map_err(|e| bad(&e))?;
-            b = b.with_config(t, &timeout).with_config(ct, &timeout);
-            Arc::new(b.with_retry(retry).build().map_err(|e| bad(&e))?)
-        }
-        "gs" => {
-            use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url);
-            for (k, v) in &c.options {
-                let key: GoogleConfigKey = k.parse().map_err(|e| bad(&e))?;
-                b = b.with_config(key, v);
-            }
-            let t: GoogleConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
-            Arc::new(
-                b.with_config(t, &timeout)
-                    .with_retry(retry)
-                    .build()
-                    .map_err(|e| bad(&e))?,
-            )
-        }
-        _ => {
-            use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(url);
-            for (k, v) in &c.options {
-                let key: AzureConfigKey = k.parse().map_err(|e| bad(&e))?;
-                b = b.with_config(key, v);
-            }
-            let t: AzureConfigKey = "timeout".parse().map_err(|e| bad(&e))?;
-            Arc::new(
-                b.with_config(t, &timeout)
-                    .with_retry(retry)
-                    .build()
-                    .map_err(|e| bad(&e))?,
-            )
-        }
-    };
-    // The prefix inside the bucket: the URL's path (S3 and GCS name the bucket as the
-    // host; Azure's az://container/path likewise).
-    let root = Key::parse(parsed.path().trim_matches('/')).map_err(|e| bad(&e))?;
-    Ok((inner, root))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,18 +499,5 @@ mod tests {
             Location::parse(Path::new("a:b")).unwrap(),
             Location::Local(_)
         ));
-    }
-
-    #[test]
-    fn secrets_are_scrubbed_and_keys_are_recognised() {
-        assert!(secret_key("aws_secret_access_key"));
-        assert!(secret_key("AWS_SESSION_TOKEN"));
-        assert!(!secret_key("aws_region"));
-        configure(StoreConfig {
-            options: vec![("aws_secret_access_key".into(), "hunter2-secret".into())],
-            ..StoreConfig::default()
-        });
-        assert_eq!(scrub("key hunter2-secret here"), "key *** here");
-        configure(StoreConfig::default());
     }
 }
