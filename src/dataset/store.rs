@@ -14,7 +14,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::dataset::storeconfig::{config, remote};
+use crate::dataset::storeconfig::{config, full_disk, remote, short};
 pub use crate::dataset::storeconfig::{configure, parse_options, scrub, StoreConfig};
 
 use crate::exit::{Error, Result};
@@ -432,46 +432,6 @@ impl Store {
             Err(e) => Err(self.fail("list", prefix, &e)),
         }
     }
-}
-
-/// One short line of an object_store error, scrubbed.
-fn short(e: &object_store::Error) -> String {
-    use std::error::Error as _;
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(x) = src {
-        let t = x.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = x.source();
-    }
-    let one: String = s
-        .replace(['\n', '\r'], " ")
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(300)
-        .collect();
-    scrub(&one)
-}
-
-/// Whether the error comes from a full disk (ENOSPC, or a quota).
-fn full_disk(e: &object_store::Error) -> bool {
-    use std::error::Error as _;
-    let mut src: Option<&dyn std::error::Error> = e.source();
-    while let Some(x) = src {
-        if let Some(io) = x.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            ) {
-                return true;
-            }
-        }
-        src = x.source();
-    }
-    e.to_string().contains("No space left on device")
 }
 
 #[cfg(test)]

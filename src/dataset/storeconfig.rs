@@ -179,6 +179,46 @@ pub(crate) fn remote(
     Ok((inner, root))
 }
 
+/// One short line of an object_store error, scrubbed.
+pub(crate) fn short(e: &object_store::Error) -> String {
+    use std::error::Error as _;
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let t = x.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = x.source();
+    }
+    let one: String = s
+        .replace(['\n', '\r'], " ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect();
+    scrub(&one)
+}
+
+/// Whether the error comes from a full disk (ENOSPC, or a quota).
+pub(crate) fn full_disk(e: &object_store::Error) -> bool {
+    use std::error::Error as _;
+    let mut src: Option<&dyn std::error::Error> = e.source();
+    while let Some(x) = src {
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) {
+                return true;
+            }
+        }
+        src = x.source();
+    }
+    e.to_string().contains("No space left on device")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

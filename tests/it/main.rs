@@ -31,6 +31,7 @@ mod launch_probe;
 mod no_correlation;
 mod nsys_ingest;
 mod object_store;
+mod object_store_proxy;
 mod perfetto;
 mod real_nsys;
 mod schema;
