@@ -248,7 +248,9 @@ for stmt in sql.split(";"):
     if body:
         rows.append(len(spark.sql(body).collect()))
 cand = spark.sql("SELECT run_id FROM runs WHERE get_json_object(labels, '$.branch') = 'pr'").first()[0]
-py3 = doc.split("```python")[2].split("```")[0].replace("0123456789abcdef", cand)
+# The DataFrame-API example is the Python block that uses spark.table (not the polars one).
+py3 = next(b.split("```")[0] for b in doc.split("```python")[1:] if "spark.table" in b)
+py3 = py3.replace("0123456789abcdef", cand)
 from pyspark.sql import functions as F, Window
 exec(py3, {"spark": spark, "F": F, "Window": Window})
 if rows != [2, 1]:
