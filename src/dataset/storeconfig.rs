@@ -132,7 +132,13 @@ pub(crate) fn remote(
     let inner: Arc<dyn ObjectStore> = match scheme {
         "s3" | "s3a" => {
             use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
-            let mut b = AmazonS3Builder::from_env().with_url(url);
+            let mut b = AmazonS3Builder::default();
+            for (k, v) in env_settings(std::env::vars_os(), "AWS_") {
+                if let Ok(key) = k.parse::<AmazonS3ConfigKey>() {
+                    b = b.with_config(key, v);
+                }
+            }
+            let mut b = b.with_url(url);
             for (k, v) in &c.options {
                 let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
                 b = b.with_config(key, v);
@@ -144,7 +150,16 @@ pub(crate) fn remote(
         }
         "gs" => {
             use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
-            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url);
+            let mut b = GoogleCloudStorageBuilder::default();
+            if let Some(path) = std::env::var("SERVICE_ACCOUNT").ok().filter(|v| !v.is_empty()) {
+                b = b.with_service_account_path(path);
+            }
+            for (k, v) in env_settings(std::env::vars_os(), "GOOGLE_") {
+                if let Ok(key) = k.parse::<GoogleConfigKey>() {
+                    b = b.with_config(key, v);
+                }
+            }
+            let mut b = b.with_url(url);
             for (k, v) in &c.options {
                 let key: GoogleConfigKey = k.parse().map_err(|e| bad(&e))?;
                 b = b.with_config(key, v);
@@ -159,7 +174,16 @@ pub(crate) fn remote(
         }
         _ => {
             use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(url);
+            let mut b = MicrosoftAzureBuilder::default();
+            if let Some(e) = std::env::var("IDENTITY_ENDPOINT").ok().filter(|v| !v.is_empty()) {
+                b = b.with_msi_endpoint(e);
+            }
+            for (k, v) in env_settings(std::env::vars_os(), "AZURE_") {
+                if let Ok(key) = k.parse::<AzureConfigKey>() {
+                    b = b.with_config(key, v);
+                }
+            }
+            let mut b = b.with_url(url);
             for (k, v) in &c.options {
                 let key: AzureConfigKey = k.parse().map_err(|e| bad(&e))?;
                 b = b.with_config(key, v);
@@ -224,6 +248,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn empty_environment_settings_count_as_unset() {
+        use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+        let vars = [
+            ("AWS_ENDPOINT_URL", ""),
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_SESSION_TOKEN", ""),
+            ("GOOGLE_BUCKET", "g"),
+            ("HOME", "/root"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let got = env_settings(vars.clone().into_iter(), "AWS_");
+        assert_eq!(got, vec![("aws_region".to_owned(), "eu-west-1".to_owned())]);
+        let mut b = AmazonS3Builder::default();
+        for (k, v) in got {
+            b = b.with_config(k.parse::<AmazonS3ConfigKey>().unwrap(), v);
+        }
+        assert_eq!(b.get_config_value(&AmazonS3ConfigKey::Endpoint), None);
+        assert_eq!(
+            b.get_config_value(&AmazonS3ConfigKey::Region).as_deref(),
+            Some("eu-west-1")
+        );
+        // object_store's own from_env would keep the empty endpoint, which is what the CI
+        // expansion of an unset variable gives.
+        assert_eq!(env_settings(vars.into_iter(), "GOOGLE_").len(), 1);
+    }
+
+    #[test]
     fn secrets_are_scrubbed_and_keys_are_recognised() {
         assert!(secret_key("aws_secret_access_key"));
         assert!(secret_key("AWS_SESSION_TOKEN"));
@@ -235,4 +286,18 @@ mod tests {
         assert_eq!(scrub("key hunter2-secret here"), "key *** here");
         configure(StoreConfig::default());
     }
+}
+
+/// The store's settings from the environment, as object_store's `from_env` reads them
+/// (`AWS_*`, `GOOGLE_*`, `AZURE_*`, lower-cased into config keys), except that an empty
+/// value counts as unset: CI systems expand an unset variable to "" (GitHub's
+/// `${{ vars.X }}`), and an empty `AWS_ENDPOINT_URL` must mean AWS, not a broken URL.
+fn env_settings(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    prefix: &str,
+) -> Vec<(String, String)> {
+    vars.filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| k.starts_with(prefix) && !v.is_empty())
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect()
 }
