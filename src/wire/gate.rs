@@ -22,7 +22,8 @@ pub enum RowVerdict {
     Improvement,
     /// Within threshold or within noise.
     Ok,
-    /// Too few samples to say.
+    /// Too few samples to say, or (with `detectable` above the threshold) too noisy to
+    /// have seen a change the size of the threshold.
     Inconclusive,
 }
 
@@ -43,6 +44,19 @@ pub struct Change {
     /// Bootstrap interval of the relative change.
     pub interval_rel: Option<[f64; 2]>,
     pub threshold: Threshold,
+    /// The smallest change these samples can tell from none at the policy's confidence:
+    /// half the width of `interval` (derived, the metric's unit). Step metrics only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Half the width of `interval_rel`: the smallest visible change relative to the
+    /// baseline median (derived). Above the threshold the row is `inconclusive`, never ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable_rel: Option<f64>,
+    /// Where the row is inconclusive for want of power: the steps per side estimated to
+    /// bring the smallest visible change down to half the threshold (derived: the
+    /// interval's width shrinks as 1/√n).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_needed: Option<usize>,
     pub higher_is_worse: bool,
     pub verdict: RowVerdict,
     /// Whether this row can fail the gate (policy `gate`, and not overruled by a context
@@ -176,6 +190,11 @@ pub struct Comparison {
     pub inconclusive_fails: bool,
     /// What drove the verdict, one line each (empty on a clean pass).
     pub reasons: Vec<String>,
+    /// Gated step-metric rows over every compared group.
+    pub gated_metrics: usize,
+    /// Of those, the rows the samples resolved (not `inconclusive`): the headline's
+    /// "2 of 3 gated metrics resolved".
+    pub resolved_metrics: usize,
     pub warnings: Vec<String>,
     pub baseline: SideInfo,
     pub candidate: SideInfo,

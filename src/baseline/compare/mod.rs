@@ -7,13 +7,14 @@
 //! baseline side that is not there at all ([`BaselineSide::Unavailable`]).
 //!
 //! One job per file: [`types`] (what the comparison prints), `identity` (same GPU, same
-//! model), `matching` (which groups meet), `judge` (one row), `group` (one group's rows
+//! model), `matching` (which groups meet), `judge` (one row), `power` (what its interval could see), `group` (one group's rows
 //! and verdict); this file rolls the groups up into one verdict.
 
 mod group;
 mod identity;
 mod judge;
 mod matching;
+mod power;
 pub mod types;
 
 use crate::wire::gate::{Comparison, GroupComparison, Method, RuleMatches, SideInfo, Verdict};
@@ -94,6 +95,7 @@ fn compare_inner(
         .collect();
     let (verdict, reasons) = roll_up(&groups);
     let policy_rules = rule_matches(policy, &[baseline, candidate])?;
+    let (gated_metrics, resolved_metrics) = resolved(&groups);
     Ok(Comparison {
         schema_version: SCHEMA_VERSION,
         tool: crate::wire::meta::Tool::current(),
@@ -102,6 +104,8 @@ fn compare_inner(
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,
         reasons,
+        gated_metrics,
+        resolved_metrics,
         warnings,
         baseline: identity::side_info(baseline),
         candidate: identity::side_info(candidate),
@@ -125,6 +129,8 @@ fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,
         reasons: vec![format!("baseline unavailable: {why}")],
+        gated_metrics: 0,
+        resolved_metrics: 0,
         warnings: Vec::new(),
         baseline: SideInfo {
             gpu_name: None,
@@ -181,6 +187,18 @@ fn rule_matches(policy: &Policy, sides: &[&Baseline]) -> Result<Vec<RuleMatches>
             })
         })
         .collect()
+}
+
+/// Gated step-metric rows over every group, and how many of them the samples resolved.
+fn resolved(groups: &[GroupComparison]) -> (usize, usize) {
+    let gated = groups
+        .iter()
+        .flat_map(|g| &g.metrics)
+        .filter(|m| m.change.gated);
+    gated.fold((0, 0), |(n, r), m| {
+        let ok = m.change.verdict != crate::wire::gate::RowVerdict::Inconclusive;
+        (n + 1, r + usize::from(ok))
+    })
 }
 
 /// One verdict from the groups': any regression fails; no group on both sides or any

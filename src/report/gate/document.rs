@@ -380,7 +380,8 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
         "Medians of per-step samples (derived). Change interval: {:.0}% percentile \
          bootstrap, {} resamples, seed {:#x}. A regression needs the whole interval beyond \
          the relative threshold and the change beyond the absolute one; fewer than {} steps \
-         per side is inconclusive.",
+         per side is inconclusive, and so is a step metric whose smallest visible change \
+         (half the interval's width, derived) exceeds its threshold.",
         c.method.confidence * 100.0,
         fmt_int(c.method.resamples as i64),
         c.method.seed,

@@ -32,7 +32,12 @@ fn row_verdict(ch: &Change, judge: bool) -> String {
         (RowVerdict::Regression, false) => "worse",
         (RowVerdict::Improvement, false) => "better",
         (RowVerdict::Ok, _) => "ok",
+        // With an interval, the samples were too noisy to have seen the threshold.
+        (RowVerdict::Inconclusive, true) if ch.detectable.is_some() => {
+            "⚠️ inconclusive (too noisy)"
+        }
         (RowVerdict::Inconclusive, true) => "⚠️ inconclusive",
+        (RowVerdict::Inconclusive, false) if ch.detectable.is_some() => "too noisy to tell",
         (RowVerdict::Inconclusive, false) => "too few steps",
     };
     if !judge || ch.gated || ch.verdict == RowVerdict::Ok {
@@ -91,6 +96,16 @@ fn fmt_interval(unit: &str, ch: &Change) -> String {
     }
 }
 
+/// The smallest change the samples could tell from none (half the interval's width),
+/// relative where there is a ratio.
+fn fmt_visible(unit: &str, ch: &Change) -> String {
+    match (ch.detectable_rel, ch.detectable) {
+        (Some(r), _) => format!("±{}", fmt_pct(r)),
+        (None, Some(d)) => format!("±{}", fmt_delta(unit, d).trim_start_matches('+')),
+        _ => "–".to_owned(),
+    }
+}
+
 fn fmt_threshold(unit: &str, ch: &Change) -> String {
     let t = ch.threshold;
     let abs = if unit.ends_with("_ns") {
@@ -115,6 +130,7 @@ pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Tab
         ("candidate", Align::Right),
         ("change", Align::Right),
         ("95% interval", Align::Right),
+        ("smallest visible", Align::Right),
         ("threshold", Align::Right),
         ("verdict", Align::Left),
     ]);
@@ -127,6 +143,7 @@ pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Tab
             cell_opt(ch.candidate_median, |v| fmt_value(u, v)),
             fmt_change(u, ch),
             fmt_interval(u, ch),
+            fmt_visible(u, ch),
             fmt_threshold(u, ch),
             row_verdict(ch, judge),
         ]);
