@@ -205,3 +205,68 @@ fn a_planted_regression_is_found_at_the_sample_size_the_report_asks_for() {
     assert_eq!((code, wall(&v)["verdict"].as_str()), (0, Some("ok")), "{v}");
     assert!(wall(&v)["detectable_rel"].as_f64().unwrap() < 0.03);
 }
+
+/// `baseline record` of a report with `steps` decode steps, with an optional policy.
+fn record(dir: &Path, steps: usize, policy: Option<&str>) -> (i32, String, String, PathBuf) {
+    let report = dir.join(format!("run{steps}.sqlite"));
+    common::jittered_decode_report(&report, 4, steps, 11, "NVIDIA H100 80GB HBM3", &|_| 1.0);
+    let out = dir.join(format!("base{steps}.json"));
+    let mut args = vec![
+        "baseline".to_owned(),
+        "record".to_owned(),
+        report.display().to_string(),
+        "-o".to_owned(),
+        out.display().to_string(),
+    ];
+    if let Some(text) = policy {
+        let p = dir.join("small.toml");
+        std::fs::write(&p, text).unwrap();
+        args.extend(["--policy".to_owned(), p.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, o, e) = common::run(&args);
+    (code, o, e, out)
+}
+
+#[test]
+fn a_baseline_too_small_to_serve_is_refused_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err, path) = record(dir.path(), 9, None);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("has 9 steps, 10 needed: capture 1 more"),
+        "{err}"
+    );
+    assert!(err.contains("small_baseline = \"warn\""), "{err}");
+    assert!(!path.exists(), "nothing written");
+    // A stricter policy asks for more, and says how many more.
+    let (code, _, err, _) = record(dir.path(), 9, Some("min_samples = 20\n"));
+    assert_eq!(code, 2);
+    assert!(err.contains("9 steps, 20 needed: capture 11 more"), "{err}");
+    // Downgraded by policy: written, with a warning that cannot be missed.
+    let (code, out, err, path) = record(dir.path(), 9, Some("small_baseline = \"warn\"\n"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("warning: WRITTEN ANYWAY (small_baseline = \"warn\")")
+            && err.contains("9 steps, 10 needed: capture 1 more"),
+        "{err}"
+    );
+    assert!(path.exists());
+    // A gate against it says exactly what is missing, not "(and 1 more)".
+    let (_, _, _, cand) = record(dir.path(), 12, None);
+    let (code, out, _) = common::run(&[
+        "gate",
+        cand.to_str().unwrap(),
+        "--baseline",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("9 baseline and 12 candidate steps; at least 10 per side are needed: capture 1 more baseline steps"),
+        "{out}"
+    );
+    // Ten steps serve.
+    let (code, _, err, _) = record(dir.path(), 10, None);
+    assert_eq!(code, 0, "{err}");
+}
