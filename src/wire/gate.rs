@@ -27,11 +27,16 @@ pub enum RowVerdict {
     Inconclusive,
 }
 
-/// One judged quantity: medians (derived) of the per-step samples and their change.
+/// One judged quantity: medians of the per-step samples (what the thresholds judge),
+/// their means (what the waterfall sums), and the change of the medians.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
+    /// Mean of the per-step samples (derived): the statistic the waterfall adds up, shown
+    /// beside the medians the thresholds judge (one kernel reads the same in both).
+    pub baseline_mean: Option<f64>,
+    pub candidate_mean: Option<f64>,
     pub baseline_samples: usize,
     pub candidate_samples: usize,
     /// candidate − baseline median.

@@ -270,3 +270,76 @@ fn a_baseline_too_small_to_serve_is_refused_naming_what_is_missing() {
     let (code, _, err, _) = record(dir.path(), 10, None);
     assert_eq!(code, 0, "{err}");
 }
+
+/// One statistic per number: a GEMM that runs in 3 of 20 baseline steps (40 µs) and 4
+/// of 20 candidate steps has median 0 but mean 6.0 → 8.0 µs per step; the category table
+/// shows both, and the waterfall's mean for that kernel is the same 6.0 → 8.0.
+#[test]
+fn tables_say_median_and_mean_and_agree_with_the_waterfall() {
+    use stepgate::wire::baseline::KernelSamples;
+    let sparse = |runs: usize| -> Baseline {
+        let mut g = Group::new("decode", Some(32));
+        let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let mut gemm = Vec::new();
+        let mut attn = Vec::new();
+        for i in 0..20 {
+            let k = if i < runs { 40_000.0 } else { 0.0 };
+            gemm.push(k);
+            attn.push(100_000.0);
+            let busy = 100_000.0 + k;
+            m.entry(metric::WALL_NS.into())
+                .or_default()
+                .push(busy + 10_000.0);
+            m.entry(metric::BUSY_NS.into()).or_default().push(busy);
+            m.entry(metric::GAP_NS.into()).or_default().push(10_000.0);
+        }
+        let ks = |short: &str, cat: &str, v: &[f64]| KernelSamples {
+            short_name: short.into(),
+            category: cat.into(),
+            exclusive_ns: v.to_vec(),
+            instances: v.iter().map(|x| f64::from(u8::from(*x > 0.0))).collect(),
+        };
+        g.kernels
+            .insert("nvjet_sparse".into(), ks("nvjet_sparse", "gemm", &gemm));
+        g.kernels
+            .insert("attn".into(), ks("attn", "attention", &attn));
+        g.categories.insert("gemm".into(), gemm);
+        g.categories.insert("attention".into(), attn);
+        g.metrics = m;
+        let mut b = side(1, 0, 0.0, 1.0);
+        b.samples.groups = vec![g];
+        b
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base.json", &sparse(3));
+    let cand = write(dir.path(), "cand.json", &sparse(4));
+    let (_, md) = gate(&base, &cand, &["--format", "markdown"]);
+    // Medians 0.0, means 3·40/20 = 6.0 and 4·40/20 = 8.0 µs, in the header's order.
+    assert!(
+        md.contains("| category | baseline µs (median · mean) | candidate µs (median · mean) |"),
+        "{md}"
+    );
+    assert!(md.contains("| gemm | 0.0 · 6.0 | 0.0 · 8.0 |"), "{md}");
+    assert!(
+        md.contains("| `nvjet_sparse` | gemm | 6.0 | 8.0 | +2.0 µs |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("baseline µs (mean) | candidate µs (mean)"),
+        "{md}"
+    );
+    // Walls 110 µs in 17 steps, 150 µs in 3: median 110.0, mean (17·110 + 3·150)/20 = 116.0.
+    assert!(
+        md.contains("| wall | 110.0 µs · 116.0 µs | 110.0 µs · 118.0 µs |"),
+        "{md}"
+    );
+    // `baseline show` calls the median of measured walls measured.
+    let (code, out, err) = common::run(&["baseline", "show", base.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("median wall µs (measured)") && !out.contains("(derived)"),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("decode bs=32")).unwrap();
+    assert!(row.contains("110.0"), "{row}");
+}

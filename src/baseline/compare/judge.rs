@@ -38,6 +38,8 @@ pub(super) fn judge(
     let mut out = Change {
         baseline_median: bm,
         candidate_median: cm,
+        baseline_mean: (!base.is_empty()).then(|| mean(base)),
+        candidate_mean: (!cand.is_empty()).then(|| mean(cand)),
         baseline_samples: base.len(),
         candidate_samples: cand.len(),
         change: None,
