@@ -79,6 +79,9 @@ pub struct Policy {
     pub small_baseline: SmallBaseline,
     /// Inconclusive exits 1 (a failure) instead of 3.
     pub inconclusive_fails: bool,
+    /// Compare sides whose operating points differ in meaning instead of calling them
+    /// incomparable (`gate --allow-incomparable`; not a policy-file key).
+    pub allow_incomparable: bool,
     /// Fewer samples per side than this in a group: inconclusive.
     pub min_samples: usize,
     /// Bootstrap resamples.
@@ -127,6 +130,7 @@ impl Default for Policy {
         Policy {
             small_baseline: SmallBaseline::Refuse,
             inconclusive_fails: false,
+            allow_incomparable: false,
             min_samples: 10,
             resamples: 10_000,
             confidence: 0.95,

@@ -10,6 +10,9 @@ pub enum Verdict {
     Pass,
     Regression,
     Inconclusive,
+    /// The two sides' operating points differ in a way that changes what a step means
+    /// (GPU, model, TP, no step kind in common): nothing is judged (exit 6).
+    Incomparable,
 }
 
 /// What the statistics say about one row, before asking whether it gates.
@@ -154,6 +157,32 @@ pub struct OneSided {
     pub steps: usize,
 }
 
+/// The operating points of the two sides, compared before anything else (docs/gate.md,
+/// "Comparable or not").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Comparability {
+    /// Of the fields both sides state, the share that agree (derived); None when no field
+    /// is stated by both.
+    pub score: Option<f64>,
+    /// The fields both sides state, in checking order.
+    pub checked: Vec<String>,
+    /// The fields at least one side does not state: not compared, not counted.
+    pub unknown: Vec<String>,
+    /// Each checked field that differs.
+    pub differences: Vec<FieldDifference>,
+}
+
+/// One operating-point field that differs between the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct FieldDifference {
+    /// `GPU`, `model`, `TP`, `step kinds`, `engine`, `capture mode`, …
+    pub field: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// A difference that changes what a step means: the verdict is `incomparable`.
+    pub changes_meaning: bool,
+}
+
 /// What a side is.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SideInfo {
@@ -201,6 +230,8 @@ pub struct Comparison {
     /// "2 of 3 gated metrics resolved".
     pub resolved_metrics: usize,
     pub warnings: Vec<String>,
+    /// How alike the two sides' operating points are, field by field.
+    pub comparability: Comparability,
     pub baseline: SideInfo,
     pub candidate: SideInfo,
     pub method: Method,

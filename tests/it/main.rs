@@ -17,6 +17,7 @@ mod diagnosis;
 mod floor_capacity;
 mod fuzz;
 mod gate;
+mod gate_comparable;
 mod gate_power;
 mod gate_words;
 mod golden;

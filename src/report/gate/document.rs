@@ -13,8 +13,8 @@ use super::tables::{
     waterfall_table, waterfall_table_rows, Names,
 };
 use super::{
-    group_heading, name_labels, policy_rules_line, sides_line, titles, verdict_line, RenderOptions,
-    Style,
+    comparability_line, group_heading, name_labels, policy_rules_line, sides_line, titles,
+    verdict_line, RenderOptions, Style,
 };
 
 /// A titled table: the long form (markdown, HTML) says more in its parenthesis than the
@@ -245,6 +245,9 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
     };
     m.title(&verdict_line(c, o));
     m.line(&sides_line(c, o, style));
+    if let Some(l) = comparability_line(c) {
+        m.line(&l);
+    }
     if let Some(l) = policy_rules_line(c, style) {
         m.line(&l);
     }

@@ -167,6 +167,42 @@ pub(crate) fn sides_line(c: &Comparison, o: &RenderOptions, style: Style) -> Str
     }
 }
 
+/// How alike the two sides' operating points are, when any field differs: the score
+/// and each difference (those that change meaning say so).
+pub(crate) fn comparability_line(c: &Comparison) -> Option<String> {
+    let k = &c.comparability;
+    if k.differences.is_empty() {
+        return None;
+    }
+    let n = k.checked.len();
+    let diffs: Vec<String> = k
+        .differences
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} → {}{}",
+                d.field,
+                d.baseline,
+                d.candidate,
+                if d.changes_meaning {
+                    " (changes meaning)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    let line = format!(
+        "Comparability {} (derived: {} of {n} operating-point fields both sides state agree); \
+         differs in {}.",
+        k.score
+            .map_or_else(|| "–".to_owned(), |s| format!("{s:.2}")),
+        n - k.differences.len(),
+        diffs.join("; ")
+    );
+    Some(crate::report::escape_control(&line).into_owned())
+}
+
 /// How many kernels each policy `[[kernel]]` rule selected.
 pub(crate) fn policy_rules_line(c: &Comparison, style: Style) -> Option<String> {
     if c.policy_rules.is_empty() {

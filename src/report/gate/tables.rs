@@ -20,6 +20,7 @@ pub(crate) fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
         Verdict::Pass => ("✅", "Pass"),
         Verdict::Regression => ("❌", "Regression"),
         Verdict::Inconclusive => ("⚠️", "Inconclusive"),
+        Verdict::Incomparable => ("⛔", "Incomparable"),
     }
 }
 
