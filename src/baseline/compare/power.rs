@@ -105,3 +105,50 @@ pub(super) fn inconclusive_reason(name: &str, ch: &Change, policy: &Policy) -> S
          change is {visible}{capture}"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(rel: f64, abs: f64) -> Threshold {
+        Threshold {
+            rel,
+            abs,
+            gate: true,
+        }
+    }
+
+    fn iv(rel: (f64, f64), abs: (f64, f64)) -> ShiftInterval {
+        ShiftInterval {
+            abs,
+            rel: Some(rel),
+        }
+    }
+
+    #[test]
+    fn the_effective_threshold_is_the_larger_of_rel_and_abs_over_the_median() {
+        assert_eq!(effective_rel(t(0.03, 20_000.0), 1e6), Some(0.03));
+        // A 7.6 µs wall: 20 µs is 263% of it, so that is the smallest regression.
+        let e = effective_rel(t(0.03, 20_000.0), 7_600.0).unwrap();
+        assert!((e - 20_000.0 / 7_600.0).abs() < 1e-12);
+        assert_eq!(effective_rel(t(0.03, 1.0), 0.0), None);
+    }
+
+    #[test]
+    fn steps_needed_put_the_half_width_at_half_the_threshold() {
+        // ±10% from 14 steps a side against 3%: N = 14 · (0.10 / 0.015)² = 622.2 → 623.
+        let p = power(&iv((-0.10, 0.10), (-1e5, 1e5)), 1e6, t(0.03, 0.0), 14, 14);
+        assert!(p.underpowered);
+        assert!((p.detectable_rel.unwrap() - 0.10).abs() < 1e-12);
+        assert_eq!(p.steps_needed, Some(623));
+        // Unequal sides: n_h = 2 / (1/10 + 1/40) = 16.
+        let p = power(&iv((-0.03, 0.03), (0.0, 0.0)), 1.0, t(0.02, 0.0), 10, 40);
+        assert_eq!(p.steps_needed, Some(144)); // 16 · (0.03 / 0.01)²
+                                               // Within the threshold: resolved.
+        let p = power(&iv((-0.01, 0.02), (0.0, 0.0)), 1.0, t(0.03, 0.0), 50, 50);
+        assert!(!p.underpowered);
+        // A zero threshold: no finite sample sees it, no estimate.
+        let p = power(&iv((-0.01, 0.01), (0.0, 0.0)), 1.0, t(0.0, 0.0), 50, 50);
+        assert!(p.underpowered && p.steps_needed.is_none());
+    }
+}
