@@ -9,7 +9,7 @@ use crate::exit::{Error, Result};
 
 const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate) · 2 usage or input error · \
 3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable) · \
-5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
+6 incomparable gate (GPU, model, TP or step kinds differ) · 5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
 stepgate) · 130 interrupted while writing outputs (none was replaced)";
 
 /// `stepgate --version`: the package version and the commit it was built from (build.rs).

@@ -1,6 +1,7 @@
 //! The exit-code contract and the error type every command returns, defined in one place.
 //!
 //! 0 ok · 1 regression found by `gate` · 2 usage or input error · 3 inconclusive gate ·
+//! 6 incomparable gate (the sides' GPU, model, TP or step kinds differ) ·
 //! 4 environment missing (no CUDA driver, no nsys, engine not reachable or not profiling) ·
 //! 5 an output could not be written · 70 internal error (a bug in stepgate) ·
 //! 130 interrupted (Ctrl-C) while writing output files, which were removed.
@@ -18,11 +19,13 @@ use std::sync::Mutex;
 pub const OK: u8 = 0;
 /// `gate` found a regression.
 pub const REGRESSION: u8 = 1;
-/// Bad flags, an unreadable or malformed report or baseline, infeasible capacity inputs,
-/// a GPU or model mismatch.
+/// Bad flags, an unreadable or malformed report or baseline, infeasible capacity inputs.
 pub const INPUT: u8 = 2;
 /// `gate` had too few samples to decide.
 pub const INCONCLUSIVE: u8 = 3;
+/// `gate` found the two sides' operating points too different to compare (GPU, model,
+/// TP, no step kind in common).
+pub const INCOMPARABLE: u8 = 6;
 /// Something outside stepgate is missing: CUDA driver, nsys, a reachable engine.
 pub const ENVIRONMENT: u8 = 4;
 /// A file or standard output could not be written (full disk, permission denied).

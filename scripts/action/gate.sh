@@ -78,6 +78,7 @@ case "$code" in
   0) verdict=pass ;;
   1) verdict=regression ;;
   3) verdict=inconclusive ;;
+  6) verdict=incomparable ;;
   *) verdict=error ;;
 esac
 
@@ -147,6 +148,10 @@ case "$code" in
     fi
     echo "::warning title=stepgate inconclusive::$(escape_data "$headline")"
     exit 0
+    ;;
+  6)
+    echo "::error title=stepgate incomparable::$(escape_data "$headline")"
+    exit 6
     ;;
   *)
     echo "::error title=stepgate exit $code::$(escape_data "$error_line")"

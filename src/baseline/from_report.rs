@@ -335,6 +335,14 @@ pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline
             .iter()
             .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone()));
     }
+    // The operating point a gate compares before anything else (baseline::compare::
+    // identity): how the steps were found, and TP where the report says (not a default).
+    meta.found_by = Some(report.found_by.as_str().to_owned());
+    meta.tp = report
+        .operating_point
+        .as_ref()
+        .filter(|op| op.tp.basis != crate::wire::attribution::Basis::Default)
+        .map(|op| op.tp.value);
     let mut b = Baseline::new(meta, SampleSet { groups });
     b.source.clone_from(&report.source);
     (b, warnings)

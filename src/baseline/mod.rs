@@ -13,6 +13,7 @@ pub mod from_report;
 pub mod model;
 pub mod policy;
 pub mod select;
+pub mod servable;
 pub mod stats;
 pub mod waterfall;
 

@@ -63,11 +63,25 @@ pub struct KernelRule {
     pub optional: bool,
 }
 
+/// What `baseline record` does with a sample no gate could decide on (no group with
+/// `min_samples` steps): refuse it (exit 2), or write it with a loud warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SmallBaseline {
+    Refuse,
+    Warn,
+}
+
 /// Everything the comparison needs to decide.
 #[derive(Debug, Clone)]
 pub struct Policy {
+    /// `baseline record` of a sample below `min_samples`: refuse (the default) or warn.
+    pub small_baseline: SmallBaseline,
     /// Inconclusive exits 1 (a failure) instead of 3.
     pub inconclusive_fails: bool,
+    /// Compare sides whose operating points differ in meaning instead of calling them
+    /// incomparable (`gate --allow-incomparable`; not a policy-file key).
+    pub allow_incomparable: bool,
     /// Fewer samples per side than this in a group: inconclusive.
     pub min_samples: usize,
     /// Bootstrap resamples.
@@ -114,7 +128,9 @@ impl Default for Policy {
         .map(|(k, t)| (k.to_owned(), t))
         .collect();
         Policy {
+            small_baseline: SmallBaseline::Refuse,
             inconclusive_fails: false,
+            allow_incomparable: false,
             min_samples: 10,
             resamples: 10_000,
             confidence: 0.95,
@@ -242,6 +258,7 @@ fn rule_override(rel: Option<f64>, abs_ns: Option<f64>, gate: Option<bool>) -> O
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
+    small_baseline: Option<SmallBaseline>,
     inconclusive_fails: Option<bool>,
     min_samples: Option<usize>,
     resamples: Option<usize>,
@@ -272,6 +289,7 @@ fn check_threshold(what: &str, t: Threshold) -> Result<Threshold> {
 impl PolicyFile {
     fn into_policy(self) -> Result<Policy> {
         let mut p = Policy::default();
+        p.small_baseline = self.small_baseline.unwrap_or(p.small_baseline);
         p.inconclusive_fails = self.inconclusive_fails.unwrap_or(p.inconclusive_fails);
         p.min_samples = self.min_samples.unwrap_or(p.min_samples);
         p.resamples = self.resamples.unwrap_or(p.resamples);

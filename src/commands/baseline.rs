@@ -32,6 +32,11 @@ pub enum Command {
         /// 0 keeps all.
         #[arg(long, default_value_t = 2000, allow_negative_numbers = true, value_parser = crate::commands::numbers::max_steps_flag)]
         max_steps: usize,
+        /// The gate's threshold policy (TOML or JSON): a sample in which no group has its
+        /// `min_samples` steps is refused, or written with a warning under
+        /// `small_baseline = "warn"`.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
         #[command(flatten)]
         report_args: Box<StepFlags>,
         #[command(flatten)]
@@ -53,6 +58,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             report,
             output,
             max_steps,
+            policy,
             report_args,
             export,
         } => {
@@ -63,7 +69,9 @@ pub fn run(cmd: &Command) -> Result<u8> {
             let mut inputs = vec![crate::output::Input::report(report)];
             inputs.extend(export.export.as_deref().map(crate::output::Input::dataset));
             inputs.extend(report_args.inputs());
+            inputs.extend(policy.as_deref().map(crate::output::Input::file));
             plan.check(&inputs)?;
+            let policy = crate::baseline::Policy::load(policy.as_deref())?;
             let steps_plan = report_args.plan(TOP_KERNELS)?;
             let export_plan = export.plan()?;
             // A SIGKILLed earlier run may have left its temporary file beside the target.
@@ -92,6 +100,13 @@ pub fn run(cmd: &Command) -> Result<u8> {
             let before: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
             b.samples.thin(*max_steps);
             let after: usize = b.samples.groups.iter().map(|g| g.steps()).sum();
+            // What is stored is what a gate reads: checked after thinning.
+            let warnings = crate::baseline::servable::check_servable(&b, &policy).map_err(|e| {
+                crate::exit::Error::baseline(format!("{}: {}", output.display(), e.message))
+            })?;
+            for w in &warnings {
+                let _ = writeln!(std::io::stderr(), "warning: {w}");
+            }
             write_baseline(output, &b)?;
             if let Some(pending) = &pending {
                 let appended = pending.append()?;
@@ -126,7 +141,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
                 ("group", Align::Left),
                 ("steps", Align::Right),
                 ("mean context", Align::Right),
-                ("median wall µs (derived)", Align::Right),
+                ("median wall µs (measured)", Align::Right),
                 ("kernels", Align::Right),
                 ("metrics", Align::Left),
             ]);

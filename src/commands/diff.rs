@@ -17,13 +17,14 @@ use crate::report::Format;
   stepgate diff baselines/old.json baselines/new.json --verdict
 
 Exit codes: 0 ok · 2 usage or input error · 5 an output could not be written; with \
---verdict as `gate`: 1 regression · 3 inconclusive.")]
+--verdict as `gate`: 1 regression · 3 inconclusive · 6 incomparable.")]
 pub struct Args {
     /// The reference side: a report or a baseline .json.
     pub a: PathBuf,
     /// The side compared with it: a report or a baseline .json.
     pub b: PathBuf,
-    /// Judge like `gate` (GPU/model must match; exit 1 on a regression, 3 inconclusive).
+    /// Judge like `gate` (exit 1 on a regression, 3 inconclusive, 6 incomparable: GPU,
+    /// model, TP or step kinds differ).
     #[arg(long, help_heading = THRESHOLDS)]
     pub verdict: bool,
     /// Thresholds and overrides (TOML or JSON).

@@ -23,9 +23,10 @@ const GATE_HELP: &str = "Examples:
   stepgate gate run.sqlite --history history/ --where label.branch=main --last 20 --export history/ --label branch=pr
 
 Exit codes: 0 pass · 1 regression (or inconclusive with \
---inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline, \
-GPU or model mismatch) · 3 inconclusive (fewer than 10 steps per side in a group, or no group \
-in common) · 5 an output could not be written (none was). Policy file format: docs/gate.md.";
+--inconclusive-fails) · 2 usage or input error (bad flags, unreadable/corrupt/foreign baseline) · \
+3 inconclusive (fewer than 10 steps per side in a group, a metric too noisy for its \
+threshold, or no group in common) · 5 an output could not be written (none was) · \
+6 incomparable (GPU, model, TP or step kinds differ; --allow-incomparable compares anyway). Policy file format: docs/gate.md.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = GATE_HELP)]
@@ -53,6 +54,10 @@ pub struct Args {
     /// Treat inconclusive as a failure (exit 1 instead of 3).
     #[arg(long, help_heading = THRESHOLDS)]
     pub inconclusive_fails: bool,
+    /// Compare sides whose GPU, model, TP or step kinds differ instead of exiting 6
+    /// (incomparable); the differences lead the report as warnings.
+    #[arg(long, help_heading = THRESHOLDS)]
+    pub allow_incomparable: bool,
     /// Kernel rows per list in the report.
     #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
     pub top: usize,
@@ -94,6 +99,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let history = args.history.plan()?;
     let mut policy = Policy::load(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
+    policy.allow_incomparable |= args.allow_incomparable;
     let cand = Candidate::load(
         &args.report,
         &steps_plan,

@@ -51,6 +51,7 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
         floor_inputs: pricing
             .map(|p| serde_json::json!({ "basis": p.basis.to_string(), "tp": p.basis.tp })),
         created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+        ..BaselineMeta::default()
     };
     // Samples a baseline file would refuse are left out here too, each said once.
     let (baseline, warnings) = samples_from_steps(&report, meta);

@@ -71,6 +71,13 @@ pub struct BaselineMeta {
     pub floor_inputs: Option<serde_json::Value>,
     /// `stepgate <version>` that recorded it.
     pub created_by: String,
+    /// How the steps were found (`marker`, `scheduler`, `gaps`, …; the steps report's
+    /// `found_by`); absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<String>,
+    /// Tensor-parallel size, where the report states or shows it (not a default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<u32>,
 }
 
 /// Per-step samples, grouped so that only like steps are compared.

@@ -10,6 +10,9 @@ pub enum Verdict {
     Pass,
     Regression,
     Inconclusive,
+    /// The two sides' operating points differ in a way that changes what a step means
+    /// (GPU, model, TP, no step kind in common): nothing is judged (exit 6).
+    Incomparable,
 }
 
 /// What the statistics say about one row, before asking whether it gates.
@@ -22,15 +25,21 @@ pub enum RowVerdict {
     Improvement,
     /// Within threshold or within noise.
     Ok,
-    /// Too few samples to say.
+    /// Too few samples to say, or (with `detectable` above the threshold) too noisy to
+    /// have seen a change the size of the threshold.
     Inconclusive,
 }
 
-/// One judged quantity: medians (derived) of the per-step samples and their change.
+/// One judged quantity: medians of the per-step samples (what the thresholds judge),
+/// their means (what the waterfall sums), and the change of the medians.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Change {
     pub baseline_median: Option<f64>,
     pub candidate_median: Option<f64>,
+    /// Mean of the per-step samples (derived): the statistic the waterfall adds up, shown
+    /// beside the medians the thresholds judge (one kernel reads the same in both).
+    pub baseline_mean: Option<f64>,
+    pub candidate_mean: Option<f64>,
     pub baseline_samples: usize,
     pub candidate_samples: usize,
     /// candidate − baseline median.
@@ -43,6 +52,19 @@ pub struct Change {
     /// Bootstrap interval of the relative change.
     pub interval_rel: Option<[f64; 2]>,
     pub threshold: Threshold,
+    /// The smallest change these samples can tell from none at the policy's confidence:
+    /// half the width of `interval` (derived, the metric's unit). Step metrics only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// Half the width of `interval_rel`: the smallest visible change relative to the
+    /// baseline median (derived). Above the threshold the row is `inconclusive`, never ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable_rel: Option<f64>,
+    /// Where the row is inconclusive for want of power: the steps per side estimated to
+    /// bring the smallest visible change down to half the threshold (derived: the
+    /// interval's width shrinks as 1/√n).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_needed: Option<usize>,
     pub higher_is_worse: bool,
     pub verdict: RowVerdict,
     /// Whether this row can fail the gate (policy `gate`, and not overruled by a context
@@ -135,6 +157,32 @@ pub struct OneSided {
     pub steps: usize,
 }
 
+/// The operating points of the two sides, compared before anything else (docs/gate.md,
+/// "Comparable or not").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Comparability {
+    /// Of the fields both sides state, the share that agree (derived); None when no field
+    /// is stated by both.
+    pub score: Option<f64>,
+    /// The fields both sides state, in checking order.
+    pub checked: Vec<String>,
+    /// The fields at least one side does not state: not compared, not counted.
+    pub unknown: Vec<String>,
+    /// Each checked field that differs.
+    pub differences: Vec<FieldDifference>,
+}
+
+/// One operating-point field that differs between the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct FieldDifference {
+    /// `GPU`, `model`, `TP`, `step kinds`, `engine`, `capture mode`, …
+    pub field: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// A difference that changes what a step means: the verdict is `incomparable`.
+    pub changes_meaning: bool,
+}
+
 /// What a side is.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SideInfo {
@@ -176,7 +224,14 @@ pub struct Comparison {
     pub inconclusive_fails: bool,
     /// What drove the verdict, one line each (empty on a clean pass).
     pub reasons: Vec<String>,
+    /// Gated step-metric rows over every compared group.
+    pub gated_metrics: usize,
+    /// Of those, the rows the samples resolved (not `inconclusive`): the headline's
+    /// "2 of 3 gated metrics resolved".
+    pub resolved_metrics: usize,
     pub warnings: Vec<String>,
+    /// How alike the two sides' operating points are, field by field.
+    pub comparability: Comparability,
     pub baseline: SideInfo,
     pub candidate: SideInfo,
     pub method: Method,

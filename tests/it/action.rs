@@ -264,12 +264,17 @@ fn inconclusive_warns_unless_asked_to_fail() {
     // One decode step on each side: fewer than 10, so exit 3.
     let fixture = common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
     let base = r.path("one-step.json");
+    // A baseline this small is refused unless the policy says warn.
+    let warn = r.path("warn.toml");
+    std::fs::write(&warn, "small_baseline = \"warn\"\n").unwrap();
     let (code, _, err) = common::run(&[
         "baseline",
         "record",
         fixture.to_str().unwrap(),
         "-o",
         base.to_str().unwrap(),
+        "--policy",
+        warn.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     let inputs = [

@@ -187,6 +187,7 @@ pub(crate) fn generate(s: &Spec) -> Baseline {
             model: s.mbu.then(|| "llama-3.1-8b".to_owned()),
             floor_inputs: None,
             created_by: "stepgate tests".into(),
+            ..BaselineMeta::default()
         },
         SampleSet { groups: vec![g] },
     )
@@ -338,7 +339,7 @@ fn three_steps_are_inconclusive() {
 }
 
 #[test]
-fn another_gpu_is_an_input_error() {
+fn another_gpu_is_incomparable() {
     let c = Case::new();
     let cand = c.write(
         "cand.json",
@@ -347,11 +348,12 @@ fn another_gpu_is_an_input_error() {
             ..Spec::default()
         },
     );
-    let (code, _, err) = c.gate(&cand, &[]);
-    assert_eq!(code, 2);
+    // Incomparable, its own exit code (tests/it/gate_comparable.rs has the rest).
+    let (code, out, _) = c.gate(&cand, &[]);
+    assert_eq!(code, 6);
     assert!(
-        err.contains("GPU mismatch") && err.contains("NVIDIA H200"),
-        "{err}"
+        out.contains("GPU mismatch") && out.contains("NVIDIA H200"),
+        "{out}"
     );
     // A side that names no GPU is a warning, not an error.
     let cand = c.write(
@@ -596,7 +598,7 @@ fn context_shift_hands_the_verdict_to_mbu() {
     );
     let (code, v) = args(&cand, &base);
     assert_eq!(code, 3, "{v}");
-    // A model mismatch is an input error.
+    // A model mismatch is incomparable (exit 6).
     let mut other = generate(&Spec {
         mbu: true,
         ..Spec::default()
@@ -604,14 +606,14 @@ fn context_shift_hands_the_verdict_to_mbu() {
     other.meta.model = Some("qwen3-8b".into());
     let p = c.path("other_model.json");
     write_baseline(&p, &other).unwrap();
-    let (code, _, err) = common::run(&[
+    let (code, out, _) = common::run(&[
         "gate",
         p.to_str().unwrap(),
         "--baseline",
         base_mbu.to_str().unwrap(),
     ]);
-    assert_eq!(code, 2);
-    assert!(err.contains("model mismatch"), "{err}");
+    assert_eq!(code, 6);
+    assert!(out.contains("model mismatch"), "{out}");
 }
 
 #[test]
@@ -983,7 +985,7 @@ mod end_to_end {
         let (code, _, err) = stepgate(&["gate", &p("short.sqlite"), "--baseline", &p("base.json")]);
         assert_eq!(code, 3, "{err}");
 
-        // Another GPU: an input error.
+        // Another GPU: incomparable (exit 6).
         report(
             dir.path().join("a100.sqlite").as_path(),
             60,
@@ -991,9 +993,9 @@ mod end_to_end {
             "NVIDIA A100-SXM4-80GB",
             &|_| 1.0,
         );
-        let (code, _, err) = stepgate(&["gate", &p("a100.sqlite"), "--baseline", &p("base.json")]);
-        assert_eq!(code, 2, "{err}");
-        assert!(err.contains("A100"), "{err}");
+        let (code, out, _) = stepgate(&["gate", &p("a100.sqlite"), "--baseline", &p("base.json")]);
+        assert_eq!(code, 6, "{out}");
+        assert!(out.contains("A100"), "{out}");
 
         // A markdown report for the PR comment, verdict first.
         let (code, _, _) = stepgate(&[

@@ -157,7 +157,7 @@ fn the_page_says_everything_the_markdown_says() {
         "{md}"
     );
     assert!(
-        md.contains("<sub>Medians of per-step samples (derived)."),
+        md.contains("<sub>Each side reads median · mean of its per-step samples (derived)"),
         "{md}"
     );
     assert!(md.contains("the baseline names no GPU"), "{md}");
@@ -195,7 +195,7 @@ fn text_and_markdown_of_one_walk_say_the_same_things() {
         "Floor / MBU (derived: floor ÷ wall, median)",
         "warning: the baseline names no GPU",
         "Policy [[kernel]] rules: \"act_and_mul\" selects 1 kernel.",
-        "\nkernel regressions (median exclusive time per step)\n",
+        "\nkernel regressions (exclusive time per step; change of the median)\n",
         "\nnew kernels (candidate only)\n",
         "\nvanished kernels (baseline only)\n",
     ] {
@@ -216,7 +216,7 @@ fn headlines_reasons_and_tables_name_a_metric_alike() {
     // The table's first column, read from the markdown: the words a reason must use.
     let names: Vec<&str> = md
         .lines()
-        .skip_while(|l| !l.starts_with("| step metric (median)"))
+        .skip_while(|l| !l.starts_with("| step metric |"))
         .skip(2)
         .take_while(|l| l.starts_with('|'))
         .map(|l| l.trim_matches('|').split(" | ").next().unwrap().trim())

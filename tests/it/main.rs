@@ -17,6 +17,8 @@ mod diagnosis;
 mod floor_capacity;
 mod fuzz;
 mod gate;
+mod gate_comparable;
+mod gate_power;
 mod gate_words;
 mod golden;
 mod hostile_datasets;

@@ -12,6 +12,7 @@ use crate::wire::gate::{
 };
 
 use super::judge::{judge, mean, Scratch};
+use super::power::{inconclusive_reason, missing};
 
 /// Compare one group present on both sides.
 pub(super) fn compare_group(
@@ -357,8 +358,9 @@ fn group_verdict(
     let too_few = nb < policy.min_samples || nc < policy.min_samples;
     if too_few {
         let reason = format!(
-            "{nb} baseline and {nc} candidate steps; at least {} per side are needed",
-            policy.min_samples
+            "{nb} baseline and {nc} candidate steps; at least {} per side are needed: {}",
+            policy.min_samples,
+            missing(nb, nc, policy.min_samples, "steps")
         );
         return (Verdict::Inconclusive, vec![reason]);
     }
@@ -398,10 +400,17 @@ fn group_verdict(
             k.share_of_busy * 100.0
         ));
     }
-    let any_gated_inconclusive = metrics
+    // Step metrics say why each is inconclusive (too few samples, or too noisy to have
+    // seen the threshold); kernels and categories only ever lack samples, and say so once.
+    let inconclusive: Vec<String> = metrics
         .iter()
-        .map(|m| &m.change)
-        .chain(kernels.both.iter().map(|k| &k.change))
+        .filter(|m| m.change.gated && m.change.verdict == RowVerdict::Inconclusive)
+        .map(|m| inconclusive_reason(&metric_name(&m.metric), &m.change, policy))
+        .collect();
+    let other_inconclusive = kernels
+        .both
+        .iter()
+        .map(|k| &k.change)
         .chain(categories.iter().map(|c| &c.change))
         .any(|ch| ch.gated && ch.verdict == RowVerdict::Inconclusive);
     let verdict = if !reasons.is_empty() {
@@ -409,11 +418,14 @@ fn group_verdict(
     } else if ctx.moved && !ctx.has_mbu {
         reasons.push("mean context moved and no MBU to judge by (give --model)".to_owned());
         Verdict::Inconclusive
-    } else if any_gated_inconclusive {
-        reasons.push(format!(
-            "a gated metric has fewer than {} samples on a side",
-            policy.min_samples
-        ));
+    } else if !inconclusive.is_empty() || other_inconclusive {
+        reasons.extend(inconclusive);
+        if reasons.is_empty() {
+            reasons.push(format!(
+                "a gated kernel or category has fewer than {} samples on a side",
+                policy.min_samples
+            ));
+        }
         Verdict::Inconclusive
     } else {
         Verdict::Pass

@@ -5,6 +5,8 @@ use crate::baseline::policy::Policy;
 use crate::baseline::stats::{median_in_place, median_shift_interval, seed_for};
 use crate::wire::gate::{Change, RowVerdict, Threshold};
 
+use super::power::power;
+
 /// Reused buffers: judging 400 kernels must not allocate per kernel.
 #[derive(Default)]
 pub(super) struct Scratch {
@@ -36,6 +38,8 @@ pub(super) fn judge(
     let mut out = Change {
         baseline_median: bm,
         candidate_median: cm,
+        baseline_mean: (!base.is_empty()).then(|| mean(base)),
+        candidate_mean: (!cand.is_empty()).then(|| mean(cand)),
         baseline_samples: base.len(),
         candidate_samples: cand.len(),
         change: None,
@@ -43,6 +47,9 @@ pub(super) fn judge(
         interval: None,
         interval_rel: None,
         threshold,
+        detectable: None,
+        detectable_rel: None,
+        steps_needed: None,
         higher_is_worse: higher_worse,
         verdict: RowVerdict::Inconclusive,
         gated: threshold.gate,
@@ -93,6 +100,17 @@ pub(super) fn judge(
     } else {
         RowVerdict::Ok
     };
+    if want_interval {
+        let p = power(&iv, bm, threshold, base.len(), cand.len());
+        out.detectable = Some(p.detectable);
+        out.detectable_rel = p.detectable_rel;
+        // A regression or improvement the interval resolved stands however wide it is;
+        // "ok" from samples that could not have seen the threshold is no pass.
+        if p.underpowered && out.verdict == RowVerdict::Ok {
+            out.verdict = RowVerdict::Inconclusive;
+            out.steps_needed = p.steps_needed;
+        }
+    }
     out
 }
 

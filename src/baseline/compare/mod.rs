@@ -7,13 +7,14 @@
 //! baseline side that is not there at all ([`BaselineSide::Unavailable`]).
 //!
 //! One job per file: [`types`] (what the comparison prints), `identity` (same GPU, same
-//! model), `matching` (which groups meet), `judge` (one row), `group` (one group's rows
+//! model), `matching` (which groups meet), `judge` (one row), `power` (what its interval could see), `group` (one group's rows
 //! and verdict); this file rolls the groups up into one verdict.
 
 mod group;
 mod identity;
 mod judge;
 mod matching;
+mod power;
 pub mod types;
 
 use crate::wire::gate::{Comparison, GroupComparison, Method, RuleMatches, SideInfo, Verdict};
@@ -33,7 +34,8 @@ pub enum BaselineSide<'a> {
     Unavailable(&'a str),
 }
 
-/// Compare for a gate: a GPU or model mismatch between the sides is an input error.
+/// Compare for a gate: operating points that differ in meaning (GPU, model, TP, no step
+/// kind in common) are `incomparable`, unless the policy allows comparing them anyway.
 pub fn compare(baseline: &Baseline, candidate: &Baseline, policy: &Policy) -> Result<Comparison> {
     compare_inner(baseline, candidate, policy, true)
 }
@@ -59,8 +61,8 @@ pub fn compared_pairs<'a>(
     matching::match_groups(baseline, candidate).pairs
 }
 
-/// Compare for a plain diff: a GPU or model mismatch is a warning, not an error (comparing
-/// two GPUs on purpose is a fair question; gating across them is not).
+/// Compare for a plain diff: operating points that differ in meaning are a warning, not a
+/// verdict (comparing two GPUs on purpose is a fair question; gating across them is not).
 pub fn compare_unchecked(
     baseline: &Baseline,
     candidate: &Baseline,
@@ -75,7 +77,23 @@ fn compare_inner(
     policy: &Policy,
     strict: bool,
 ) -> Result<Comparison> {
-    let warnings = identity::check_identity(&baseline.meta, &candidate.meta, strict)?;
+    let id = identity::check_identity(baseline, candidate);
+    let mut warnings = id.warnings;
+    if !id.incomparable.is_empty() {
+        if strict && !policy.allow_incomparable {
+            return Ok(incomparable(
+                id.incomparable,
+                id.comparability,
+                warnings,
+                baseline,
+                candidate,
+                policy,
+            ));
+        }
+        // A plain diff compares across operating points on purpose; a gate only when
+        // asked (--allow-incomparable). Either way the reader is told first.
+        warnings.splice(0..0, id.incomparable);
+    }
     let matched = matching::match_groups(baseline, candidate);
     let mut scratch = judge::Scratch::default();
     // Reason lines name kernels by the labels the reports show (distinct kernels that
@@ -94,6 +112,7 @@ fn compare_inner(
         .collect();
     let (verdict, reasons) = roll_up(&groups);
     let policy_rules = rule_matches(policy, &[baseline, candidate])?;
+    let (gated_metrics, resolved_metrics) = resolved(&groups);
     Ok(Comparison {
         schema_version: SCHEMA_VERSION,
         tool: crate::wire::meta::Tool::current(),
@@ -102,7 +121,10 @@ fn compare_inner(
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,
         reasons,
+        gated_metrics,
+        resolved_metrics,
         warnings,
+        comparability: id.comparability,
         baseline: identity::side_info(baseline),
         candidate: identity::side_info(candidate),
         method: method(policy),
@@ -125,7 +147,10 @@ fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
         exit_code: verdict.exit_code(policy.inconclusive_fails),
         inconclusive_fails: policy.inconclusive_fails,
         reasons: vec![format!("baseline unavailable: {why}")],
+        gated_metrics: 0,
+        resolved_metrics: 0,
         warnings: Vec::new(),
+        comparability: crate::wire::gate::Comparability::default(),
         baseline: SideInfo {
             gpu_name: None,
             model: None,
@@ -141,6 +166,44 @@ fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
         groups: Vec::new(),
         one_sided: Vec::new(),
         baseline_unavailable: Some(why.to_owned()),
+        policy_rules: Vec::new(),
+    }
+}
+
+/// The operating points differ in meaning: nothing is judged, and the reasons name the
+/// fields (docs/gate.md, "Comparable or not").
+fn incomparable(
+    mut reasons: Vec<String>,
+    comparability: crate::wire::gate::Comparability,
+    warnings: Vec<String>,
+    baseline: &Baseline,
+    candidate: &Baseline,
+    policy: &Policy,
+) -> Comparison {
+    let verdict = Verdict::Incomparable;
+    reasons.push(
+        "nothing was compared: gate against a baseline recorded with the same GPU, model, TP \
+         and step kinds (--allow-incomparable compares anyway)"
+            .to_owned(),
+    );
+    Comparison {
+        schema_version: SCHEMA_VERSION,
+        tool: crate::wire::meta::Tool::current(),
+        source: None,
+        verdict,
+        exit_code: verdict.exit_code(policy.inconclusive_fails),
+        inconclusive_fails: policy.inconclusive_fails,
+        reasons,
+        gated_metrics: 0,
+        resolved_metrics: 0,
+        warnings,
+        comparability,
+        baseline: identity::side_info(baseline),
+        candidate: identity::side_info(candidate),
+        method: method(policy),
+        groups: Vec::new(),
+        one_sided: Vec::new(),
+        baseline_unavailable: None,
         policy_rules: Vec::new(),
     }
 }
@@ -181,6 +244,18 @@ fn rule_matches(policy: &Policy, sides: &[&Baseline]) -> Result<Vec<RuleMatches>
             })
         })
         .collect()
+}
+
+/// Gated step-metric rows over every group, and how many of them the samples resolved.
+fn resolved(groups: &[GroupComparison]) -> (usize, usize) {
+    let gated = groups
+        .iter()
+        .flat_map(|g| &g.metrics)
+        .filter(|m| m.change.gated);
+    gated.fold((0, 0), |(n, r), m| {
+        let ok = m.change.verdict != crate::wire::gate::RowVerdict::Inconclusive;
+        (n + 1, r + usize::from(ok))
+    })
 }
 
 /// One verdict from the groups': any regression fails; no group on both sides or any

@@ -12,6 +12,7 @@ impl Verdict {
             Verdict::Regression => exit::REGRESSION,
             Verdict::Inconclusive if inconclusive_fails => exit::REGRESSION,
             Verdict::Inconclusive => exit::INCONCLUSIVE,
+            Verdict::Incomparable => exit::INCOMPARABLE,
         }
     }
 }

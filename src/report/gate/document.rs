@@ -13,8 +13,8 @@ use super::tables::{
     waterfall_table, waterfall_table_rows, Names,
 };
 use super::{
-    group_heading, name_labels, policy_rules_line, sides_line, titles, verdict_line, RenderOptions,
-    Style,
+    comparability_line, group_heading, name_labels, policy_rules_line, sides_line, titles,
+    verdict_line, RenderOptions, Style,
 };
 
 /// A titled table: the long form (markdown, HTML) says more in its parenthesis than the
@@ -229,7 +229,8 @@ pub fn text(c: &Comparison, o: &RenderOptions) -> String {
     m.0
 }
 
-const PER_STEP: &str = "median exclusive time per step";
+/// What the kernel lists show: the change is of the medians; each side is median · mean.
+const PER_STEP: &str = "exclusive time per step; change of the median";
 
 /// The document: verdict, sides, policy rules, reasons and warnings, then per group its
 /// step metrics, MBU, waterfall, kernel lists and categories, then what was not compared.
@@ -244,6 +245,9 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
     };
     m.title(&verdict_line(c, o));
     m.line(&sides_line(c, o, style));
+    if let Some(l) = comparability_line(c) {
+        m.line(&l);
+    }
     if let Some(l) = policy_rules_line(c, style) {
         m.line(&l);
     }
@@ -258,7 +262,7 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
             m.note(&escape_control(n));
         }
         m.group_charts(i, g);
-        m.table(&metrics_table(g, "step metric (median)", o.show_verdict));
+        m.table(&metrics_table(g, "step metric", o.show_verdict));
         m.paragraph(&mbu_line(g, style, o.show_verdict));
         if let Some(t) = waterfall_table(&g.explain, o.waterfall_top, names) {
             m.waterfall_chart(g, names);
@@ -338,8 +342,8 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
             // Something moved: the table is part of the story, not a detail.
             let title = Titled {
                 title: "Time per category",
-                long: "median per step",
-                short: "median per step",
+                long: "per step; change of the median",
+                short: "per step; change of the median",
             };
             m.titled_table(&title, &categories_table(g, o.show_verdict));
         } else if !g.categories.is_empty() {
@@ -377,10 +381,12 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
     m.not_compared(&c.one_sided);
     m.full_names(&full_names);
     m.footnote(&format!(
-        "Medians of per-step samples (derived). Change interval: {:.0}% percentile \
+        "Each side reads median · mean of its per-step samples (derived): the thresholds \
+         judge the change of the medians, the waterfall adds up the means. Change interval: {:.0}% percentile \
          bootstrap, {} resamples, seed {:#x}. A regression needs the whole interval beyond \
          the relative threshold and the change beyond the absolute one; fewer than {} steps \
-         per side is inconclusive.",
+         per side is inconclusive, and so is a step metric whose smallest visible change \
+         (half the interval's width, derived) exceeds its threshold.",
         c.method.confidence * 100.0,
         fmt_int(c.method.resamples as i64),
         c.method.seed,

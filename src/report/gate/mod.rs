@@ -86,7 +86,23 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
     let why = match c.reasons.as_slice() {
         [] => format!("no regression beyond thresholds; {scope}"),
         [one] => one.clone(),
-        [first, rest @ ..] => format!("{first} (and {} more)", rest.len()),
+        [first, rest @ ..] => format!(
+            "{first} (and {} more reason{}, below)",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    };
+    // How many gated step metrics the samples could resolve: a pass over metrics too
+    // noisy to have seen their thresholds is no pass (they are inconclusive).
+    let resolved = if c.gated_metrics > 0 {
+        format!(
+            " · {} of {} gated metric{} resolved",
+            c.resolved_metrics,
+            c.gated_metrics,
+            if c.gated_metrics == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
     };
     let fails = if c.verdict == Verdict::Inconclusive && c.inconclusive_fails {
         " (counts as a failure)"
@@ -95,7 +111,7 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
     };
     // Reasons quote kernel names from the reports: one line, whatever the names hold.
     format!(
-        "{icon} {word}{fails} — {}",
+        "{icon} {word}{fails} — {}{resolved}",
         crate::report::escape_control(&why)
     )
 }
@@ -149,6 +165,42 @@ pub(crate) fn sides_line(c: &Comparison, o: &RenderOptions, style: Style) -> Str
             name(&o.candidate_name)
         )
     }
+}
+
+/// How alike the two sides' operating points are, when any field differs: the score
+/// and each difference (those that change meaning say so).
+pub(crate) fn comparability_line(c: &Comparison) -> Option<String> {
+    let k = &c.comparability;
+    if k.differences.is_empty() {
+        return None;
+    }
+    let n = k.checked.len();
+    let diffs: Vec<String> = k
+        .differences
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} → {}{}",
+                d.field,
+                d.baseline,
+                d.candidate,
+                if d.changes_meaning {
+                    " (changes meaning)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    let line = format!(
+        "Comparability {} (derived: {} of {n} operating-point fields both sides state agree); \
+         differs in {}.",
+        k.score
+            .map_or_else(|| "–".to_owned(), |s| format!("{s:.2}")),
+        n - k.differences.len(),
+        diffs.join("; ")
+    );
+    Some(crate::report::escape_control(&line).into_owned())
 }
 
 /// How many kernels each policy `[[kernel]]` rule selected.

@@ -20,6 +20,7 @@ pub(crate) fn verdict_word(v: Verdict) -> (&'static str, &'static str) {
         Verdict::Pass => ("✅", "Pass"),
         Verdict::Regression => ("❌", "Regression"),
         Verdict::Inconclusive => ("⚠️", "Inconclusive"),
+        Verdict::Incomparable => ("⛔", "Incomparable"),
     }
 }
 
@@ -32,7 +33,12 @@ fn row_verdict(ch: &Change, judge: bool) -> String {
         (RowVerdict::Regression, false) => "worse",
         (RowVerdict::Improvement, false) => "better",
         (RowVerdict::Ok, _) => "ok",
+        // With an interval, the samples were too noisy to have seen the threshold.
+        (RowVerdict::Inconclusive, true) if ch.detectable.is_some() => {
+            "⚠️ inconclusive (too noisy)"
+        }
         (RowVerdict::Inconclusive, true) => "⚠️ inconclusive",
+        (RowVerdict::Inconclusive, false) if ch.detectable.is_some() => "too noisy to tell",
         (RowVerdict::Inconclusive, false) => "too few steps",
     };
     if !judge || ch.gated || ch.verdict == RowVerdict::Ok {
@@ -91,6 +97,16 @@ fn fmt_interval(unit: &str, ch: &Change) -> String {
     }
 }
 
+/// The smallest change the samples could tell from none (half the interval's width),
+/// relative where there is a ratio.
+fn fmt_visible(unit: &str, ch: &Change) -> String {
+    match (ch.detectable_rel, ch.detectable) {
+        (Some(r), _) => format!("±{}", fmt_pct(r)),
+        (None, Some(d)) => format!("±{}", fmt_delta(unit, d).trim_start_matches('+')),
+        _ => "–".to_owned(),
+    }
+}
+
 fn fmt_threshold(unit: &str, ch: &Change) -> String {
     let t = ch.threshold;
     let abs = if unit.ends_with("_ns") {
@@ -108,13 +124,29 @@ fn fmt_threshold(unit: &str, ch: &Change) -> String {
     }
 }
 
+/// A side's value as every gate table shows it: the median the thresholds judge, then
+/// the mean the waterfall adds up (docs/gate.md, "One statistic per number").
+fn median_mean(median: Option<f64>, mean: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    match (median, mean) {
+        (Some(m), Some(a)) => format!("{} · {}", f(m), f(a)),
+        (m, _) => cell_opt(m, f),
+    }
+}
+
+/// The column headers of the two sides: which statistic, in which order.
+pub(crate) const BASELINE_STATS: &str = "baseline (median · mean)";
+pub(crate) const CANDIDATE_STATS: &str = "candidate (median · mean)";
+const BASELINE_US: &str = "baseline µs (median · mean)";
+const CANDIDATE_US: &str = "candidate µs (median · mean)";
+
 pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Table {
     let mut t = Table::new(&[
         (name, Align::Left),
-        ("baseline", Align::Right),
-        ("candidate", Align::Right),
+        (BASELINE_STATS, Align::Right),
+        (CANDIDATE_STATS, Align::Right),
         ("change", Align::Right),
         ("95% interval", Align::Right),
+        ("smallest visible", Align::Right),
         ("threshold", Align::Right),
         ("verdict", Align::Left),
     ]);
@@ -123,10 +155,11 @@ pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Tab
         let u = m.metric.as_str();
         t.row(vec![
             metric_name(u).into_owned(),
-            cell_opt(ch.baseline_median, |v| fmt_value(u, v)),
-            cell_opt(ch.candidate_median, |v| fmt_value(u, v)),
+            median_mean(ch.baseline_median, ch.baseline_mean, |v| fmt_value(u, v)),
+            median_mean(ch.candidate_median, ch.candidate_mean, |v| fmt_value(u, v)),
             fmt_change(u, ch),
             fmt_interval(u, ch),
+            fmt_visible(u, ch),
             fmt_threshold(u, ch),
             row_verdict(ch, judge),
         ]);
@@ -175,8 +208,8 @@ pub(crate) fn kernel_table(rows: &[&KernelRow], judge: bool, names: Names<'_>) -
     let mut t = Table::new(&[
         ("kernel", Align::Wrap),
         ("category", Align::Left),
-        ("baseline µs", Align::Right),
-        ("candidate µs", Align::Right),
+        (BASELINE_US, Align::Right),
+        (CANDIDATE_US, Align::Right),
         ("change", Align::Right),
         ("95% interval", Align::Right),
         ("verdict", Align::Left),
@@ -187,8 +220,8 @@ pub(crate) fn kernel_table(rows: &[&KernelRow], judge: bool, names: Names<'_>) -
         t.row(vec![
             names.cell(&k.name, &k.short_name),
             k.category.clone(),
-            cell_opt(ch.baseline_median, fmt_us),
-            cell_opt(ch.candidate_median, fmt_us),
+            median_mean(ch.baseline_median, ch.baseline_mean, fmt_us),
+            median_mean(ch.candidate_median, ch.candidate_mean, fmt_us),
             fmt_change(u, ch),
             fmt_interval(u, ch),
             row_verdict(ch, judge),
@@ -224,8 +257,8 @@ pub(crate) fn presence_table(rows: &[KernelPresence], new: bool, names: Names<'_
 pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
     let mut t = Table::new(&[
         ("category", Align::Left),
-        ("baseline µs", Align::Right),
-        ("candidate µs", Align::Right),
+        (BASELINE_US, Align::Right),
+        (CANDIDATE_US, Align::Right),
         ("change", Align::Right),
         ("95% interval", Align::Right),
         ("verdict", Align::Left),
@@ -234,8 +267,8 @@ pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
         let ch = &c.change;
         t.row(vec![
             c.category.clone(),
-            cell_opt(ch.baseline_median, fmt_us),
-            cell_opt(ch.candidate_median, fmt_us),
+            median_mean(ch.baseline_median, ch.baseline_mean, fmt_us),
+            median_mean(ch.candidate_median, ch.candidate_mean, fmt_us),
             fmt_change("exclusive_ns", ch),
             fmt_interval("exclusive_ns", ch),
             row_verdict(ch, judge),
@@ -319,8 +352,8 @@ pub(crate) fn waterfall_table(w: &Waterfall, top: usize, names: Names<'_>) -> Op
     let mut t = Table::new(&[
         ("contributor", Align::Wrap),
         ("category", Align::Left),
-        ("baseline µs", Align::Right),
-        ("candidate µs", Align::Right),
+        ("baseline µs (mean)", Align::Right),
+        ("candidate µs (mean)", Align::Right),
         ("Δ mean per step", Align::Right),
     ]);
     for r in &s.top {

@@ -278,6 +278,7 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::Pass => "pass",
         Verdict::Regression => "regression",
         Verdict::Inconclusive => "inconclusive",
+        Verdict::Incomparable => "incomparable",
     }
 }
 
@@ -291,6 +292,7 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
             (true, Verdict::Pass) => "pass",
             (true, Verdict::Regression) => "fail",
             (true, Verdict::Inconclusive) => "warn",
+            (true, Verdict::Incomparable) => "fail",
         },
         show_verdict: o.show_verdict,
         waterfall_top: o.waterfall_top,
