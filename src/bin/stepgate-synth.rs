@@ -103,6 +103,20 @@ enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
+    /// An AMD rocpd database (rocprofv3, schema 3, rocprofiler-sdk's DDL): one GPU per
+    /// process, a ROCTx range per decode step around its HIP launches.
+    ///
+    /// Example: stepgate-synth rocpd --processes 2 --steps 50 -o decode.db
+    Rocpd {
+        #[arg(long, default_value_t = 1)]
+        processes: usize,
+        #[arg(long, default_value_t = 20)]
+        steps: usize,
+        #[arg(long, default_value_t = 8)]
+        kernels: usize,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
     /// Time the nsys loader on a file (rows read and seconds; for benchmarks).
     ///
     /// Example: stepgate-synth time-load bench_1m.sqlite --ops-only
@@ -266,6 +280,34 @@ fn run(cli: Cli) -> Result<()> {
             };
             long_names::write(&out, format, bytes)?;
             eprintln!("wrote {} (two names of {bytes} bytes)", out.display());
+        }
+        Command::Rocpd {
+            processes,
+            steps,
+            kernels,
+            out,
+        } => {
+            let spec = stepgate::synth::rocpd::Spec {
+                processes,
+                steps,
+                kernels_per_step: kernels,
+                ..Default::default()
+            };
+            if out.exists() {
+                return Err(Error::usage(format!(
+                    "{} exists; give a new path",
+                    out.display()
+                )));
+            }
+            let truth = stepgate::synth::rocpd::write(&out, &spec)
+                .map_err(|e| Error::output(&out, std::io::Error::other(e.to_string())))?;
+            eprintln!(
+                "wrote {}: {} dispatches, {} copies; busy per GPU (ns, the generator's union): {:?}",
+                out.display(),
+                truth.dispatches,
+                truth.copies,
+                truth.busy_ns
+            );
         }
         Command::TimeLoad { file, ops_only } => {
             let opts = if ops_only {

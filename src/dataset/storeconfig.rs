@@ -151,7 +151,10 @@ pub(crate) fn remote(
         "gs" => {
             use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
             let mut b = GoogleCloudStorageBuilder::default();
-            if let Some(path) = std::env::var("SERVICE_ACCOUNT").ok().filter(|v| !v.is_empty()) {
+            if let Some(path) = std::env::var("SERVICE_ACCOUNT")
+                .ok()
+                .filter(|v| !v.is_empty())
+            {
                 b = b.with_service_account_path(path);
             }
             for (k, v) in env_settings(std::env::vars_os(), "GOOGLE_") {
@@ -175,7 +178,10 @@ pub(crate) fn remote(
         _ => {
             use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
             let mut b = MicrosoftAzureBuilder::default();
-            if let Some(e) = std::env::var("IDENTITY_ENDPOINT").ok().filter(|v| !v.is_empty()) {
+            if let Some(e) = std::env::var("IDENTITY_ENDPOINT")
+                .ok()
+                .filter(|v| !v.is_empty())
+            {
                 b = b.with_msi_endpoint(e);
             }
             for (k, v) in env_settings(std::env::vars_os(), "AZURE_") {
@@ -243,6 +249,20 @@ pub(crate) fn full_disk(e: &object_store::Error) -> bool {
     e.to_string().contains("No space left on device")
 }
 
+/// The store's settings from the environment, as object_store's `from_env` reads them
+/// (`AWS_*`, `GOOGLE_*`, `AZURE_*`, lower-cased into config keys), except that an empty
+/// value counts as unset: CI systems expand an unset variable to "" (GitHub's
+/// `${{ vars.X }}`), and an empty `AWS_ENDPOINT_URL` must mean AWS, not a broken URL.
+fn env_settings(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    prefix: &str,
+) -> Vec<(String, String)> {
+    vars.filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| k.starts_with(prefix) && !v.is_empty())
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,18 +306,4 @@ mod tests {
         assert_eq!(scrub("key hunter2-secret here"), "key *** here");
         configure(StoreConfig::default());
     }
-}
-
-/// The store's settings from the environment, as object_store's `from_env` reads them
-/// (`AWS_*`, `GOOGLE_*`, `AZURE_*`, lower-cased into config keys), except that an empty
-/// value counts as unset: CI systems expand an unset variable to "" (GitHub's
-/// `${{ vars.X }}`), and an empty `AWS_ENDPOINT_URL` must mean AWS, not a broken URL.
-fn env_settings(
-    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
-    prefix: &str,
-) -> Vec<(String, String)> {
-    vars.filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, v)| k.starts_with(prefix) && !v.is_empty())
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect()
 }

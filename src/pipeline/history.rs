@@ -23,6 +23,7 @@ pub(crate) fn source_format_name(f: SourceFormat) -> &'static str {
     match f {
         SourceFormat::Nsys => "nsys-sqlite",
         SourceFormat::Kineto => "kineto",
+        SourceFormat::Rocpd => "rocpd",
     }
 }
 

@@ -41,7 +41,7 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
         gpu_name: source.gpu_name.clone(),
         nsys_version: match trace.meta.format {
             SourceFormat::Nsys => trace.meta.tool_version.clone(),
-            SourceFormat::Kineto => None,
+            SourceFormat::Kineto | SourceFormat::Rocpd => None,
         },
         source_format: source.source_format.clone(),
         engine: None,

@@ -1,12 +1,48 @@
 //! Report readers: only this module knows file formats. Each fills the one [`Trace`] model.
+//!
+//! A reader is one row of [`READERS`]: it claims a path by content and loads it; what its
+//! format can and cannot say is `SourceFormat::capabilities`, which the pipeline asks
+//! instead of comparing formats. Adding a format is a module here, one row, one
+//! `SourceFormat` variant with its capabilities.
 
 use std::path::Path;
 
 use crate::exit::{Error, Result};
 use crate::trace::Trace;
+use crate::wire::trace::SourceFormat;
 
 pub mod kineto;
 pub mod nsys;
+pub mod rocpd;
+
+/// One input format's reader.
+pub struct Reader {
+    pub format: SourceFormat,
+    /// Whether this reader reads the path (asked in [`READERS`] order).
+    pub claims: fn(&Path) -> bool,
+    pub load: fn(&Path, &LoadOptions) -> Result<Trace>,
+}
+
+/// Every reader, in the order they are asked: Kineto (directories, JSON), rocpd (SQLite
+/// with a `rocpd_metadata` table), then nsys, which claims the rest and says in one line
+/// what it cannot read.
+pub const READERS: &[Reader] = &[
+    Reader {
+        format: SourceFormat::Kineto,
+        claims: kineto::looks_like_kineto,
+        load: kineto::load_with,
+    },
+    Reader {
+        format: SourceFormat::Rocpd,
+        claims: rocpd::looks_like_rocpd,
+        load: rocpd::load_with,
+    },
+    Reader {
+        format: SourceFormat::Nsys,
+        claims: |_| true,
+        load: nsys::load_with,
+    },
+];
 
 /// What to read besides the GPU ops (which are always read). The extras (launch
 /// geometry, GPU metrics, input shapes) are off unless asked for: a 4M-kernel report
@@ -67,8 +103,8 @@ impl LoadOptions {
 }
 
 /// Load any supported report: an nsys SQLite export (or `.nsys-rep`/`.qdrep`, exported
-/// through `nsys` when it is on PATH), a Kineto `.json`/`.json.gz`, or a directory of
-/// per-rank Kineto traces.
+/// through `nsys` when it is on PATH), a Kineto `.json`/`.json.gz`, a directory of
+/// per-rank Kineto traces, or an AMD rocpd / RPD database.
 pub fn load(path: &Path) -> Result<Trace> {
     load_with(path, &LoadOptions::all())
 }
@@ -79,11 +115,11 @@ pub fn load(path: &Path) -> Result<Trace> {
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     check_readable_kind(path)?;
     crate::phases::mark("load: start");
-    let mut trace = if path.is_dir() || kineto::looks_like_kineto(path) {
-        kineto::load_with(path, opts)
-    } else {
-        nsys::load_with(path, opts)
-    }?;
+    let reader = READERS
+        .iter()
+        .find(|r| (r.claims)(path))
+        .unwrap_or(&READERS[READERS.len() - 1]);
+    let mut trace = (reader.load)(path, opts)?;
     crate::phases::mark("load: done");
     warn_ambiguous_launches(&mut trace);
     crate::phases::mark("load: launch ids checked");

@@ -5,7 +5,8 @@
 //! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
 //! [`planted`] writes decode and prefill steps with one diagnosable cause planted,
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
-//! kernels with names of megabytes, [`augment`] adds GPU work to a real export captured
+//! kernels with names of megabytes, [`rocpd`] writes AMD rocpd databases from
+//! rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
 //! without a GPU.
 
 pub mod augment;
@@ -13,6 +14,7 @@ pub mod kineto;
 pub mod long_names;
 pub mod planted;
 pub mod replicate;
+pub mod rocpd;
 pub mod steps;
 pub mod uncorrelated;
 pub mod workload;

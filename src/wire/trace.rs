@@ -9,6 +9,47 @@ use serde::{Deserialize, Serialize};
 pub enum SourceFormat {
     Nsys,
     Kineto,
+    /// AMD's rocprofv3 rocpd database (schema 3) or the older rocmProfileData RPD (schema 2).
+    Rocpd,
+}
+
+/// What a format can and cannot say, asked by the pipeline instead of comparing formats
+/// (a new reader states its own; see `SourceFormat::capabilities`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Every GPU op names the host call that launched it (nsys correlation ids, rocpd
+    /// stack ids). Without it (Kineto: ops whose launch was not recorded) steps also claim
+    /// unlinked ops by time window.
+    pub launch_links: bool,
+    /// The marker API whose ranges the user pushes (NVTX, ROCTx): host ranges are only
+    /// what the program annotated. `None`: ranges are the profiler's own annotations of
+    /// operators and steps (Kineto `user_annotation`, `ProfilerStep#N`).
+    pub marker_api: Option<&'static str>,
+    /// The profiler that wrote the format, as a user would name it in advice.
+    pub profiler: &'static str,
+}
+
+impl SourceFormat {
+    /// What this format's readers can say (docs/ingest.md, "Readers").
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            SourceFormat::Nsys => Capabilities {
+                launch_links: true,
+                marker_api: Some("NVTX"),
+                profiler: "nsys",
+            },
+            SourceFormat::Kineto => Capabilities {
+                launch_links: false,
+                marker_api: None,
+                profiler: "the PyTorch profiler",
+            },
+            SourceFormat::Rocpd => Capabilities {
+                launch_links: true,
+                marker_api: Some("ROCTx"),
+                profiler: "rocprofv3",
+            },
+        }
+    }
 }
 
 /// A GPU as the report names it.

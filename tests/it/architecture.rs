@@ -558,6 +558,37 @@ fn doc_line_violations(files: &[Source]) -> Vec<String> {
         .collect()
 }
 
+/// A comparison with a `SourceFormat` value outside `src/source/` and `src/wire/`: what a
+/// format can say is `SourceFormat::capabilities`, asked instead (a `match` that names a
+/// format's label is fine: the compiler points at it when a format is added).
+fn format_comparison_violations(files: &[Source]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        if f.path.starts_with("src/source/") || f.path.starts_with("src/wire/") {
+            continue;
+        }
+        let code = without_tests(&code_only(&f.text));
+        let flat: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+        for op in [
+            "== SourceFormat::",
+            "!= SourceFormat::",
+            "matches!(",
+            "if let SourceFormat::",
+        ] {
+            for (i, _) in flat.match_indices(op) {
+                let tail = &flat[i..flat.len().min(i + 80)];
+                if op != "matches!(" || tail.contains("SourceFormat::") {
+                    out.push(format!(
+                        "{}: compares formats ({tail:.40}…): ask capabilities()",
+                        f.path
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A `derive(… Serialize …)` or a `pub use crate::wire…` outside `src/wire/`.
 fn wire_violations(files: &[Source]) -> Vec<String> {
     let derive = Regex::new(r"#\[derive\(([^)]*)\)\]").unwrap();
@@ -639,6 +670,40 @@ fn every_file_opens_with_a_doc_line() {
 #[test]
 fn serialized_types_live_in_wire_and_are_not_re_exported() {
     assert_none("wire", wire_violations(&sources()));
+}
+
+#[test]
+fn no_format_comparison_outside_the_readers() {
+    assert_none(
+        "format comparisons",
+        format_comparison_violations(&sources()),
+    );
+}
+
+#[test]
+fn a_format_comparison_is_reported() {
+    let files = crate_of(&[
+        (
+            "src/source/mod.rs",
+            "//! s\nfn f(x: F) -> bool { x == SourceFormat::Nsys }\n",
+        ),
+        (
+            "src/timing/a.rs",
+            "//! a\nfn f(x: F) -> bool {\n    x.format\n        == SourceFormat::Kineto\n}\n",
+        ),
+        (
+            "src/timing/b.rs",
+            "//! b\nfn f(x: F) -> bool { matches!(x, SourceFormat::Rocpd) }\n",
+        ),
+        (
+            "src/timing/c.rs",
+            "//! c\nfn f(x: F) -> bool { x.capabilities().launch_links }\n",
+        ),
+    ]);
+    let v = format_comparison_violations(&files);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].starts_with("src/timing/a.rs"), "{v:?}");
+    assert!(v[1].starts_with("src/timing/b.rs"), "{v:?}");
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod object_store;
 mod object_store_proxy;
 mod perfetto;
 mod real_nsys;
+mod rocpd;
 mod schema;
 mod shapes;
 mod steps;

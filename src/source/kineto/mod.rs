@@ -24,6 +24,8 @@ mod read;
 mod scan;
 mod shapes;
 
+pub use names::short_name;
+
 use std::path::Path;
 
 use crate::exit::{Error, Result};

@@ -8,7 +8,6 @@
 use crate::categories::Categorizer;
 use crate::trace::OpKind;
 use crate::wire::steps::{BatchComposition, FoundBy, HostCall, StepKind};
-use crate::wire::trace::SourceFormat;
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::{gpu_annotations, Index};
@@ -72,7 +71,7 @@ impl<'i, 'a> Projector<'i, 'a> {
             Items::Spans(c) => self.spans(c, found.found_by),
             Items::Groups(g) => self.groups(g),
         };
-        if self.ix.trace.meta.format == SourceFormat::Kineto {
+        if !self.ix.trace.meta.format.capabilities().launch_links {
             self.window_fallback(&mut collected);
         }
         collected

@@ -1,13 +1,11 @@
 //! What a heuristic family's steps lack, said in the report: the engine the trace's names
 //! suggest, and the engine flag or version that would make the steps exact.
 
-use crate::wire::trace::SourceFormat;
-
 use super::{Found, FoundBy, Index};
 
 /// What makes steps exact, for captures where stepgate had to guess.
 fn exact_hint(ix: &Index<'_>, by: FoundBy, engine: Option<&str>) -> Option<String> {
-    let nsys = ix.trace.meta.format == SourceFormat::Nsys;
+    let nsys = ix.trace.meta.format.capabilities().marker_api.is_some();
     let vllm = if nsys {
         "vLLM ≥ 0.13 with --profiler-config.profiler=cuda (0.12: VLLM_TORCH_CUDA_PROFILE=1) writes execute_… NVTX step ranges"
     } else {

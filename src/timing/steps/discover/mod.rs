@@ -19,7 +19,6 @@ mod sync;
 mod user;
 
 use crate::exit::{Error, Result};
-use crate::wire::trace::SourceFormat;
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::Index;
@@ -138,8 +137,8 @@ pub fn discover(ix: &Index<'_>, opts: &StepOptions) -> Result<Found> {
 
 /// What auto says when the first family, the engine markers, found none.
 fn no_marker_note(ix: &Index<'_>) -> String {
-    if ix.trace.meta.format == SourceFormat::Nsys {
-        "no engine step markers (vLLM execute_…, SGLang step[…], TensorRT-LLM _forward_step) in this report".to_owned()
+    if let Some(api) = ix.trace.meta.format.capabilities().marker_api {
+        format!("no engine step markers (vLLM execute_…, SGLang step[…], TensorRT-LLM _forward_step) in this report's {api} ranges")
     } else {
         "no vLLM `execute_…`, SGLang `step[…]` or ProfilerStep#N annotations in this trace"
             .to_owned()

@@ -21,7 +21,6 @@ use crate::exit::Result;
 use crate::timing::stepname::{is_engine_step_name, is_never_step, strip_emit_nvtx};
 use crate::timing::steps::StepOptions;
 use crate::wire::steps::{FoundBy, StepMethod};
-use crate::wire::trace::SourceFormat;
 
 use super::cycle::{self, training_rank, Cycle, Thread};
 use super::{Candidate, Found, Index};
@@ -47,7 +46,9 @@ struct Chosen<'t> {
 }
 
 pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
-    let nsys = ix.trace.meta.format == SourceFormat::Nsys;
+    // Marker-API ranges are only what the program pushed: of those, only training-rank
+    // names recur as steps (profiler annotations recur for every operator).
+    let nsys = ix.trace.meta.format.capabilities().marker_api.is_some();
     let threads = cycle::threads(ix, |n| eligible(n, nsys))?;
     let mut chosen: Vec<Chosen<'_>> = Vec::new();
     let mut lo = 0;

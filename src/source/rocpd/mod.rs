@@ -1,0 +1,196 @@
+//! AMD ROCm profiler databases: rocprofv3's rocpd SQLite (schema 3, rocprofiler-sdk) and the
+//! older rocmProfileData RPD format (schema 2), read into the one [`Trace`] model.
+//!
+//! Both are SQLite files with a `rocpd_metadata` table whose `schema_version` says which
+//! layout it is (docs/rocpd-format.md). Layout: [`v3`] reads rocpd (dispatches, copies,
+//! HIP calls and ROCTx ranges from `rocpd_region`, linked by `stack_id`), [`rpd`] reads RPD
+//! (`rocpd_op`, `rocpd_api`, linked by `rocpd_api_ops`). Times are integer nanoseconds of
+//! the capture's clock (CLOCK_BOOTTIME for rocpd), made relative to the earliest event.
+
+mod rpd;
+mod v3;
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::exit::{Error, Result};
+use crate::source::nsys::load::{sql_error, Db};
+use crate::source::LoadOptions;
+use crate::trace::{Interner, Trace};
+use crate::wire::trace::DeviceInfo;
+
+/// Which rocpd layout a database holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// rocprofv3 / rocprofiler-sdk rocpd, `schema_version` 3 (uuid-suffixed tables behind
+    /// un-suffixed views).
+    Rocpd3,
+    /// rocmProfileData (`rpd_tracer`), `schema_version` 2 (plain tables).
+    Rpd2,
+}
+
+/// Whether an SQLite file is a rocpd or RPD database: it has `rocpd_metadata` (nsys
+/// exports never do). Cheap: one query of `sqlite_master`.
+pub fn looks_like_rocpd(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    let ok = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok();
+    if !ok || &head != b"SQLite format 3\0" {
+        return false;
+    }
+    Db::new(path)
+        .and_then(|db| db.open())
+        .map(|c| has_object(&c, "rocpd_metadata"))
+        .unwrap_or(false)
+}
+
+/// Load a rocpd (v3) or RPD (v2) database.
+pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    crate::source::check_readable_kind(path)?;
+    let db = Db::new(path)?;
+    let conn = db.open()?;
+    let layout = layout(&conn, path)?;
+    let mut trace = match layout {
+        Layout::Rocpd3 => v3::load(&conn, path, opts),
+        Layout::Rpd2 => rpd::load(&conn, path, opts),
+    }?;
+    trace.meta.warnings.extend(db.note.clone());
+    Ok(trace)
+}
+
+/// The layout from `schema_version`, or one line saying why the file is not readable.
+fn layout(conn: &Connection, path: &Path) -> Result<Layout> {
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM rocpd_metadata WHERE tag = 'schema_version' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    let v3 = has_object(conn, "rocpd_kernel_dispatch");
+    let v2 = has_object(conn, "rocpd_op");
+    match version.as_deref().map(str::trim) {
+        Some("3") if v3 => Ok(Layout::Rocpd3),
+        Some("2") if v2 => Ok(Layout::Rpd2),
+        // Newer rocpd versions only add tables and columns (docs/rocpd-format.md).
+        Some(v) if v3 && v.parse::<u32>().is_ok_and(|n| n > 3) => Ok(Layout::Rocpd3),
+        v => Err(Error::input(format!(
+            "{}: a rocpd/RPD database of schema_version {} without its {} table: stepgate \
+             reads rocprofv3 rocpd (schema 3) and rocmProfileData RPD (schema 2); export the \
+             capture again with `rocprofv3 --output-format rocpd`",
+            path.display(),
+            v.unwrap_or("(none)"),
+            if v == Some("2") {
+                "rocpd_op"
+            } else {
+                "rocpd_kernel_dispatch"
+            }
+        ))),
+    }
+}
+
+/// Whether a table or view of that name exists.
+fn has_object(conn: &Connection, name: &str) -> bool {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE name = ?1 AND type IN ('table', 'view')",
+        [name],
+        |_| Ok(()),
+    )
+    .is_ok()
+}
+
+/// The earliest timestamp of the given `(table, column)` pairs: the trace's time zero.
+fn origin(conn: &Connection, path: &Path, parts: &[(&str, &str)]) -> Result<i64> {
+    let mut lo = i64::MAX;
+    for (table, column) in parts {
+        if !has_object(conn, table) {
+            continue;
+        }
+        let sql = format!("SELECT MIN({column}) FROM {table}");
+        let v: Option<i64> = conn
+            .query_row(&sql, [], |r| r.get(0))
+            .map_err(|e| sql_error(path, "reading the time origin", e))?;
+        if let Some(v) = v {
+            lo = lo.min(v);
+        }
+    }
+    Ok(if lo == i64::MAX { 0 } else { lo })
+}
+
+/// Devices as the ops name them, each with the name the database gives it where it has one.
+fn devices_of(ops_devices: &[i64], named: Vec<DeviceInfo>) -> Vec<DeviceInfo> {
+    let mut out: Vec<DeviceInfo> = Vec::new();
+    for d in named {
+        if !out.iter().any(|o| o.id == d.id) {
+            out.push(d);
+        }
+    }
+    let seen: std::collections::BTreeSet<i64> = ops_devices.iter().copied().collect();
+    for id in seen {
+        if !out.iter().any(|o| o.id == id) {
+            out.push(DeviceInfo {
+                id,
+                ..DeviceInfo::default()
+            });
+        }
+    }
+    out.sort_by_key(|d| d.id);
+    out
+}
+
+/// The short name of a kernel for `ops.short_id`: the base name the way the Kineto reader
+/// cuts it from a demangled signature (rocpd's `display_name` and RPD names are demangled).
+fn short_of(names: &mut Interner, full: &str) -> u32 {
+    names.intern(crate::source::kineto::short_name(full))
+}
+
+/// A copy's name as nsys and the Kineto reader spell it (`[memcpy HtoD]`), so one op ranks
+/// under one name in every format: rocpd writes `MEMORY_COPY_HOST_TO_DEVICE`, RPD
+/// `CopyHostToDevice`.
+fn copy_name(raw: &str) -> String {
+    let s = raw
+        .strip_prefix("MEMORY_COPY_")
+        .or_else(|| raw.strip_prefix("Copy"))
+        .unwrap_or(raw)
+        .to_ascii_uppercase()
+        .replace('_', "");
+    let side = |t: &str| match t {
+        "HOST" => Some("H"),
+        "DEVICE" => Some("D"),
+        "PEER" => Some("P"),
+        _ => None,
+    };
+    match s
+        .split_once("TO")
+        .and_then(|(a, b)| Some((side(a)?, side(b)?)))
+    {
+        Some((a, b)) => format!("[memcpy {a}to{b}]"),
+        None => "[memcpy]".to_owned(),
+    }
+}
+
+/// The one-line error for a database that holds no GPU work.
+fn no_ops(path: &Path) -> Error {
+    Error::input(format!(
+        "{}: no kernel dispatches or memory copies in this database: capture with \
+         `rocprofv3 --kernel-trace --memory-copy-trace` (or --runtime-trace)",
+        path.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_name;
+
+    #[test]
+    fn copies_are_named_as_nsys_names_them() {
+        assert_eq!(copy_name("MEMORY_COPY_HOST_TO_DEVICE"), "[memcpy HtoD]");
+        assert_eq!(copy_name("MEMORY_COPY_DEVICE_TO_HOST"), "[memcpy DtoH]");
+        assert_eq!(copy_name("MEMORY_COPY_DEVICE_TO_DEVICE"), "[memcpy DtoD]");
+        assert_eq!(copy_name("CopyHostToDevice"), "[memcpy HtoD]");
+        assert_eq!(copy_name("CopyDeviceToHost"), "[memcpy DtoH]");
+        assert_eq!(copy_name("MEMORY_COPY_NONE"), "[memcpy]");
+    }
+}

@@ -1,0 +1,179 @@
+//! rocmProfileData RPD databases (schema 2, written by `rpd_tracer`/`runTracer.sh`):
+//! `rocpd_op` (GPU ops: `gpuId`, `queueId`, description = kernel name, `opType`),
+//! `rocpd_api` (HIP calls: pid, tid, apiName, args), linked by `rocpd_api_ops`, with
+//! copy sizes in `rocpd_copyapi`. ROCTx ranges are `rocpd_api` rows named `UserMarker`
+//! whose `args` is the range's text (rpd_tracer's roctx callback).
+
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::exit::Result;
+use crate::source::nsys::load::sql_error;
+use crate::source::LoadOptions;
+use crate::trace::{
+    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, Launch, OpKind, OpRow, OpsBuilder,
+    RangeKind, RangeRow, RangesBuilder, ShapesBuilder, Trace,
+};
+use crate::wire::trace::{SourceFormat, TraceMeta};
+
+/// GPU ops with their launching call (the smallest linked api id: an op has one), the
+/// process of that call, and the copy size where the call was a copy.
+const OPS: &str = r#"
+SELECT O.start, O."end", O.gpuId, O.queueId, COALESCE(D.string, ''), COALESCE(T.string, ''),
+       COALESCE(L.api_id, -1), COALESCE(A.pid, -1), COALESCE(C.size, 0)
+FROM rocpd_op O
+LEFT JOIN rocpd_string D ON D.id = O.description_id
+LEFT JOIN rocpd_string T ON T.id = O.opType_id
+LEFT JOIN (SELECT op_id, MIN(api_id) AS api_id FROM rocpd_api_ops GROUP BY op_id) L ON L.op_id = O.id
+LEFT JOIN rocpd_api A ON A.id = L.api_id
+LEFT JOIN rocpd_copyapi C ON C.api_ptr_id = L.api_id"#;
+
+const APIS: &str = r#"
+SELECT A.start, A."end", A.pid, A.tid, COALESCE(N.string, ''), COALESCE(G.string, ''), A.id
+FROM rocpd_api A
+LEFT JOIN rocpd_string N ON N.id = A.apiName_id
+LEFT JOIN rocpd_string G ON G.id = A.args_id"#;
+
+/// The op kind an RPD `opType` names (`KernelExecution`, `CopyHostToDevice`…,
+/// `FillBuffer`); barriers and markers are not GPU work.
+fn kind(op_type: &str) -> Option<OpKind> {
+    match op_type {
+        "KernelExecution" => Some(OpKind::Kernel),
+        t if t.starts_with("Copy") => Some(OpKind::Memcpy),
+        "FillBuffer" => Some(OpKind::Memset),
+        _ => None,
+    }
+}
+
+pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    let err = |what: &'static str| move |e| sql_error(path, what, e);
+    let t0 = super::origin(conn, path, &[("rocpd_op", "start"), ("rocpd_api", "start")])?;
+    let mut names = Interner::default();
+    let mut ops = if opts.geometry {
+        OpsBuilder::default().with_geometry()
+    } else {
+        OpsBuilder::default()
+    };
+    let mut skipped = 0u64;
+    let mut st = conn.prepare(OPS).map_err(err("reading rocpd_op"))?;
+    let mut rows = st.query([]).map_err(err("reading rocpd_op"))?;
+    while let Some(r) = rows.next().map_err(err("reading rocpd_op"))? {
+        let op_type: String = r.get(5).map_err(err("reading rocpd_op"))?;
+        let Some(kind) = kind(&op_type) else {
+            skipped += 1;
+            continue;
+        };
+        let descr: String = r.get(4).map_err(err("reading rocpd_op"))?;
+        // Copies and fills carry an empty description: their op type names them, spelt as
+        // nsys spells copies and fills.
+        let name = match kind {
+            OpKind::Memcpy => super::copy_name(&op_type),
+            OpKind::Memset => "[memset]".to_owned(),
+            _ if descr.is_empty() => op_type,
+            _ => descr,
+        };
+        let name_id = names.intern(&name);
+        let short_id = if kind == OpKind::Kernel {
+            super::short_of(&mut names, &name)
+        } else {
+            name_id
+        };
+        ops.push_launch(
+            OpRow {
+                device: r.get(2).map_err(err("reading rocpd_op"))?,
+                stream: r.get(3).map_err(err("reading rocpd_op"))?,
+                pid: r.get(7).map_err(err("reading rocpd_op"))?,
+                start_ns: r.get::<_, i64>(0).map_err(err("reading rocpd_op"))? - t0,
+                end_ns: r.get::<_, i64>(1).map_err(err("reading rocpd_op"))? - t0,
+                name_id,
+                short_id,
+                kind,
+                correlation_id: r.get(6).map_err(err("reading rocpd_op"))?,
+                graph_node_id: -1,
+                graph_id: -1,
+                bytes: if kind == OpKind::Memcpy {
+                    r.get(8).map_err(err("reading rocpd_op"))?
+                } else {
+                    0
+                },
+            },
+            Launch::default(),
+        );
+    }
+    drop(rows);
+    if ops.is_empty() {
+        return Err(super::no_ops(path));
+    }
+
+    let mut calls = CallsBuilder::default();
+    let mut ranges = RangesBuilder::default();
+    if opts.calls || opts.ranges {
+        let mut st = conn.prepare(APIS).map_err(err("reading rocpd_api"))?;
+        let mut rows = st.query([]).map_err(err("reading rocpd_api"))?;
+        while let Some(r) = rows.next().map_err(err("reading rocpd_api"))? {
+            let name: String = r.get(4).map_err(err("reading rocpd_api"))?;
+            let (start, end) = (
+                r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
+                r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
+            );
+            let (pid, tid): (i64, i64) = (
+                r.get(2).map_err(err("reading rocpd_api"))?,
+                r.get(3).map_err(err("reading rocpd_api"))?,
+            );
+            if name == "UserMarker" {
+                let text: String = r.get(5).map_err(err("reading rocpd_api"))?;
+                let keep = opts.ranges
+                    && !text.is_empty()
+                    && opts
+                        .range_filter
+                        .as_ref()
+                        .is_none_or(|re| re.is_match(&text));
+                if keep {
+                    ranges.push(RangeRow {
+                        pid,
+                        tid,
+                        start_ns: start,
+                        end_ns: end,
+                        name_id: names.intern(&text),
+                        domain_id: -1,
+                        kind: RangeKind::HostPushPop,
+                    });
+                }
+            } else if opts.calls && name.starts_with("hip") {
+                calls.push(CallRow {
+                    pid,
+                    tid,
+                    start_ns: start,
+                    end_ns: end,
+                    is_launch: is_launch_call(&name),
+                    name_id: names.intern(&name),
+                    correlation_id: r.get(6).map_err(err("reading rocpd_api"))?,
+                    api: CallApi::Runtime,
+                });
+            }
+        }
+    }
+
+    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
+    meta.schema_version = Some("2".to_owned());
+    meta.tool_version = Some("rocmProfileData (RPD)".to_owned());
+    if skipped > 0 {
+        meta.warnings.push(format!(
+            "{skipped} rocpd_op rows of other op types (barriers, markers) are not GPU work \
+             and were left out"
+        ));
+    }
+    let ops = ops.finish()?;
+    let ids = crate::trace::i64s(&ops, crate::trace::col::DEVICE)?.to_vec();
+    Ok(Trace {
+        ops,
+        calls: calls.finish()?,
+        ranges: ranges.finish()?,
+        shapes: ShapesBuilder::default().finish()?,
+        gpu_metrics: Vec::new(),
+        devices: super::devices_of(&ids, Vec::new()),
+        strings: names.into_strings(),
+        meta,
+    })
+}

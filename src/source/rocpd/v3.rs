@@ -1,0 +1,271 @@
+//! rocprofv3's rocpd databases (schema 3): read through the un-suffixed views
+//! (`rocpd_kernel_dispatch`, `rocpd_memory_copy`, `rocpd_region`, `rocpd_event`,
+//! `rocpd_info_*`), which rocprofiler-sdk's DDL defines over the `_<uuid>` tables.
+//!
+//! The host call ↔ GPU op link is `rocpd_event.stack_id` (the internal correlation id
+//! rocprofiler-sdk writes on both the API call's event and the dispatch's event), never
+//! `correlation_id` (the external id, usually 0). ROCTx ranges are `rocpd_region` rows
+//! whose event category starts with `MARKER_`; their text is `extdata.message`.
+
+use std::path::Path;
+
+use rusqlite::{Connection, Row};
+
+use crate::exit::Result;
+use crate::source::nsys::load::sql_error;
+use crate::source::LoadOptions;
+use crate::trace::{
+    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, Launch, OpKind, OpRow, OpsBuilder,
+    RangeKind, RangeRow, RangesBuilder, ShapesBuilder, Trace,
+};
+use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
+
+/// Kernel dispatches: device = the GPU agent's `type_index` (GPU 0..n-1), the launching
+/// process's OS pid, the demangled name, the link id, and the launch geometry (rocpd's
+/// grid is in work-items; the model's grid counts workgroups, as CUDA's does).
+const DISPATCHES: &str = r#"
+SELECT K.start, K."end", COALESCE(A.type_index, A.logical_index, K.agent_id),
+       K.stream_id, COALESCE(P.pid, K.pid),
+       COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''),
+       COALESCE(E.stack_id, -1),
+       K.grid_size_x, K.grid_size_y, K.grid_size_z,
+       K.workgroup_size_x, K.workgroup_size_y, K.workgroup_size_z
+FROM rocpd_kernel_dispatch K
+LEFT JOIN rocpd_info_agent A ON A.id = K.agent_id
+LEFT JOIN rocpd_info_process P ON P.id = K.pid
+LEFT JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id
+LEFT JOIN rocpd_event E ON E.id = K.event_id"#;
+
+/// Memory copies, on the GPU that receives them (or sends them, for device → host).
+const COPIES: &str = r#"
+SELECT M.start, M."end",
+       CASE WHEN DA.type = 'GPU' THEN DA.type_index WHEN SA.type = 'GPU' THEN SA.type_index END,
+       COALESCE(M.stream_id, -1), COALESCE(P.pid, M.pid), COALESCE(N.string, 'MEMORY_COPY'),
+       COALESCE(E.stack_id, -1), M.size
+FROM rocpd_memory_copy M
+LEFT JOIN rocpd_info_agent DA ON DA.id = M.dst_agent_id
+LEFT JOIN rocpd_info_agent SA ON SA.id = M.src_agent_id
+LEFT JOIN rocpd_string N ON N.id = M.name_id
+LEFT JOIN rocpd_info_process P ON P.id = M.pid
+LEFT JOIN rocpd_event E ON E.id = M.event_id"#;
+
+/// Host regions: HIP calls and ROCTx ranges, told apart by their event's category.
+const REGIONS: &str = r#"
+SELECT R.start, R."end", COALESCE(P.pid, R.pid), COALESCE(T.tid, R.tid),
+       COALESCE(N.string, ''), COALESCE(E.stack_id, R.id), COALESCE(C.string, ''),
+       json_extract(E.extdata, '$.message')
+FROM rocpd_region R
+LEFT JOIN rocpd_string N ON N.id = R.name_id
+LEFT JOIN rocpd_event E ON E.id = R.event_id
+LEFT JOIN rocpd_string C ON C.id = E.category_id
+LEFT JOIN rocpd_info_process P ON P.id = R.pid
+LEFT JOIN rocpd_info_thread T ON T.id = R.tid"#;
+
+pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
+    let sql = |what: &'static str| move |e| sql_error(path, what, e);
+    let t0 = super::origin(
+        conn,
+        path,
+        &[
+            ("rocpd_kernel_dispatch", "start"),
+            ("rocpd_memory_copy", "start"),
+            ("rocpd_region", "start"),
+        ],
+    )?;
+    let mut names = Interner::default();
+    let mut ops = if opts.geometry {
+        OpsBuilder::default().with_geometry()
+    } else {
+        OpsBuilder::default()
+    };
+    let mut st = conn
+        .prepare(DISPATCHES)
+        .map_err(sql("reading dispatches"))?;
+    let mut rows = st.query([]).map_err(sql("reading dispatches"))?;
+    while let Some(r) = rows.next().map_err(sql("reading dispatches"))? {
+        let name: String = r.get(5).map_err(sql("reading dispatches"))?;
+        let name_id = names.intern(&name);
+        let op = OpRow {
+            device: r.get(2).map_err(sql("reading dispatches"))?,
+            stream: r.get(3).map_err(sql("reading dispatches"))?,
+            pid: r.get(4).map_err(sql("reading dispatches"))?,
+            start_ns: r.get::<_, i64>(0).map_err(sql("reading dispatches"))? - t0,
+            end_ns: r.get::<_, i64>(1).map_err(sql("reading dispatches"))? - t0,
+            name_id,
+            short_id: super::short_of(&mut names, &name),
+            kind: OpKind::Kernel,
+            correlation_id: r.get(6).map_err(sql("reading dispatches"))?,
+            graph_node_id: -1,
+            graph_id: -1,
+            bytes: 0,
+        };
+        ops.push_launch(op, geometry(r).map_err(sql("reading dispatches"))?);
+    }
+    drop(rows);
+    let mut dropped = 0u64;
+    let mut st = conn.prepare(COPIES).map_err(sql("reading memory copies"))?;
+    let mut rows = st.query([]).map_err(sql("reading memory copies"))?;
+    while let Some(r) = rows.next().map_err(sql("reading memory copies"))? {
+        let Some(device) = r
+            .get::<_, Option<i64>>(2)
+            .map_err(sql("reading memory copies"))?
+        else {
+            dropped += 1;
+            continue;
+        };
+        let name: String = r.get(5).map_err(sql("reading memory copies"))?;
+        let name_id = names.intern(&super::copy_name(&name));
+        ops.push_launch(
+            OpRow {
+                device,
+                stream: r.get(3).map_err(sql("reading memory copies"))?,
+                pid: r.get(4).map_err(sql("reading memory copies"))?,
+                start_ns: r.get::<_, i64>(0).map_err(sql("reading memory copies"))? - t0,
+                end_ns: r.get::<_, i64>(1).map_err(sql("reading memory copies"))? - t0,
+                name_id,
+                short_id: name_id,
+                kind: OpKind::Memcpy,
+                correlation_id: r.get(6).map_err(sql("reading memory copies"))?,
+                graph_node_id: -1,
+                graph_id: -1,
+                bytes: r.get(7).map_err(sql("reading memory copies"))?,
+            },
+            Launch::default(),
+        );
+    }
+    drop(rows);
+    if ops.is_empty() {
+        return Err(super::no_ops(path));
+    }
+
+    let mut calls = CallsBuilder::default();
+    let mut ranges = RangesBuilder::default();
+    if opts.calls || opts.ranges {
+        let mut st = conn.prepare(REGIONS).map_err(sql("reading regions"))?;
+        let mut rows = st.query([]).map_err(sql("reading regions"))?;
+        while let Some(r) = rows.next().map_err(sql("reading regions"))? {
+            let category: String = r.get(6).map_err(sql("reading regions"))?;
+            let (start, end): (i64, i64) = (
+                r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
+                r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
+            );
+            let (pid, tid): (i64, i64) = (
+                r.get(2).map_err(sql("reading regions"))?,
+                r.get(3).map_err(sql("reading regions"))?,
+            );
+            if category.starts_with("MARKER_") {
+                let Some(text) = r
+                    .get::<_, Option<String>>(7)
+                    .map_err(sql("reading regions"))?
+                else {
+                    continue;
+                };
+                let keep = opts.ranges
+                    && opts
+                        .range_filter
+                        .as_ref()
+                        .is_none_or(|re| re.is_match(&text));
+                if keep {
+                    ranges.push(RangeRow {
+                        pid,
+                        tid,
+                        start_ns: start,
+                        end_ns: end,
+                        name_id: names.intern(&text),
+                        domain_id: -1,
+                        kind: RangeKind::HostPushPop,
+                    });
+                }
+            } else if opts.calls && category.starts_with("HIP_") {
+                // HIP runtime and compiler calls are what launches work; HSA, RCCL and
+                // rocDecode regions are other layers (the dispatch links to the HIP call).
+                let name: String = r.get(4).map_err(sql("reading regions"))?;
+                calls.push(CallRow {
+                    pid,
+                    tid,
+                    start_ns: start,
+                    end_ns: end,
+                    is_launch: is_launch_call(&name),
+                    name_id: names.intern(&name),
+                    correlation_id: r.get(5).map_err(sql("reading regions"))?,
+                    api: CallApi::Runtime,
+                });
+            }
+        }
+    }
+
+    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
+    meta.schema_version = Some("3".to_owned());
+    meta.tool_version = Some("rocprofv3 (rocpd)".to_owned());
+    meta.process_names = processes(conn, path)?;
+    if dropped > 0 {
+        meta.warnings.push(format!(
+            "{dropped} memory copies between host buffers (no GPU agent on either side) were \
+             left out"
+        ));
+    }
+    let ops = ops.finish()?;
+    let ids = crate::trace::i64s(&ops, crate::trace::col::DEVICE)?.to_vec();
+    let devices = super::devices_of(&ids, gpus(conn, path)?);
+    Ok(Trace {
+        ops,
+        calls: calls.finish()?,
+        ranges: ranges.finish()?,
+        shapes: ShapesBuilder::default().finish()?,
+        gpu_metrics: Vec::new(),
+        devices,
+        strings: names.into_strings(),
+        meta,
+    })
+}
+
+/// Workgroups per grid dimension (rocpd's grid is in work-items) and the workgroup size.
+fn geometry(r: &Row<'_>) -> rusqlite::Result<Launch> {
+    let mut v = [0u32; 6];
+    for (i, slot) in v.iter_mut().enumerate() {
+        *slot = r.get::<_, i64>(7 + i)?.clamp(0, u32::MAX as i64) as u32;
+    }
+    let blocks = |items: u32, size: u32| if size == 0 { 0 } else { items.div_ceil(size) };
+    Ok(Launch {
+        grid: [blocks(v[0], v[3]), blocks(v[1], v[4]), blocks(v[2], v[5])],
+        block: [v[3], v[4], v[5]],
+    })
+}
+
+/// The GPUs the database names (`rocpd_info_agent` rows of type GPU; agents repeat per
+/// process, so one per `type_index`).
+fn gpus(conn: &Connection, path: &Path) -> Result<Vec<DeviceInfo>> {
+    let mut st = conn
+        .prepare(
+            "SELECT type_index, COALESCE(NULLIF(product_name, ''), NULLIF(model_name, ''), name) \
+             FROM rocpd_info_agent WHERE type = 'GPU' AND type_index IS NOT NULL ORDER BY type_index",
+        )
+        .map_err(|e| sql_error(path, "reading agents", e))?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(DeviceInfo {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                ..DeviceInfo::default()
+            })
+        })
+        .map_err(|e| sql_error(path, "reading agents", e))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(|e| sql_error(path, "reading agents", e))
+}
+
+/// OS pid → command line, where the database records it.
+fn processes(conn: &Connection, path: &Path) -> Result<Vec<(i64, String)>> {
+    let mut st = conn
+        .prepare("SELECT pid, command FROM rocpd_info_process WHERE command IS NOT NULL")
+        .map_err(|e| sql_error(path, "reading processes", e))?;
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(|e| sql_error(path, "reading processes", e))?;
+    let mut out: Vec<(i64, String)> = rows
+        .collect::<rusqlite::Result<_>>()
+        .map_err(|e| sql_error(path, "reading processes", e))?;
+    out.sort();
+    out.dedup_by_key(|p| p.0);
+    Ok(out)
+}
