@@ -49,6 +49,7 @@ pub fn documents() -> Vec<Document> {
         ),
         document::<crate::wire::capture::Summary>("capture", "capture --format json"),
         document::<crate::wire::presets::Presets>("presets", "presets --format json"),
+        document::<crate::wire::doctor::Doctor>("doctor", "doctor --format json"),
     ]
 }
 

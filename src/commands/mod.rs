@@ -11,6 +11,7 @@ pub mod capture;
 pub mod completions;
 pub mod dataset;
 pub mod diff;
+pub mod doctor;
 pub mod export;
 pub mod floor;
 pub mod floorflags;

@@ -14,6 +14,7 @@ mod cli;
 mod common;
 mod dataset;
 mod diagnosis;
+mod doctor;
 mod floor_capacity;
 mod fuzz;
 mod gate;

@@ -1,0 +1,41 @@
+//! `stepgate doctor`: a preflight of one capture before a gate reads it.
+
+use std::path::PathBuf;
+
+use crate::commands::headings::OUTPUT;
+use crate::commands::stepflags::StepFlags;
+use crate::exit::{Result, DOCTOR_FAILED, OK};
+use crate::pipeline::plan::TOP_KERNELS;
+use crate::report::{self, Format};
+
+const EXAMPLE: &str = "Examples:
+  stepgate doctor run.sqlite
+  stepgate doctor run.nsys-rep --strict        # CI preflight: warnings fail too
+  stepgate doctor trace.json.gz --format json
+
+Exit codes: 0 passed, 1 a finding at the failing severity (error; warning with --strict),
+2 the report cannot be read.";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// nsys export or report, Kineto trace (or directory of rank traces), rocpd/RPD database.
+    pub report: PathBuf,
+    /// Fail on warnings too (graph-mode tracing, heuristic steps, a cut window, no GPU name).
+    #[arg(long)]
+    pub strict: bool,
+    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
+    pub format: Format,
+    #[command(flatten)]
+    pub step: StepFlags,
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let mut inputs = vec![crate::output::Input::report(&args.report)];
+    inputs.extend(args.step.inputs());
+    crate::output::Plan::new().check(&inputs)?;
+    let plan = args.step.plan(TOP_KERNELS)?;
+    let d = crate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
+    crate::output::print(&report::doctor::render(&d, args.format))?;
+    Ok(if d.passed { OK } else { DOCTOR_FAILED })
+}
