@@ -183,6 +183,15 @@ impl Categorizer {
     }
 
     /// The category of a kernel (or `[memcpy …]`) name; `other` when nothing matches.
+    /// Every category a kernel can get here, `other` included.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.categories.iter().map(String::as_str).collect();
+        v.push("other");
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     pub fn categorize(&self, name: &str) -> &str {
         // RegexSet reports every match; the lowest index is the first rule in order.
         match self.set.matches(name).iter().next() {

@@ -7,7 +7,7 @@ use crate::commands;
 use crate::commands::capture::Next;
 use crate::exit::{Error, Result};
 
-const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate), failed check (doctor) · 2 usage or input error · \
+const EXIT_CODES: &str = "Exit codes: 0 ok · 1 regression (gate), failed check (doctor), dead policy rule (policy check) · 2 usage or input error · \
 3 inconclusive gate · 4 environment missing (no CUDA driver, no nsys, engine unreachable) · \
 6 incomparable gate (GPU, model, TP or step kinds differ) · 5 an output could not be written (full disk, permission) · 70 internal error (a bug in \
 stepgate) · 130 interrupted while writing outputs (none was replaced)";
@@ -57,6 +57,9 @@ pub enum Command {
     /// Check a capture before a gate reads it: GPU work, step markers, graph mode, window.
     #[command(allow_negative_numbers = true)]
     Doctor(commands::doctor::Args),
+    /// Check a gate policy against a report or baseline: which rules select nothing.
+    #[command(subcommand)]
+    Policy(commands::policy::Command),
     /// Arm the engine's profiler over HTTP, optionally around `nsys profile`.
     #[command(allow_negative_numbers = true)]
     Capture(commands::capture::Args),
@@ -93,6 +96,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Gate(a) => commands::gate::run(&a),
         Command::Diff(a) => commands::diff::run(&a),
         Command::Doctor(a) => commands::doctor::run(&a),
+        Command::Policy(c) => commands::policy::run(&c),
         Command::Capture(a) => {
             // A --then command line that cannot parse is refused before the capture runs.
             if let Some(argv) = a.then_argv(std::path::Path::new("capture.sqlite"))? {

@@ -1,6 +1,6 @@
 //! The exit-code contract and the error type every command returns, defined in one place.
 //!
-//! 0 ok · 1 regression found by `gate` (or a capture `doctor` failed) · 2 usage or input error · 3 inconclusive gate ·
+//! 0 ok · 1 regression found by `gate` (or a capture `doctor` failed, or a `policy check` found a dead rule) · 2 usage or input error · 3 inconclusive gate ·
 //! 6 incomparable gate (the sides' GPU, model, TP or step kinds differ) ·
 //! 4 environment missing (no CUDA driver, no nsys, engine not reachable or not profiling) ·
 //! 5 an output could not be written · 70 internal error (a bug in stepgate) ·
@@ -22,6 +22,8 @@ pub const REGRESSION: u8 = 1;
 /// `doctor` found a problem at the failing severity (an error; a warning with `--strict`):
 /// the same code as a regression, so a CI step fails on either.
 pub const DOCTOR_FAILED: u8 = 1;
+/// `policy check` found a rule that selects nothing on the side checked.
+pub const POLICY_DEAD_RULES: u8 = 1;
 /// Bad flags, an unreadable or malformed report or baseline, infeasible capacity inputs.
 pub const INPUT: u8 = 2;
 /// `gate` had too few samples to decide.

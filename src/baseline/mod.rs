@@ -7,6 +7,7 @@
 //! [`Comparison`](crate::wire::gate::Comparison). The stored and printed types are in
 //! `wire::baseline` and `wire::gate`.
 
+pub mod check;
 pub mod compare;
 pub mod file;
 pub mod from_report;

@@ -181,6 +181,12 @@ impl Policy {
         }
     }
 
+    /// The threshold a `[[kernel]]` rule gives the kernels it selects (over the kernel
+    /// default).
+    pub fn kernel_threshold_of(&self, rule: &KernelRule) -> Threshold {
+        rule.over.apply(self.kernel)
+    }
+
     /// The threshold for one category's time per step.
     pub fn category_threshold(&self, category: &str) -> Threshold {
         match self.category_rules.get(category) {

@@ -21,6 +21,7 @@ pub mod historyflags;
 pub mod launch_probe;
 pub mod man;
 pub mod numbers;
+pub mod policy;
 pub mod presets;
 pub mod stepflags;
 pub mod steps;

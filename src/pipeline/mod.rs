@@ -13,6 +13,7 @@ pub mod floor;
 pub mod gate;
 pub mod history;
 pub mod plan;
+pub mod policy;
 pub mod pricing;
 pub mod record;
 pub mod steps;

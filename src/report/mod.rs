@@ -10,6 +10,7 @@ pub mod floor;
 pub mod gate;
 pub mod html;
 pub mod perfetto;
+pub mod policy;
 pub mod presets;
 pub mod probe;
 pub mod steps;

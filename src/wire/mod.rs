@@ -27,6 +27,7 @@ pub mod doctor;
 pub mod floor;
 pub mod gate;
 pub mod meta;
+pub mod policy;
 pub mod presets;
 pub mod probe;
 pub mod roofline;

@@ -36,6 +36,7 @@ mod nsys_ingest;
 mod object_store;
 mod object_store_proxy;
 mod perfetto;
+mod policy_check;
 mod real_nsys;
 mod rocpd;
 mod schema;
