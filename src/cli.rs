@@ -51,6 +51,12 @@ pub enum Command {
     /// Compare a report with a baseline and fail on a real regression.
     #[command(allow_negative_numbers = true)]
     Gate(commands::gate::Args),
+    /// Accept a gate's comparison (a reason is mandatory): its run becomes the reference
+    /// of later `gate --history` runs.
+    Accept(commands::decide::Args),
+    /// Reject a gate's comparison (a reason is mandatory): its run never serves as a
+    /// reference of later `gate --history` runs.
+    Reject(commands::decide::Args),
     /// A markdown/JSON comparison of two reports or baselines.
     #[command(allow_negative_numbers = true)]
     Diff(commands::diff::Args),
@@ -95,6 +101,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Baseline(c) => commands::baseline::run(&c),
         Command::Gate(a) => commands::gate::run(&a),
         Command::Diff(a) => commands::diff::run(&a),
+        Command::Accept(a) => commands::decide::run(&a, crate::wire::decision::Outcome::Accepted),
+        Command::Reject(a) => commands::decide::run(&a, crate::wire::decision::Outcome::Rejected),
         Command::Doctor(a) => commands::doctor::run(&a),
         Command::Policy(c) => commands::policy::run(&c),
         Command::Capture(a) => {

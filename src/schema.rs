@@ -50,6 +50,10 @@ pub fn documents() -> Vec<Document> {
         document::<crate::wire::capture::Summary>("capture", "capture --format json"),
         document::<crate::wire::presets::Presets>("presets", "presets --format json"),
         document::<crate::wire::doctor::Doctor>("doctor", "doctor --format json"),
+        document::<crate::wire::decision::Decision>(
+            "decision",
+            "accept/reject (DATASET/decisions/*.json, or NAME.decision.json)",
+        ),
         document::<crate::wire::policy::PolicyCheck>("policy-check", "policy check --format json"),
     ]
 }

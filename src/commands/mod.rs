@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod capture;
 pub mod completions;
 pub mod dataset;
+pub mod decide;
 pub mod diff;
 pub mod doctor;
 pub mod export;

@@ -147,7 +147,8 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             dataset.display()
         ));
     }
-    let matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
+    let mut matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
+    let decided = decide(&store, &mut matching, &mut warnings)?;
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
@@ -200,7 +201,9 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         return Ok(History {
             baseline: Baseline::new(meta, SampleSet::default()),
             runs: ids,
-            note: format!("history: {why}: inconclusive (with --export, this run is added to it)"),
+            note: format!(
+                "history: {why}: inconclusive (with --export, this run is added to it){decided}"
+            ),
             too_few: true,
             warnings,
         });
@@ -233,11 +236,61 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
                 HistoryMode::Runs => "one median per run",
             },
             ids.join(", ")
-        ),
+        ) + &decided,
         runs: ids,
         too_few: false,
         warnings,
     })
+}
+
+/// Apply the dataset's decisions to the matching runs (oldest first): a rejected run never
+/// serves as a reference, and the newest accepted run among them starts the history (the
+/// runs before it measured what the accepted change replaced). Returns the note's tail.
+fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> Result<String> {
+    use crate::wire::decision::Outcome;
+    let decisions = crate::dataset::decisions::read(store, warnings)?;
+    if decisions.is_empty() {
+        return Ok(String::new());
+    }
+    let of = |o: Outcome| -> Vec<&crate::wire::decision::Decision> {
+        decisions
+            .iter()
+            .filter(|d| d.outcome == o && d.run_id.is_some())
+            .collect()
+    };
+    let rejected = of(Outcome::Rejected);
+    let mut tail = String::new();
+    let before = runs.len();
+    runs.retain(|r| {
+        !rejected
+            .iter()
+            .any(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
+    });
+    if runs.len() < before {
+        tail.push_str(&format!(
+            "; {} rejected run(s) left out",
+            before - runs.len()
+        ));
+    }
+    let accepted = of(Outcome::Accepted);
+    let newest = runs.iter().enumerate().rev().find_map(|(i, r)| {
+        accepted
+            .iter()
+            .rev()
+            .find(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
+            .map(|d| (i, *d))
+    });
+    if let Some((i, d)) = newest {
+        runs.drain(..i);
+        tail.push_str(&format!(
+            "; accepted on {} by {}: {:?} — the history starts at that run, {}",
+            &d.at[..10.min(d.at.len())],
+            d.by,
+            d.reason,
+            runs[0].run_id
+        ));
+    }
+    Ok(tail)
 }
 
 /// Per-step samples grouped by (kind, batch size) through the same [`GroupBuilder`] that

@@ -8,6 +8,7 @@
 
 pub mod columns;
 pub mod dates;
+pub mod decisions;
 pub mod filter;
 pub mod flatten;
 pub mod history;

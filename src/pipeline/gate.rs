@@ -73,6 +73,10 @@ impl Candidate {
             }
             None => (record::side(path, plan)?, None, None),
         };
+        let source = SideSource {
+            run_id: own.as_ref().map(|o| o.run_id.clone()),
+            ..source
+        };
         Ok(Candidate {
             baseline,
             source,
@@ -91,6 +95,7 @@ fn side_source(path: &Path) -> SideSource {
             SideKind::Report
         },
         path: path.display().to_string(),
+        run_id: None,
     }
 }
 
@@ -121,6 +126,7 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
         Against::History(plan) => SideSource {
             kind: SideKind::History,
             path: plan.dataset.display().to_string(),
+            run_id: None,
         },
     };
     let (mut comparison, baseline) = match against {

@@ -8,6 +8,7 @@
 
 pub mod analyze;
 pub mod capacity;
+pub mod decision;
 pub mod doctor;
 pub mod floor;
 pub mod gate;

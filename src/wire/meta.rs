@@ -40,6 +40,10 @@ pub struct SideSource {
     pub kind: SideKind,
     /// The path as given on the command line.
     pub path: String,
+    /// The run id an export of this report is (`gate --history` or `--export`): what
+    /// `stepgate accept` records, so a later history gate can start from this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// What a side of a comparison was read from.

@@ -23,6 +23,7 @@ pub mod baseline;
 pub mod capacity;
 pub mod capture;
 pub mod dataset;
+pub mod decision;
 pub mod doctor;
 pub mod floor;
 pub mod gate;

@@ -13,6 +13,7 @@ mod capture_hostile;
 mod cli;
 mod common;
 mod dataset;
+mod decisions;
 mod diagnosis;
 mod doctor;
 mod floor_capacity;

@@ -1,0 +1,68 @@
+//! `stepgate accept` / `reject`: a decision on a comparison, with a mandatory reason, on
+//! record where later gates read it.
+
+use std::path::PathBuf;
+
+use crate::commands::headings::{HISTORY, OUTPUT};
+use crate::exit::{Result, OK};
+use crate::pipeline::decision::{decide, DecisionPlan};
+use crate::wire::decision::Outcome;
+
+const EXAMPLE: &str = "Examples:
+  stepgate gate run.sqlite --history s3://perf/hist --export s3://perf/hist --json cmp.json
+  stepgate accept cmp.json --history s3://perf/hist --reason 'fp8 KV cache: 3% TPOT for 2x capacity'
+  stepgate reject cmp.json --reason 'regression from the new scheduler; do not use as reference'";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLE)]
+pub struct Args {
+    /// The comparison `gate --json FILE` wrote.
+    pub comparison: PathBuf,
+    /// Why (mandatory): what the change buys, or why it must not become the reference.
+    #[arg(long)]
+    pub reason: String,
+    /// Who decides (default: $GITHUB_ACTOR, else $USER).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// The commit decided on (default: $GITHUB_SHA).
+    #[arg(long)]
+    pub commit: Option<String>,
+    /// Record it in this history dataset (local directory or s3://, gs://, az:// URL):
+    /// later `gate --history` runs read it.
+    #[arg(long, value_name = "DATASET", help_heading = HISTORY)]
+    pub history: Option<PathBuf>,
+    /// Without --history: where to write the record (default: beside the comparison,
+    /// NAME.decision.json).
+    #[arg(short, long, value_name = "FILE", conflicts_with = "history", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
+    let inputs = [crate::output::Input::file(&args.comparison)];
+    crate::output::Plan::new()
+        .add("--out", args.out.as_deref())
+        .check(&inputs)?;
+    let d = decide(&DecisionPlan {
+        comparison: args.comparison.clone(),
+        outcome,
+        reason: args.reason.clone(),
+        by: args.by.clone(),
+        commit: args.commit.clone(),
+        history: args.history.clone(),
+        out: args.out.clone(),
+    })?;
+    let word = match outcome {
+        Outcome::Accepted => "accepted",
+        Outcome::Rejected => "rejected",
+    };
+    crate::output::print(&format!(
+        "{word} by {} at {}: {:?} (comparison sha256 {}, run {}) → {}\n",
+        d.decision.by,
+        d.decision.at,
+        d.decision.reason,
+        &d.decision.comparison_sha256[..12],
+        d.decision.run_id.as_deref().unwrap_or("not named"),
+        d.written_to
+    ))?;
+    Ok(OK)
+}

@@ -1,0 +1,138 @@
+//! `accept` / `reject`: a decision record from a comparison file, written into the history
+//! dataset (where `gate --history` reads it) or beside the comparison.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::exit::{Error, Result};
+use crate::wire::decision::{Decision, Outcome, SCHEMA_VERSION};
+
+/// The largest comparison file read (a real one is tens of KiB).
+const MAX_COMPARISON_BYTES: u64 = 64 << 20;
+
+/// What to decide and where to write it.
+#[derive(Debug, Clone)]
+pub struct DecisionPlan {
+    pub comparison: PathBuf,
+    pub outcome: Outcome,
+    pub reason: String,
+    pub by: Option<String>,
+    pub commit: Option<String>,
+    /// The history dataset to record it in; else `out`, else beside the comparison.
+    pub history: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+}
+
+/// Where a decision went.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    pub decision: Decision,
+    pub written_to: String,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Build the record from the comparison and write it.
+pub fn decide(p: &DecisionPlan) -> Result<Decided> {
+    let reason = p.reason.trim();
+    if reason.is_empty() {
+        return Err(Error::usage(
+            "--reason is empty: a decision needs a written reason (what the change buys, why it is intended)",
+        ));
+    }
+    let shown = p.comparison.display();
+    let meta = std::fs::metadata(&p.comparison).map_err(|e| {
+        Error::input(format!(
+            "{shown}: cannot read it ({e}); pass the file `gate --json FILE` wrote"
+        ))
+    })?;
+    if !meta.is_file() || meta.len() > MAX_COMPARISON_BYTES {
+        return Err(Error::input(format!(
+            "{shown}: not a comparison file (a regular file of at most 64 MiB, as `gate --json FILE` writes)"
+        )));
+    }
+    let bytes = std::fs::read(&p.comparison)
+        .map_err(|e| Error::input(format!("{shown}: cannot read it ({e})")))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::input(format!(
+            "{shown}: not JSON ({e}); pass the file `gate --json FILE` wrote"
+        ))
+    })?;
+    let verdict = v["verdict"].as_str().ok_or_else(|| {
+        Error::input(format!(
+            "{shown}: no `verdict`: not a comparison (`gate --json FILE` writes one)"
+        ))
+    })?;
+    let covers: Vec<String> = v["reasons"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let run_id = v["source"]["candidate"]["run_id"]
+        .as_str()
+        .map(str::to_owned);
+    if p.history.is_some() && run_id.is_none() {
+        return Err(Error::usage(format!(
+            "{shown} names no candidate run id (it comes from `gate … --history DS` or \
+             `--export DS`): a history cannot start from a run it does not know; write the \
+             decision beside the comparison instead (drop --history)"
+        )));
+    }
+    let at_ns = crate::dataset::write::now_ns();
+    let decision = Decision {
+        schema_version: SCHEMA_VERSION,
+        outcome: p.outcome,
+        by: p
+            .by
+            .clone()
+            .or_else(|| env("GITHUB_ACTOR"))
+            .or_else(|| env("USER"))
+            .unwrap_or_else(|| "unknown".to_owned()),
+        at: format!(
+            "{}Z",
+            crate::dataset::dates::fmt_time(at_ns).replace(' ', "T")
+        ),
+        at_ns,
+        commit: p.commit.clone().or_else(|| env("GITHUB_SHA")),
+        reason: reason.to_owned(),
+        comparison_sha256: hex(&Sha256::digest(&bytes)),
+        run_id,
+        verdict: verdict.to_owned(),
+        covers,
+        tool: crate::wire::meta::Tool::current(),
+    };
+    let written_to = match (&p.history, &p.out) {
+        (Some(ds), _) => {
+            let store = crate::dataset::store::Store::open(ds)?;
+            crate::dataset::decisions::write(&store, &decision)?
+        }
+        (None, out) => {
+            let path = out.clone().unwrap_or_else(|| beside(&p.comparison));
+            crate::output::write_atomic(&path, crate::report::to_json(&decision).as_bytes())?;
+            path.display().to_string()
+        }
+    };
+    Ok(Decided {
+        decision,
+        written_to,
+    })
+}
+
+/// `cmp.json` → `cmp.decision.json`.
+fn beside(comparison: &Path) -> PathBuf {
+    let stem = comparison
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "comparison".to_owned());
+    comparison.with_file_name(format!("{stem}.decision.json"))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

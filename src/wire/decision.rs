@@ -1,0 +1,43 @@
+//! A decision on a comparison (`stepgate accept` / `reject`): who decided what, when and
+//! why, about which comparison (its content hash) and which run. Stored in the history
+//! dataset (`decisions/`) or beside the comparison; a later `gate --history` reads them.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the decision record.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The change is intended: the candidate's run becomes the reference of later gates.
+    Accepted,
+    /// The change must not become a reference: the run is left out of later histories.
+    Rejected,
+}
+
+/// One decision record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Decision {
+    pub schema_version: u32,
+    pub outcome: Outcome,
+    /// Who decided: `--by`, else the CI's actor (`GITHUB_ACTOR`), else `USER`.
+    pub by: String,
+    /// When, UTC, RFC 3339 (and as Unix ns, for ordering).
+    pub at: String,
+    pub at_ns: i64,
+    /// The commit decided on: `--commit`, else `GITHUB_SHA`, where known.
+    pub commit: Option<String>,
+    /// Why (mandatory).
+    pub reason: String,
+    /// sha256 of the comparison JSON's bytes, as read.
+    pub comparison_sha256: String,
+    /// The candidate's run id the comparison names (gates with `--history` or `--export`).
+    pub run_id: Option<String>,
+    /// The comparison's verdict and the reasons it gave, as they were.
+    pub verdict: String,
+    pub covers: Vec<String>,
+    /// The stepgate that wrote it.
+    pub tool: super::meta::Tool,
+}
