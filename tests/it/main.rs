@@ -32,6 +32,7 @@ mod no_correlation;
 mod nsys_ingest;
 mod object_store;
 mod object_store_proxy;
+mod operating_point;
 mod perfetto;
 mod real_nsys;
 mod schema;
