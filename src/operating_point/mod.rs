@@ -76,6 +76,10 @@ pub fn resolve(
             evidence: s.evidence,
         })
         .or_else(|| parallel::infer_tp(report, trace.meta.distributed.as_ref()));
+    let captured_tp = match captured_tp {
+        Some(t) => Some(t),
+        None => parallel::data_parallel(trace, report, trace.meta.distributed.as_ref())?,
+    };
     let tp = flag_over(
         given.tp,
         captured_tp,
@@ -269,11 +273,23 @@ fn resolve_gpu(
     let named = trace.devices.iter().find_map(|d| d.name.clone());
     let from_report = named.as_deref().and_then(gpu::from_report_name);
     let Some(key) = flag else {
-        return Ok(from_report.map(|g| Sourced {
-            value: g.key.to_owned(),
-            basis: Basis::Read,
-            evidence: format!("the report names the GPU {:?}", named.unwrap_or_default()),
-        }));
+        return Ok(match (from_report, named) {
+            (Some(g), n) => Some(Sourced {
+                value: g.key.to_owned(),
+                basis: Basis::Read,
+                evidence: format!("the report names the GPU {:?}", n.unwrap_or_default()),
+            }),
+            // A GPU the table has no preset for is still what the capture ran on: said,
+            // with what pricing it needs.
+            (None, Some(n)) if !n.trim().is_empty() => Some(Sourced {
+                value: n.clone(),
+                basis: Basis::Read,
+                evidence: format!(
+                    "the report names the GPU {n:?}, which no GPU preset matches: pass --gpu and --hbm-tb-s to price against it"
+                ),
+            }),
+            (None, _) => None,
+        });
     };
     let g = gpu_by_key(key)?;
     if let (Some(r), Some(n)) = (&from_report, &named) {

@@ -213,3 +213,81 @@ fn a_trace_without_kv_write_grids_gets_no_token_count() {
         warnings(&j)
     );
 }
+
+#[test]
+fn a_ddp_world_is_data_parallel_not_tp() {
+    // DDP rank 0 of 2 (`distributedInfo.world_size = 2`); its all-reduces (15 in the file,
+    // counted in the raw JSON) all start after the first backward kernel of their step.
+    let f = fixture("kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz");
+    let j = steps_json(&[f.to_str().unwrap()]);
+    let tp = &j["operating_point"]["tp"];
+    assert_eq!(tp["value"], 1, "{tp}");
+    assert_eq!(tp["basis"], "inferred");
+    let why = tp["evidence"].as_str().unwrap();
+    assert!(
+        why.starts_with("distributedInfo.world_size = 2, but the ranks are data parallel, not tensor parallel: DP 2 (DDP): 15 all-reduce(s) in 3 training step(s)"),
+        "{why}"
+    );
+    assert!(
+        why.ends_with("per-GPU bytes are not divided by the 2 ranks"),
+        "{why}"
+    );
+    let (code, out, err) = run(&[
+        "steps",
+        f.to_str().unwrap(),
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "a100-80gb",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("operating point: TP 1 (inferred: distributedInfo.world_size = 2, but the ranks are data parallel"), "{out}");
+}
+
+#[test]
+fn a_single_rank_world_is_read_as_tp_1_as_before() {
+    // world_size 1: nothing data parallel to say.
+    let f = fixture("kineto/hta_v100_ns_resolution_rank-0.pt.trace.json.gz");
+    let j = steps_json(&[f.to_str().unwrap()]);
+    let tp = &j["operating_point"]["tp"];
+    assert_eq!(tp["value"], 1, "{tp}");
+    assert_eq!(tp["basis"], "read");
+    assert_eq!(tp["evidence"], "distributedInfo.world_size = 1");
+}
+
+#[test]
+fn the_gpu_is_read_from_the_capture_even_without_a_preset() {
+    // deviceProperties[0].name of each fixture, read from the raw JSON / TARGET_INFO_GPU.
+    let v100 = fixture("kineto/hta_v100_ns_resolution_rank-0.pt.trace.json.gz");
+    let j = steps_json(&[v100.to_str().unwrap()]);
+    let g = &j["operating_point"]["gpu"];
+    assert_eq!(g["value"], "Tesla V100-SXM2-32GB", "{g}");
+    assert_eq!(g["basis"], "read");
+    assert!(g["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("which no GPU preset matches"));
+
+    let h100 = fixture("kineto/hf_qwen1.5-0.5b_h100_profilerstep.json.gz");
+    let j = steps_json(&[h100.to_str().unwrap()]);
+    let g = &j["operating_point"]["gpu"];
+    assert_eq!(g["value"], "h100-sxm", "{g}");
+    assert_eq!(g["basis"], "read");
+    assert_eq!(
+        g["evidence"],
+        "the report names the GPU \"NVIDIA H100 80GB HBM3\""
+    );
+
+    // nsys: TARGET_INFO_GPU.name; a flag that contradicts it warns with both.
+    let a100 = fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
+    let j = steps_json(&[a100.to_str().unwrap()]);
+    assert_eq!(j["operating_point"]["gpu"]["value"], "a100-40gb");
+    let j = steps_json(&[a100.to_str().unwrap(), "--gpu", "h100-sxm"]);
+    assert!(
+        warnings(&j).iter().any(|w| w.starts_with(
+            "--gpu h100-sxm (NVIDIA H100 SXM5 80GB) contradicts the report, which names \"NVIDIA A100-SXM4-40GB\" (a100-40gb)"
+        )),
+        "{:?}",
+        warnings(&j)
+    );
+}
