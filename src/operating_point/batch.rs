@@ -49,7 +49,7 @@ fn token_major(op: &str) -> bool {
 }
 
 /// The axis of `name`'s grid that counts sequences, if its layout is known.
-fn seqs_axis(name: &str) -> Option<usize> {
+pub(super) fn seqs_axis(name: &str) -> Option<usize> {
     if name.contains(GROUPED_STAGE1) {
         return Some(0);
     }
@@ -70,7 +70,7 @@ pub fn wants_batch(step: &Step) -> bool {
 
 /// The most frequent value and how often each was seen, most frequent first (ties: the
 /// larger value first, so a padded count never loses to a stray one).
-fn tally(values: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
+pub(super) fn tally(values: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
     let mut by: HashMap<u64, usize> = HashMap::new();
     for v in values {
         *by.entry(v).or_default() += 1;
@@ -124,7 +124,7 @@ fn is_2d_first(dims: &str) -> bool {
 }
 
 /// One decode-attention launch: (device, pid, start, sequences, kernel name).
-struct GridRow<'t> {
+pub(super) struct GridRow<'t> {
     device: i64,
     pid: i64,
     start: i64,
@@ -133,7 +133,7 @@ struct GridRow<'t> {
 }
 
 /// The decode-attention kernels with a known grid layout, in (device, start) order.
-fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
+pub(super) fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
     let Some(g) = trace.geometry_view()? else {
         return Ok(Vec::new());
     };
@@ -166,14 +166,20 @@ fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
 }
 
 /// The rows whose key `(a, t)` lies in `(a, [from, to])`, `rows` sorted by that key.
-fn window<T>(rows: &[T], key: impl Fn(&T) -> (i64, i64), a: i64, from: i64, to: i64) -> &[T] {
+pub(super) fn window<T>(
+    rows: &[T],
+    key: impl Fn(&T) -> (i64, i64),
+    a: i64,
+    from: i64,
+    to: i64,
+) -> &[T] {
     let lo = rows.partition_point(|r| key(r) < (a, from));
     let hi = rows.partition_point(|r| key(r) <= (a, to));
     &rows[lo..hi.max(lo)]
 }
 
 /// A short name for a kernel in one line of evidence.
-fn short(name: &str) -> &str {
+pub(super) fn short(name: &str) -> &str {
     let n = name.strip_prefix("void ").unwrap_or(name);
     let end = n.find(['<', '(']).unwrap_or(n.len());
     n[..end].rsplit("::").next().unwrap_or(n)
@@ -221,7 +227,7 @@ fn first_input(dims: &str) -> &str {
 
 /// From the grid: the step's sequence count, with its evidence. Kernels that disagree
 /// leave it unknown (a fork that folds the grid differently must not be read as batch).
-fn from_grid(step: &Step, rows: &[GridRow<'_>]) -> Option<(u64, String)> {
+pub(super) fn from_grid(step: &Step, rows: &[GridRow<'_>]) -> Option<(u64, String)> {
     let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
         return None;
     };

@@ -1,14 +1,18 @@
 //! Prefill or decode for steps no engine marker classifies, from the step's own content
-//! (docs/method.md §3.3): the attention kernel family it ran, the discovery method's
-//! guess (one full CUDA-graph replay per step is a decode), and, where neither says,
-//! which duration cluster of its series it falls in. The result is a guess: it goes
-//! into `kind_guess` with its evidence in one line, never into `kind`.
+//! (docs/method.md §3.3): the tokens it wrote against the sequences it attended
+//! ([`super::tokens`]) first, then the attention kernel family it ran, the discovery
+//! method's guess (one full CUDA-graph replay per step is a decode, only in a capture
+//! with LLM evidence), and, where none says, which duration cluster of its series it
+//! falls in. The result is a guess: it goes into `kind_guess` with its evidence in one
+//! line, never into `kind`.
 
 use std::sync::LazyLock;
 
 use regex::RegexSet;
 
 use crate::wire::steps::{Step, StepKind};
+
+use super::tokens::{self, StepCounts};
 
 /// Attention kernels only decode runs: paged decode (vLLM v1/v2 and ROCm ll4mi),
 /// FlashInfer BatchDecode, SGLang's triton decode (`_fwd_kernel_stage1`,
@@ -53,6 +57,15 @@ pub const CLUSTER_RATIO: f64 = 3.0;
 /// Idle time before a step, in medians of its series' periods, that makes it the first
 /// step after idle (new requests arrive as a prefill).
 const IDLE_PERIODS: f64 = 5.0;
+
+/// The first decode-only attention kernel of a step (its short name), if any.
+fn decode_kernel(step: &Step) -> Option<&str> {
+    step.all_kernels
+        .iter()
+        .filter(|k| k.category.as_ref() == "attention")
+        .find(|k| DECODE.is_match(&k.name))
+        .map(|k| k.short_name.as_ref())
+}
 
 /// What one step's attention kernels say: a kind (None for a training step) and why.
 fn family(step: &Step) -> Option<(Option<StepKind>, String)> {
@@ -161,24 +174,62 @@ fn clusters(steps: &[Step], members: &[usize]) -> Vec<(usize, StepKind, String)>
     out
 }
 
+/// Whether anything in the capture says it runs an LLM: an attention kernel in a step, a
+/// KV-cache write, or a model given to price it. Without any, no step gets an LLM kind.
+pub fn llm_evidence(steps: &[Step], model_given: bool) -> bool {
+    model_given
+        || steps.iter().any(|s| {
+            s.all_kernels
+                .iter()
+                .any(|k| k.category.as_ref() == "attention" || tokens::is_kv_write(&k.name))
+        })
+}
+
 /// Infer the kind of every step whose kind is `unknown`: sets `kind_guess` and
-/// `kind_evidence`. Evidence that disagrees leaves the kind unknown and says so.
-pub fn infer(steps: &mut [Step]) {
+/// `kind_evidence`. Evidence that disagrees leaves the kind unknown and says so. `counts`
+/// (per step, same order, where the grids were read) decide before the kernel names; a
+/// capture without `llm` evidence gets no LLM kind from how its steps were found.
+pub fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
     let unknown: Vec<usize> = (0..steps.len())
         .filter(|&i| steps[i].kind == StepKind::Unknown && steps[i].wall_ns.is_some())
         .collect();
     if unknown.is_empty() {
         return;
     }
-    // Name evidence first; the steps it leaves open go to the duration clusters.
+    // Token evidence first, then names; the steps they leave open go to the duration
+    // clusters.
     let mut open: Vec<usize> = Vec::new();
     for &i in &unknown {
+        let counted = counts
+            .and_then(|c| c.get(i))
+            .and_then(|c| tokens::kind_of(c, decode_kernel(&steps[i])));
+        if let Some((k, why)) = counted {
+            let why = match family(&steps[i]) {
+                Some((Some(f), fwhy)) if f != k => {
+                    format!(
+                        "{why}; the attention family alone would say {} ({fwhy})",
+                        f.as_str()
+                    )
+                }
+                _ => why,
+            };
+            set(&mut steps[i], Some(k), why);
+            continue;
+        }
         let from_discovery = steps[i].kind_guess.map(|g| {
             (
                 Some(g),
                 "one full CUDA-graph replay per step (full-graph decode)".to_owned(),
             )
         });
+        if from_discovery.is_some() && !llm {
+            set(
+                &mut steps[i],
+                None,
+                "one full CUDA-graph replay per step, but nothing in the capture is an LLM (no attention kernel, no KV-cache write, no --model): no step kind".to_owned(),
+            );
+            continue;
+        }
         match (family(&steps[i]), from_discovery) {
             (Some((k, why)), Some((g, how))) if k != g => {
                 set(

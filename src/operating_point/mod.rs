@@ -11,6 +11,7 @@ pub mod batch;
 pub mod kind;
 pub mod parallel;
 pub mod sidecar;
+pub mod tokens;
 
 use std::path::Path;
 
@@ -28,14 +29,31 @@ pub struct Given {
     pub gpu: Option<String>,
     pub batch: Option<u64>,
     pub context: Option<u64>,
+    /// A model is given to price the steps (LLM evidence of its own).
+    pub model: bool,
 }
 
 /// Resolve the operating point of `report` (steps found in `trace`): infer the kind of
 /// unmarked steps into the steps themselves, then TP, GPU, batch and context, flag over
 /// capture. Warnings (a flag against the capture) and notes go into the report, and the
-/// point into `report.operating_point`.
-pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result<OperatingPoint> {
-    kind::infer(&mut report.steps);
+/// point into `report.operating_point`. `counts` are the steps' token and request counts
+/// ([`tokens::read`], same order as `report.steps`) where the launch grids were read.
+pub fn resolve(
+    trace: &Trace,
+    report: &mut StepsReport,
+    given: &Given,
+    counts: Option<&[tokens::StepCounts]>,
+) -> Result<OperatingPoint> {
+    if let Some(c) = counts {
+        for (s, c) in report.steps.iter_mut().zip(c) {
+            if let Some(t) = &c.tokens {
+                s.tokens_guess = Some(t.value);
+                s.tokens_evidence = Some(t.evidence.clone());
+            }
+        }
+    }
+    let llm = kind::llm_evidence(&report.steps, given.model);
+    kind::infer(&mut report.steps, counts, llm);
     let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
     let side = sidecar.as_ref().map(|(_, s)| s);
     let side_name = sidecar
@@ -58,6 +76,10 @@ pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result
             evidence: s.evidence,
         })
         .or_else(|| parallel::infer_tp(report, trace.meta.distributed.as_ref()));
+    let captured_tp = match captured_tp {
+        Some(t) => Some(t),
+        None => parallel::data_parallel(trace, report, trace.meta.distributed.as_ref())?,
+    };
     let tp = flag_over(
         given.tp,
         captured_tp,
@@ -95,7 +117,18 @@ pub fn resolve(trace: &Trace, report: &mut StepsReport, given: &Given) -> Result
             ),
         })
     });
-    let batch = given.batch.map(|b| input(b, "--batch")).or(side_batch);
+    let captured_batch = counts.and_then(|c| decode_batch(&report.steps, c));
+    let batch = match (given.batch, captured_batch) {
+        (Some(b), Some(c)) => Some(flag_over(
+            Some(b),
+            Some(c),
+            "--batch",
+            input(b, "--batch"),
+            &mut report.warnings,
+        )),
+        (Some(b), None) => Some(input(b, "--batch")),
+        (None, c) => side_batch.or(c),
+    };
     let context = given
         .context
         .map(|c| input(c, "--context"))
@@ -149,13 +182,13 @@ fn input<T>(value: T, flag: &str) -> Sourced<T> {
 
 /// The flag when given (warning when the capture says otherwise), else the capture's
 /// value, else the default.
-fn flag_over(
-    flag: Option<u32>,
-    captured: Option<Sourced<u32>>,
+fn flag_over<T: PartialEq + std::fmt::Display + Copy>(
+    flag: Option<T>,
+    captured: Option<Sourced<T>>,
     name: &str,
-    default: Sourced<u32>,
+    default: Sourced<T>,
     warnings: &mut Vec<String>,
-) -> Sourced<u32> {
+) -> Sourced<T> {
     match (flag, captured) {
         (Some(f), Some(c)) => {
             if f != c.value {
@@ -171,6 +204,51 @@ fn flag_over(
         (Some(f), None) => input(f, name),
         (None, Some(c)) => c,
         (None, None) => default,
+    }
+}
+
+/// The batch the capture's decode steps ran, where their names do not count it: the
+/// request count most of them show (their attention grid's sequences, else the tokens
+/// they wrote, one per request), inferred, with how many decodes agree.
+fn decode_batch(
+    steps: &[crate::wire::steps::Step],
+    counts: &[tokens::StepCounts],
+) -> Option<Sourced<u64>> {
+    let seen: Vec<&tokens::Count> = steps
+        .iter()
+        .zip(counts)
+        .filter(|(s, _)| batch::wants_batch(s))
+        .filter_map(|(_, c)| tokens::decode_requests(c))
+        .collect();
+    let t = batch::tally(seen.iter().map(|c| c.value));
+    let &(value, n) = t.first()?;
+    let eg = seen.iter().find(|c| c.value == value)?;
+    Some(Sourced {
+        value,
+        basis: Basis::Inferred,
+        evidence: format!(
+            "{value} request(s) in {n} of {} unnamed decode steps; e.g. {}",
+            seen.len(),
+            eg.evidence
+        ),
+    })
+}
+
+/// Put the request count of its counts on every unnamed decode step that has no batch
+/// guess yet (after [`batch::infer`], whose shapes and grids come first): in a decode,
+/// the tokens it wrote.
+pub fn batch_from_tokens(steps: &mut [crate::wire::steps::Step], counts: &[tokens::StepCounts]) {
+    for (s, c) in steps.iter_mut().zip(counts) {
+        if s.batch_guess.is_some() || !batch::wants_batch(s) {
+            continue;
+        }
+        if let Some(t) = &c.tokens {
+            s.batch_guess = Some(t.value);
+            s.batch_evidence = Some(format!(
+                "{} (a decode writes one token per request)",
+                t.evidence
+            ));
+        }
     }
 }
 
@@ -195,11 +273,23 @@ fn resolve_gpu(
     let named = trace.devices.iter().find_map(|d| d.name.clone());
     let from_report = named.as_deref().and_then(gpu::from_report_name);
     let Some(key) = flag else {
-        return Ok(from_report.map(|g| Sourced {
-            value: g.key.to_owned(),
-            basis: Basis::Read,
-            evidence: format!("the report names the GPU {:?}", named.unwrap_or_default()),
-        }));
+        return Ok(match (from_report, named) {
+            (Some(g), n) => Some(Sourced {
+                value: g.key.to_owned(),
+                basis: Basis::Read,
+                evidence: format!("the report names the GPU {:?}", n.unwrap_or_default()),
+            }),
+            // A GPU the table has no preset for is still what the capture ran on: said,
+            // with what pricing it needs.
+            (None, Some(n)) if !n.trim().is_empty() => Some(Sourced {
+                value: n.clone(),
+                basis: Basis::Read,
+                evidence: format!(
+                    "the report names the GPU {n:?}, which no GPU preset matches: pass --gpu and --hbm-tb-s to price against it"
+                ),
+            }),
+            (None, _) => None,
+        });
     };
     let g = gpu_by_key(key)?;
     if let (Some(r), Some(n)) = (&from_report, &named) {

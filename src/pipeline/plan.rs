@@ -105,6 +105,7 @@ impl FloorPlan {
             gpu: self.gpu.clone(),
             batch: self.batch,
             context: self.context,
+            model: self.model.is_some(),
         }
     }
 

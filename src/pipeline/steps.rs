@@ -7,11 +7,12 @@ use std::path::Path;
 use crate::attribution;
 use crate::exit::Result;
 use crate::operating_point;
+use crate::operating_point::tokens::StepCounts;
 use crate::pipeline::plan::StepsPlan;
 use crate::pipeline::pricing::Pricing;
 use crate::timing::steps;
 use crate::trace::Trace;
-use crate::wire::steps::StepsReport;
+use crate::wire::steps::{StepKind, StepsReport};
 
 /// The complete steps of one report and the pricing they were attributed with.
 #[derive(Debug, Clone)]
@@ -27,20 +28,45 @@ pub fn load(path: &Path, plan: &StepsPlan) -> Result<Trace> {
     crate::source::load_with(path, &plan.load_options())
 }
 
-/// The batch of unnamed decode steps from the capture's launch grids and input shapes
-/// (`operating_point::batch`), when a floor is priced without `--batch`. The first read
-/// leaves those columns out, so they are read again, ops only, just when a step needs
-/// them; a trace that did not come from a file on disk is not read again.
-fn infer_batches(trace: &Trace, plan: &StepsPlan, r: &mut StepsReport) -> Result<()> {
+/// A second read of the report with the launch grids and input shapes (the first read
+/// leaves those columns out), where the steps need it: for the batch of unnamed decodes
+/// when a floor is priced without `--batch` (`operating_point::batch`), or for the token
+/// and request counts (`operating_point::tokens`) when the trace names a kernel whose grid
+/// counts them and a step's kind is unknown, a model is priced or `--batch` is checked. A trace that
+/// did not come from a file on disk is not read again.
+fn evidence(trace: &Trace, plan: &StepsPlan, r: &StepsReport) -> Result<Option<Trace>> {
+    let path = Path::new(&trace.meta.path);
+    let for_batch = plan.infers_batch() && r.steps.iter().any(operating_point::batch::wants_batch);
+    let unknown = r
+        .steps
+        .iter()
+        .any(|s| s.kind == StepKind::Unknown && s.wall_ns.is_some());
+    let for_counts = (unknown || plan.floor.batch.is_some() || plan.floor.model.is_some())
+        && operating_point::tokens::trace_has_counted_kernels(trace);
+    if !(for_batch || for_counts) || !path.exists() {
+        return Ok(None);
+    }
+    crate::source::load_with(path, &plan.batch_evidence_options()).map(Some)
+}
+
+/// The batch of unnamed decode steps from the capture's launch grids and input shapes,
+/// else the tokens their KV-cache writes count, when a floor is priced without `--batch`.
+fn infer_batches(
+    evidence: Option<&Trace>,
+    counts: Option<&[StepCounts]>,
+    plan: &StepsPlan,
+    r: &mut StepsReport,
+) -> Result<()> {
     if !plan.infers_batch() || !r.steps.iter().any(operating_point::batch::wants_batch) {
         return Ok(());
     }
-    let path = Path::new(&trace.meta.path);
-    if !path.exists() {
-        return Ok(());
+    if let Some(ev) = evidence {
+        operating_point::batch::infer(ev, &mut r.steps)?;
     }
-    let evidence = crate::source::load_with(path, &plan.batch_evidence_options())?;
-    operating_point::batch::infer(&evidence, &mut r.steps)
+    if let Some(c) = counts {
+        operating_point::batch_from_tokens(&mut r.steps, c);
+    }
+    Ok(())
 }
 
 /// Find, keep, price and attribute the steps of a loaded trace. The operating point (TP,
@@ -49,8 +75,26 @@ fn infer_batches(trace: &Trace, plan: &StepsPlan, r: &mut StepsReport) -> Result
 /// prices what the capture ran.
 pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     let mut r = steps::find_steps(trace, &plan.find, &plan.categories)?;
-    let point = operating_point::resolve(trace, &mut r, &plan.floor.given())?;
-    infer_batches(trace, plan, &mut r)?;
+    let ev = evidence(trace, plan, &r)?;
+    let counts = match &ev {
+        Some(t) => Some(operating_point::tokens::read(t, &r.steps)?),
+        None => None,
+    };
+    let point = operating_point::resolve(trace, &mut r, &plan.floor.given(), counts.as_deref())?;
+    // Kinds are inferred now: a step that became an unnamed decode may want its batch,
+    // which a first look (before the kinds) could not tell.
+    let ev = match ev {
+        Some(t) => Some(t),
+        None if plan.infers_batch() && r.steps.iter().any(operating_point::batch::wants_batch) => {
+            evidence(trace, plan, &r)?
+        }
+        None => None,
+    };
+    let counts = match (counts, &ev) {
+        (None, Some(t)) => Some(operating_point::tokens::read(t, &r.steps)?),
+        (c, _) => c,
+    };
+    infer_batches(ev.as_ref(), counts.as_deref(), plan, &mut r)?;
     if let Some(kind) = plan.kind {
         r.steps.retain(|s| s.kind_label().kind == kind);
         r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();

@@ -3,7 +3,8 @@
 //! traces, [`workload`] builds engine-step scenarios and returns the per-step values they
 //! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
 //! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
-//! [`planted`] writes decode and prefill steps with one diagnosable cause planted,
+//! [`planted`] writes decode and prefill steps with one diagnosable cause planted
+//! ([`planted_point`]: an operating point only the launch grids show),
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
 //! kernels with names of megabytes, [`rocpd`] writes AMD rocpd databases from
 //! rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
@@ -13,6 +14,7 @@ pub mod augment;
 pub mod kineto;
 pub mod long_names;
 pub mod planted;
+pub mod planted_point;
 pub mod replicate;
 pub mod rocpd;
 pub mod steps;

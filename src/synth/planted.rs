@@ -188,35 +188,35 @@ pub fn step_kernels(
     let kv_write = at(kv_row_bytes(d, tp) * t, bw, s.kv_write_of_roof);
     let ar = all_reduce(tp);
     let [qkv, o, gate_up, down] = layer_gemms(d, tp);
-    let mut out = Vec::new();
-    let mut push = |name: &str, ns: i64| out.push(KernelSpec::new(name, ns));
+    let mut out: Vec<KernelSpec> = Vec::new();
     for _ in 0..d.layers {
-        push(NORM, s.small_ns);
-        push(qkv.1, gemm(qkv.2));
-        push(ROPE, s.small_ns);
-        push(KV_WRITE, kv_write);
-        push(ATTENTION, attention);
-        push(o.1, gemm(o.2));
+        out.push(KernelSpec::new(NORM, s.small_ns));
+        out.push(KernelSpec::new(qkv.1, gemm(qkv.2)));
+        out.push(KernelSpec::new(ROPE, s.small_ns));
+        // Launched as vLLM's `reshape_and_cache_flash` is: `dim3 grid(num_tokens)`.
+        out.push(KernelSpec::new(KV_WRITE, kv_write).with_grid([t as u32, 1, 1]));
+        out.push(KernelSpec::new(ATTENTION, attention));
+        out.push(KernelSpec::new(o.1, gemm(o.2)));
         if tp > 1 {
-            push(&ar, s.all_reduce_ns);
+            out.push(KernelSpec::new(&ar, s.all_reduce_ns));
         }
-        push(NORM, s.small_ns);
-        push(gate_up.1, gemm(gate_up.2));
-        push(ACT, s.small_ns);
-        push(down.1, gemm(down.2));
+        out.push(KernelSpec::new(NORM, s.small_ns));
+        out.push(KernelSpec::new(gate_up.1, gemm(gate_up.2)));
+        out.push(KernelSpec::new(ACT, s.small_ns));
+        out.push(KernelSpec::new(down.1, gemm(down.2)));
         if tp > 1 {
-            push(&ar, s.all_reduce_ns);
+            out.push(KernelSpec::new(&ar, s.all_reduce_ns));
         }
     }
-    push(FINAL_NORM, s.small_ns);
+    out.push(KernelSpec::new(FINAL_NORM, s.small_ns));
     // lm_head runs for the tokens that need logits: one per request.
     let lm_head = d.vocab * d.hidden * 2 / tp;
-    push(
+    out.push(KernelSpec::new(
         GEMM_LM_HEAD,
         at(lm_head, bw, s.gemm_of_roof)
             .max((lm_head as f64 * batch as f64 / s.peak_flops_per_s * 1e9).round() as i64),
-    );
-    push(SAMPLE, s.small_ns);
+    ));
+    out.push(KernelSpec::new(SAMPLE, s.small_ns));
     out
 }
 
@@ -259,7 +259,7 @@ pub fn grid_batch(i: usize) -> u64 {
 
 /// Unmarked steps launched eagerly, separated only by the GPU's idle gaps: the host waits
 /// out the previous step's GPU time (its kernels and the gaps between them) and 1 ms more.
-fn unmarked(kernels: Vec<Vec<KernelSpec>>) -> Vec<StepSpec> {
+pub fn unmarked(kernels: Vec<Vec<KernelSpec>>) -> Vec<StepSpec> {
     let mut specs: Vec<StepSpec> = Vec::new();
     for ks in kernels {
         let before = specs.last().map_or(1_000_000, |p: &StepSpec| {

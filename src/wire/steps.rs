@@ -246,6 +246,14 @@ pub struct Step {
     /// What `batch_guess` rests on, in one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_evidence: Option<String>,
+    /// Tokens the step wrote to the KV cache, inferred from the launch grid of its
+    /// KV-cache write kernels (one per request in a decode, the prompt's tokens in a
+    /// prefill); absent where the trace has no such grid or it was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_guess: Option<u64>,
+    /// What `tokens_guess` rests on, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_evidence: Option<String>,
     pub cpu_start_ns: Option<i64>,
     pub cpu_end_ns: Option<i64>,
     /// Host range length.
@@ -573,6 +581,8 @@ mod tests {
             kind_evidence: None,
             batch_guess: None,
             batch_evidence: None,
+            tokens_guess: None,
+            tokens_evidence: None,
             composition: None,
             cpu_start_ns: None,
             cpu_end_ns: None,

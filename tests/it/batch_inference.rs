@@ -70,7 +70,7 @@ fn qwen3_8b_floor_ns(batch: u64, context: u64) -> f64 {
 /// Llama-3-8B decode floor on one H100 SXM (3.35 TB/s, cited), by hand from
 /// meta-llama/Meta-Llama-3-8B `config.json` (hidden 4096, 32 layers, 32 heads, 8 KV heads
 /// of 128, intermediate 14336, vocab 128256, untied).
-fn llama3_8b_floor_ns(batch: u64, context: u64) -> f64 {
+pub(crate) fn llama3_8b_floor_ns(batch: u64, context: u64) -> f64 {
     let (l, d, h, kv, dh, ffn, v) = (32u64, 4096u64, 32u64, 8u64, 128u64, 14336u64, 128_256u64);
     let linear = l * (d * (h + 2 * kv) * dh + h * dh * d + 3 * d * ffn);
     let norms = l * 2 * d + d;
@@ -79,7 +79,7 @@ fn llama3_8b_floor_ns(batch: u64, context: u64) -> f64 {
     (weights + cell * (batch * context + batch) as f64) / 3.35e12 * 1e9
 }
 
-fn close(got: f64, want: f64) -> bool {
+pub(crate) fn close(got: f64, want: f64) -> bool {
     (got - want).abs() <= 1e-9 * want
 }
 

@@ -888,13 +888,19 @@ fn distributed_info_is_read_as_tp_only_for_tp_like_steps() {
     );
     assert!(tp["evidence"].as_str().unwrap().contains("world_size = 8"));
     // DDP training on 2 A100s states world_size = 2 too, but its steps hold a few bucket
-    // all-reduces, not two per layer: data parallel, so TP is not taken from it.
+    // all-reduces, not two per layer: data parallel, so TP is not taken from it (TP 1,
+    // inferred, the evidence saying DP).
     let j = steps_json(&[
         fixture("kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz")
             .to_str()
             .unwrap(),
     ]);
-    assert_eq!(j["operating_point"]["tp"]["basis"], "default");
+    let tp = &j["operating_point"]["tp"];
+    assert_eq!(
+        (tp["value"].as_u64(), tp["basis"].as_str()),
+        (Some(1), Some("inferred"))
+    );
+    assert!(tp["evidence"].as_str().unwrap().contains("data parallel"));
 }
 
 #[test]

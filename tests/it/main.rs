@@ -36,6 +36,7 @@ mod no_correlation;
 mod nsys_ingest;
 mod object_store;
 mod object_store_proxy;
+mod operating_point;
 mod perfetto;
 mod policy_check;
 mod real_nsys;

@@ -36,6 +36,8 @@ fn step(s: S) -> Step {
         kind_evidence: None,
         batch_guess: None,
         batch_evidence: None,
+        tokens_guess: None,
+        tokens_evidence: None,
         found_by: FoundBy::Marker,
         composition: None,
         cpu_start_ns: Some(0),

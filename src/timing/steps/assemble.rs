@@ -133,6 +133,8 @@ pub fn assemble(
                 kind_evidence: None,
                 batch_guess: None,
                 batch_evidence: None,
+                tokens_guess: None,
+                tokens_evidence: None,
                 composition: r.composition,
                 cpu_start_ns: r.cpu.map(|c| c.0),
                 cpu_end_ns: r.cpu.map(|c| c.1),
