@@ -107,6 +107,7 @@ impl StepFlags {
                 top_kernels: top,
             },
             kind: self.kind.kind(),
+            device: None,
             launch_cost: self.launch_cost()?,
             floor: self.floor.floor_plan(self.batch, self.context)?,
             categories: match &self.categories {

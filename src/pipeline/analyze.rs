@@ -27,13 +27,15 @@ pub fn run(
     let mut analysis = analyze_trace(&trace, &plan.categories, device)?;
     crate::phases::mark("analyze: per-device sweep");
     if with_steps {
-        let mut r = crate::pipeline::steps::run(&trace, plan)?.report;
+        // The device filter applies before the steps are summarised, grouped and priced.
+        let plan = StepsPlan {
+            device,
+            ..plan.clone()
+        };
+        let mut r = crate::pipeline::steps::run(&trace, &plan)?.report;
         // The analysis says which tool read which report, once, at its top.
         r.tool = None;
         r.source = None;
-        if let Some(d) = device {
-            r.steps.retain(|s| s.device == Some(d));
-        }
         analysis.steps = Some(r);
         crate::phases::mark("steps: attribution and assembly");
     }

@@ -208,6 +208,7 @@ mod tests {
             launch_cost: LaunchCost::default(),
             categories: Categorizer::default(),
             floor: FloorPlan::default(),
+            device: None,
         };
         let to = ExportPlan {
             dataset: "ds".into(),

@@ -28,6 +28,9 @@ pub struct StepsPlan {
     pub launch_cost: LaunchCost,
     pub categories: Categorizer,
     pub floor: FloorPlan,
+    /// Only the steps of this device (`analyze --device N`), kept before anything is
+    /// summarised, grouped or priced; None keeps every device.
+    pub device: Option<i64>,
 }
 
 impl StepsPlan {
@@ -160,6 +163,7 @@ mod tests {
             launch_cost: LaunchCost::default(),
             categories: Categorizer::default(),
             floor: FloorPlan::default(),
+            device: None,
         }
     }
 

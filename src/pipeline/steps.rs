@@ -49,6 +49,20 @@ fn evidence(trace: &Trace, plan: &StepsPlan, r: &StepsReport) -> Result<Option<T
     crate::source::load_with(path, &plan.batch_evidence_options()).map(Some)
 }
 
+/// Keep only device `d`'s steps, before the operating point, kinds, summaries, groups and
+/// floors read them: every number of the report is then that device's. The series stay
+/// (step indices point into them); time outside steps is kept for `d`'s series only, and
+/// the cross-rank alignment, which needs every rank, is dropped.
+fn keep_device(r: &mut StepsReport, d: i64) {
+    r.steps.retain(|s| s.device == Some(d));
+    let mine: Vec<usize> = (0..r.series.len())
+        .filter(|&i| r.series[i].device == Some(d))
+        .collect();
+    r.outside_steps.retain(|o| mine.contains(&o.series));
+    r.ranks.clear();
+    r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
+}
+
 /// The batch of unnamed decode steps from the capture's launch grids and input shapes,
 /// else the tokens their KV-cache writes count, when a floor is priced without `--batch`.
 fn infer_batches(
@@ -75,6 +89,9 @@ fn infer_batches(
 /// prices what the capture ran.
 pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     let mut r = steps::find_steps(trace, &plan.find, &plan.categories)?;
+    if let Some(d) = plan.device {
+        keep_device(&mut r, d);
+    }
     let ev = evidence(trace, plan, &r)?;
     let counts = match &ev {
         Some(t) => Some(operating_point::tokens::read(t, &r.steps)?),

@@ -14,6 +14,7 @@ mod cli;
 mod common;
 mod dataset;
 mod decisions;
+mod device_filter;
 mod diagnosis;
 mod doctor;
 mod floor_capacity;
