@@ -5,6 +5,7 @@ pub mod capacity;
 pub mod capture;
 pub mod charts;
 pub mod classes;
+pub mod escape;
 pub mod floor;
 pub mod gate;
 pub mod html;

@@ -22,6 +22,7 @@ mod golden;
 mod hostile_datasets;
 mod hostile_numbers;
 mod hostile_outputs;
+mod hostile_pr;
 mod hostile_reports;
 mod html;
 mod install;
