@@ -17,6 +17,11 @@ const H100: &str = "NVIDIA H100 80GB HBM3";
 /// A vLLM CUDA-graph decode report (24 kernels × 60 steps, ±0.5% jitter) whose kernels
 /// 0 and 1 are renamed to the hostile names and scaled by `slow`.
 fn report(path: &Path, seed: u64, slow: f64) {
+    report_named(path, seed, slow, [HOSTILE, TICKS]);
+}
+
+/// The same report with kernels 0 and 1 named `names`.
+pub(crate) fn report_named(path: &Path, seed: u64, slow: f64, names: [&str; 2]) {
     use rand::{Rng, SeedableRng};
     use stepgate::synth::workload::*;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
@@ -30,8 +35,8 @@ fn report(path: &Path, seed: u64, slow: f64) {
                 .map(|(k, spec)| {
                     let jitter = 1.0 + rng.random_range(-0.005..0.005);
                     let (n, scale) = match k {
-                        0 => (HOSTILE, slow),
-                        1 => (TICKS, slow),
+                        0 => (names[0], slow),
+                        1 => (names[1], slow),
                         _ => (spec.name.as_str(), 1.0),
                     };
                     KernelSpec::new(n, (spec.duration_ns as f64 * scale * jitter) as i64)
