@@ -10,6 +10,7 @@ mod batch_inference;
 mod capture;
 mod capture_facts;
 mod capture_hostile;
+mod capture_readers;
 mod cli;
 mod common;
 mod dataset;
