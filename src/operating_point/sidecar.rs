@@ -116,13 +116,15 @@ pub fn read_beside(report: &Path) -> Result<Option<(PathBuf, CaptureSidecar)>> {
     };
     if !meta.is_file() {
         return Err(Error::input(format!(
-            "the capture sidecar {} is not a regular file (a pipe, a device or a directory):              remove it or replace it with the file `capture` wrote",
+            "the capture sidecar {} is not a regular file (a pipe, a device or a directory): \
+             remove it or replace it with the file `capture` wrote",
             path.display()
         )));
     }
     if meta.len() > MAX_BYTES {
         return Err(Error::input(format!(
-            "the capture sidecar {} is {} bytes; a sidecar is a few hundred bytes and at most              {MAX_BYTES} are read: remove it or replace it with the file `capture` wrote",
+            "the capture sidecar {} is {} bytes; a sidecar is a few hundred bytes and at most \
+             {MAX_BYTES} are read: remove it or replace it with the file `capture` wrote",
             path.display(),
             meta.len()
         )));

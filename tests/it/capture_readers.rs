@@ -108,3 +108,57 @@ fn nvtx_tables_renamed_with_a_version_suffix_keep_the_step_markers() {
         assert_eq!(steps_found(&renamed), (12, "marker".to_owned()), "{table}");
     }
 }
+
+/// A Kineto fixture as a JSON value.
+fn kineto_doc(rel: &str) -> serde_json::Value {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(common::fixture(rel)).unwrap())
+        .read_to_end(&mut out)
+        .unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+const DDP: &str = "kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz";
+
+#[test]
+fn a_world_size_beyond_the_tp_bound_is_ignored_with_a_warning() {
+    use stepgate::source::{self, LoadOptions};
+    let d = tempfile::tempdir().unwrap();
+    let mut doc = kineto_doc(DDP);
+    // The fixture says 2 (rank 0 of 2).
+    assert_eq!(doc["distributedInfo"]["world_size"], 2);
+    let t = source::load_with(&common::fixture(DDP), &LoadOptions::all()).unwrap();
+    assert_eq!(t.meta.distributed.unwrap().world_size, Some(2));
+    for bad in [65_536, 0, -2] {
+        doc["distributedInfo"]["world_size"] = bad.into();
+        let p = d.path().join("rank0.json");
+        std::fs::write(&p, doc.to_string()).unwrap();
+        let t = source::load_with(&p, &LoadOptions::all()).unwrap();
+        assert_eq!(t.meta.distributed.unwrap().world_size, None, "{bad}");
+        let w = format!("distributedInfo.world_size {bad} is outside 1..=4096; ignored");
+        assert!(
+            t.meta.warnings.iter().any(|x| x.contains(&w)),
+            "{:?}",
+            t.meta.warnings
+        );
+    }
+}
+
+#[test]
+fn a_duplicated_trace_events_key_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let text = kineto_doc(DDP).to_string();
+    // A second `traceEvents`, empty, before the file's own: read naively, the two would
+    // be concatenated (or one of them silently dropped).
+    let dup = format!("{{\"traceEvents\": [],{}", &text[1..]);
+    let p = d.path().join("dup.json");
+    std::fs::write(&p, dup).unwrap();
+    let (code, _, err) = common::run(&["analyze", s(&p)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the top-level key \"traceEvents\" appears twice"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

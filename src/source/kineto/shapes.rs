@@ -28,16 +28,28 @@ pub fn compact(raw: &[u8], out: &mut String) {
     }
 }
 
+/// The largest first dimension taken as batch evidence: `--batch`'s bound
+/// (`commands::numbers::MAX_BATCH`), so a trace cannot price what the flag refuses.
+pub const MAX_FIRST_DIM: i64 = 1 << 20;
+
 /// The first integer of the first inner array of a compact `[[a, …], …]`: -1 when the
-/// first input has no dimensions (a scalar, `[]`) or the text is not such an array.
+/// first input has no dimensions (a scalar, `[]`), the text is not such an array, or the
+/// dimension is not a whole number in 1..=[`MAX_FIRST_DIM`] (`1.5`, `1e15`, `-3`, `0`).
 pub fn first_dim(compact: &str) -> i64 {
     let Some(rest) = compact.strip_prefix("[[") else {
         return -1;
     };
     let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
-    rest[..end].parse().unwrap_or(-1)
+    // The number must end the dimension: `1.5` or `1e15` is not a count of tokens.
+    if !matches!(rest[end..].chars().next(), Some(',' | ']')) {
+        return -1;
+    }
+    match rest[..end].parse::<i64>() {
+        Ok(v) if (1..=MAX_FIRST_DIM).contains(&v) => v,
+        _ => -1,
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +72,10 @@ mod tests {
         assert_eq!(first_dim("[[],[1]]"), -1);
         assert_eq!(first_dim("[]"), -1);
         assert_eq!(first_dim("[[x]]"), -1);
+        assert_eq!(first_dim("[[1.5,4096]]"), -1);
+        assert_eq!(first_dim("[[1e15,4096]]"), -1);
+        assert_eq!(first_dim("[[1000000000000000,4096]]"), -1);
+        assert_eq!(first_dim("[[-3,4096]]"), -1);
+        assert_eq!(first_dim("[[1048576]]"), 1 << 20);
     }
 }
