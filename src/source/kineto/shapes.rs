@@ -28,13 +28,14 @@ pub fn compact(raw: &[u8], out: &mut String) {
     }
 }
 
-/// The largest first dimension taken as batch evidence: `--batch`'s bound
-/// (`commands::numbers::MAX_BATCH`), so a trace cannot price what the flag refuses.
-pub const MAX_FIRST_DIM: i64 = 1 << 20;
+/// The largest first dimension read: a tensor dimension beyond 2^31 − 1 elements is not
+/// from a model that runs (real traces hold flattened index tensors of 4M), and 10^15
+/// must never become a token count that is priced.
+pub const MAX_FIRST_DIM: i64 = i32::MAX as i64;
 
 /// The first integer of the first inner array of a compact `[[a, …], …]`: -1 when the
 /// first input has no dimensions (a scalar, `[]`), the text is not such an array, or the
-/// dimension is not a whole number in 1..=[`MAX_FIRST_DIM`] (`1.5`, `1e15`, `-3`, `0`).
+/// dimension is not a whole number in 0..=[`MAX_FIRST_DIM`] (`1.5`, `1e15`, `-3`).
 pub fn first_dim(compact: &str) -> i64 {
     let Some(rest) = compact.strip_prefix("[[") else {
         return -1;
@@ -47,7 +48,8 @@ pub fn first_dim(compact: &str) -> i64 {
         return -1;
     }
     match rest[..end].parse::<i64>() {
-        Ok(v) if (1..=MAX_FIRST_DIM).contains(&v) => v,
+        // 0 is a real (empty) dimension; batch evidence needs more than 0 anyway.
+        Ok(v) if (0..=MAX_FIRST_DIM).contains(&v) => v,
         _ => -1,
     }
 }
@@ -76,6 +78,7 @@ mod tests {
         assert_eq!(first_dim("[[1e15,4096]]"), -1);
         assert_eq!(first_dim("[[1000000000000000,4096]]"), -1);
         assert_eq!(first_dim("[[-3,4096]]"), -1);
-        assert_eq!(first_dim("[[1048576]]"), 1 << 20);
+        assert_eq!(first_dim("[[2147483648]]"), -1);
+        assert_eq!(first_dim("[[4194304],[],[888]]"), 4_194_304);
     }
 }
