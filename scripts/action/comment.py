@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Create or update the ONE pull-request comment of the stepgate gate (scripts/action/gate.sh).
 
-The comment is found by a hidden marker on its first line (`<!-- stepgate-gate -->`), so a
-second push edits the same comment instead of adding one. Talks to GitHub only through
+The comment is found by a hidden marker on its first line (`<!-- stepgate-gate -->`) AND
+by its author, the token's own identity: anyone can post a comment that starts with the
+marker, and editing theirs would hand them the report (or let them block it). A second
+push edits the same comment instead of adding one. Talks to GitHub only through
 `gh api` (GH_TOKEN), which keeps the token handling and GitHub Enterprise hosts gh's job.
 Prints the comment id on success; exits non-zero (with the reason on stderr) otherwise.
 
@@ -64,12 +66,28 @@ def gh_api(*args, body=None):
     return out.stdout
 
 
-def find_comment(repo, pr, marker):
-    """The id of the oldest comment whose body starts with the marker, or None."""
+# Who a workflow's GITHUB_TOKEN posts as; `gh api user` refuses that token (HTTP 403).
+ACTIONS_BOT = "github-actions[bot]"
+
+
+def token_login():
+    """The login the token posts as: `gh api user` for a personal or app user token, the
+    Actions bot for the workflow's own token (which may not read /user)."""
+    try:
+        login = json.loads(gh_api("user")).get("login")
+    except (RuntimeError, ValueError, AttributeError):
+        return ACTIONS_BOT
+    return login if isinstance(login, str) and login else ACTIONS_BOT
+
+
+def find_comment(repo, pr, marker, login):
+    """The id of the oldest comment by `login` whose first line is the marker, or None."""
     listing = gh_api("--paginate", f"repos/{repo}/issues/{pr}/comments?per_page=100")
     for page in json_values(listing):
         for c in page if isinstance(page, list) else []:
-            if str(c.get("body") or "").lstrip().startswith(marker):
+            first = str(c.get("body") or "").lstrip().split("\n", 1)[0].rstrip("\r")
+            author = (c.get("user") or {}).get("login")
+            if first == marker and author == login:
                 return c.get("id")
     return None
 
@@ -98,7 +116,7 @@ def main():
     with open(a.body, encoding="utf-8") as f:
         body = comment_body(a.marker, f.read())
     try:
-        cid = find_comment(repo, pr, a.marker)
+        cid = find_comment(repo, pr, a.marker, token_login())
         if cid is None:
             made = json.loads(gh_api("--method", "POST", f"repos/{repo}/issues/{pr}/comments", body=body))
             cid = made["id"]

@@ -10,9 +10,13 @@
 # Inputs come as environment variables (action.yml passes each `inputs.*` through `env:`, so
 # no input is ever expanded inside the script's text):
 #   STEPGATE_REPORT (required), STEPGATE_BASELINE or STEPGATE_HISTORY (+ STEPGATE_WHERE),
-#   STEPGATE_POLICY, STEPGATE_GPU, STEPGATE_MODEL, STEPGATE_ARGS (extra flags, split on
-#   whitespace), STEPGATE_INCONCLUSIVE_FAILS, STEPGATE_COMMENT, STEPGATE_COMMENT_KEY,
-#   STEPGATE_OUT_DIR; GH_TOKEN for the comment.
+#   STEPGATE_POLICY, STEPGATE_GPU, STEPGATE_MODEL, STEPGATE_ARGS (extra flags: every line
+#   split on whitespace; quotes refused), STEPGATE_INCONCLUSIVE_FAILS, STEPGATE_COMMENT,
+#   STEPGATE_COMMENT_KEY, STEPGATE_OUT_DIR; GH_TOKEN for the comment.
+# Everything a pull request can set (kernel names in stepgate's output, file names, inputs)
+# is printed between `::stop-commands::TOKEN` and `::TOKEN::` with a random TOKEN, so no
+# line of it runs as a workflow command (docs/hostile-inputs.md, "Running on untrusted
+# pull requests").
 # GitHub's own: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
 # GITHUB_REPOSITORY, RUNNER_TEMP. tests/it/action.rs runs this script with each pointed at
 # temporary files and a fake `gh` on PATH.
@@ -33,6 +37,33 @@ escape_data() {
   printf '%s' "$s"
 }
 
+# Below the 1 MiB GitHub accepts per step summary, with room for the note.
+SUMMARY_MAX=${STEPGATE_SUMMARY_MAX:-1000000}
+
+# An unguessable token for ::stop-commands:: (a name in the output cannot end the pause).
+token="stepgate-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+pause_commands() { echo "::stop-commands::$token"; }
+resume_commands() { echo "::$token::"; }
+
+# A comment key as a marker word, injectively: every byte outside [A-Za-z0-9._] as %XX,
+# so `H100 SXM` and `H100/SXM` stay two keys.
+encode_key() {
+  local LC_ALL=C s="$1" out="" c i
+  for ((i = 0; i < ${#s}; i++)); do
+    c="${s:i:1}"
+    case "$c" in
+      [A-Za-z0-9._]) out+="$c" ;;
+      *) out+="$(printf '%%%02X' "'$c")" ;;
+    esac
+  done
+  printf '%s' "$out"
+}
+
+fail_input() {
+  echo "::error title=stepgate::$(escape_data "$1")"
+  exit 2
+}
+
 # `name=value` into $GITHUB_OUTPUT (single-line values only).
 set_output() {
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
@@ -44,6 +75,9 @@ if [ -z "${STEPGATE_REPORT:-}" ]; then
   echo "::error title=stepgate::the 'report' input is empty: pass the capture to gate (an nsys .sqlite export or a Kineto trace)"
   exit 2
 fi
+case "$STEPGATE_REPORT" in
+  -*) fail_input "the 'report' input starts with '-': give a path (./$STEPGATE_REPORT), not a flag" ;;
+esac
 if ! command -v stepgate > /dev/null; then
   echo "::error title=stepgate::stepgate is not on PATH: the install step did not run or failed"
   exit 4
@@ -57,22 +91,41 @@ html="$out/gate.html"
 rm -f "$md" "$json" "$html"
 
 args=(gate "$STEPGATE_REPORT" --markdown "$md" --json "$json" --html "$html")
-[ -n "${STEPGATE_BASELINE:-}" ] && args+=(--baseline "$STEPGATE_BASELINE")
-[ -n "${STEPGATE_HISTORY:-}" ] && args+=(--history "$STEPGATE_HISTORY")
-[ -n "${STEPGATE_WHERE:-}" ] && args+=(--where "$STEPGATE_WHERE")
-[ -n "${STEPGATE_POLICY:-}" ] && args+=(--policy "$STEPGATE_POLICY")
-[ -n "${STEPGATE_GPU:-}" ] && args+=(--gpu "$STEPGATE_GPU")
-[ -n "${STEPGATE_MODEL:-}" ] && args+=(--model "$STEPGATE_MODEL")
+# `--flag=value`: a value that starts with '-' stays the flag's value.
+[ -n "${STEPGATE_BASELINE:-}" ] && args+=("--baseline=$STEPGATE_BASELINE")
+[ -n "${STEPGATE_HISTORY:-}" ] && args+=("--history=$STEPGATE_HISTORY")
+[ -n "${STEPGATE_WHERE:-}" ] && args+=("--where=$STEPGATE_WHERE")
+[ -n "${STEPGATE_POLICY:-}" ] && args+=("--policy=$STEPGATE_POLICY")
+[ -n "${STEPGATE_GPU:-}" ] && args+=("--gpu=$STEPGATE_GPU")
+[ -n "${STEPGATE_MODEL:-}" ] && args+=("--model=$STEPGATE_MODEL")
 if [ -n "${STEPGATE_ARGS:-}" ]; then
-  # Split on whitespace only: no globbing, no quotes, no expansion of what the input holds.
-  read -r -a extra <<< "$STEPGATE_ARGS"
-  args+=("${extra[@]}")
+  # Every line split on whitespace: no globbing, no expansion of what the input holds.
+  # Quotes would need a shell to mean what the author meant: refused, never guessed.
+  case "$STEPGATE_ARGS" in
+    *[\"\'\\]*) fail_input "the 'args' input holds a quote or a backslash: give plain words, one flag or value each (values with spaces have their own inputs)" ;;
+  esac
+  while IFS= read -r l || [ -n "$l" ]; do
+    read -r -a extra <<< "$l"
+    args+=("${extra[@]}")
+  done <<< "${STEPGATE_ARGS//$'\r'/}"
 fi
 
-echo "stepgate ${args[*]}"
+pause_commands
+printf 'stepgate'
+printf ' %q' "${args[@]}"
+printf '\n'
 stepgate "${args[@]}" 2> "$out/stderr.txt"
 code=$?
-cat "$out/stderr.txt" >&2
+# On stdout, so it is read in order inside the pause (the runner reads both streams).
+cat "$out/stderr.txt"
+resume_commands
+
+# A run that exits 0 must have written its verdict; anything else (help, a version line,
+# a flag that ended the run early) is a failure, never a pass.
+if [ "$code" = 0 ] && ! grep -Eq '"verdict": *"pass"' "$json" 2> /dev/null; then
+  echo "stepgate: error: stepgate exited 0 but wrote no verdict (did an input or args print help?)" >> "$out/stderr.txt"
+  code=2
+fi
 
 case "$code" in
   0) verdict=pass ;;
@@ -101,12 +154,22 @@ else
   } > "$body"
 fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-  cat "$body" >> "$GITHUB_STEP_SUMMARY"
+  size=$(wc -c < "$body")
+  if [ "$size" -le "$SUMMARY_MAX" ]; then
+    cat "$body" >> "$GITHUB_STEP_SUMMARY"
+  else
+    # GitHub refuses a step summary over 1 MiB: whole lines up to the cap, then a note.
+    run_url="${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:-}/actions/runs/${GITHUB_RUN_ID:-}"
+    {
+      head -c "$((SUMMARY_MAX - 400))" "$body" | sed '$d'
+      printf '\n\n… the report (%s bytes) is cut here to stay under the 1 MiB GitHub accepts in a job summary: the whole report is gate.md in the workflow artifact of [this run](%s).\n' "$size" "$run_url"
+    } >> "$GITHUB_STEP_SUMMARY"
+  fi
 fi
 
 marker="<!-- stepgate-gate -->"
 if [ -n "${STEPGATE_COMMENT_KEY:-}" ]; then
-  marker="<!-- stepgate-gate ${STEPGATE_COMMENT_KEY//[^A-Za-z0-9._-]/_} -->"
+  marker="<!-- stepgate-gate $(encode_key "$STEPGATE_COMMENT_KEY") -->"
 fi
 comment_id=""
 if truthy "${STEPGATE_COMMENT:-true}"; then

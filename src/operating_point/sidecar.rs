@@ -16,6 +16,9 @@ use crate::wire::capture::CaptureSidecar;
 
 /// The `schema` value of every sidecar.
 pub const SCHEMA: &str = "stepgate.capture";
+/// The most bytes of a sidecar read (it holds a few hundred).
+pub const MAX_BYTES: u64 = 1 << 20;
+
 /// The version this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -98,16 +101,48 @@ pub fn path_for(report: &Path) -> PathBuf {
 /// exists but is not a sidecar this build can read.
 pub fn read_beside(report: &Path) -> Result<Option<(PathBuf, CaptureSidecar)>> {
     let path = path_for(report);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Error::input(format!(
-                "cannot read the capture sidecar {}: {e}",
-                path.display()
-            )))
-        }
+    let cannot = |e: std::io::Error| {
+        Error::input(format!(
+            "cannot read the capture sidecar {}: {e}",
+            path.display()
+        ))
     };
+    // The file type and size before opening: a FIFO would block the open forever, and a
+    // link to /dev/zero would be read until memory runs out.
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(cannot(e)),
+    };
+    if !meta.is_file() {
+        return Err(Error::input(format!(
+            "the capture sidecar {} is not a regular file (a pipe, a device or a directory): \
+             remove it or replace it with the file `capture` wrote",
+            path.display()
+        )));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(Error::input(format!(
+            "the capture sidecar {} is {} bytes; a sidecar is a few hundred bytes and at most \
+             {MAX_BYTES} are read: remove it or replace it with the file `capture` wrote",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    {
+        use std::io::Read;
+        // Bounded again while reading: the file may grow after the check.
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(MAX_BYTES + 1).read_to_string(&mut text))
+            .map_err(cannot)?;
+    }
+    if text.len() as u64 > MAX_BYTES {
+        return Err(Error::input(format!(
+            "the capture sidecar {} grew past {MAX_BYTES} bytes while it was read",
+            path.display()
+        )));
+    }
     let fail = |why: String| {
         Error::input(format!(
             "{} is not a stepgate capture sidecar ({why}): fix or remove it",

@@ -200,7 +200,10 @@ fn text(a: &Analysis, o: &Options) -> String {
 }
 
 fn markdown(a: &Analysis, o: &Options) -> String {
-    let mut out = format!("## stepgate analyze\n\n`{}`\n", header_line(a));
+    let mut out = format!(
+        "## stepgate analyze\n\n{}\n",
+        crate::report::escape::md_code(&header_line(a))
+    );
     for w in &a.warnings {
         out.push_str(&format!("\n> warning: {w}\n"));
     }

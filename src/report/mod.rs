@@ -6,6 +6,7 @@ pub mod capture;
 pub mod charts;
 pub mod classes;
 pub mod doctor;
+pub mod escape;
 pub mod floor;
 pub mod gate;
 pub mod html;

@@ -406,21 +406,23 @@ fn text(path: &str, r: &StepsReport, o: &Options) -> String {
 }
 
 fn markdown(path: &str, r: &StepsReport, o: &Options) -> String {
-    let mut out = format!("## stepgate steps\n\n{}\n", headline(path, r));
+    // The path, step and kernel names in these lines come from the capture or the user.
+    use crate::report::escape::md_inline;
+    let mut out = format!("## stepgate steps\n\n{}\n", md_inline(&headline(path, r)));
     for l in hint_and_warnings(r) {
-        out.push_str(&format!("\n> {l}\n"));
+        out.push_str(&format!("\n> {}\n", md_inline(&l)));
     }
     for n in &r.notes {
-        out.push_str(&format!("\n> note: {n}\n"));
+        out.push_str(&format!("\n> note: {}\n", md_inline(n)));
     }
     for l in crate::report::classes::point_lines(r) {
-        out.push_str(&format!("\n> {l}\n"));
+        out.push_str(&format!("\n> {}\n", md_inline(&l)));
     }
     out.push_str("\nMeasured, µs:\n\n");
     out.push_str(&summary_table(r).to_markdown());
     out.push('\n');
     for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
-        out.push_str(&format!("- {l}\n"));
+        out.push_str(&format!("- {}\n", md_inline(&l)));
     }
     out.push_str(&crate::report::classes::groups_text(&r.groups, true));
     if o.each {

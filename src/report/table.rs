@@ -81,7 +81,10 @@ impl Table {
                 };
                 parts.push(cell);
             }
-            out.push_str(parts.join("  ").trim_end());
+            // A row that starts with a name must not read as a CI workflow command.
+            out.push_str(&crate::report::escape::terminal_line(
+                parts.join("  ").trim_end(),
+            ));
             out.push('\n');
         };
         line(&self.headers, &mut out);
@@ -95,9 +98,18 @@ impl Table {
     }
 
     /// A GitHub-flavoured markdown table: pipes in cells escaped, control characters
-    /// written as visible escapes (a CR or LF in a name would otherwise end the row).
+    /// written as visible escapes (a CR or LF in a name would otherwise end the row), and
+    /// every cell that is not a code span escaped as markdown text.
     pub fn to_markdown(&self) -> String {
-        let esc = |s: &str| escape_control(s).replace('|', "\\|");
+        // A cell that is one code span (a name) renders literally; any other text is
+        // escaped so a capture's strings never become markup.
+        let esc = |s: &str| {
+            if crate::report::escape::is_code_span(s) {
+                s.replace('|', "\\|")
+            } else {
+                crate::report::escape::md_text(s)
+            }
+        };
         let mut out = String::new();
         out.push_str(&format!(
             "| {} |\n",

@@ -81,6 +81,11 @@ impl Runner {
     /// Run the gate step with these inputs (STEPGATE_* variables) for an event; fresh
     /// summary and output files each run, the comment store kept.
     fn gate_on(&self, event: &str, inputs: &[(&str, &str)]) -> Run {
+        self.gate_env(event, inputs, &[])
+    }
+
+    /// `gate_on` with more of the runner's environment (`env`: variable, value).
+    fn gate_env(&self, event: &str, inputs: &[(&str, &str)], env: &[(&str, &str)]) -> Run {
         for f in ["summary.md", "output.txt"] {
             std::fs::write(self.path(f), "").unwrap();
         }
@@ -109,6 +114,7 @@ impl Runner {
         for (k, v) in inputs {
             cmd.env(format!("STEPGATE_{k}"), v);
         }
+        cmd.envs(env.iter().copied());
         let out = cmd.output().unwrap();
         let outputs = std::fs::read_to_string(self.path("output.txt"))
             .unwrap()
@@ -132,8 +138,16 @@ impl Runner {
         serde_json::from_str::<Vec<serde_json::Value>>(&s).unwrap()
     }
 
-    /// Every `gh` call so far: (argv, request body).
+    /// Every `gh` call so far but the `gh api user` look-ups: (argv, request body).
     fn gh_calls(&self) -> Vec<(Vec<String>, Option<String>)> {
+        self.all_gh_calls()
+            .into_iter()
+            .filter(|(a, _)| a[1..] != ["user"])
+            .collect()
+    }
+
+    /// Every `gh` call so far: (argv, request body).
+    fn all_gh_calls(&self) -> Vec<(Vec<String>, Option<String>)> {
         let Ok(log) = std::fs::read_to_string(self.path("gh.log")) else {
             return Vec::new();
         };
@@ -397,4 +411,269 @@ fn no_comment_outside_pull_requests_and_extra_args_pass_through() {
     );
     assert!(r.gh_calls().is_empty());
     assert_eq!(run.output("comment-id"), "");
+}
+
+/// The lines of `stdout` the runner would run as workflow commands: those starting with
+/// `::` outside a `::stop-commands::TOKEN` … `::TOKEN::` pause (the runner trims leading
+/// whitespace first).
+fn live_commands(stdout: &str) -> Vec<&str> {
+    let mut paused: Option<String> = None;
+    let mut live = Vec::new();
+    for l in stdout.lines().map(str::trim_start) {
+        match &paused {
+            Some(t) => {
+                if l == format!("::{t}::") {
+                    paused = None;
+                }
+            }
+            None => {
+                if let Some(t) = l.strip_prefix("::stop-commands::") {
+                    assert!(t.len() >= 32, "a guessable token: {t}");
+                    paused = Some(t.to_owned());
+                } else if l.starts_with("::") || l.contains("##[") {
+                    live.push(l);
+                }
+            }
+        }
+    }
+    assert!(paused.is_none(), "commands never resumed:\n{stdout}");
+    live
+}
+
+#[test]
+fn names_and_inputs_cannot_forge_workflow_commands() {
+    let r = Runner::new();
+    let forged = "::error title=stepgate pass::FORGED";
+    let (base, cand) = (r.path("base.sqlite"), r.path("cand.sqlite"));
+    crate::hostile_pr::report_named(&base, 1, 1.0, [forged, "##[warning]OLD-SYNTAX"]);
+    crate::hostile_pr::report_named(&cand, 2, 4.0, [forged, "##[warning]OLD-SYNTAX"]);
+    let json = r.path("base.json");
+    let (code, _, err) = common::run(&[
+        "baseline",
+        "record",
+        base.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = r.gate(&[
+        ("REPORT", cand.to_str().unwrap()),
+        ("BASELINE", json.to_str().unwrap()),
+        // An input with a newline, echoed in the command line.
+        ("WHERE", "x\n::error title=forged input::FORGED"),
+    ]);
+    // The kernel named like a command is in stepgate's output, inside the pause ...
+    assert!(run.stdout.contains("FORGED"), "{}", run.stdout);
+    // ... and the only live commands are the gate's own verdict.
+    let live = live_commands(&run.stdout);
+    assert!(
+        live.iter()
+            .all(|l| l.starts_with("::error title=stepgate exit 2::")),
+        "{live:?}\n{}",
+        run.stdout
+    );
+    // The newline in the input is printed as $'…\n…', never as a line of its own.
+    assert!(!run
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("::error title=forged")));
+
+    // Without the bad --where: a regression, the kernel named as a command among the
+    // reasons, one live annotation with the gate's own title.
+    let run = r.gate(&[
+        ("REPORT", cand.to_str().unwrap()),
+        ("BASELINE", json.to_str().unwrap()),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let live = live_commands(&run.stdout);
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(live[0].starts_with("::error title=stepgate regression::"));
+    assert!(run
+        .summary
+        .contains("kernel ::error title=stepgate pass::FORGED"));
+}
+
+#[test]
+fn a_planted_marker_is_never_edited_and_keys_stay_apart() {
+    let r = Runner::new();
+    // Someone else posts a comment that starts with the marker, before the gate runs.
+    let mut c = r.comments();
+    c.push(serde_json::json!({"id": 13, "body": format!("{MARKER}\nplanted"), "user": {"login": "mallory"}}));
+    std::fs::write(
+        r.path("comments.json"),
+        serde_json::Value::from(c).to_string(),
+    )
+    .unwrap();
+    let base = common::root().join("baselines/example-h100-vllm-decode.json");
+    let inputs = [
+        ("REPORT", "examples/vllm_decode_synthetic_h100.sqlite"),
+        ("BASELINE", base.to_str().unwrap()),
+    ];
+    let first = r.gate(&inputs);
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    let second = r.gate(&inputs);
+    assert_eq!(second.code, 0, "{}", second.stdout);
+    // The bot made its own comment and edited it the second time; the planted one stands.
+    let methods: Vec<String> = r
+        .gh_calls()
+        .iter()
+        .map(|(a, _)| method(a).to_owned())
+        .collect();
+    assert_eq!(methods, ["GET", "POST", "GET", "PATCH"]);
+    let all = r.comments();
+    assert_eq!(all[2]["body"], format!("{MARKER}\nplanted"));
+    assert_eq!(all[3]["user"]["login"], "github-actions[bot]");
+    assert_eq!(first.output("comment-id"), all[3]["id"].to_string());
+    assert_eq!(second.output("comment-id"), all[3]["id"].to_string());
+    // The workflow token cannot read /user: the bot's identity is assumed, and asked once per run.
+    let asked = r.all_gh_calls().len() - r.gh_calls().len();
+    assert_eq!(asked, 2);
+
+    // A personal token: its own login is the author looked for, not the bot's.
+    let pat = [("FAKE_GH_LOGIN", "release-bot")];
+    let run = r.gate_env("pull_request", &inputs, &pat);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let all = r.comments();
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert_eq!(all[4]["user"]["login"], "release-bot");
+
+    // Two keys that differ only where the old marker had `_` keep two comments.
+    for key in ["H100 SXM", "H100/SXM", "H100 SXM"] {
+        let mut keyed = inputs.to_vec();
+        keyed.push(("COMMENT_KEY", key));
+        assert_eq!(r.gate(&keyed).code, 0);
+    }
+    let markers: Vec<String> = r
+        .comments()
+        .iter()
+        .map(|c| {
+            c["body"]
+                .as_str()
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(markers.contains(&"<!-- stepgate-gate H100%20SXM -->".to_owned()));
+    assert!(markers.contains(&"<!-- stepgate-gate H100%2FSXM -->".to_owned()));
+    assert_eq!(r.comments().len(), 7, "{markers:?}");
+}
+
+#[test]
+fn help_and_flags_in_inputs_never_pass_silently() {
+    let r = Runner::new();
+    let base = common::root().join("baselines/example-h100-vllm-decode.json");
+    let report = "examples/vllm_decode_synthetic_h100.sqlite";
+    // A report input that is a flag: refused before stepgate runs.
+    let run = r.gate(&[("REPORT", "--help"), ("BASELINE", base.to_str().unwrap())]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stdout.contains("starts with '-'"), "{}", run.stdout);
+    // `--help` in args: stepgate prints help and exits 0 without a verdict: a failure.
+    let run = r.gate(&[
+        ("REPORT", report),
+        ("BASELINE", base.to_str().unwrap()),
+        ("ARGS", "--help"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert_eq!(run.output("verdict"), "error");
+    assert!(run.stdout.contains("wrote no verdict"), "{}", run.stdout);
+    // A baseline input that looks like a flag stays the flag's value (--baseline=…).
+    let run = r.gate(&[("REPORT", report), ("BASELINE", "--help")]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    // Every line of a multi-line args block is used: the second line's flag applies.
+    let run = r.gate(&[
+        ("REPORT", report),
+        ("BASELINE", base.to_str().unwrap()),
+        ("ARGS", "--top 1\n--waterfall-top 1\n"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.summary.contains("others"), "{}", run.summary);
+    // Quotes would need a shell: refused, not split wrongly.
+    let run = r.gate(&[
+        ("REPORT", report),
+        ("BASELINE", base.to_str().unwrap()),
+        ("ARGS", "--where 'label.branch=main'"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stdout.contains("quote"), "{}", run.stdout);
+}
+
+#[test]
+fn a_summary_over_one_mebibyte_is_cut_with_a_note() {
+    let r = Runner::new();
+    // A stepgate that writes a 2.5 MB report with a pass verdict (real reports that big
+    // take minutes to generate; the cap is the script's, whatever wrote the markdown).
+    let fake = r.path("bin/stepgate");
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
+         { echo '### ✅ Pass'; for i in $(seq 27000); do printf '| row %05d | %080d |\\n' $i 0; done; } > \"$md\"\n\
+         echo '{\"verdict\": \"pass\"}' > \"$js\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = r.gate(&[("REPORT", "x.sqlite"), ("BASELINE", "b.json")]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let md = std::fs::read_to_string(run.output("markdown")).unwrap();
+    assert!(md.len() > 2_500_000, "{}", md.len());
+    assert!(run.summary.len() < 1 << 20, "{}", run.summary.len());
+    assert!(run.summary.starts_with("### ✅ Pass\n| row 00001 |"));
+    assert!(
+        run.summary.contains("is cut here to stay under the 1 MiB"),
+        "{}",
+        &run.summary[run.summary.len() - 400..]
+    );
+    // Whole lines only: the last table row before the note is complete.
+    let before = run.summary.split("\n\n…").next().unwrap();
+    assert!(before.lines().last().unwrap().ends_with(" |"));
+}
+
+#[test]
+fn a_version_input_must_be_a_version_or_a_wheel() {
+    let d = tempfile::tempdir().unwrap();
+    // A python3 that records being called: it must never be for a refused version.
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = d.path().join("python.log");
+    std::fs::write(
+        bin.join("python3"),
+        format!("#!/bin/sh\necho \"$@\" >> {}\nexit 1\n", log.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for bad in [
+        "-rhttps://example.com/reqs.txt",
+        "--index-url=https://example.com/x.whl",
+        "0.1.0\n-rhttps://example.com/r.txt",
+        "http://example.com/x.whl",
+        "latest",
+    ] {
+        let out = Command::new("bash")
+            .arg(common::root().join("scripts/action/install.sh"))
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("STEPGATE_VERSION", bad)
+            .env("RUNNER_TEMP", d.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stdout}");
+        assert!(stdout.starts_with("::error title=stepgate::the 'version' input"));
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(!log.exists(), "pip was run for {bad:?}");
+    }
+    // A real version reaches python (which this fake fails).
+    let out = Command::new("bash")
+        .arg(common::root().join("scripts/action/install.sh"))
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("STEPGATE_VERSION", "0.1.0rc1")
+        .env("RUNNER_TEMP", d.path())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("-m venv"));
 }

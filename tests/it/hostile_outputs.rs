@@ -393,7 +393,7 @@ fn control_characters_in_names_are_escaped_in_tables_and_markdown() {
         .find(|l| l.starts_with('|') && l.contains("injected"))
         .unwrap_or_else(|| panic!("no row for the kernel:\n{md}"));
     assert!(
-        row.contains(r"evil\r\n\| injected \| row \|\x1b[2J\0end"),
+        row.contains(r"evil\\r\\n\| injected \| row \|\\x1b\[2J\\0end"),
         "{row}"
     );
     let (code, txt, err) = run(&["analyze", s(&r)]);

@@ -3,6 +3,7 @@
 //! comment, aligned text for the terminal (here), and the HTML page
 //! (`report::html::gate`), which adds charts and drops nothing.
 
+use crate::report::escape::{md_inline, md_text};
 use crate::report::table::Table;
 use crate::report::{escape_control, fmt_int};
 use crate::wire::gate::{Comparison, GroupComparison, OneSided, RowVerdict, Side};
@@ -62,28 +63,30 @@ struct Markdown(String);
 impl Markup for Markdown {
     const STYLE: Style = Style::Markdown;
     fn title(&mut self, s: &str) {
-        self.0.push_str(&format!("### {s}\n\n"));
+        // The verdict line quotes the reasons, which quote kernel names: plain text.
+        self.0.push_str(&format!("### {}\n\n", md_text(s)));
     }
     fn line(&mut self, s: &str) {
-        self.0.push_str(s);
+        // Sides and policy lines: names in code spans, file and GPU names as text.
+        self.0.push_str(&md_inline(s));
         self.0.push('\n');
     }
     fn reasons(&mut self, reasons: &[String], show_verdict: bool) {
         if show_verdict && reasons.len() > 1 {
             self.0.push('\n');
             for r in reasons {
-                self.0.push_str(&format!("- {}\n", escape_control(r)));
+                self.0.push_str(&format!("- {}\n", md_text(r)));
             }
         }
     }
     fn warning(&mut self, s: &str) {
-        self.0.push_str(&format!("\n> ⚠️ {s}\n"));
+        self.0.push_str(&format!("\n> ⚠️ {}\n", md_text(s)));
     }
     fn heading(&mut self, s: &str) {
-        self.0.push_str(&format!("\n#### {s}\n\n"));
+        self.0.push_str(&format!("\n#### {}\n\n", md_text(s)));
     }
     fn note(&mut self, s: &str) {
-        self.0.push_str(&format!("> ⚠️ {s}\n\n"));
+        self.0.push_str(&format!("> ⚠️ {}\n\n", md_inline(s)));
     }
     fn paragraph(&mut self, s: &str) {
         self.0.push_str(s);
@@ -110,7 +113,8 @@ impl Markup for Markdown {
     fn not_compared(&mut self, groups: &[OneSided]) {
         if let Some(items) = one_sided_items(groups) {
             self.0.push_str(&format!(
-                "\n**Not compared** (present on one side only):{items}\n"
+                "\n**Not compared** (present on one side only):{}\n",
+                md_text(&items)
             ));
         }
     }
@@ -226,7 +230,8 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
 pub fn text(c: &Comparison, o: &RenderOptions) -> String {
     let mut m = Text(String::new());
     walk(c, o, &mut m);
-    m.0
+    // CI logs run a line that starts with `::` as a workflow command.
+    crate::report::escape::terminal_block(&m.0)
 }
 
 /// What the kernel lists show: the change is of the medians; each side is median · mean.

@@ -169,13 +169,7 @@ pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Tab
 
 /// A markdown code span that survives backticks in the text.
 pub(crate) fn code(s: &str) -> String {
-    // A CR/LF in a kernel name would end the list item or table row it sits in.
-    let s = crate::report::escape_control(s);
-    if s.contains('`') {
-        format!("`` {s} ``")
-    } else {
-        format!("`{s}`")
-    }
+    crate::report::escape::md_code(s)
 }
 
 /// How kernel names read in one rendering: their labels (distinct kernels sharing a short

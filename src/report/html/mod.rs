@@ -13,11 +13,7 @@ use crate::report::table::{Align, Table};
 
 /// Escape text for HTML element content and attribute values.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        push_esc(&mut out, c);
-    }
-    out
+    crate::report::escape::html(s)
 }
 
 fn push_esc(out: &mut String, c: char) {

@@ -37,6 +37,11 @@ enum Fail {
     BadEvent {
         offset: u64,
     },
+    /// A top-level key given twice (JSON leaves the meaning open; readers disagree).
+    DuplicateKey {
+        offset: u64,
+        key: &'static str,
+    },
     /// `traceEvents` holds something other than an array (what it holds is named).
     EventsNotArray {
         offset: u64,
@@ -75,6 +80,11 @@ fn explain(f: Fail, path: &Path, gzip: bool) -> Error {
         Fail::BadEvent { offset } => {
             format!("{p}: malformed trace event at byte {offset}: not a readable trace")
         }
+        Fail::DuplicateKey { offset, key } => format!(
+            "{p}: the top-level key \"{key}\" appears twice (the second at byte {offset}): \
+             readers disagree on which one counts, so the trace is refused; pass the file \
+             torch.profiler / Kineto wrote"
+        ),
         Fail::EventsNotArray { offset, found } => format!(
             "{p}: \"traceEvents\" is {found}, not an array of events (byte {offset}): not a \
              PyTorch profiler trace, or one rewritten by another tool; pass the file \
@@ -108,6 +118,12 @@ fn read_document<R: Read>(
         };
         s.expect(b':')?;
         if key == b"traceEvents" {
+            if header.saw_trace_events {
+                return Err(Fail::DuplicateKey {
+                    offset: s.offset(),
+                    key: "traceEvents",
+                });
+            }
             header.saw_trace_events = true;
             let found = match s.peek()? {
                 Some(b'[') | None => None,

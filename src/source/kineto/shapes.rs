@@ -28,16 +28,30 @@ pub fn compact(raw: &[u8], out: &mut String) {
     }
 }
 
+/// The largest first dimension read: a tensor dimension beyond 2^31 − 1 elements is not
+/// from a model that runs (real traces hold flattened index tensors of 4M), and 10^15
+/// must never become a token count that is priced.
+pub const MAX_FIRST_DIM: i64 = i32::MAX as i64;
+
 /// The first integer of the first inner array of a compact `[[a, …], …]`: -1 when the
-/// first input has no dimensions (a scalar, `[]`) or the text is not such an array.
+/// first input has no dimensions (a scalar, `[]`), the text is not such an array, or the
+/// dimension is not a whole number in 0..=[`MAX_FIRST_DIM`] (`1.5`, `1e15`, `-3`).
 pub fn first_dim(compact: &str) -> i64 {
     let Some(rest) = compact.strip_prefix("[[") else {
         return -1;
     };
     let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
-    rest[..end].parse().unwrap_or(-1)
+    // The number must end the dimension: `1.5` or `1e15` is not a count of tokens.
+    if !matches!(rest[end..].chars().next(), Some(',' | ']')) {
+        return -1;
+    }
+    match rest[..end].parse::<i64>() {
+        // 0 is a real (empty) dimension; batch evidence needs more than 0 anyway.
+        Ok(v) if (0..=MAX_FIRST_DIM).contains(&v) => v,
+        _ => -1,
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +74,11 @@ mod tests {
         assert_eq!(first_dim("[[],[1]]"), -1);
         assert_eq!(first_dim("[]"), -1);
         assert_eq!(first_dim("[[x]]"), -1);
+        assert_eq!(first_dim("[[1.5,4096]]"), -1);
+        assert_eq!(first_dim("[[1e15,4096]]"), -1);
+        assert_eq!(first_dim("[[1000000000000000,4096]]"), -1);
+        assert_eq!(first_dim("[[-3,4096]]"), -1);
+        assert_eq!(first_dim("[[2147483648]]"), -1);
+        assert_eq!(first_dim("[[4194304],[],[888]]"), 4_194_304);
     }
 }

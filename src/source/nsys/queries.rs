@@ -49,7 +49,8 @@ pub const RUNTIME: Query = Query {
 };
 pub const NVTX: Query = Query {
     name: "nvtx",
-    tables: &["NVTX_EVENTS"],
+    // Reported as NVTX_EVENTS_V2/_V3 by users of recent nsys versions.
+    tables: &["NVTX_EVENTS", "NVTX_EVENTS_V*"],
     sql: include_str!("../../../queries/nvtx.sql"),
 };
 pub const STRINGS: Query = Query {

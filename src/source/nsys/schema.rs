@@ -40,11 +40,22 @@ impl Schema {
         Ok(Schema { tables })
     }
 
-    /// The stored spelling of `table`, when the export has it.
+    /// The stored spelling of `table`, when the export has it. A name ending in `*` is a
+    /// pattern (`NVTX_EVENTS_V*`): of the tables it matches, the one with the highest
+    /// number after the prefix (recent nsys versions version some tables' names).
     pub fn table_name(&self, table: &str) -> Option<&str> {
+        let key = table.to_ascii_lowercase();
+        let Some(prefix) = key.strip_suffix('*') else {
+            return self.tables.get(&key).map(|(n, _)| n.as_str());
+        };
         self.tables
-            .get(&table.to_ascii_lowercase())
-            .map(|(n, _)| n.as_str())
+            .iter()
+            .filter_map(|(k, (n, _))| {
+                let v: u32 = k.strip_prefix(prefix)?.parse().ok()?;
+                Some((v, n.as_str()))
+            })
+            .max()
+            .map(|(_, n)| n)
     }
 
     pub fn has_table(&self, table: &str) -> bool {
@@ -63,7 +74,7 @@ impl Schema {
         self.has_table("StringIds")
             && self.tables.keys().any(|t| {
                 t.starts_with("cupti_activity_kind_")
-                    || t == "nvtx_events"
+                    || t.starts_with("nvtx_events")
                     || t.starts_with("target_info_")
                     || t == "processes"
                     || t.starts_with("meta_data_")

@@ -10,6 +10,9 @@ use crate::source::kineto::ids::{collides, dec, renumber, DEVICE_STRIDE, PID_STR
 use crate::trace::RangeKind;
 use crate::wire::trace::{DeviceInfo, Distributed};
 
+/// The largest world size read from a trace: `--tp`'s bound (`commands::numbers`).
+const MAX_WORLD_SIZE: i64 = 4096;
+
 impl Collector {
     /// One `distributedInfo` for the trace: that of the first file with GPU ops that
     /// has one, with the rank of every such file (docs/kineto-format.md §9). Files that
@@ -20,6 +23,16 @@ impl Collector {
             let Some(d) = &f.header.distributed else {
                 continue;
             };
+            // The same bounds as --tp: a world size outside them is not priced.
+            let mut d = d.clone();
+            if let Some(w) = d.world_size.filter(|w| !(1..=MAX_WORLD_SIZE).contains(w)) {
+                let name = &self.slot_name[f.base_slot as usize];
+                self.warnings.push(format!(
+                    "{name}: distributedInfo.world_size {w} is outside 1..={MAX_WORLD_SIZE}; ignored (give --tp if the run was parallel)"
+                ));
+                d.world_size = None;
+            }
+            let d = &d;
             let Some(first) = &mut out else {
                 out = Some(d.clone());
                 continue;
