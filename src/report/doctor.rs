@@ -80,7 +80,11 @@ pub fn render(d: &Doctor, format: Format) -> String {
             actions(d),
             verdict(d)
         ),
-        Format::Markdown => format!("{}\n{}\n", table(d, true).to_markdown(), verdict(d)),
+        Format::Markdown => format!(
+            "{}\n{}\n",
+            table(d, true).to_markdown(),
+            crate::report::escape::md_text(&verdict(d))
+        ),
         Format::Csv => table(d, true).to_csv(),
     }
 }

@@ -86,7 +86,11 @@ pub fn render(c: &PolicyCheck, format: Format) -> String {
             table(c).to_text(),
             verdict(c)
         ),
-        Format::Markdown => format!("{}\n{}\n", table(c).to_markdown(), verdict(c)),
+        Format::Markdown => format!(
+            "{}\n{}\n",
+            table(c).to_markdown(),
+            crate::report::escape::md_text(&verdict(c))
+        ),
         Format::Csv => table(c).to_csv(),
     }
 }
