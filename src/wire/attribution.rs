@@ -213,7 +213,8 @@ pub struct OperatingPoint {
 }
 
 /// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
-/// categories.
+/// categories. Key, label, categories and order live in one table,
+/// [`super::class_table::CLASSES`]; `Rest` stays the last variant.
 #[derive(
     Debug,
     Clone,
@@ -237,40 +238,10 @@ pub enum KernelClass {
     KvWrite,
     /// All-reduce and all-gather.
     Communication,
-    /// Norms, rope, activations, quantization, sampling, copies: near-zero floor.
+    /// Activation quantize and dequantize kernels (fp8, fp4, MX block scales).
+    Quantize,
+    /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
-}
-
-impl KernelClass {
-    /// Every class, in table order.
-    pub const ALL: [KernelClass; 5] = [
-        KernelClass::Weights,
-        KernelClass::Attention,
-        KernelClass::KvWrite,
-        KernelClass::Communication,
-        KernelClass::Rest,
-    ];
-
-    /// The JSON value (`weights`, `kv_write`, …), for column names.
-    pub fn key(self) -> &'static str {
-        match self {
-            KernelClass::Weights => "weights",
-            KernelClass::Attention => "attention",
-            KernelClass::KvWrite => "kv_write",
-            KernelClass::Communication => "communication",
-            KernelClass::Rest => "rest",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KernelClass::Weights => "weight GEMMs",
-            KernelClass::Attention => "attention",
-            KernelClass::KvWrite => "KV-cache writes",
-            KernelClass::Communication => "communication",
-            KernelClass::Rest => "rest",
-        }
-    }
 }
 
 /// Shape 2 or shape 4 of docs/method.md §4, decided per class from its achieved bandwidth.

@@ -25,6 +25,7 @@ mod hostile_outputs;
 mod hostile_reports;
 mod html;
 mod install;
+mod kernel_families;
 mod kineto;
 mod kineto2021;
 mod launch_probe;
