@@ -23,6 +23,8 @@ pub struct ClassContext {
     /// The GPU's SMs (NVIDIA) or CUs (AMD), cited, and which of the two words.
     pub sms: u32,
     pub sm_word: &'static str,
+    /// The step already runs a custom all-reduce (vLLM/SGLang `cross_device_reduce_*`).
+    pub custom_allreduce: bool,
 }
 
 /// Measured time and instances per class, and the time of kernels in no class.
@@ -180,6 +182,9 @@ fn action(
         ),
         (KernelClass::Communication, ClassShape::AtRoof) => format!(
             "communication{at}: at the link's roof — only fewer bytes help (a smaller TP, or quantized all-reduce)"
+        ),
+        (KernelClass::Communication, _) if ctx.custom_allreduce => format!(
+            "communication{at}: latency-bound at this message size, with the custom all-reduce already running — all-reduce fused with the norm, or a smaller TP"
         ),
         (KernelClass::Communication, _) => format!(
             "communication{at}: latency-bound at this message size — a one-shot custom all-reduce, all-reduce fused with the norm, or a smaller TP"

@@ -213,5 +213,6 @@ pub fn detail(
             report.groups[gi].layers = Some(layers::map(&kernels, g));
         }
     }
+    report.verdict = super::verdict::decide(trace, report)?;
     Ok(())
 }

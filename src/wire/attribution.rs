@@ -34,6 +34,10 @@ pub struct FloorAttribution {
     pub kernel_excess_ns: f64,
     /// Floor efficiency: floor / wall (MBU when memory-bound).
     pub mbu: f64,
+    /// floor / busy (derived): how close the kernels themselves run to the floor, the
+    /// GPU's idle time left out.
+    #[serde(default)]
+    pub floor_over_busy: f64,
     /// Compulsory bytes / busy time.
     pub achieved_bytes_per_s: f64,
     /// Wall below the floor: the byte model is wrong, not the machine.
@@ -242,6 +246,21 @@ pub enum KernelClass {
     Quantize,
     /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
+}
+
+/// The run's verdict: the first rule of the verdict table (`attribution::verdict`,
+/// docs/verdict-rules.md) that fires on the capture, with its line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunVerdict {
+    /// The rule's id (`dispatch-bound`, `one-kernel-at-roof`, …).
+    pub rule: String,
+    /// The run line, in the tool's words, with its numbers labelled measured or derived.
+    pub line: String,
+    /// Advice held back because the capture shows it already runs or cannot help (a
+    /// custom all-reduce already running, CUDA graphs already replayed, a kernel at the
+    /// roof).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<String>,
 }
 
 /// Shape 2 or shape 4 of docs/method.md §4, decided per class from its achieved bandwidth.

@@ -41,4 +41,5 @@ mod steps;
 mod steps_real;
 mod steps_synth;
 mod steps_train;
+mod verdict_rules;
 mod waterfall;
