@@ -336,13 +336,16 @@ fn median_step(e: &Evidence<'_>) -> Option<Fired> {
     })
 }
 
+/// One (process, device)'s ops: (start, end, the graph launch's correlation id or -1).
+type Lane = Vec<(i64, i64, i64)>;
+
 /// The gaps between each step's merged GPU ops (its process's ops on its device inside
 /// its GPU span), measured: one sort of the ops per (process, device), one binary search
 /// per step.
 fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
     let o = trace.ops_view()?;
     // (start, end, the launch's correlation id when the op is a graph node, else -1).
-    let mut lanes: HashMap<(i64, i64), Vec<(i64, i64, i64)>> = HashMap::new();
+    let mut lanes: HashMap<(i64, i64), Lane> = HashMap::new();
     for i in 0..o.start_ns.len() {
         let graph = if o.graph_id[i] >= 0 {
             o.correlation_id[i]
