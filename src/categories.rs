@@ -39,6 +39,28 @@ pub const CATEGORIES: &[&str] = &[
 /// Triton inductor kernels (`triton_red_…rsqrt` is an RMSNorm, `triton_poi_` pointwise).
 const DEFAULT_RULES: &[(&str, &str)] = &[
     ("memory", r"^\[memcpy|^\[memset"),
+    // Inductor's generated pointwise, reduction and persistent-reduction kernels are named
+    // after the ATen ops and modules they fuse (`…_moe_forward_0`, the `…_all_reduce_…` of
+    // a TP embedding mask): never a GEMM, a collective or attention. One that names a norm
+    // (or reduces with an rsqrt) is a norm; one that names another family's word is
+    // elementwise; the rest go through the table below like any kernel.
+    (
+        "norm",
+        r"^triton_(poi|red|per)_fused\w*(rsqrt|rms_?norm|layer_?norm)",
+    ),
+    (
+        "elementwise",
+        r"^triton_(poi|red|per)_fused\w*(all_?reduce|all_?gather|reduce_?scatter|alltoall|moe|expert|attn|attention|flash|gemm|matmul|bmm|_mm_|_mm$)",
+    ),
+    // Activation quantize kernels, before the families whose words their signatures carry
+    // (TensorRT-LLM's quantize_with_block_size takes a flashinfer:: argument). A norm
+    // fused with its quantization (aiter add_rmsnorm_quant, vLLM
+    // rms_norm_dynamic_per_token_quant) stays a norm: the later generic rule sees it
+    // after the norm rule.
+    (
+        "quantize",
+        r"quantize_with_block_size|per_token_group_quant|scaled_fp8_quant|scaled_int8_quant|dynamic_\w*scaled_\w*quant|fp4_quant|mxfp\d_quant|block_?scale_?quant|cvt_fp16_to_fp4|cvt_\w*_to_fp8",
+    ),
     (
         "communication",
         r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|all_to_all|sendrecv|cross_device_reduce|one_?shot|two_?shot|quick_?reduce|deep_?ep|dispatch_kernel|combine_kernel|mscclpp|symm_mem",
@@ -50,16 +72,21 @@ const DEFAULT_RULES: &[(&str, &str)] = &[
         "kv_cache",
         r"reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer|append_?paged_?kv|updatekvcache|update_kv_cache",
     ),
-    // Expert selection, not expert weights: TensorRT-LLM moe::dev::routing, vLLM
-    // topk_softmax / moe_align_block_size, SGLang grouped_topk.
+    // Expert selection and the combine after the experts, not expert weights:
+    // TensorRT-LLM moe::dev::routing and moe::dev::finalize, vLLM topk_softmax /
+    // moe_align_block_size, SGLang grouped_topk, triton_kernels' routing (gpt-oss:
+    // _topk_forward, _combined_routing_*, _sum_bitmatrix_rows, _finalize_matmul_scatter).
     (
         "moe_routing",
-        r"topk_softmax|topkgating|grouped_topk|moe_align|count_and_sort|::routing::|routing_?kernel",
+        r"topk_softmax|topkgating|grouped_topk|moe_align|count_and_sort|::routing::|routing_?kernel|moe::dev::finalize|finalizekernel|moe_finalize|finalize_moe|_finalize_matmul_scatter|^_topk_forward|_combined_routing|_sum_bitmatrix|moe_sum",
     ),
-    ("moe", r"fused_moe|moe_|_moe|expert|moe_sum|fused_experts"),
+    ("moe", r"fused_moe|moe_|_moe|expert|fused_experts"),
+    // Attention, including the triton prefix-prefill `_fwd_kernel` (vLLM
+    // prefix_prefill.py), varlen FlashAttention on CUDA and ROCm (CK `fmha_fwd`, aiter
+    // `mha_varlen_fwd`) and the triton unified attention's `reduce_segments`.
     (
         "attention",
-        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)",
+        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)|^_fwd_kernel|varlen_fwd|mha_fwd|mha_varlen|^reduce_segments",
     ),
     (
         "gemm",
@@ -88,20 +115,13 @@ const DEFAULT_RULES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The class a category's kernels are attributed to: GEMMs and MoE experts stream the
-/// weights, attention reads the KV cache, KV writes and collectives are their own
-/// classes, and the small kernels are the rest; `other` (and a user category stepgate
-/// does not know) is in no class.
+/// The class a category's kernels are attributed to, from the class table
+/// ([`crate::wire::class_table::CLASSES`]): GEMMs and MoE experts stream the weights,
+/// attention reads the KV cache, KV writes, collectives and activation quantization are
+/// their own classes, and the small kernels are the rest; `other` (and a user category
+/// stepgate does not know) is in no class.
 pub fn class_of(category: &str) -> Option<KernelClass> {
-    Some(match category {
-        "gemm" | "moe" => KernelClass::Weights,
-        "attention" => KernelClass::Attention,
-        "kv_cache" => KernelClass::KvWrite,
-        "communication" => KernelClass::Communication,
-        "norm" | "activation" | "rope" | "quantize" | "sampling" | "elementwise" | "memory"
-        | "moe_routing" => KernelClass::Rest,
-        _ => return None,
-    })
+    KernelClass::of_category(category)
 }
 
 /// A compiled, ordered rule table.
@@ -232,6 +252,16 @@ mod tests {
             ("[memcpy HtoD]", "memory"),
             ("[memset]", "memory"),
             ("[cuda graph 3]", "other"),
+            // A flashinfer:: argument type does not make a quantize kernel attention.
+            ("void tensorrt_llm::kernels::quantize_with_block_size<(tensorrt_llm::BlockScaleQuantizationType)2, __nv_bfloat16, 32, true>(int, int, int, int, __nv_bfloat16 const*, float const*, unsigned int*, unsigned int*, flashinfer::trtllm_alltoall::QuantizationSFLayout)", "quantize"),
+            // A cutlass:: argument type does not make the MoE combine a weight GEMM.
+            ("void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)", "moe_routing"),
+            ("triton_poi_fused_constant_pad_nd_moe_forward_0", "elementwise"),
+            ("triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0", "elementwise"),
+            ("triton_poi_fused_add_rms_norm_0", "norm"),
+            ("ncclDevKernel_Generic_2(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+            ("_fwd_kernel", "attention"),
+            ("reduce_segments", "attention"),
         ];
         for (name, want) in cases {
             assert_eq!(c.categorize(name), want, "{name}");
@@ -245,6 +275,8 @@ mod tests {
             assert_eq!(class_of(c).is_none(), *c == "other", "{c}");
         }
         assert_eq!(class_of("gemm"), Some(KernelClass::Weights));
+        assert_eq!(class_of("quantize"), Some(KernelClass::Quantize));
+        assert_eq!(class_of("moe_routing"), Some(KernelClass::Rest));
         assert_eq!(class_of("kv_cache"), Some(KernelClass::KvWrite));
         assert_eq!(class_of("my_team_category"), None);
     }

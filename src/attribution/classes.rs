@@ -23,11 +23,13 @@ pub struct ClassContext {
     /// The GPU's SMs (NVIDIA) or CUs (AMD), cited, and which of the two words.
     pub sms: u32,
     pub sm_word: &'static str,
+    /// The step already runs a custom all-reduce (vLLM/SGLang `cross_device_reduce_*`).
+    pub custom_allreduce: bool,
 }
 
 /// Measured time and instances per class, and the time of kernels in no class.
-fn class_times(step: &Step) -> ([(i64, u64); 5], i64) {
-    let mut t = [(0i64, 0u64); 5];
+fn class_times(step: &Step) -> ([(i64, u64); KernelClass::COUNT], i64) {
+    let mut t = [(0i64, 0u64); KernelClass::COUNT];
     let mut none = 0;
     for k in &step.all_kernels {
         match class_of(&k.category) {
@@ -181,9 +183,15 @@ fn action(
         (KernelClass::Communication, ClassShape::AtRoof) => format!(
             "communication{at}: at the link's roof — only fewer bytes help (a smaller TP, or quantized all-reduce)"
         ),
+        (KernelClass::Communication, _) if ctx.custom_allreduce => format!(
+            "communication{at}: latency-bound at this message size, with the custom all-reduce already running — all-reduce fused with the norm, or a smaller TP"
+        ),
         (KernelClass::Communication, _) => format!(
             "communication{at}: latency-bound at this message size — a one-shot custom all-reduce, all-reduce fused with the norm, or a smaller TP"
         ),
+        (KernelClass::Quantize, _) => {
+            "quantize kernels move activations, which the byte model does not price (floor 0): their time is overhead — fuse the quantization into the norm or the GEMM before it".to_owned()
+        }
         (KernelClass::Rest, ClassShape::AtRoof) => format!("rest{at}: at the roof"),
         (KernelClass::Rest, _) => {
             "norms, rope, activations and copies move almost no compulsory bytes: their time is overhead — fuse them (fused add-norm, torch.compile) or keep them inside CUDA graphs".to_owned()

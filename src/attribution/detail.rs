@@ -35,11 +35,11 @@ fn dram_over(read: &GpuMetricSeries, write: &GpuMetricSeries, start: i64, end: i
 fn per_class_one(
     series: &GpuMetricSeries,
     ops: &[(i64, i64, Option<KernelClass>)],
-) -> [Option<f64>; 5] {
+) -> [Option<f64>; KernelClass::COUNT] {
     let Some(period) = series.interval_ns() else {
-        return [None; 5];
+        return [None; KernelClass::COUNT];
     };
-    let (mut num, mut den) = ([0.0f64; 5], [0.0f64; 5]);
+    let (mut num, mut den) = ([0.0f64; KernelClass::COUNT], [0.0f64; KernelClass::COUNT]);
     let mut first = 0;
     for &(t, v) in &series.samples {
         let (a, b) = (t - period, t);
@@ -53,8 +53,8 @@ fn per_class_one(
             den[c as usize] += overlap;
         }
     }
-    let mut out = [None; 5];
-    for i in 0..5 {
+    let mut out = [None; KernelClass::COUNT];
+    for i in 0..KernelClass::COUNT {
         if den[i] > 0.0 {
             out[i] = Some(num[i] / den[i]);
         }
@@ -67,10 +67,10 @@ fn per_class(
     read: &GpuMetricSeries,
     write: &GpuMetricSeries,
     ops: &[(i64, i64, Option<KernelClass>)],
-) -> [Option<f64>; 5] {
+) -> [Option<f64>; KernelClass::COUNT] {
     let (r, w) = (per_class_one(read, ops), per_class_one(write, ops));
-    let mut out = [None; 5];
-    for i in 0..5 {
+    let mut out = [None; KernelClass::COUNT];
+    for i in 0..KernelClass::COUNT {
         out[i] = r[i].zip(w[i]).map(|(a, b)| a + b);
     }
     out
@@ -213,5 +213,6 @@ pub fn detail(
             report.groups[gi].layers = Some(layers::map(&kernels, g));
         }
     }
+    report.verdict = super::verdict::decide(trace, report)?;
     Ok(())
 }

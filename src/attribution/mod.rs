@@ -14,6 +14,7 @@ pub mod detail;
 pub mod groups;
 pub mod layers;
 mod notes;
+pub mod verdict;
 
 pub use notes::{for_vendor, missing_floor_notes};
 
@@ -150,6 +151,7 @@ fn attribute_named(
         gap_ns: gap as f64,
         kernel_excess_ns: step.busy_ns as f64 - f.floor_ns,
         mbu: mbu(f.floor_ns, wall as f64),
+        floor_over_busy: mbu(f.floor_ns, step.busy_ns as f64),
         achieved_bytes_per_s: achieved_bytes_per_s(f.total_bytes, step.busy_ns as f64),
         below_floor: (wall as f64) < f.floor_ns,
     });
@@ -210,6 +212,19 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
         0.0
     };
     if gap_frac > GAPPY_FRACTION {
+        if step.launch_host_ns as f64 >= DENSE_HOST_FRACTION * gap as f64 && step.graph_replays > 0
+        {
+            // CUDA graphs already run: recommending them would be advice the trace refutes.
+            return (
+                Shape::LaunchBound,
+                format!(
+                    "gap is {:.0}% of wall and the host lane is dense although CUDA graphs already run ({} replays): \
+                     the kernels launched outside the graphs are the cost — capture them too, fuse them or torch.compile",
+                    gap_frac * 100.0,
+                    step.graph_replays
+                ),
+            );
+        }
         if step.launch_host_ns as f64 >= DENSE_HOST_FRACTION * gap as f64 {
             return (
                 Shape::LaunchBound,
@@ -320,10 +335,29 @@ pub fn attribute_priced(
             } else {
                 "SMs"
             },
+            custom_allreduce: s
+                .all_kernels
+                .iter()
+                .any(|k| k.name.contains("cross_device_reduce")),
         };
         if let Some((c, w)) = classes::attribute(s, &class_floors(&f, p.gpu, p.opts.tp), &ctx) {
             at.classes = c;
             at.waterfall = Some(w);
+        }
+        if at.shape == Shape::OneKernelDominant {
+            // Checked against the class the kernel belongs to before it is printed.
+            let class = s
+                .top_kernels
+                .first()
+                .and_then(|k| crate::categories::class_of(&k.category));
+            let roof = at
+                .classes
+                .iter()
+                .find(|c| Some(c.class) == class)
+                .and_then(|c| c.roof_fraction);
+            if let Some(a) = verdict::dominant_at_roof(&at.action, class, roof) {
+                at.action = a;
+            }
         }
         if at.floor.as_ref().is_some_and(|x| x.below_floor) {
             at.plausible_with = p.plausible_with(&comp, s.wall_ns.unwrap_or(0) as f64);

@@ -299,16 +299,15 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             .collect();
         out.push(format!("shapes: {}", parts.join(", ")));
         let run = r.shapes[0].shape;
-        // The action of the run's shape, from its median step of that shape.
-        let mut of_shape: Vec<&Step> = r
-            .steps
-            .iter()
-            .filter(|s| s.attribution.as_ref().map(|a| a.shape) == Some(run))
-            .collect();
-        of_shape.sort_by_key(|s| s.wall_ns);
-        if let Some(s) = of_shape.get(of_shape.len() / 2) {
-            if let Some(a) = &s.attribution {
-                out.push(format!("run: {} — {}", run.as_str(), a.action));
+        // The run line is the verdict table's (attribution::verdict): the first rule that
+        // fires on the capture.
+        if let Some(v) = &r.verdict {
+            out.push(format!("run: {} — {}", run.as_str(), v.line));
+            if !v.held_back.is_empty() {
+                out.push(format!(
+                    "held back (the trace shows it already runs or cannot help): {}",
+                    v.held_back.join("; ")
+                ));
             }
         }
     }
@@ -336,9 +335,31 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             })
             .count();
         if !mbu.is_empty() {
+            let mut busy: Vec<f64> = floors
+                .iter()
+                .filter_map(|s| s.attribution.as_ref()?.floor.as_ref())
+                .filter(|f| !f.below_floor)
+                .map(|f| f.floor_over_busy)
+                .collect();
+            busy.sort_by(f64::total_cmp);
+            let mut idle: Vec<f64> = floors
+                .iter()
+                .filter_map(|s| Some(s.gap_ns? as f64 / s.wall_ns?.max(1) as f64))
+                .collect();
+            idle.sort_by(f64::total_cmp);
+            let idle = (!idle.is_empty()).then(|| crate::timing::steps::percentile(&idle, 0.5));
+            // A mostly idle step's MBU measures the host, not the kernels: say so first.
+            let lead = match idle {
+                Some(x) if x >= 0.8 => format!(
+                    "the GPU is idle {} of the median step's wall (measured), so MBU measures the host, not the kernels; ",
+                    fmt_pct(x)
+                ),
+                _ => String::new(),
+            };
             out.push(format!(
-                "floor (derived per step from its batch): median floor efficiency (MBU) {} over {} steps",
+                "floor (derived per step from its batch): {lead}median MBU (floor/wall, derived) {}, floor/busy (derived) {} over {} steps",
                 fmt_pct(crate::timing::steps::percentile(&mbu, 0.5)),
+                fmt_pct(crate::timing::steps::percentile(&busy, 0.5)),
                 mbu.len()
             ));
         }

@@ -4,7 +4,8 @@
 //!
 //! Weight GEMMs stream the linear layers, the routed experts the step touches and lm_head;
 //! attention reads the KV cache; the KV-cache writes store the new tokens; the rest (norms,
-//! rope, activations, sampling, copies) reads the 2-byte norms, biases and routers.
+//! rope, activations, sampling, copies) reads the 2-byte norms, biases and routers;
+//! activation quantize kernels move no compulsory bytes (floor 0).
 //! Summed, these are the step's bytes Q. Communication moves the tensor-parallel
 //! all-reduces over the interconnect, not HBM: its floor is those bytes over the GPU's
 //! cited link bandwidth, or none where the GPU table has no figure.
@@ -105,6 +106,18 @@ pub fn class_floors(f: &StepFloor, gpu: &GpuSpec, tp: u32) -> Vec<ClassFloor> {
         ),
         on_hbm(KernelClass::KvWrite, f.kv_write_bytes, 0.0, "KV write"),
         comm,
+        // Activation quantization moves activations, which the byte model does not count
+        // (weights and KV are priced in their stored dtype): no compulsory bytes, like the
+        // elementwise kernels of the rest, so all its time is excess.
+        ClassFloor {
+            class: KernelClass::Quantize,
+            bytes: 0.0,
+            flops: 0.0,
+            roof_bytes_per_s: Some(beta),
+            floor_ns: Some(0.0),
+            bound: Some(Bound::Memory),
+            basis: "derived: activation (de)quantization moves no compulsory bytes (weights and KV are priced in their stored dtype)".to_owned(),
+        },
         on_hbm(
             KernelClass::Rest,
             f.weights.small,
@@ -154,6 +167,11 @@ mod tests {
         let sum: f64 = c.iter().map(|x| x.floor_ns.unwrap()).sum();
         assert!((sum - f.floor_ns).abs() < 1e-3, "{sum} vs {}", f.floor_ns);
         assert_eq!(by(KernelClass::Communication).floor_ns, Some(0.0));
+        // One floor per class, in table order; quantize prices no bytes.
+        let order: Vec<KernelClass> = c.iter().map(|x| x.class).collect();
+        assert_eq!(order, KernelClass::ALL);
+        assert_eq!(by(KernelClass::Quantize).bytes, 0.0);
+        assert_eq!(by(KernelClass::Quantize).floor_ns, Some(0.0));
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct FloorAttribution {
     pub kernel_excess_ns: f64,
     /// Floor efficiency: floor / wall (MBU when memory-bound).
     pub mbu: f64,
+    /// floor / busy (derived): how close the kernels themselves run to the floor, the
+    /// GPU's idle time left out.
+    #[serde(default)]
+    pub floor_over_busy: f64,
     /// Compulsory bytes / busy time.
     pub achieved_bytes_per_s: f64,
     /// Wall below the floor: the byte model is wrong, not the machine.
@@ -213,7 +217,8 @@ pub struct OperatingPoint {
 }
 
 /// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
-/// categories.
+/// categories. Key, label, categories and order live in one table,
+/// [`super::class_table::CLASSES`]; `Rest` stays the last variant.
 #[derive(
     Debug,
     Clone,
@@ -237,40 +242,25 @@ pub enum KernelClass {
     KvWrite,
     /// All-reduce and all-gather.
     Communication,
-    /// Norms, rope, activations, quantization, sampling, copies: near-zero floor.
+    /// Activation quantize and dequantize kernels (fp8, fp4, MX block scales).
+    Quantize,
+    /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
 }
 
-impl KernelClass {
-    /// Every class, in table order.
-    pub const ALL: [KernelClass; 5] = [
-        KernelClass::Weights,
-        KernelClass::Attention,
-        KernelClass::KvWrite,
-        KernelClass::Communication,
-        KernelClass::Rest,
-    ];
-
-    /// The JSON value (`weights`, `kv_write`, …), for column names.
-    pub fn key(self) -> &'static str {
-        match self {
-            KernelClass::Weights => "weights",
-            KernelClass::Attention => "attention",
-            KernelClass::KvWrite => "kv_write",
-            KernelClass::Communication => "communication",
-            KernelClass::Rest => "rest",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KernelClass::Weights => "weight GEMMs",
-            KernelClass::Attention => "attention",
-            KernelClass::KvWrite => "KV-cache writes",
-            KernelClass::Communication => "communication",
-            KernelClass::Rest => "rest",
-        }
-    }
+/// The run's verdict: the first rule of the verdict table (`attribution::verdict`,
+/// docs/verdict-rules.md) that fires on the capture, with its line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunVerdict {
+    /// The rule's id (`dispatch-bound`, `one-kernel-at-roof`, …).
+    pub rule: String,
+    /// The run line, in the tool's words, with its numbers labelled measured or derived.
+    pub line: String,
+    /// Advice held back because the capture shows it already runs or cannot help (a
+    /// custom all-reduce already running, CUDA graphs already replayed, a kernel at the
+    /// roof).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<String>,
 }
 
 /// Shape 2 or shape 4 of docs/method.md §4, decided per class from its achieved bandwidth.

@@ -11,7 +11,7 @@
 //! names `crate::wire::…`, so a document's contract is read in one place.
 //!
 //! One file per area: `analysis` (`analyze`), `steps` and `attribution` (`steps`, and
-//! inside `analyze`), `gate` (`gate`/`diff`), `baseline` (the stored baseline file),
+//! inside `analyze`), `class_table` (the kernel classes, one row each), `gate` (`gate`/`diff`), `baseline` (the stored baseline file),
 //! `trend`, `dataset` (a `runs` row), `roofline` (model, GPU, a step's floor), `floor`,
 //! `capacity`, `presets`, `probe` (the launch-probe file), `capture` (its summary and the
 //! sidecar), `trace` (what a report says about itself), `meta` (every document's `tool`
@@ -22,6 +22,7 @@ pub mod attribution;
 pub mod baseline;
 pub mod capacity;
 pub mod capture;
+pub mod class_table;
 pub mod dataset;
 pub mod decision;
 pub mod doctor;

@@ -509,6 +509,9 @@ pub struct StepsReport {
     /// Per group of like steps, the class attribution of its median step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupAttribution>,
+    /// The run's verdict over every step (set by attribution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<super::attribution::RunVerdict>,
     pub steps: Vec<Step>,
 }
 
@@ -651,6 +654,7 @@ mod tests {
             ranks: Vec::new(),
             operating_point: None,
             groups: Vec::new(),
+            verdict: None,
             steps,
         }
     }

@@ -643,6 +643,28 @@ fn wire_leaf_violations(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec
     out
 }
 
+/// A fixed-size array of the class count (`[0; 6]`, `[T; 5]`, the count before the
+/// last class) in a file that names `KernelClass`: class-indexed arrays are sized by
+/// `KernelClass::COUNT`, so a new class row cannot compile into an index panic.
+fn class_array_violations(files: &[Source], count: usize) -> Vec<String> {
+    let sized = Regex::new(&format!(r";\s*({}|{})\s*\]", count, count - 1)).unwrap();
+    let mut out = Vec::new();
+    for f in files {
+        let code = code_only(&f.text);
+        if !code.contains("KernelClass") {
+            continue;
+        }
+        for m in sized.find_iter(&code) {
+            out.push(format!(
+                "{}:{}: a fixed-size array of the class count: size it by KernelClass::COUNT",
+                f.path,
+                code[..m.start()].matches('\n').count() + 1
+            ));
+        }
+    }
+    out
+}
+
 fn assert_none(what: &str, v: Vec<String>) {
     assert!(v.is_empty(), "{what}:\n{}", v.join("\n"));
 }
@@ -711,7 +733,28 @@ fn wire_depends_on_nothing_outside_it_but_exit() {
     assert_none("wire", wire_leaf_violations(&graph(&sources())));
 }
 
+#[test]
+fn class_arrays_are_sized_by_the_class_table() {
+    let n = stepgate::wire::attribution::KernelClass::COUNT;
+    assert_none("class arrays", class_array_violations(&sources(), n));
+}
+
 // The checks themselves, on small made-up crates: each must fail where it should.
+
+#[test]
+fn a_class_array_of_a_literal_size_is_reported() {
+    let files = crate_of(&[
+        (
+            "src/a.rs",
+            "//! a\nuse crate::wire::attribution::KernelClass;\nfn f() -> [i64; 6] { [0; KernelClass::COUNT] }\n",
+        ),
+        // A file that never names a class may size its arrays as it likes.
+        ("src/b.rs", "//! b\nfn g() -> [u8; 6] { [0; 6] }\n"),
+    ]);
+    let v = class_array_violations(&files, 6);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].starts_with("src/a.rs:3:"), "{}", v[0]);
+}
 
 fn crate_of(files: &[(&str, &str)]) -> Vec<Source> {
     files.iter().map(|(p, t)| src(p, t)).collect()

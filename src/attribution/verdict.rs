@@ -1,0 +1,506 @@
+//! The run verdict as one rule table (docs/verdict-rules.md): the evidence is read from
+//! the capture once (the gaps between the steps' kernels, the run's top kernel over every
+//! step, what already runs), then the rules are tried in order and the first that fires
+//! gives the run line. Every rule checks its cause against the capture before it is
+//! printed: a kernel at the roof is not sent to Nsight Compute, the idle time is named by
+//! its pattern, and nothing the trace shows running is recommended.
+
+use std::collections::HashMap;
+
+use crate::categories::class_of;
+use crate::exit::Result;
+use crate::timing::labels::NameLabels;
+use crate::trace::Trace;
+use crate::wire::attribution::{GroupAttribution, KernelClass, RunVerdict, Shape};
+use crate::wire::steps::{Step, StepsReport};
+
+use super::{DOMINANT_FRACTION, GAPPY_FRACTION};
+
+/// Share of β (or of the link) at and above which a kernel or class is at the roof: only
+/// fewer bytes help, and Nsight Compute has nothing to find.
+pub const AT_ROOF_OF_BETA: f64 = 0.8;
+/// Many short gaps: at least this many gaps per step on average …
+pub const DISPATCH_GAPS_PER_STEP: f64 = 100.0;
+/// … with a median below this …
+pub const DISPATCH_MEDIAN_NS: i64 = 200_000;
+/// … that together hold more than this share of the wall.
+pub const DISPATCH_SHARE: f64 = 0.5;
+/// One long stall: one gap holds at least this share of all the idle time.
+pub const STALL_SHARE: f64 = 0.5;
+
+/// The idle time inside the steps, between their GPU ops (measured).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gaps {
+    /// Every gap between consecutive (merged) ops inside a step, ns.
+    pub count: usize,
+    pub median_ns: i64,
+    pub total_ns: i64,
+    /// The gaps shorter than [`DISPATCH_MEDIAN_NS`], summed: dispatch's share of the idle.
+    pub short_total_ns: i64,
+    /// The longest gap and the index in the report of the step that holds it.
+    pub longest_ns: i64,
+    pub longest_step: Option<usize>,
+    /// Steps whose longest gap is more than half of their idle time.
+    pub steps_one_gap: usize,
+    /// CUDA-graph launches whose kernels ran inside the steps (node-mode tracing: distinct
+    /// launches among the ops that carry a graph id).
+    pub graph_launches: u64,
+}
+
+/// What the rules read of a capture.
+pub struct Evidence<'a> {
+    /// Steps with GPU work.
+    pub steps: Vec<&'a Step>,
+    pub wall_ns: i64,
+    pub busy_ns: i64,
+    pub gaps: Gaps,
+    /// The run's top kernel over every step: its label, exclusive ns, class.
+    pub top: Option<(String, i64, Option<KernelClass>)>,
+    /// CUDA-graph launches over the steps: node-mode launches plus opaque replays
+    /// (measured).
+    pub graph_replays: u64,
+    /// The run's shape (the most common) and its median step's action.
+    pub shape: Option<Shape>,
+    pub median_action: Option<String>,
+    /// The largest group of like steps with a class attribution.
+    pub group: Option<&'a GroupAttribution>,
+}
+
+/// What a rule says when it fires.
+pub struct Fired {
+    pub line: String,
+    pub held_back: Vec<String>,
+}
+
+/// One row of the verdict table.
+pub struct Rule {
+    pub id: &'static str,
+    /// When it fires, in words (docs/verdict-rules.md).
+    pub when: &'static str,
+    pub fire: fn(&Evidence<'_>) -> Option<Fired>,
+}
+
+/// The verdict table, in the order the rules are tried.
+#[rustfmt::skip]
+pub const RULES: &[Rule] = &[
+    Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound },
+    Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall },
+    Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step },
+    Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy },
+    Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof },
+    Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant },
+    Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess },
+    Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step },
+];
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn us(ns: i64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
+fn idle_share(e: &Evidence<'_>) -> f64 {
+    if e.wall_ns > 0 {
+        e.gaps.total_ns as f64 / e.wall_ns as f64
+    } else {
+        0.0
+    }
+}
+
+fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
+    let g = &e.gaps;
+    let per_step = g.count as f64 / e.steps.len().max(1) as f64;
+    let share = idle_share(e);
+    // The short gaps themselves must hold the wall: many tiny gaps beside one long stall
+    // are the stall's.
+    let short = g.short_total_ns as f64 / e.wall_ns.max(1) as f64;
+    if per_step < DISPATCH_GAPS_PER_STEP
+        || g.median_ns >= DISPATCH_MEDIAN_NS
+        || short <= DISPATCH_SHARE
+    {
+        return None;
+    }
+    let head = format!(
+        "the host cannot keep up with dispatch: {} gaps between kernels over {} steps, median {}, {} of wall (measured)",
+        g.count,
+        e.steps.len(),
+        us(g.median_ns),
+        pct(share)
+    );
+    if e.graph_replays > 0 {
+        return Some(Fired {
+            line: format!(
+                "{head} — CUDA graphs already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
+                e.graph_replays
+            ),
+            held_back: vec!["CUDA graphs (already replayed in the trace)".to_owned()],
+        });
+    }
+    Some(Fired {
+        line: format!("{head} — capture the step in CUDA graphs or use torch.compile"),
+        held_back: Vec::new(),
+    })
+}
+
+fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
+    let g = &e.gaps;
+    let share = idle_share(e);
+    if share <= GAPPY_FRACTION
+        || g.total_ns == 0
+        || (g.longest_ns as f64) < STALL_SHARE * g.total_ns as f64
+    {
+        return None;
+    }
+    let call = g
+        .longest_step
+        .and_then(|i| e.steps.iter().find(|s| s.index == i))
+        .and_then(|s| s.longest_host_call.as_ref())
+        .map(|c| {
+            format!(
+                "; the longest host call of its step: {} {}",
+                c.name,
+                us(c.dur_ns)
+            )
+        })
+        .unwrap_or_default();
+    Some(Fired {
+        line: format!(
+            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call} — find what the host waits on there",
+            us(g.longest_ns),
+            pct(g.longest_ns as f64 / g.total_ns as f64),
+            pct(g.longest_ns as f64 / e.wall_ns.max(1) as f64)
+        ),
+        held_back: Vec::new(),
+    })
+}
+
+fn sync_per_step(e: &Evidence<'_>) -> Option<Fired> {
+    let n = e.steps.len();
+    if idle_share(e) <= GAPPY_FRACTION || n < 2 || e.gaps.steps_one_gap < n {
+        return None;
+    }
+    Some(Fired {
+        line: format!(
+            "a host sync each step: in all {n} steps one gap holds more than half of the step's idle time ({} of wall idle, measured) — look for a .item(), .cpu() or synchronize between the step's launches",
+            pct(idle_share(e))
+        ),
+        held_back: Vec::new(),
+    })
+}
+
+fn gappy(e: &Evidence<'_>) -> Option<Fired> {
+    if idle_share(e) <= GAPPY_FRACTION {
+        return None;
+    }
+    median_step(e)
+}
+
+/// The class's fraction of its roof in the run's largest priced group (derived).
+fn class_roof(e: &Evidence<'_>, class: Option<KernelClass>) -> Option<f64> {
+    let c = class?;
+    e.group?
+        .classes
+        .iter()
+        .find(|x| x.class == c)?
+        .roof_fraction
+}
+
+fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<f64>)> {
+    let (name, ns, class) = e.top.as_ref()?;
+    let share = *ns as f64 / e.busy_ns.max(1) as f64;
+    (share > DOMINANT_FRACTION).then(|| (name.as_str(), share, class_roof(e, *class)))
+}
+
+fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
+    let (name, share, roof) = dominant(e)?;
+    let roof = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
+    Some(Fired {
+        line: format!(
+            "{name} is {} of busy time over {} steps (measured) and its class runs at {} of its roof (derived): at the roof — only fewer bytes help (quantize, or batch more per step)",
+            pct(share),
+            e.steps.len(),
+            pct(roof)
+        ),
+        held_back: vec![format!("Nsight Compute for {name} (at {} of its roof)", pct(roof))],
+    })
+}
+
+fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
+    let (name, share, roof) = dominant(e)?;
+    let at = roof
+        .map(|r| format!(", its class at {} of its roof (derived)", pct(r)))
+        .unwrap_or_default();
+    Some(Fired {
+        line: format!(
+            "{name} is {} of busy time over {} steps (measured){at}: take it to Nsight Compute",
+            pct(share),
+            e.steps.len()
+        ),
+        held_back: Vec::new(),
+    })
+}
+
+fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
+    if !matches!(
+        e.shape,
+        Some(Shape::UnderUtilized | Shape::OneKernelDominant)
+    ) {
+        return None;
+    }
+    let g = e.group?;
+    let c = g
+        .classes
+        .iter()
+        .filter(|c| c.excess_ns.is_some_and(|x| x > 0))
+        .max_by_key(|c| c.excess_ns)?;
+    let total: i64 = g
+        .classes
+        .iter()
+        .filter_map(|c| c.excess_ns)
+        .filter(|&x| x > 0)
+        .sum();
+    let mut line = format!(
+        "the largest excess (time − floor, derived) of the median {} step is {}: {} of {} excess",
+        g.group,
+        c.class.as_str(),
+        us(c.excess_ns.unwrap_or(0)),
+        us(total)
+    );
+    if let Some(r) = c.roof_fraction {
+        line.push_str(&format!(", at {} of its roof", pct(r)));
+    }
+    // The GEMMs of the layer map by their own excess: time × (1 − achieved / roof).
+    if let Some(map) = &g.layers {
+        let mut by: Vec<(f64, &str, Option<&str>, f64)> = map
+            .gemms
+            .iter()
+            .filter_map(|x| {
+                let f = x.roof_fraction?;
+                Some((
+                    x.time_ns * (1.0 - f),
+                    x.kernel.as_str(),
+                    x.role.as_deref(),
+                    f,
+                ))
+            })
+            .filter(|x| x.0 > 0.0)
+            .collect();
+        by.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let named: Vec<String> = by
+            .iter()
+            .take(2)
+            .map(|(x, k, role, f)| {
+                let role = role.map(|r| format!(" ({r})")).unwrap_or_default();
+                format!(
+                    "{k}{role} {} per layer at {} of β",
+                    us(x.round() as i64),
+                    pct(*f)
+                )
+            })
+            .collect();
+        if !named.is_empty() {
+            line.push_str(&format!("; GEMMs by excess: {}", named.join(", ")));
+        }
+    }
+    let held_back = if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
+        line.push_str(" — at the roof: only fewer bytes help");
+        vec![format!(
+            "Nsight Compute for {} (at the roof)",
+            c.class.as_str()
+        )]
+    } else {
+        line.push_str(" — start there");
+        Vec::new()
+    };
+    Some(Fired { line, held_back })
+}
+
+fn median_step(e: &Evidence<'_>) -> Option<Fired> {
+    if e.shape == Some(Shape::OneKernelDominant) {
+        // Each such step has its own top kernel; the run's is over every step.
+        let (name, ns, _) = e.top.as_ref()?;
+        return Some(Fired {
+            line: format!(
+                "single kernels dominate single steps, but no kernel is more than half of the run's busy time: the run's top kernel {name} is {} of it over {} steps (measured)",
+                pct(*ns as f64 / e.busy_ns.max(1) as f64),
+                e.steps.len()
+            ),
+            held_back: Vec::new(),
+        });
+    }
+    Some(Fired {
+        line: e.median_action.clone()?,
+        held_back: Vec::new(),
+    })
+}
+
+/// One (process, device)'s ops: (start, end, the graph launch's correlation id or -1).
+type Lane = Vec<(i64, i64, i64)>;
+
+/// The gaps between each step's merged GPU ops (its process's ops on its device inside
+/// its GPU span), measured: one sort of the ops per (process, device), one binary search
+/// per step.
+fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
+    let o = trace.ops_view()?;
+    // (start, end, the launch's correlation id when the op is a graph node, else -1).
+    let mut lanes: HashMap<(i64, i64), Lane> = HashMap::new();
+    for i in 0..o.start_ns.len() {
+        let graph = if o.graph_id[i] >= 0 {
+            o.correlation_id[i]
+        } else {
+            -1
+        };
+        lanes
+            .entry((o.pid[i], o.device[i]))
+            .or_default()
+            .push((o.start_ns[i], o.end_ns[i], graph));
+    }
+    for v in lanes.values_mut() {
+        v.sort_unstable();
+    }
+    let mut all = Vec::new();
+    let mut g = Gaps::default();
+    for s in steps {
+        let (Some(d), Some(a), Some(b)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
+            continue;
+        };
+        let Some(lane) = lanes.get(&(s.pid, d)) else {
+            continue;
+        };
+        let from = lane.partition_point(|x| x.0 < a);
+        let (mut end, mut step_total, mut step_max) = (None::<i64>, 0i64, 0i64);
+        let mut launches = std::collections::HashSet::new();
+        for &(st, en, graph) in lane[from..].iter().take_while(|x| x.0 < b) {
+            if en > b {
+                continue;
+            }
+            if graph >= 0 {
+                launches.insert(graph);
+            }
+            match end {
+                Some(e) if st > e => {
+                    let gap = st - e;
+                    all.push(gap);
+                    step_total += gap;
+                    step_max = step_max.max(gap);
+                    if gap > g.longest_ns {
+                        g.longest_ns = gap;
+                        g.longest_step = Some(s.index);
+                    }
+                    end = Some(en);
+                }
+                Some(e) => end = Some(e.max(en)),
+                None => end = Some(en),
+            }
+        }
+        if step_total > 0 && 2 * step_max > step_total {
+            g.steps_one_gap += 1;
+        }
+        g.graph_launches += launches.len() as u64;
+    }
+    all.sort_unstable();
+    g.short_total_ns = all.iter().filter(|&&x| x < DISPATCH_MEDIAN_NS).sum();
+    g.count = all.len();
+    g.total_ns = all.iter().sum();
+    g.median_ns = all.get(all.len() / 2).copied().unwrap_or(0);
+    Ok(g)
+}
+
+/// The run's top kernel by exclusive time summed over every step, named as the step
+/// tables name it.
+fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>)> {
+    let mut by: HashMap<&str, (i64, &str, &str)> = HashMap::new();
+    for s in steps {
+        for k in &s.all_kernels {
+            let e = by.entry(&k.name).or_insert((0, &k.short_name, &k.category));
+            e.0 += k.exclusive_ns;
+        }
+    }
+    let labels = NameLabels::new(by.iter().map(|(n, v)| (*n, v.1)));
+    let (name, (ns, short, cat)) = by
+        .iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))?;
+    Some((labels.get(name, short).to_owned(), *ns, class_of(cat)))
+}
+
+/// Read the evidence of a finished report and try the rules in order.
+pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
+    let steps: Vec<&Step> = r.steps.iter().filter(|s| s.wall_ns.is_some()).collect();
+    if steps.is_empty() {
+        return Ok(None);
+    }
+    let shape = r.shapes.first().map(|s| s.shape);
+    let mut of_shape: Vec<&&Step> = steps
+        .iter()
+        .filter(|s| s.attribution.as_ref().map(|a| a.shape) == shape)
+        .collect();
+    of_shape.sort_by_key(|s| s.wall_ns);
+    let median_action = of_shape
+        .get(of_shape.len() / 2)
+        .and_then(|s| s.attribution.as_ref())
+        .map(|a| a.action.clone());
+    let gaps = gaps(trace, &steps)?;
+    let e = Evidence {
+        wall_ns: steps.iter().filter_map(|s| s.wall_ns).sum(),
+        busy_ns: steps.iter().map(|s| s.busy_ns).sum(),
+        graph_replays: gaps.graph_launches + steps.iter().map(|s| s.graph_replays).sum::<u64>(),
+        gaps,
+        top: run_top(&steps),
+        shape,
+        median_action,
+        group: r.groups.iter().max_by_key(|g| g.steps),
+        steps,
+    };
+    Ok(RULES.iter().find_map(|rule| {
+        (rule.fire)(&e).map(|f| RunVerdict {
+            rule: rule.id.to_owned(),
+            line: f.line,
+            held_back: f.held_back,
+        })
+    }))
+}
+
+/// A step's one-kernel-dominant action, checked against the class it belongs to: at the
+/// roof (≥ 80% of β) it says so instead of sending the kernel to Nsight Compute.
+pub fn dominant_at_roof(
+    action: &str,
+    top_class: Option<KernelClass>,
+    roof: Option<f64>,
+) -> Option<String> {
+    let r = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
+    let head = action.strip_suffix(": take it to Nsight Compute")?;
+    let class = top_class?;
+    Some(format!(
+        "{head}, and {} run at {} of their roof (derived): at the roof — only fewer bytes help",
+        class.as_str(),
+        pct(r)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_ids_are_unique_and_the_fallback_is_last() {
+        let ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        let mut d = ids.clone();
+        d.sort_unstable();
+        d.dedup();
+        assert_eq!(d.len(), ids.len());
+        assert_eq!(ids.last(), Some(&"median-step"));
+    }
+
+    #[test]
+    fn a_dominant_kernel_at_the_roof_is_not_sent_to_nsight_compute() {
+        let a = "gemm_x is 90% of busy time: take it to Nsight Compute";
+        let got = dominant_at_roof(a, Some(KernelClass::Weights), Some(0.85)).unwrap();
+        assert_eq!(
+            got,
+            "gemm_x is 90% of busy time, and weight GEMMs run at 85% of their roof (derived): at the roof — only fewer bytes help"
+        );
+        assert!(dominant_at_roof(a, Some(KernelClass::Weights), Some(0.6)).is_none());
+    }
+}

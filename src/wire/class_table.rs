@@ -1,0 +1,128 @@
+//! The kernel classes as one table: each class's JSON key, its label, the built-in
+//! categories whose kernels it holds and what its floor is priced with. Every array,
+//! report column and category lookup reads this table, so a new class is one row here, one
+//! variant of [`KernelClass`], its floor in `roofline::classes`, its action in
+//! `attribution::classes` (the compiler points at both) and its category patterns in
+//! `categories.rs`. The table's order is the report order and the enum's order: row `i`
+//! is the class whose discriminant is `i`, so `class as usize` indexes class-sized arrays.
+
+use super::attribution::KernelClass;
+
+/// One kernel class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassRow {
+    pub class: KernelClass,
+    /// The JSON value and column-name prefix (`weights`, `kv_write`, …).
+    pub key: &'static str,
+    /// What the reports call it.
+    pub label: &'static str,
+    /// The built-in categories (categories.rs) whose kernels the class holds.
+    pub categories: &'static [&'static str],
+    /// The bytes its floor is priced with (docs/method.md §4.1).
+    pub priced_as: &'static str,
+}
+
+/// Every class, in report order.
+pub const CLASSES: &[ClassRow] = &[
+    ClassRow {
+        class: KernelClass::Weights,
+        key: "weights",
+        label: "weight GEMMs",
+        categories: &["gemm", "moe"],
+        priced_as: "linear, expert and lm_head weights over β (FLOPs over π where that binds)",
+    },
+    ClassRow {
+        class: KernelClass::Attention,
+        key: "attention",
+        label: "attention",
+        categories: &["attention"],
+        priced_as: "the KV cache read over β (attention FLOPs over π where that binds)",
+    },
+    ClassRow {
+        class: KernelClass::KvWrite,
+        key: "kv_write",
+        label: "KV-cache writes",
+        categories: &["kv_cache"],
+        priced_as: "the new tokens' K and V over β",
+    },
+    ClassRow {
+        class: KernelClass::Communication,
+        key: "communication",
+        label: "communication",
+        categories: &["communication"],
+        priced_as: "the tensor-parallel all-reduces over the cited interconnect",
+    },
+    ClassRow {
+        class: KernelClass::Quantize,
+        key: "quantize",
+        label: "quantize",
+        categories: &["quantize"],
+        priced_as: "no compulsory bytes: activation (de)quantization is not in the byte model, \
+                    which prices weights and KV in their stored dtype; its floor is 0 and all \
+                    its time is excess, like the rest's elementwise kernels",
+    },
+    ClassRow {
+        class: KernelClass::Rest,
+        key: "rest",
+        label: "rest",
+        categories: &[
+            "norm",
+            "activation",
+            "rope",
+            "sampling",
+            "elementwise",
+            "memory",
+            "moe_routing",
+        ],
+        priced_as: "the 2-byte norm, bias and router weights over β",
+    },
+];
+
+impl KernelClass {
+    /// How many classes there are: the size of every class-indexed array.
+    pub const COUNT: usize = KernelClass::Rest as usize + 1;
+
+    /// Every class, in table order.
+    pub const ALL: [KernelClass; KernelClass::COUNT] = {
+        let mut all = [KernelClass::Rest; KernelClass::COUNT];
+        let mut i = 0;
+        while i < KernelClass::COUNT {
+            all[i] = CLASSES[i].class;
+            i += 1;
+        }
+        all
+    };
+
+    /// This class's row of [`CLASSES`].
+    pub fn row(self) -> &'static ClassRow {
+        &CLASSES[self as usize]
+    }
+
+    /// The JSON value (`weights`, `kv_write`, …), for column names.
+    pub fn key(self) -> &'static str {
+        self.row().key
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.row().label
+    }
+
+    /// The class of a built-in category; None for `other` and categories stepgate does
+    /// not know.
+    pub fn of_category(category: &str) -> Option<KernelClass> {
+        CLASSES
+            .iter()
+            .find(|r| r.categories.contains(&category))
+            .map(|r| r.class)
+    }
+}
+
+// Rest is the last variant and the table has one row per variant, in variant order.
+const _: () = {
+    assert!(CLASSES.len() == KernelClass::COUNT);
+    let mut i = 0;
+    while i < CLASSES.len() {
+        assert!(CLASSES[i].class as usize == i);
+        i += 1;
+    }
+};
