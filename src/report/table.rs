@@ -187,7 +187,9 @@ mod tests {
         assert_eq!(md.lines().count(), 3, "{md}");
         assert_eq!(
             md.lines().nth(2).unwrap(),
-            "| evil\\r\\n\\| x \\| 1 \\|\\x1b[2J | 5 |"
+            // The visible escapes' backslashes and the `[` are escaped again as markdown
+            // text, so the cell renders as `evil\r\n| x | 1 |\x1b[2J`.
+            "| evil\\\\r\\\\n\\| x \\| 1 \\|\\\\x1b\\[2J | 5 |"
         );
         let txt = t.to_text();
         assert_eq!(txt.lines().count(), 3, "{txt}");
