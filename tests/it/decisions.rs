@@ -12,23 +12,24 @@ fn report(path: &std::path::Path, seed: u64, scale: f64) {
     common::jittered_decode_report(path, 24, 60, seed, H100, &move |_| scale);
 }
 
+/// A history of `runs` main-branch runs at the reference speed, in `dir/history`.
+fn main_history(dir: &std::path::Path, runs: u64) -> String {
+    let ds = dir.join("history").display().to_string();
+    for seed in 1..=runs {
+        let r = dir.join(format!("main{seed}.sqlite"));
+        report(&r, seed, 1.0);
+        let r = r.display().to_string();
+        let (code, _, err) = stepgate(&["export", &r, "-o", &ds, "--label", "branch=main"]);
+        assert_eq!(code, 0, "{err}");
+    }
+    ds
+}
+
 #[test]
 fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let ds = p("history");
-    for seed in 1..=3 {
-        report(&dir.path().join(format!("main{seed}.sqlite")), seed, 1.0);
-        let (code, _, err) = stepgate(&[
-            "export",
-            &p(&format!("main{seed}.sqlite")),
-            "-o",
-            &ds,
-            "--label",
-            "branch=main",
-        ]);
-        assert_eq!(code, 0, "{err}");
-    }
+    let ds = main_history(dir.path(), 3);
     // An intended change: every kernel 25% slower (e.g. a cheaper KV cache format).
     report(&dir.path().join("fp8.sqlite"), 10, 1.25);
     report(&dir.path().join("next.sqlite"), 11, 1.25);
@@ -114,19 +115,7 @@ fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
 fn a_rejected_run_is_left_out_of_later_histories() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let ds = p("history");
-    for seed in 1..=2 {
-        report(&dir.path().join(format!("main{seed}.sqlite")), seed, 1.0);
-        let (code, _, err) = stepgate(&[
-            "export",
-            &p(&format!("main{seed}.sqlite")),
-            "-o",
-            &ds,
-            "--label",
-            "branch=main",
-        ]);
-        assert_eq!(code, 0, "{err}");
-    }
+    let ds = main_history(dir.path(), 2);
     report(&dir.path().join("bad.sqlite"), 7, 1.25);
     let cmp = p("bad.json");
     let (code, _, _) = stepgate(&[

@@ -17,7 +17,10 @@ use rusqlite::Connection;
 use crate::exit::{Error, Result};
 use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
-use crate::trace::{Interner, Trace};
+use crate::trace::{
+    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, RangeKind, RangeRow, RangesBuilder,
+    Trace,
+};
 use crate::wire::trace::DeviceInfo;
 
 /// Which rocpd layout a database holds.
@@ -168,6 +171,67 @@ fn copy_name(raw: &str) -> String {
     {
         Some((a, b)) => format!("[memcpy {a}to{b}]"),
         None => "[memcpy]".to_owned(),
+    }
+}
+
+/// Where and when a host region ran (times already relative to the trace's zero).
+pub(super) struct Span {
+    pub pid: i64,
+    pub tid: i64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// What a host region is, in either layout.
+pub(super) enum Region {
+    /// A ROCTx range and its text.
+    Marker(String),
+    /// A HIP call, its name and the id its GPU ops carry.
+    Call { name: String, link: i64 },
+}
+
+/// The host calls and ranges of one load, filled region by region under the load's
+/// options (calls only when asked, ranges only when asked and matching the filter).
+#[derive(Default)]
+pub(super) struct Host {
+    pub calls: CallsBuilder,
+    pub ranges: RangesBuilder,
+}
+
+impl Host {
+    pub fn push(&mut self, names: &mut Interner, opts: &LoadOptions, at: Span, region: Region) {
+        match region {
+            Region::Marker(text) => {
+                let keep = opts.ranges
+                    && !text.is_empty()
+                    && opts
+                        .range_filter
+                        .as_ref()
+                        .is_none_or(|re| re.is_match(&text));
+                if keep {
+                    self.ranges.push(RangeRow {
+                        pid: at.pid,
+                        tid: at.tid,
+                        start_ns: at.start_ns,
+                        end_ns: at.end_ns,
+                        name_id: names.intern(&text),
+                        domain_id: -1,
+                        kind: RangeKind::HostPushPop,
+                    });
+                }
+            }
+            Region::Call { name, link } if opts.calls => self.calls.push(CallRow {
+                pid: at.pid,
+                tid: at.tid,
+                start_ns: at.start_ns,
+                end_ns: at.end_ns,
+                is_launch: is_launch_call(&name),
+                name_id: names.intern(&name),
+                correlation_id: link,
+                api: CallApi::Runtime,
+            }),
+            Region::Call { .. } => {}
+        }
     }
 }
 

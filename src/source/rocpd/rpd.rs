@@ -11,10 +11,7 @@ use rusqlite::Connection;
 use crate::exit::Result;
 use crate::source::nsys::load::sql_error;
 use crate::source::LoadOptions;
-use crate::trace::{
-    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, Launch, OpKind, OpRow, OpsBuilder,
-    RangeKind, RangeRow, RangesBuilder, ShapesBuilder, Trace,
-};
+use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, ShapesBuilder, Trace};
 use crate::wire::trace::{SourceFormat, TraceMeta};
 
 /// GPU ops with their launching call (the smallest linked api id: an op has one), the
@@ -106,52 +103,29 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
         return Err(super::no_ops(path));
     }
 
-    let mut calls = CallsBuilder::default();
-    let mut ranges = RangesBuilder::default();
+    let mut host = super::Host::default();
     if opts.calls || opts.ranges {
         let mut st = conn.prepare(APIS).map_err(err("reading rocpd_api"))?;
         let mut rows = st.query([]).map_err(err("reading rocpd_api"))?;
         while let Some(r) = rows.next().map_err(err("reading rocpd_api"))? {
             let name: String = r.get(4).map_err(err("reading rocpd_api"))?;
-            let (start, end) = (
-                r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
-                r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
-            );
-            let (pid, tid): (i64, i64) = (
-                r.get(2).map_err(err("reading rocpd_api"))?,
-                r.get(3).map_err(err("reading rocpd_api"))?,
-            );
-            if name == "UserMarker" {
-                let text: String = r.get(5).map_err(err("reading rocpd_api"))?;
-                let keep = opts.ranges
-                    && !text.is_empty()
-                    && opts
-                        .range_filter
-                        .as_ref()
-                        .is_none_or(|re| re.is_match(&text));
-                if keep {
-                    ranges.push(RangeRow {
-                        pid,
-                        tid,
-                        start_ns: start,
-                        end_ns: end,
-                        name_id: names.intern(&text),
-                        domain_id: -1,
-                        kind: RangeKind::HostPushPop,
-                    });
+            let region = if name == "UserMarker" {
+                super::Region::Marker(r.get(5).map_err(err("reading rocpd_api"))?)
+            } else if name.starts_with("hip") {
+                super::Region::Call {
+                    name,
+                    link: r.get(6).map_err(err("reading rocpd_api"))?,
                 }
-            } else if opts.calls && name.starts_with("hip") {
-                calls.push(CallRow {
-                    pid,
-                    tid,
-                    start_ns: start,
-                    end_ns: end,
-                    is_launch: is_launch_call(&name),
-                    name_id: names.intern(&name),
-                    correlation_id: r.get(6).map_err(err("reading rocpd_api"))?,
-                    api: CallApi::Runtime,
-                });
-            }
+            } else {
+                continue;
+            };
+            let at = super::Span {
+                pid: r.get(2).map_err(err("reading rocpd_api"))?,
+                tid: r.get(3).map_err(err("reading rocpd_api"))?,
+                start_ns: r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
+                end_ns: r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
+            };
+            host.push(&mut names, opts, at, region);
         }
     }
 
@@ -168,8 +142,8 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     let ids = crate::trace::i64s(&ops, crate::trace::col::DEVICE)?.to_vec();
     Ok(Trace {
         ops,
-        calls: calls.finish()?,
-        ranges: ranges.finish()?,
+        calls: host.calls.finish()?,
+        ranges: host.ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
         gpu_metrics: Vec::new(),
         devices: super::devices_of(&ids, Vec::new()),

@@ -14,10 +14,7 @@ use rusqlite::{Connection, Row};
 use crate::exit::Result;
 use crate::source::nsys::load::sql_error;
 use crate::source::LoadOptions;
-use crate::trace::{
-    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, Launch, OpKind, OpRow, OpsBuilder,
-    RangeKind, RangeRow, RangesBuilder, ShapesBuilder, Trace,
-};
+use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, ShapesBuilder, Trace};
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 /// Kernel dispatches: device = the GPU agent's `type_index` (GPU 0..n-1), the launching
@@ -138,59 +135,37 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
         return Err(super::no_ops(path));
     }
 
-    let mut calls = CallsBuilder::default();
-    let mut ranges = RangesBuilder::default();
+    let mut host = super::Host::default();
     if opts.calls || opts.ranges {
         let mut st = conn.prepare(REGIONS).map_err(sql("reading regions"))?;
         let mut rows = st.query([]).map_err(sql("reading regions"))?;
         while let Some(r) = rows.next().map_err(sql("reading regions"))? {
             let category: String = r.get(6).map_err(sql("reading regions"))?;
-            let (start, end): (i64, i64) = (
-                r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
-                r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
-            );
-            let (pid, tid): (i64, i64) = (
-                r.get(2).map_err(sql("reading regions"))?,
-                r.get(3).map_err(sql("reading regions"))?,
-            );
-            if category.starts_with("MARKER_") {
+            let region = if category.starts_with("MARKER_") {
                 let Some(text) = r
                     .get::<_, Option<String>>(7)
                     .map_err(sql("reading regions"))?
                 else {
                     continue;
                 };
-                let keep = opts.ranges
-                    && opts
-                        .range_filter
-                        .as_ref()
-                        .is_none_or(|re| re.is_match(&text));
-                if keep {
-                    ranges.push(RangeRow {
-                        pid,
-                        tid,
-                        start_ns: start,
-                        end_ns: end,
-                        name_id: names.intern(&text),
-                        domain_id: -1,
-                        kind: RangeKind::HostPushPop,
-                    });
-                }
-            } else if opts.calls && category.starts_with("HIP_") {
+                super::Region::Marker(text)
+            } else if category.starts_with("HIP_") {
                 // HIP runtime and compiler calls are what launches work; HSA, RCCL and
                 // rocDecode regions are other layers (the dispatch links to the HIP call).
-                let name: String = r.get(4).map_err(sql("reading regions"))?;
-                calls.push(CallRow {
-                    pid,
-                    tid,
-                    start_ns: start,
-                    end_ns: end,
-                    is_launch: is_launch_call(&name),
-                    name_id: names.intern(&name),
-                    correlation_id: r.get(5).map_err(sql("reading regions"))?,
-                    api: CallApi::Runtime,
-                });
-            }
+                super::Region::Call {
+                    name: r.get(4).map_err(sql("reading regions"))?,
+                    link: r.get(5).map_err(sql("reading regions"))?,
+                }
+            } else {
+                continue;
+            };
+            let at = super::Span {
+                pid: r.get(2).map_err(sql("reading regions"))?,
+                tid: r.get(3).map_err(sql("reading regions"))?,
+                start_ns: r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
+                end_ns: r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
+            };
+            host.push(&mut names, opts, at, region);
         }
     }
 
@@ -209,8 +184,8 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     let devices = super::devices_of(&ids, gpus(conn, path)?);
     Ok(Trace {
         ops,
-        calls: calls.finish()?,
-        ranges: ranges.finish()?,
+        calls: host.calls.finish()?,
+        ranges: host.ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
         gpu_metrics: Vec::new(),
         devices,
