@@ -325,7 +325,7 @@ impl Store {
         }
     }
 
-    /// Read many objects, [`PARALLEL`] requests at a time, in the order given.
+    /// Read many objects, `PARALLEL` requests at a time, in the order given.
     pub fn get_many(&self, rels: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
         for r in rels {
             self.local_guard(r)?;

@@ -46,7 +46,7 @@ pub struct RunSource {
 #[derive(Debug, Clone)]
 pub struct ExportOutcome {
     pub run_id: String,
-    /// Rows written per table, in [`TABLES`] order.
+    /// Rows written per table, in [`crate::dataset::schema::TABLES`] order.
     pub rows: Vec<(&'static str, usize)>,
     /// The run was already there and was replaced (`--replace`).
     pub replaced: bool,

@@ -4,7 +4,7 @@
 //! `MARKER_CORE_RANGE_API` region with the text in its event's `extdata`), a host → device
 //! copy, and HIP launches whose dispatches share the launch's `stack_id`. One kernel per
 //! step may run on a second stream, overlapping the kernel before it, so the busy time
-//! (interval union) differs from the sum of durations. [`write`] returns the truth,
+//! (interval union) differs from the sum of durations. [`write()`] returns the truth,
 //! computed here from the intervals it wrote, apart from the reader.
 
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! older rocmProfileData RPD format (schema 2), read into the one [`Trace`] model.
 //!
 //! Both are SQLite files with a `rocpd_metadata` table whose `schema_version` says which
-//! layout it is (docs/rocpd-format.md). Layout: [`v3`] reads rocpd (dispatches, copies,
-//! HIP calls and ROCTx ranges from `rocpd_region`, linked by `stack_id`), [`rpd`] reads RPD
+//! layout it is (docs/rocpd-format.md). Layout: `v3` reads rocpd (dispatches, copies,
+//! HIP calls and ROCTx ranges from `rocpd_region`, linked by `stack_id`), `rpd` reads RPD
 //! (`rocpd_op`, `rocpd_api`, linked by `rocpd_api_ops`). Times are integer nanoseconds of
 //! the capture's clock (CLOCK_BOOTTIME for rocpd), made relative to the earliest event.
 
