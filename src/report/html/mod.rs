@@ -49,7 +49,7 @@ figure.chart { margin: 12px 0 6px; padding: 8px; background: #ffffff; border: 1p
 figure.chart svg { display: block; max-width: 100%; height: auto; }
 figcaption { color: #444444; font-size: .9em; padding: 4px 6px 0; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: .9em; max-width: 100%; }
-th, td { border: 1px solid var(--line); padding: 3px 8px; vertical-align: top; }
+th, td { border: 1px solid var(--line); padding: 3px 6px; vertical-align: top; }
 td.nw { white-space: nowrap; } td.long { overflow-wrap: anywhere; min-width: 28ch; }
 td.name { overflow-wrap: anywhere; min-width: 22ch; max-width: 56ch; }
 div.table { max-width: 100%; overflow-x: auto; }
