@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let paths: Vec<PathBuf> = pages.iter().map(|(name, _)| dir.join(name)).collect();
     let mut plan = crate::output::Plan::new();
     for p in &paths {
-        plan.add("--dir", Some(p));
+        plan.add_entry("--dir", p);
     }
     plan.check(&[])?;
     let files: Vec<(&Path, &[u8])> = paths
@@ -70,7 +70,9 @@ pub fn run(args: &Args) -> Result<u8> {
         .zip(&pages)
         .map(|(p, (_, roff))| (p.as_path(), roff.as_slice()))
         .collect();
-    crate::output::write_all(&files)?;
+    // Each page is a new file renamed into place: a symlink planted as `stepgate.1` is
+    // replaced, never written through to a file outside the directory.
+    crate::output::write_entries(&files)?;
     let _ = writeln!(
         std::io::stderr(),
         "stepgate: wrote {} man pages to {}",

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::commands::numbers::MAX_BATCH;
 use crate::exit::Result;
 use crate::trace::{OpKind, Trace};
 use crate::wire::steps::{Step, StepKind};
@@ -90,19 +91,30 @@ struct ShapeRow<'t> {
     dims: &'t str,
 }
 
-/// The token-major shape rows of the trace, in (pid, start) order.
-fn shape_rows(trace: &Trace) -> Result<Vec<ShapeRow<'_>>> {
+/// The token-major shape rows of the trace, in (pid, start) order, and how many token-major
+/// rows had a first dimension the reader refused (a fraction, an exponent, beyond
+/// 2^31 − 1), with one of them.
+fn shape_rows(trace: &Trace) -> Result<(Vec<ShapeRow<'_>>, Refused<'_>)> {
     let v = trace.shapes_view()?;
+    let mut refused = Refused::default();
     let mut rows: Vec<ShapeRow<'_>> = (0..v.start_ns.len())
         .filter_map(|i| {
             let op = trace.name(v.name_id[i]);
-            let m = u64::try_from(v.first_dim[i]).ok().filter(|&m| m > 0)?;
+            if !token_major(op) {
+                return None;
+            }
             let dims = trace.name(v.dims_id[i]);
+            if v.first_dim[i] < 0 && has_first_dim(dims) {
+                refused.n += 1;
+                refused.example.get_or_insert((op, dims));
+                return None;
+            }
+            let m = u64::try_from(v.first_dim[i]).ok().filter(|&m| m > 0)?;
             // The sampler's argmax counts requests only over 2-D logits.
             if op == "aten::argmax" && !is_2d_first(dims) {
                 return None;
             }
-            token_major(op).then_some(ShapeRow {
+            Some(ShapeRow {
                 pid: v.pid[i],
                 tid: v.tid[i],
                 start: v.start_ns[i],
@@ -113,7 +125,39 @@ fn shape_rows(trace: &Trace) -> Result<Vec<ShapeRow<'_>>> {
         })
         .collect();
     rows.sort_by_key(|r| (r.pid, r.start));
-    Ok(rows)
+    Ok((rows, refused))
+}
+
+/// Token-major shapes whose first dimension was refused as a count.
+#[derive(Default)]
+struct Refused<'t> {
+    n: usize,
+    example: Option<(&'t str, &'t str)>,
+}
+
+impl Refused<'_> {
+    /// The warning for the report, when any was refused: the value and where it came from.
+    fn warning(&self) -> Option<String> {
+        let (op, dims) = self.example?;
+        let dims: String = if dims.chars().count() > 80 {
+            dims.chars().take(80).chain("…".chars()).collect()
+        } else {
+            dims.to_owned()
+        };
+        Some(format!(
+            "{} input shape(s) of token-major operators ignored as batch evidence: the first \
+             dimension is not a whole number below 2^31 (e.g. {op} with Input Dims {dims}, \
+             from the trace's record_shapes args)",
+            self.n
+        ))
+    }
+}
+
+/// Whether the compact dims text's first input has a first dimension at all (`[[x…`, not
+/// `[[]` or a scalar): a -1 first dimension then means the reader refused it.
+fn has_first_dim(dims: &str) -> bool {
+    dims.strip_prefix("[[")
+        .is_some_and(|r| !r.is_empty() && !r.starts_with(']'))
 }
 
 /// Whether the compact dims text's first input has exactly two dimensions (`[[a,b],…`).
@@ -253,16 +297,19 @@ pub(super) fn from_grid(step: &Step, rows: &[GridRow<'_>]) -> Option<(u64, Strin
 }
 
 /// Put a batch guess on every decode step whose name counts no requests and whose shapes
-/// or decode-attention grid say how many it ran.
-pub fn infer(trace: &Trace, steps: &mut [Step]) -> Result<()> {
+/// or decode-attention grid say how many it ran. Shapes refused as counts are named in
+/// `warnings` (the same bounds as `--batch`: a value out of them is ignored, and said).
+pub fn infer(trace: &Trace, steps: &mut [Step], warnings: &mut Vec<String>) -> Result<()> {
     if !steps.iter().any(wants_batch) {
         return Ok(());
     }
-    let shapes = shape_rows(trace)?;
+    let (shapes, refused) = shape_rows(trace)?;
+    warnings.extend(refused.warning());
     let grids = grid_rows(trace)?;
     if shapes.is_empty() && grids.is_empty() {
         return Ok(());
     }
+    let (mut over, mut over_example) = (0usize, None);
     for s in steps.iter_mut().filter(|s| wants_batch(s)) {
         let shaped = from_shapes(s, &shapes);
         let gridded = from_grid(s, &grids);
@@ -278,8 +325,21 @@ pub fn infer(trace: &Trace, steps: &mut [Step]) -> Result<()> {
             (None, Some(g)) => g,
             (None, None) => continue,
         };
+        // The capture gets the bounds the flag has: a guess `--batch` would refuse is
+        // not priced.
+        if b > MAX_BATCH {
+            over += 1;
+            over_example.get_or_insert((s.index, b, why));
+            continue;
+        }
         s.batch_guess = Some(b);
         s.batch_evidence = Some(why);
+    }
+    if let Some((index, b, why)) = over_example {
+        warnings.push(format!(
+            "{over} step(s) without a batch guess: the batch read from the capture is above \
+             --batch's bound of {MAX_BATCH} (e.g. step {index}: {b}, {why}); pass --batch"
+        ));
     }
     Ok(())
 }

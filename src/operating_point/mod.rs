@@ -237,18 +237,35 @@ fn decode_batch(
 /// Put the request count of its counts on every unnamed decode step that has no batch
 /// guess yet (after [`batch::infer`], whose shapes and grids come first): in a decode,
 /// the tokens it wrote.
-pub fn batch_from_tokens(steps: &mut [crate::wire::steps::Step], counts: &[tokens::StepCounts]) {
+/// A token count above `--batch`'s bound is not priced: it is named in `warnings`.
+pub fn batch_from_tokens(
+    steps: &mut [crate::wire::steps::Step],
+    counts: &[tokens::StepCounts],
+    warnings: &mut Vec<String>,
+) {
+    let max = crate::commands::numbers::MAX_BATCH;
+    let mut over = None;
     for (s, c) in steps.iter_mut().zip(counts) {
         if s.batch_guess.is_some() || !batch::wants_batch(s) {
             continue;
         }
         if let Some(t) = &c.tokens {
+            if t.value > max {
+                over.get_or_insert((s.index, t.value));
+                continue;
+            }
             s.batch_guess = Some(t.value);
             s.batch_evidence = Some(format!(
                 "{} (a decode writes one token per request)",
                 t.evidence
             ));
         }
+    }
+    if let Some((index, n)) = over {
+        warnings.push(format!(
+            "step {index}: the KV-cache writes count {n} tokens, above --batch's bound of \
+             {max}: not used as its batch; pass --batch"
+        ));
     }
 }
 

@@ -75,10 +75,10 @@ fn infer_batches(
         return Ok(());
     }
     if let Some(ev) = evidence {
-        operating_point::batch::infer(ev, &mut r.steps)?;
+        operating_point::batch::infer(ev, &mut r.steps, &mut r.warnings)?;
     }
     if let Some(c) = counts {
-        operating_point::batch_from_tokens(&mut r.steps, c);
+        operating_point::batch_from_tokens(&mut r.steps, c, &mut r.warnings);
     }
     Ok(())
 }

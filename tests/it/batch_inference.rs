@@ -222,3 +222,72 @@ fn steps_without_a_model_read_no_grid_and_guess_no_batch() {
         assert!(s.get("batch_guess").is_none(), "{s}");
     }
 }
+
+/// A capture's shapes get `--batch`'s bounds: a first dimension of 10^15 (written as the
+/// float `1000000000000000.0`) or 2^40 is refused as a count, and the refusal is a warning
+/// naming the value and where it came from, not a silent drop.
+#[test]
+fn shapes_out_of_bounds_are_ignored_with_a_warning_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = unannotated_sglang(dir.path());
+    let mut j: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut changed = 0;
+    for (i, e) in j["traceEvents"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let name = e["name"].as_str().unwrap_or("").to_owned();
+        let token_major =
+            ["aten::linear", "aten::mm", "aten::matmul", "aten::argmax"].contains(&name.as_str());
+        let Some(first) = e
+            .get_mut("args")
+            .and_then(|a| a.get_mut("Input Dims"))
+            .and_then(|d| d.get_mut(0))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        if token_major && !first.is_empty() {
+            first[0] = if i % 2 == 0 {
+                serde_json::json!(1e15)
+            } else {
+                serde_json::json!(1u64 << 40)
+            };
+            changed += 1;
+        }
+    }
+    assert!(changed >= 1, "{changed} shapes rewritten");
+    std::fs::write(&path, serde_json::to_vec(&j).unwrap()).unwrap();
+    let j = steps_json(&[
+        path.to_str().unwrap(),
+        "--model",
+        "qwen3-8b",
+        "--context",
+        "1025",
+    ]);
+    let s = &j["steps"][0];
+    let guess = s["batch_guess"].as_u64();
+    assert!(guess.is_none_or(|b| b <= 1 << 20), "{s}");
+    assert!(
+        !s["batch_evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Input Dims"),
+        "{s}"
+    );
+    let warnings = j["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "{changed} input shape(s) of token-major operators ignored"
+        )),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("1e15")
+            || warnings.contains("1000000000000000")
+            || warnings.contains("1099511627776"),
+        "{warnings}"
+    );
+}

@@ -162,3 +162,36 @@ fn a_duplicated_trace_events_key_is_refused() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A directory of rank traces holding the `capture.json` the docs name: the sidecar is read
+/// as the sidecar (its TP reaches the operating point) and never taken for a rank.
+#[test]
+fn a_rank_directory_with_its_capture_sidecar_reads_both() {
+    use stepgate::wire::capture::CaptureSidecar;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz"),
+        d.path().join("q-TP-0.trace.json.gz"),
+    )
+    .unwrap();
+    let side = CaptureSidecar {
+        engine: Some("sglang".to_owned()),
+        tp: Some(1),
+        ..CaptureSidecar::new()
+    };
+    let path = stepgate::operating_point::sidecar::write_beside(d.path(), &side).unwrap();
+    assert_eq!(path, d.path().join("capture.json"));
+    let (code, out, err, killed) = steps_bounded(d.path());
+    assert!(!killed);
+    assert_eq!(code, Some(0), "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(!j["steps"].as_array().unwrap().is_empty(), "{out:.300}");
+    assert!(
+        j["operating_point"]["tp"]["evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("capture"),
+        "{}",
+        j["operating_point"]
+    );
+}

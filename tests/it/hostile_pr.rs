@@ -22,6 +22,11 @@ fn report(path: &Path, seed: u64, slow: f64) {
 
 /// The same report with kernels 0 and 1 named `names`.
 pub(crate) fn report_named(path: &Path, seed: u64, slow: f64, names: [&str; 2]) {
+    report_on(path, seed, slow, names, H100);
+}
+
+/// The same report on a GPU named `gpu` (the capture's `TARGET_INFO_GPU` name).
+fn report_on(path: &Path, seed: u64, slow: f64, names: [&str; 2], gpu: &str) {
     use rand::{Rng, SeedableRng};
     use stepgate::synth::workload::*;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
@@ -48,7 +53,7 @@ pub(crate) fn report_named(path: &Path, seed: u64, slow: f64, names: [&str; 2]) 
         })
         .collect();
     let mut scn = Scenario::new(stepgate::synth::Layout::Nsys2026_2, 1, specs);
-    scn.gpu_name = H100.to_owned();
+    scn.gpu_name = gpu.to_owned();
     build(&scn, path).expect("generated report");
 }
 
@@ -221,5 +226,102 @@ fn markdown_escapes_round_trip_through_a_commonmark_renderer() {
                 "md_inline {name:?}"
             );
         }
+    }
+}
+
+/// Every markdown a command writes, fed the author's strings wherever the command takes them
+/// (kernel names, the report's file name, dataset labels, policy selectors), renders inert.
+/// A new markdown writer that bypasses `report::escape` for any of these fails here, whatever
+/// the command: the check is on the output, not on how it was built.
+#[test]
+fn every_markdown_output_renders_the_authors_strings_as_text() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("base @octo-team #4243 <!-- b.sqlite");
+    report(&base, 1, 1.0);
+    let cand = d.path().join("pr @octo-team #4243 <!-- x.sqlite");
+    report(&cand, 2, 4.0);
+    let policy = d.path().join("policy @octo-team #4243.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[[kernel]]\nname = {:?}\nrel = 0.2\n\n[[kernel]]\nname = \"<!-- @org/team #4242\"\noptional = true\n",
+            HOSTILE
+        ),
+    )
+    .unwrap();
+    let ds = d.path().join("history");
+    for (r, sha) in [(&base, "a1"), (&cand, "b2")] {
+        let (code, _, err) = common::run(&[
+            "export",
+            s(r),
+            "-o",
+            s(&ds),
+            "--label",
+            &format!("git_sha={sha}"),
+            "--label",
+            "note=<!-- @org/team #4242 </details> <img src=x>",
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    // The GPU name is the capture's too (doctor names it, with no preset to match).
+    let odd_gpu = d.path().join("gpu.sqlite");
+    report_on(
+        &odd_gpu,
+        3,
+        1.0,
+        [HOSTILE, TICKS],
+        "H100 @org/team #4242 <!--",
+    );
+    let diff_md = d.path().join("diff.md");
+    let runs: Vec<(&str, Vec<&str>)> = vec![
+        ("analyze", vec!["analyze", s(&cand), "--format", "markdown"]),
+        ("steps", vec!["steps", s(&cand), "--format", "markdown"]),
+        (
+            "doctor",
+            vec!["doctor", s(&odd_gpu), "--format", "markdown"],
+        ),
+        (
+            "policy check",
+            vec![
+                "policy",
+                "check",
+                s(&policy),
+                s(&cand),
+                "--format",
+                "markdown",
+            ],
+        ),
+        (
+            "trend",
+            vec![
+                "trend",
+                s(&ds),
+                "--by",
+                "label.note",
+                "--format",
+                "markdown",
+            ],
+        ),
+        (
+            "diff",
+            vec!["diff", s(&base), s(&cand), "--markdown", s(&diff_md)],
+        ),
+    ];
+    for (what, args) in runs {
+        let (code, out, err) = common::run(&args);
+        assert!(matches!(code, 0 | 1), "{what}: exit {code}\n{err}");
+        let md = if what == "diff" {
+            std::fs::read_to_string(&diff_md).unwrap()
+        } else {
+            out
+        };
+        assert!(!md.trim().is_empty(), "{what} wrote no markdown");
+        assert_inert(&md);
+        // The strings did reach the output (else the check above proves nothing).
+        let shown: String = render(&md).blocks.concat();
+        assert!(
+            shown.contains("@octo-team #4243 <!--") || shown.contains("@org/team #4242"),
+            "{what}: no hostile string in\n{md}"
+        );
     }
 }

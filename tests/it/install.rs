@@ -186,6 +186,40 @@ fn man_pages_cover_every_subcommand() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// A symlink planted as `stepgate.1` in the directory (a shared man directory, a checked-out
+/// tree) is replaced by the page; the file it pointed to, outside the directory, is untouched.
+#[cfg(unix)]
+#[test]
+fn man_dir_replaces_a_planted_symlink_instead_of_writing_through_it() {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("stepgate.1")).unwrap();
+    // A dangling link too: following it would create a file outside the directory.
+    let dangling = outside.path().join("created-through-link");
+    std::os::unix::fs::symlink(&dangling, dir.path().join("stepgate-gate.1")).unwrap();
+    let (code, _, err) = common::run(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(!dangling.exists(), "written through a dangling link");
+    for name in ["stepgate.1", "stepgate-gate.1"] {
+        let p = dir.path().join(name);
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        assert!(meta.file_type().is_file(), "{name} is still a link");
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(".TH stepgate"));
+    }
+    // A directory planted at a page's name is refused before anything is written.
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir2.path().join("stepgate.1")).unwrap();
+    let (code, _, err) = common::run(&["man", "--dir", dir2.path().to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert_eq!(std::fs::read_dir(dir2.path()).unwrap().count(), 1);
+}
+
 #[test]
 fn presets_json_lists_the_tables_themselves() {
     let (code, out, err) = common::run(&["presets", "--format", "json"]);

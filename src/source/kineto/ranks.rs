@@ -23,7 +23,14 @@ pub struct Ranks {
 }
 
 fn is_trace_name(name: &str) -> bool {
-    name.ends_with(".json") || name.ends_with(".json.gz")
+    (name.ends_with(".json") || name.ends_with(".json.gz")) && !is_sidecar_name(name)
+}
+
+/// The capture sidecar's names (`operating_point::sidecar::path`): `capture.json` inside a
+/// directory of ranks, `BASE.capture.json` beside a trace. It is read as the sidecar, never
+/// as one more rank.
+fn is_sidecar_name(name: &str) -> bool {
+    name == "capture.json" || name.ends_with(".capture.json")
 }
 
 fn rank_key(name: &str) -> Option<RankKey> {
@@ -113,6 +120,26 @@ pub fn discover(dir: &Path) -> Result<Ranks> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_capture_sidecar_is_not_a_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [
+            "capture.json",
+            "rank0.capture.json",
+            "a-TP-0.trace.json.gz",
+            "a-TP-1.trace.json.gz",
+        ] {
+            std::fs::write(dir.path().join(n), b"{}").unwrap();
+        }
+        let ranks = super::discover(dir.path()).unwrap();
+        let names: Vec<_> = ranks
+            .files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a-TP-0.trace.json.gz", "a-TP-1.trace.json.gz"]);
+    }
+
     use super::*;
 
     #[test]
