@@ -14,6 +14,7 @@ pub mod detail;
 pub mod groups;
 pub mod layers;
 mod notes;
+pub mod spread;
 pub mod verdict;
 
 pub use notes::{for_vendor, missing_floor_notes};

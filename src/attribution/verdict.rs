@@ -11,7 +11,7 @@ use crate::categories::class_of;
 use crate::exit::Result;
 use crate::timing::labels::NameLabels;
 use crate::trace::Trace;
-use crate::wire::attribution::{GroupAttribution, KernelClass, RunVerdict, Shape};
+use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
 use crate::wire::steps::{Step, StepsReport};
 
 use super::{DOMINANT_FRACTION, GAPPY_FRACTION};
@@ -64,6 +64,8 @@ pub struct Evidence<'a> {
     pub median_action: Option<String>,
     /// The largest group of like steps with a class attribution.
     pub group: Option<&'a GroupAttribution>,
+    /// The largest group's classes across its steps.
+    pub spread: Option<&'a GroupSpread>,
 }
 
 /// What a rule says when it fires.
@@ -86,6 +88,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound },
     Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall },
     Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step },
+    Rule { id: "class-varies", when: "≥ 5 like steps and a class whose p90 ≥ 2 × its p10 with p90 − p10 ≥ 10% of the median wall", fire: class_varies },
     Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy },
     Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof },
     Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant },
@@ -186,6 +189,13 @@ fn sync_per_step(e: &Evidence<'_>) -> Option<Fired> {
             "a host sync each step: in all {n} steps one gap holds more than half of the step's idle time ({} of wall idle, measured) — look for a .item(), .cpu() or synchronize between the step's launches",
             pct(idle_share(e))
         ),
+        held_back: Vec::new(),
+    })
+}
+
+fn class_varies(e: &Evidence<'_>) -> Option<Fired> {
+    Some(Fired {
+        line: super::spread::varies_line(e.spread?)?,
         held_back: Vec::new(),
     })
 }
@@ -451,6 +461,7 @@ pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
         shape,
         median_action,
         group: r.groups.iter().max_by_key(|g| g.steps),
+        spread: r.class_spread.iter().max_by_key(|g| g.steps),
         steps,
     };
     Ok(RULES.iter().find_map(|rule| {

@@ -125,6 +125,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         None => attribution::attribute_priced(&r.steps, None, &cost),
     };
     let mut r = r.join(a)?;
+    r.class_spread = attribution::spread::by_group(&r.steps);
     r.tool = Some(crate::wire::meta::Tool::current());
     r.source = Some(crate::wire::meta::SourceInfo::from(&trace.meta));
     let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {

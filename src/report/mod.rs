@@ -14,6 +14,7 @@ pub mod perfetto;
 pub mod policy;
 pub mod presets;
 pub mod probe;
+pub mod spread;
 pub mod steps;
 pub mod table;
 pub mod trend;

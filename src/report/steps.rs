@@ -417,6 +417,7 @@ fn text(path: &str, r: &StepsReport, o: &Options) -> String {
         out.push('\n');
     }
     out.push_str(&crate::report::classes::groups_text(&r.groups, false));
+    out.push_str(&crate::report::spread::groups_text(&r.class_spread, false));
     if o.each {
         out.push('\n');
         out.push_str(&steps_table(&r.steps, false, o.wide).to_text());
@@ -446,6 +447,7 @@ fn markdown(path: &str, r: &StepsReport, o: &Options) -> String {
         out.push_str(&format!("- {}\n", md_inline(&l)));
     }
     out.push_str(&crate::report::classes::groups_text(&r.groups, true));
+    out.push_str(&crate::report::spread::groups_text(&r.class_spread, true));
     if o.each {
         out.push('\n');
         out.push_str(&steps_table(&r.steps, false, o.wide).to_markdown());

@@ -237,16 +237,27 @@ pub enum Cause {
     /// Llama-3-8B, unmarked decodes at s = 1,010 whose batch alternates 8 and 24: it
     /// shows only in the launch grid of vLLM's paged attention v2.
     BatchInGrid,
+    /// [`Cause::Tp4`]'s decodes, except that every all-reduce of step `i` takes
+    /// [`straggler_factor`]`(i)` times its usual 8 µs: the collectives wait on another
+    /// rank in some steps, so the class's time per step spreads while the median hides it.
+    StragglingAllReduce,
 }
 
 /// Every cause, with its `stepgate-synth planted --cause` name.
-pub const CAUSES: [(&str, Cause); 5] = [
+pub const CAUSES: [(&str, Cause); 6] = [
     ("slow-attention-small-batch", Cause::SlowAttentionSmallBatch),
     ("gemms-at-roof", Cause::GemmsAtRoof),
     ("tp4", Cause::Tp4),
     ("prefill-among-decodes", Cause::PrefillAmongDecodes),
     ("batch-in-grid", Cause::BatchInGrid),
+    ("straggling-all-reduce", Cause::StragglingAllReduce),
 ];
+
+/// How many times its usual length every all-reduce of step `i` of
+/// [`Cause::StragglingAllReduce`] takes: 1, 3, 5, 7, 1, 3, …
+pub fn straggler_factor(i: usize) -> i64 {
+    1 + 2 * (i % 4) as i64
+}
 
 /// The batch of step `i` of [`Cause::BatchInGrid`].
 pub fn grid_batch(i: usize) -> u64 {
@@ -318,6 +329,18 @@ pub fn scenario(cause: Cause, steps: usize) -> Scenario {
             4,
             (0..steps)
                 .map(|_| decode(&Dense::LLAMA_3_70B, 4, 32, 1010, &s))
+                .collect(),
+        ),
+        Cause::StragglingAllReduce => (
+            4,
+            (0..steps)
+                .map(|i| {
+                    let sp = Speeds {
+                        all_reduce_ns: s.all_reduce_ns * straggler_factor(i),
+                        ..s
+                    };
+                    decode(&Dense::LLAMA_3_70B, 4, 32, 1010, &sp)
+                })
                 .collect(),
         ),
         Cause::PrefillAmongDecodes => {

@@ -379,6 +379,46 @@ pub struct LayerGemm {
     pub roof_fraction: Option<f64>,
 }
 
+/// Each class's measured time across the like steps of one group: the median step's class
+/// table alone hides a class that is short in that step and long in others (a collective
+/// waiting on slower ranks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GroupSpread {
+    /// The group's kind as the gate keys it (`decode`, `decode (inferred)`, …).
+    pub group: String,
+    /// Steps of the group with GPU work (the percentiles are over all of them).
+    pub steps: usize,
+    /// The group's median step wall, ns (measured).
+    pub median_wall_ns: f64,
+    pub classes: Vec<ClassSpread>,
+}
+
+/// One class's exclusive time per step over a group's steps (measured; 0 in a step that
+/// runs none of its kernels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassSpread {
+    pub class: KernelClass,
+    /// Steps that run at least one of its kernels.
+    pub steps_with: usize,
+    pub p10_ns: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    /// The step where it took least and most.
+    pub min: StepTime,
+    pub max: StepTime,
+    /// p90 ≥ 2 × p10 and p90 − p10 ≥ 10% of the median wall: the class varies across
+    /// like steps (attribution::spread).
+    pub varies: bool,
+}
+
+/// A class's time in one step: the step's series and index, as the steps table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepTime {
+    pub series: usize,
+    pub index: usize,
+    pub ns: i64,
+}
+
 /// The class attribution of one group of like steps: its median step, exact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GroupAttribution {

@@ -509,6 +509,9 @@ pub struct StepsReport {
     /// Per group of like steps, the class attribution of its median step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupAttribution>,
+    /// Per group of like steps (≥ 5 of them), each class's time across its steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_spread: Vec<super::attribution::GroupSpread>,
     /// The run's verdict over every step (set by attribution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::attribution::RunVerdict>,
@@ -654,6 +657,7 @@ mod tests {
             ranks: Vec::new(),
             operating_point: None,
             groups: Vec::new(),
+            class_spread: Vec::new(),
             verdict: None,
             steps,
         }

@@ -341,3 +341,111 @@ fn a_running_custom_all_reduce_is_not_recommended() {
         "{acts:?}"
     );
 }
+
+/// Every all-reduce of the planted straggler's step `i`, summed over the step, in ns:
+/// Llama-3-70B has 80 layers and two all-reduces per layer, each 8 µs × the step's factor.
+fn straggler_comm_ns(i: usize) -> f64 {
+    (80 * 2 * 8_000 * planted::straggler_factor(i)) as f64
+}
+
+#[test]
+fn a_collective_that_waits_in_some_steps_is_named_with_its_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 8;
+    let scn = planted::scenario(Cause::StragglingAllReduce, n);
+    let p = build(dir.path(), "straggler", &scn);
+    let j: Value =
+        serde_json::from_str(&steps(&p, &["--model", "llama-3-70b", "--tp", "4"], "json")).unwrap();
+    // 4 ranks × 8 steps, factors 1, 3, 5, 7 twice per rank: sorted, 8 values of each.
+    let mut v: Vec<f64> = (0..4).flat_map(|_| (0..n).map(straggler_comm_ns)).collect();
+    v.sort_by(f64::total_cmp);
+    assert_eq!(v.len(), 32);
+    // Linear interpolation at q × (len − 1): p10 at 3.1 (both 1×), p50 at 15.5 (between
+    // 3× and 5×), p90 at 27.9 (both 7×).
+    let (p10, p50, p90) = (1_280_000.0, 5_120_000.0, 8_960_000.0);
+    assert_eq!((v[3], v[4]), (p10, p10));
+    assert_eq!((v[15] + v[16]) / 2.0, p50);
+    assert_eq!((v[27], v[28]), (p90, p90));
+
+    let groups = j["class_spread"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(groups[0]["group"], "decode");
+    assert_eq!(groups[0]["steps"], 32);
+    let comm = groups[0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "communication")
+        .unwrap();
+    assert_eq!(comm["steps_with"], 32);
+    assert_eq!(comm["p10_ns"].as_f64().unwrap(), p10);
+    assert_eq!(comm["p50_ns"].as_f64().unwrap(), p50);
+    assert_eq!(comm["p90_ns"].as_f64().unwrap(), p90);
+    assert_eq!(comm["varies"], true);
+    // The first step of the least (factor 1: step 0) and of the most (factor 7: step 3).
+    assert_eq!(comm["min"]["index"], 0);
+    assert_eq!(comm["min"]["ns"].as_f64().unwrap(), p10);
+    assert_eq!(comm["max"]["index"], 3);
+    assert_eq!(comm["max"]["ns"].as_f64().unwrap(), p90);
+    // The other classes run the same every step: none varies.
+    for c in groups[0]["classes"].as_array().unwrap() {
+        if c["class"] != "communication" {
+            assert_eq!(c["varies"], false, "{c}");
+            assert_eq!(c["p10_ns"], c["p90_ns"], "{c}");
+        }
+    }
+
+    let (rule, line, _) = verdict(&p, &["--model", "llama-3-70b", "--tp", "4"]);
+    assert_eq!(rule, "class-varies", "{line}");
+    assert!(
+        line.contains("communication takes 1.3 ms–9.0 ms per step (p10–p90, measured) across 32 decode steps, median 5.1 ms"),
+        "{line}"
+    );
+    assert!(line.contains("most 9.0 ms in series 0 step 3"), "{line}");
+    assert!(line.contains("wait on other ranks"), "{line}");
+    // The text report prints the spread table under the class table.
+    for format in ["table", "markdown"] {
+        let text = steps(&p, &["--model", "llama-3-70b", "--tp", "4"], format);
+        assert!(
+            text.contains("per kernel class across the 32 decode steps"),
+            "{format}: {text}"
+        );
+        let row = text
+            .lines()
+            .rfind(|l| l.contains("communication") && l.contains("8,960.0"))
+            .unwrap_or_else(|| panic!("{format}: {text}"));
+        assert!(row.contains("1,280.0") && row.contains("5,120.0"), "{row}");
+    }
+}
+
+#[test]
+fn collectives_that_take_the_same_every_step_do_not_vary() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = build(dir.path(), "tp4", &planted::scenario(Cause::Tp4, 6));
+    let j: Value =
+        serde_json::from_str(&steps(&p, &["--model", "llama-3-70b", "--tp", "4"], "json")).unwrap();
+    let g = &j["class_spread"][0];
+    assert_eq!(g["steps"], 24);
+    for c in g["classes"].as_array().unwrap() {
+        assert_eq!(c["varies"], false, "{c}");
+    }
+    let (rule, line, _) = verdict(&p, &["--model", "llama-3-70b", "--tp", "4"]);
+    assert_ne!(rule, "class-varies", "{line}");
+}
+
+#[test]
+fn fewer_than_five_like_steps_have_no_spread() {
+    let dir = tempfile::tempdir().unwrap();
+    // One rank's worth is not what the planted scenario writes (4 ranks), so use 1 step:
+    // 4 steps in the group, one short of the minimum.
+    let p = build(
+        dir.path(),
+        "few",
+        &planted::scenario(Cause::StragglingAllReduce, 1),
+    );
+    let j: Value =
+        serde_json::from_str(&steps(&p, &["--model", "llama-3-70b", "--tp", "4"], "json")).unwrap();
+    assert!(j.get("class_spread").is_none(), "{}", j["class_spread"]);
+    let (rule, line, _) = verdict(&p, &["--model", "llama-3-70b", "--tp", "4"]);
+    assert_ne!(rule, "class-varies", "{line}");
+}

@@ -231,6 +231,7 @@ pub fn assemble(
         ranks,
         operating_point: None,
         groups: Vec::new(),
+        class_spread: Vec::new(),
         verdict: None,
         steps,
     }

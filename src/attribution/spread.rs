@@ -1,0 +1,176 @@
+//! Each class's time across the like steps of a group (p10 / p50 / p90, measured), and
+//! whether it varies: the class table shows one real step (the median by wall, so its
+//! waterfall stays exact), and that step can be the one where a collective waited least.
+
+use std::collections::BTreeMap;
+
+use crate::categories::class_of;
+use crate::timing::steps::percentile;
+use crate::wire::attribution::{ClassSpread, GroupSpread, KernelClass, StepTime};
+use crate::wire::steps::{KindLabel, Step};
+
+/// Fewer like steps than this have no spread worth a percentile.
+pub const MIN_STEPS: usize = 5;
+/// A class varies when its p90 is at least this multiple of its p10 …
+pub const VARIES_RATIO: f64 = 2.0;
+/// … and p90 − p10 is at least this share of the group's median wall, so a 2 µs kernel
+/// that sometimes takes 5 µs is not named.
+pub const VARIES_OF_WALL: f64 = 0.1;
+
+/// Exclusive ns per class in one step (the class table's `time`, measured).
+fn class_times(step: &Step) -> [i64; KernelClass::COUNT] {
+    let mut t = [0i64; KernelClass::COUNT];
+    for k in &step.all_kernels {
+        if let Some(c) = class_of(&k.category) {
+            t[c as usize] += k.exclusive_ns;
+        }
+    }
+    t
+}
+
+/// Per group of like steps with GPU work (keyed as the gate keys them), at least
+/// [`MIN_STEPS`] of them: every class that runs in one of them, in class order.
+pub fn by_group(steps: &[Step]) -> Vec<GroupSpread> {
+    let mut by: BTreeMap<KindLabel, Vec<&Step>> = BTreeMap::new();
+    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
+        by.entry(s.kind_label()).or_default().push(s);
+    }
+    by.into_iter()
+        .filter(|(_, v)| v.len() >= MIN_STEPS)
+        .map(|(label, v)| group(label.to_string(), &v))
+        .collect()
+}
+
+fn group(label: String, steps: &[&Step]) -> GroupSpread {
+    let mut walls: Vec<f64> = steps
+        .iter()
+        .filter_map(|s| s.wall_ns)
+        .map(|w| w as f64)
+        .collect();
+    walls.sort_by(f64::total_cmp);
+    let median_wall_ns = percentile(&walls, 0.5);
+    let times: Vec<[i64; KernelClass::COUNT]> = steps.iter().map(|s| class_times(s)).collect();
+    let classes = KernelClass::ALL
+        .into_iter()
+        .filter_map(|c| {
+            let per: Vec<(StepTime, bool)> = steps
+                .iter()
+                .zip(&times)
+                .map(|(s, t)| {
+                    let ns = t[c as usize];
+                    let with = s
+                        .all_kernels
+                        .iter()
+                        .any(|k| class_of(&k.category) == Some(c));
+                    (
+                        StepTime {
+                            series: s.series,
+                            index: s.index,
+                            ns,
+                        },
+                        with,
+                    )
+                })
+                .collect();
+            one(c, &per, median_wall_ns)
+        })
+        .collect();
+    GroupSpread {
+        group: label,
+        steps: steps.len(),
+        median_wall_ns,
+        classes,
+    }
+}
+
+/// One class over the group's steps; None when no step runs it.
+fn one(class: KernelClass, per: &[(StepTime, bool)], median_wall_ns: f64) -> Option<ClassSpread> {
+    let steps_with = per.iter().filter(|x| x.1).count();
+    if steps_with == 0 {
+        return None;
+    }
+    let mut v: Vec<f64> = per.iter().map(|x| x.0.ns as f64).collect();
+    v.sort_by(f64::total_cmp);
+    let (p10, p90) = (percentile(&v, 0.1), percentile(&v, 0.9));
+    // The first step of the least and of the most, in report order.
+    let min = per.iter().map(|x| x.0).min_by_key(|t| t.ns)?;
+    let max = per
+        .iter()
+        .map(|x| x.0)
+        .reduce(|a, b| if b.ns > a.ns { b } else { a })?;
+    Some(ClassSpread {
+        class,
+        steps_with,
+        p10_ns: p10,
+        p50_ns: percentile(&v, 0.5),
+        p90_ns: p90,
+        min,
+        max,
+        varies: varies(p10, p90, median_wall_ns),
+    })
+}
+
+/// The rule [`ClassSpread::varies`] states.
+pub fn varies(p10: f64, p90: f64, median_wall_ns: f64) -> bool {
+    p90 >= VARIES_RATIO * p10 && p90 - p10 >= VARIES_OF_WALL * median_wall_ns && p90 > 0.0
+}
+
+fn ms_or_us(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.1} ms", ns / 1e6)
+    } else {
+        format!("{:.1} µs", ns / 1e3)
+    }
+}
+
+/// The `class-varies` rule's line: the varying class with the widest p10–p90 of the
+/// group, where its least and most were, and what to compare; None when no class varies.
+pub fn varies_line(g: &GroupSpread) -> Option<String> {
+    let c = g
+        .classes
+        .iter()
+        .filter(|c| c.varies)
+        .max_by(|a, b| (a.p90_ns - a.p10_ns).total_cmp(&(b.p90_ns - b.p10_ns)))?;
+    let head = format!(
+        "{} takes {}–{} per step (p10–p90, measured) across {} {} steps, median {}; least {} in series {} step {}, most {} in series {} step {}",
+        c.class.as_str(),
+        ms_or_us(c.p10_ns),
+        ms_or_us(c.p90_ns),
+        g.steps,
+        g.group,
+        ms_or_us(c.p50_ns),
+        ms_or_us(c.min.ns as f64),
+        c.min.series,
+        c.min.index,
+        ms_or_us(c.max.ns as f64),
+        c.max.series,
+        c.max.index
+    );
+    // A collective's time is mostly waiting for the last rank to arrive; other classes
+    // vary with the work the step was given.
+    let then = if c.class == KernelClass::Communication {
+        "the collectives wait on other ranks in some steps — compare the ranks' traces at the slow steps (the class table shows the median step, not them)"
+    } else {
+        "like steps do unequal work (batch or context) or wait — compare the two steps (--each)"
+    };
+    Some(format!("{head}: {then}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_varies_only_when_both_the_ratio_and_the_wall_share_say_so() {
+        // 1.3 → 9.0 ms in a 12 ms step: 6.9× and 64% of the wall.
+        assert!(varies(1.3e6, 9.0e6, 12e6));
+        // 2 µs → 5 µs in a 12 ms step: 2.5×, but 0.03% of the wall.
+        assert!(!varies(2e3, 5e3, 12e6));
+        // 8 → 9.5 ms: 19% of the wall, but 1.2×.
+        assert!(!varies(8e6, 9.5e6, 12e6));
+        // Absent everywhere.
+        assert!(!varies(0.0, 0.0, 12e6));
+        // Absent in most steps, large where it runs: varies.
+        assert!(varies(0.0, 3e6, 12e6));
+    }
+}

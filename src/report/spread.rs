@@ -1,0 +1,66 @@
+//! Rendering of each class's time across a group's steps (p10 / median / p90, measured):
+//! printed under the median step's class table, which shows one step only.
+
+use super::fmt_us;
+use super::table::{Align, Table};
+use crate::attribution::spread::{VARIES_OF_WALL, VARIES_RATIO};
+use crate::wire::attribution::GroupSpread;
+
+/// "9,012.0 (series 0 step 3)".
+fn at(t: &crate::wire::attribution::StepTime) -> String {
+    format!(
+        "{} (series {} step {})",
+        fmt_us(t.ns as f64),
+        t.series,
+        t.index
+    )
+}
+
+/// One row per class of the group.
+pub fn table(g: &GroupSpread) -> Table {
+    let mut t = Table::new(&[
+        ("class", Align::Left),
+        ("steps with it", Align::Right),
+        ("p10 µs", Align::Right),
+        ("median µs", Align::Right),
+        ("p90 µs", Align::Right),
+        ("least µs", Align::Left),
+        ("most µs", Align::Left),
+        ("varies", Align::Left),
+    ]);
+    for c in &g.classes {
+        t.row(vec![
+            c.class.as_str().to_owned(),
+            c.steps_with.to_string(),
+            fmt_us(c.p10_ns),
+            fmt_us(c.p50_ns),
+            fmt_us(c.p90_ns),
+            at(&c.min),
+            at(&c.max),
+            if c.varies { "yes" } else { "" }.to_owned(),
+        ]);
+    }
+    t
+}
+
+/// Every group's table with its heading, as text or markdown.
+pub fn groups_text(groups: &[GroupSpread], markdown: bool) -> String {
+    let mut out = String::new();
+    for g in groups {
+        out.push_str(&format!(
+            "\nper kernel class across the {} {} steps (measured, exclusive µs per step; varies: p90 ≥ {} × p10 and p90 − p10 ≥ {:.0}% of the median wall {}):\n\n",
+            g.steps,
+            g.group,
+            VARIES_RATIO,
+            VARIES_OF_WALL * 100.0,
+            fmt_us(g.median_wall_ns) + " µs"
+        ));
+        let t = table(g);
+        out.push_str(&if markdown {
+            t.to_markdown()
+        } else {
+            t.to_text()
+        });
+    }
+    out
+}
