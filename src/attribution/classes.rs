@@ -25,6 +25,8 @@ pub struct ClassContext {
     pub sm_word: &'static str,
     /// The step already runs a custom all-reduce (vLLM/SGLang `cross_device_reduce_*`).
     pub custom_allreduce: bool,
+    /// Where a kernel's achieved DRAM throughput is read (the trace's vendor's profiler).
+    pub profiler: super::notes::KernelProfiler,
 }
 
 /// Measured time and instances per class, and the time of kernels in no class.
@@ -152,7 +154,8 @@ fn action(
             "weight GEMMs{at}: at the roof — only fewer bytes help: quantize the weights (price it with --weight-dtype fp8) or batch more requests per step"
         ),
         (KernelClass::Weights, _) => format!(
-            "weight GEMMs{at}: they leave bandwidth unused — small-M GEMMs on too few tiles; check the GEMM tiles and split-K (Nsight Compute dram__throughput)"
+            "weight GEMMs{at}: they leave bandwidth unused — small-M GEMMs on too few tiles; check the GEMM tiles and split-K ({})",
+            ctx.profiler.dram
         ),
         (KernelClass::Attention, ClassShape::AtRoof) => format!(
             "attention{at}: at the roof — only fewer KV bytes help: quantize the KV cache (--kv-dtype fp8) or shorten the context"
@@ -173,7 +176,8 @@ fn action(
                 }
             }
             _ => format!(
-                "attention{at}: below the roof — check achieved DRAM throughput (Nsight Compute) and, for decode, batch × heads blocks against the SMs"
+                "attention{at}: below the roof — check achieved DRAM throughput ({}) and, for decode, batch × heads blocks against the {}",
+                ctx.profiler.name, ctx.sm_word
             ),
         },
         (KernelClass::KvWrite, ClassShape::AtRoof) => format!("KV-cache writes{at}: at the roof"),

@@ -17,7 +17,10 @@ mod notes;
 pub mod spread;
 pub mod verdict;
 
-pub use notes::{for_vendor, missing_floor_notes};
+pub use notes::{
+    for_vendor, kernel_profiler, missing_floor_notes, KernelProfiler, NSIGHT_COMPUTE,
+    ROCPROF_COMPUTE,
+};
 
 use crate::roofline::classes::class_floors;
 use crate::roofline::floor::{plausibility_changes, step_floor};
@@ -110,7 +113,7 @@ pub fn achieved_bytes_per_s(total_bytes: f64, busy_ns: f64) -> f64 {
 
 /// Attribute one step; `floor` is its own floor when a model and GPU are known.
 pub fn attribute(step: &Step, floor: Option<&FloorInput>, cost: &LaunchCost) -> StepAttribution {
-    attribute_named(step, floor, cost, &NameLabels::default())
+    attribute_named(step, floor, cost, &NameLabels::default(), NSIGHT_COMPUTE)
 }
 
 /// [`attribute`], naming kernels by `labels` (distinct kernels that share a short name
@@ -120,6 +123,7 @@ fn attribute_named(
     floor: Option<&FloorInput>,
     cost: &LaunchCost,
     labels: &NameLabels,
+    profiler: KernelProfiler,
 ) -> StepAttribution {
     let driver = step.launches as f64 * cost.per_launch_ns;
     let launch = LaunchAttribution {
@@ -161,6 +165,7 @@ fn attribute_named(
         wall,
         gap,
         labels,
+        profiler,
     };
     let (shape, action) = diagnose(subject, fa.as_ref());
     StepAttribution {
@@ -183,6 +188,7 @@ struct Subject<'a> {
     wall: i64,
     gap: i64,
     labels: &'a NameLabels,
+    profiler: KernelProfiler,
 }
 
 fn diagnose(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String) {
@@ -206,6 +212,7 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
         wall,
         gap,
         labels,
+        profiler,
     } = s;
     let gap_frac = if wall > 0 {
         gap as f64 / wall as f64
@@ -259,12 +266,21 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
     }
     if let Some(top) = step.top_kernels.first() {
         if step.busy_ns > 0 && top.exclusive_ns as f64 > DOMINANT_FRACTION * step.busy_ns as f64 {
+            let share = top.exclusive_ns as f64 / step.busy_ns as f64;
+            if is_copy(&top.category) {
+                let name = labels.get(&top.name, &top.short_name);
+                return (
+                    Shape::OneKernelDominant,
+                    copy_action(name, share, None, profiler),
+                );
+            }
             return (
                 Shape::OneKernelDominant,
                 format!(
-                    "{} is {:.0}% of busy time: take it to Nsight Compute",
+                    "{} is {:.0}% of busy time: take it to {}",
                     labels.get(&top.name, &top.short_name),
-                    100.0 * top.exclusive_ns as f64 / step.busy_ns as f64
+                    100.0 * top.exclusive_ns as f64 / step.busy_ns as f64,
+                    profiler.name
                 ),
             );
         }
@@ -291,6 +307,36 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
     }
 }
 
+/// A copy or memset (`[memcpy …]`, `[memset]`, category `memory`): GPU time that is no
+/// kernel, so no kernel profiler can speed it up.
+pub fn is_copy(category: &str) -> bool {
+    category == "memory"
+}
+
+/// The action when a copy holds most of the busy time (of one step, or over `steps`): a
+/// host copy can overlap compute, a device copy or memset can only be avoided.
+pub fn copy_action(
+    name: &str,
+    share: f64,
+    steps: Option<usize>,
+    profiler: KernelProfiler,
+) -> String {
+    let over = steps
+        .map(|n| format!(" over {n} steps (measured)"))
+        .unwrap_or_default();
+    let host = name.contains("HtoD") || name.contains("DtoH");
+    let then = if host {
+        "move it out of the step, or copy from pinned host memory asynchronously (non_blocking=True) so it overlaps compute"
+    } else {
+        "a device-side copy or memset: write in place or move it out of the step"
+    };
+    format!(
+        "{name} is {:.0}% of busy time{over}: a copy, not a kernel ({} has nothing to find in it) — {then}",
+        share * 100.0,
+        profiler.name
+    )
+}
+
 /// Attribute every step and count shapes (steps with GPU work only). Reads the steps,
 /// changes nothing: [`StepsReport::join`](crate::wire::steps::StepsReport::join) puts the
 /// result into the report.
@@ -298,9 +344,10 @@ pub fn attribute_all(
     steps: &[Step],
     floor_of: &dyn Fn(&Step) -> Option<FloorInput>,
     cost: &LaunchCost,
+    profiler: KernelProfiler,
 ) -> Attributions {
     attribute_each(steps, cost, &|s, labels| {
-        attribute_named(s, floor_of(s).as_ref(), cost, labels)
+        attribute_named(s, floor_of(s).as_ref(), cost, labels, profiler)
     })
 }
 
@@ -311,9 +358,10 @@ pub fn attribute_priced(
     steps: &[Step],
     pricer: Option<&Pricer<'_>>,
     cost: &LaunchCost,
+    profiler: KernelProfiler,
 ) -> Attributions {
     let Some(p) = pricer else {
-        return attribute_all(steps, &|_| None, cost);
+        return attribute_all(steps, &|_| None, cost, profiler);
     };
     let heads_per_gpu = (p.model.heads / u64::from(p.opts.tp.max(1))).max(1);
     let mut a = attribute_each(steps, cost, &|s, labels| {
@@ -323,6 +371,7 @@ pub fn attribute_priced(
             priced.as_ref().map(|(_, f)| f.into()).as_ref(),
             cost,
             labels,
+            profiler,
         );
         let Some((comp, f)) = priced else {
             return at;
@@ -340,6 +389,7 @@ pub fn attribute_priced(
                 .all_kernels
                 .iter()
                 .any(|k| k.name.contains("cross_device_reduce")),
+            profiler,
         };
         if let Some((c, w)) = classes::attribute(s, &class_floors(&f, p.gpu, p.opts.tp), &ctx) {
             at.classes = c;
@@ -356,7 +406,7 @@ pub fn attribute_priced(
                 .iter()
                 .find(|c| Some(c.class) == class)
                 .and_then(|c| c.roof_fraction);
-            if let Some(a) = verdict::dominant_at_roof(&at.action, class, roof) {
+            if let Some(a) = verdict::dominant_at_roof(&at.action, class, roof, profiler) {
                 at.action = a;
             }
         }

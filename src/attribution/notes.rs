@@ -49,6 +49,40 @@ pub fn missing_floor_notes(steps: &[Step], point: &OperatingPoint) -> Vec<String
         .collect()
 }
 
+/// The kernel-level profiler a step's action sends one kernel to, and where it shows a
+/// kernel's DRAM throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelProfiler {
+    pub name: &'static str,
+    pub dram: &'static str,
+}
+
+/// NVIDIA's kernel profiler; its `dram__throughput` metric is achieved DRAM bandwidth.
+pub const NSIGHT_COMPUTE: KernelProfiler = KernelProfiler {
+    name: "Nsight Compute",
+    dram: "Nsight Compute dram__throughput",
+};
+
+/// AMD's kernel profiler (ROCm Compute Profiler); `rocprof-compute analyze -b 3` prints
+/// its memory chart, the throughput at each level down to HBM (rocm.docs.amd.com,
+/// rocprofiler-compute, "CLI analysis").
+pub const ROCPROF_COMPUTE: KernelProfiler = KernelProfiler {
+    name: "rocprof-compute",
+    dram: "rocprof-compute's memory chart, analyze -b 3",
+};
+
+/// The kernel profiler for a trace of `vendor`. A trace that names no vendor gets
+/// NVIDIA's, as it gets NVIDIA's cited launch cost: every capture format read but rocpd
+/// comes from NVIDIA's tools or runs on CUDA more often than not, and rocpd traces name
+/// their AMD devices.
+pub fn kernel_profiler(vendor: Option<&str>) -> KernelProfiler {
+    if vendor == Some("amd") {
+        ROCPROF_COMPUTE
+    } else {
+        NSIGHT_COMPUTE
+    }
+}
+
 /// The per-launch cost for a trace of `vendor`: the cited figure is NVIDIA's CUDA
 /// driver's, so on another vendor's trace its label says so and asks for a measured one.
 pub fn for_vendor(cost: LaunchCost, vendor: Option<&str>) -> LaunchCost {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::categories::class_of;
 use crate::timing::steps::percentile;
 use crate::wire::attribution::{ClassSpread, GroupSpread, KernelClass, StepTime};
-use crate::wire::steps::{KindLabel, Step};
+use crate::wire::steps::{KindLabel, Step, StepKind};
 
 /// Fewer like steps than this have no spread worth a percentile.
 pub const MIN_STEPS: usize = 5;
@@ -29,10 +29,14 @@ fn class_times(step: &Step) -> [i64; KernelClass::COUNT] {
 }
 
 /// Per group of like steps with GPU work (keyed as the gate keys them), at least
-/// [`MIN_STEPS`] of them: every class that runs in one of them, in class order.
+/// [`MIN_STEPS`] of them: every class that runs in one of them, in class order. Steps of
+/// unknown kind (found by a regex, a graph launch or an idle gap, with nothing saying what
+/// they hold) are not known to be alike, so their spread would name a difference in work
+/// as a cause: they get none.
 pub fn by_group(steps: &[Step]) -> Vec<GroupSpread> {
     let mut by: BTreeMap<KindLabel, Vec<&Step>> = BTreeMap::new();
-    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
+    let known = |s: &&Step| s.wall_ns.is_some() && s.kind_label().kind != StepKind::Unknown;
+    for s in steps.iter().filter(known) {
         by.entry(s.kind_label()).or_default().push(s);
     }
     by.into_iter()

@@ -14,7 +14,7 @@ use crate::trace::Trace;
 use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
 use crate::wire::steps::{Step, StepsReport};
 
-use super::{DOMINANT_FRACTION, GAPPY_FRACTION};
+use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 /// Share of β (or of the link) at and above which a kernel or class is at the roof: only
 /// fewer bytes help, and Nsight Compute has nothing to find.
@@ -56,6 +56,8 @@ pub struct Evidence<'a> {
     pub gaps: Gaps,
     /// The run's top kernel over every step: its label, exclusive ns, class.
     pub top: Option<(String, i64, Option<KernelClass>)>,
+    /// That top "kernel" is a copy or memset: nothing a kernel profiler can speed up.
+    pub top_is_copy: bool,
     /// CUDA-graph launches over the steps: node-mode launches plus opaque replays
     /// (measured).
     pub graph_replays: u64,
@@ -66,6 +68,8 @@ pub struct Evidence<'a> {
     pub group: Option<&'a GroupAttribution>,
     /// The largest group's classes across its steps.
     pub spread: Option<&'a GroupSpread>,
+    /// The trace's vendor's kernel profiler, where a rule sends one kernel.
+    pub profiler: KernelProfiler,
 }
 
 /// What a rule says when it fires.
@@ -224,6 +228,10 @@ fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<f64>)> {
 }
 
 fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
+    if e.top_is_copy {
+        // A copy's class roof is HBM's; a host copy runs at the link's.
+        return None;
+    }
     let (name, share, roof) = dominant(e)?;
     let roof = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
     Some(Fired {
@@ -233,20 +241,34 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
             e.steps.len(),
             pct(roof)
         ),
-        held_back: vec![format!("Nsight Compute for {name} (at {} of its roof)", pct(roof))],
+        held_back: vec![format!(
+            "{} for {name} (at {} of its roof)",
+            e.profiler.name,
+            pct(roof)
+        )],
     })
 }
 
 fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
     let (name, share, roof) = dominant(e)?;
+    if e.top_is_copy {
+        return Some(Fired {
+            line: super::copy_action(name, share, Some(e.steps.len()), e.profiler),
+            held_back: vec![format!(
+                "{} for {name} (a copy, not a kernel)",
+                e.profiler.name
+            )],
+        });
+    }
     let at = roof
         .map(|r| format!(", its class at {} of its roof (derived)", pct(r)))
         .unwrap_or_default();
     Some(Fired {
         line: format!(
-            "{name} is {} of busy time over {} steps (measured){at}: take it to Nsight Compute",
+            "{name} is {} of busy time over {} steps (measured){at}: take it to {}",
             pct(share),
-            e.steps.len()
+            e.steps.len(),
+            e.profiler.name
         ),
         held_back: Vec::new(),
     })
@@ -317,7 +339,8 @@ fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
     let held_back = if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
         line.push_str(" — at the roof: only fewer bytes help");
         vec![format!(
-            "Nsight Compute for {} (at the roof)",
+            "{} for {} (at the roof)",
+            e.profiler.name,
             c.class.as_str()
         )]
     } else {
@@ -420,7 +443,7 @@ fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
 
 /// The run's top kernel by exclusive time summed over every step, named as the step
 /// tables name it.
-fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>)> {
+fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool)> {
     let mut by: HashMap<&str, (i64, &str, &str)> = HashMap::new();
     for s in steps {
         for k in &s.all_kernels {
@@ -432,7 +455,12 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>)> {
     let (name, (ns, short, cat)) = by
         .iter()
         .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(a.0)))?;
-    Some((labels.get(name, short).to_owned(), *ns, class_of(cat)))
+    Some((
+        labels.get(name, short).to_owned(),
+        *ns,
+        class_of(cat),
+        super::is_copy(cat),
+    ))
 }
 
 /// Read the evidence of a finished report and try the rules in order.
@@ -452,16 +480,21 @@ pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
         .and_then(|s| s.attribution.as_ref())
         .map(|a| a.action.clone());
     let gaps = gaps(trace, &steps)?;
+    let top = run_top(&steps);
     let e = Evidence {
         wall_ns: steps.iter().filter_map(|s| s.wall_ns).sum(),
         busy_ns: steps.iter().map(|s| s.busy_ns).sum(),
         graph_replays: gaps.graph_launches + steps.iter().map(|s| s.graph_replays).sum::<u64>(),
         gaps,
-        top: run_top(&steps),
+        top_is_copy: top.as_ref().is_some_and(|t| t.3),
+        top: top.map(|(name, ns, class, _)| (name, ns, class)),
         shape,
         median_action,
         group: r.groups.iter().max_by_key(|g| g.steps),
         spread: r.class_spread.iter().max_by_key(|g| g.steps),
+        profiler: super::kernel_profiler(
+            r.operating_point.as_ref().and_then(|p| p.vendor.as_deref()),
+        ),
         steps,
     };
     Ok(RULES.iter().find_map(|rule| {
@@ -474,14 +507,15 @@ pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
 }
 
 /// A step's one-kernel-dominant action, checked against the class it belongs to: at the
-/// roof (≥ 80% of β) it says so instead of sending the kernel to Nsight Compute.
+/// roof (≥ 80% of β) it says so instead of sending the kernel to `profiler`.
 pub fn dominant_at_roof(
     action: &str,
     top_class: Option<KernelClass>,
     roof: Option<f64>,
+    profiler: KernelProfiler,
 ) -> Option<String> {
     let r = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
-    let head = action.strip_suffix(": take it to Nsight Compute")?;
+    let head = action.strip_suffix(&format!(": take it to {}", profiler.name))?;
     let class = top_class?;
     Some(format!(
         "{head}, and {} run at {} of their roof (derived): at the roof — only fewer bytes help",
@@ -492,6 +526,7 @@ pub fn dominant_at_roof(
 
 #[cfg(test)]
 mod tests {
+    use super::super::{NSIGHT_COMPUTE, ROCPROF_COMPUTE};
     use super::*;
 
     #[test]
@@ -507,11 +542,20 @@ mod tests {
     #[test]
     fn a_dominant_kernel_at_the_roof_is_not_sent_to_nsight_compute() {
         let a = "gemm_x is 90% of busy time: take it to Nsight Compute";
-        let got = dominant_at_roof(a, Some(KernelClass::Weights), Some(0.85)).unwrap();
+        let got =
+            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.85), NSIGHT_COMPUTE).unwrap();
         assert_eq!(
             got,
             "gemm_x is 90% of busy time, and weight GEMMs run at 85% of their roof (derived): at the roof — only fewer bytes help"
         );
-        assert!(dominant_at_roof(a, Some(KernelClass::Weights), Some(0.6)).is_none());
+        assert!(
+            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.6), NSIGHT_COMPUTE).is_none()
+        );
+        // An AMD step's action names AMD's profiler; the check reads that name.
+        let amd = "gemm_x is 90% of busy time: take it to rocprof-compute";
+        assert!(
+            dominant_at_roof(amd, Some(KernelClass::Weights), Some(0.85), ROCPROF_COMPUTE)
+                .is_some()
+        );
     }
 }

@@ -119,10 +119,13 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     // After inference, so the summary groups inferred kinds apart.
     r.summary = steps::summarize(&r.steps);
     let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
+    let profiler = attribution::kernel_profiler(point.vendor.as_deref());
     let pricing = Pricing::resolve(&plan.floor, &point, trace)?;
     let a = match &pricing {
-        Some(p) => p.with_pricer(|pr| attribution::attribute_priced(&r.steps, Some(pr), &cost)),
-        None => attribution::attribute_priced(&r.steps, None, &cost),
+        Some(p) => {
+            p.with_pricer(|pr| attribution::attribute_priced(&r.steps, Some(pr), &cost, profiler))
+        }
+        None => attribution::attribute_priced(&r.steps, None, &cost, profiler),
     };
     let mut r = r.join(a)?;
     r.class_spread = attribution::spread::by_group(&r.steps);

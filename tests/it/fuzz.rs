@@ -80,7 +80,12 @@ fn exercise(path: &Path) -> Result<bool, String> {
             };
             match find_steps(&t, &opts, &cats) {
                 Ok(r) => {
-                    let a = attribute_all(&r.steps, &|_| None, &LaunchCost::default());
+                    let a = attribute_all(
+                        &r.steps,
+                        &|_| None,
+                        &LaunchCost::default(),
+                        stepgate::attribution::NSIGHT_COMPUTE,
+                    );
                     let r = r.join(a).map_err(|e| format!("join: {}", e.message))?;
                     for f in [Format::Table, Format::Json, Format::Markdown] {
                         let _ = stepgate::report::steps::render(

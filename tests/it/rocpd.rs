@@ -219,3 +219,107 @@ fn a_file_that_is_not_rocpd_nor_nsys_is_refused_in_one_line() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("schema_version 1"), "{err}");
 }
+
+/// Every string of a report (actions, verdict, held-back advice), to search for a name.
+fn all_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| all_strings(x, out)),
+        Value::Object(o) => o.values().for_each(|x| all_strings(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn an_amd_kernel_is_sent_to_rocprof_compute_never_to_nsight_compute() {
+    let dir = tempfile::tempdir().unwrap();
+    // One GEMM a step, so it dominates: its share is its total over the GPU's union.
+    let spec = Spec {
+        steps: 6,
+        kernels_per_step: 1,
+        overlap: false,
+        ..Spec::default()
+    };
+    let (db, truth) = generated(dir.path(), "one_gemm.db", &spec);
+    let gemm = rocpd::KERNELS[0].0;
+    let gemm_ns = truth
+        .kernel_total_ns
+        .iter()
+        .find(|(n, _)| n == gemm)
+        .unwrap()
+        .1;
+    let share = gemm_ns as f64 / truth.busy_ns[0].1 as f64;
+    let j = json(&["steps", db.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(
+        j["verdict"]["rule"], "one-kernel-dominant",
+        "{}",
+        j["verdict"]
+    );
+    assert_eq!(
+        j["verdict"]["line"].as_str().unwrap(),
+        format!(
+            "{gemm} is {:.0}% of busy time over 6 steps (measured): take it to rocprof-compute",
+            share * 100.0
+        )
+    );
+    let mut s = Vec::new();
+    all_strings(&j, &mut s);
+    assert!(!s.iter().any(|x| x.contains("Nsight Compute")), "{s:?}");
+}
+
+#[test]
+fn a_copy_that_holds_the_busy_time_is_not_sent_to_a_kernel_profiler() {
+    // The real RPD's heuristic steps are mostly host-to-device copies.
+    let j = json(&["steps", RPD, "--format", "json"]);
+    let steps = j["steps"].as_array().unwrap();
+    // The copies' share of the summed busy time, from the steps' own top kernels (the copy
+    // is the largest op of every step that has one).
+    let (mut copy, mut busy) = (0i64, 0i64);
+    for s in steps.iter().filter(|s| !s["wall_ns"].is_null()) {
+        busy += s["busy_ns"].as_i64().unwrap();
+        for k in s["top_kernels"].as_array().unwrap() {
+            if k["name"] == "[memcpy HtoD]" {
+                copy += k["exclusive_ns"].as_i64().unwrap();
+            }
+        }
+    }
+    let share = copy as f64 / busy as f64;
+    assert!(share > 0.5, "{share}");
+    let v = &j["verdict"];
+    assert_eq!(v["rule"], "one-kernel-dominant", "{v}");
+    let line = v["line"].as_str().unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "[memcpy HtoD] is {:.0}% of busy time over {} steps (measured): a copy, not a kernel (rocprof-compute has nothing to find in it)",
+            share * 100.0,
+            steps.iter().filter(|s| !s["wall_ns"].is_null()).count()
+        )),
+        "{line}"
+    );
+    assert!(line.contains("pinned host memory"), "{line}");
+    assert_eq!(
+        v["held_back"][0],
+        "rocprof-compute for [memcpy HtoD] (a copy, not a kernel)"
+    );
+    // Each step whose top op is a copy says so; a step whose GEMM dominates still goes to
+    // AMD's kernel profiler.
+    let mut copies = 0;
+    for s in steps {
+        let (Some(a), Some(top)) = (
+            s["attribution"]["action"].as_str(),
+            s["top_kernels"][0]["name"].as_str(),
+        ) else {
+            continue;
+        };
+        if a.contains("of busy time") && top.starts_with("[mem") {
+            copies += 1;
+            assert!(
+                a.contains("a copy, not a kernel") && !a.contains("take it to"),
+                "{a}"
+            );
+        } else if a.contains("of busy time") {
+            assert!(a.ends_with("take it to rocprof-compute"), "{a}");
+        }
+    }
+    assert!(copies > 0);
+}

@@ -373,7 +373,12 @@ fn dominant_kernel_actions_tell_apart_kernels_that_share_a_short_name() {
         dominant("void gemm<float, 128>(float*, float const*)"),
         dominant("void gemm<__half, 128>(__half*, __half const*)"),
     ];
-    let a = attribute_all(&steps, &|_| None, &cost());
+    let a = attribute_all(
+        &steps,
+        &|_| None,
+        &cost(),
+        stepgate::attribution::NSIGHT_COMPUTE,
+    );
     assert!(a.steps.iter().all(|x| x.shape == Shape::OneKernelDominant));
     assert!(
         a.steps[0]
