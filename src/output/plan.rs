@@ -58,7 +58,8 @@ impl Plan {
     }
 
     /// Like [`Plan::add`], for one file of a multi-file output written into a directory
-    /// ([`write_entries`]): a symlink already at the path is replaced, not followed.
+    /// ([`write_entries`](super::write_entries)): a symlink already at the path is
+    /// replaced, not followed.
     pub fn add_entry(&mut self, flag: &'static str, path: &Path) -> &mut Self {
         self.items.push(Planned {
             flag,
