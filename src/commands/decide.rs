@@ -51,10 +51,7 @@ pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
         history: args.history.clone(),
         out: args.out.clone(),
     })?;
-    let word = match outcome {
-        Outcome::Accepted => "accepted",
-        Outcome::Rejected => "rejected",
-    };
+    let word = outcome.word();
     crate::output::print(&format!(
         "{word} by {} at {}: {:?} (comparison sha256 {}, run {}) → {}\n",
         d.decision.by,

@@ -1,5 +1,5 @@
 //! `stepgate trend`: one metric per run over time from a dataset written by `export`, with
-//! change points marked.
+//! change points and the decisions on record marked.
 
 use crate::commands::headings::{INPUT, OUTPUT, THRESHOLDS};
 use std::path::PathBuf;
@@ -20,7 +20,9 @@ const TREND_HELP: &str = "Examples:
 Per group, one row per run in export order: median, p10 and p90 over the run's steps with GPU
 work (kernel and category metrics: exclusive ns per step, 0 where absent). A change point
 (heuristic) is a run whose median moved beyond the gate thresholds (--policy, defaults as
-in `gate`) relative to the median of the previous --window runs.";
+in `gate`) relative to the median of the previous --window runs. A run that a decision on record
+(`stepgate accept`/`reject`) names carries it: outcome, who and the reason (shortened in
+the table, whole in JSON), and a marker on the --html chart.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = TREND_HELP)]

@@ -4,6 +4,9 @@
 //! (the same relative and absolute thresholds `gate` uses for that metric) relative to the
 //! median of the previous K runs' medians. It says where to look, not that a regression is
 //! proven; `gate --history` gives the statistical verdict.
+//!
+//! The decisions on record in the dataset (`accept`/`reject`, `decisions/`) are attached to
+//! the runs they name, so the chart and the table show where a change was accepted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -17,8 +20,9 @@ use crate::dataset::rows::{self, KernelPick};
 use crate::dataset::store::Store;
 use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
+use crate::wire::decision::Decision;
 use crate::wire::gate::Threshold;
-use crate::wire::trend::{Change, Point, Series, Trend};
+use crate::wire::trend::{Change, Point, Series, Trend, TrendDecision};
 
 /// `--metric`.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +123,26 @@ pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
                 direction: if delta > 0.0 { "up" } else { "down" },
             });
         }
+    }
+}
+
+/// The decision that names each run. `decisions` come oldest first, so when several name
+/// one run (accepted, then rejected on second thought) the newest wins: it is the one in
+/// force. A decision without a run id (a comparison that named none) marks nothing.
+pub fn decisions_by_run(decisions: &[Decision]) -> HashMap<&str, &Decision> {
+    decisions
+        .iter()
+        .filter_map(|d| d.run_id.as_deref().map(|r| (r, d)))
+        .collect()
+}
+
+/// Attach to each point the decision that names its run. A decision naming no run of the
+/// selection is left out: it is about a run filtered away (or vacuumed), not an error.
+pub fn mark_decisions(points: &mut [Point], by_run: &HashMap<&str, &Decision>) {
+    for p in points {
+        p.decision = by_run
+            .get(p.run_id.as_str())
+            .map(|d| TrendDecision::from(*d));
     }
 }
 
@@ -300,6 +324,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                 p10: percentile(&v, 0.1),
                 p90: percentile(&v, 0.9),
                 change: None,
+                decision: None,
             });
         }
     }
@@ -326,10 +351,13 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         )));
     }
     let threshold = threshold.unwrap_or(policy.kernel);
+    let decisions = crate::dataset::decisions::read(&store, &mut warnings)?;
+    let by_run = decisions_by_run(&decisions);
     let mut out = Vec::with_capacity(series.len());
     for (key, mut points) in series {
         // Runs were read in time order and cells keep that order per key.
         mark_changes(&mut points, q.window, threshold);
+        mark_decisions(&mut points, &by_run);
         out.push(Series {
             group: key.into_iter().collect(),
             points,
@@ -365,6 +393,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::decision::Outcome;
 
     fn pt(m: f64) -> Point {
         Point {
@@ -377,6 +406,7 @@ mod tests {
             p10: m,
             p90: m,
             change: None,
+            decision: None,
         }
     }
 
@@ -412,6 +442,47 @@ mod tests {
         assert_eq!(c.reference, 1_000_000.0);
         assert_eq!(c.direction, "up");
         assert!((c.relative.unwrap() - 0.2).abs() < 1e-12);
+    }
+
+    fn decision(run: Option<&str>, at_ns: i64, outcome: Outcome, reason: &str) -> Decision {
+        Decision {
+            schema_version: crate::wire::decision::SCHEMA_VERSION,
+            outcome,
+            by: "alice".into(),
+            at: crate::dataset::dates::fmt_time(at_ns),
+            at_ns,
+            commit: None,
+            reason: reason.into(),
+            comparison_sha256: String::new(),
+            run_id: run.map(str::to_owned),
+            verdict: "regression".into(),
+            covers: vec![],
+            tool: crate::wire::meta::Tool::current(),
+        }
+    }
+
+    #[test]
+    fn the_newest_decision_on_a_run_marks_it_and_others_are_left_out() {
+        let mut points: Vec<Point> = ["r1", "r2", "r3"]
+            .into_iter()
+            .map(|id| Point {
+                run_id: id.into(),
+                ..pt(1.0)
+            })
+            .collect();
+        // Oldest first, as `decisions::read` returns them.
+        let ds = vec![
+            decision(Some("r2"), 1, Outcome::Accepted, "first thought"),
+            decision(Some("gone"), 2, Outcome::Accepted, "a run not selected"),
+            decision(None, 3, Outcome::Rejected, "names no run"),
+            decision(Some("r2"), 4, Outcome::Rejected, "second thought"),
+        ];
+        mark_decisions(&mut points, &decisions_by_run(&ds));
+        assert!(points[0].decision.is_none() && points[2].decision.is_none());
+        let d = points[1].decision.as_ref().unwrap();
+        assert_eq!(d.outcome, Outcome::Rejected);
+        assert_eq!(d.reason, "second thought");
+        assert_eq!(d.by, "alice");
     }
 
     #[test]

@@ -17,6 +17,16 @@ pub enum Outcome {
     Rejected,
 }
 
+impl Outcome {
+    /// The word reports print: the same as the JSON spelling.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Rejected => "rejected",
+        }
+    }
+}
+
 /// One decision record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decision {

@@ -1,5 +1,5 @@
-//! What `trend` prints: one metric per run over time, per group, with change points marked
-//! (`dataset::trend` computes it).
+//! What `trend` prints: one metric per run over time, per group, with change points and
+//! the decisions on record (`accept`/`reject`) marked (`dataset::trend` computes it).
 
 use std::collections::BTreeMap;
 
@@ -32,6 +32,35 @@ pub struct Point {
     pub p90: f64,
     /// Set on a change point (heuristic, see the module docs).
     pub change: Option<Change>,
+    /// The decision on record (`accept`/`reject`) that names this run; the newest when
+    /// several do.
+    pub decision: Option<TrendDecision>,
+}
+
+/// A decision naming a run, as `trend` shows it (the full record: docs/schema/decision).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TrendDecision {
+    pub outcome: super::decision::Outcome,
+    /// Who decided.
+    pub by: String,
+    /// When, UTC, RFC 3339.
+    pub at: String,
+    /// Why, whole (the table shortens it).
+    pub reason: String,
+    /// The commit decided on, where known.
+    pub commit: Option<String>,
+}
+
+impl From<&super::decision::Decision> for TrendDecision {
+    fn from(d: &super::decision::Decision) -> Self {
+        TrendDecision {
+            outcome: d.outcome,
+            by: d.by.clone(),
+            at: d.at.clone(),
+            reason: d.reason.clone(),
+            commit: d.commit.clone(),
+        }
+    }
 }
 
 /// One group's runs in time order.
@@ -57,6 +86,7 @@ pub struct Trend {
     pub runs_matched: usize,
     pub change_rule: String,
     pub series: Vec<Series>,
-    /// Runs left out (damaged rows, duplicates) and samples dropped, one line each.
+    /// Runs left out (damaged rows, duplicates), samples dropped and decision records that
+    /// could not be read, one line each.
     pub warnings: Vec<String>,
 }

@@ -8,12 +8,12 @@ use crate::common::{self, run as stepgate};
 
 const H100: &str = "NVIDIA H100 80GB HBM3";
 
-fn report(path: &std::path::Path, seed: u64, scale: f64) {
+pub(crate) fn report(path: &std::path::Path, seed: u64, scale: f64) {
     common::jittered_decode_report(path, 24, 60, seed, H100, &move |_| scale);
 }
 
 /// A history of `runs` main-branch runs at the reference speed, in `dir/history`.
-fn main_history(dir: &std::path::Path, runs: u64) -> String {
+pub(crate) fn main_history(dir: &std::path::Path, runs: u64) -> String {
     let ds = dir.join("history").display().to_string();
     for seed in 1..=runs {
         let r = dir.join(format!("main{seed}.sqlite"));

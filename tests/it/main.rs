@@ -15,6 +15,7 @@ mod cli;
 mod common;
 mod dataset;
 mod decisions;
+mod decisions_trend;
 mod device_filter;
 mod diagnosis;
 mod doctor;

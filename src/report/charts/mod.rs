@@ -17,7 +17,7 @@ mod roofline;
 pub use axis::{fmt_axis, TickAxis, Ticks};
 pub use bars::{boxes, hbars, BarRow, Five, Segment};
 pub use palette::{distinct, BETTER, BUSY, FLOOR, GAP, NEUTRAL, OTHER, PALETTE, WORSE};
-pub use panel::{panel, Line, Panel, XAxis};
+pub use panel::{panel, Line, Marker, Panel, XAxis};
 pub use roofline::{roofline, Roofline};
 
 /// Chart width in px: fits a 1280 px window with the page's margins.

@@ -1,5 +1,5 @@
-//! The per-step panel (and trend's per-run chart): lines, a shaded band and classed points
-//! against step index or run.
+//! The per-step panel (and trend's per-run chart): lines, a shaded band, classed points
+//! and labelled markers against step index or run.
 
 use plotters::prelude::*;
 
@@ -26,6 +26,20 @@ pub enum XAxis {
     Labels(Vec<String>),
 }
 
+/// A labelled mark at one x of a panel (trend: a decision on record at its run): a dashed
+/// vertical line through the plot with a triangle and a short label at its top, and a
+/// tooltip (an SVG `<title>`, shown on hover without script) with the details.
+pub struct Marker<'a> {
+    pub x: f64,
+    /// The few words by the triangle (`accepted`).
+    pub label: &'a str,
+    /// The legend entry of markers of this kind; one entry per distinct text.
+    pub legend: &'a str,
+    /// Who, when, why: any text, escaped here.
+    pub tooltip: String,
+    pub color: RGBColor,
+}
+
 /// Per-step panel: lines against step index, a shaded band (`band`: x, low, high — the
 /// gap between busy and wall) and points coloured by class (`points`: x, y, colour index
 /// into `classes`).
@@ -39,6 +53,7 @@ pub struct Panel<'a> {
     pub band_name: &'a str,
     pub points: Vec<(f64, f64, usize)>,
     pub classes: Vec<(&'a str, RGBColor)>,
+    pub markers: Vec<Marker<'a>>,
 }
 
 /// Plot width of a panel's body (the chart less its label areas and margins).
@@ -103,7 +118,15 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
         legend.push((p.band_name, GAP));
     }
     legend.extend(p.classes.iter().copied());
+    for m in &p.markers {
+        if !legend.iter().any(|l| l.0 == m.legend) {
+            legend.push((m.legend, m.color));
+        }
+    }
     let mut svg = String::new();
+    // plotters has no `<title>` element, so the markers are written as SVG of their own,
+    // at the pixel positions the chart maps their x to, after plotters is done.
+    let mut marks = String::new();
     {
         let height = 330 + legend_height(&legend);
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -164,9 +187,47 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
                 Circle::new((x, y), 3, color.filled())
             }))
             .map_err(err)?;
+        for m in &p.markers {
+            let (x, top) = chart.backend_coord(&(m.x, y1));
+            let (_, bottom) = chart.backend_coord(&(m.x, 0.0));
+            marks.push_str(&marker_svg(m, x, top, bottom));
+        }
         finish(&root)?;
     }
+    if !marks.is_empty() {
+        let end = svg
+            .rfind("</svg>")
+            .ok_or_else(|| err("no </svg> in the chart"))?;
+        svg.insert_str(end, &marks);
+    }
     Ok(svg)
+}
+
+/// One [`Marker`] as SVG: at pixel column `x`, from the plot's `top` to its `bottom`.
+fn marker_svg(m: &Marker<'_>, x: i32, top: i32, bottom: i32) -> String {
+    use crate::report::escape::html as esc;
+    let color = super::palette::hex(m.color);
+    // The label sits right of the triangle, or left of it near the chart's right edge.
+    let (tx, anchor) = if x + 90 > WIDTH as i32 {
+        (x - 9, "end")
+    } else {
+        (x + 9, "start")
+    };
+    format!(
+        "<g class=\"marker\"><title>{}</title>\
+         <line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"{color}\" \
+         stroke-width=\"1.5\" stroke-dasharray=\"5 4\"/>\
+         <polygon points=\"{},{top} {},{top} {x},{}\" fill=\"{color}\"/>\
+         <text x=\"{tx}\" y=\"{}\" text-anchor=\"{anchor}\" font-family=\"{FONT}\" \
+         font-size=\"{}\" fill=\"#000000\">{}</text></g>\n",
+        esc(&m.tooltip),
+        x - 7,
+        x + 7,
+        top + 12,
+        top + 11,
+        f64::from(LABEL_FONT) * 0.8,
+        esc(m.label),
+    )
 }
 
 #[cfg(test)]
@@ -186,6 +247,7 @@ mod tests {
             band_name: "",
             points: vec![(1.0, 3.0, 0)],
             classes: vec![("run", NEUTRAL)],
+            markers: vec![],
         };
         let (range, ticks) = p.x_ticks();
         assert_eq!(range, (0.5, 5.5), "the first run is not on the y axis");
@@ -202,5 +264,51 @@ mod tests {
         assert!(ticks.iter().all(|t| t.0.fract() == 0.0));
         let svg = panel(&p).unwrap();
         assert!(svg.contains("run0001"));
+    }
+
+    #[test]
+    fn a_marker_is_drawn_at_its_x_with_its_tooltip_escaped() {
+        let p = Panel {
+            title: "t",
+            x_desc: "run",
+            x_axis: XAxis::Labels(vec!["a".into(), "b".into()]),
+            y_desc: "µs",
+            lines: vec![],
+            band: vec![],
+            band_name: "",
+            points: vec![(1.0, 3.0, 0), (2.0, 4.0, 0)],
+            classes: vec![("run", NEUTRAL)],
+            markers: vec![Marker {
+                x: 2.0,
+                label: "accepted",
+                legend: "accepted (decision on record)",
+                tooltip: "by <script>x</script> & \"y\"".into(),
+                color: GAP,
+            }],
+        };
+        let svg = panel(&p).unwrap();
+        assert_eq!(svg.matches("<g class=\"marker\">").count(), 1);
+        assert!(
+            svg.contains("<title>by &lt;script&gt;x&lt;/script&gt; &amp; &quot;y&quot;</title>")
+        );
+        assert!(!svg.contains("<script"));
+        assert!(svg.contains(">accepted</text>"));
+        assert!(
+            svg.contains("accepted (decision on record)"),
+            "the legend names it"
+        );
+        // Inside the SVG element, right of the first run's position.
+        let at = svg.find("<g class=\"marker\">").unwrap();
+        assert!(at < svg.rfind("</svg>").unwrap());
+        let x: i32 = svg[at..]
+            .split("x1=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(x > (WIDTH / 2) as i32 && x < WIDTH as i32, "{x}");
     }
 }

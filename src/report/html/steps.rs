@@ -119,6 +119,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
         band_name: "gap (GPU idle in the step)",
         points,
         classes: kinds.legend(),
+        markers: vec![],
     };
     figure(
         charts::panel(&p),

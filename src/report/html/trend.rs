@@ -1,10 +1,20 @@
 //! The `trend --html` page: per group, the run medians in time order with their p10–p90
-//! band and the change points marked, then every charted number in a table.
+//! band, the change points and the decisions on record marked, then every charted number
+//! in a table.
 
-use crate::report::charts::{self, Line, Panel, XAxis, BETTER, BUSY, NEUTRAL, WORSE};
+use crate::report::charts::{
+    self, Line, Marker, Panel, XAxis, BETTER, BUSY, NEUTRAL, PALETTE, WORSE,
+};
+use crate::report::escape_control;
 use crate::report::html::{esc, figure, page, table};
-use crate::report::trend::{group_name, heading};
-use crate::wire::trend::Trend;
+use crate::report::trend::{group_name, heading, on_one_line};
+use crate::wire::decision::Outcome;
+use crate::wire::trend::{Point, Trend, TrendDecision};
+
+/// Marker colours: hues the chart's line, band and change points do not use, so a
+/// decision never reads as a change point.
+const ACCEPTED: plotters::style::RGBColor = PALETTE[3];
+const REJECTED: plotters::style::RGBColor = PALETTE[1];
 
 /// The whole page for `t`, read from the dataset at `dataset`.
 pub fn render(dataset: &str, t: &Trend) -> String {
@@ -67,17 +77,69 @@ pub fn render(dataset: &str, t: &Trend) -> String {
                 ("change point up (heuristic)", WORSE),
                 ("change point down (heuristic)", BETTER),
             ],
+            markers: markers(&s.points),
         };
         b.push_str(&format!("<h2>{}</h2>\n", esc(&group_name(&s.group))));
         b.push_str(&figure(
             charts::panel(&p),
             "Each point is one exported run's median over its steps; the band is its p10–p90. \
              A change point (heuristic) is a median that moved past the gate thresholds against \
-             the previous runs. Numbers: the table below.",
+             the previous runs. A dashed line marks a run a decision on record (accept or \
+             reject) names; hover it for who, when and why. Numbers: the table below.",
         ));
     }
-    b.push_str(&table(&crate::report::trend::table(t), None));
+    // An empty column only widens the page's table (the terminal's ends at its header).
+    let mut rows = crate::report::trend::table(t);
+    if !t
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .any(|p| p.decision.is_some())
+    {
+        rows = rows.without(&["decision"]);
+    }
+    b.push_str(&table(&rows, None));
     page(&format!("stepgate trend · {name}"), &b)
+}
+
+/// One marker per run a decision names, at the run's position.
+fn markers(points: &[Point]) -> Vec<Marker<'static>> {
+    points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.decision.as_ref().map(|d| (i, d)))
+        .map(|(i, d)| {
+            let (legend, color) = match d.outcome {
+                Outcome::Accepted => ("accepted (decision on record)", ACCEPTED),
+                Outcome::Rejected => ("rejected (decision on record)", REJECTED),
+            };
+            Marker {
+                x: (i + 1) as f64,
+                label: d.outcome.word(),
+                legend,
+                tooltip: tooltip(d),
+                color,
+            }
+        })
+        .collect()
+}
+
+/// `accepted by alice at 2026-…Z (commit 1a2b…): the whole reason`, on one line with
+/// control characters as visible escapes (the marker escapes it as HTML).
+fn tooltip(d: &TrendDecision) -> String {
+    let commit = d
+        .commit
+        .as_deref()
+        .map(|c| format!(" (commit {})", on_one_line(c)))
+        .unwrap_or_default();
+    let s = format!(
+        "{} by {} at {}{commit}: {}",
+        d.outcome.word(),
+        on_one_line(&d.by),
+        d.at,
+        on_one_line(&d.reason)
+    );
+    escape_control(&s).into_owned()
 }
 
 /// A run's tick label: the first characters of its id (the table has it whole).
