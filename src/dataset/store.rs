@@ -367,9 +367,40 @@ impl Store {
         Ok(())
     }
 
+    /// Refuse a write or removal below a symbolic link inside a local dataset: the local
+    /// store creates and follows parent directories, so a partition directory planted as
+    /// a link (a dataset committed in a pull request's checkout) would put the export, or
+    /// `vacuum`'s removals, outside the dataset. The dataset root itself may be a link:
+    /// that is where the user pointed it.
+    fn local_parents_guard(&self, rel: &str) -> Result<()> {
+        let Some(d) = &self.local else {
+            return Ok(());
+        };
+        let mut at = d.clone();
+        let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+        parts.pop();
+        for part in parts {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(Error::input(format!(
+                        "dataset directory {} is a symbolic link: stepgate writes only inside the \
+                         dataset; replace the link with a real directory",
+                        at.display()
+                    )))
+                }
+                Ok(_) => {}
+                // Not there yet: the store creates it as a real directory.
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+
     /// Write one object whole; `create_only` is the conditional put (If-None-Match: *, an
     /// atomic hard link on a local disk) that makes it a commit.
     pub fn put(&self, rel: &str, bytes: Vec<u8>, create_only: bool) -> Result<Put> {
+        self.local_parents_guard(rel)?;
         let k = self.key(rel);
         let opts = PutOptions {
             mode: if create_only {
@@ -391,6 +422,7 @@ impl Store {
 
     /// Remove one object (one that is already gone is fine).
     pub fn delete(&self, rel: &str) -> Result<()> {
+        self.local_parents_guard(rel)?;
         let k = self.key(rel);
         match self.rt.block_on(self.inner.delete(&k)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),

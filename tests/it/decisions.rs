@@ -25,6 +25,22 @@ pub(crate) fn main_history(dir: &std::path::Path, runs: u64) -> String {
     ds
 }
 
+/// `gate CAND --history DS --where label.branch=main --min-runs 1` and `extra`.
+pub(crate) fn gate_main(ds: &str, cand: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut a = vec![
+        "gate",
+        cand,
+        "--history",
+        ds,
+        "--where",
+        "label.branch=main",
+        "--min-runs",
+        "1",
+    ];
+    a.extend_from_slice(extra);
+    stepgate(&a)
+}
+
 #[test]
 fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
     let dir = tempfile::tempdir().unwrap();
@@ -33,20 +49,7 @@ fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
     // An intended change: every kernel 25% slower (e.g. a cheaper KV cache format).
     report(&dir.path().join("fp8.sqlite"), 10, 1.25);
     report(&dir.path().join("next.sqlite"), 11, 1.25);
-    let gate = |cand: &str, extra: &[&str]| {
-        let mut a = vec![
-            "gate",
-            cand,
-            "--history",
-            &ds,
-            "--where",
-            "label.branch=main",
-            "--min-runs",
-            "1",
-        ];
-        a.extend_from_slice(extra);
-        stepgate(&a)
-    };
+    let gate = |cand: &str, extra: &[&str]| gate_main(&ds, cand, extra);
     let cmp = p("cmp.json");
     let (code, out, err) = gate(
         &p("fp8.sqlite"),
@@ -118,22 +121,11 @@ fn a_rejected_run_is_left_out_of_later_histories() {
     let ds = main_history(dir.path(), 2);
     report(&dir.path().join("bad.sqlite"), 7, 1.25);
     let cmp = p("bad.json");
-    let (code, _, _) = stepgate(&[
-        "gate",
+    let (code, _, _) = gate_main(
+        &ds,
         &p("bad.sqlite"),
-        "--history",
-        &ds,
-        "--where",
-        "label.branch=main",
-        "--min-runs",
-        "1",
-        "--export",
-        &ds,
-        "--label",
-        "branch=main",
-        "--json",
-        &cmp,
-    ]);
+        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
+    );
     assert_eq!(code, 1);
     let (code, _, err) = stepgate(&[
         "reject",
@@ -145,32 +137,12 @@ fn a_rejected_run_is_left_out_of_later_histories() {
     ]);
     assert_eq!(code, 0, "{err}");
     report(&dir.path().join("ok.sqlite"), 8, 1.0);
-    let (code, out, err) = stepgate(&[
-        "gate",
-        &p("ok.sqlite"),
-        "--history",
-        &ds,
-        "--where",
-        "label.branch=main",
-        "--min-runs",
-        "1",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = gate_main(&ds, &p("ok.sqlite"), &["--format", "json"]);
     assert_eq!(code, 0, "{out}{err}");
     let g: Value = serde_json::from_str(&out).unwrap();
     // Two main runs of 60 steps: the rejected third run's steps are not in the reference.
     assert_eq!(g["baseline"]["steps"], 120, "{}", g["baseline"]);
-    let (_, text, _) = stepgate(&[
-        "gate",
-        &p("ok.sqlite"),
-        "--history",
-        &ds,
-        "--where",
-        "label.branch=main",
-        "--min-runs",
-        "1",
-    ]);
+    let (_, text, _) = gate_main(&ds, &p("ok.sqlite"), &[]);
     assert!(text.contains("1 rejected run(s) left out"), "{text}");
 }
 

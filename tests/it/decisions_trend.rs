@@ -6,7 +6,7 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 use crate::common::run as stepgate;
-use crate::decisions::{main_history, report};
+use crate::decisions::{gate_main, main_history, report};
 
 /// A dataset of two main runs and a third, 25% slower run exported by a gate whose
 /// comparison is then decided with `decide` (`accept` or `reject` and its flags). Returns
@@ -16,22 +16,11 @@ fn decided_history(dir: &std::path::Path, decide: &[&str]) -> (String, String) {
     let cand = dir.join("slow.sqlite");
     report(&cand, 9, 1.25);
     let cmp = dir.join("cmp.json").display().to_string();
-    let (code, out, err) = stepgate(&[
-        "gate",
+    let (code, out, err) = gate_main(
+        &ds,
         cand.to_str().unwrap(),
-        "--history",
-        &ds,
-        "--where",
-        "label.branch=main",
-        "--min-runs",
-        "1",
-        "--export",
-        &ds,
-        "--label",
-        "branch=main",
-        "--json",
-        &cmp,
-    ]);
+        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
+    );
     assert_eq!(code, 1, "a 25% slower run is a regression: {out}{err}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cmp).unwrap()).unwrap();
     let run_id = c["source"]["candidate"]["run_id"]

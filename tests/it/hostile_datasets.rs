@@ -757,3 +757,28 @@ fn an_export_that_would_fail_writes_nothing_else_first() {
         }
     }
 }
+
+/// A partition directory planted as a symbolic link inside a local dataset (a dataset
+/// committed in a pull request's checkout) is refused in one line: nothing is written
+/// where it points.
+#[test]
+fn a_symlinked_directory_inside_a_dataset_is_never_written_through() {
+    let d = tempfile::tempdir().unwrap();
+    let ds = d.path().join("ds");
+    let outside = d.path().join("outside");
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    export(&r, &ds, &[]);
+    // `runs/` (where the commit row goes) now points outside the dataset.
+    std::fs::rename(ds.join("runs"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, ds.join("runs")).unwrap();
+    let before = walk(&outside);
+    let (code, _, err) = run(&["export", s(&r), "-o", s(&ds), "--label", "x=2"]);
+    assert_eq!(code, 2, "{err}");
+    one_line_error(&err);
+    assert!(
+        err.contains("is a symbolic link") && err.contains(s(&ds.join("runs"))),
+        "{err}"
+    );
+    assert_eq!(walk(&outside), before);
+}
