@@ -215,6 +215,19 @@ pub fn point_lines(r: &StepsReport) -> Vec<String> {
 /// action, and what the per-layer view found.
 pub fn group_lines(g: &GroupAttribution) -> Vec<String> {
     let mut lines = vec![format!("waterfall: {}", waterfall_line(&g.waterfall))];
+    // The link's figure is a citation, not HBM's β: print it with its source, so "of
+    // roof" for communication can be checked.
+    if let Some(c) = g
+        .classes
+        .iter()
+        .find(|c| c.class == KernelClass::Communication && c.roof_bytes_per_s.is_some())
+    {
+        lines.push(format!(
+            "communication roof: {} ({})",
+            fmt_bandwidth(c.roof_bytes_per_s.unwrap_or_default()),
+            c.basis
+        ));
+    }
     lines.extend(
         class_actions(&g.classes)
             .into_iter()

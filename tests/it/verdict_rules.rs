@@ -431,6 +431,18 @@ fn collectives_that_take_the_same_every_step_do_not_vary() {
     }
     let (rule, line, _) = verdict(&p, &["--model", "llama-3-70b", "--tp", "4"]);
     assert_ne!(rule, "class-varies", "{line}");
+    // The link the communication class is priced against is printed with its citation:
+    // NVLink 4 through NVSwitch, 900 GB/s bidirectional per GPU, 450 GB/s each way.
+    let text = steps(&p, &["--model", "llama-3-70b", "--tp", "4"], "table");
+    let roof = text
+        .lines()
+        .find(|l| l.starts_with("communication roof: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        roof.starts_with("communication roof: 450.0 GB/s (derived: "),
+        "{roof}"
+    );
+    assert!(roof.contains("cited: NVLink 4 through NVSwitch"), "{roof}");
 }
 
 #[test]
