@@ -272,8 +272,49 @@ fn every_markdown_output_renders_the_authors_strings_as_text() {
         [HOSTILE, TICKS],
         "H100 @org/team #4242 <!--",
     );
+    // A model config whose directory and `_name_or_path` are the author's (floor and
+    // capacity name the model from them).
+    let cfg_dir = d.path().join("cfg @org/team #4242 <!--");
+    std::fs::create_dir_all(&cfg_dir).unwrap();
+    let cfg = cfg_dir.join("config.json");
+    std::fs::write(
+        &cfg,
+        r#"{"_name_or_path": "m @org/team #4242 <!-- <img src=x>", "model_type": "llama",
+            "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+            "torch_dtype": "bfloat16", "head_dim": 128}"#,
+    )
+    .unwrap();
     let diff_md = d.path().join("diff.md");
     let runs: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "floor",
+            vec![
+                "floor",
+                "--model-config",
+                s(&cfg),
+                "--gpu",
+                "h100",
+                "--batch",
+                "8",
+                "--context",
+                "1024",
+                "--format",
+                "markdown",
+            ],
+        ),
+        (
+            "capacity",
+            vec![
+                "capacity",
+                "--model-config",
+                s(&cfg),
+                "--gpu",
+                "h100",
+                "--format",
+                "markdown",
+            ],
+        ),
         ("analyze", vec!["analyze", s(&cand), "--format", "markdown"]),
         ("steps", vec!["steps", s(&cand), "--format", "markdown"]),
         (
@@ -320,8 +361,100 @@ fn every_markdown_output_renders_the_authors_strings_as_text() {
         // The strings did reach the output (else the check above proves nothing).
         let shown: String = render(&md).blocks.concat();
         assert!(
-            shown.contains("@octo-team #4243 <!--") || shown.contains("@org/team #4242"),
+            shown.contains("@octo-team #4243 <!--")
+                || shown.contains("@org/team #4242")
+                || shown.contains("team #4242 <!--"),
             "{what}: no hostile string in\n{md}"
+        );
+    }
+}
+
+/// The commands whose markdown the two tests above check on the author's strings
+/// (`gate` in `hostile_kernel_names_render_as_text_in_the_gate_markdown_and_html`).
+const SWEPT: &[&str] = &[
+    "analyze",
+    "steps",
+    "floor",
+    "capacity",
+    "gate",
+    "diff",
+    "doctor",
+    "policy check",
+    "trend",
+];
+
+/// Commands that write markdown from nothing an author controls, and why.
+const NO_AUTHOR_STRINGS: &[(&str, &str)] = &[
+    ("presets", "the built-in GPU and model tables only"),
+    (
+        "launch-probe",
+        "this machine's own timings and driver version",
+    ),
+    (
+        "capture",
+        "the operator's own flags and the engine it was pointed at, not a pull request's files",
+    ),
+];
+
+/// The subcommands `stepgate CMD --help` lists (one level: `policy check`, `dataset vacuum`).
+fn subcommands(prefix: &[&str]) -> Vec<String> {
+    let mut a = prefix.to_vec();
+    a.push("--help");
+    let (_, out, _) = common::run(&a);
+    let mut names = Vec::new();
+    let mut inside = false;
+    for l in out.lines() {
+        if l.starts_with("Commands:") {
+            inside = true;
+            continue;
+        }
+        if inside && !l.starts_with("  ") {
+            break;
+        }
+        // "  name   text"; continuation lines are indented further.
+        if inside && !l.starts_with("   ") {
+            if let Some(n) = l.split_whitespace().next() {
+                if n != "help" {
+                    names.push(n.to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// A new command or flag that writes markdown must join the sweep (or say why no author
+/// string can reach it): the escape check cannot be skipped by adding a writer.
+#[test]
+fn every_command_that_writes_markdown_is_in_the_hostile_sweep() {
+    let mut writers = Vec::new();
+    for top in subcommands(&[]) {
+        let subs = subcommands(&[&top]);
+        let cmds: Vec<String> = if subs.is_empty() {
+            vec![top.clone()]
+        } else {
+            subs.iter().map(|x| format!("{top} {x}")).collect()
+        };
+        for c in cmds {
+            let mut a: Vec<&str> = c.split(' ').collect();
+            a.push("--help");
+            let (_, out, _) = common::run(&a);
+            if out.to_lowercase().contains("markdown") {
+                writers.push(c);
+            }
+        }
+    }
+    assert!(writers.len() >= SWEPT.len(), "{writers:?}");
+    for w in &writers {
+        assert!(
+            SWEPT.contains(&w.as_str()) || NO_AUTHOR_STRINGS.iter().any(|(n, _)| n == w),
+            "`{w}` writes markdown but no hostile test feeds it the author's strings: add it to the sweep"
+        );
+    }
+    for c in SWEPT {
+        assert!(
+            writers.iter().any(|w| w == c),
+            "{c} no longer writes markdown?"
         );
     }
 }
