@@ -367,6 +367,36 @@ fn every_markdown_output_renders_the_authors_strings_as_text() {
             "{what}: no hostile string in\n{md}"
         );
     }
+    // The HTML pages of the same commands: the author's markup arrives as text.
+    let page = d.path().join("page.html");
+    let pages: Vec<(&str, Vec<&str>)> = vec![
+        ("analyze", vec!["analyze", s(&cand), "--html", s(&page)]),
+        ("steps", vec!["steps", s(&cand), "--html", s(&page)]),
+        ("diff", vec!["diff", s(&base), s(&cand), "--html", s(&page)]),
+        (
+            "trend",
+            vec!["trend", s(&ds), "--by", "label.note", "--html", s(&page)],
+        ),
+    ];
+    for (what, args) in pages {
+        let (code, _, err) = common::run(&args);
+        assert!(matches!(code, 0 | 1), "{what}: exit {code}\n{err}");
+        let html = std::fs::read_to_string(&page).unwrap();
+        for raw in [
+            "<img src=x",
+            "<!-- @org",
+            "<!-- b.sqlite",
+            "<!-- x.sqlite",
+            "</details> <",
+        ] {
+            assert!(!html.contains(raw), "{what}: raw {raw:?} in its page");
+        }
+        assert!(
+            html.contains("&lt;img src=x") || html.contains("&lt;!--"),
+            "{what}: no hostile string reached the page"
+        );
+        std::fs::remove_file(&page).unwrap();
+    }
 }
 
 /// The commands whose markdown the two tests above check on the author's strings
