@@ -279,7 +279,7 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
                 format!(
                     "{} is {:.0}% of busy time: take it to {}",
                     labels.get(&top.name, &top.short_name),
-                    100.0 * top.exclusive_ns as f64 / step.busy_ns as f64,
+                    100.0 * share,
                     profiler.name
                 ),
             );

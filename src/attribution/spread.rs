@@ -17,15 +17,18 @@ pub const VARIES_RATIO: f64 = 2.0;
 /// that sometimes takes 5 µs is not named.
 pub const VARIES_OF_WALL: f64 = 0.1;
 
-/// Exclusive ns per class in one step (the class table's `time`, measured).
-fn class_times(step: &Step) -> [i64; KernelClass::COUNT] {
+/// Exclusive ns per class in one step (the class table's `time`, measured), and whether
+/// the step runs a kernel of the class at all: one pass over its kernels.
+fn class_times(step: &Step) -> ([i64; KernelClass::COUNT], [bool; KernelClass::COUNT]) {
     let mut t = [0i64; KernelClass::COUNT];
+    let mut with = [false; KernelClass::COUNT];
     for k in &step.all_kernels {
         if let Some(c) = class_of(&k.category) {
             t[c as usize] += k.exclusive_ns;
+            with[c as usize] = true;
         }
     }
-    t
+    (t, with)
 }
 
 /// Per group of like steps with GPU work (keyed as the gate keys them), at least
@@ -53,26 +56,21 @@ fn group(label: String, steps: &[&Step]) -> GroupSpread {
         .collect();
     walls.sort_by(f64::total_cmp);
     let median_wall_ns = percentile(&walls, 0.5);
-    let times: Vec<[i64; KernelClass::COUNT]> = steps.iter().map(|s| class_times(s)).collect();
+    let times: Vec<_> = steps.iter().map(|s| class_times(s)).collect();
     let classes = KernelClass::ALL
         .into_iter()
         .filter_map(|c| {
             let per: Vec<(StepTime, bool)> = steps
                 .iter()
                 .zip(&times)
-                .map(|(s, t)| {
-                    let ns = t[c as usize];
-                    let with = s
-                        .all_kernels
-                        .iter()
-                        .any(|k| class_of(&k.category) == Some(c));
+                .map(|(s, (t, with))| {
                     (
                         StepTime {
                             series: s.series,
                             index: s.index,
-                            ns,
+                            ns: t[c as usize],
                         },
-                        with,
+                        with[c as usize],
                     )
                 })
                 .collect();

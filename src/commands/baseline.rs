@@ -52,6 +52,13 @@ pub enum Command {
     },
 }
 
+/// What recording the report said (samples left out), one line each.
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
+}
+
 pub fn run(cmd: &Command) -> Result<u8> {
     match cmd {
         Command::Record {
@@ -91,9 +98,15 @@ pub fn run(cmd: &Command) -> Result<u8> {
             }
             // With --export, one load gives both the baseline and the steps to append.
             let (mut b, pending) = match &export_plan {
-                None => (record::record(report, &steps_plan)?.baseline, None),
+                None => {
+                    let r = record::record(report, &steps_plan)?;
+                    print_warnings(&r.warnings);
+                    (r.baseline, None)
+                }
                 Some(to) => {
-                    let (b, pending) = record::record_for_export(report, &steps_plan, to)?;
+                    let (b, pending, warnings) =
+                        record::record_for_export(report, &steps_plan, to)?;
+                    print_warnings(&warnings);
                     (b, Some(pending))
                 }
             };

@@ -1,6 +1,7 @@
 //! `stepgate policy check`: which rules of a gate policy select something on a report or
 //! baseline, before a gate depends on them.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::commands::headings::OUTPUT;
@@ -43,7 +44,10 @@ pub fn run(c: &Command) -> Result<u8> {
     inputs.extend(a.step.inputs());
     crate::output::Plan::new().check(&inputs)?;
     let plan = a.step.plan(TOP_KERNELS)?;
-    let check = crate::pipeline::policy::check(&a.policy, &a.against, &plan)?;
+    let (check, warnings) = crate::pipeline::policy::check(&a.policy, &a.against, &plan)?;
+    for w in &warnings {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
     crate::output::print(&report::policy::render(&check, a.format))?;
     Ok(if check.dead == 0 {
         OK

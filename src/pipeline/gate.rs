@@ -27,6 +27,8 @@ pub struct Candidate {
     pub export: Option<PendingExport>,
     /// The run an export of this report is (or would be): a history never includes it.
     pub own_run: Option<dataset::Candidate>,
+    /// What recording it said (samples left out), for the comparison's warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Candidate {
@@ -46,22 +48,24 @@ impl Candidate {
                     "--export needs a report as the candidate, not a baseline file",
                 ));
             }
+            let (baseline, warnings) = record::side(path, plan)?;
             return Ok(Candidate {
-                baseline: record::side(path, plan)?,
+                baseline,
                 source,
                 export: None,
                 own_run: None,
+                warnings,
             });
         }
         let own_run = |sha: &str, labels: &dataset::Labels| dataset::Candidate {
             run_id: write::run_id(sha, labels),
             report_sha256: sha.to_owned(),
         };
-        let (baseline, export, own) = match export {
+        let (baseline, export, own, warnings) = match export {
             Some(to) => {
-                let (baseline, pending) = record::record_for_export(path, plan, to)?;
+                let (baseline, pending, warnings) = record::record_for_export(path, plan, to)?;
                 let own = own_run(&pending.sha256, &pending.labels);
-                (baseline, Some(pending), Some(own))
+                (baseline, Some(pending), Some(own), warnings)
             }
             None if history => {
                 let (r, sha) = with_report_hash(path, || record::record(path, plan))?;
@@ -69,9 +73,13 @@ impl Candidate {
                     r.baseline,
                     None,
                     Some(own_run(&sha, &dataset::Labels::new())),
+                    r.warnings,
                 )
             }
-            None => (record::side(path, plan)?, None, None),
+            None => {
+                let (baseline, warnings) = record::side(path, plan)?;
+                (baseline, None, None, warnings)
+            }
         };
         let source = SideSource {
             run_id: own.as_ref().map(|o| o.run_id.clone()),
@@ -82,6 +90,7 @@ impl Candidate {
             source,
             export,
             own_run: own,
+            warnings,
         })
     }
 }
@@ -155,6 +164,7 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
         baseline: baseline_source,
         candidate: cand.source,
     });
+    comparison.warnings.extend(cand.warnings);
     Ok(Compared {
         comparison,
         baseline,
@@ -176,14 +186,16 @@ pub fn diff(
         baseline: side_source(a),
         candidate: side_source(b),
     };
-    let a = record::side(a, plan)?;
-    let b = record::side(b, plan)?;
+    let (a, mut warnings) = record::side(a, plan)?;
+    let (b, more) = record::side(b, plan)?;
+    warnings.extend(more);
     let mut comparison = if verdict {
         compare(&a, &b, policy)?
     } else {
         compare_unchecked(&a, &b, policy)?
     };
     comparison.source = Some(source);
+    comparison.warnings.extend(warnings);
     Ok(Compared {
         comparison,
         baseline: a,

@@ -21,6 +21,9 @@ pub struct Recorded {
     pub baseline: Baseline,
     pub steps: StepsReport,
     pub source: RunSource,
+    /// Samples left out (a baseline file would refuse them), one line each, for the
+    /// command to print.
+    pub warnings: Vec<String>,
 }
 
 /// Load a report, find and price its steps, and turn them into a baseline. The loader's
@@ -55,22 +58,21 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
     };
     // Samples a baseline file would refuse are left out here too, each said once.
     let (baseline, warnings) = samples_from_steps(&report, meta);
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
     Ok(Recorded {
         baseline,
         steps: report,
         source,
+        warnings,
     })
 }
 
-/// [`record`], keeping the run to append to `to` (the report hashed meanwhile).
+/// [`record`], keeping the run to append to `to` (the report hashed meanwhile); with the
+/// recording's warnings.
 pub fn record_for_export(
     path: &Path,
     plan: &StepsPlan,
     to: &ExportPlan,
-) -> Result<(Baseline, PendingExport)> {
+) -> Result<(Baseline, PendingExport, Vec<String>)> {
     let (r, sha256) = with_report_hash(path, || record(path, plan))?;
     let pending = PendingExport {
         dataset: to.dataset.clone(),
@@ -81,10 +83,17 @@ pub fn record_for_export(
         source: r.source,
         steps: r.steps,
     };
-    Ok((r.baseline, pending))
+    Ok((r.baseline, pending, r.warnings))
 }
 
-/// One side of a comparison: a baseline file as it is, a report recorded with the plan.
-pub fn side(path: &Path, plan: &StepsPlan) -> Result<Baseline> {
-    load_side(path, &|p| Ok(record(p, plan)?.baseline))
+/// One side of a comparison: a baseline file as it is, a report recorded with the plan;
+/// with the recording's warnings (none for a baseline file).
+pub fn side(path: &Path, plan: &StepsPlan) -> Result<(Baseline, Vec<String>)> {
+    let warnings = std::cell::RefCell::new(Vec::new());
+    let b = load_side(path, &|p| {
+        let r = record(p, plan)?;
+        warnings.borrow_mut().extend(r.warnings);
+        Ok(r.baseline)
+    })?;
+    Ok((b, warnings.into_inner()))
 }
