@@ -4,7 +4,9 @@
 //! around attention (o right after it, the MLP's gate/up then down, qkv before the next
 //! one), each with its own weight bytes and achieved bandwidth. When the sequence does
 //! not repeat, or the order or the bytes do not fit the model, it says why instead of
-//! guessing.
+//! guessing. A split-K GEMM's separate reduction (cuBLASLt `splitKreduce_kernel`,
+//! hipBLASLt's `…_PostGSU…`, CUTLASS `ReduceSplitK`) is folded into the GEMM it finishes
+//! first: it is that GEMM's time, and counted apart it breaks the GEMMs-per-layer match.
 
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
 use crate::wire::roofline::ModelSpec;
@@ -15,6 +17,55 @@ pub struct Kernel<'a> {
     pub name: &'a str,
     pub class: Option<KernelClass>,
     pub exclusive_ns: i64,
+}
+
+/// The separate reduction kernels of split-K GEMMs, lowercase substrings of the kernel
+/// name: cuBLASLt's `cublasLt::splitKreduce_kernel<…>`, hipBLASLt/Tensile's
+/// `Cijk_…_PostGSU<N>…` (the "global split-U" reduction, named in Tensile's
+/// `KernelWriterConversion`), CUTLASS's `cutlass::reduction::kernel::ReduceSplitK`
+/// (the reduction of `GemmSplitKParallel`). docs/kernel-families.md lists them.
+pub const SPLIT_K_REDUCTIONS: [&str; 3] = ["splitkreduce", "postgsu", "reducesplitk"];
+
+/// Whether a kernel is the separate reduction of a split-K GEMM.
+pub fn is_split_k_reduction(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SPLIT_K_REDUCTIONS.iter().any(|p| lower.contains(p))
+}
+
+/// A GEMM with the split-K reduction that follows it folded in (launch order).
+#[derive(Debug, Clone)]
+struct Folded<'a> {
+    kernel: Kernel<'a>,
+    reduction: Option<&'a str>,
+}
+
+/// Fold each split-K reduction into the GEMM launched before it: the next kernel of a
+/// weight class, ignoring the small kernels of no weight class between them. A reduction
+/// with no GEMM before it stays a kernel of its own.
+fn fold_split_k<'a>(kernels: &[Kernel<'a>]) -> Vec<Folded<'a>> {
+    let mut out: Vec<Folded<'a>> = Vec::with_capacity(kernels.len());
+    let mut last_gemm: Option<usize> = None;
+    for k in kernels {
+        let weights = k.class == Some(KernelClass::Weights);
+        if weights && is_split_k_reduction(k.name) {
+            if let Some(g) = last_gemm.filter(|&g| out[g].reduction.is_none()) {
+                out[g].kernel.exclusive_ns += k.exclusive_ns;
+                out[g].reduction = Some(k.name);
+                continue;
+            }
+        }
+        if weights {
+            last_gemm = Some(out.len());
+        } else if !matches!(k.class, Some(KernelClass::Rest) | None) {
+            // Attention, a collective or a KV write between them: not this GEMM's.
+            last_gemm = None;
+        }
+        out.push(Folded {
+            kernel: k.clone(),
+            reduction: None,
+        });
+    }
+    out
 }
 
 /// A mapping that puts a GEMM this far above the roof is the wrong mapping.
@@ -61,8 +112,12 @@ fn ambiguous(period: usize, repeats: u64, layers: u64, why: String) -> LayerMap 
 }
 
 /// Map one decode step's kernels (launch order) onto the model's layers.
-pub fn map(kernels: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
+pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
     let layers = g.layers();
+    let folded = fold_split_k(launched);
+    let reduction = |i: usize| folded[i].reduction;
+    let kernels: Vec<Kernel<'_>> = folded.iter().map(|f| f.kernel.clone()).collect();
+    let kernels = &kernels[..];
     // The anchor: an attention kernel that runs exactly once per layer.
     let mut counts: Vec<(&str, u64)> = Vec::new();
     for k in kernels
@@ -149,26 +204,39 @@ pub fn map(kernels: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
                 .iter()
                 .map(|seg| kernels[seg[j]].exclusive_ns)
                 .sum();
-            let name = kernels[segments[0][j]].name;
-            row(Some(role), name, total as f64 / full, Some(bytes), g)
+            let first = segments[0][j];
+            let mut r = row(
+                Some(role),
+                kernels[first].name,
+                total as f64 / full,
+                Some(bytes),
+                g,
+            );
+            r.launches_per_step = layers;
+            r.split_k_reduction =
+                reduction(first).map(|n| crate::timing::labels::display_name("", n));
+            r
         })
         .collect();
     // lm_head: after the last attention come that layer's o, gate_up and down, then
     // one more GEMM.
-    let tail: Vec<&Kernel<'_>> = kernels[at[at.len() - 1]..]
-        .iter()
-        .filter(|k| k.class == Some(KernelClass::Weights))
+    let last = at[at.len() - 1];
+    let tail: Vec<usize> = (last..kernels.len())
+        .filter(|&i| kernels[i].class == Some(KernelClass::Weights))
         .collect();
-    if let Some(k) = tail.last().filter(|_| tail.len() == roles.len()) {
+    if let Some(&i) = tail.last().filter(|_| tail.len() == roles.len()) {
         let m = g.model;
         let bytes = (m.vocab * m.hidden) as f64 * 2.0 / f64::from(g.tp.max(1));
-        gemms.push(row(
+        let k = &kernels[i];
+        let mut r = row(
             Some("lm_head"),
             k.name,
             k.exclusive_ns as f64,
             Some(bytes),
             g,
-        ));
+        );
+        r.split_k_reduction = reduction(i).map(|n| crate::timing::labels::display_name("", n));
+        gemms.push(r);
     }
     if let Some(r) = gemms
         .iter()
@@ -191,6 +259,7 @@ pub fn map(kernels: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
                 bytes: None,
                 achieved_bytes_per_s: None,
                 roof_fraction: None,
+                excess_ns: None,
                 ..r
             })
             .collect();
@@ -216,9 +285,73 @@ fn row(
     LayerGemm {
         role: role.map(str::to_owned),
         kernel: crate::timing::labels::display_name("", kernel),
+        split_k_reduction: None,
         time_ns,
+        launches_per_step: 1,
         bytes,
         achieved_bytes_per_s: achieved,
         roof_fraction: achieved.map(|a| a / g.roof_bytes_per_s),
+        excess_ns: bytes
+            .filter(|_| g.roof_bytes_per_s > 0.0)
+            .map(|b| time_ns - b / g.roof_bytes_per_s * 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(name: &str, class: Option<KernelClass>, ns: i64) -> Kernel<'_> {
+        Kernel {
+            name,
+            class,
+            exclusive_ns: ns,
+        }
+    }
+
+    #[test]
+    fn a_split_k_reduction_folds_into_the_gemm_before_it_and_nowhere_else() {
+        let w = Some(KernelClass::Weights);
+        let ks = [
+            // A reduction with no GEMM before it stays a kernel of its own.
+            k("void cublasLt::splitKreduce_kernel<32>", w, 5),
+            k("gemm_a", w, 100),
+            k("elementwise", Some(KernelClass::Rest), 1),
+            k("void cublasLt::splitKreduce_kernel<32>", w, 7),
+            k("Cijk_Ailk_Bljk_BBS_MT64", w, 50),
+            k("Cijk_SS_BiasS_HAS_ScaleAlphaVec_PostGSU16_VW1", w, 3),
+            // Attention in between: the next reduction is not that GEMM's.
+            k("gemm_b", w, 40),
+            k("flash_fwd", Some(KernelClass::Attention), 9),
+            k("void cutlass::reduction::kernel::ReduceSplitK<x>", w, 2),
+        ];
+        let f = fold_split_k(&ks);
+        let got: Vec<(&str, i64, Option<&str>)> = f
+            .iter()
+            .map(|x| (x.kernel.name, x.kernel.exclusive_ns, x.reduction))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("void cublasLt::splitKreduce_kernel<32>", 5, None),
+                (
+                    "gemm_a",
+                    107,
+                    Some("void cublasLt::splitKreduce_kernel<32>")
+                ),
+                ("elementwise", 1, None),
+                (
+                    "Cijk_Ailk_Bljk_BBS_MT64",
+                    53,
+                    Some("Cijk_SS_BiasS_HAS_ScaleAlphaVec_PostGSU16_VW1")
+                ),
+                ("gemm_b", 40, None),
+                ("flash_fwd", 9, None),
+                ("void cutlass::reduction::kernel::ReduceSplitK<x>", 2, None),
+            ]
+        );
+        assert!(!is_split_k_reduction(
+            "nvjet_tst_64x32_64x16_4x1_v_bz_splitK_TNT"
+        ));
     }
 }

@@ -17,8 +17,12 @@ use crate::wire::steps::{Step, StepsReport};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 mod gaps;
+mod gemms;
 
 pub use gaps::Gaps;
+pub use gemms::GEMM_EXCESS_SHARE;
+
+use gemms::{by_excess_suffix, gemms_below_roof, mapped_gemm};
 
 /// Share of β (or of the link) at and above which a kernel or class is at the roof: only
 /// fewer bytes help, and Nsight Compute has nothing to find.
@@ -41,6 +45,8 @@ pub struct Evidence<'a> {
     pub gaps: Gaps,
     /// The run's top kernel over every step: its label, exclusive ns, class.
     pub top: Option<(String, i64, Option<KernelClass>)>,
+    /// That kernel's name as the trace has it (to find it in the layer map).
+    pub top_raw: Option<String>,
     /// That top "kernel" is a copy or memset: nothing a kernel profiler can speed up.
     pub top_is_copy: bool,
     /// CUDA-graph launches over the steps: node-mode launches plus opaque replays
@@ -82,6 +88,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof },
     Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant },
     Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess },
+    Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof },
     Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step },
 ];
 
@@ -206,10 +213,48 @@ fn class_roof(e: &Evidence<'_>, class: Option<KernelClass>) -> Option<f64> {
         .roof_fraction
 }
 
-fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<f64>)> {
+/// How close a dominant kernel is to its roof, and whose fraction that is: the kernel's
+/// own where the layer map priced it, else its class's.
+struct Roof {
+    fraction: f64,
+    own: bool,
+}
+
+impl Roof {
+    fn words(&self) -> String {
+        if self.own {
+            format!(
+                "it runs at {} of β (derived, its layer GEMM)",
+                pct(self.fraction)
+            )
+        } else {
+            format!(
+                "its class runs at {} of its roof (derived)",
+                pct(self.fraction)
+            )
+        }
+    }
+}
+
+fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<Roof>)> {
     let (name, ns, class) = e.top.as_ref()?;
     let share = *ns as f64 / e.busy_ns.max(1) as f64;
-    (share > DOMINANT_FRACTION).then(|| (name.as_str(), share, class_roof(e, *class)))
+    let own = e
+        .top_raw
+        .as_deref()
+        .and_then(|raw| mapped_gemm(e, raw))
+        .and_then(|g| g.roof_fraction)
+        .map(|fraction| Roof {
+            fraction,
+            own: true,
+        });
+    let roof = own.or_else(|| {
+        class_roof(e, *class).map(|fraction| Roof {
+            fraction,
+            own: false,
+        })
+    });
+    (share > DOMINANT_FRACTION).then_some((name.as_str(), share, roof))
 }
 
 fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
@@ -218,18 +263,19 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
         return None;
     }
     let (name, share, roof) = dominant(e)?;
-    let roof = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
+    let roof = roof.filter(|r| r.fraction >= AT_ROOF_OF_BETA)?;
     Some(Fired {
         line: format!(
-            "{name} is {} of busy time over {} steps (measured) and its class runs at {} of its roof (derived): at the roof — only fewer bytes help (quantize, or batch more per step)",
+            "{name} is {} of busy time over {} steps (measured) and {}: at the roof — only fewer bytes help (quantize, or batch more per step){}",
             pct(share),
             e.steps.len(),
-            pct(roof)
+            roof.words(),
+            by_excess_suffix(e)
         ),
         held_back: vec![format!(
             "{} for {name} (at {} of its roof)",
             e.profiler.name,
-            pct(roof)
+            pct(roof.fraction)
         )],
     })
 }
@@ -245,15 +291,14 @@ fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
             )],
         });
     }
-    let at = roof
-        .map(|r| format!(", its class at {} of its roof (derived)", pct(r)))
-        .unwrap_or_default();
+    let at = roof.map(|r| format!(", {}", r.words())).unwrap_or_default();
     Some(Fired {
         line: format!(
-            "{name} is {} of busy time over {} steps (measured){at}: take it to {}",
+            "{name} is {} of busy time over {} steps (measured){at}: take it to {}{}",
             pct(share),
             e.steps.len(),
-            e.profiler.name
+            e.profiler.name,
+            by_excess_suffix(e)
         ),
         held_back: Vec::new(),
     })
@@ -288,39 +333,8 @@ fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
     if let Some(r) = c.roof_fraction {
         line.push_str(&format!(", at {} of its roof", pct(r)));
     }
-    // The GEMMs of the layer map by their own excess: time × (1 − achieved / roof).
-    if let Some(map) = &g.layers {
-        let mut by: Vec<(f64, &str, Option<&str>, f64)> = map
-            .gemms
-            .iter()
-            .filter_map(|x| {
-                let f = x.roof_fraction?;
-                Some((
-                    x.time_ns * (1.0 - f),
-                    x.kernel.as_str(),
-                    x.role.as_deref(),
-                    f,
-                ))
-            })
-            .filter(|x| x.0 > 0.0)
-            .collect();
-        by.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let named: Vec<String> = by
-            .iter()
-            .take(2)
-            .map(|(x, k, role, f)| {
-                let role = role.map(|r| format!(" ({r})")).unwrap_or_default();
-                format!(
-                    "{k}{role} {} per layer at {} of β",
-                    us(x.round() as i64),
-                    pct(*f)
-                )
-            })
-            .collect();
-        if !named.is_empty() {
-            line.push_str(&format!("; GEMMs by excess: {}", named.join(", ")));
-        }
-    }
+    // The GEMMs of the layer map by their own excess (time − floor), not by time.
+    line.push_str(&by_excess_suffix(e));
     let held_back = if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
         line.push_str(" — at the roof: only fewer bytes help");
         vec![format!(
@@ -356,7 +370,7 @@ fn median_step(e: &Evidence<'_>) -> Option<Fired> {
 
 /// The run's top kernel by exclusive time summed over every step, named as the step
 /// tables name it.
-fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool)> {
+fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool, String)> {
     let mut by: HashMap<&str, (i64, &str, &str)> = HashMap::new();
     for s in steps {
         for k in &s.all_kernels {
@@ -373,6 +387,7 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool)> 
         *ns,
         class_of(cat),
         super::is_copy(cat),
+        (*name).to_owned(),
     ))
 }
 
@@ -400,7 +415,8 @@ pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
         graph_replays: gaps.graph_launches + steps.iter().map(|s| s.graph_replays).sum::<u64>(),
         gaps,
         top_is_copy: top.as_ref().is_some_and(|t| t.3),
-        top: top.map(|(name, ns, class, _)| (name, ns, class)),
+        top_raw: top.as_ref().map(|t| t.4.clone()),
+        top: top.map(|(name, ns, class, _, _)| (name, ns, class)),
         shape,
         median_action,
         group: r.groups.iter().max_by_key(|g| g.steps),

@@ -79,7 +79,7 @@ enum Command {
     },
     /// Decode (and prefill) steps of a dense model whose kernel durations follow its bytes,
     /// with one cause planted (slow-attention-small-batch, gemms-at-roof, tp4,
-    /// prefill-among-decodes, batch-in-grid, straggling-all-reduce).
+    /// prefill-among-decodes, batch-in-grid, straggling-all-reduce, split-k-gemms).
     ///
     /// Example: stepgate-synth planted --cause tp4 -o tp4.sqlite
     Planted {

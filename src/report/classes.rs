@@ -6,8 +6,8 @@
 use super::table::{Align, Table};
 use super::{fmt_int, fmt_pct, fmt_us, group_thousands};
 use crate::wire::attribution::{
-    Basis, ClassAttribution, ClassShape, ClassWaterfall, GroupAttribution, KernelClass, LayerMap,
-    OperatingPoint, Sourced,
+    Basis, ClassAttribution, ClassShape, ClassWaterfall, GroupAttribution, KernelClass, LayerGemm,
+    LayerMap, OperatingPoint, Sourced,
 };
 use crate::wire::steps::{Step, StepKind, StepsReport};
 
@@ -99,20 +99,36 @@ pub fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
     v.iter().filter_map(|c| c.action.clone()).collect()
 }
 
-/// The per-layer GEMM table, where the decode layer could be mapped.
+/// The per-layer GEMM table, where the decode layer could be mapped: largest excess per
+/// step first (what a faster GEMM could win), a folded split-K reduction named with its GEMM.
 pub fn layer_table(l: &LayerMap) -> Table {
     let mut t = Table::new(&[
         ("layer GEMM", Align::Left),
         ("kernel", Align::Left),
         ("µs per layer (measured)", Align::Right),
-        ("bytes MB", Align::Right),
-        ("achieved", Align::Right),
-        ("of β", Align::Right),
+        ("bytes MB (derived)", Align::Right),
+        ("achieved (derived)", Align::Right),
+        ("of β (derived)", Align::Right),
+        ("× per step", Align::Right),
+        ("excess µs per step (derived)", Align::Right),
     ]);
-    for g in &l.gemms {
+    let mut rows: Vec<&LayerGemm> = l.gemms.iter().collect();
+    rows.sort_by(|a, b| {
+        let x = |g: &LayerGemm| g.excess_per_step_ns().unwrap_or(f64::MIN);
+        x(b).total_cmp(&x(a))
+    });
+    for g in rows {
+        let kernel = match &g.split_k_reduction {
+            Some(r) => format!(
+                "{} + {}",
+                super::truncate(&g.kernel, 40),
+                super::truncate(r, 28)
+            ),
+            None => super::truncate(&g.kernel, 48),
+        };
         t.row(vec![
             g.role.clone().unwrap_or_else(|| "?".into()),
-            super::truncate(&g.kernel, 48),
+            kernel,
             fmt_us(g.time_ns),
             g.bytes
                 .map(|b| group_thousands(&format!("{:.2}", b / 1e6)))
@@ -121,6 +137,10 @@ pub fn layer_table(l: &LayerMap) -> Table {
                 .map(fmt_bandwidth)
                 .unwrap_or_else(|| "–".into()),
             g.roof_fraction.map(fmt_pct).unwrap_or_else(|| "–".into()),
+            g.launches_per_step.to_string(),
+            g.excess_per_step_ns()
+                .map(fmt_us)
+                .unwrap_or_else(|| "–".into()),
         ]);
     }
     t
@@ -237,7 +257,7 @@ pub fn group_lines(g: &GroupAttribution) -> Vec<String> {
         lines.push(match &l.ambiguous {
             Some(why) => format!("layers: {why}"),
             None => format!(
-                "layers: {} kernels repeat {} times ({} layers in the model); the GEMMs of one layer:",
+                "layers: {} kernels repeat {} times ({} layers in the model); the GEMMs of one layer, largest excess per step first:",
                 l.period_kernels, l.repeats, l.layers
             ),
         });

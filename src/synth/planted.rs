@@ -2,7 +2,7 @@
 //! bytes, with one cause planted: attention slower than its floor at small batch, GEMMs
 //! at the roof, a TP-4 capture whose ranks say so only in their all-reduce template, a
 //! prefill among unmarked decodes, unmarked decodes whose batch shows only in their
-//! paged-attention launch grid. Written as nsys exports through [`super::workload`].
+//! paged-attention launch grid, a split-K GEMM with its own reduction kernel. Written as nsys exports through [`super::workload`].
 //!
 //! Every duration is plain arithmetic here, from the model's dimensions as its
 //! `config.json` states them: a GEMM reads its weight matrix once (bf16, 1/TP of it per
@@ -107,6 +107,39 @@ pub fn paged_v2(
         if k.name == ATTENTION {
             out.push(KernelSpec::new(PAGED_V2, k.duration_ns).with_grid([heads, b, parts]));
             out.push(KernelSpec::new(PAGED_V2_REDUCE, small_ns).with_grid([heads, b, 1]));
+        } else {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// A cuBLAS (not nvjet) GEMM that splits K, and the cuBLASLt reduction it launches after
+/// itself to sum the partial products (the names as H100 traces carry them).
+pub const SPLIT_K_GEMM: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+pub const SPLIT_K_REDUCE: &str = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, void*, long, float*, int*)";
+
+/// [`Cause::SplitKGemms`]: qkv as a split-K GEMM at this fraction of the roof, then its
+/// reduction for [`SPLIT_K_REDUCE_NS`]; o at [`SPLIT_K_O_OF_ROOF`].
+pub const SPLIT_K_QKV_OF_ROOF: f64 = 0.7;
+pub const SPLIT_K_REDUCE_NS: i64 = 3_000;
+pub const SPLIT_K_O_OF_ROOF: f64 = 0.5;
+
+/// `kernels` (Llama-3-8B at TP 1 from [`step_kernels`]) with qkv launched as a split-K
+/// GEMM plus its reduction and o slowed, both as [`Cause::SplitKGemms`] states.
+pub fn split_k(kernels: Vec<KernelSpec>, d: &Dense, s: &Speeds) -> Vec<KernelSpec> {
+    let [qkv, o, ..] = layer_gemms(d, 1);
+    let bw = s.hbm_bytes_per_s;
+    let mut out = Vec::with_capacity(kernels.len() + d.layers as usize);
+    for k in kernels {
+        if k.name == GEMM_QKV {
+            out.push(KernelSpec::new(
+                SPLIT_K_GEMM,
+                at(qkv.2, bw, SPLIT_K_QKV_OF_ROOF),
+            ));
+            out.push(KernelSpec::new(SPLIT_K_REDUCE, SPLIT_K_REDUCE_NS));
+        } else if k.name == GEMM_O {
+            out.push(KernelSpec::new(GEMM_O, at(o.2, bw, SPLIT_K_O_OF_ROOF)));
         } else {
             out.push(k);
         }
@@ -241,16 +274,21 @@ pub enum Cause {
     /// [`straggler_factor`]`(i)` times its usual 8 µs: the collectives wait on another
     /// rank in some steps, so the class's time per step spreads while the median hides it.
     StragglingAllReduce,
+    /// Llama-3-8B, TP 1, B = 8, s = 1,010: qkv runs as a split-K cuBLAS GEMM at 70% of
+    /// the roof followed by its `splitKreduce_kernel` (3 µs), o at 50% of the roof, the
+    /// MLP GEMMs at 90%: by time the MLP GEMMs lead, by excess o and qkv do.
+    SplitKGemms,
 }
 
 /// Every cause, with its `stepgate-synth planted --cause` name.
-pub const CAUSES: [(&str, Cause); 6] = [
+pub const CAUSES: [(&str, Cause); 7] = [
     ("slow-attention-small-batch", Cause::SlowAttentionSmallBatch),
     ("gemms-at-roof", Cause::GemmsAtRoof),
     ("tp4", Cause::Tp4),
     ("prefill-among-decodes", Cause::PrefillAmongDecodes),
     ("batch-in-grid", Cause::BatchInGrid),
     ("straggling-all-reduce", Cause::StragglingAllReduce),
+    ("split-k-gemms", Cause::SplitKGemms),
 ];
 
 /// How many times its usual length every all-reduce of step `i` of
@@ -340,6 +378,16 @@ pub fn scenario(cause: Cause, steps: usize) -> Scenario {
                         ..s
                     };
                     decode(&Dense::LLAMA_3_70B, 4, 32, 1010, &sp)
+                })
+                .collect(),
+        ),
+        Cause::SplitKGemms => (
+            1,
+            (0..steps)
+                .map(|_| {
+                    let mut st = decode(&Dense::LLAMA_3_8B, 1, 8, 1010, &s);
+                    st.kernels = split_k(st.kernels, &Dense::LLAMA_3_8B, &s);
+                    st
                 })
                 .collect(),
         ),

@@ -371,12 +371,28 @@ pub struct LayerGemm {
     /// `qkv`, `o`, `gate_up`, `down`, `experts` or `lm_head`; null when ambiguous.
     pub role: Option<String>,
     pub kernel: String,
+    /// The split-K reduction launched after this GEMM and folded into it (its time is in
+    /// `time_ns`); null for a GEMM that reduces in place.
+    pub split_k_reduction: Option<String>,
     /// Per layer, the mean over the repeats (measured).
     pub time_ns: f64,
+    /// Launches per step: the layers mapped (one per layer), 1 for lm_head.
+    pub launches_per_step: u64,
     /// The role's weight bytes per layer on one GPU (derived).
     pub bytes: Option<f64>,
     pub achieved_bytes_per_s: Option<f64>,
     pub roof_fraction: Option<f64>,
+    /// Time beyond the role's floor (`time_ns` − bytes / roof, derived) per launch: what
+    /// a faster GEMM could win; the GEMMs are ranked by it times `launches_per_step`, not
+    /// by time.
+    pub excess_ns: Option<f64>,
+}
+
+impl LayerGemm {
+    /// The excess of all its launches in one step (derived).
+    pub fn excess_per_step_ns(&self) -> Option<f64> {
+        self.excess_ns.map(|x| x * self.launches_per_step as f64)
+    }
 }
 
 /// Each class's measured time across the like steps of one group: the median step's class

@@ -42,6 +42,37 @@ fn doc_rows() -> Vec<(String, String, String, String)> {
 }
 
 #[test]
+fn the_split_k_reductions_of_the_table_are_the_ones_the_layer_map_folds() {
+    let text = std::fs::read_to_string(root().join("docs/kernel-families.md")).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| split-K reduction"))
+        .collect();
+    assert_eq!(rows.len(), 3, "cuBLASLt, hipBLASLt and CUTLASS");
+    for l in rows {
+        let name = l.split('|').nth(2).unwrap().trim().trim_matches('`');
+        assert!(
+            stepgate::attribution::layers::is_split_k_reduction(name),
+            "{name}"
+        );
+    }
+    // Every other GEMM row of the table is a GEMM, not a reduction to fold.
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("| split-K"))
+    {
+        let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+        if cells.get(3) == Some(&"gemm") {
+            let name = cells[2].trim_matches('`');
+            assert!(
+                !stepgate::attribution::layers::is_split_k_reduction(name),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
 fn every_row_of_the_family_table_is_what_the_code_says() {
     let c = Categorizer::default();
     let rows = doc_rows();

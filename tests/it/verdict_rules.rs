@@ -184,7 +184,7 @@ fn a_dominant_kernel_below_the_roof_goes_to_nsight_compute() {
     assert_eq!(rule, "one-kernel-dominant");
     assert!(
         line.ends_with(
-            " over 3 steps (measured), its class at 40% of its roof (derived): take it to Nsight Compute"
+            " over 3 steps (measured), its class runs at 40% of its roof (derived): take it to Nsight Compute"
         ),
         "{line}"
     );
@@ -460,4 +460,107 @@ fn fewer_than_five_like_steps_have_no_spread() {
     assert!(j.get("class_spread").is_none(), "{}", j["class_spread"]);
     let (rule, line, _) = verdict(&p, &["--model", "llama-3-70b", "--tp", "4"]);
     assert_ne!(rule, "class-varies", "{line}");
+}
+
+/// Nanoseconds to move `bytes` at `fraction` of the H100's 3.35 TB/s, as the planted
+/// schedule rounds them.
+fn h100_ns(bytes: f64, fraction: f64) -> f64 {
+    (bytes / (3.35e12 * fraction) * 1e9).round()
+}
+
+#[test]
+fn a_split_k_gemm_is_folded_into_its_gemm_and_the_gemms_are_ranked_by_excess() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = build(
+        dir.path(),
+        "splitk",
+        &planted::scenario(Cause::SplitKGemms, 12),
+    );
+    let j: Value = serde_json::from_str(&steps(&p, &["--model", "llama-3-8b"], "json")).unwrap();
+    let map = &j["groups"][0]["layers"];
+    // Folded, the layer has qkv, o, gate_up and down again (4 GEMMs, not 5).
+    assert!(map["ambiguous"].is_null(), "{map}");
+    let gemms = map["gemms"].as_array().unwrap();
+    let role = |r: &str| gemms.iter().find(|g| g["role"] == r).unwrap();
+    // Llama-3-8B at TP 1, bf16: qkv 4096 × (32 + 2·8) × 128 × 2 B = 50,331,648 B, o
+    // 32 × 128 × 4096 × 2 = 33,554,432 B, gate_up 4096 × 2 × 14336 × 2 = 234,881,024 B.
+    let (qkv_b, o_b, gu_b) = (50_331_648.0, 33_554_432.0, 234_881_024.0);
+    let floor = |b: f64| b / 3.35e12 * 1e9;
+    let qkv = role("qkv");
+    // The split GEMM at 70% of β plus its 3 µs reduction.
+    let qkv_ns = h100_ns(qkv_b, 0.7) + 3_000.0;
+    assert!(qkv["kernel"]
+        .as_str()
+        .unwrap()
+        .starts_with("sm90_xmma_gemm"));
+    assert!(qkv["split_k_reduction"]
+        .as_str()
+        .unwrap()
+        .contains("splitKreduce_kernel"));
+    assert!(
+        (qkv["time_ns"].as_f64().unwrap() - qkv_ns).abs() < 0.5,
+        "{qkv}"
+    );
+    let qkv_excess = qkv_ns - floor(qkv_b);
+    assert!((qkv["excess_ns"].as_f64().unwrap() - qkv_excess).abs() < 0.5);
+    assert!((qkv["roof_fraction"].as_f64().unwrap() - floor(qkv_b) / qkv_ns).abs() < 1e-9);
+    assert_eq!(qkv["launches_per_step"], 32);
+    let o_excess = h100_ns(o_b, 0.5) - floor(o_b);
+    assert!((role("o")["excess_ns"].as_f64().unwrap() - o_excess).abs() < 0.5);
+    assert!(role("o")["split_k_reduction"].is_null());
+    assert_eq!(role("lm_head")["launches_per_step"], 1);
+    // By time gate_up leads (77.9 µs a layer); by excess per step o (32 × 10.0 µs) and
+    // qkv (32 × 9.4 µs) do, and the run line names them in that order.
+    let gu_ns = h100_ns(gu_b, 0.9);
+    assert!(gu_ns > qkv_ns && gu_ns > h100_ns(o_b, 0.5));
+    let (rule, line, held) = verdict(&p, &["--model", "llama-3-8b"]);
+    assert_eq!(rule, "gemms-below-roof");
+    let us = |ns: f64| format!("{:.1} µs", ns / 1e3);
+    let total = 32.0 * (o_excess + qkv_excess);
+    assert!(
+        line.starts_with(&format!(
+            "but GEMMs below 80% of β hold {} per step of the median decode step",
+            us(total.round())
+        )),
+        "{line}"
+    );
+    let o_at = line.find("(o) ").unwrap();
+    let qkv_at = line.find("(qkv) with its split-K reduction").unwrap();
+    assert!(o_at < qkv_at, "{line}");
+    assert!(line.contains(&format!(
+        "(o) {} per step (32 × {}) at 50% of β",
+        us((32.0 * o_excess).round()),
+        us(o_excess.round())
+    )));
+    assert!(line.contains("try its shape without split-K"), "{line}");
+    assert!(!line.contains("gate_up"), "{line}");
+    assert!(held.is_empty());
+    // The text table ranks them the same way: o, then qkv with its reduction.
+    let text = steps(&p, &["--model", "llama-3-8b"], "table");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("layer GEMM"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert!(rows[0].starts_with("o "), "{text}");
+    assert!(rows[1].starts_with("qkv ") && rows[1].contains("+ cublasLt::splitKreduce"));
+}
+
+#[test]
+fn gemms_at_the_roof_are_not_named_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every GEMM at 97% of β: nothing below the roof to name.
+    let p = build(
+        dir.path(),
+        "roof",
+        &planted::scenario(Cause::GemmsAtRoof, 12),
+    );
+    let (rule, line, _) = verdict(&p, &["--model", "llama-3-8b"]);
+    assert_ne!(rule, "gemms-below-roof", "{line}");
+    assert!(!line.contains("GEMMs below"), "{line}");
+    let j: Value = serde_json::from_str(&steps(&p, &["--model", "llama-3-8b"], "json")).unwrap();
+    let gemms = j["groups"][0]["layers"]["gemms"].as_array().unwrap();
+    assert_eq!(gemms.len(), 5);
+    assert!(gemms.iter().all(|g| g["split_k_reduction"].is_null()));
 }
