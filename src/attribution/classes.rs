@@ -7,22 +7,19 @@
 
 use crate::categories::class_of;
 use crate::roofline::classes::ClassFloor;
-use crate::roofline::floor::{decode_grid_blocks, grid_underfills};
 use crate::wire::attribution::{Bound, ClassAttribution, ClassShape, ClassWaterfall, KernelClass};
 use crate::wire::steps::Step;
 
+use super::attention::{self, Family, Grid};
 use super::AT_ROOF_FACTOR;
 
 /// What the per-class actions need to know about the step besides its kernels.
 #[derive(Debug, Clone, Copy)]
 pub struct ClassContext {
-    /// Decode requests in the step (the FA2 grid's batch), where known.
-    pub decode_requests: Option<u64>,
-    /// Query heads on one GPU.
-    pub heads_per_gpu: u64,
-    /// The GPU's SMs (NVIDIA) or CUs (AMD), cited, and which of the two words.
-    pub sms: u32,
-    pub sm_word: &'static str,
+    /// The decode grid's inputs: batch, heads, mean context, the GPU's SMs or CUs.
+    pub grid: Grid,
+    /// The attention family the step runs (its longest attention kernel's).
+    pub attention: Option<Family>,
     /// The step already runs a custom all-reduce (vLLM/SGLang `cross_device_reduce_*`).
     pub custom_allreduce: bool,
     /// Where a kernel's achieved DRAM throughput is read (the trace's vendor's profiler).
@@ -160,26 +157,9 @@ fn action(
         (KernelClass::Attention, ClassShape::AtRoof) => format!(
             "attention{at}: at the roof — only fewer KV bytes help: quantize the KV cache (--kv-dtype fp8) or shorten the context"
         ),
-        (KernelClass::Attention, _) => match ctx.decode_requests {
-            Some(b) if b > 0 => {
-                let blocks = decode_grid_blocks(b, ctx.heads_per_gpu);
-                if grid_underfills(blocks, ctx.sms) {
-                    format!(
-                        "attention{at}: its decode grid (FA2: B × heads/GPU blocks) is {b} × {} = {blocks} blocks on {} {}, under-filled (one partial wave) — use a split-KV (flash-decoding) kernel or batch more",
-                        ctx.heads_per_gpu, ctx.sms, ctx.sm_word
-                    )
-                } else {
-                    format!(
-                        "attention{at}: its decode grid (FA2: B × heads/GPU = {b} × {} = {blocks} blocks) fills the {} {} — check the KV layout and page size (a profiler's DRAM throughput per kernel)",
-                        ctx.heads_per_gpu, ctx.sms, ctx.sm_word
-                    )
-                }
-            }
-            _ => format!(
-                "attention{at}: below the roof — check achieved DRAM throughput ({}) and, for decode, batch × heads blocks against the {}",
-                ctx.profiler.name, ctx.sm_word
-            ),
-        },
+        (KernelClass::Attention, _) => {
+            attention::below_roof(ctx.attention, &at, &ctx.grid, ctx.profiler.name)
+        }
         (KernelClass::KvWrite, ClassShape::AtRoof) => format!("KV-cache writes{at}: at the roof"),
         (KernelClass::KvWrite, _) => format!(
             "KV-cache writes{at}: small scattered stores — fuse the write into rope or attention"

@@ -8,6 +8,7 @@
 //! class ([`classes`]) and each group of like steps gets its median step's split
 //! ([`groups`]).
 
+pub mod attention;
 pub mod classes;
 pub mod compare;
 pub mod detail;
@@ -364,6 +365,7 @@ pub fn attribute_priced(
         return attribute_all(steps, &|_| None, cost, profiler);
     };
     let heads_per_gpu = (p.model.heads / u64::from(p.opts.tp.max(1))).max(1);
+    let kv_heads_per_gpu = (p.model.kv_heads / u64::from(p.opts.tp.max(1))).max(1);
     let mut a = attribute_each(steps, cost, &|s, labels| {
         let priced = p.price(s);
         let mut at = attribute_named(
@@ -376,15 +378,24 @@ pub fn attribute_priced(
         let Some((comp, f)) = priced else {
             return at;
         };
+        let requests = Some(comp.decode_requests).filter(|&n| n > 0);
         let ctx = classes::ClassContext {
-            decode_requests: Some(comp.decode_requests).filter(|&n| n > 0),
-            heads_per_gpu,
-            sms: p.gpu.sm_count,
-            sm_word: if p.gpu.name.starts_with("AMD") {
-                "CUs"
-            } else {
-                "SMs"
+            grid: attention::Grid {
+                batch: requests,
+                heads_per_gpu,
+                kv_heads_per_gpu,
+                // Σ N_KV over the requests: their mean context (all decodes here).
+                mean_context: requests
+                    .filter(|_| comp.prefill_requests == 0 && comp.sk > 0)
+                    .map(|n| comp.sk.div_ceil(n)),
+                sms: p.gpu.sm_count,
+                sm_word: if p.gpu.name.starts_with("AMD") {
+                    "CUs"
+                } else {
+                    "SMs"
+                },
             },
+            attention: attention::Family::of_step(s),
             custom_allreduce: s
                 .all_kernels
                 .iter()

@@ -564,3 +564,57 @@ fn gemms_at_the_roof_are_not_named_below_it() {
     assert_eq!(gemms.len(), 5);
     assert!(gemms.iter().all(|g| g["split_k_reduction"].is_null()));
 }
+
+/// The attention class's action in the first group of a `steps --format json` run.
+fn attention_action(path: &Path, extra: &[&str]) -> String {
+    let j: Value = serde_json::from_str(&steps(path, extra, "json")).unwrap();
+    j["groups"][0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "attention")
+        .and_then(|c| c["action"].as_str())
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_attention_advice_is_the_grid_of_the_family_that_runs() {
+    // The real SGLang MI300X decode runs ROCm's ll4mi paged attention, whose launcher
+    // sets grid(num_seqs, max_num_partitions, num_kv_heads) with 256-key partitions:
+    // Qwen3-8B has 8 KV heads, the step says B = 32.
+    let real = crate::common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let a = attention_action(&real, &["--model", "qwen3-8b"]);
+    assert!(
+        a.contains("(ll4mi: B × ⌈mean context/256⌉ × KV heads/GPU = 32 × "),
+        "{a}"
+    );
+    assert!(a.contains(" × 8, derived = "), "{a}");
+    assert!(!a.contains("FA2"), "{a}");
+    // The planted small-batch decode runs FlashAttention 3 (a persistent scheduler):
+    // no B × heads reading, and no "under-filled" at B = 4 × 32 heads = 128 < 132 SMs.
+    let dir = tempfile::tempdir().unwrap();
+    let p = build(
+        dir.path(),
+        "fa3",
+        &planted::scenario(Cause::SlowAttentionSmallBatch, 6),
+    );
+    let a = attention_action(&p, &["--model", "llama-3-8b"]);
+    assert!(
+        a.starts_with("attention at 50% of β (FA3): its persistent scheduler"),
+        "{a}"
+    );
+    assert!(
+        !a.contains("under-filled") && !a.contains("B × heads"),
+        "{a}"
+    );
+    // vLLM's paged attention v2, grid(num_heads, num_seqs, ⌈context/512⌉): the median
+    // step (index 4) has B = 8 at 1,010 keys (unmarked: the context is the flag's), so
+    // 32 × 8 × 2 = 512 blocks fill the H100's 132 SMs.
+    let p = build(dir.path(), "v2", &planted::scenario(Cause::BatchInGrid, 6));
+    let a = attention_action(&p, &["--model", "llama-3-8b", "--context", "1010"]);
+    assert!(
+        a.contains("(vLLM paged v2: heads/GPU × B × ⌈mean context/512⌉ = 32 × 8 × 2, derived = 512 blocks) fills the 132 SMs"),
+        "{a}"
+    );
+}
