@@ -8,6 +8,7 @@
 //! naming both values.
 
 pub mod batch;
+pub mod context;
 pub mod kind;
 pub mod parallel;
 pub mod sidecar;
@@ -129,6 +130,10 @@ pub fn resolve(
         (Some(b), None) => Some(input(b, "--batch")),
         (None, c) => side_batch.or(c),
     };
+    if let (Some(c), Some(counts)) = (given.context, counts) {
+        let bounds: Vec<_> = counts.iter().map(|k| k.max_keys.clone()).collect();
+        report.warnings.extend(context::check(c, &bounds));
+    }
     let context = given
         .context
         .map(|c| input(c, "--context"))

@@ -46,6 +46,9 @@ pub struct Count {
 pub struct StepCounts {
     pub tokens: Option<Count>,
     pub requests: Option<Count>,
+    /// The most keys a request of the step can hold, from its attention grid
+    /// ([`super::context`]).
+    pub max_keys: Option<Count>,
 }
 
 /// One KV-cache write launch: where it ran and its grid x.
@@ -123,12 +126,15 @@ fn tokens_of(step: &Step, rows: &[WriteRow<'_>]) -> Option<Count> {
 pub fn read(evidence: &Trace, steps: &[Step]) -> Result<Vec<StepCounts>> {
     let writes = write_rows(evidence)?;
     let grids = batch::grid_rows(evidence)?;
+    let keys = super::context::bounds(evidence, steps)?;
     Ok(steps
         .iter()
-        .map(|s| StepCounts {
+        .zip(keys)
+        .map(|(s, max_keys)| StepCounts {
             tokens: tokens_of(s, &writes),
             requests: batch::from_grid(s, &grids)
                 .map(|(value, evidence)| Count { value, evidence }),
+            max_keys,
         })
         .collect())
 }
@@ -204,6 +210,7 @@ mod tests {
         let c = |t, r| StepCounts {
             tokens: count(t),
             requests: count(r),
+            max_keys: None,
         };
         assert_eq!(kind_of(&c(8, 8), None).unwrap().0, StepKind::Decode);
         // A prefill that launches a decode-attention kernel is still a prefill.
@@ -223,6 +230,7 @@ mod tests {
         let only_tokens = |t| StepCounts {
             tokens: count(t),
             requests: None,
+            max_keys: None,
         };
         assert_eq!(kind_of(&only_tokens(1), None).unwrap().0, StepKind::Decode);
         assert!(kind_of(&only_tokens(32), None).is_none());

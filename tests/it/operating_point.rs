@@ -291,3 +291,31 @@ fn the_gpu_is_read_from_the_capture_even_without_a_preset() {
         warnings(&j)
     );
 }
+
+#[test]
+fn a_context_flag_above_what_the_attention_grid_allows_gets_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // Unmarked decodes at 1,010 keys per request through vLLM's paged attention v2:
+    // max_num_partitions = ⌈1010 / 512⌉ = 2, so no request holds more than 2 × 512 = 1,024.
+    let p = dir.path().join("v2.sqlite");
+    workload::build(
+        &stepgate::synth::planted::scenario(stepgate::synth::planted::Cause::BatchInGrid, 6),
+        &p,
+    )
+    .unwrap();
+    let path = p.to_str().unwrap();
+    let j = steps_json(&[path, "--model", "llama-3-8b", "--context", "4096"]);
+    let w = warnings(&j);
+    let line = w.iter().find(|l| l.starts_with("--context 4096")).unwrap();
+    assert_eq!(
+        line,
+        "--context 4096 contradicts the capture (at most 1024 keys per request in all 6 steps with a read grid: paged_attention_v2_kernel launches 2 partition(s) of 512 keys (grid z)): pricing at --context 4096"
+    );
+    // The flag still wins (the warning says what is priced).
+    assert_eq!(j["operating_point"]["context"]["value"], 4096);
+    // A context the grid allows (the true 1,010, or 1,024 itself) is not contradicted.
+    for ok in ["1010", "1024"] {
+        let j = steps_json(&[path, "--model", "llama-3-8b", "--context", ok]);
+        assert!(!warnings(&j).iter().any(|l| l.starts_with("--context")), "{ok}");
+    }
+}

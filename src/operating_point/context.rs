@@ -1,0 +1,144 @@
+//! An upper bound on each decode step's context from its own launch grid, which a
+//! `--context` flag must not exceed: vLLM's paged attention v2 launches `dim3 grid(num_heads,
+//! num_seqs, max_num_partitions)` with `max_num_partitions = DIVIDE_ROUND_UP(max_seq_len,
+//! PARTITION_SIZE)` (`csrc/attention/paged_attention_v2.cu`), so grid z × PARTITION_SIZE
+//! keys bound the step's longest request, and the mean context lies below it. Its
+//! PARTITION_SIZE is the kernel's last template argument (`…, false, 512>(…)`).
+
+use crate::exit::Result;
+use crate::trace::{OpKind, Trace};
+use crate::wire::steps::Step;
+
+use super::batch;
+use super::tokens::Count;
+
+/// The v2 decode kernel (not its reduce: that grid has no partition axis).
+const V2: &str = "paged_attention_v2_kernel";
+
+/// The partition size a paged-attention-v2 kernel's name carries, if it is one.
+pub fn partition_size(name: &str) -> Option<u64> {
+    if !name.contains(V2) || name.contains("reduce") {
+        return None;
+    }
+    let args = &name[..name.find(">(")?];
+    let last = args.rsplit(',').next()?.trim();
+    last.parse::<u64>()
+        .ok()
+        .filter(|p| p.is_power_of_two() && (16..=8192).contains(p))
+}
+
+/// One v2 launch: where it ran, its partitions (grid z) and partition size.
+struct Row<'t> {
+    device: i64,
+    pid: i64,
+    start: i64,
+    keys: u64,
+    partitions: u32,
+    size: u64,
+    name: &'t str,
+}
+
+fn rows(trace: &Trace) -> Result<Vec<Row<'_>>> {
+    let Some(g) = trace.geometry_view()? else {
+        return Ok(Vec::new());
+    };
+    let o = trace.ops_view()?;
+    let size: Vec<Option<u64>> = trace.strings.iter().map(|n| partition_size(n)).collect();
+    let mut out = Vec::new();
+    for i in 0..o.start_ns.len() {
+        let Some(&Some(p)) = size.get(o.name_id[i] as usize) else {
+            continue;
+        };
+        if OpKind::from_u32(o.kind[i]) != OpKind::Kernel {
+            continue;
+        }
+        let z = g.launch(i).grid[2];
+        if z > 0 {
+            out.push(Row {
+                device: o.device[i],
+                pid: o.pid[i],
+                start: o.start_ns[i],
+                keys: u64::from(z) * p,
+                partitions: z,
+                size: p,
+                name: trace.name(o.name_id[i]),
+            });
+        }
+    }
+    out.sort_by_key(|r| (r.device, r.start));
+    Ok(out)
+}
+
+/// Per step (same order), the most keys its v2 attention grid allows a request, with the
+/// evidence; None where the step ran no such kernel.
+pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Count>>> {
+    let rows = rows(evidence)?;
+    Ok(steps
+        .iter()
+        .map(|s| {
+            let (dev, gs, ge) = (s.device?, s.gpu_start_ns?, s.gpu_end_ns?);
+            let mine = batch::window(&rows, |r| (r.device, r.start), dev, gs, ge);
+            let top = mine
+                .iter()
+                .filter(|r| r.pid == s.pid)
+                .max_by_key(|r| r.keys)?;
+            Some(Count {
+                value: top.keys,
+                evidence: format!(
+                    "{} launches {} partition(s) of {} keys (grid z)",
+                    batch::short(top.name),
+                    top.partitions,
+                    top.size
+                ),
+            })
+        })
+        .collect())
+}
+
+/// The warning for a `--context` above every step's bound (the largest bound, so the flag
+/// exceeds what any step could hold), or None.
+pub fn check(flag: u64, bounds: &[Option<Count>]) -> Option<String> {
+    let seen: Vec<&Count> = bounds.iter().flatten().collect();
+    let top = seen.iter().max_by_key(|c| c.value)?;
+    (flag > top.value).then(|| {
+        format!(
+            "--context {flag} contradicts the capture (at most {} keys per request in all {} steps with a read grid: {}): pricing at --context {flag}",
+            top.value,
+            seen.len(),
+            top.evidence
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_partition_size_is_the_v2_kernels_last_template_argument() {
+        let v2 = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, int)";
+        assert_eq!(partition_size(v2), Some(512));
+        let reduce = "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16, 128, 128, 512>(__nv_bfloat16*, float const*)";
+        assert_eq!(partition_size(reduce), None);
+        assert_eq!(
+            partition_size("void vllm::paged_attention_v1_kernel<x, 512>(y)"),
+            None
+        );
+        assert_eq!(partition_size("paged_attention_v2_kernel"), None);
+    }
+
+    #[test]
+    fn a_context_above_every_bound_is_a_contradiction() {
+        let c = |v: u64| {
+            Some(Count {
+                value: v,
+                evidence: format!("{v} keys"),
+            })
+        };
+        let b = [c(1024), None, c(512)];
+        assert!(check(1024, &b).is_none());
+        let w = check(4096, &b).unwrap();
+        assert!(w.starts_with("--context 4096 contradicts the capture (at most 1024 keys per request in all 2 steps"), "{w}");
+        assert!(check(4096, &[None]).is_none());
+    }
+}
