@@ -203,6 +203,7 @@ impl ModelSpec {
             input_embedding: embed,
             streamed,
             linear: linear + shared,
+            attention_linear: self.attn_linear_per_layer() * l,
             routed_experts: routed,
             one_expert,
             unquantized: router + norms + lm_head,
@@ -217,11 +218,19 @@ impl ModelSpec {
             .unwrap_or(self.params().streamed as f64)
     }
 
+    /// Bytes of the linear weights (attention at its own dtype where the checkpoint keeps
+    /// it unquantized, the rest at the weight dtype), all layers, one copy.
+    fn linear_bytes(&self, p: &ParamCounts) -> f64 {
+        let wb = self.weight_dtype.bytes_per_param();
+        let ab = self.attention_dtype.map_or(wb, |d| d.bytes_per_param());
+        (p.linear - p.attention_linear) as f64 * wb + p.attention_linear as f64 * ab
+    }
+
     /// Bytes of all weights resident on one GPU (input embedding included), for the KV pool.
     pub fn resident_weight_bytes(&self, tp: u32, pp: u32) -> f64 {
         let p = self.params();
         let wb = self.weight_dtype.bytes_per_param();
-        let lin = (p.linear + p.routed_experts) as f64 * wb;
+        let lin = self.linear_bytes(&p) + p.routed_experts as f64 * wb;
         let other = (p.total - p.linear - p.routed_experts) as f64 * 2.0;
         match self.overrides.weights_bytes {
             Some(w) => w / f64::from(tp * pp),
@@ -264,7 +273,7 @@ impl ModelSpec {
             None => 0.0,
         };
         WeightSplit {
-            linear: p.linear as f64 * wb / (tp * pp),
+            linear: self.linear_bytes(&p) / (tp * pp),
             experts: experts / (tp * pp),
             lm_head: p.lm_head as f64 * 2.0 / tp,
             small: (p.unquantized - p.lm_head) as f64 * 2.0 / pp,

@@ -123,6 +123,10 @@ pub struct ModelSpec {
     pub moe: Option<MoeSpec>,
     pub mla: Option<MlaSpec>,
     pub weight_dtype: WeightDtype,
+    /// The attention projections' dtype where it differs from `weight_dtype`: a quantized
+    /// checkpoint whose `quantization_config.modules_to_not_convert` keeps `self_attn` in
+    /// the model dtype (gpt-oss: MXFP4 experts, bf16 attention). None: `weight_dtype`.
+    pub attention_dtype: Option<WeightDtype>,
     /// Bytes per KV-cache element (2 bf16, 1 fp8).
     pub kv_dtype_bytes: f64,
     pub overrides: Overrides,
@@ -137,6 +141,8 @@ pub struct ParamCounts {
     pub streamed: u64,
     /// Linear weights of attention and dense FFN (quantizable), all layers.
     pub linear: u64,
+    /// The attention projections among `linear` (q, k, v, o; MLA's), all layers.
+    pub attention_linear: u64,
     /// Routed expert weights, all experts, all MoE layers.
     pub routed_experts: u64,
     /// One routed expert in one layer.

@@ -270,3 +270,54 @@ fn floor_json_names_every_field_the_byte_model_reads_as_the_config_does() {
     );
     assert!(m["kv_lora_rank"].is_null());
 }
+
+#[test]
+fn gpt_oss_streams_mxfp4_experts_and_bf16_attention() {
+    // openai/gpt-oss-20b at B = 1: its quantization_config keeps self_attn, the router,
+    // the embeddings and lm_head in bf16 (modules_to_not_convert); only the experts are
+    // MXFP4 (4-bit values + one 8-bit scale per 32: 4.25 bits = 0.53125 B per weight).
+    let j = json(&[
+        "floor",
+        "--model",
+        "gpt-oss-20b",
+        "--gpu",
+        "h100-sxm",
+        "--batch",
+        "1",
+        "--context",
+        "1024",
+    ]);
+    let (d, l, h, kv, dh) = (2880u64, 24u64, 64u64, 8u64, 64u64);
+    let attention = (d * h * dh + 2 * d * kv * dh + h * dh * d) * l * 2; // bf16
+    let experts = (3 * d * 2880 * 4 * l) as f64 * 0.53125; // 4 of 32 experts per layer
+    let lm_head = 201_088 * d * 2;
+    let router = d * 32 * l * 2;
+    let norms = (2 * d * l + d) * 2;
+    let qkv_bias = (h + 2 * kv) * dh * l * 2;
+    let want = (attention + lm_head + router + norms + qkv_bias) as f64 + experts;
+    assert_eq!(j["weights_bytes"].as_f64().unwrap(), want);
+    assert_eq!(want, 3_706_281_600.0);
+    // Had the attention been priced at MXFP4 too, 0.94 GB fewer bytes a step.
+    assert!(attention as f64 * (1.0 - 0.53125 / 2.0) > 0.9e9);
+}
+
+#[test]
+fn a_model_config_is_named_by_its_name_or_path_not_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("snapshot-0123abcd");
+    std::fs::create_dir_all(&sub).unwrap();
+    let cfg = sub.join("config.json");
+    let mut c: Value = serde_json::from_str(
+        r#"{"_name_or_path":"openai/gpt-oss-20b","model_type":"gpt_oss","vocab_size":201088,"hidden_size":2880,"num_hidden_layers":24,"num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"intermediate_size":2880,"num_local_experts":32,"num_experts_per_tok":4,"torch_dtype":"bfloat16","quantization_config":{"quant_method":"mxfp4","modules_to_not_convert":["model.layers.*.self_attn","lm_head"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(&cfg, c.to_string()).unwrap();
+    let p = cfg.to_str().unwrap();
+    let j = json(&["floor", "--model-config", p, "--gpu", "h100-sxm"]);
+    assert_eq!(j["model"]["name"], "openai/gpt-oss-20b");
+    // Without `_name_or_path` the config's model_type names it, still not the directory.
+    c.as_object_mut().unwrap().remove("_name_or_path");
+    std::fs::write(&cfg, c.to_string()).unwrap();
+    let j = json(&["floor", "--model-config", p, "--gpu", "h100-sxm"]);
+    assert_eq!(j["model"]["name"], "gpt_oss");
+}

@@ -316,6 +316,9 @@ fn a_context_flag_above_what_the_attention_grid_allows_gets_a_warning() {
     // A context the grid allows (the true 1,010, or 1,024 itself) is not contradicted.
     for ok in ["1010", "1024"] {
         let j = steps_json(&[path, "--model", "llama-3-8b", "--context", ok]);
-        assert!(!warnings(&j).iter().any(|l| l.starts_with("--context")), "{ok}");
+        assert!(
+            !warnings(&j).iter().any(|l| l.starts_with("--context")),
+            "{ok}"
+        );
     }
 }

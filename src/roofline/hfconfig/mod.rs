@@ -80,10 +80,29 @@ pub fn load(path: &Path) -> Result<ModelSpec> {
         ))
     })?;
     let mut m = from_value(&v)?;
-    if let Some(stem) = path.parent().and_then(|p| p.file_name()) {
-        m.name = stem.to_string_lossy().into_owned();
+    // The config names its model (`_name_or_path`, written by transformers' save_pretrained),
+    // else its `model_type` (already in the name); the directory only when it says neither.
+    if let Some(n) = name_or_path(&v) {
+        m.name = n;
+    } else if m.name == "config" {
+        if let Some(stem) = path.parent().and_then(|p| p.file_name()) {
+            m.name = stem.to_string_lossy().into_owned();
+        }
     }
     Ok(m)
+}
+
+/// The model a config names in `_name_or_path`: a Hub id as written (`openai/gpt-oss-20b`),
+/// a local path by its last component; None when absent or empty.
+fn name_or_path(v: &Value) -> Option<String> {
+    let n = v.get("_name_or_path")?.as_str()?.trim();
+    let n = if n.starts_with('/') || n.starts_with('.') || n.contains('\\') {
+        n.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next()?
+    } else {
+        n
+    };
+    // One printable line: the name lands in reports and markdown.
+    (!n.is_empty() && n.len() <= 200 && !n.chars().any(char::is_control)).then(|| n.to_owned())
 }
 
 /// The text config: `text_config` (Gemma 3, Llama 4) overlaid on the top level.
@@ -396,7 +415,12 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
         None => None,
     };
     let dtype = model_dtype(&c)?;
-    let weight_dtype = quant_dtype(&c)?.unwrap_or(dtype);
+    let quantized = quant_dtype(&c)?;
+    let weight_dtype = quantized.unwrap_or(dtype);
+    // Attention left out of the quantization keeps the model dtype.
+    let attention_dtype =
+        (quantized.is_some() && attention_not_converted(&c) && dtype != weight_dtype)
+            .then_some(dtype);
     let kv_dtype_bytes = match dtype {
         WeightDtype::Fp32 => 4.0,
         _ => 2.0,
@@ -436,9 +460,25 @@ pub fn from_value(v: &Value) -> Result<ModelSpec> {
         moe,
         mla,
         weight_dtype,
+        attention_dtype,
         kv_dtype_bytes,
         overrides: Overrides::default(),
     })
+}
+
+/// Whether `quantization_config.modules_to_not_convert` names the attention blocks
+/// (`model.layers.*.self_attn` in gpt-oss, `self_attn` or `attn` in others): transformers
+/// and vLLM keep those modules in the model dtype.
+fn attention_not_converted(c: &Value) -> bool {
+    c.get("quantization_config")
+        .and_then(|q| q.get("modules_to_not_convert"))
+        .and_then(Value::as_array)
+        .is_some_and(|m| {
+            m.iter().filter_map(Value::as_str).any(|x| {
+                x.split('.')
+                    .any(|part| part == "self_attn" || part == "attn" || part == "attention")
+            })
+        })
 }
 
 #[cfg(test)]
