@@ -65,6 +65,31 @@ pub struct History {
     pub too_few: bool,
     /// Runs left out (damaged rows, the candidate's own export, duplicates), one line each.
     pub warnings: Vec<String>,
+    /// An accepted decision on the candidate's own run: its metrics are to be measured
+    /// against the candidate itself (it is the reference a reviewer chose), which only the
+    /// caller holds; see [`merge_reference`].
+    pub accepts_candidate: Option<AcceptedSelf>,
+}
+
+/// The candidate's own run was accepted: which metrics it is the reference of (None:
+/// every metric) and the note that says so.
+#[derive(Debug, Clone)]
+pub struct AcceptedSelf {
+    pub metrics: Option<Vec<String>>,
+    pub note: String,
+}
+
+/// How the newest accepted decision moves the reference.
+enum Moved {
+    /// No accepted run among the matching ones.
+    Not,
+    /// An accepted run among them covers these metrics (from this index of the matching
+    /// runs on); the others keep every matching run.
+    Metrics {
+        from: usize,
+        keys: Vec<String>,
+        note: String,
+    },
 }
 
 impl Candidate {
@@ -148,7 +173,7 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         ));
     }
     let mut matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
-    let decided = decide(&store, &mut matching, &mut warnings)?;
+    let decided = decide(&store, &mut matching, q.candidate.as_ref(), &mut warnings)?;
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
@@ -202,21 +227,47 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             baseline: Baseline::new(meta, SampleSet::default()),
             runs: ids,
             note: format!(
-                "history: {why}: inconclusive (with --export, this run is added to it){decided}"
+                "history: {why}: inconclusive (with --export, this run is added to it){}",
+                decided.tail
             ),
             too_few: true,
             warnings,
+            accepts_candidate: decided.own,
         });
     }
-    let groups = match q.mode {
-        HistoryMode::Steps => groups_of(&data.steps, &data.kernels.rows, &data.kernels.names),
-        HistoryMode::Runs => run_medians(
-            &data.steps,
-            &data.kernels.rows,
-            &data.kernels.names,
-            runs.len(),
-        ),
+    let build = |from: usize| {
+        let steps: Vec<StepRow> = data
+            .steps
+            .iter()
+            .filter(|s| s.run >= from)
+            .cloned()
+            .collect();
+        let kernels: Vec<StepKernelRow> = data
+            .kernels
+            .rows
+            .iter()
+            .filter(|k| k.run >= from)
+            .copied()
+            .collect();
+        match q.mode {
+            HistoryMode::Steps => groups_of(&steps, &kernels, &data.kernels.names),
+            HistoryMode::Runs => run_medians(&steps, &kernels, &data.kernels.names, runs.len()),
+        }
     };
+    let mut groups = build(0);
+    let mut tail = decided.tail;
+    if let Moved::Metrics { from, keys, note } = &decided.moved {
+        // The accepted run's index among the runs kept (the window is the newest of them).
+        let from = from.saturating_sub(skip);
+        merge_reference(&mut groups, &build(from), Some(keys));
+        tail.push_str(note);
+        let after: Vec<&str> = runs[from..].iter().map(|r| r.run_id.as_str()).collect();
+        tail.push_str(&format!(
+            " ({}); the other metrics keep all {} run(s)",
+            after.join(", "),
+            runs.len()
+        ));
+    }
     let labels: Vec<String> = groups.iter().map(Group::label).collect();
     meta.step_kinds = {
         let mut k: Vec<String> = groups.iter().map(|g| g.step_kind.clone()).collect();
@@ -236,21 +287,60 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
                 HistoryMode::Runs => "one median per run",
             },
             ids.join(", ")
-        ) + &decided,
+        ) + &tail
+            + decided.own.as_ref().map_or("", |o| o.note.as_str()),
         runs: ids,
         too_few: false,
         warnings,
+        accepts_candidate: decided.own,
     })
 }
 
+/// "accepted on DATE by WHO: 'REASON'" (the reason on one line).
+fn accepted_words(d: &crate::wire::decision::Decision) -> String {
+    let reason: String = d
+        .reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!(
+        "accepted on {} by {}: '{}'",
+        &d.at[..10.min(d.at.len())],
+        d.by,
+        reason
+    )
+}
+
+/// The decisions' effect on the gate: the note's tail, how the reference moves, and an
+/// accepted decision on the candidate's own run.
+struct Decided {
+    tail: String,
+    moved: Moved,
+    own: Option<AcceptedSelf>,
+}
+
 /// Apply the dataset's decisions to the matching runs (oldest first): a rejected run never
-/// serves as a reference, and the newest accepted run among them starts the history (the
-/// runs before it measured what the accepted change replaced). Returns the note's tail.
-fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> Result<String> {
+/// serves as a reference. The newest accepted run among them moves the reference: for a
+/// decision that names its metrics, those metrics are measured from that run on and the
+/// others keep every matching run; for one that names none (records written before
+/// decisions named their metrics), the history starts at that run (the runs before it
+/// measured what the accepted change replaced). A decision on the candidate's own run
+/// makes the candidate the reference of its metrics.
+fn decide(
+    store: &Store,
+    runs: &mut Vec<RunRow>,
+    candidate: Option<&Candidate>,
+    warnings: &mut Vec<String>,
+) -> Result<Decided> {
     use crate::wire::decision::Outcome;
+    let mut out = Decided {
+        tail: String::new(),
+        moved: Moved::Not,
+        own: None,
+    };
     let decisions = crate::dataset::decisions::read(store, warnings)?;
     if decisions.is_empty() {
-        return Ok(String::new());
+        return Ok(out);
     }
     let of = |o: Outcome| -> Vec<&crate::wire::decision::Decision> {
         decisions
@@ -259,7 +349,6 @@ fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> 
             .collect()
     };
     let rejected = of(Outcome::Rejected);
-    let mut tail = String::new();
     let before = runs.len();
     runs.retain(|r| {
         !rejected
@@ -267,12 +356,37 @@ fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> 
             .any(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
     });
     if runs.len() < before {
-        tail.push_str(&format!(
+        out.tail.push_str(&format!(
             "; {} rejected run(s) left out",
             before - runs.len()
         ));
     }
     let accepted = of(Outcome::Accepted);
+    if let Some(c) = candidate {
+        if let Some(d) = accepted
+            .iter()
+            .rev()
+            .find(|d| d.run_id.as_deref() == Some(c.run_id.as_str()))
+        {
+            let what = match &d.metrics {
+                Some(m) => format!("for {} the reference is", m.join(", ")),
+                None => "for every metric the reference is".to_owned(),
+            };
+            out.own = Some(AcceptedSelf {
+                metrics: d.metrics.clone(),
+                note: format!(
+                    "; this run was {} — {what} this run itself{}",
+                    accepted_words(d),
+                    if d.metrics.is_some() {
+                        ", the other metrics keep these runs"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+            return Ok(out);
+        }
+    }
     let newest = runs.iter().enumerate().rev().find_map(|(i, r)| {
         accepted
             .iter()
@@ -280,17 +394,75 @@ fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> 
             .find(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
             .map(|d| (i, *d))
     });
-    if let Some((i, d)) = newest {
-        runs.drain(..i);
-        tail.push_str(&format!(
-            "; accepted on {} by {}: {:?} — the history starts at that run, {}",
-            &d.at[..10.min(d.at.len())],
-            d.by,
-            d.reason,
-            runs[0].run_id
-        ));
+    match newest {
+        Some((i, d)) if d.metrics.is_none() => {
+            runs.drain(..i);
+            out.tail.push_str(&format!(
+                "; {} — the history starts at that run, {}",
+                accepted_words(d),
+                runs[0].run_id
+            ));
+        }
+        Some((i, d)) => {
+            let keys = d.metrics.clone().unwrap_or_default();
+            out.moved = Moved::Metrics {
+                from: i,
+                note: format!(
+                    "; run {} was {} — for {} the reference is that run and the ones after it",
+                    runs[i].run_id,
+                    accepted_words(d),
+                    keys.join(", ")
+                ),
+                keys,
+            };
+        }
+        None => {}
     }
-    Ok(tail)
+    Ok(out)
+}
+
+/// Move the covered metrics of `prior`'s groups to `after`'s samples: a step metric by
+/// name, `kernel:NAME`, `category:NAME`; `None` moves every group whole. When `wall_ns`
+/// or `busy_ns` moves, every kernel, category and class moves with it: they add up to
+/// those (the waterfall), and a breakdown left on the old reference would not. A group or
+/// metric `after` lacks keeps its prior samples.
+pub fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[String]>) {
+    for a in after {
+        let Some(p) = prior
+            .iter_mut()
+            .find(|g| g.step_kind == a.step_kind && g.batch_size == a.batch_size)
+        else {
+            if keys.is_none() {
+                prior.push(a.clone());
+            }
+            continue;
+        };
+        let Some(keys) = keys else {
+            *p = a.clone();
+            continue;
+        };
+        if keys
+            .iter()
+            .any(|k| k == metric::WALL_NS || k == metric::BUSY_NS)
+        {
+            p.kernels.clone_from(&a.kernels);
+            p.categories.clone_from(&a.categories);
+            p.classes.clone_from(&a.classes);
+        }
+        for k in keys {
+            if let Some(name) = k.strip_prefix("kernel:") {
+                if let Some(v) = a.kernels.get(name) {
+                    p.kernels.insert(name.to_owned(), v.clone());
+                }
+            } else if let Some(c) = k.strip_prefix("category:") {
+                if let Some(v) = a.categories.get(c) {
+                    p.categories.insert(c.to_owned(), v.clone());
+                }
+            } else if let Some(v) = a.metrics.get(k) {
+                p.metrics.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 /// Per-step samples grouped by (kind, batch size) through the same [`GroupBuilder`] that
