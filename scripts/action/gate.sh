@@ -12,13 +12,14 @@
 #   STEPGATE_REPORT (required), STEPGATE_BASELINE or STEPGATE_HISTORY (+ STEPGATE_WHERE),
 #   STEPGATE_POLICY, STEPGATE_GPU, STEPGATE_MODEL, STEPGATE_ARGS (extra flags: every line
 #   split on whitespace; quotes refused), STEPGATE_INCONCLUSIVE_FAILS, STEPGATE_COMMENT,
-#   STEPGATE_COMMENT_KEY, STEPGATE_OUT_DIR; GH_TOKEN for the comment.
+#   STEPGATE_COMMENT_KEY, STEPGATE_OUT_DIR, STEPGATE_ARTIFACT_NAME (named in the accept
+#   command a regression's comment carries); GH_TOKEN for the comment.
 # Everything a pull request can set (kernel names in stepgate's output, file names, inputs)
 # is printed between `::stop-commands::TOKEN` and `::TOKEN::` with a random TOKEN, so no
 # line of it runs as a workflow command (docs/hostile-inputs.md, "Running on untrusted
 # pull requests").
 # GitHub's own: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
-# GITHUB_REPOSITORY, RUNNER_TEMP. tests/it/action.rs runs this script with each pointed at
+# GITHUB_REPOSITORY, GITHUB_RUN_ID, RUNNER_TEMP. tests/it/action.rs runs this script with each pointed at
 # temporary files and a fake `gh` on PATH.
 set -uo pipefail
 
@@ -57,6 +58,65 @@ encode_key() {
     esac
   done
   printf '%s' "$out"
+}
+
+# A word for a shell command a reviewer pastes: printed as it is when it holds only
+# characters no shell treats specially, else single-quoted (a ' as '\''). Returns 1 for a
+# value with a control character or a non-ASCII byte: a pasted line must run exactly what
+# it shows, so such a value is never put in a command (the caller says so instead); so is
+# one with a backtick, which would end the markdown code span the word is shown in.
+shell_word() {
+  local LC_ALL=C s="$1"
+  case "$s" in
+    *[![:print:]]* | *'`'* | '') return 1 ;;
+  esac
+  if [[ "$s" =~ ^[A-Za-z0-9._/:@%+=,-]+$ ]]; then
+    printf '%s' "$s"
+  else
+    printf "'%s'" "${s//\'/\'\\\'\'}"
+  fi
+}
+
+# The "accept this regression" section of the comment: where the comparison JSON is (the
+# artifact this run uploads) and the exact `stepgate accept` line, every word from an
+# input quoted by shell_word; a value that cannot be quoted safely leaves the line out.
+accept_section() {
+  local artifact="${STEPGATE_ARTIFACT_NAME-stepgate-gate}" hist="" dl="" w
+  echo
+  echo "#### Accepting this regression"
+  echo
+  if [ -n "$artifact" ]; then
+    if ! w="$(shell_word "$artifact")"; then
+      echo "The comparison is \`gate.json\` in this run's artifact (its name holds characters that are not safe in a pasted command)."
+      return
+    fi
+    if [[ "${GITHUB_RUN_ID:-}" =~ ^[0-9]+$ ]] && [[ "${GITHUB_REPOSITORY:-}" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]]; then
+      dl="gh run download ${GITHUB_RUN_ID} --repo ${GITHUB_REPOSITORY} --name=$w --dir stepgate-gate && cd stepgate-gate"
+    fi
+    echo "If the change is intended, record it: the comparison is \`gate.json\` in the artifact \`$w\` of this run. A reason is mandatory; who decides is \`--by\`, else \`\$GITHUB_ACTOR\`, else \`\$USER\`."
+  else
+    w="$(shell_word "$out")" || w="the output directory"
+    echo "If the change is intended, record it: the comparison is \`gate.json\` in \`$w\` on the runner (the \`artifact-name\` input is empty, so no artifact was uploaded). A reason is mandatory."
+  fi
+  if [ -n "${STEPGATE_HISTORY:-}" ]; then
+    if ! w="$(shell_word "$STEPGATE_HISTORY")"; then
+      echo
+      echo "(The \`history\` input holds characters that are not safe in a pasted command: give it to \`stepgate accept gate.json --history=… --reason '…'\` yourself.)"
+      return
+    fi
+    hist=" --history=$w"
+  fi
+  echo
+  echo '```sh'
+  [ -n "$dl" ] && echo "$dl"
+  echo "stepgate accept gate.json${hist} --reason 'what the change buys, why it is intended'"
+  echo '```'
+  echo
+  if [ -n "$hist" ]; then
+    echo "Once accepted, this run becomes the reference of later gates against that history for the metrics the decision covers (its regressed ones; \`--metric NAME\` names a subset), and a re-run of this job passes them."
+  else
+    echo "The record is written beside the comparison (\`gate.decision.json\`): a gate against a baseline file does not read it, so keep it with the baseline and re-record the baseline (\`stepgate baseline record\`) to move the reference."
+  fi
 }
 
 fail_input() {
@@ -152,6 +212,11 @@ else
     echo "$error_line"
     echo '```'
   } > "$body"
+fi
+# A regression a reviewer may accept: the exact command, after the report (docs/gate.md,
+# "Accepting a regression from the comment").
+if [ "$code" = 1 ] && [ -s "$json" ]; then
+  accept_section >> "$body"
 fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   size=$(wc -c < "$body")
