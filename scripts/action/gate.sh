@@ -112,6 +112,10 @@ accept_section() {
   echo "stepgate accept gate.json${hist} --reason 'what the change buys, why it is intended'"
   echo '```'
   echo
+  case "${STEPGATE_HISTORY:-}" in
+    '' | *://*) ;;
+    *) echo "(\`$w\` is a directory on the runner: run the command where that dataset is, or give its object-store URL.)" && echo ;;
+  esac
   if [ -n "$hist" ]; then
     echo "Once accepted, this run becomes the reference of later gates against that history for the metrics the decision covers (its regressed ones; \`--metric NAME\` names a subset), and a re-run of this job passes them."
   else

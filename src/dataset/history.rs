@@ -311,6 +311,30 @@ fn accepted_words(d: &crate::wire::decision::Decision) -> String {
     )
 }
 
+/// The metrics a decision covers, for the note: step metrics by name, then kernels and
+/// categories by name when one or two, else counted (the record lists each).
+fn covered_words(keys: &[String]) -> String {
+    let (rows, steps): (Vec<&String>, Vec<&String>) = keys.iter().partition(|k| k.contains(':'));
+    let mut words: Vec<String> = steps.iter().map(|s| (*s).clone()).collect();
+    if rows.len() <= 2 {
+        words.extend(rows.iter().map(|r| (*r).clone()));
+    } else {
+        let kernels = rows.iter().filter(|r| r.starts_with("kernel:")).count();
+        let categories = rows.len() - kernels;
+        if kernels > 0 {
+            words.push(format!("{kernels} kernel(s)"));
+        }
+        if categories > 0 {
+            words.push(format!("{categories} category(ies)"));
+        }
+    }
+    let mut out = words.join(", ");
+    if TIME_FAMILY[..3].iter().any(|m| keys.iter().any(|k| k == m)) {
+        out.push_str(" (with the step times and kernel breakdown they add up to)");
+    }
+    out
+}
+
 /// The decisions' effect on the gate: the note's tail, how the reference moves, and an
 /// accepted decision on the candidate's own run.
 struct Decided {
@@ -369,8 +393,8 @@ fn decide(
             .find(|d| d.run_id.as_deref() == Some(c.run_id.as_str()))
         {
             let what = match &d.metrics {
-                Some(m) => format!("for {} the reference is", m.join(", ")),
-                None => "for every metric the reference is".to_owned(),
+                Some(m) => format!("the reference of {} is", covered_words(m)),
+                None => "the reference of every metric is".to_owned(),
             };
             out.own = Some(AcceptedSelf {
                 metrics: d.metrics.clone(),
@@ -408,10 +432,10 @@ fn decide(
             out.moved = Moved::Metrics {
                 from: i,
                 note: format!(
-                    "; run {} was {} — for {} the reference is that run and the ones after it",
+                    "; run {} was {} — the reference of {} is that run and the ones after it",
                     runs[i].run_id,
                     accepted_words(d),
-                    keys.join(", ")
+                    covered_words(&keys)
                 ),
                 keys,
             };
@@ -421,11 +445,23 @@ fn decide(
     Ok(out)
 }
 
+/// The step times that add up to one another (wall = busy + gap, period ≈ wall) and the
+/// gap's share: when the wall, period or busy time moves, all of them move with the
+/// kernel, category and class breakdown, or the waterfall would add one reference's
+/// kernels to another's gap.
+const TIME_FAMILY: [&str; 5] = [
+    metric::WALL_NS,
+    metric::PERIOD_NS,
+    metric::BUSY_NS,
+    metric::GAP_NS,
+    metric::GAP_FRACTION,
+];
+
 /// Move the covered metrics of `prior`'s groups to `after`'s samples: a step metric by
-/// name, `kernel:NAME`, `category:NAME`; `None` moves every group whole. When `wall_ns`
-/// or `busy_ns` moves, every kernel, category and class moves with it: they add up to
-/// those (the waterfall), and a breakdown left on the old reference would not. A group or
-/// metric `after` lacks keeps its prior samples.
+/// name, `kernel:NAME`, `category:NAME`; `None` moves every group whole. When the wall,
+/// period or busy time moves, every step time of [`TIME_FAMILY`] and every kernel,
+/// category and class moves with it (launches and MBU only when named). A group or metric
+/// `after` lacks keeps its prior samples.
 pub fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[String]>) {
     for a in after {
         let Some(p) = prior
@@ -441,10 +477,12 @@ pub fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[S
             *p = a.clone();
             continue;
         };
-        if keys
-            .iter()
-            .any(|k| k == metric::WALL_NS || k == metric::BUSY_NS)
-        {
+        if TIME_FAMILY[..3].iter().any(|m| keys.iter().any(|k| k == m)) {
+            for m in TIME_FAMILY {
+                if let Some(v) = a.metrics.get(m) {
+                    p.metrics.insert(m.to_owned(), v.clone());
+                }
+            }
             p.kernels.clone_from(&a.kernels);
             p.categories.clone_from(&a.categories);
             p.classes.clone_from(&a.classes);

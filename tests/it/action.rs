@@ -808,6 +808,8 @@ fn an_accepted_regression_passes_the_next_run_of_the_action() {
         "{body}"
     );
     assert!(!body.contains("Accepting this regression"), "{body}");
+    // The step times moved with their kernel breakdown: the waterfall still adds up.
+    assert!(body.contains("rows sum to +0.0 µs, exact"), "{body}");
 }
 
 /// What the inputs hold reaches the posted command only as one shell word each: quoted
