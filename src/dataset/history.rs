@@ -459,9 +459,9 @@ const TIME_FAMILY: [&str; 5] = [
 
 /// Move the covered metrics of `prior`'s groups to `after`'s samples: a step metric by
 /// name, `kernel:NAME`, `category:NAME`; `None` moves every group whole. When the wall,
-/// period or busy time moves, every step time of [`TIME_FAMILY`] and every kernel,
-/// category and class moves with it (launches and MBU only when named). A group or metric
-/// `after` lacks keeps its prior samples.
+/// period or busy time moves, every step time (wall, period, busy, gap, gap fraction) and
+/// every kernel, category and class moves with it (launches and MBU only when named). A
+/// group or metric `after` lacks keeps its prior samples.
 pub fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[String]>) {
     for a in after {
         let Some(p) = prior

@@ -91,7 +91,7 @@ impl Header {
 /// Version keys of serving engines among [`VERSION_KEYS`], with the engine they name.
 const ENGINE_VERSION_KEYS: [(&str, &str); 1] = [("vllm", "vllm_version")];
 
-/// The engine and its version in a [`Header::tool_version`] text (`vllm 0.6.3`), where
+/// The engine and its version in a trace's `tool_version` text (`vllm 0.6.3`), where
 /// the trace recorded one: the gate compares it between the sides (an engine upgrade
 /// changes step times without any kernel of the pull request changing).
 pub fn engine_version_in(tool_version: &str) -> Option<String> {
