@@ -219,7 +219,7 @@ pub fn history_side(
     // accepted pull request passes them) and the others against the history.
     if let Some(own) = &h.accepts_candidate {
         if !h.too_few {
-            dataset::history::merge_reference(
+            dataset::reference::merge_reference(
                 &mut h.baseline.samples.groups,
                 &cand.samples.groups,
                 own.metrics.as_deref(),
