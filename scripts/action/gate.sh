@@ -218,20 +218,25 @@ else
   } > "$body"
 fi
 # A regression a reviewer may accept: the exact command, after the report (docs/gate.md,
-# "Accepting a regression from the comment").
+# "In CI: the GitHub Action"). Kept apart so that a report cut to fit the summary or the
+# comment never cuts it: it goes after the cut.
+tail_md="$out/accept.md"
+: > "$tail_md"
 if [ "$code" = 1 ] && [ -s "$json" ]; then
-  accept_section >> "$body"
+  accept_section > "$tail_md"
 fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   size=$(wc -c < "$body")
-  if [ "$size" -le "$SUMMARY_MAX" ]; then
-    cat "$body" >> "$GITHUB_STEP_SUMMARY"
+  tail_size=$(wc -c < "$tail_md")
+  if [ "$((size + tail_size))" -le "$SUMMARY_MAX" ]; then
+    cat "$body" "$tail_md" >> "$GITHUB_STEP_SUMMARY"
   else
     # GitHub refuses a step summary over 1 MiB: whole lines up to the cap, then a note.
     run_url="${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:-}/actions/runs/${GITHUB_RUN_ID:-}"
     {
-      head -c "$((SUMMARY_MAX - 400))" "$body" | sed '$d'
+      head -c "$((SUMMARY_MAX - 400 - tail_size))" "$body" | sed '$d'
       printf '\n\n… the report (%s bytes) is cut here to stay under the 1 MiB GitHub accepts in a job summary: the whole report is gate.md in the workflow artifact of [this run](%s).\n' "$size" "$run_url"
+      cat "$tail_md"
     } >> "$GITHUB_STEP_SUMMARY"
   fi
 fi
@@ -246,7 +251,7 @@ if truthy "${STEPGATE_COMMENT:-true}"; then
     pull_request | pull_request_target)
       if ! command -v gh > /dev/null; then
         echo "::warning title=stepgate::gh is not installed: no pull-request comment (the job summary has the report)"
-      elif ! comment_id="$(python3 "$here/comment.py" --marker "$marker" --body "$body")"; then
+      elif ! comment_id="$(python3 "$here/comment.py" --marker "$marker" --body "$body" --tail "$tail_md")"; then
         comment_id=""
         echo "::warning title=stepgate::could not create or update the pull-request comment (a fork's read-only token?); the job summary has the report"
       fi

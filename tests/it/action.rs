@@ -899,3 +899,41 @@ fn the_accept_command_quotes_or_refuses_what_inputs_hold() {
         );
     }
 }
+
+/// A regression report too long for a comment (GitHub refuses bodies over 65,536
+/// characters) or a summary is cut, and the accept command still comes whole after the
+/// cut: it is what the reviewer needs from the comment.
+#[test]
+fn a_cut_report_keeps_its_accept_command() {
+    let r = Runner::new();
+    // A stepgate that writes a 200 KB regression report (the cut is the scripts', whatever
+    // wrote the markdown).
+    let fake = r.path("bin/stepgate");
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
+         { echo '### ❌ Regression'; for i in $(seq 2000); do printf '| row %05d | %080d |\\n' $i 0; done; } > \"$md\"\n\
+         echo '{\"verdict\": \"regression\"}' > \"$js\"\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = r.gate(&[
+        ("REPORT", "x.sqlite"),
+        ("HISTORY", "s3://perf/hist"),
+        ("SUMMARY_MAX", "50000"),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let want = "stepgate accept gate.json --history=s3://perf/hist --reason 'what the change buys, why it is intended'";
+    let body = r.gate_comments()[0]["body"].as_str().unwrap().to_owned();
+    assert!(body.chars().count() <= 65_536, "{}", body.len());
+    assert!(body.contains("… cut at "), "{}", &body[body.len() - 2000..]);
+    assert_eq!(accept_commands(&body), [want]);
+    assert!(body
+        .trim_end()
+        .ends_with("a re-run of this job passes them."));
+    assert!(run.summary.len() <= 50_000, "{}", run.summary.len());
+    assert!(run.summary.contains("is cut here to stay under"));
+    assert_eq!(accept_commands(&run.summary), [want]);
+}
