@@ -92,21 +92,24 @@ def find_comment(repo, pr, marker, login):
     return None
 
 
-def comment_body(marker, markdown):
-    """The marker, then the report; cut at a line boundary when GitHub would refuse it."""
-    if len(markdown) > MAX_BODY:
-        cut = markdown.rfind("\n", 0, MAX_BODY)
-        markdown = markdown[: cut if cut > 0 else MAX_BODY] + (
-            f"\n\n… cut at {MAX_BODY:,} characters: the full report is in the job summary "
-            "and the workflow artifact."
+def comment_body(marker, markdown, tail=""):
+    """The marker, the report, then `tail` (the accept command of a regression); the report
+    is cut at a line boundary when GitHub would refuse the whole, and the tail is never cut."""
+    room = MAX_BODY - len(tail)
+    if len(markdown) > room:
+        cut = markdown.rfind("\n", 0, room)
+        markdown = markdown[: cut if cut > 0 else room] + (
+            f"\n\n… cut at {room:,} characters: the full report is in the job summary "
+            "and the workflow artifact.\n"
         )
-    return f"{marker}\n{markdown}"
+    return f"{marker}\n{markdown}{tail}"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--marker", required=True)
     ap.add_argument("--body", required=True, help="markdown file to post")
+    ap.add_argument("--tail", help="markdown file to post after the body, never cut")
     a = ap.parse_args()
     repo = os.environ.get("GITHUB_REPOSITORY", "")
     pr = pr_number(os.environ.get("GITHUB_EVENT_PATH", ""))
@@ -114,7 +117,12 @@ def main():
         print("comment: no repository or pull-request number in the event", file=sys.stderr)
         return 1
     with open(a.body, encoding="utf-8") as f:
-        body = comment_body(a.marker, f.read())
+        markdown = f.read()
+    tail = ""
+    if a.tail:
+        with open(a.tail, encoding="utf-8") as f:
+            tail = f.read()[:MAX_BODY // 2]
+    body = comment_body(a.marker, markdown, tail)
     try:
         cid = find_comment(repo, pr, a.marker, token_login())
         if cid is None:

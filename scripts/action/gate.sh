@@ -12,13 +12,14 @@
 #   STEPGATE_REPORT (required), STEPGATE_BASELINE or STEPGATE_HISTORY (+ STEPGATE_WHERE),
 #   STEPGATE_POLICY, STEPGATE_GPU, STEPGATE_MODEL, STEPGATE_ARGS (extra flags: every line
 #   split on whitespace; quotes refused), STEPGATE_INCONCLUSIVE_FAILS, STEPGATE_COMMENT,
-#   STEPGATE_COMMENT_KEY, STEPGATE_OUT_DIR; GH_TOKEN for the comment.
+#   STEPGATE_COMMENT_KEY, STEPGATE_OUT_DIR, STEPGATE_ARTIFACT_NAME (named in the accept
+#   command a regression's comment carries); GH_TOKEN for the comment.
 # Everything a pull request can set (kernel names in stepgate's output, file names, inputs)
 # is printed between `::stop-commands::TOKEN` and `::TOKEN::` with a random TOKEN, so no
 # line of it runs as a workflow command (docs/hostile-inputs.md, "Running on untrusted
 # pull requests").
 # GitHub's own: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
-# GITHUB_REPOSITORY, RUNNER_TEMP. tests/it/action.rs runs this script with each pointed at
+# GITHUB_REPOSITORY, GITHUB_RUN_ID, RUNNER_TEMP. tests/it/action.rs runs this script with each pointed at
 # temporary files and a fake `gh` on PATH.
 set -uo pipefail
 
@@ -57,6 +58,69 @@ encode_key() {
     esac
   done
   printf '%s' "$out"
+}
+
+# A word for a shell command a reviewer pastes: printed as it is when it holds only
+# characters no shell treats specially, else single-quoted (a ' as '\''). Returns 1 for a
+# value with a control character or a non-ASCII byte: a pasted line must run exactly what
+# it shows, so such a value is never put in a command (the caller says so instead); so is
+# one with a backtick, which would end the markdown code span the word is shown in.
+shell_word() {
+  local LC_ALL=C s="$1"
+  case "$s" in
+    *[![:print:]]* | *'`'* | '') return 1 ;;
+  esac
+  if [[ "$s" =~ ^[A-Za-z0-9._/:@%+=,-]+$ ]]; then
+    printf '%s' "$s"
+  else
+    printf "'%s'" "${s//\'/\'\\\'\'}"
+  fi
+}
+
+# The "accept this regression" section of the comment: where the comparison JSON is (the
+# artifact this run uploads) and the exact `stepgate accept` line, every word from an
+# input quoted by shell_word; a value that cannot be quoted safely leaves the line out.
+accept_section() {
+  local artifact="${STEPGATE_ARTIFACT_NAME-stepgate-gate}" hist="" dl="" w
+  echo
+  echo "#### Accepting this regression"
+  echo
+  if [ -n "$artifact" ]; then
+    if ! w="$(shell_word "$artifact")"; then
+      echo "The comparison is \`gate.json\` in this run's artifact (its name holds characters that are not safe in a pasted command)."
+      return
+    fi
+    if [[ "${GITHUB_RUN_ID:-}" =~ ^[0-9]+$ ]] && [[ "${GITHUB_REPOSITORY:-}" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]]; then
+      dl="gh run download ${GITHUB_RUN_ID} --repo ${GITHUB_REPOSITORY} --name=$w --dir stepgate-gate && cd stepgate-gate"
+    fi
+    echo "If the change is intended, record it: the comparison is \`gate.json\` in the artifact \`$w\` of this run. A reason is mandatory; who decides is \`--by\`, else \`\$GITHUB_ACTOR\`, else \`\$USER\`."
+  else
+    w="$(shell_word "$out")" || w="the output directory"
+    echo "If the change is intended, record it: the comparison is \`gate.json\` in \`$w\` on the runner (the \`artifact-name\` input is empty, so no artifact was uploaded). A reason is mandatory."
+  fi
+  if [ -n "${STEPGATE_HISTORY:-}" ]; then
+    if ! w="$(shell_word "$STEPGATE_HISTORY")"; then
+      echo
+      echo "(The \`history\` input holds characters that are not safe in a pasted command: give it to \`stepgate accept gate.json --history=… --reason '…'\` yourself.)"
+      return
+    fi
+    hist=" --history=$w"
+  fi
+  echo
+  echo '```sh'
+  [ -n "$dl" ] && echo "$dl"
+  echo "stepgate accept gate.json${hist} --reason 'what the change buys, why it is intended'"
+  echo '```'
+  echo
+  case "${STEPGATE_HISTORY:-}" in
+    '' | *://*) ;;
+    *) echo "(\`$w\` is a directory on the runner: run the command where that dataset is, or give its object-store URL.)" && echo ;;
+  esac
+  if [ -n "$hist" ]; then
+    echo "Once accepted, this run becomes the reference of later gates against that history for the metrics the decision covers (its regressed ones; \`--metric NAME\` names a subset), and a re-run of this job passes them."
+  else
+    echo "The record is written beside the comparison (\`gate.decision.json\`): a gate against a baseline file does not read it, so keep it with the baseline and re-record the baseline (\`stepgate baseline record\`) to move the reference."
+  fi
 }
 
 fail_input() {
@@ -153,16 +217,26 @@ else
     echo '```'
   } > "$body"
 fi
+# A regression a reviewer may accept: the exact command, after the report (docs/gate.md,
+# "In CI: the GitHub Action"). Kept apart so that a report cut to fit the summary or the
+# comment never cuts it: it goes after the cut.
+tail_md="$out/accept.md"
+: > "$tail_md"
+if [ "$code" = 1 ] && [ -s "$json" ]; then
+  accept_section > "$tail_md"
+fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   size=$(wc -c < "$body")
-  if [ "$size" -le "$SUMMARY_MAX" ]; then
-    cat "$body" >> "$GITHUB_STEP_SUMMARY"
+  tail_size=$(wc -c < "$tail_md")
+  if [ "$((size + tail_size))" -le "$SUMMARY_MAX" ]; then
+    cat "$body" "$tail_md" >> "$GITHUB_STEP_SUMMARY"
   else
     # GitHub refuses a step summary over 1 MiB: whole lines up to the cap, then a note.
     run_url="${GITHUB_SERVER_URL:-https://github.com}/${GITHUB_REPOSITORY:-}/actions/runs/${GITHUB_RUN_ID:-}"
     {
-      head -c "$((SUMMARY_MAX - 400))" "$body" | sed '$d'
+      head -c "$((SUMMARY_MAX - 400 - tail_size))" "$body" | sed '$d'
       printf '\n\n… the report (%s bytes) is cut here to stay under the 1 MiB GitHub accepts in a job summary: the whole report is gate.md in the workflow artifact of [this run](%s).\n' "$size" "$run_url"
+      cat "$tail_md"
     } >> "$GITHUB_STEP_SUMMARY"
   fi
 fi
@@ -177,7 +251,7 @@ if truthy "${STEPGATE_COMMENT:-true}"; then
     pull_request | pull_request_target)
       if ! command -v gh > /dev/null; then
         echo "::warning title=stepgate::gh is not installed: no pull-request comment (the job summary has the report)"
-      elif ! comment_id="$(python3 "$here/comment.py" --marker "$marker" --body "$body")"; then
+      elif ! comment_id="$(python3 "$here/comment.py" --marker "$marker" --body "$body" --tail "$tail_md")"; then
         comment_id=""
         echo "::warning title=stepgate::could not create or update the pull-request comment (a fork's read-only token?); the job summary has the report"
       fi

@@ -11,6 +11,7 @@ use crate::wire::decision::Outcome;
 const EXAMPLE: &str = "Examples:
   stepgate gate run.sqlite --history s3://perf/hist --export s3://perf/hist --json cmp.json
   stepgate accept cmp.json --history s3://perf/hist --reason 'fp8 KV cache: 3% TPOT for 2x capacity'
+  stepgate accept cmp.json --history s3://perf/hist --metric wall_ns --reason 'the new sampler: 2% wall, same kernels'
   stepgate reject cmp.json --reason 'regression from the new scheduler; do not use as reference'";
 
 #[derive(Debug, clap::Args)]
@@ -31,6 +32,12 @@ pub struct Args {
     /// later `gate --history` runs read it.
     #[arg(long, value_name = "DATASET", help_heading = HISTORY)]
     pub history: Option<PathBuf>,
+    /// The metrics the decision covers (repeatable): a step metric (`wall_ns`),
+    /// `kernel:NAME` or `category:NAME`, each a row of the comparison. Default: the
+    /// comparison's regressed rows. A later `gate --history` moves only these to the
+    /// accepted run; the others keep the prior reference.
+    #[arg(long = "metric", value_name = "METRIC")]
+    pub metrics: Vec<String>,
     /// Without --history: where to write the record (default: beside the comparison,
     /// NAME.decision.json).
     #[arg(short, long, value_name = "FILE", conflicts_with = "history", help_heading = OUTPUT)]
@@ -50,6 +57,7 @@ pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
         commit: args.commit.clone(),
         history: args.history.clone(),
         out: args.out.clone(),
+        metrics: args.metrics.clone(),
     })?;
     let word = outcome.word();
     crate::output::print(&format!(

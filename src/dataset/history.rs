@@ -20,6 +20,8 @@ use crate::exit::Result;
 use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::wire::dataset::RunRow;
 
+use super::reference::{decide, merge_reference, AcceptedSelf, Moved};
+
 /// `--history-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HistoryMode {
@@ -65,6 +67,10 @@ pub struct History {
     pub too_few: bool,
     /// Runs left out (damaged rows, the candidate's own export, duplicates), one line each.
     pub warnings: Vec<String>,
+    /// An accepted decision on the candidate's own run: its metrics are to be measured
+    /// against the candidate itself (it is the reference a reviewer chose), which only the
+    /// caller holds; see [`super::reference::merge_reference`].
+    pub accepts_candidate: Option<AcceptedSelf>,
 }
 
 impl Candidate {
@@ -148,7 +154,12 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         ));
     }
     let mut matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
-    let decided = decide(&store, &mut matching, &mut warnings)?;
+    let decided = decide(
+        &store,
+        &mut matching,
+        q.candidate.as_ref().map(|c| c.run_id.as_str()),
+        &mut warnings,
+    )?;
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
@@ -202,21 +213,47 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             baseline: Baseline::new(meta, SampleSet::default()),
             runs: ids,
             note: format!(
-                "history: {why}: inconclusive (with --export, this run is added to it){decided}"
+                "history: {why}: inconclusive (with --export, this run is added to it){}",
+                decided.tail
             ),
             too_few: true,
             warnings,
+            accepts_candidate: decided.own,
         });
     }
-    let groups = match q.mode {
-        HistoryMode::Steps => groups_of(&data.steps, &data.kernels.rows, &data.kernels.names),
-        HistoryMode::Runs => run_medians(
-            &data.steps,
-            &data.kernels.rows,
-            &data.kernels.names,
-            runs.len(),
-        ),
+    let build = |from: usize| {
+        let steps: Vec<StepRow> = data
+            .steps
+            .iter()
+            .filter(|s| s.run >= from)
+            .cloned()
+            .collect();
+        let kernels: Vec<StepKernelRow> = data
+            .kernels
+            .rows
+            .iter()
+            .filter(|k| k.run >= from)
+            .copied()
+            .collect();
+        match q.mode {
+            HistoryMode::Steps => groups_of(&steps, &kernels, &data.kernels.names),
+            HistoryMode::Runs => run_medians(&steps, &kernels, &data.kernels.names, runs.len()),
+        }
     };
+    let mut groups = build(0);
+    let mut tail = decided.tail;
+    if let Moved::Metrics { from, keys, note } = &decided.moved {
+        // The accepted run's index among the runs kept (the window is the newest of them).
+        let from = from.saturating_sub(skip);
+        merge_reference(&mut groups, &build(from), Some(keys));
+        tail.push_str(note);
+        let after: Vec<&str> = runs[from..].iter().map(|r| r.run_id.as_str()).collect();
+        tail.push_str(&format!(
+            " ({}); the other metrics keep all {} run(s)",
+            after.join(", "),
+            runs.len()
+        ));
+    }
     let labels: Vec<String> = groups.iter().map(Group::label).collect();
     meta.step_kinds = {
         let mut k: Vec<String> = groups.iter().map(|g| g.step_kind.clone()).collect();
@@ -236,61 +273,13 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
                 HistoryMode::Runs => "one median per run",
             },
             ids.join(", ")
-        ) + &decided,
+        ) + &tail
+            + decided.own.as_ref().map_or("", |o| o.note.as_str()),
         runs: ids,
         too_few: false,
         warnings,
+        accepts_candidate: decided.own,
     })
-}
-
-/// Apply the dataset's decisions to the matching runs (oldest first): a rejected run never
-/// serves as a reference, and the newest accepted run among them starts the history (the
-/// runs before it measured what the accepted change replaced). Returns the note's tail.
-fn decide(store: &Store, runs: &mut Vec<RunRow>, warnings: &mut Vec<String>) -> Result<String> {
-    use crate::wire::decision::Outcome;
-    let decisions = crate::dataset::decisions::read(store, warnings)?;
-    if decisions.is_empty() {
-        return Ok(String::new());
-    }
-    let of = |o: Outcome| -> Vec<&crate::wire::decision::Decision> {
-        decisions
-            .iter()
-            .filter(|d| d.outcome == o && d.run_id.is_some())
-            .collect()
-    };
-    let rejected = of(Outcome::Rejected);
-    let mut tail = String::new();
-    let before = runs.len();
-    runs.retain(|r| {
-        !rejected
-            .iter()
-            .any(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
-    });
-    if runs.len() < before {
-        tail.push_str(&format!(
-            "; {} rejected run(s) left out",
-            before - runs.len()
-        ));
-    }
-    let accepted = of(Outcome::Accepted);
-    let newest = runs.iter().enumerate().rev().find_map(|(i, r)| {
-        accepted
-            .iter()
-            .rev()
-            .find(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
-            .map(|d| (i, *d))
-    });
-    if let Some((i, d)) = newest {
-        runs.drain(..i);
-        tail.push_str(&format!(
-            "; accepted on {} by {}: {:?} — the history starts at that run, {}",
-            &d.at[..10.min(d.at.len())],
-            d.by,
-            d.reason,
-            runs[0].run_id
-        ));
-    }
-    Ok(tail)
 }
 
 /// Per-step samples grouped by (kind, batch size) through the same [`GroupBuilder`] that

@@ -14,6 +14,7 @@ pub mod flatten;
 pub mod history;
 pub mod layout;
 pub mod read;
+pub mod reference;
 pub mod rows;
 pub mod schema;
 pub mod store;

@@ -457,6 +457,7 @@ mod tests {
             run_id: run.map(str::to_owned),
             verdict: "regression".into(),
             covers: vec![],
+            metrics: None,
             tool: crate::wire::meta::Tool::current(),
         }
     }

@@ -22,6 +22,9 @@ pub struct DecisionPlan {
     /// The history dataset to record it in; else `out`, else beside the comparison.
     pub history: Option<PathBuf>,
     pub out: Option<PathBuf>,
+    /// `--metric`: the metrics the decision covers, checked against the comparison's rows;
+    /// empty: its regressed rows.
+    pub metrics: Vec<String>,
 }
 
 /// Where a decision went.
@@ -84,6 +87,7 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
              decision beside the comparison instead (drop --history)"
         )));
     }
+    let metrics = covered_metrics(&v, &p.metrics, &shown.to_string())?;
     let at_ns = crate::dataset::write::now_ns();
     let decision = Decision {
         schema_version: SCHEMA_VERSION,
@@ -105,6 +109,7 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
         run_id,
         verdict: verdict.to_owned(),
         covers,
+        metrics,
         tool: crate::wire::meta::Tool::current(),
     };
     let written_to = match (&p.history, &p.out) {
@@ -135,4 +140,71 @@ fn beside(comparison: &Path) -> PathBuf {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The key a row of the comparison is covered by: the step metric's name, `kernel:NAME`,
+/// `category:NAME` (the spelling [`Decision::metrics`] documents).
+fn row_keys(v: &serde_json::Value) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    // The row's change is flattened into it (wire::gate::MetricRow).
+    let regressed = |row: &serde_json::Value| {
+        row["verdict"].as_str() == Some("regression") && row["gated"].as_bool() != Some(false)
+    };
+    for g in v["groups"].as_array().into_iter().flatten() {
+        let rows = |key: &str, name: &str, prefix: &str, out: &mut Vec<(String, bool)>| {
+            for r in g[key].as_array().into_iter().flatten() {
+                if let Some(n) = r[name].as_str() {
+                    out.push((format!("{prefix}{n}"), regressed(r)));
+                }
+            }
+        };
+        rows("metrics", "metric", "", &mut out);
+        rows("kernels", "name", "kernel:", &mut out);
+        rows("categories", "category", "category:", &mut out);
+    }
+    out
+}
+
+/// What the decision covers: `--metric`'s names, each one a row of the comparison, else
+/// the comparison's regressed rows; None (every metric) when it has none.
+fn covered_metrics(
+    v: &serde_json::Value,
+    asked: &[String],
+    shown: &str,
+) -> Result<Option<Vec<String>>> {
+    let rows = row_keys(v);
+    let mut out: Vec<String> = Vec::new();
+    if asked.is_empty() {
+        for (k, regressed) in rows {
+            if regressed && !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        return Ok((!out.is_empty()).then_some(out));
+    }
+    for m in asked {
+        let m = m.trim();
+        if !rows.iter().any(|(k, _)| k == m) {
+            let mut steps: Vec<&str> = rows
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| !k.contains(':'))
+                .collect();
+            steps.sort_unstable();
+            steps.dedup();
+            return Err(Error::usage(format!(
+                "--metric {m:?}: {shown} has no such row; give a step metric ({}), \
+                 kernel:NAME or category:NAME as the comparison names them",
+                if steps.is_empty() {
+                    "it has none".to_owned()
+                } else {
+                    steps.join(", ")
+                }
+            )));
+        }
+        if !out.iter().any(|k| k == m) {
+            out.push(m.to_owned());
+        }
+    }
+    Ok(Some(out))
 }

@@ -213,7 +213,20 @@ pub fn history_side(
         model: cand.meta.model.clone(),
         candidate,
     };
-    dataset::history_baseline(&plan.dataset, &q)
+    let mut h = dataset::history_baseline(&plan.dataset, &q)?;
+    // The candidate's own run was accepted: the reviewer made it the reference of its
+    // metrics, so those are measured against the candidate itself (a re-run of the
+    // accepted pull request passes them) and the others against the history.
+    if let Some(own) = &h.accepts_candidate {
+        if !h.too_few {
+            dataset::reference::merge_reference(
+                &mut h.baseline.samples.groups,
+                &cand.samples.groups,
+                own.metrics.as_deref(),
+            );
+        }
+    }
+    Ok(h)
 }
 
 /// Put the note of the runs the history side was built from first among the warnings, and

@@ -54,6 +54,14 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
         floor_inputs: pricing
             .map(|p| serde_json::json!({ "basis": p.basis.to_string(), "tp": p.basis.tp })),
         created_by: format!("stepgate {}", env!("CARGO_PKG_VERSION")),
+        engine_version: match trace.meta.format {
+            SourceFormat::Kineto => trace
+                .meta
+                .tool_version
+                .as_deref()
+                .and_then(crate::source::kineto::engine_version_in),
+            SourceFormat::Nsys | SourceFormat::Rocpd => None,
+        },
         ..BaselineMeta::default()
     };
     // Samples a baseline file would refuse are left out here too, each said once.

@@ -78,6 +78,11 @@ pub struct BaselineMeta {
     /// Tensor-parallel size, where the report states or shows it (not a default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tp: Option<u32>,
+    /// The serving engine's version where the trace records it (`vllm 0.6.3`, from a
+    /// Kineto trace's `vllm_version`); a gate lists a difference as lowering the
+    /// comparability score. Absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
 }
 
 /// Per-step samples, grouped so that only like steps are compared.

@@ -48,6 +48,13 @@ pub struct Decision {
     /// The comparison's verdict and the reasons it gave, as they were.
     pub verdict: String,
     pub covers: Vec<String>,
+    /// The metrics the decision covers, as a later `gate --history` moves them: step
+    /// metrics by name (`wall_ns`), kernels as `kernel:NAME`, categories as
+    /// `category:NAME`. `accept` writes the comparison's regressed rows, or the subset
+    /// `--metric` names. Absent (records written before this field, or a comparison with
+    /// no regressed row): every metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Vec<String>>,
     /// The stepgate that wrote it.
     pub tool: super::meta::Tool,
 }

@@ -174,6 +174,14 @@ impl Runner {
     }
 }
 
+/// The lines of the `sh` block a regression's comment carries (the accept command).
+fn accept_commands(body: &str) -> Vec<&str> {
+    let Some((_, rest)) = body.split_once("```sh\n") else {
+        return Vec::new();
+    };
+    rest.split_once("\n```").unwrap().0.lines().collect()
+}
+
 fn method(argv: &[String]) -> &str {
     argv.iter()
         .position(|a| a == "--method")
@@ -253,7 +261,23 @@ fn pass_then_regression_edit_one_comment() {
     );
     let md2 = std::fs::read_to_string(second.output("markdown")).unwrap();
     assert!(md2.starts_with("### ❌ Regression"), "{md2}");
-    assert_eq!(second.summary, md2);
+    // The summary and the comment are the report, then how to accept it: against a
+    // baseline file the record goes beside the comparison, which no later gate reads.
+    let accept = second.summary.strip_prefix(md2.as_str()).unwrap();
+    assert!(
+        accept.starts_with("\n#### Accepting this regression\n"),
+        "{accept}"
+    );
+    assert!(
+        accept.contains("in the artifact `stepgate-gate` of this run"),
+        "{accept}"
+    );
+    assert_eq!(
+        accept_commands(accept),
+        ["stepgate accept gate.json --reason 'what the change buys, why it is intended'"]
+    );
+    assert!(accept.contains("`gate.decision.json`"), "{accept}");
+    let md2 = second.summary.clone();
     let calls = r.gh_calls();
     let methods: Vec<&str> = calls.iter().map(|(a, _)| method(a)).collect();
     assert_eq!(methods, ["GET", "POST", "GET", "PATCH"], "{calls:?}");
@@ -676,4 +700,240 @@ fn a_version_input_must_be_a_version_or_a_wheel() {
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     assert!(std::fs::read_to_string(&log).unwrap().contains("-m venv"));
+}
+
+/// The round trip a reviewer makes: the Action gates a pull request against the main
+/// branch's history (a dataset `stepgate export` built), finds a regression and posts the
+/// accept command; the reviewer runs that command as posted (in the downloaded artifact,
+/// the reason filled in); the next run of the Action on the same capture passes and says
+/// who accepted it, when and why.
+#[test]
+fn an_accepted_regression_passes_the_next_run_of_the_action() {
+    let r = Runner::new();
+    let ds = crate::decisions::main_history(r.dir.path(), 3);
+    let cand = r.path("fp8.sqlite");
+    crate::decisions::report(&cand, 10, 1.25);
+    let inputs = [
+        ("REPORT", cand.to_str().unwrap()),
+        ("HISTORY", ds.as_str()),
+        ("WHERE", "label.branch=main"),
+        ("ARTIFACT_NAME", "perf-gate"),
+    ];
+    let env = [("GITHUB_RUN_ID", "4242")];
+    let first = r.gate_env("pull_request", &inputs, &env);
+    assert_eq!(first.code, 1, "{}", first.stdout);
+    assert_eq!(first.output("verdict"), "regression");
+    let made = r.gate_comments();
+    assert_eq!(made.len(), 1);
+    let body = made[0]["body"].as_str().unwrap().to_owned();
+    let placeholder = "'what the change buys, why it is intended'";
+    assert_eq!(
+        accept_commands(&body),
+        [
+            "gh run download 4242 --repo octo/llm-server --name=perf-gate --dir stepgate-gate && cd stepgate-gate".to_owned(),
+            format!("stepgate accept gate.json --history={ds} --reason {placeholder}"),
+        ]
+    );
+    assert!(
+        body.contains("the artifact `perf-gate` of this run"),
+        "{body}"
+    );
+    assert!(
+        body.contains("this run becomes the reference of later gates against that history"),
+        "{body}"
+    );
+
+    // The reviewer runs the posted command where the artifact's files are (the Action's
+    // output directory holds what it uploads), their reason in place of the placeholder,
+    // as themselves ($GITHUB_ACTOR, as in a workflow_dispatch job).
+    let reason = "fp8 KV cache costs 25% step time, trades for 2x capacity";
+    let line = accept_commands(&body)[1].replace(placeholder, &format!("'{reason}'"));
+    let out_dir = Path::new(first.output("json")).parent().unwrap().to_owned();
+    let ran = Command::new("bash")
+        .args(["-c", &line])
+        .current_dir(&out_dir)
+        .env("PATH", format!("{}:/usr/bin:/bin", r.path("bin").display()))
+        .env("GITHUB_ACTOR", "carol")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let gate_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("gate.json")).unwrap()).unwrap();
+    let run_id = gate_json["source"]["candidate"]["run_id"].as_str().unwrap();
+    assert!(said.starts_with("accepted by carol at "), "{said}");
+    assert!(said.contains(run_id), "{said}");
+    let file = std::fs::read_dir(Path::new(&ds).join("decisions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(d["by"], "carol");
+    assert_eq!(d["reason"], reason);
+    assert_eq!(d["run_id"], run_id);
+    assert!(
+        d["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == "wall_ns"),
+        "{d}"
+    );
+
+    // The next push of the same capture: the accepted run is the reference of the metrics
+    // it covers, so the gate passes, and the comment (the same one) says why.
+    let second = r.gate_env("pull_request", &inputs, &env);
+    assert_eq!(second.code, 0, "{}", second.stdout);
+    assert_eq!(second.output("verdict"), "pass");
+    assert_eq!(second.output("exit-code"), "0");
+    let now = r.gate_comments();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0]["id"], made[0]["id"]);
+    let body = now[0]["body"].as_str().unwrap();
+    assert!(
+        body.starts_with(&format!("{MARKER}\n### ✅ Pass")),
+        "{body}"
+    );
+    let today = &d["at"].as_str().unwrap()[..10];
+    assert!(
+        body.contains(&format!("accepted on {today} by carol: '{reason}'")),
+        "{body}"
+    );
+    assert!(!body.contains("Accepting this regression"), "{body}");
+    // The step times moved with their kernel breakdown: the waterfall still adds up.
+    assert!(body.contains("rows sum to +0.0 µs, exact"), "{body}");
+}
+
+/// What the inputs hold reaches the posted command only as one shell word each: quoted
+/// when a shell would read it otherwise, left out (and said so) when no quoting makes a
+/// pasted line safe (a newline, a control character, a backtick that would end the
+/// markdown code).
+#[test]
+fn the_accept_command_quotes_or_refuses_what_inputs_hold() {
+    let r = Runner::new();
+    let built = crate::decisions::main_history(r.dir.path(), 3);
+    let cand = r.path("slow.sqlite");
+    crate::decisions::report(&cand, 10, 1.25);
+    // The same dataset under each name in turn (a rename, not a rebuild).
+    let mut at = PathBuf::from(&built);
+    let mut gate = |name: &str, extra: &[(&str, &str)]| {
+        let to = r.path(name);
+        std::fs::rename(&at, &to).unwrap();
+        at = to;
+        let mut inputs = vec![
+            ("REPORT", cand.to_str().unwrap()),
+            ("HISTORY", at.to_str().unwrap()),
+            ("WHERE", "label.branch=main"),
+        ];
+        inputs.extend_from_slice(extra);
+        let run = r.gate(&inputs);
+        assert_eq!(run.code, 1, "{}", run.stdout);
+        let body = r.gate_comments()[0]["body"].as_str().unwrap().to_owned();
+        let from = body.find("#### Accepting this regression").unwrap();
+        (at.display().to_string(), body[from..].to_owned())
+    };
+    // A dataset name a shell would expand and split: one single-quoted word, its own
+    // quote closed and reopened.
+    let (ds, acc) = gate("a b$(id)'x", &[]);
+    let cmds = accept_commands(&acc);
+    let quoted = format!("'{}'", ds.replace('\'', "'\\''"));
+    assert_eq!(
+        cmds.last().unwrap().to_string(),
+        format!("stepgate accept gate.json --history={quoted} --reason 'what the change buys, why it is intended'")
+    );
+    // bash reads the word back as the name, nothing run: printf gets it as one argument.
+    let back = Command::new("bash")
+        .args(["-c", &format!("printf '%s' {quoted}")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&back.stdout), ds);
+    // No artifact: the comparison is named where it is on the runner.
+    let (ds, acc) = gate("history", &[("ARTIFACT_NAME", "")]);
+    assert!(acc.contains("no artifact was uploaded"), "{acc}");
+    assert_eq!(
+        accept_commands(&acc),
+        [format!("stepgate accept gate.json --history={ds} --reason 'what the change buys, why it is intended'")]
+    );
+
+    // A backtick or a newline: no command at all, and the comment says why. No dataset
+    // can be named so (object-store paths refuse them), so a stepgate that reports a
+    // regression stands in: what is under test is the script's text.
+    let fake = r.path("bin/stepgate");
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
+         echo '### ❌ Regression' > \"$md\"\necho '{\"verdict\": \"regression\"}' > \"$js\"\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (input, bad) in [
+        ("HISTORY", "s3://perf/it's $(touch pwned) `id`"),
+        ("HISTORY", "s3://perf/x\n```\nrm -rf ~"),
+        ("HISTORY", "s3://perf/\u{1b}[2Jx"),
+        ("ARTIFACT_NAME", "perf`gate"),
+        ("ARTIFACT_NAME", "perf\nrm -rf ~"),
+    ] {
+        let mut inputs = vec![("REPORT", "x.sqlite"), (input, bad)];
+        if input != "HISTORY" {
+            inputs.push(("HISTORY", "s3://perf/hist"));
+        }
+        let run = r.gate(&inputs);
+        assert_eq!(run.code, 1, "{}", run.stdout);
+        let body = r.gate_comments()[0]["body"].as_str().unwrap().to_owned();
+        let acc = &body[body.find("#### Accepting this regression").unwrap()..];
+        assert!(accept_commands(acc).is_empty(), "{bad:?}: {acc}");
+        assert!(acc.contains("not safe in a pasted command"), "{acc}");
+        assert!(
+            !acc.contains("rm -rf") && !acc.contains("pwned") && !acc.contains('\u{1b}'),
+            "{acc}"
+        );
+    }
+}
+
+/// A regression report too long for a comment (GitHub refuses bodies over 65,536
+/// characters) or a summary is cut, and the accept command still comes whole after the
+/// cut: it is what the reviewer needs from the comment.
+#[test]
+fn a_cut_report_keeps_its_accept_command() {
+    let r = Runner::new();
+    // A stepgate that writes a 200 KB regression report (the cut is the scripts', whatever
+    // wrote the markdown).
+    let fake = r.path("bin/stepgate");
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::write(
+        &fake,
+        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
+         { echo '### ❌ Regression'; for i in $(seq 2000); do printf '| row %05d | %080d |\\n' $i 0; done; } > \"$md\"\n\
+         echo '{\"verdict\": \"regression\"}' > \"$js\"\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = r.gate(&[
+        ("REPORT", "x.sqlite"),
+        ("HISTORY", "s3://perf/hist"),
+        ("SUMMARY_MAX", "50000"),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let want = "stepgate accept gate.json --history=s3://perf/hist --reason 'what the change buys, why it is intended'";
+    let body = r.gate_comments()[0]["body"].as_str().unwrap().to_owned();
+    assert!(body.chars().count() <= 65_536, "{}", body.len());
+    assert!(body.contains("… cut at "), "{}", &body[body.len() - 2000..]);
+    assert_eq!(accept_commands(&body), [want]);
+    assert!(body
+        .trim_end()
+        .ends_with("a re-run of this job passes them."));
+    assert!(run.summary.len() <= 50_000, "{}", run.summary.len());
+    assert!(run.summary.contains("is cut here to stay under"));
+    assert_eq!(accept_commands(&run.summary), [want]);
 }

@@ -103,14 +103,203 @@ fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
     // and the report says why.
     let (code, out, err) = gate(&p("next.sqlite"), &[]);
     assert_eq!(code, 0, "{out}{err}");
+    let today = &d["at"].as_str().unwrap()[..10];
     assert!(
-        out.contains("accepted on 20") && out.contains("by alice"),
+        out.contains(&format!(
+            "run {run_id} was accepted on {today} by alice: '{reason}'"
+        )),
         "{out}"
     );
-    assert!(out.contains(reason), "{out}");
+    // The decision covers the comparison's regressed rows, wall among them, so the step
+    // times and their kernel breakdown are measured from the accepted run on.
+    let covered: Vec<&str> = d["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(covered.contains(&"wall_ns"), "{covered:?}");
     assert!(
-        out.contains(&format!("the history starts at that run, {run_id}")),
+        out.contains(&format!(
+            "the reference of wall_ns, period_ns, busy_ns, {} kernel(s), 1 category(ies) \
+             (with the step times and kernel breakdown they add up to) is that run",
+            covered.iter().filter(|m| m.starts_with("kernel:")).count()
+        )),
         "{out}"
+    );
+    assert!(!out.contains("MISMATCH"), "{out}");
+}
+
+/// A decision record written before decisions named their metrics (no `metrics` field)
+/// covers every metric: the history starts at the accepted run.
+#[test]
+fn a_decision_without_metrics_moves_every_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let ds = main_history(dir.path(), 2);
+    report(&dir.path().join("fp8.sqlite"), 10, 1.25);
+    let cmp = p("cmp.json");
+    let (code, _, _) = gate_main(
+        &ds,
+        &p("fp8.sqlite"),
+        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
+    );
+    assert_eq!(code, 1);
+    let (code, _, err) = stepgate(&[
+        "accept",
+        &cmp,
+        "--history",
+        &ds,
+        "--reason",
+        "old",
+        "--by",
+        "eve",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Rewrite the record as an older stepgate wrote it: without `metrics`.
+    let file = std::fs::read_dir(dir.path().join("history/decisions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(d["metrics"].is_array(), "{d}");
+    d.as_object_mut().unwrap().remove("metrics");
+    std::fs::write(&file, d.to_string()).unwrap();
+    let run_id = d["run_id"].as_str().unwrap().to_owned();
+    report(&dir.path().join("next.sqlite"), 11, 1.25);
+    let (code, out, err) = gate_main(&ds, &p("next.sqlite"), &["--format", "json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let g: Value = serde_json::from_str(&out).unwrap();
+    // Only the accepted run's 60 steps are the reference, for every metric.
+    assert_eq!(g["baseline"]["steps"], 60, "{}", g["baseline"]);
+    let note = g["warnings"][0].as_str().unwrap();
+    assert!(
+        note.contains(&format!(
+            "by eve: 'old' — the history starts at that run, {run_id}"
+        )),
+        "{note}"
+    );
+}
+
+/// Two kernels slowed by 30%; the reviewer accepts one of them (`--metric kernel:A`): a
+/// later run with both slowdowns is judged against the accepted run for that kernel only,
+/// and against every main run for the other kernel and the step times.
+#[test]
+fn a_decision_on_one_metric_moves_only_that_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let ds = main_history(dir.path(), 3);
+    // The generated step cycles 8 kernels: slot 3 is the flash attention kernel, slot 6
+    // the largest GEMM (7.4 and 15.2 µs, three launches each per step).
+    let slow = |k: usize| if k % 8 == 3 || k % 8 == 6 { 1.3 } else { 1.0 };
+    common::jittered_decode_report(&dir.path().join("two.sqlite"), 24, 60, 10, H100, &slow);
+    common::jittered_decode_report(&dir.path().join("next.sqlite"), 24, 60, 11, H100, &slow);
+    let cmp = p("cmp.json");
+    let (code, out, err) = gate_main(
+        &ds,
+        &p("two.sqlite"),
+        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cmp).unwrap()).unwrap();
+    let kernels = c["groups"][0]["kernels"].as_array().unwrap();
+    let regressed: Vec<&Value> = kernels
+        .iter()
+        .filter(|k| k["verdict"] == "regression")
+        .collect();
+    assert_eq!(regressed.len(), 2, "{kernels:?}");
+    let (a, b) = (regressed[0], regressed[1]);
+    let (a_name, b_name) = (a["name"].as_str().unwrap(), b["name"].as_str().unwrap());
+
+    // A name the comparison has no row for is refused in one line, naming the step metrics.
+    let (code, _, err) = stepgate(&[
+        "accept",
+        &cmp,
+        "--history",
+        &ds,
+        "--reason",
+        "x",
+        "--metric",
+        "tpot_ns",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("\"tpot_ns\"") && err.contains("wall_ns"),
+        "{err}"
+    );
+
+    let key = format!("kernel:{a_name}");
+    let reason = "the wider GEMM tile trades 30% for half the workspace";
+    let (code, _, err) = stepgate(&[
+        "accept",
+        &cmp,
+        "--history",
+        &ds,
+        "--reason",
+        reason,
+        "--by",
+        "dana",
+        "--metric",
+        &key,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let file = std::fs::read_dir(dir.path().join("history/decisions"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    assert_eq!(d["metrics"], serde_json::json!([key]));
+
+    let (code, out, err) = gate_main(&ds, &p("next.sqlite"), &["--format", "json"]);
+    assert_eq!(code, 1, "the other kernel still regressed: {out}{err}");
+    let g: Value = serde_json::from_str(&out).unwrap();
+    let row = |name: &str| -> Value {
+        g["groups"][0]["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let (na, nb) = (row(a_name), row(b_name));
+    // Kernel A: the accepted run's own 60 steps are its reference (its median is the one
+    // the first comparison measured on the candidate side), and the same slowdown is ok.
+    assert_eq!(na["baseline_samples"], 60, "{na}");
+    assert_eq!(na["baseline_median"], a["candidate_median"], "{na}");
+    assert_eq!(na["verdict"], "ok", "{na}");
+    // Kernel B and the step wall keep every main run, the accepted one included: 4 × 60.
+    assert_eq!(nb["baseline_samples"], 240, "{nb}");
+    assert_eq!(nb["verdict"], "regression", "{nb}");
+    let wall = g["groups"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "wall_ns")
+        .unwrap()
+        .clone();
+    assert_eq!(wall["baseline_samples"], 240, "{wall}");
+    let reasons = g["reasons"].to_string();
+    assert!(
+        reasons.contains(&b["short_name"].as_str().unwrap()[..20]),
+        "{reasons}"
+    );
+    let today = &d["at"].as_str().unwrap()[..10];
+    let note = g["warnings"][0].as_str().unwrap();
+    assert!(
+        note.contains(&format!(
+            "accepted on {today} by dana: '{reason}' — the reference of {key} is that run"
+        )),
+        "{note}"
+    );
+    assert!(
+        note.contains("the other metrics keep all 4 run(s)"),
+        "{note}"
     );
 }
 

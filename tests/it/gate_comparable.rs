@@ -178,7 +178,7 @@ fn smaller_differences_lower_the_score_and_are_listed() {
             "batch mix"
         ]
     );
-    assert_eq!(k["unknown"], serde_json::json!(["model"]));
+    assert_eq!(k["unknown"], serde_json::json!(["model", "engine version"]));
     assert!(
         (k["score"].as_f64().unwrap() - 6.0 / 9.0).abs() < 1e-12,
         "{k}"
@@ -227,4 +227,82 @@ fn a_plain_diff_across_gpus_warns_and_compares() {
         "--verdict",
     ]);
     assert_eq!(code, 6);
+}
+
+/// The real vLLM decode capture (one full-graph step on an MI300X), as vLLM 0.6.3 and
+/// vLLM 0.7.0 would have written it (`vllm_version` at the top level, where the profiler
+/// puts it, docs/kineto-format.md §1).
+fn vllm_capture(dir: &Path, version: &str) -> PathBuf {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(common::fixture(
+            "kineto/vllm_mi300x_decode_fullgraph_step.json.gz",
+        ))
+        .unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(v.get("vllm_version").is_none());
+    v["vllm_version"] = version.into();
+    let p = dir.join(format!("vllm-{version}.json"));
+    std::fs::write(&p, v.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn an_engine_version_difference_lowers_the_score_and_is_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = vllm_capture(dir.path(), "0.6.3");
+    // One step: recorded anyway (the policy says warn); every gate is then inconclusive
+    // for want of steps, and the operating points are still compared.
+    let warn = dir.path().join("warn.toml");
+    std::fs::write(&warn, "small_baseline = \"warn\"\n").unwrap();
+    let base = dir.path().join("base.json");
+    let (code, _, err) = common::run(&[
+        "baseline",
+        "record",
+        old.to_str().unwrap(),
+        "-o",
+        base.to_str().unwrap(),
+        "--policy",
+        warn.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    assert_eq!(b["meta"]["engine_version"], "vllm 0.6.3");
+
+    let new = vllm_capture(dir.path(), "0.7.0");
+    let (code, v) = json(&base, &new);
+    assert_eq!(code, 3, "{v}");
+    let k = &v["comparability"];
+    assert_eq!(
+        k["differences"],
+        serde_json::json!([{
+            "field": "engine version",
+            "baseline": "vllm 0.6.3",
+            "candidate": "vllm 0.7.0",
+            "changes_meaning": false,
+        }])
+    );
+    let checked = k["checked"].as_array().unwrap();
+    assert!(checked.iter().any(|f| f == "engine version"), "{k}");
+    let n = checked.len() as f64;
+    assert!(
+        (k["score"].as_f64().unwrap() - (n - 1.0) / n).abs() < 1e-12,
+        "{k}"
+    );
+    // Not a meaning change: the verdict is the step count's (inconclusive), not exit 6.
+    assert_ne!(v["verdict"], "incomparable");
+    let (_, md, _) = gate(&base, &new, &["--format", "markdown"]);
+    assert!(
+        md.contains("differs in engine version vllm 0.6.3 → vllm 0.7.0."),
+        "{md}"
+    );
+    // The same version: compared, no difference.
+    let (_, v) = json(&base, &old);
+    assert_eq!(v["comparability"]["differences"], serde_json::json!([]));
+    assert_eq!(v["comparability"]["score"], 1.0);
 }

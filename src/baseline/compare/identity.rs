@@ -1,6 +1,6 @@
 //! Who each side is, and whether the two may be compared: their operating points field
 //! by field. A difference that changes what a step means (GPU, model, TP, no step kind
-//! in common) makes a gate `incomparable`; smaller ones (engine, capture mode, how the
+//! in common) makes a gate `incomparable`; smaller ones (engine and its version, capture mode, how the
 //! steps were found, source format, profiler version, batch mix) lower the comparability
 //! score and are listed. Fields a side does not state are not compared and not counted.
 
@@ -73,6 +73,14 @@ fn fields(b: &Baseline, c: &Baseline) -> Vec<Field> {
         // Meaning changes only when no kind is on both sides (checked below).
         f("step kinds", kinds(b), kinds(c), false),
         f("engine", bm.engine.clone(), cm.engine.clone(), false),
+        // An engine upgrade moves step times with no kernel of the change touched: listed,
+        // and it lowers the score, but the steps still mean the same.
+        f(
+            "engine version",
+            bm.engine_version.clone(),
+            cm.engine_version.clone(),
+            false,
+        ),
         f("capture mode", capture(b), capture(c), false),
         f(
             "step discovery",

@@ -88,6 +88,22 @@ impl Header {
     }
 }
 
+/// Version keys of serving engines among [`VERSION_KEYS`], with the engine they name.
+const ENGINE_VERSION_KEYS: [(&str, &str); 1] = [("vllm", "vllm_version")];
+
+/// The engine and its version in a trace's `tool_version` text (`vllm 0.6.3`), where
+/// the trace recorded one: the gate compares it between the sides (an engine upgrade
+/// changes step times without any kernel of the pull request changing).
+pub fn engine_version_in(tool_version: &str) -> Option<String> {
+    tool_version.split(", ").find_map(|item| {
+        let (name, v) = item.split_once(' ')?;
+        ENGINE_VERSION_KEYS
+            .iter()
+            .any(|(e, _)| *e == name)
+            .then(|| format!("{name} {v}"))
+    })
+}
+
 fn scalar_text(raw: &[u8]) -> String {
     match serde_json::from_slice::<Value>(raw) {
         Ok(Value::String(s)) => s,
@@ -201,6 +217,13 @@ mod tests {
         assert_eq!(h.base_time_ns, Some(1_775_078_550_000_000_000));
         assert_eq!(h.schema_version.as_deref(), Some("1"));
         assert_eq!(h.tool_version().as_deref(), Some("cupti 28, vllm 0.33.0"));
+        assert_eq!(
+            engine_version_in(&h.tool_version().unwrap()).as_deref(),
+            Some("vllm 0.33.0")
+        );
+        assert!(ENGINE_VERSION_KEYS
+            .iter()
+            .all(|(_, k)| VERSION_KEYS.contains(k)));
         let d = h.distributed.as_ref().unwrap();
         assert_eq!(
             (d.rank, d.world_size, d.ranks.clone()),

@@ -24,6 +24,7 @@ mod read;
 mod scan;
 mod shapes;
 
+pub use header::engine_version_in;
 pub use names::short_name;
 
 use std::path::Path;
