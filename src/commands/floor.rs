@@ -20,7 +20,8 @@ that is larger (the reference definition, docs/method.md §3.1; the chapter's om
 Every number is derived or cited, none measured. GPUs: h100-sxm h100-pcie h200 h20
 a100-40gb a100-80gb (a100-80) a100-80gb-pcie a10g l4 l40s rtx-4090 b200 mi300x mi325x.
 Models: llama-3-8b llama-3.1-8b llama-3-70b llama-2-7b mistral-7b mixtral-8x7b qwen2.5-7b
-qwen3-0.6b qwen3-8b qwen3-30b-a3b gemma-2-9b gemma-3-12b deepseek-v2-lite deepseek-v3 kimi-k2.";
+qwen3-0.6b qwen3-8b qwen3-30b-a3b gemma-2-9b gemma-3-12b gpt-oss-20b gpt-oss-120b deepseek-v2-lite
+deepseek-v3 kimi-k2.";
 
 /// The analytic roofline floor of one decode step at batch B and context s.
 #[derive(Debug, clap::Args)]

@@ -10,7 +10,9 @@ use crate::trace::{OpKind, Trace};
 use crate::wire::steps::Step;
 
 use super::batch;
-use super::tokens::Count;
+
+/// A bound in keys with its line of evidence.
+pub type Bound = (u64, String);
 
 /// The v2 decode kernel (not its reduce: that grid has no partition axis).
 const V2: &str = "paged_attention_v2_kernel";
@@ -71,7 +73,7 @@ fn rows(trace: &Trace) -> Result<Vec<Row<'_>>> {
 
 /// Per step (same order), the most keys its v2 attention grid allows a request, with the
 /// evidence; None where the step ran no such kernel.
-pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Count>>> {
+pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Bound>>> {
     let rows = rows(evidence)?;
     Ok(steps
         .iter()
@@ -82,30 +84,30 @@ pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Count>>> {
                 .iter()
                 .filter(|r| r.pid == s.pid)
                 .max_by_key(|r| r.keys)?;
-            Some(Count {
-                value: top.keys,
-                evidence: format!(
+            Some((
+                top.keys,
+                format!(
                     "{} launches {} partition(s) of {} keys (grid z)",
                     batch::short(top.name),
                     top.partitions,
                     top.size
                 ),
-            })
+            ))
         })
         .collect())
 }
 
 /// The warning for a `--context` above every step's bound (the largest bound, so the flag
 /// exceeds what any step could hold), or None.
-pub fn check(flag: u64, bounds: &[Option<Count>]) -> Option<String> {
-    let seen: Vec<&Count> = bounds.iter().flatten().collect();
-    let top = seen.iter().max_by_key(|c| c.value)?;
-    (flag > top.value).then(|| {
+pub fn check<'b>(flag: u64, bounds: impl Iterator<Item = &'b Bound>) -> Option<String> {
+    let seen: Vec<&Bound> = bounds.collect();
+    let top = seen.iter().max_by_key(|b| b.0)?;
+    (flag > top.0).then(|| {
         format!(
             "--context {flag} contradicts the capture (at most {} keys per request in all {} steps with a read grid: {}): pricing at --context {flag}",
-            top.value,
+            top.0,
             seen.len(),
-            top.evidence
+            top.1
         )
     })
 }
@@ -129,16 +131,11 @@ mod tests {
 
     #[test]
     fn a_context_above_every_bound_is_a_contradiction() {
-        let c = |v: u64| {
-            Some(Count {
-                value: v,
-                evidence: format!("{v} keys"),
-            })
-        };
+        let c = |v: u64| Some((v, format!("{v} keys")));
         let b = [c(1024), None, c(512)];
-        assert!(check(1024, &b).is_none());
-        let w = check(4096, &b).unwrap();
+        assert!(check(1024, b.iter().flatten()).is_none());
+        let w = check(4096, b.iter().flatten()).unwrap();
         assert!(w.starts_with("--context 4096 contradicts the capture (at most 1024 keys per request in all 2 steps"), "{w}");
-        assert!(check(4096, &[None]).is_none());
+        assert!(check(4096, [None::<Bound>].iter().flatten()).is_none());
     }
 }

@@ -131,8 +131,12 @@ pub fn resolve(
         (None, c) => side_batch.or(c),
     };
     if let (Some(c), Some(counts)) = (given.context, counts) {
-        let bounds: Vec<_> = counts.iter().map(|k| k.max_keys.clone()).collect();
-        report.warnings.extend(context::check(c, &bounds));
+        let bounds: Vec<context::Bound> = counts
+            .iter()
+            .filter_map(|k| k.max_keys.as_ref())
+            .map(|k| (k.value, k.evidence.clone()))
+            .collect();
+        report.warnings.extend(context::check(c, bounds.iter()));
     }
     let context = given
         .context

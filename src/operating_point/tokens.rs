@@ -126,6 +126,7 @@ fn tokens_of(step: &Step, rows: &[WriteRow<'_>]) -> Option<Count> {
 pub fn read(evidence: &Trace, steps: &[Step]) -> Result<Vec<StepCounts>> {
     let writes = write_rows(evidence)?;
     let grids = batch::grid_rows(evidence)?;
+    // The context bound's module reads grids the same way; its bound is kept as a count.
     let keys = super::context::bounds(evidence, steps)?;
     Ok(steps
         .iter()
@@ -134,7 +135,7 @@ pub fn read(evidence: &Trace, steps: &[Step]) -> Result<Vec<StepCounts>> {
             tokens: tokens_of(s, &writes),
             requests: batch::from_grid(s, &grids)
                 .map(|(value, evidence)| Count { value, evidence }),
-            max_keys,
+            max_keys: max_keys.map(|(value, evidence)| Count { value, evidence }),
         })
         .collect())
 }

@@ -31,6 +31,9 @@ const PUBLISHED_PARAMS_B: &[(&str, f64, f64)] = &[
     ("qwen3-30b-a3b", 30.5, 0.005),
     ("gemma-2-9b", 9.24, 0.005),
     ("gemma-3-12b", 11.8, 0.005),
+    // OpenAI's gpt-oss model card: 21B and 117B parameters (rounded to 1B).
+    ("gpt-oss-20b", 21.0, 0.01),
+    ("gpt-oss-120b", 117.0, 0.005),
     ("deepseek-v2-lite", 15.7, 0.005),
     ("deepseek-v3", 671.0, 0.005),
     ("kimi-k2", 1000.0, 0.05),
