@@ -177,8 +177,9 @@ fn action(
             "quantize kernels move activations, which the byte model does not price (floor 0): their time is overhead — fuse the quantization into the norm or the GEMM before it".to_owned()
         }
         (KernelClass::Rest, ClassShape::AtRoof) => format!("rest{at}: at the roof"),
-        (KernelClass::Rest, _) => {
-            "norms, rope, activations and copies move almost no compulsory bytes: their time is overhead — fuse them (fused add-norm, torch.compile) or keep them inside CUDA graphs".to_owned()
-        }
+        (KernelClass::Rest, _) => format!(
+            "norms, rope, activations and copies move almost no compulsory bytes: their time is overhead — fuse them (fused add-norm, torch.compile) or keep them inside {}",
+            ctx.profiler.graphs
+        ),
     })
 }

@@ -227,9 +227,10 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
             return (
                 Shape::LaunchBound,
                 format!(
-                    "gap is {:.0}% of wall and the host lane is dense although CUDA graphs already run ({} replays): \
+                    "gap is {:.0}% of wall and the host lane is dense although {} already run ({} replays): \
                      the kernels launched outside the graphs are the cost — capture them too, fuse them or torch.compile",
                     gap_frac * 100.0,
+                    profiler.graphs,
                     step.graph_replays
                 ),
             );
@@ -238,10 +239,11 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
             return (
                 Shape::LaunchBound,
                 format!(
-                    "gap is {:.0}% of wall and the host lane is dense: launch-bound — use CUDA graphs \
+                    "gap is {:.0}% of wall and the host lane is dense: launch-bound — use {} \
                      (vLLM: drop --enforce-eager; SGLang: drop --disable-cuda-graph) or fuse kernels; \
                      nothing about the kernels matters until this is fixed",
-                    gap_frac * 100.0
+                    gap_frac * 100.0,
+                    profiler.graphs
                 ),
             );
         }

@@ -55,12 +55,17 @@ pub fn missing_floor_notes(steps: &[Step], point: &OperatingPoint) -> Vec<String
 pub struct KernelProfiler {
     pub name: &'static str,
     pub dram: &'static str,
+    /// What the vendor's runtime calls a captured launch sequence: the advice names it
+    /// (on ROCm, PyTorch's `torch.cuda.CUDAGraph` and the engines' "CUDA graph" flags
+    /// record HIP graphs).
+    pub graphs: &'static str,
 }
 
 /// NVIDIA's kernel profiler; its `dram__throughput` metric is achieved DRAM bandwidth.
 pub const NSIGHT_COMPUTE: KernelProfiler = KernelProfiler {
     name: "Nsight Compute",
     dram: "Nsight Compute dram__throughput",
+    graphs: "CUDA graphs",
 };
 
 /// AMD's kernel profiler (ROCm Compute Profiler); `rocprof-compute analyze -b 3` prints
@@ -69,6 +74,7 @@ pub const NSIGHT_COMPUTE: KernelProfiler = KernelProfiler {
 pub const ROCPROF_COMPUTE: KernelProfiler = KernelProfiler {
     name: "rocprof-compute",
     dram: "rocprof-compute's memory chart, analyze -b 3",
+    graphs: "HIP graphs",
 };
 
 /// The kernel profiler for a trace of `vendor`. A trace that names no vendor gets

@@ -131,14 +131,18 @@ fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
     if e.graph_replays > 0 {
         return Some(Fired {
             line: format!(
-                "{head} — CUDA graphs already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
+                "{head} — {} already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
+                e.profiler.graphs,
                 e.graph_replays
             ),
-            held_back: vec!["CUDA graphs (already replayed in the trace)".to_owned()],
+            held_back: vec![format!("{} (already replayed in the trace)", e.profiler.graphs)],
         });
     }
     Some(Fired {
-        line: format!("{head} — capture the step in CUDA graphs or use torch.compile"),
+        line: format!(
+            "{head} — capture the step in {} or use torch.compile",
+            e.profiler.graphs
+        ),
         held_back: Vec::new(),
     })
 }

@@ -618,3 +618,22 @@ fn the_attention_advice_is_the_grid_of_the_family_that_runs() {
         "{a}"
     );
 }
+
+#[test]
+fn an_amd_trace_is_advised_hip_graphs_never_cuda_graphs() {
+    // The real SGLang MI300X decode (ROCm: its device is an AMD Instinct MI300X).
+    let real = crate::common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let text = steps(&real, &["--model", "qwen3-8b"], "table");
+    assert!(text.contains("keep them inside HIP graphs"), "{text}");
+    assert!(!text.contains("CUDA graphs"), "{text}");
+    // An NVIDIA capture keeps CUDA's word.
+    let dir = tempfile::tempdir().unwrap();
+    let p = build(
+        dir.path(),
+        "nv",
+        &planted::scenario(Cause::SlowAttentionSmallBatch, 6),
+    );
+    let text = steps(&p, &["--model", "llama-3-8b"], "table");
+    assert!(text.contains("keep them inside CUDA graphs"), "{text}");
+    assert!(!text.contains("HIP graphs"));
+}
