@@ -43,18 +43,23 @@ pub fn table(g: &GroupSpread) -> Table {
     t
 }
 
+/// The heading of one group's table: what its numbers are and when a class "varies".
+pub fn heading(g: &GroupSpread) -> String {
+    format!(
+        "per kernel class across the {} {} steps (measured, exclusive µs per step; varies: p90 ≥ {} × p10 and p90 − p10 ≥ {:.0}% of the median wall {}):",
+        g.steps,
+        g.group,
+        VARIES_RATIO,
+        VARIES_OF_WALL * 100.0,
+        fmt_us(g.median_wall_ns) + " µs"
+    )
+}
+
 /// Every group's table with its heading, as text or markdown.
 pub fn groups_text(groups: &[GroupSpread], markdown: bool) -> String {
     let mut out = String::new();
     for g in groups {
-        out.push_str(&format!(
-            "\nper kernel class across the {} {} steps (measured, exclusive µs per step; varies: p90 ≥ {} × p10 and p90 − p10 ≥ {:.0}% of the median wall {}):\n\n",
-            g.steps,
-            g.group,
-            VARIES_RATIO,
-            VARIES_OF_WALL * 100.0,
-            fmt_us(g.median_wall_ns) + " µs"
-        ));
+        out.push_str(&format!("\n{}\n\n", heading(g)));
         let t = table(g);
         out.push_str(&if markdown {
             t.to_markdown()

@@ -637,3 +637,38 @@ fn an_amd_trace_is_advised_hip_graphs_never_cuda_graphs() {
     assert!(text.contains("keep them inside CUDA graphs"), "{text}");
     assert!(!text.contains("HIP graphs"));
 }
+
+#[test]
+fn the_steps_page_draws_the_class_spread_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = build(
+        dir.path(),
+        "straggler",
+        &planted::scenario(Cause::StragglingAllReduce, 8),
+    );
+    let html = dir.path().join("steps.html");
+    let (code, _, err) = run(&[
+        "steps",
+        p.to_str().unwrap(),
+        "--model",
+        "llama-3-70b",
+        "--tp",
+        "4",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("<h2>Kernel classes across like steps</h2>")
+        .unwrap();
+    let section = &page[at..];
+    let row = section
+        .split("<tr>")
+        .find(|r| r.contains("communication"))
+        .unwrap();
+    // The same p10 / p90 as the JSON: 1.28 and 8.96 ms per step (worked out above from
+    // the straggler schedule), and the class varies.
+    assert!(row.contains("1,280.0") && row.contains("8,960.0"), "{row}");
+    assert!(row.contains(">yes<"), "{row}");
+}

@@ -9,7 +9,7 @@ use crate::report::charts::{self, distinct, BarRow, Segment, FLOOR, GAP, NEUTRAL
 use crate::report::classes::{class_table, group_heading, group_lines, layer_table};
 use crate::report::fmt_us;
 use crate::report::html::{esc, figure, table};
-use crate::wire::attribution::{GroupAttribution, KernelClass};
+use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass};
 
 /// The colour of each class, the same in every group's bars: none of the floor's, the
 /// gap's, the neutral or the "no class" grey.
@@ -96,6 +96,22 @@ pub fn section(groups: &[GroupAttribution]) -> String {
         if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
             out.push_str(&table(&layer_table(l), None));
         }
+    }
+    out
+}
+
+/// Each group's class times across its like steps (p10 / median / p90, measured): the
+/// median step's section above shows one step only.
+pub fn spread_section(spreads: &[GroupSpread]) -> String {
+    if spreads.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Kernel classes across like steps</h2>\n");
+    for g in spreads {
+        out.push_str(&table(
+            &crate::report::spread::table(g),
+            Some(&crate::report::spread::heading(g)),
+        ));
     }
     out
 }

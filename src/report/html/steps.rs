@@ -373,6 +373,9 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         b.push_str(&composition(m));
     }
     b.push_str(&crate::report::html::classes::section(&r.groups));
+    b.push_str(&crate::report::html::classes::spread_section(
+        &r.class_spread,
+    ));
     if let Some(p) = roofs {
         b.push_str(&roofline(r, p));
     }
