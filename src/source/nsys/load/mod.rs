@@ -196,7 +196,7 @@ fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<Strin
 
 /// Load an export that is known to be an SQLite file (checked by the caller).
 pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
-    load_split(path, opts, Split::for_this_machine())
+    load_split(path, opts, Split::for_threads(opts.threads))
 }
 
 /// [`load_sqlite`] with the big tables split as `split` says (tests force slices on
