@@ -66,6 +66,11 @@ pub struct LoadOptions {
     /// thread alone). From `--threads`, else the cores this process may use
     /// ([`threads`]).
     pub threads: usize,
+    /// Test hook: rows per slice of a big table, replacing the loader's floor (2^19), so
+    /// tests split small reports and check the output does not depend on the split.
+    /// `None` keeps the floor; the binary takes it from `STEPGATE_TEST_MIN_SLICE_ROWS`.
+    #[doc(hidden)]
+    pub min_slice_rows: Option<i64>,
 }
 
 /// The process's `--threads`, once the command line has set it (0: not set).
@@ -109,6 +114,7 @@ impl LoadOptions {
             gpu_metrics: false,
             shapes: false,
             threads: threads(),
+            min_slice_rows: nsys::test_min_slice_rows(),
         }
     }
 
