@@ -342,3 +342,42 @@ fn generated_reports_load_the_same_with_any_slices() {
         "NVTX tables in several slices: {nvtx_split}"
     );
 }
+
+/// A gzipped trace cut short or damaged mid-stream fails the same way whether it is
+/// inflated on the parsing thread (1) or on its own (2, 8): the decoder's error reaches
+/// the parser in order, after the same bytes, and is worded the same.
+#[test]
+fn damaged_gzip_fails_the_same_at_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(common::fixture(
+        "kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz",
+    ))
+    .unwrap();
+    let cut = dir.path().join("cut.json.gz");
+    std::fs::write(&cut, &good[..good.len() * 2 / 3]).unwrap();
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    for b in &mut bad[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let flipped = dir.path().join("flipped.json.gz");
+    std::fs::write(&flipped, &bad).unwrap();
+    for f in [&cut, &flipped] {
+        let one = run_at("analyze", f, 1);
+        assert_eq!(one.0, 2, "{}: {}", f.display(), one.2);
+        assert!(one.1.is_empty());
+        assert!(
+            one.2.contains("corrupt gzip data") || one.2.contains("JSON"),
+            "{}",
+            one.2
+        );
+        for n in [2, 8] {
+            assert_eq!(
+                run_at("analyze", f, n),
+                one,
+                "{} at {n} threads",
+                f.display()
+            );
+        }
+    }
+}
