@@ -38,9 +38,9 @@ enum Task {
     Ranges(usize),
 }
 
-/// A task's result.
+/// A task's result (an ops part boxed: it is the biggest by far, and there are few).
 enum Done {
-    Ops(usize, Result<OpsOut>),
+    Ops(usize, Box<Result<OpsOut>>),
     Calls(HostPart<CallsBuilder>),
     Ranges(usize, HostPart<RangesBuilder>),
 }
@@ -96,7 +96,10 @@ pub(super) fn read(
                 last: k == last,
                 geometry: opts.geometry,
             };
-            Done::Ops(k, load_ops(db, schema, table, memcpy, part, progress))
+            Done::Ops(
+                k,
+                Box::new(load_ops(db, schema, table, memcpy, part, progress)),
+            )
         }
         Task::Calls => Done::Calls(load_calls(db, schema, table, progress)),
         Task::Ranges(k) => Done::Ranges(
@@ -141,7 +144,7 @@ fn place(done: Vec<Done>, n_ops: usize, n_ranges: usize, calls: bool) -> Read {
     let mut call_part = None;
     for d in done {
         match d {
-            Done::Ops(k, r) => ops[k] = Some(r),
+            Done::Ops(k, r) => ops[k] = Some(*r),
             Done::Ranges(k, r) => ranges[k] = Some(r),
             Done::Calls(r) => call_part = Some(r),
         }

@@ -18,7 +18,7 @@ pub struct Split {
 }
 
 /// Test hook (documented in docs/hostile-inputs.md): rows per slice, replacing
-/// [`Split::MIN_ROWS`], so the tests split the small fixtures through the binary and
+/// the loader's floor of 2^19, so the tests split the small fixtures through the binary and
 /// check that the output does not depend on the split. Not a user option: a slice of a
 /// few rows costs a thread and a connection for nothing.
 pub const MIN_ROWS_VAR: &str = "STEPGATE_TEST_MIN_SLICE_ROWS";
