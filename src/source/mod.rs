@@ -64,7 +64,9 @@ pub struct LoadOptions {
     pub shapes: bool,
     /// Most threads a reader may read on at once (at least 1; 1 reads on the calling
     /// thread alone). From `--threads`, else the cores this process may use
-    /// ([`threads`]).
+    /// ([`threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
+    /// inflates a gzipped trace on a second thread when it is at least 2; rocpd has no
+    /// parallel read yet and uses the calling thread at every count.
     pub threads: usize,
     /// Test hook: rows per slice of a big table, replacing the loader's floor (2^19), so
     /// tests split small reports and check the output does not depend on the split.
