@@ -6,6 +6,8 @@
 #   RUNS=3 scripts/bench_nsys.sh ...       (pairs per row; medians are printed)
 #   SG=old/stepgate scripts/bench_nsys.sh  (time another build instead of this one)
 #   ROWS='class attribution' scripts/bench_nsys.sh  (only the rows whose label contains it)
+#   ROWS=threads scripts/bench_nsys.sh     (the scaling rows: --threads 1 and all cores)
+#   (builds go to $CARGO_TARGET_DIR when it is set, else target/)
 #
 # Inputs (made once by scripts/make_nsys_bench_inputs.sh, release build):
 #   bench_1m / bench_4m   the real fastvideo_h100 export replicated in time to 1M / 4M kernels
@@ -23,10 +25,11 @@ cd "$(dirname "$0")/.."
 out=${1:-target/bench-inputs}
 command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install sqlite3)" >&2; exit 4; }
 scripts/make_nsys_bench_inputs.sh "$out" --release >/dev/null
-[ -f "$out/decode_200k_x10.sqlite" ] || target/release/stepgate-synth workload --steps 200000 \
+tgt=${CARGO_TARGET_DIR:-target}
+[ -f "$out/decode_200k_x10.sqlite" ] || "$tgt"/release/stepgate-synth workload --steps 200000 \
   --kernels 10 --mode node -o "$out/decode_200k_x10.sqlite" >/dev/null
 # SG=/path/to/stepgate compares another build (e.g. an older release) on the same inputs.
-sg=${SG:-target/release/stepgate}
+sg=${SG:-$tgt/release/stepgate}
 [ -n "${SG:-}" ] || cargo build --release --bin stepgate >/dev/null 2>&1
 
 # The columns stepgate reads, printed by the sqlite3 CLI to /dev/null.
@@ -98,6 +101,33 @@ row_ab() {
     "$(printf '%s\n' "${ons[@]}" | median)" "$peak" "$(printf '%s\n' "${ratios[@]}" | median)" "$runs"
 }
 
+# Scaling: per pair, the sqlite3 dump, stepgate at --threads 1 and at every core this
+# process may use (nproc reads the same affinity mask as stepgate's default), back to
+# back. Prints both ratios to the dump and the speed-up per added core, (t1 / tN - 1) /
+# (N - 1): 1.00 is perfect scaling, 0 none.
+row_threads() {
+  local label=$1 file=$2 nvtx=$3; shift 3
+  local all; all=$(nproc)
+  wanted "$label --threads" || return 0
+  cat "$file" >/dev/null
+  local refs=() ones=() alls=() r1=() rn=() per=() peak1=0 peakn=0 ref_s mb s1 mb1 sn mbn
+  for _ in $(seq "$runs"); do
+    read -r ref_s mb <<<"$(measure sqlite3 "$file" "$(ref_sql "$file" "$nvtx")")"
+    read -r s1 mb1 <<<"$(measure "$sg" "$@" --threads 1 "$file")"
+    read -r sn mbn <<<"$(measure "$sg" "$@" --threads "$all" "$file")"
+    refs+=("$ref_s"); ones+=("$s1"); alls+=("$sn")
+    r1+=("$(echo "$s1 / $ref_s" | bc -l)"); rn+=("$(echo "$sn / $ref_s" | bc -l)")
+    if [ "$all" -gt 1 ]; then per+=("$(echo "($s1 / $sn - 1) / ($all - 1)" | bc -l)"); else per+=(0); fi
+    [ "$mb1" -gt "$peak1" ] && peak1=$mb1
+    [ "$mbn" -gt "$peakn" ] && peakn=$mbn
+  done
+  printf '%-34s %-24s sqlite3 %6.2f s | --threads 1 %6.2f s (%5s MiB), ratio %.2f | --threads %s %6.2f s (%5s MiB), ratio %.2f | speed-up per added core %.2f (%s runs)\n' \
+    "$label --threads 1/$all" "$(basename "$file")" "$(printf '%s\n' "${refs[@]}" | median)" \
+    "$(printf '%s\n' "${ones[@]}" | median)" "$peak1" "$(printf '%s\n' "${r1[@]}" | median)" \
+    "$all" "$(printf '%s\n' "${alls[@]}" | median)" "$peakn" "$(printf '%s\n' "${rn[@]}" | median)" \
+    "$(printf '%s\n' "${per[@]}" | median)" "$runs"
+}
+
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 row "analyze --format json" "$out/bench_1m.sqlite" 1 analyze --format json
 row "analyze --format json" "$out/bench_4m.sqlite" 1 analyze --format json
@@ -105,6 +135,8 @@ row "analyze --no-steps (kernels only)" "$out/bench_4m.sqlite" 0 analyze --no-st
 row "steps --format json" "$out/decode_10k_x400.sqlite" 1 steps --format json
 row_ab "steps: class attribution on/off" "$out/decode_10k_x400.sqlite" --model llama-3-8b
 row "steps --format json" "$out/bench_4m.sqlite" 1 steps --format json
+row_threads "analyze" "$out/bench_1m.sqlite" 1 analyze --format json
+row_threads "steps" "$out/decode_10k_x400.sqlite" 1 steps --format json
 
 # export vs steps on one input, back to back per pair (each export into a fresh dataset).
 export_row() {

@@ -15,7 +15,7 @@ flag=${2:-}
 mkdir -p "$out"
 cargo build ${flag} --features synth --bin stepgate-synth
 dir=debug; [ "$flag" = "--release" ] && dir=release
-synth=target/$dir/stepgate-synth
+synth=${CARGO_TARGET_DIR:-target}/$dir/stepgate-synth
 fixture=tests/fixtures/nsys/fastvideo_h100_2gpu_nsys2026.2.sqlite
 [ -f "$out/bench_1m.sqlite" ] || "$synth" replicate "$fixture" --kernels 1000000 -o "$out/bench_1m.sqlite"
 [ -f "$out/bench_4m.sqlite" ] || "$synth" replicate "$fixture" --kernels 4000000 -o "$out/bench_4m.sqlite"

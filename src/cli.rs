@@ -27,6 +27,19 @@ pub const VERSION: &str = concat!(
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Threads a report is read on (nsys: its tables and rowid slices of the big ones, on
+    /// separate connections). Default: the cores this process may use (its CPU affinity
+    /// and cgroup quota, not the host's count); 1 reads on one thread. The output is the
+    /// same at every count.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = commands::numbers::threads_flag,
+        help_heading = commands::headings::GLOBAL
+    )]
+    pub threads: Option<usize>,
 }
 
 /// Every subcommand lets `-1` reach its flag's own check (which names the flag and says
@@ -93,6 +106,11 @@ pub enum Command {
 
 /// Run one parsed command line; the returned value is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
+    // Set once for the process: every reader's `LoadOptions` takes it from there, so no
+    // command has to pass it down (a `capture --then` line without it keeps the outer one).
+    if let Some(n) = cli.threads {
+        crate::source::set_threads(n);
+    }
     match cli.command {
         Command::Analyze(a) => commands::analyze::run(&a),
         Command::Steps(a) => commands::steps::run(&a),

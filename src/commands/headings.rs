@@ -1,6 +1,6 @@
 //! The headings every command's `--help` groups its options under, one spelling for all:
 //! what is read, how steps are found, how the floor is priced, which history, what counts
-//! as a regression, what is written.
+//! as a regression, what is written, and the options every command takes.
 
 pub const INPUT: &str = "Input";
 pub const STEPS: &str = "Steps";
@@ -9,3 +9,4 @@ pub const HISTORY: &str = "History (gate --history)";
 pub const THRESHOLDS: &str = "Thresholds";
 pub const OUTPUT: &str = "Output";
 pub const EXPORT: &str = "Export (append this run to a dataset)";
+pub const GLOBAL: &str = "Global (every command)";

@@ -88,6 +88,16 @@ pub fn window_flag(s: &str) -> std::result::Result<usize, String> {
     count("--window", "runs", s, 1, 1 << 32).map(|v| v as usize)
 }
 
+/// Most reader threads `--threads` accepts: beyond any machine's core count, so a typo
+/// (`--threads 100000`) is refused instead of spawning a thread per slice it can fill.
+pub const MAX_THREADS: u64 = 1024;
+
+/// `--threads`: reader threads, 1 (the serial read) ..= [`MAX_THREADS`]; 0 would read
+/// nothing.
+pub fn threads_flag(s: &str) -> std::result::Result<usize, String> {
+    count("--threads", "threads", s, 1, MAX_THREADS).map(|v| v as usize)
+}
+
 /// `--lock-timeout`: whole seconds to wait for another export's lock, 0 (do not wait)
 /// ..= one day.
 pub fn lock_timeout_flag(s: &str) -> std::result::Result<std::time::Duration, String> {

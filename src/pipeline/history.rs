@@ -52,8 +52,13 @@ pub fn run_source(trace: &Trace, floor: &FloorPlan) -> RunSource {
 }
 
 /// Hash the report on a second thread while `work` loads it (hashing a multi-GB export
-/// costs as much as a fair part of reading it).
+/// costs as much as a fair part of reading it); after it at `--threads 1`, which
+/// promises no thread beyond the command's own.
 pub fn with_report_hash<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<(T, String)> {
+    if crate::source::threads() == 1 {
+        let out = work()?;
+        return Ok((out, write::report_sha256(path)?));
+    }
     std::thread::scope(|s| {
         let h = s.spawn(|| write::report_sha256(path));
         let out = work();

@@ -6,6 +6,7 @@
 //! `SourceFormat` variant with its capabilities.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::exit::{Error, Result};
 use crate::trace::Trace;
@@ -61,6 +62,41 @@ pub struct LoadOptions {
     pub gpu_metrics: bool,
     /// Kineto operator input shapes (`record_shapes`) into `Trace::shapes`.
     pub shapes: bool,
+    /// Most threads a reader may read on at once (at least 1; 1 reads on the calling
+    /// thread alone). From `--threads`, else the cores this process may use
+    /// ([`threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
+    /// inflates a gzipped trace on a second thread when it is at least 2; rocpd has no
+    /// parallel read yet and uses the calling thread at every count.
+    pub threads: usize,
+    /// Test hook: rows per slice of a big table, replacing the loader's floor (2^19), so
+    /// tests split small reports and check the output does not depend on the split.
+    /// `None` keeps the floor; the binary takes it from `STEPGATE_TEST_MIN_SLICE_ROWS`.
+    #[doc(hidden)]
+    pub min_slice_rows: Option<i64>,
+}
+
+/// The process's `--threads`, once the command line has set it (0: not set).
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Set the reader thread count for every later load (`--threads`, from the command line;
+/// 0 is taken as 1: a load always has its own thread).
+pub fn set_threads(n: usize) {
+    THREADS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// The reader thread count: `--threads` when given, else the cores this process may use.
+///
+/// `std::thread::available_parallelism` is the right count because on Linux it is not
+/// the host's core count: it counts the calling thread's CPU affinity mask
+/// (`sched_getaffinity`, so `taskset` and cpusets shrink it) and caps that by the cgroup
+/// CPU quota (`cpu.max` in v2, the v1 cpu controller too), so a container limited to 2
+/// CPUs on a 64-core host gets 2 (std's documentation; rust-lang/rust#89310 and #92697).
+/// Its error (a platform that cannot say) means 1: the serial read, never a guess.
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        n => n,
+    }
 }
 
 impl Default for LoadOptions {
@@ -79,6 +115,8 @@ impl LoadOptions {
             geometry: false,
             gpu_metrics: false,
             shapes: false,
+            threads: threads(),
+            min_slice_rows: nsys::test_min_slice_rows(),
         }
     }
 

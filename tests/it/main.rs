@@ -52,5 +52,6 @@ mod steps;
 mod steps_real;
 mod steps_synth;
 mod steps_train;
+mod threads;
 mod verdict_rules;
 mod waterfall;

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver};
 
 use flate2::read::MultiGzDecoder;
 
@@ -49,8 +50,11 @@ pub struct Opened {
     pub gzip: bool,
 }
 
-/// Open `path` for streaming; gzip (one or more members) is decompressed on the fly.
-pub fn open(path: &Path) -> Result<Opened> {
+/// Open `path` for streaming; gzip (one or more members) is decompressed on the fly: on
+/// a second thread when `threads` ≥ 2 (inflating and parsing each take about half of a
+/// gzipped trace's read, so the two overlap instead of adding up), on the calling thread
+/// at 1. Either way the caller reads the same bytes, so every output is the same.
+pub fn open(path: &Path, threads: usize) -> Result<Opened> {
     let file = File::open(path)
         .map_err(|e| Error::input(format!("{}: cannot open: {e}", path.display())))?;
     let mut buffered = BufReader::with_capacity(1 << 20, file);
@@ -58,7 +62,13 @@ pub fn open(path: &Path) -> Result<Opened> {
         .fill_buf()
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
-        let mut inner = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(buffered));
+        let decoder = MultiGzDecoder::new(buffered);
+        let plain: Box<dyn Read> = if threads >= 2 {
+            Box::new(Inflated::spawn(decoder))
+        } else {
+            Box::new(decoder)
+        };
+        let mut inner = BufReader::with_capacity(1 << 16, plain);
         // A corrupt gzip header surfaces later, worded by the reader; only skip a BOM here.
         if inner.fill_buf().is_ok_and(|h| h.starts_with(&BOM)) {
             inner.consume(BOM.len());
@@ -75,6 +85,100 @@ pub fn open(path: &Path) -> Result<Opened> {
             reader: Box::new(buffered),
             gzip: false,
         })
+    }
+}
+
+/// Bytes per chunk the inflating thread hands over: large enough that the channel costs
+/// nothing per byte, small enough that the parser starts at once.
+const CHUNK: usize = 1 << 20;
+/// Chunks inflated ahead of the parser (bounds the memory to a few MiB).
+const AHEAD: usize = 4;
+
+/// What the inflating thread sends: a chunk of plain bytes, the decoder's error (sent as
+/// is, so it is worded as on one thread), or the end of the stream.
+enum Piece {
+    Bytes(Vec<u8>),
+    Failed(std::io::Error),
+    End,
+}
+
+/// The plain bytes of a gzip stream inflated on its own thread, read in order.
+struct Inflated {
+    rx: Receiver<Piece>,
+    chunk: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+impl Inflated {
+    fn spawn<R: Read + Send + 'static>(mut decoder: R) -> Inflated {
+        let (tx, rx) = sync_channel(AHEAD);
+        // Detached: it stops at the end of the stream, on an error, or when the reader
+        // is dropped (its next send fails).
+        std::thread::spawn(move || loop {
+            let mut chunk = vec![0; CHUNK];
+            let mut n = 0;
+            let piece = loop {
+                match decoder.read(&mut chunk[n..]) {
+                    Ok(0) => break None,
+                    Ok(k) => {
+                        n += k;
+                        if n == CHUNK {
+                            break None;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => break Some(e),
+                }
+            };
+            let last = n < CHUNK || piece.is_some();
+            chunk.truncate(n);
+            if n > 0 && tx.send(Piece::Bytes(chunk)).is_err() {
+                return;
+            }
+            if let Some(e) = piece {
+                let _ = tx.send(Piece::Failed(e));
+                return;
+            }
+            if last {
+                let _ = tx.send(Piece::End);
+                return;
+            }
+        });
+        Inflated {
+            rx,
+            chunk: Vec::new(),
+            at: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for Inflated {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.chunk.len() && !self.done {
+            match self.rx.recv() {
+                Ok(Piece::Bytes(c)) => {
+                    self.chunk = c;
+                    self.at = 0;
+                }
+                Ok(Piece::Failed(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Ok(Piece::End) => self.done = true,
+                // The thread ended without saying so (a panic): never a silent short
+                // stream, which would read as a truncated trace.
+                Err(_) => {
+                    self.done = true;
+                    return Err(std::io::Error::other("the gzip inflating thread stopped"));
+                }
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 

@@ -67,7 +67,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
         col.warnings.extend(ranks.notes);
         let mut kept = 0;
         for f in &ranks.files {
-            if read::read_file(&mut col, f)? == 0 {
+            if read::read_file(&mut col, f, opts.threads)? == 0 {
                 col.discard_file();
                 col.warnings.push(format!(
                     "skipped {}: no GPU kernels in it",
@@ -84,7 +84,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
             )));
         }
     } else {
-        read::read_file(&mut col, path)?;
+        read::read_file(&mut col, path, opts.threads)?;
     }
     col.finish(path)
 }

@@ -12,9 +12,10 @@ use super::header::Header;
 use super::input;
 use super::scan::{ScanError, Stream};
 
-/// Read `path` into `col`; returns the number of GPU ops it contributed.
-pub fn read_file(col: &mut Collector, path: &Path) -> Result<usize> {
-    let opened = input::open(path)?;
+/// Read `path` into `col` (a gzipped file inflated on a second thread when `threads` ≥ 2);
+/// returns the number of GPU ops it contributed.
+pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
+    let opened = input::open(path, threads)?;
     col.begin_file(path);
     let mut header = Header::default();
     let mut stream = Stream::new(opened.reader);

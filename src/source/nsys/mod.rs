@@ -19,7 +19,7 @@ pub mod schema;
 mod strings;
 
 pub use super::LoadOptions;
-pub use load::{gid_pid, gid_tid};
+pub use load::{gid_pid, gid_tid, test_min_slice_rows};
 
 /// Load everything from an nsys export or report.
 pub fn load(path: &Path) -> Result<Trace> {

@@ -30,6 +30,7 @@ pub use open::{open, sql_error, Db};
 use ops::memcpy_names;
 pub use ops::memcpy_symbol;
 use split::Split;
+pub use split::{test_min_slice_rows, MIN_ROWS_VAR};
 
 /// Rows between progress updates.
 const TICK: u64 = 1 << 16;
@@ -196,7 +197,11 @@ fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<Strin
 
 /// Load an export that is known to be an SQLite file (checked by the caller).
 pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
-    load_split(path, opts, Split::for_this_machine())
+    load_split(
+        path,
+        opts,
+        Split::for_threads(opts.threads, opts.min_slice_rows),
+    )
 }
 
 /// [`load_sqlite`] with the big tables split as `split` says (tests force slices on

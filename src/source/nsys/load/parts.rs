@@ -2,6 +2,8 @@
 //! connections and threads, the kernel and NVTX tables in rowid slices — and the merge of
 //! the readers' parts into one interner and one builder per frame, in read order.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rusqlite::Connection;
 
 use super::super::progress::Progress;
@@ -27,13 +29,26 @@ pub(super) struct Read {
     pub(super) ranges: Vec<HostPart<RangesBuilder>>,
 }
 
-/// A loader thread's result (a panic there is a bug, reported as one line, not a crash).
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
-    h.join()
-        .unwrap_or_else(|_| Err(Error::internal("an nsys loader thread panicked")))
+/// One read: a kernel slice (with the small op tables on the last), the call table, or
+/// an NVTX slice, by its index in the slice lists.
+#[derive(Clone, Copy)]
+enum Task {
+    Ops(usize),
+    Calls,
+    Ranges(usize),
 }
 
-/// Run every reader `opts` asks for, each on its own connection.
+/// A task's result (an ops part boxed: it is the biggest by far, and there are few).
+enum Done {
+    Ops(usize, Box<Result<OpsOut>>),
+    Calls(HostPart<CallsBuilder>),
+    Ranges(usize, HostPart<RangesBuilder>),
+}
+
+/// Run every reader `opts` asks for, each on its own connection, on at most
+/// `opts.threads` threads: the calling thread alone at 1 (no thread is spawned), else a
+/// pool of workers taking the reads in order. Whichever thread reads a slice, its part
+/// lands at the slice's index, so the merge sees the order one sequential read gives.
 pub(super) fn read(
     db: &Db,
     conn: &Connection,
@@ -58,37 +73,93 @@ pub(super) fn read(
     // slice's reader also reads the small op tables, so the parts concatenate in order.
     let kernel_slices = split.slices(conn, schema, &queries::KERNELS);
     let last = kernel_slices.len() - 1;
-    let read = std::thread::scope(|s| {
-        let progress = &progress;
-        let filter = opts.range_filter.as_ref();
-        let calls = opts
-            .calls
-            .then(|| s.spawn(move || load_calls(db, schema, table, progress)));
-        let ranges: Vec<_> = range_slices
-            .iter()
-            .map(|&rows| s.spawn(move || load_ranges(db, schema, table, filter, rows, progress)))
-            .collect();
-        let part = |k: usize| OpsPart {
-            kernels: kernel_slices[k],
-            last: k == last,
-            geometry: opts.geometry,
-        };
-        let ops: Vec<_> = (1..kernel_slices.len())
-            .map(|k| s.spawn(move || load_ops(db, schema, table, memcpy, part(k), progress)))
-            .collect();
-        let first = load_ops(db, schema, table, memcpy, part(0), progress);
-        crate::phases::mark("nsys: first kernel slice read");
-        let mut all = vec![first];
-        all.extend(ops.into_iter().map(join));
-        Read {
-            ops: all,
-            calls: calls.map(join),
-            ranges: ranges.into_iter().map(join).collect(),
+    // The big reads first (kernel and NVTX slices alternating, the calls after the first
+    // of each), so a pool of few workers does not end on one long read.
+    let mut tasks = Vec::new();
+    for k in 0..kernel_slices.len().max(range_slices.len()) {
+        if k < kernel_slices.len() {
+            tasks.push(Task::Ops(k));
         }
-    });
+        if k < range_slices.len() {
+            tasks.push(Task::Ranges(k));
+        }
+        if k == 0 && opts.calls {
+            tasks.push(Task::Calls);
+        }
+    }
+    let filter = opts.range_filter.as_ref();
+    let progress = &progress;
+    let run = |t: Task| match t {
+        Task::Ops(k) => {
+            let part = OpsPart {
+                kernels: kernel_slices[k],
+                last: k == last,
+                geometry: opts.geometry,
+            };
+            Done::Ops(
+                k,
+                Box::new(load_ops(db, schema, table, memcpy, part, progress)),
+            )
+        }
+        Task::Calls => Done::Calls(load_calls(db, schema, table, progress)),
+        Task::Ranges(k) => Done::Ranges(
+            k,
+            load_ranges(db, schema, table, filter, range_slices[k], progress),
+        ),
+    };
+    let workers = opts.threads.clamp(1, tasks.len());
+    let done: Vec<Done> = if workers == 1 {
+        tasks.iter().map(|&t| run(t)).collect()
+    } else {
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&t) = tasks.get(i) else { break out };
+                out.push(run(t));
+            }
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                // A worker's panic is a bug: its reads are missing, and `place` turns
+                // them into one internal error, not a crash.
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
     progress.finish();
     crate::phases::mark("nsys: every reader done");
-    read
+    place(done, kernel_slices.len(), range_slices.len(), opts.calls)
+}
+
+/// The readers' results at their slices' indexes. A read that a panicked worker never
+/// returned is an internal error, so the merge fails on it instead of leaving rows out.
+fn place(done: Vec<Done>, n_ops: usize, n_ranges: usize, calls: bool) -> Read {
+    let lost = || Error::internal("an nsys loader thread panicked");
+    let mut ops: Vec<Option<Result<OpsOut>>> = (0..n_ops).map(|_| None).collect();
+    let mut ranges: Vec<Option<HostPart<RangesBuilder>>> = (0..n_ranges).map(|_| None).collect();
+    let mut call_part = None;
+    for d in done {
+        match d {
+            Done::Ops(k, r) => ops[k] = Some(*r),
+            Done::Ranges(k, r) => ranges[k] = Some(r),
+            Done::Calls(r) => call_part = Some(r),
+        }
+    }
+    Read {
+        ops: ops
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(lost())))
+            .collect(),
+        calls: calls.then(|| call_part.unwrap_or_else(|| Err(lost()))),
+        ranges: ranges
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(lost())))
+            .collect(),
+    }
 }
 
 /// The parts merged so far. One interner for the whole trace: each reader's local ids

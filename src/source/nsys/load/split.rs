@@ -17,12 +17,37 @@ pub struct Split {
     pub parts: usize,
 }
 
+/// Test hook (documented in docs/hostile-inputs.md): rows per slice, replacing
+/// the loader's floor of 2^19, so the tests split the small fixtures through the binary and
+/// check that the output does not depend on the split. Not a user option: a slice of a
+/// few rows costs a thread and a connection for nothing.
+pub const MIN_ROWS_VAR: &str = "STEPGATE_TEST_MIN_SLICE_ROWS";
+
+/// [`MIN_ROWS_VAR`]'s value when it is a positive whole number (anything else is
+/// ignored: a test hook must never turn a run into an error).
+pub fn test_min_slice_rows() -> Option<i64> {
+    std::env::var(MIN_ROWS_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|&n| n >= 1)
+}
+
 impl Split {
-    /// Slices of at least 2^19 rows, one per core up to four.
-    pub fn for_this_machine() -> Self {
+    /// Rows per slice below which a table is read whole (2^19: below that a slice's
+    /// connection and merge cost about what its thread saves).
+    pub const MIN_ROWS: i64 = 1 << 19;
+
+    /// Slices of at least `min_rows` rows ([`Split::MIN_ROWS`] unless a test lowers
+    /// it), up to `threads` per table.
+    ///
+    /// No other cap: one slice per reader thread is what the threads can read at once,
+    /// and the row floor already bounds the count by the table's size (a 1M-kernel table
+    /// is at most 2 slices whatever `--threads` says), so many threads never turn a
+    /// small table into many tiny reads.
+    pub fn for_threads(threads: usize, min_rows: Option<i64>) -> Self {
         Split {
-            min_rows: 1 << 19,
-            parts: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            min_rows: min_rows.filter(|&n| n >= 1).unwrap_or(Self::MIN_ROWS),
+            parts: threads.max(1),
         }
     }
 
