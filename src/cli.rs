@@ -138,8 +138,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Dataset(a) => commands::dataset::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
         Command::Presets(a) => commands::presets::run(&a),
-        Command::Completions(a) => commands::completions::run(&a),
-        Command::Man(a) => commands::man::run(&a),
+        Command::Completions(a) => {
+            commands::completions::run(&a, <Cli as clap::CommandFactory>::command())
+        }
+        Command::Man(a) => commands::man::run(&a, <Cli as clap::CommandFactory>::command()),
     }
 }
 

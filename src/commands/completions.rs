@@ -1,9 +1,6 @@
 //! `stepgate completions SHELL`: the shell completion script, generated from the same clap
 //! definitions the parser uses, so it never lists a flag the binary does not take.
 
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 use crate::exit::{Result, OK};
 
 const EXAMPLE: &str = "Examples:
@@ -19,8 +16,9 @@ pub struct Args {
     pub shell: clap_complete::Shell,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
-    let mut cmd = Cli::command();
+/// `cli` is the whole command line's definition, passed in by the parser's module (this
+/// module does not import it: the parser imports every command's `Args`).
+pub fn run(args: &Args, mut cmd: clap::Command) -> Result<u8> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "stepgate", &mut script);
     crate::output::print(&String::from_utf8_lossy(&script))?;

@@ -4,9 +4,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 use crate::exit::{Error, Result, OK};
 
 const EXAMPLE: &str = "Examples:
@@ -39,9 +36,9 @@ fn pages(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
     Ok(())
 }
 
-/// Every page: `stepgate.1` last, its subcommands before it.
-pub fn all_pages() -> Result<Vec<(String, Vec<u8>)>> {
-    let mut cmd = Cli::command();
+/// Every page of `cli` (the whole command line): `stepgate.1` last, its subcommands before
+/// it.
+pub fn all_pages(mut cmd: clap::Command) -> Result<Vec<(String, Vec<u8>)>> {
     // Building names each subcommand `stepgate-<sub>` (its page's title and file name).
     cmd.build();
     let mut out = Vec::new();
@@ -49,16 +46,18 @@ pub fn all_pages() -> Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// `cli` is the whole command line's definition, passed in by the parser's module (this
+/// module does not import it: the parser imports every command's `Args`).
+pub fn run(args: &Args, cli: clap::Command) -> Result<u8> {
     let Some(dir) = &args.dir else {
         let mut roff = Vec::new();
-        clap_mangen::Man::new(Cli::command())
+        clap_mangen::Man::new(cli)
             .render(&mut roff)
             .map_err(|e| Error::input(format!("cannot render the man page: {e}")))?;
         crate::output::print(&String::from_utf8_lossy(&roff))?;
         return Ok(OK);
     };
-    let pages = all_pages()?;
+    let pages = all_pages(cli)?;
     let paths: Vec<PathBuf> = pages.iter().map(|(name, _)| dir.join(name)).collect();
     let mut plan = crate::output::Plan::new();
     for p in &paths {

@@ -8,21 +8,12 @@
 
 use crate::exit::{Error, Result};
 
-/// Most requests one step can batch (vLLM's `max_num_seqs` is 256–1024 in practice).
-pub const MAX_BATCH: u64 = 1 << 20;
-/// Most keys one request attends (the longest-context models take ~10M tokens).
-pub const MAX_CONTEXT: u64 = 1 << 30;
-/// Most GPUs in one tensor- or pipeline-parallel group.
-pub const MAX_PARALLEL: u64 = 4096;
-/// Most kernel launches one step can issue.
-pub const MAX_LAUNCHES: u64 = 1 << 32;
-/// Largest idle gap that separates steps, µs (one hour; steps are milliseconds).
-pub const MAX_GAP_US: f64 = 3.6e9;
-/// Largest per-launch cost, µs (one second; measured costs are a few µs).
-pub const MAX_LAUNCH_COST_US: f64 = 1e6;
-/// Largest HBM bandwidth, TB/s: ten times beyond any part that exists, so a typo (or
-/// `1e300`) is refused instead of priced.
-pub const MAX_HBM_TB_S: f64 = 1e3;
+// The bounds live below the command layer (the sidecar and the batch guesses check the
+// same ones); the flags' parsers here use them under these names.
+pub use crate::limits::{
+    MAX_BATCH, MAX_CONTEXT, MAX_GAP_US, MAX_HBM_TB_S, MAX_LAUNCHES, MAX_LAUNCH_COST_US,
+    MAX_PARALLEL,
+};
 
 /// A whole count flag in `[min, max]`, parsed from what the user typed. `unit` is plural
 /// (`tokens`, `requests`). Accepts `-1` as a token (clap would call it an unknown flag)

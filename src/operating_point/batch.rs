@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
-use crate::commands::numbers::MAX_BATCH;
 use crate::exit::Result;
+use crate::limits::MAX_BATCH;
 use crate::trace::{OpKind, Trace};
 use crate::wire::steps::{Step, StepKind};
 

@@ -252,7 +252,7 @@ pub fn batch_from_tokens(
     counts: &[tokens::StepCounts],
     warnings: &mut Vec<String>,
 ) {
-    let max = crate::commands::numbers::MAX_BATCH;
+    let max = crate::limits::MAX_BATCH;
     let mut over = None;
     for (s, c) in steps.iter_mut().zip(counts) {
         if s.batch_guess.is_some() || !batch::wants_batch(s) {

@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::commands::numbers::{MAX_BATCH, MAX_CONTEXT, MAX_PARALLEL};
 use crate::exit::{Error, Result};
+use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_PARALLEL};
 use crate::wire::capture::CaptureSidecar;
 
 /// The `schema` value of every sidecar.

@@ -643,6 +643,29 @@ fn wire_leaf_violations(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec
     out
 }
 
+/// The command layer (`cli`, `commands`, the binaries) is the top: no library module
+/// depends on it, and no command depends on the parser that dispatches to it.
+fn command_layer_violations(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<String> {
+    let top = |m: &[String]| m.first().is_some_and(|s| s == "cli" || s == "commands");
+    let mut out = Vec::new();
+    for (m, deps) in g {
+        for d in deps {
+            let from_library = !top(m) && top(d);
+            let command_to_parser =
+                m.first().is_some_and(|s| s == "commands") && d.first().is_some_and(|s| s == "cli");
+            if from_library || command_to_parser {
+                out.push(format!(
+                    "{} depends on {}: the command layer is the top (pass what a command needs \
+                     in as an argument, or move the shared piece below the commands)",
+                    show(m),
+                    show(d)
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// A fixed-size array of the class count (`[0; 6]`, `[T; 5]`, the count before the
 /// last class) in a file that names `KernelClass`: class-indexed arrays are sized by
 /// `KernelClass::COUNT`, so a new class row cannot compile into an index panic.
@@ -731,6 +754,52 @@ fn a_format_comparison_is_reported() {
 #[test]
 fn wire_depends_on_nothing_outside_it_but_exit() {
     assert_none("wire", wire_leaf_violations(&graph(&sources())));
+}
+
+#[test]
+fn nothing_below_the_command_layer_imports_it() {
+    assert_none(
+        "command layer",
+        command_layer_violations(&graph(&sources())),
+    );
+}
+
+#[test]
+fn a_library_module_importing_a_command_is_reported() {
+    let files = vec![
+        Source {
+            path: "src/operating_point/sidecar.rs".into(),
+            text: "use crate::commands::numbers::MAX_BATCH;".into(),
+        },
+        Source {
+            path: "src/commands/man.rs".into(),
+            text: "use crate::cli::Cli;".into(),
+        },
+        Source {
+            path: "src/commands/numbers.rs".into(),
+            text: "pub use crate::limits::MAX_BATCH;".into(),
+        },
+        Source {
+            path: "src/cli.rs".into(),
+            text: "use crate::commands::man;".into(),
+        },
+        Source {
+            path: "src/limits.rs".into(),
+            text: String::new(),
+        },
+    ];
+    let v = command_layer_violations(&graph(&files));
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(
+        v.iter()
+            .any(|l| l.starts_with("commands::man depends on cli")),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|l| l.starts_with("operating_point::sidecar depends on commands")),
+        "{v:?}"
+    );
 }
 
 #[test]
