@@ -118,6 +118,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     }
     // After inference, so the summary groups inferred kinds apart.
     r.summary = steps::summarize(&r.steps);
+    r.median_step = steps::median_step(&r.steps);
     let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
     let profiler = attribution::kernel_profiler(point.vendor.as_deref());
     let pricing = Pricing::resolve(&plan.floor, &point, trace)?;

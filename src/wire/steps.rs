@@ -515,7 +515,18 @@ pub struct StepsReport {
     /// The run's verdict over every step (set by attribution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<super::attribution::RunVerdict>,
+    /// The median step by wall among the steps of the most common kind (ties: the lower
+    /// index), the one the steps page draws; absent with no step with GPU work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_step: Option<StepAt>,
     pub steps: Vec<Step>,
+}
+
+/// One step named by its series and index, as the steps table shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepAt {
+    pub series: usize,
+    pub index: usize,
 }
 
 impl StepsReport {
@@ -658,6 +669,7 @@ mod tests {
             operating_point: None,
             groups: Vec::new(),
             class_spread: Vec::new(),
+            median_step: None,
             verdict: None,
             steps,
         }

@@ -129,24 +129,6 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
 }
 
 /// The step with the median wall among the most common kind.
-fn median_step<'a>(steps: &[&'a Step]) -> Option<&'a Step> {
-    let mut counts: Vec<(KindLabel, usize)> = Vec::new();
-    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
-        match counts.iter_mut().find(|c| c.0 == s.kind_label()) {
-            Some(c) => c.1 += 1,
-            None => counts.push((s.kind_label(), 1)),
-        }
-    }
-    let kind = counts.iter().max_by_key(|c| c.1)?.0;
-    let mut of: Vec<&Step> = steps
-        .iter()
-        .copied()
-        .filter(|s| s.wall_ns.is_some() && s.kind_label() == kind)
-        .collect();
-    of.sort_by_key(|s| (s.wall_ns, s.index));
-    of.get(of.len() / 2).copied()
-}
-
 /// Categories drawn one by one in the median step's bar; the rest are "other categories".
 const TOP: usize = 6;
 
@@ -367,8 +349,13 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         &crate::report::steps::summary_table(r),
         Some("measured, µs: median · p10 · p90 per step"),
     ));
-    let all: Vec<&Step> = r.steps.iter().collect();
-    if let Some(m) = median_step(&all) {
+    // The pipeline picked it (`median_step`); the page only draws it.
+    let median = r.median_step.and_then(|at| {
+        r.steps
+            .iter()
+            .find(|s| s.series == at.series && s.index == at.index)
+    });
+    if let Some(m) = median {
         b.push_str("<h2>The median step</h2>\n");
         b.push_str(&composition(m));
     }

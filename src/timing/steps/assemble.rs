@@ -8,8 +8,8 @@ use super::project::Raw;
 use super::StepOptions;
 use crate::timing::overlap::category_totals;
 use crate::wire::steps::{
-    AlignedStep, FoundBy, KindLabel, KindSummary, OutsideSteps, Series, Spread, Step, StepKind,
-    StepMethod, StepsReport,
+    AlignedStep, FoundBy, KindLabel, KindSummary, OutsideSteps, Series, Spread, Step, StepAt,
+    StepKind, StepMethod, StepsReport,
 };
 
 /// Linear-interpolated percentile (numpy's default) of sorted values.
@@ -32,6 +32,28 @@ fn spread(mut v: Vec<f64>) -> Option<Spread> {
         median: percentile(&v, 0.5),
         p10: percentile(&v, 0.1),
         p90: percentile(&v, 0.9),
+    })
+}
+
+/// The median step by wall of the most common kind among the steps with GPU work (ties:
+/// the lower index), or None when no step has GPU work.
+pub fn median_step(steps: &[Step]) -> Option<StepAt> {
+    let mut counts: Vec<(KindLabel, usize)> = Vec::new();
+    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
+        match counts.iter_mut().find(|c| c.0 == s.kind_label()) {
+            Some(c) => c.1 += 1,
+            None => counts.push((s.kind_label(), 1)),
+        }
+    }
+    let kind = counts.iter().max_by_key(|c| c.1)?.0;
+    let mut of: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.wall_ns.is_some() && s.kind_label() == kind)
+        .collect();
+    of.sort_by_key(|s| (s.wall_ns, s.index));
+    of.get(of.len() / 2).map(|s| StepAt {
+        series: s.series,
+        index: s.index,
     })
 }
 
@@ -233,6 +255,7 @@ pub fn assemble(
         groups: Vec::new(),
         class_spread: Vec::new(),
         verdict: None,
+        median_step: median_step(&steps),
         steps,
     }
 }

@@ -27,7 +27,7 @@ use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::StepsReport;
 
-pub use assemble::{percentile, summarize};
+pub use assemble::{median_step, percentile, summarize};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 
 /// Find and project every step in the trace. Every step's `attribution` is empty and the
