@@ -81,7 +81,7 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, markdown(cmp, &ro)));
     }
     if let Some(p) = &args.html {
-        let page = crate::report::html::gate::render(cmp, &ro, &run.baseline, &run.candidate);
+        let page = crate::report::html::gate::render(cmp, &ro, run.pairs());
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;

@@ -131,7 +131,7 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, to_json(cmp)));
     }
     if let Some(p) = &args.html {
-        let page = crate::report::html::gate::render(cmp, &opts, &run.baseline, &run.candidate);
+        let page = crate::report::html::gate::render(cmp, &opts, run.pairs());
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;

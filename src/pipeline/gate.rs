@@ -14,7 +14,7 @@ use crate::pipeline::history::{
 };
 use crate::pipeline::plan::{ExportPlan, StepsPlan};
 use crate::pipeline::record;
-use crate::wire::baseline::Baseline;
+use crate::wire::baseline::{Baseline, Group};
 use crate::wire::gate::Comparison;
 use crate::wire::meta::{ComparisonSource, SideKind, SideSource};
 
@@ -126,6 +126,14 @@ pub struct Compared {
     /// The candidate's run, to append after the report is written (never before: a run
     /// is not part of its own history).
     pub export: Option<PendingExport>,
+}
+
+impl Compared {
+    /// The groups the comparison compared, in the order of its `groups`, with their
+    /// samples on both sides: what a page's distributions draw (matched once, here).
+    pub fn pairs(&self) -> Vec<(&Group, &Group)> {
+        crate::baseline::compare::compared_pairs(&self.baseline, &self.candidate)
+    }
 }
 
 /// Gate a candidate: the comparison with its verdict (GPU and model must match).

@@ -150,7 +150,11 @@ fn the_page_says_everything_the_markdown_says() {
     let (c, base, cand) = everything();
     let o = RenderOptions::default();
     let md = markdown(&c, &o);
-    let html = stepgate::report::html::gate::render(&c, &o, &base, &cand);
+    let html = stepgate::report::html::gate::render(
+        &c,
+        &o,
+        stepgate::baseline::compare::compared_pairs(&base, &cand),
+    );
     // The parts the old page left out are in the markdown, so the check below covers them.
     assert!(md.contains("**Not compared** (present on one side only): prefill bs=4 (baseline only, 200 steps); decode bs=8 (candidate only, 200 steps)"), "{md}");
     assert!(

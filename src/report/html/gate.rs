@@ -3,7 +3,6 @@
 //! step-wall distributions with the verdict and the interval in the title, and the
 //! waterfall from the baseline's mean step wall to the candidate's.
 
-use crate::baseline::compare::compared_pairs;
 use crate::baseline::waterfall::summarize;
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
 use crate::report::gate::document::{one_sided_items, walk, Markup, Titled};
@@ -12,7 +11,7 @@ use crate::report::gate::{Names, RenderOptions, Style};
 use crate::report::html::{esc, figure, full_names, marks, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, group_thousands};
-use crate::wire::baseline::{metric, Baseline, Group};
+use crate::wire::baseline::{metric, Group};
 use crate::wire::gate::{Comparison, GroupComparison, OneSided, Verdict};
 
 /// The page as the document's markup, with the samples behind each compared group for
@@ -282,8 +281,9 @@ fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
-/// The whole page. `base`/`cand` are the two sides' samples (for the distributions).
-pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baseline) -> String {
+/// The whole page. `pairs` are the compared groups with both sides' samples, in the order
+/// of the comparison's groups (for the distributions; `pipeline::gate::Compared::pairs`).
+pub fn render<'a>(c: &Comparison, o: &RenderOptions, pairs: Vec<(&'a Group, &'a Group)>) -> String {
     let mut m = Html {
         out: String::new(),
         command: o.command,
@@ -296,7 +296,7 @@ pub fn render(c: &Comparison, o: &RenderOptions, base: &Baseline, cand: &Baselin
         },
         show_verdict: o.show_verdict,
         waterfall_top: o.waterfall_top,
-        pairs: compared_pairs(base, cand),
+        pairs,
     };
     walk(c, o, &mut m);
     page(&format!("stepgate {}", o.command), &m.out)
