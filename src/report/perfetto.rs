@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write;
 
 use crate::exit::{Error, Result};
-use crate::timing::overlap::{exclusive_in_order, name_ranks};
+use crate::timing::overlap::{exclusive_per_op, name_ranks};
 use crate::trace::{CallApi, OpKind, Trace};
 use crate::wire::steps::{Step, StepsReport};
 
@@ -223,32 +223,11 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
         "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":-1,\"args\":{\"name\":\"stepgate\"}}",
     );
 
-    // GPU ops, with exclusive time from a per-device sweep in (start, end, name) order.
+    // GPU ops in the sweep order `analyze` uses, each with its exclusive time from that
+    // sweep (computed in timing::overlap; this module only writes it out).
     let o = trace.ops_view()?;
     let ranks = name_ranks(&trace.strings);
-    let mut order: Vec<u32> = (0..o.start_ns.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| {
-        let i = i as usize;
-        (
-            o.device[i],
-            o.start_ns[i],
-            o.end_ns[i],
-            ranks[o.name_id[i] as usize],
-        )
-    });
-    let starts: Vec<i64> = order.iter().map(|&i| o.start_ns[i as usize]).collect();
-    let ends: Vec<i64> = order.iter().map(|&i| o.end_ns[i as usize]).collect();
-    let mut excl = Vec::with_capacity(order.len());
-    let mut lo = 0;
-    while lo < order.len() {
-        let dev = o.device[order[lo] as usize];
-        let mut hi = lo;
-        while hi < order.len() && o.device[order[hi] as usize] == dev {
-            hi += 1;
-        }
-        excl.extend(exclusive_in_order(&starts[lo..hi], &ends[lo..hi]));
-        lo = hi;
-    }
+    let (order, excl) = exclusive_per_op(o.device, o.start_ns, o.end_ns, o.name_id, &ranks);
     // Correlation ids are unique per process in nsys, but a Kineto file's reader joins on
     // the id alone: make them unique in the file (process rank in the high bits).
     let c = trace.calls_view()?;

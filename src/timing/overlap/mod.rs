@@ -18,4 +18,4 @@ mod sweep;
 
 pub use categories::category_totals;
 pub use devices::device_summaries;
-pub use sweep::{exclusive_in_order, name_ranks};
+pub use sweep::{exclusive_in_order, exclusive_per_op, name_ranks};

@@ -70,6 +70,28 @@ pub(super) fn sweep_order(
     (order, buckets)
 }
 
+/// Every op in sweep order ([`sweep_order`]) with its exclusive time at the same position:
+/// what a per-op view (the Perfetto export) shows, from the one sweep `analyze` runs.
+pub fn exclusive_per_op(
+    device: &[i64],
+    start: &[i64],
+    end: &[i64],
+    name: &[u32],
+    ranks: &[u32],
+) -> (Vec<u32>, Vec<i64>) {
+    let (order, buckets) = sweep_order(device, start, end, name, ranks);
+    let mut excl = Vec::with_capacity(order.len());
+    for (_, r) in buckets {
+        let s: Vec<i64> = order[r.clone()]
+            .iter()
+            .map(|&i| start[i as usize])
+            .collect();
+        let e: Vec<i64> = order[r].iter().map(|&i| end[i as usize]).collect();
+        excl.extend(exclusive_in_order(&s, &e));
+    }
+    (order, excl)
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -111,6 +133,16 @@ pub(super) mod tests {
         let (order, buckets) = sweep_order(&d, &s, &e, &n, &[0, 1]);
         assert_eq!(order, vec![2, 8, 1, 4, 5, 6, 3, 0, 7]);
         assert_eq!(buckets, vec![(0, 0..6), (1, 6..9)]);
+    }
+
+    #[test]
+    fn exclusive_per_op_restarts_the_sweep_at_each_device() {
+        let (d, s, e, n) = ops();
+        let (order, excl) = exclusive_per_op(&d, &s, &e, &n, &[0, 1]);
+        assert_eq!(order, vec![2, 8, 1, 4, 5, 6, 3, 0, 7]);
+        // Device 0: [0,5) [2,9) [10,20) [12,13) [30,33) [40,49); device 1: [0,4) [50,57)
+        // [60,61), its running end starting over.
+        assert_eq!(excl, vec![5, 4, 10, 0, 3, 9, 4, 7, 1]);
     }
 
     #[test]
