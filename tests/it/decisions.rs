@@ -26,6 +26,22 @@ pub(crate) fn main_history(dir: &std::path::Path, runs: u64) -> String {
 }
 
 /// `gate CAND --history DS --where label.branch=main --min-runs 1` and `extra`.
+/// A main history of two runs and a candidate `name` (seed `seed`) 25% slower, gated
+/// against it and exported into it: the dataset and the comparison JSON (a regression).
+fn regressed_on_main(dir: &std::path::Path, name: &str, seed: u64) -> (String, String) {
+    let ds = main_history(dir, 2);
+    let cand = dir.join(format!("{name}.sqlite"));
+    report(&cand, seed, 1.25);
+    let cmp = dir.join(format!("{name}.json")).display().to_string();
+    let (code, _, _) = gate_main(
+        &ds,
+        &cand.display().to_string(),
+        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
+    );
+    assert_eq!(code, 1);
+    (ds, cmp)
+}
+
 pub(crate) fn gate_main(ds: &str, cand: &str, extra: &[&str]) -> (i32, String, String) {
     let mut a = vec![
         "gate",
@@ -136,15 +152,7 @@ fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
 fn a_decision_without_metrics_moves_every_metric() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let ds = main_history(dir.path(), 2);
-    report(&dir.path().join("fp8.sqlite"), 10, 1.25);
-    let cmp = p("cmp.json");
-    let (code, _, _) = gate_main(
-        &ds,
-        &p("fp8.sqlite"),
-        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
-    );
-    assert_eq!(code, 1);
+    let (ds, cmp) = regressed_on_main(dir.path(), "fp8", 10);
     let (code, _, err) = stepgate(&[
         "accept",
         &cmp,
@@ -307,15 +315,7 @@ fn a_decision_on_one_metric_moves_only_that_metric() {
 fn a_rejected_run_is_left_out_of_later_histories() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let ds = main_history(dir.path(), 2);
-    report(&dir.path().join("bad.sqlite"), 7, 1.25);
-    let cmp = p("bad.json");
-    let (code, _, _) = gate_main(
-        &ds,
-        &p("bad.sqlite"),
-        &["--export", &ds, "--label", "branch=main", "--json", &cmp],
-    );
-    assert_eq!(code, 1);
+    let (ds, cmp) = regressed_on_main(dir.path(), "bad", 7);
     let (code, _, err) = stepgate(&[
         "reject",
         &cmp,

@@ -70,8 +70,9 @@ pub(super) fn sweep_order(
     (order, buckets)
 }
 
-/// Every op in sweep order ([`sweep_order`]) with its exclusive time at the same position:
-/// what a per-op view (the Perfetto export) shows, from the one sweep `analyze` runs.
+/// Every op in sweep order (per device, then start, end and name) with its exclusive
+/// time at the same position: what a per-op view (the Perfetto export) shows, from the
+/// one sweep `analyze` runs.
 pub fn exclusive_per_op(
     device: &[i64],
     start: &[i64],
