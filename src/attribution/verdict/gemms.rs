@@ -76,7 +76,7 @@ pub(super) fn gemms_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     let split = below.iter().any(|x| x.0.split_k_reduction.is_some());
     let how = if split {
         format!(
-            "a split-K GEMM pays for its separate reduction: try its shape without split-K (another cuBLASLt algorithm or a tuned kernel), and take the others to {}",
+            "a split-K GEMM pays for its separate reduction: try its shape without split-K (another algorithm from the BLAS library's heuristic, or a tuned kernel), and take the others to {}",
             e.profiler.name
         )
     } else {
@@ -104,9 +104,12 @@ pub(super) fn gemms_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     })
 }
 
-/// The dominant kernel's own row in the largest group's layer map, when it was mapped.
+/// The dominant kernel's own row in the largest group's layer map, when it was mapped to
+/// one role only (a kernel that runs two roles has no one fraction of β).
 pub(super) fn mapped_gemm<'e>(e: &'e Evidence<'_>, raw: &str) -> Option<&'e LayerGemm> {
     let map = e.group?.layers.as_ref()?;
     let shown = crate::timing::labels::display_name("", raw);
-    map.gemms.iter().find(|g| g.kernel == shown)
+    let mut rows = map.gemms.iter().filter(|g| g.kernel == shown);
+    let one = rows.next()?;
+    rows.next().is_none().then_some(one)
 }
