@@ -109,8 +109,14 @@ pub fn below_roof(family: Option<Family>, at: &str, g: &Grid, profiler: &str) ->
             .unwrap_or_default();
         return format!("attention{at}{fam}: below the roof — {check}");
     };
+    // A family whose grid already splits the KV into partitions is not told to split it.
+    let splits = matches!(family, Some(Family::VllmPagedV2 | Family::RocmLl4mi));
     let fills = |blocks: u64, how: String| {
-        if blocks < u64::from(sms) {
+        if blocks < u64::from(sms) && splits {
+            format!(
+                "attention{at}: its decode grid ({how} = {blocks} blocks) on {sms} {word}, under-filled (one partial wave) although it splits the KV already — batch more"
+            )
+        } else if blocks < u64::from(sms) {
             format!(
                 "attention{at}: its decode grid ({how} = {blocks} blocks) on {sms} {word}, under-filled (one partial wave) — use a split-KV (flash-decoding) kernel or batch more"
             )
@@ -220,6 +226,16 @@ mod tests {
             assert!(!s.contains("B × heads/GPU ="), "{s}");
             assert!(!s.contains("under-filled"), "{s}");
         }
+        // ll4mi at B = 1, 300 keys: 1 × 2 × 8 = 16 blocks, under-filled, yet already split.
+        let small = below_roof(Some(Family::RocmLl4mi), "", &grid(1, Some(300)), "p");
+        assert!(
+            small.contains("= 16 blocks) on 304 CUs, under-filled"),
+            "{small}"
+        );
+        assert!(
+            small.ends_with("although it splits the KV already — batch more"),
+            "{small}"
+        );
         // An unknown family: nothing about grids.
         let none = below_roof(None, "", &grid(4, None), "p");
         assert!(!none.contains("grid"), "{none}");

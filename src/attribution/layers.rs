@@ -39,9 +39,9 @@ struct Folded<'a> {
     reduction: Option<&'a str>,
 }
 
-/// Fold each split-K reduction into the GEMM launched before it: the next kernel of a
-/// weight class, ignoring the small kernels of no weight class between them. A reduction
-/// with no GEMM before it stays a kernel of its own.
+/// Fold each split-K reduction into the GEMM launched last before it, across the small
+/// kernels (rest, no class) between them; attention, a collective or a KV write between
+/// them breaks the link. A reduction with no such GEMM stays a kernel of its own.
 fn fold_split_k<'a>(kernels: &[Kernel<'a>]) -> Vec<Folded<'a>> {
     let mut out: Vec<Folded<'a>> = Vec::with_capacity(kernels.len());
     let mut last_gemm: Option<usize> = None;
