@@ -167,46 +167,55 @@ fn is_2d_first(dims: &str) -> bool {
         .is_some_and(|first| first.split(',').count() == 2)
 }
 
-/// One decode-attention launch: (device, pid, start, sequences, kernel name).
-pub(super) struct GridRow<'t> {
-    device: i64,
-    pid: i64,
-    start: i64,
-    seqs: u64,
-    name: &'t str,
+/// One kernel launch whose grid counts something (sequences, tokens, keys): where it
+/// ran, the count, the kernel's name.
+pub(super) struct Counted<'t> {
+    pub(super) device: i64,
+    pub(super) pid: i64,
+    pub(super) start: i64,
+    pub(super) value: u64,
+    pub(super) name: &'t str,
 }
 
-/// The decode-attention kernels with a known grid layout, in (device, start) order.
-pub(super) fn grid_rows(trace: &Trace) -> Result<Vec<GridRow<'_>>> {
+/// The kernel launches whose name `select` picks (looked up once per interned name:
+/// millions of rows, few names), each with `count(picked, grid)` where that is non-zero,
+/// in (device, start) order. Empty when the trace carries no launch geometry.
+pub(super) fn counted_launches<'t, S: Copy>(
+    trace: &'t Trace,
+    select: impl Fn(&str) -> Option<S>,
+    count: impl Fn(S, [u32; 3]) -> u64,
+) -> Result<Vec<Counted<'t>>> {
     let Some(g) = trace.geometry_view()? else {
         return Ok(Vec::new());
     };
     let o = trace.ops_view()?;
-    // The layout of each interned name, looked up once: millions of rows, few names.
-    let axis: Vec<Option<usize>> = trace.strings.iter().map(|n| seqs_axis(n)).collect();
+    let picked: Vec<Option<S>> = trace.strings.iter().map(|n| select(n)).collect();
     let mut rows = Vec::new();
     for i in 0..o.start_ns.len() {
-        let Some(&Some(a)) = axis.get(o.name_id[i] as usize) else {
+        let Some(&Some(p)) = picked.get(o.name_id[i] as usize) else {
             continue;
         };
         if OpKind::from_u32(o.kind[i]) != OpKind::Kernel {
             continue;
         }
-        let id = o.name_id[i];
-        let launch = g.launch(i);
-        let seqs = u64::from(launch.grid[a]);
-        if seqs > 0 {
-            rows.push(GridRow {
+        let value = count(p, g.launch(i).grid);
+        if value > 0 {
+            rows.push(Counted {
                 device: o.device[i],
                 pid: o.pid[i],
                 start: o.start_ns[i],
-                seqs,
-                name: trace.name(id),
+                value,
+                name: trace.name(o.name_id[i]),
             });
         }
     }
     rows.sort_by_key(|r| (r.device, r.start));
     Ok(rows)
+}
+
+/// The decode-attention kernels with a known grid layout and their sequences.
+pub(super) fn grid_rows(trace: &Trace) -> Result<Vec<Counted<'_>>> {
+    counted_launches(trace, seqs_axis, |axis, grid| u64::from(grid[axis]))
 }
 
 /// The rows whose key `(a, t)` lies in `(a, [from, to])`, `rows` sorted by that key.
@@ -271,15 +280,15 @@ fn first_input(dims: &str) -> &str {
 
 /// From the grid: the step's sequence count, with its evidence. Kernels that disagree
 /// leave it unknown (a fork that folds the grid differently must not be read as batch).
-pub(super) fn from_grid(step: &Step, rows: &[GridRow<'_>]) -> Option<(u64, String)> {
+pub(super) fn from_grid(step: &Step, rows: &[Counted<'_>]) -> Option<(u64, String)> {
     let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
         return None;
     };
-    let mine: Vec<&GridRow<'_>> = window(rows, |r| (r.device, r.start), dev, gs, ge)
+    let mine: Vec<&Counted<'_>> = window(rows, |r| (r.device, r.start), dev, gs, ge)
         .iter()
         .filter(|r| r.pid == step.pid)
         .collect();
-    let t = tally(mine.iter().map(|r| r.seqs));
+    let t = tally(mine.iter().map(|r| r.value));
     match t.as_slice() {
         [] => None,
         [(s, n)] => {

@@ -6,7 +6,7 @@
 //! PARTITION_SIZE is the kernel's last template argument (`…, false, 512>(…)`).
 
 use crate::exit::Result;
-use crate::trace::{OpKind, Trace};
+use crate::trace::Trace;
 use crate::wire::steps::Step;
 
 use super::batch;
@@ -29,52 +29,13 @@ pub fn partition_size(name: &str) -> Option<u64> {
         .filter(|p| p.is_power_of_two() && (16..=8192).contains(p))
 }
 
-/// One v2 launch: where it ran, its partitions (grid z) and partition size.
-struct Row<'t> {
-    device: i64,
-    pid: i64,
-    start: i64,
-    keys: u64,
-    partitions: u32,
-    size: u64,
-    name: &'t str,
-}
-
-fn rows(trace: &Trace) -> Result<Vec<Row<'_>>> {
-    let Some(g) = trace.geometry_view()? else {
-        return Ok(Vec::new());
-    };
-    let o = trace.ops_view()?;
-    let size: Vec<Option<u64>> = trace.strings.iter().map(|n| partition_size(n)).collect();
-    let mut out = Vec::new();
-    for i in 0..o.start_ns.len() {
-        let Some(&Some(p)) = size.get(o.name_id[i] as usize) else {
-            continue;
-        };
-        if OpKind::from_u32(o.kind[i]) != OpKind::Kernel {
-            continue;
-        }
-        let z = g.launch(i).grid[2];
-        if z > 0 {
-            out.push(Row {
-                device: o.device[i],
-                pid: o.pid[i],
-                start: o.start_ns[i],
-                keys: u64::from(z) * p,
-                partitions: z,
-                size: p,
-                name: trace.name(o.name_id[i]),
-            });
-        }
-    }
-    out.sort_by_key(|r| (r.device, r.start));
-    Ok(out)
-}
-
 /// Per step (same order), the most keys its v2 attention grid allows a request, with the
 /// evidence; None where the step ran no such kernel.
 pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Bound>>> {
-    let rows = rows(evidence)?;
+    // Keys a request can hold: grid z (partitions) × the partition size.
+    let rows = batch::counted_launches(evidence, partition_size, |size, grid| {
+        u64::from(grid[2]) * size
+    })?;
     Ok(steps
         .iter()
         .map(|s| {
@@ -83,14 +44,14 @@ pub fn bounds(evidence: &Trace, steps: &[Step]) -> Result<Vec<Option<Bound>>> {
             let top = mine
                 .iter()
                 .filter(|r| r.pid == s.pid)
-                .max_by_key(|r| r.keys)?;
+                .max_by_key(|r| r.value)?;
+            let size = partition_size(top.name)?;
             Some((
-                top.keys,
+                top.value,
                 format!(
-                    "{} launches {} partition(s) of {} keys (grid z)",
+                    "{} launches {} partition(s) of {size} keys (grid z)",
                     batch::short(top.name),
-                    top.partitions,
-                    top.size
+                    top.value / size
                 ),
             ))
         })

@@ -6,7 +6,7 @@
 //! grids, and only when the trace names a kernel whose grid is read here.
 
 use crate::exit::Result;
-use crate::trace::{OpKind, Trace};
+use crate::trace::Trace;
 use crate::wire::steps::{Step, StepKind};
 
 use super::batch;
@@ -51,55 +51,26 @@ pub struct StepCounts {
     pub max_keys: Option<Count>,
 }
 
-/// One KV-cache write launch: where it ran and its grid x.
-struct WriteRow<'t> {
-    device: i64,
-    pid: i64,
-    start: i64,
-    tokens: u64,
-    name: &'t str,
-}
-
-/// The KV-cache write launches of the trace, in (device, start) order.
-fn write_rows(trace: &Trace) -> Result<Vec<WriteRow<'_>>> {
-    let Some(g) = trace.geometry_view()? else {
-        return Ok(Vec::new());
-    };
-    let o = trace.ops_view()?;
-    let writes: Vec<bool> = trace.strings.iter().map(|n| is_kv_write(n)).collect();
-    let mut rows = Vec::new();
-    for i in 0..o.start_ns.len() {
-        if !writes.get(o.name_id[i] as usize).copied().unwrap_or(false)
-            || OpKind::from_u32(o.kind[i]) != OpKind::Kernel
-        {
-            continue;
-        }
-        let tokens = u64::from(g.launch(i).grid[0]);
-        if tokens > 0 {
-            rows.push(WriteRow {
-                device: o.device[i],
-                pid: o.pid[i],
-                start: o.start_ns[i],
-                tokens,
-                name: trace.name(o.name_id[i]),
-            });
-        }
-    }
-    rows.sort_by_key(|r| (r.device, r.start));
-    Ok(rows)
+/// The KV-cache write launches of the trace and their grid x (the tokens written).
+fn write_rows(trace: &Trace) -> Result<Vec<batch::Counted<'_>>> {
+    batch::counted_launches(
+        trace,
+        |n| is_kv_write(n).then_some(()),
+        |(), grid| u64::from(grid[0]),
+    )
 }
 
 /// The step's token count from its KV-cache writes: the value most launches carry (one
 /// launch per layer, each writing the step's tokens), with the others named.
-fn tokens_of(step: &Step, rows: &[WriteRow<'_>]) -> Option<Count> {
+fn tokens_of(step: &Step, rows: &[batch::Counted<'_>]) -> Option<Count> {
     let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
         return None;
     };
-    let mine: Vec<&WriteRow<'_>> = batch::window(rows, |r| (r.device, r.start), dev, gs, ge)
+    let mine: Vec<&batch::Counted<'_>> = batch::window(rows, |r| (r.device, r.start), dev, gs, ge)
         .iter()
         .filter(|r| r.pid == step.pid)
         .collect();
-    let t = batch::tally(mine.iter().map(|r| r.tokens));
+    let t = batch::tally(mine.iter().map(|r| r.value));
     let &(v, n) = t.first()?;
     let others = if t.len() > 1 {
         let rest: Vec<String> = t[1..]

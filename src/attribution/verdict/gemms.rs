@@ -10,7 +10,7 @@ pub(super) fn by_excess_suffix(e: &Evidence<'_>) -> String {
     let named = e
         .group
         .and_then(|g| g.layers.as_ref())
-        .map(gemms_by_excess)
+        .map(|m| gemms_by_excess(&below_roof(m)))
         .unwrap_or_default();
     if named.is_empty() {
         String::new()
@@ -33,8 +33,8 @@ fn below_roof(map: &LayerMap) -> Vec<(&LayerGemm, f64, f64)> {
 
 /// The two mapped GEMMs below the roof with the largest excess per step, in words (a
 /// split-K GEMM with its reduction): where a faster GEMM wins the most.
-fn gemms_by_excess(map: &LayerMap) -> Vec<String> {
-    below_roof(map)
+fn gemms_by_excess(below: &[(&LayerGemm, f64, f64)]) -> Vec<String> {
+    below
         .iter()
         .take(2)
         .map(|(g, x, f)| {
@@ -98,7 +98,7 @@ pub(super) fn gemms_below_roof(e: &Evidence<'_>) -> Option<Fired> {
             us(total.round() as i64),
             g.group,
             pct(total / wall),
-            gemms_by_excess(map).join(", "),
+            gemms_by_excess(&below).join(", "),
         ),
         held_back: Vec::new(),
     })
