@@ -74,6 +74,25 @@ impl Runner {
     }
 
     /// Run the gate step for a pull_request event with these inputs.
+    /// Replace the stepgate on PATH with a script that writes a markdown report of
+    /// `heading` and `rows` table rows, a JSON verdict, and exits `code`: a report of any
+    /// size without generating one (the cuts are the scripts', whatever wrote it).
+    fn fake_stepgate(&self, heading: &str, rows: u32, verdict: &str, code: i32) {
+        let fake = self.path("bin/stepgate");
+        std::fs::remove_file(&fake).unwrap();
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
+                 {{ echo '{heading}'; for i in $(seq {rows}); do printf '| row %05d | %080d |\\n' $i 0; done; }} > \"$md\"\n\
+                 echo '{{\"verdict\": \"{verdict}\"}}' > \"$js\"\nexit {code}\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     fn gate(&self, inputs: &[(&str, &str)]) -> Run {
         self.gate_on("pull_request", inputs)
     }
@@ -629,17 +648,7 @@ fn a_summary_over_one_mebibyte_is_cut_with_a_note() {
     let r = Runner::new();
     // A stepgate that writes a 2.5 MB report with a pass verdict (real reports that big
     // take minutes to generate; the cap is the script's, whatever wrote the markdown).
-    let fake = r.path("bin/stepgate");
-    std::fs::remove_file(&fake).unwrap();
-    std::fs::write(
-        &fake,
-        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
-         { echo '### ✅ Pass'; for i in $(seq 27000); do printf '| row %05d | %080d |\\n' $i 0; done; } > \"$md\"\n\
-         echo '{\"verdict\": \"pass\"}' > \"$js\"\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.fake_stepgate("### ✅ Pass", 27000, "pass", 0);
     let run = r.gate(&[("REPORT", "x.sqlite"), ("BASELINE", "b.json")]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     let md = std::fs::read_to_string(run.output("markdown")).unwrap();
@@ -908,17 +917,7 @@ fn a_cut_report_keeps_its_accept_command() {
     let r = Runner::new();
     // A stepgate that writes a 200 KB regression report (the cut is the scripts', whatever
     // wrote the markdown).
-    let fake = r.path("bin/stepgate");
-    std::fs::remove_file(&fake).unwrap();
-    std::fs::write(
-        &fake,
-        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case \"$1\" in --markdown) md=$2;; --json) js=$2;; esac; shift; done\n\
-         { echo '### ❌ Regression'; for i in $(seq 2000); do printf '| row %05d | %080d |\\n' $i 0; done; } > \"$md\"\n\
-         echo '{\"verdict\": \"regression\"}' > \"$js\"\nexit 1\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.fake_stepgate("### ❌ Regression", 2000, "regression", 1);
     let run = r.gate(&[
         ("REPORT", "x.sqlite"),
         ("HISTORY", "s3://perf/hist"),
