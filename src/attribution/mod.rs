@@ -253,7 +253,7 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
             .map(|c| {
                 format!(
                     " (longest host call: {} {:.1} µs)",
-                    c.name,
+                    crate::trace::display_call_name(&c.name),
                     c.dur_ns as f64 / 1e3
                 )
             })
@@ -273,7 +273,7 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
             if is_copy(&top.category) {
                 let name = labels.get(&top.name, &top.short_name);
                 return (
-                    Shape::OneKernelDominant,
+                    Shape::OneCopyDominant,
                     copy_action(name, share, None, profiler),
                 );
             }
@@ -407,6 +407,13 @@ pub fn attribute_priced(
         if let Some((c, w)) = classes::attribute(s, &class_floors(&f, p.gpu, p.opts.tp), &ctx) {
             at.classes = c;
             at.waterfall = Some(w);
+        }
+        if at.shape == Shape::AtMemoryRoof {
+            // "Only fewer bytes help" is checked against the step's own classes.
+            let wall = at.waterfall.as_ref().map_or(0, |w| w.wall_ns);
+            if let Some(a) = verdict::at_roof_action(&at.classes, wall) {
+                at.action = a;
+            }
         }
         if at.shape == Shape::OneKernelDominant {
             // Checked against the class the kernel belongs to before it is printed.

@@ -16,12 +16,15 @@ use crate::wire::steps::{Step, StepsReport};
 
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
+mod classes;
 mod gaps;
 mod gemms;
 
+pub use classes::at_roof_action;
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
 
+use classes::class_below_roof;
 use gemms::{by_excess_suffix, gemms_below_roof, mapped_gemm};
 
 /// Share of β (or of the link) at and above which a kernel or class is at the roof: only
@@ -89,6 +92,7 @@ pub const RULES: &[Rule] = &[
     Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant },
     Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess },
     Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof },
+    Rule { id: "class-below-roof", when: "the run at the memory roof, but in the largest group's median step a class below 80% of its roof holds ≥ 5% of the wall in excess", fire: class_below_roof },
     Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step },
 ];
 
@@ -163,7 +167,7 @@ fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
         .map(|c| {
             format!(
                 "; the longest host call of its step: {} {}",
-                c.name,
+                crate::trace::display_call_name(&c.name),
                 us(c.dur_ns)
             )
         })

@@ -100,6 +100,17 @@ pub struct StepSpec {
     /// Kernels with no launching call, run on the GPU right after this step's work
     /// (counted on the device, never in a step).
     pub kernels_without_launch_after: u32,
+    /// A host stall after this launch group (its index: one kernel each in eager mode): a
+    /// `cudaStreamSynchronize` that waits for the GPU to drain and returns `ns` later (the
+    /// host's own work after the sync), so the GPU idles for `ns` plus one launch.
+    pub host_stall: Option<HostStall>,
+}
+
+/// Where a step's host stalls and for how long (see [`StepSpec::host_stall`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostStall {
+    pub after_group: usize,
+    pub ns: i64,
 }
 
 impl StepSpec {
@@ -113,6 +124,7 @@ impl StepSpec {
             memcpy_h2d_bytes: None,
             launches_without_kernels: 0,
             kernels_without_launch_after: 0,
+            host_stall: None,
         }
     }
 }
@@ -171,6 +183,7 @@ const STREAM: i64 = 7;
 const LAUNCH: &str = "cudaLaunchKernel_v7000";
 const GRAPH_LAUNCH: &str = "cudaGraphLaunch_v10000";
 const MEMCPY_ASYNC: &str = "cudaMemcpyAsync_v3020";
+const STREAM_SYNC: &str = "cudaStreamSynchronize_v3020";
 
 /// Write `scn` to `path` and return what it must measure.
 pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
@@ -189,6 +202,7 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
     let launch_id = w.string(LAUNCH)?;
     let graph_launch_id = w.string(GRAPH_LAUNCH)?;
     let memcpy_id = w.string(MEMCPY_ASYNC)?;
+    let sync_id = w.string(STREAM_SYNC)?;
     let bt_launch_id = w.string("cudaLaunchKernel")?;
     let bt_graph_id = w.string("cudaGraphLaunch")?;
     let orphan_id = w.string("orphan_kernel_without_launch")?;
@@ -426,6 +440,20 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                 }
                 corr += 1;
                 host = ce + scn.launch_gap_ns;
+                if let Some(stall) = step.host_stall.filter(|h| h.after_group == gi) {
+                    let end = host.max(gpu_free) + stall.ns;
+                    w.call(&CallRec {
+                        start_ns: host,
+                        end_ns: end,
+                        event_class: event_class::RUNTIME,
+                        pid,
+                        tid,
+                        correlation_id: Some(corr),
+                        name: sync_id,
+                    })?;
+                    corr += 1;
+                    host = end + scn.launch_gap_ns;
+                }
             }
 
             for _ in 0..step.launches_without_kernels {

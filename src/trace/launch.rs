@@ -31,8 +31,42 @@ pub fn is_graph_launch_call(name: &str) -> bool {
     name.starts_with("cudaGraphLaunch") || name == "cuGraphLaunch" || name == "hipGraphLaunch"
 }
 
+/// A runtime API name without its ABI version suffix, for sentences a user reads
+/// (`cudaStreamSynchronize_v3020` → `cudaStreamSynchronize`): the suffix is the entry
+/// point's version, not part of the call a user searches their code for. The report keeps
+/// the full name.
+pub fn display_call_name(name: &str) -> &str {
+    match name.rsplit_once("_v") {
+        Some((base, ver))
+            if !base.is_empty() && !ver.is_empty() && ver.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn display_name_drops_only_a_numeric_version_suffix() {
+        assert_eq!(
+            display_call_name("cudaStreamSynchronize_v3020"),
+            "cudaStreamSynchronize"
+        );
+        assert_eq!(
+            display_call_name("cudaLaunchKernelExC_v11060"),
+            "cudaLaunchKernelExC"
+        );
+        assert_eq!(
+            display_call_name("cuStreamSynchronize"),
+            "cuStreamSynchronize"
+        );
+        assert_eq!(display_call_name("hipMemcpy_vx"), "hipMemcpy_vx");
+        assert_eq!(display_call_name("_v100"), "_v100");
+        assert_eq!(display_call_name("foo_v"), "foo_v");
+    }
+
     use super::*;
 
     #[test]

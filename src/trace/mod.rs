@@ -32,7 +32,7 @@ pub use builders::{
     ShapeRow, ShapesBuilder,
 };
 pub use interner::{bounded, Interner, MAX_NAME_BYTES};
-pub use launch::{is_graph_launch_call, is_launch_call};
+pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
 pub use metrics::{GpuMetric, GpuMetricSeries};
 pub use views::{i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
 

@@ -77,6 +77,8 @@ pub enum Shape {
     LaunchBound,
     HostStall,
     OneKernelDominant,
+    /// A copy or memset holds more than half of the busy time: no kernel to profile.
+    OneCopyDominant,
     AtMemoryRoof,
     UnderUtilized,
     /// Dense GPU lane, no dominant kernel, and no floor to tell the last two apart.
@@ -92,6 +94,7 @@ impl Shape {
             Shape::LaunchBound => "launch-bound",
             Shape::HostStall => "host stall",
             Shape::OneKernelDominant => "one kernel dominant",
+            Shape::OneCopyDominant => "one copy dominant",
             Shape::AtMemoryRoof => "at the memory roof",
             Shape::UnderUtilized => "under-utilized",
             Shape::Undetermined => "undetermined (no floor)",

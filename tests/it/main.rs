@@ -53,5 +53,7 @@ mod steps_real;
 mod steps_synth;
 mod steps_train;
 mod threads;
+mod verdict_excess;
+mod verdict_idle;
 mod verdict_rules;
 mod waterfall;

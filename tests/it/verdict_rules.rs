@@ -11,15 +11,15 @@ use stepgate::synth::Layout;
 
 use crate::common::run;
 
-const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul>)";
+pub(crate) const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul>)";
 
-fn build(dir: &Path, name: &str, scn: &Scenario) -> PathBuf {
+pub(crate) fn build(dir: &Path, name: &str, scn: &Scenario) -> PathBuf {
     let p = dir.join(format!("{name}.sqlite"));
     workload::build(scn, &p).unwrap();
     p
 }
 
-fn steps(path: &Path, extra: &[&str], format: &str) -> String {
+pub(crate) fn steps(path: &Path, extra: &[&str], format: &str) -> String {
     let mut a = vec!["steps", path.to_str().unwrap()];
     a.extend_from_slice(extra);
     a.extend_from_slice(&["--format", format]);
@@ -28,7 +28,7 @@ fn steps(path: &Path, extra: &[&str], format: &str) -> String {
     out
 }
 
-fn verdict(path: &Path, extra: &[&str]) -> (String, String, Vec<String>) {
+pub(crate) fn verdict(path: &Path, extra: &[&str]) -> (String, String, Vec<String>) {
     let j: Value = serde_json::from_str(&steps(path, extra, "json")).unwrap();
     let v = &j["verdict"];
     let held = v["held_back"]
@@ -121,8 +121,8 @@ fn a_few_long_gaps_are_not_dispatch() {
 
 /// Llama-3-8B's GEMMs stream every linear weight and lm_head: 7,504,924,672 streamed
 /// parameters minus the 266,240 norm weights, at 2 bytes; over the H100 SXM's 3.35 TB/s.
-const LLAMA_8B_GEMM_BYTES: f64 = ((7_504_924_672u64 - 266_240) * 2) as f64;
-const H100: f64 = 3.35e12;
+pub(crate) const LLAMA_8B_GEMM_BYTES: f64 = ((7_504_924_672u64 - 266_240) * 2) as f64;
+pub(crate) const H100: f64 = 3.35e12;
 
 /// 3 decode steps (B = 1, s = 1,024) where one GEMM streams all of Llama-3-8B's weights
 /// at `of_roof` of β, beside 50 µs of attention, a 5 µs KV write and a 20 µs norm.

@@ -1,0 +1,67 @@
+//! A step "at the memory roof" overall can still hold one class far below its own roof
+//! (attention at 50% beside GEMMs at 95%): "only fewer bytes help" would be contradicted
+//! by the class table of the same step, so such a class is named with its excess instead.
+
+use crate::wire::attribution::{ClassAttribution, Shape};
+
+use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA, GEMM_EXCESS_SHARE};
+
+/// The priced class below [`AT_ROOF_OF_BETA`] of its roof with the largest excess, when
+/// that excess is at least [`GEMM_EXCESS_SHARE`] of the step's wall (derived): the
+/// same share that makes GEMMs below the roof worth a line.
+pub fn below_roof(classes: &[ClassAttribution], wall_ns: i64) -> Option<&ClassAttribution> {
+    let c = classes
+        .iter()
+        .filter(|c| c.roof_fraction.is_some_and(|r| r < AT_ROOF_OF_BETA))
+        .filter(|c| c.excess_ns.is_some_and(|x| x > 0))
+        .max_by_key(|c| c.excess_ns)?;
+    let excess = c.excess_ns? as f64;
+    (wall_ns > 0 && excess >= GEMM_EXCESS_SHARE * wall_ns as f64).then_some(c)
+}
+
+/// "attention holds 641.0 µs of excess (10% of <whose> wall, derived): <its action>".
+fn holds(c: &ClassAttribution, wall_ns: i64, whose: &str) -> String {
+    let excess = c.excess_ns.unwrap_or(0);
+    let mut s = format!(
+        "{} holds {} of excess ({} of {whose} wall, derived)",
+        c.class.as_str(),
+        us(excess),
+        pct(excess as f64 / wall_ns.max(1) as f64)
+    );
+    if let Some(a) = &c.action {
+        s.push_str(": ");
+        s.push_str(a);
+    }
+    s
+}
+
+/// The at-the-roof step action, checked against the step's own classes: `None` when no
+/// class below its roof holds enough excess to matter.
+pub fn at_roof_action(classes: &[ClassAttribution], wall_ns: i64) -> Option<String> {
+    let c = below_roof(classes, wall_ns)?;
+    Some(format!(
+        "kernels are back to back and within 1.3x of the floor, but {}",
+        holds(c, wall_ns, "the step's")
+    ))
+}
+
+/// The run rule `class-below-roof`: the run is at the memory roof, but the largest
+/// group's median step has a class below its roof with a material excess.
+pub(super) fn class_below_roof(e: &Evidence<'_>) -> Option<Fired> {
+    if e.shape != Some(Shape::AtMemoryRoof) {
+        return None;
+    }
+    let g = e.group?;
+    let wall = g.waterfall.wall_ns;
+    let c = below_roof(&g.classes, wall)?;
+    Some(Fired {
+        line: format!(
+            "within 1.3x of the floor overall, but in the median {} step {}",
+            g.group,
+            holds(c, wall, "its")
+        ),
+        held_back: vec![
+            "\"at the roof — only fewer bytes help\" (a class runs below its roof)".to_owned(),
+        ],
+    })
+}
