@@ -14,6 +14,10 @@ use serde::Deserialize;
 use crate::exit::{Error, Result};
 use crate::wire::attribution::KernelClass;
 
+/// The category of collectives (NCCL, RCCL, custom all-reduce): the one whose time
+/// steps report as exposed when nothing else hides it.
+pub const COMMUNICATION: &str = "communication";
+
 /// The category names, in report order.
 pub const CATEGORIES: &[&str] = &[
     "gemm",

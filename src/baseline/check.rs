@@ -63,7 +63,7 @@ pub fn check(policy: &Policy, side: &Baseline, known: &[&str]) -> Vec<RuleCheck>
     for (name, t) in &policy.metrics {
         let with: Vec<String> = groups
             .iter()
-            .filter(|g| g.metrics.get(name).is_some_and(|v| !v.is_empty()))
+            .filter(|g| g.metric_samples(name).is_some_and(|v| !v.is_empty()))
             .map(group_label)
             .collect();
         let mut r = rule("metric", name.clone(), *t, with.len(), listed(&with), true);
@@ -71,6 +71,8 @@ pub fn check(policy: &Policy, side: &Baseline, known: &[&str]) -> Vec<RuleCheck>
         if with.is_empty() {
             r.detail = if name == crate::wire::baseline::metric::MBU {
                 "no samples here: MBU needs a model (--model)".to_owned()
+            } else if name.starts_with(crate::wire::baseline::metric::CLASS_EXCESS_PREFIX) {
+                "no samples here: a class excess needs a model (--model)".to_owned()
             } else {
                 "no samples on this side".to_owned()
             };

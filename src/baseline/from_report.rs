@@ -70,6 +70,9 @@ impl GroupBuilder {
         push(metric::GAP_NS, s.gap_ns);
         push(metric::GAP_FRACTION, s.gap_fraction());
         push(metric::LAUNCHES, s.launches);
+        if let Some(x) = s.exposed_comm_ns {
+            push(metric::EXPOSED_COMM_NS, x);
+        }
         if let Some(m) = s.mbu {
             push(metric::MBU, m);
         }
@@ -204,6 +207,7 @@ fn sample(s: &Step) -> StepSample {
         busy_ns: s.busy_ns as f64,
         gap_ns: s.gap_ns.unwrap_or(0) as f64,
         launches: s.launches as f64,
+        exposed_comm_ns: s.exposed_comm_ns.map(|x| x as f64),
         mbu: s
             .attribution
             .as_ref()

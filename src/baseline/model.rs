@@ -78,7 +78,7 @@ pub mod bounds {
             m::GAP_FRACTION => FRACTION,
             m::MBU => MBU,
             m::LAUNCHES => COUNT,
-            n if n.ends_with("_ns") => TIME,
+            n if m::in_ns(n) => TIME,
             _ => OTHER,
         }
     }
@@ -121,6 +121,8 @@ pub mod bounds {
         pub busy_ns: f64,
         pub gap_ns: f64,
         pub launches: f64,
+        /// Measured, for steps that communicate.
+        pub exposed_comm_ns: Option<f64>,
         pub mbu: Option<f64>,
         pub mean_context: Option<f64>,
     }
@@ -137,6 +139,7 @@ pub mod bounds {
                 (m::GAP_NS, Some(self.gap_ns)),
                 (m::GAP_FRACTION, Some(self.gap_fraction())),
                 (m::LAUNCHES, Some(self.launches)),
+                (m::EXPOSED_COMM_NS, self.exposed_comm_ns),
             ];
             measured.into_iter().find_map(|(name, v)| {
                 let v = v?;
@@ -219,6 +222,15 @@ impl Group {
             .max()
             .unwrap_or(0);
         m.max(k)
+    }
+
+    /// The per-step samples of a step metric by name: a measured or derived metric, or
+    /// `excess_ns.CLASS`, a priced class's excess over its floor (derived).
+    pub fn metric_samples(&self, name: &str) -> Option<&[f64]> {
+        match name.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
+            Some(class) => self.classes.get(class).map(|c| c.excess_ns.as_slice()),
+            None => self.metrics.get(name).map(Vec::as_slice),
+        }
     }
 
     /// `decode bs=32`, or `decode` when the batch size is unknown.

@@ -154,12 +154,13 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         ));
     }
     let mut matching: Vec<RunRow> = all.into_iter().filter(|r| passes(r)).collect();
-    let decided = decide(
-        &store,
-        &mut matching,
-        q.candidate.as_ref().map(|c| c.run_id.as_str()),
-        &mut warnings,
-    )?;
+    let candidate_runs: Vec<&str> = q
+        .candidate
+        .iter()
+        .map(|c| c.run_id.as_str())
+        .chain(own.iter().map(|r| r.run_id.as_str()))
+        .collect();
+    let decided = decide(&store, &mut matching, &candidate_runs, &mut warnings)?;
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);
@@ -213,8 +214,9 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             baseline: Baseline::new(meta, SampleSet::default()),
             runs: ids,
             note: format!(
-                "history: {why}: inconclusive (with --export, this run is added to it){}",
-                decided.tail
+                "history: {why}: inconclusive (with --export, this run is added to it){}{}",
+                decided.tail,
+                decided.own.as_ref().map_or("", |o| o.too_few_note.as_str())
             ),
             too_few: true,
             warnings,

@@ -82,10 +82,49 @@ fn missing(name: &str) -> Error {
 /// Decode one Parquet object, only the `columns` given (all when empty).
 pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame> {
     let mut r = ParquetReader::new(std::io::Cursor::new(bytes));
-    if !columns.is_empty() {
-        r = r.with_columns(Some(columns.iter().map(|c| (*c).to_owned()).collect()));
+    if columns.is_empty() {
+        return r.finish().map_err(|e| damaged(name, &reason(&e)));
     }
-    r.finish().map_err(|e| damaged(name, &reason(&e)))
+    // A column added by a later stepgate is null in an object written before it.
+    let mut absent: Vec<(&str, Ty)> = Vec::new();
+    if columns.iter().any(|c| added_later(c).is_some()) {
+        let schema = r.schema().map_err(|e| damaged(name, &reason(&e)))?;
+        absent = columns
+            .iter()
+            .filter_map(|c| added_later(c).map(|ty| (*c, ty)))
+            .filter(|(c, _)| !schema.contains(c))
+            .collect();
+    }
+    let read: Vec<String> = columns
+        .iter()
+        .filter(|c| !absent.iter().any(|(a, _)| a == *c))
+        .map(|c| (*c).to_owned())
+        .collect();
+    let mut df = r
+        .with_columns(Some(read))
+        .finish()
+        .map_err(|e| damaged(name, &reason(&e)))?;
+    for (c, ty) in absent {
+        let dtype = match ty {
+            Ty::Int => DataType::Int64,
+            Ty::Float => DataType::Float64,
+            Ty::Bool => DataType::Boolean,
+            Ty::Str => DataType::String,
+        };
+        let nulls = Column::full_null(c.into(), df.height(), &dtype);
+        df.with_column(nulls)
+            .map_err(|e| damaged(name, &reason(&e)))?;
+    }
+    Ok(df)
+}
+
+/// Columns a later stepgate added to a table without a schema-version change, with their
+/// type: an object that lacks one reads it as nulls.
+fn added_later(column: &str) -> Option<Ty> {
+    crate::dataset::schema::ADDED_LATER
+        .iter()
+        .find(|(c, _)| *c == column)
+        .map(|(_, ty)| *ty)
 }
 
 /// The column that tells each row's object (its index in the batch's list) after a concat.
@@ -405,6 +444,39 @@ mod tests {
             runs_file: PathBuf::from(file),
             export_id: None,
         }
+    }
+
+    fn parquet(df: &mut DataFrame) -> Vec<u8> {
+        let mut buf = Vec::new();
+        ParquetWriter::new(&mut buf).finish(df).unwrap();
+        buf
+    }
+
+    #[test]
+    fn a_column_added_later_reads_as_nulls_from_an_older_object() {
+        // An object written before `exposed_comm_ns` existed.
+        let mut old = df!("wall_ns" => [10i64, 20], "busy_ns" => [5i64, 6]).unwrap();
+        let df = decode(
+            "old.parquet",
+            parquet(&mut old),
+            &["wall_ns", "exposed_comm_ns"],
+        )
+        .unwrap();
+        let x = df.column("exposed_comm_ns").unwrap();
+        assert_eq!((x.dtype(), x.null_count()), (&DataType::Int64, 2));
+        assert_eq!(ints(&df, "wall_ns").unwrap().get(1), Some(20));
+        // A newer object's values are read as written.
+        let mut new = df!("wall_ns" => [10i64], "exposed_comm_ns" => [Some(3i64)]).unwrap();
+        let df = decode(
+            "new.parquet",
+            parquet(&mut new),
+            &["wall_ns", "exposed_comm_ns"],
+        )
+        .unwrap();
+        assert_eq!(ints(&df, "exposed_comm_ns").unwrap().get(0), Some(3));
+        // Any other missing column is still a damaged object, named.
+        let e = decode("old.parquet", parquet(&mut old), &["wall_ns", "launches"]).unwrap_err();
+        assert!(e.message.contains("old.parquet"), "{}", e.message);
     }
 
     #[test]

@@ -14,6 +14,9 @@ use crate::wire::dataset::RunRow;
 pub struct AcceptedSelf {
     pub metrics: Option<Vec<String>>,
     pub note: String,
+    /// Said instead of `note` when too few other runs match for a comparison: the
+    /// acceptance is on record, but nothing it does not cover can be judged.
+    pub too_few_note: String,
 }
 
 /// How the newest accepted decision moves the reference.
@@ -88,7 +91,9 @@ pub(super) struct Decided {
 pub(super) fn decide(
     store: &Store,
     runs: &mut Vec<RunRow>,
-    candidate_run: Option<&str>,
+    // The candidate's run id, and those of its earlier exports (same report, other
+    // labels): a decision on any of them is a decision on this run.
+    candidate_runs: &[&str],
     warnings: &mut Vec<String>,
 ) -> Result<Decided> {
     use crate::wire::decision::Outcome;
@@ -121,30 +126,33 @@ pub(super) fn decide(
         ));
     }
     let accepted = of(Outcome::Accepted);
-    if let Some(c) = candidate_run {
-        if let Some(d) = accepted
-            .iter()
-            .rev()
-            .find(|d| d.run_id.as_deref() == Some(c))
-        {
-            let what = match &d.metrics {
-                Some(m) => format!("the reference of {} is", covered_words(m)),
-                None => "the reference of every metric is".to_owned(),
-            };
-            out.own = Some(AcceptedSelf {
-                metrics: d.metrics.clone(),
-                note: format!(
-                    "; this run was {} — {what} this run itself{}",
-                    accepted_words(d),
-                    if d.metrics.is_some() {
-                        ", the other metrics keep these runs"
-                    } else {
-                        ""
-                    }
-                ),
-            });
-            return Ok(out);
-        }
+    if let Some(d) = accepted.iter().rev().find(|d| {
+        d.run_id
+            .as_deref()
+            .is_some_and(|r| candidate_runs.contains(&r))
+    }) {
+        let what = match &d.metrics {
+            Some(m) => format!("the reference of {} is", covered_words(m)),
+            None => "the reference of every metric is".to_owned(),
+        };
+        out.own = Some(AcceptedSelf {
+            too_few_note: format!(
+                "; this run was {} — too few other runs match to compare it, so the \
+                 decision is not applied and the gate stays inconclusive",
+                accepted_words(d)
+            ),
+            metrics: d.metrics.clone(),
+            note: format!(
+                "; this run was {} — {what} this run itself{}",
+                accepted_words(d),
+                if d.metrics.is_some() {
+                    ", the other metrics keep these runs"
+                } else {
+                    ""
+                }
+            ),
+        });
+        return Ok(out);
     }
     let newest = runs.iter().enumerate().rev().find_map(|(i, r)| {
         accepted

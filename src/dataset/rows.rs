@@ -193,6 +193,7 @@ fn read_steps(
         ("busy_ns", Ty::Int),
         ("gap_ns", Ty::Int),
         ("launches", Ty::Int),
+        ("exposed_comm_ns", Ty::Int),
         ("attribution_floor_mbu", Ty::Float),
     ];
     let kind = kind.map(str::to_owned);
@@ -219,6 +220,7 @@ fn read_steps(
         let busy = ints(&df, "busy_ns")?;
         let gap = ints(&df, "gap_ns")?;
         let launches = ints(&df, "launches")?;
+        let exposed = ints(&df, "exposed_comm_ns")?;
         let mbu = df.column("attribution_floor_mbu")?.f64()?;
         out.reserve(df.height());
         for i in 0..df.height() {
@@ -230,6 +232,7 @@ fn read_steps(
                 busy_ns: busy.get(i).map_or(f64::NAN, |x| x as f64),
                 gap_ns: gap.get(i).map_or(f64::NAN, |x| x as f64),
                 launches: launches.get(i).map_or(f64::NAN, |x| x as f64),
+                exposed_comm_ns: exposed.get(i).map(|x| x as f64),
                 mbu: mbu.get(i),
                 mean_context: ctx.get(i),
             };

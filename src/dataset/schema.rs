@@ -53,11 +53,16 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
     ("ops", Ty::Int),
     ("launches", Ty::Int),
     ("launch_host_ns", Ty::Int),
+    ("exposed_comm_ns", Ty::Int),
     ("attribution_floor_floor_ns", Ty::Float),
     ("attribution_floor_mbu", Ty::Float),
     ("attribution_shape", Ty::Str),
     ("mean_context", Ty::Float),
 ];
+
+/// Step columns added after the first files were written: a reader takes an object
+/// without one as nulls in it (written by every stepgate since, via [`STEP_CORE`]).
+pub const ADDED_LATER: &[(&str, Ty)] = &[("exposed_comm_ns", Ty::Int)];
 
 /// Column name of the derived mean context per request (not a `Step` field: computed from
 /// the batch composition, as baselines do).

@@ -31,6 +31,8 @@ pub enum Metric {
     BusyNs,
     GapNs,
     Mbu,
+    /// Communication no other op hides, per step (steps that communicate).
+    ExposedCommNs,
     /// Exclusive ns per step of the op whose full or short name is this (0 in steps it is
     /// absent from).
     Kernel(String),
@@ -45,12 +47,14 @@ impl Metric {
             "busy_ns" => Metric::BusyNs,
             "gap_ns" => Metric::GapNs,
             "mbu" => Metric::Mbu,
+            "exposed_comm_ns" => Metric::ExposedCommNs,
             _ => match s.split_once(':') {
                 Some(("kernel", n)) if !n.is_empty() => Metric::Kernel(n.to_owned()),
                 Some(("category", n)) if !n.is_empty() => Metric::Category(n.to_owned()),
                 _ => {
                     return Err(Error::input(format!(
-                        "--metric {s:?}: use wall_ns, busy_ns, gap_ns, mbu, kernel:NAME or category:NAME"
+                        "--metric {s:?}: use wall_ns, busy_ns, gap_ns, mbu, exposed_comm_ns, \
+                         kernel:NAME or category:NAME"
                     )))
                 }
             },
@@ -63,6 +67,7 @@ impl Metric {
             Metric::BusyNs => "busy_ns".into(),
             Metric::GapNs => "gap_ns".into(),
             Metric::Mbu => "mbu".into(),
+            Metric::ExposedCommNs => "exposed_comm_ns".into(),
             Metric::Kernel(n) => format!("kernel:{n}"),
             Metric::Category(n) => format!("category:{n}"),
         }
@@ -227,6 +232,8 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
                     Error::input(format!("the policy has no threshold for {name}"))
                 })?)
             }
+            // Reported unless the policy names it, as in a gate.
+            Metric::ExposedCommNs => Some(policy.metric_threshold(&q.metric.name())),
             Metric::Category(n) => Some(policy.category_threshold(n)),
             Metric::Kernel(_) => None,
         };
@@ -265,12 +272,17 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         any_steps |= !steps.is_empty();
         // Per step value of the metric.
         let values: Vec<Option<f64>> = match &q.metric {
-            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => steps
+            Metric::WallNs
+            | Metric::BusyNs
+            | Metric::GapNs
+            | Metric::Mbu
+            | Metric::ExposedCommNs => steps
                 .iter()
                 .map(|s| match q.metric {
                     Metric::WallNs => Some(s.sample.wall_ns),
                     Metric::BusyNs => Some(s.sample.busy_ns),
                     Metric::GapNs => Some(s.sample.gap_ns),
+                    Metric::ExposedCommNs => s.sample.exposed_comm_ns,
                     _ => s.sample.mbu,
                 })
                 .collect(),

@@ -289,6 +289,24 @@ pub fn gpu_by_key(key: &str) -> Result<GpuSpec> {
     })
 }
 
+/// A device without a name whose SM (CU) count and memory fit one preset: inferred, with
+/// the properties as the evidence.
+fn from_properties(trace: &Trace) -> Option<Sourced<String>> {
+    trace.devices.iter().find_map(|d| {
+        let (sms, mem) = (d.sm_count?, d.total_memory_bytes?);
+        let g = gpu::from_properties(sms, mem)?;
+        Some(Sourced {
+            value: g.key.to_owned(),
+            basis: Basis::Inferred,
+            evidence: format!(
+                "the report names no GPU, but its device properties ({sms} SMs/CUs, {:.1} GiB) fit only the {} preset",
+                mem as f64 / (1u64 << 30) as f64,
+                g.name
+            ),
+        })
+    })
+}
+
 /// `--gpu` (checked against the table and against the GPU the report names), else the
 /// report's GPU when the table has it.
 fn resolve_gpu(
@@ -314,7 +332,7 @@ fn resolve_gpu(
                     "the report names the GPU {n:?}, which no GPU preset matches: pass --gpu and --hbm-tb-s to price against it"
                 ),
             }),
-            (None, _) => None,
+            (None, _) => from_properties(trace),
         });
     };
     let g = gpu_by_key(key)?;

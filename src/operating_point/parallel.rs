@@ -137,7 +137,7 @@ fn from_templates(report: &StepsReport) -> Option<Sourced<u32>> {
         .steps
         .iter()
         .flat_map(|s| &s.all_kernels)
-        .filter(|k| k.category.as_ref() == "communication")
+        .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
     {
         // Names are shared between steps: parse each distinct one once.
         let key = k.name.as_ptr();
@@ -187,7 +187,10 @@ fn tp_like(report: &StepsReport) -> bool {
     let all_reduces = |s: &crate::wire::steps::Step| -> u64 {
         s.all_kernels
             .iter()
-            .filter(|k| k.category.as_ref() == "communication" && ALL_REDUCE.is_match(&k.name))
+            .filter(|k| {
+                k.category.as_ref() == crate::categories::COMMUNICATION
+                    && ALL_REDUCE.is_match(&k.name)
+            })
             .map(|k| k.instances)
             .sum()
     };

@@ -290,13 +290,17 @@ fn ranks(trace: &Trace) -> Result<Finding> {
     let o = trace.ops_view()?;
     let pids: BTreeSet<i64> = o.pid.iter().copied().collect();
     let devices: BTreeSet<i64> = o.device.iter().copied().collect();
-    let stated = trace.meta.distributed.as_ref().map(|d| {
-        format!(
-            "; the report states rank {} of world size {}",
-            d.rank.map_or("?".to_owned(), |r| r.to_string()),
-            d.world_size.map_or("?".to_owned(), |w| w.to_string())
-        )
-    });
+    // Only what the report states: a rank without a world size is said as such.
+    let stated = trace
+        .meta
+        .distributed
+        .as_ref()
+        .and_then(|d| match (d.rank, d.world_size) {
+            (Some(r), Some(w)) => Some(format!("; the report states rank {r} of world size {w}")),
+            (Some(r), None) => Some(format!("; the report states rank {r}, no world size")),
+            (None, Some(w)) => Some(format!("; the report states world size {w}")),
+            (None, None) => None,
+        });
     Ok(finding(
         "ranks",
         Severity::Ok,
@@ -363,6 +367,18 @@ fn gpu(trace: &Trace, report: Option<&StepsReport>) -> Finding {
         .filter_map(|d| d.name.as_deref())
         .collect();
     let Some(first) = named.first() else {
+        let inferred = report
+            .and_then(|r| r.operating_point.as_ref())
+            .and_then(|p| p.gpu.as_ref())
+            .filter(|g| g.basis == crate::wire::attribution::Basis::Inferred);
+        if let Some(g) = inferred {
+            return finding(
+                "gpu",
+                Severity::Info,
+                format!("{} → preset {} (inferred)", g.evidence, g.value),
+                Some(format!("pass --gpu {} to make it certain", g.value)),
+            );
+        }
         return finding(
             "gpu",
             Severity::Warning,

@@ -21,6 +21,8 @@ pub enum GpuFrom {
     Flag,
     /// The GPU name the report carries, matched in the GPU table.
     Report,
+    /// An unnamed device whose properties (SM count, memory) fit one preset only.
+    Properties,
 }
 
 /// What a step's floor was derived from. Its `Display` is the text after `floor: ` in the
@@ -53,6 +55,7 @@ impl fmt::Display for FloorBasis {
             match self.gpu_from {
                 GpuFrom::Flag => "--gpu",
                 GpuFrom::Report => "named by the report",
+                GpuFrom::Properties => "inferred from the device's SM count and memory",
             },
             self.hbm_bytes_per_s / 1e12,
             if self.hbm_given { "given" } else { "cited" },
@@ -102,6 +105,10 @@ impl Pricing {
                     )))
                 }
             },
+            (None, None) if point.gpu.as_ref().is_some_and(|g| g.basis == Basis::Inferred) => {
+                let g = point.gpu.as_ref().map(|g| g.value.clone()).unwrap_or_default();
+                (g, GpuFrom::Properties)
+            }
             (None, None) => {
                 return Err(Error::usage(
                     "the report does not name its GPU: pass --gpu (e.g. --gpu h100-sxm) to price steps against the floor",

@@ -6,7 +6,7 @@ use crate::wire::policy::{PolicyCheck, RuleCheck};
 
 /// A threshold as the policy file writes it: rel as a percentage, abs in its unit.
 fn threshold(r: &RuleCheck) -> String {
-    let abs = if r.kind == "metric" && !r.rule.ends_with("_ns") {
+    let abs = if r.kind == "metric" && !crate::wire::baseline::metric::in_ns(&r.rule) {
         format!("{}", r.abs)
     } else {
         format!("{:.1} µs", r.abs / 1e3)

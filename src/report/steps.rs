@@ -240,6 +240,7 @@ fn accounting_lines(r: &StepsReport) -> Vec<String> {
             fmt_us(busy as f64)
         ));
     }
+    out.extend(exposed_comm_line(&r.steps));
     let (b, m, a) = r.outside_steps.iter().fold((0, 0, 0), |acc, o| {
         (
             acc.0 + o.before_ns,
@@ -256,6 +257,38 @@ fn accounting_lines(r: &StepsReport) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Exposed communication over the steps that communicate: the medians of the step's
+/// exposed time and of its share of busy (the gate's `exposed_comm_ns`).
+fn exposed_comm_line(steps: &[Step]) -> Option<String> {
+    let mut ns: Vec<f64> = Vec::new();
+    let mut share: Vec<f64> = Vec::new();
+    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
+        if let Some(x) = s.exposed_comm_ns {
+            ns.push(x as f64);
+            if s.busy_ns > 0 {
+                share.push(x as f64 / s.busy_ns as f64);
+            }
+        }
+    }
+    if ns.is_empty() {
+        return None;
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        crate::timing::steps::percentile(v, 0.5)
+    };
+    let share = if share.is_empty() {
+        String::new()
+    } else {
+        format!(", {:.0}% of busy", 100.0 * med(&mut share))
+    };
+    Some(format!(
+        "exposed communication (median of {} step(s) that communicate, measured): {} µs per step{share}: collective time no other op of the step hides (exposed_comm_ns)",
+        ns.len(),
+        fmt_us(med(&mut ns)),
+    ))
 }
 
 fn diagnosis_lines(r: &StepsReport) -> Vec<String> {

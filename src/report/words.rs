@@ -20,7 +20,11 @@ pub fn metric_name(name: &str) -> Cow<'_, str> {
         metric::GAP_FRACTION => "gap fraction",
         metric::LAUNCHES => "launches",
         metric::MBU => "MBU (derived)",
+        metric::EXPOSED_COMM_NS => "exposed communication",
         other => {
+            if let Some(class) = other.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
+                return Cow::Owned(format!("{class} excess (derived)"));
+            }
             for prefix in ["kernel:", "category:"] {
                 if let Some(rest) = other.strip_prefix(prefix) {
                     return Cow::Owned(format!("{} {rest}", &prefix[..prefix.len() - 1]));

@@ -277,6 +277,25 @@ pub fn from_report_name(name: &str) -> Option<GpuSpec> {
     lookup(key)
 }
 
+/// Device memory a report states may differ from the datasheet's by this fraction (the
+/// datasheet's "192 GB" is 192 GiB on MI300X, 206.1e9 bytes; an H100's 80 GB reads 85.0e9).
+pub const MEMORY_TOLERANCE: f64 = 0.10;
+
+/// The one preset whose SM (CU) count equals `sm_count` and whose memory is within
+/// [`MEMORY_TOLERANCE`] of `memory_bytes`, for a report whose device has no name (ROCm
+/// Kineto writes `"name": ""`). None when no preset or more than one fits: an inference
+/// is made only where the properties leave one answer.
+pub fn from_properties(sm_count: i64, memory_bytes: i64) -> Option<GpuSpec> {
+    let m = memory_bytes as f64;
+    let mut fits = GPUS.iter().filter(|g| {
+        i64::from(g.sm_count) == sm_count
+            && m > 0.0
+            && (m - g.memory_bytes).abs() <= MEMORY_TOLERANCE * g.memory_bytes
+    });
+    let one = fits.next()?;
+    fits.next().is_none().then(|| one.clone())
+}
+
 /// `word` occurs delimited by non-alphanumerics (so `l4` does not match `l40`).
 fn has_word(hay: &str, word: &str) -> bool {
     hay.split(|c: char| !c.is_ascii_alphanumeric())
@@ -314,6 +333,23 @@ impl GpuSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unnamed_devices_match_only_a_unique_preset() {
+        let k = |sms: i64, mem: i64| from_properties(sms, mem).map(|g| g.key);
+        // vLLM's ROCm Kineto trace: 304 CUs, 206,141,652,992 bytes (192 GiB).
+        assert_eq!(k(304, 206_141_652_992), Some("mi300x"));
+        // MI325X: 256 GiB.
+        assert_eq!(k(304, 274_877_906_944), Some("mi325x"));
+        // CUDA's totalGlobalMem of an H100 SXM and an H200.
+        assert_eq!(k(132, 85_029_158_912), Some("h100-sxm"));
+        assert_eq!(k(132, 150_110_011_392), Some("h200"));
+        // A100 80GB SXM and PCIe share SMs and memory: no guess.
+        assert_eq!(k(108, 85_899_345_920), None);
+        // Nothing fits, or nothing stated.
+        assert_eq!(k(100, 85_899_345_920), None);
+        assert_eq!(k(304, 0), None);
+    }
 
     #[test]
     fn report_names_match() {

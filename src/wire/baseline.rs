@@ -30,6 +30,16 @@ pub mod metric {
     pub const LAUNCHES: &str = "launches";
     /// floor / wall (only when a model is given).
     pub const MBU: &str = "mbu";
+    /// Communication time no other op hides (only for steps that communicate).
+    pub const EXPOSED_COMM_NS: &str = "exposed_comm_ns";
+    /// Prefix of a kernel class's excess over its floor per step (`excess_ns.weights`),
+    /// derived; judged only when the policy names it.
+    pub const CLASS_EXCESS_PREFIX: &str = "excess_ns.";
+
+    /// Whether a metric is a time in ns (shown in µs): `…_ns`, and every class excess.
+    pub fn in_ns(name: &str) -> bool {
+        name.ends_with("_ns") || name.starts_with(CLASS_EXCESS_PREFIX)
+    }
 }
 
 /// One stored baseline (or one side of a comparison built straight from a report).

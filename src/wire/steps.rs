@@ -291,6 +291,10 @@ pub struct Step {
     pub launches: u64,
     /// Summed host time of those launch calls.
     pub launch_host_ns: i64,
+    /// Communication time no other op of the step hides (busy minus the union of the
+    /// non-communication ops), measured; absent when the step runs no communication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposed_comm_ns: Option<i64>,
     /// The longest non-launch host call inside the host range (a sync, a blocking copy).
     pub longest_host_call: Option<HostCall>,
     /// Kineto `gpu_user_annotation` span of the same name, where the trace has one.
@@ -619,6 +623,7 @@ mod tests {
             graph_replays: 0,
             launches,
             launch_host_ns: 0,
+            exposed_comm_ns: None,
             longest_host_call: None,
             annotation_gpu_start_ns: None,
             annotation_gpu_end_ns: None,

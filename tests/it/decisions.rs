@@ -42,6 +42,22 @@ fn regressed_on_main(dir: &std::path::Path, name: &str, seed: u64) -> (String, S
     (ds, cmp)
 }
 
+/// `accept CMP --history DS --reason REASON --by BY`, which must succeed; its stdout.
+fn accept(cmp: &str, ds: &str, reason: &str, by: &str) -> String {
+    let (code, out, err) = stepgate(&[
+        "accept",
+        cmp,
+        "--history",
+        ds,
+        "--reason",
+        reason,
+        "--by",
+        by,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
 pub(crate) fn gate_main(ds: &str, cand: &str, extra: &[&str]) -> (i32, String, String) {
     let mut a = vec![
         "gate",
@@ -86,17 +102,7 @@ fn an_accepted_regression_becomes_the_reference_of_the_next_history_gate() {
     assert_eq!(code, 2);
     assert!(err.contains("--reason"), "{err}");
     let reason = "fp8 KV cache costs 25% step time, trades for 2x capacity";
-    let (code, out, err) = stepgate(&[
-        "accept",
-        &cmp,
-        "--history",
-        &ds,
-        "--reason",
-        reason,
-        "--by",
-        "alice",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let out = accept(&cmp, &ds, reason, "alice");
     assert!(out.contains(&run_id), "{out}");
     // The record is in the dataset, create-only, with the comparison's hash.
     let files: Vec<_> = std::fs::read_dir(dir.path().join("history/decisions"))
@@ -153,17 +159,7 @@ fn a_decision_without_metrics_moves_every_metric() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
     let (ds, cmp) = regressed_on_main(dir.path(), "fp8", 10);
-    let (code, _, err) = stepgate(&[
-        "accept",
-        &cmp,
-        "--history",
-        &ds,
-        "--reason",
-        "old",
-        "--by",
-        "eve",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    accept(&cmp, &ds, "old", "eve");
     // Rewrite the record as an older stepgate wrote it: without `metrics`.
     let file = std::fs::read_dir(dir.path().join("history/decisions"))
         .unwrap()
@@ -366,4 +362,35 @@ fn a_decision_without_a_history_is_written_beside_the_comparison() {
     ]);
     assert_eq!(code, 2);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// The accepted run gated again where too few other runs match (a stricter `--min-runs`):
+/// the decision is said, and why it cannot apply — not a silent inconclusive.
+#[test]
+fn an_accepted_run_against_too_short_a_history_says_its_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ds, cmp) = regressed_on_main(dir.path(), "fp8", 10);
+    let reason = "fp8 KV cache";
+    accept(&cmp, &ds, reason, "carol");
+    let cand = dir.path().join("fp8.sqlite").display().to_string();
+    let (code, out, err) = stepgate(&[
+        "gate",
+        &cand,
+        "--history",
+        &ds,
+        "--where",
+        "label.branch=main",
+        "--min-runs",
+        "5",
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("this run was accepted on")
+            && out.contains(&format!("by carol: '{reason}' — too few other runs match")),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 matching run(s)") && out.contains("(at least 5 needed)"),
+        "{out}"
+    );
 }

@@ -290,7 +290,11 @@ use stepgate::synth::planted::{self, Cause, Dense, Speeds};
 use stepgate::synth::workload::{self, Scenario};
 
 /// Write the planted scenario into `dir`; returns its path and the scenario (the truth).
-fn planted_report(dir: &Path, cause: Cause, steps: usize) -> (std::path::PathBuf, Scenario) {
+pub(crate) fn planted_report(
+    dir: &Path,
+    cause: Cause,
+    steps: usize,
+) -> (std::path::PathBuf, Scenario) {
     let scn = planted::scenario(cause, steps);
     let path = dir.join("planted.sqlite");
     workload::build(&scn, &path).unwrap();
@@ -298,7 +302,7 @@ fn planted_report(dir: &Path, cause: Cause, steps: usize) -> (std::path::PathBuf
 }
 
 /// Σ planted duration of the kernels named `name` in one step of the scenario.
-fn planted_ns(scn: &Scenario, step: usize, name: &str) -> i64 {
+pub(crate) fn planted_ns(scn: &Scenario, step: usize, name: &str) -> i64 {
     scn.steps[step]
         .kernels
         .iter()
@@ -925,13 +929,11 @@ fn distributed_info_is_read_as_tp_only_for_tp_like_steps() {
     assert!(tp["evidence"].as_str().unwrap().contains("data parallel"));
 }
 
-#[test]
-fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() {
-    // Baseline: attention at its default 80% of the roof; candidate: the planted 50%.
-    // Same model, batch and context, so every class floor is the same on both sides and
-    // the change of the attention excess is the change of its planted time.
-    let dir = tempfile::tempdir().unwrap();
-    let (cand, slow) = planted_report(dir.path(), Cause::SlowAttentionSmallBatch, 12);
+/// Baseline (attention at 80% of the roof) recorded with a model, and a candidate whose
+/// attention runs at the planted 50%: the attention excess grows by exactly the planted
+/// time, as the class waterfall test derives.
+pub(crate) fn slower_attention(dir: &std::path::Path) -> (String, String, f64) {
+    let (cand, slow) = planted_report(dir, Cause::SlowAttentionSmallBatch, 12);
     let mut fast = slow.clone();
     let sp = Speeds {
         gemm_of_roof: 0.95,
@@ -940,10 +942,26 @@ fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() 
     for st in &mut fast.steps {
         st.kernels = planted::step_kernels(&Dense::LLAMA_3_8B, 1, 4, 1, 4096, &sp);
     }
-    let base = dir.path().join("base.sqlite");
+    let base = dir.join("base.sqlite");
     workload::build(&fast, &base).unwrap();
+    let want = (planted_ns(&slow, 0, planted::ATTENTION) - planted_ns(&fast, 0, planted::ATTENTION))
+        as f64;
+    (
+        base.to_str().unwrap().to_owned(),
+        cand.to_str().unwrap().to_owned(),
+        want,
+    )
+}
+
+#[test]
+fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() {
+    // Baseline: attention at its default 80% of the roof; candidate: the planted 50%.
+    // Same model, batch and context, so every class floor is the same on both sides and
+    // the change of the attention excess is the change of its planted time.
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand, want) = slower_attention(dir.path());
     // The gate reads the classes from a recorded baseline file; diff from two reports.
-    let (b, c) = (base.to_str().unwrap(), cand.to_str().unwrap());
+    let (b, c) = (base.as_str(), cand.as_str());
     let bj = dir.path().join("base.json");
     let bj = bj.to_str().unwrap();
     let (code, _, err) = run(&["baseline", "record", b, "-o", bj, "--model", "llama-3-8b"]);
@@ -963,8 +981,6 @@ fn the_gate_shows_the_change_of_each_class_excess_beside_the_kernel_waterfall() 
     let rows = g["class_excess"].as_array().expect("class rows");
     let row = |k: &str| rows.iter().find(|r| r["class"] == k).unwrap();
     let att = row("attention");
-    let want = (planted_ns(&slow, 0, planted::ATTENTION) - planted_ns(&fast, 0, planted::ATTENTION))
-        as f64;
     assert!(want > 0.0);
     let got = att["delta_excess_ns"].as_f64().unwrap();
     assert!((got - want).abs() < 1.0, "{got} vs {want}");

@@ -179,3 +179,118 @@ fn an_unreadable_report_is_one_line_and_exit_2() {
     assert_eq!(code, 2, "{out}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// GPU kernels and copies per device, and the first device name, read from a Kineto file
+/// here (both layouts: `kernel`/`gpu_memcpy` and 2021's `Kernel`/`Memcpy`).
+fn kineto_facts(p: &Path) -> (std::collections::BTreeMap<i64, (u64, u64)>, Option<String>) {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(p).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let j: Value = serde_json::from_str(&text).unwrap();
+    let mut per = std::collections::BTreeMap::new();
+    for e in j["traceEvents"].as_array().unwrap() {
+        let cat = e["cat"].as_str().unwrap_or("").to_ascii_lowercase();
+        let Some(d) = e["args"]["device"].as_i64() else {
+            continue;
+        };
+        let slot: &mut (u64, u64) = per.entry(d).or_default();
+        match cat.as_str() {
+            "kernel" => slot.0 += 1,
+            "gpu_memcpy" | "memcpy" => slot.1 += 1,
+            _ => {}
+        }
+    }
+    per.retain(|_, v| v.0 + v.1 > 0);
+    let name = j["deviceProperties"][0]["name"].as_str().map(str::to_owned);
+    (per, name)
+}
+
+/// Kernels and copies per device and the GPU name of an nsys export, by SQL here.
+fn nsys_facts(p: &Path) -> (std::collections::BTreeMap<i64, (u64, u64)>, Option<String>) {
+    let c = rusqlite::Connection::open(p).unwrap();
+    let mut per = std::collections::BTreeMap::new();
+    for (table, k) in [
+        ("CUPTI_ACTIVITY_KIND_KERNEL", 0),
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", 1),
+    ] {
+        let mut st = c
+            .prepare(&format!(
+                "SELECT deviceId, count(*) FROM {table} GROUP BY 1"
+            ))
+            .unwrap();
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .unwrap();
+        for r in rows {
+            let (d, n) = r.unwrap();
+            let slot: &mut (u64, u64) = per.entry(d).or_default();
+            if k == 0 {
+                slot.0 = n as u64;
+            } else {
+                slot.1 = n as u64;
+            }
+        }
+    }
+    let name = c
+        .query_row("SELECT name FROM TARGET_INFO_GPU LIMIT 1", [], |r| r.get(0))
+        .ok();
+    (per, name)
+}
+
+#[test]
+fn every_real_fixture_gets_the_gpu_work_and_gpu_findings_its_file_holds() {
+    let dir = common::root().join("tests/fixtures");
+    let mut seen = 0;
+    for sub in ["kineto", "nsys"] {
+        for e in std::fs::read_dir(dir.join(sub)).unwrap().flatten() {
+            let p = e.path();
+            let (per, name) = if sub == "kineto" {
+                kineto_facts(&p)
+            } else {
+                nsys_facts(&p)
+            };
+            let (code, d) = doctor(&[p.to_str().unwrap()]);
+            let f = p.display();
+            assert_eq!(
+                code, 0,
+                "{f}: doctor without --strict fails only on errors: {d}"
+            );
+            let work = finding(&d, "gpu_work");
+            assert_eq!(work["severity"], "ok", "{f}");
+            let msg = work["message"].as_str().unwrap();
+            for (dev, (k, c)) in &per {
+                assert!(
+                    msg.contains(&format!("GPU {dev}: {k} kernels, {c} copies")),
+                    "{f}: {msg} vs device {dev} {k} kernels {c} copies"
+                );
+            }
+            let gpu = finding(&d, "gpu");
+            match name.as_deref() {
+                // Named: read, and matched to a preset (every fixture's GPU has one).
+                Some(n) if !n.is_empty() => {
+                    assert_eq!(gpu["severity"], "ok", "{f}: {gpu}");
+                    assert!(
+                        gpu["message"]
+                            .as_str()
+                            .unwrap()
+                            .starts_with(&format!("{n:?} → preset")),
+                        "{f}: {gpu}"
+                    );
+                }
+                // ROCm writes "name": "" with the CU count and memory: inferred, said so.
+                Some(_) => {
+                    assert_eq!(gpu["severity"], "info", "{f}: {gpu}");
+                    assert!(
+                        gpu["message"].as_str().unwrap().contains("(inferred)"),
+                        "{f}: {gpu}"
+                    );
+                }
+                None => assert_eq!(gpu["severity"], "warning", "{f}: {gpu}"),
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 15, "{seen} fixtures");
+}

@@ -23,6 +23,7 @@ mod floor_capacity;
 mod fuzz;
 mod gate;
 mod gate_comparable;
+mod gate_metrics;
 mod gate_power;
 mod gate_words;
 mod golden;

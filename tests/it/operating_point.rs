@@ -322,3 +322,41 @@ fn a_context_flag_above_what_the_attention_grid_allows_gets_a_warning() {
         );
     }
 }
+
+#[test]
+fn an_unnamed_rocm_device_is_inferred_from_its_cus_and_memory_and_a_flag_overrides_it() {
+    // vLLM's ROCm trace: deviceProperties[*].name is "", numSms 304, totalGlobalMem
+    // 206,141,652,992 (192 GiB): MI300X is the one preset with 304 CUs and that memory
+    // (MI325X has 256 GiB).
+    let f = fixture("kineto/vllm_mi300x_decode_fullgraph_step.json.gz");
+    let f = f.to_str().unwrap();
+    let j = steps_json(&[f]);
+    let g = &j["operating_point"]["gpu"];
+    assert_eq!(
+        (g["value"].as_str(), g["basis"].as_str()),
+        (Some("mi300x"), Some("inferred"))
+    );
+    assert!(
+        g["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("304 SMs/CUs, 192.0 GiB"),
+        "{g}"
+    );
+    // Priced on it, and the floor note says how the GPU was chosen.
+    let (code, out, err) = run(&["steps", f, "--model", "llama-3-8b"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "on AMD Instinct MI300X 192GB (inferred from the device's SM count and memory;"
+        ),
+        "{out}"
+    );
+    // --gpu is an input, and wins.
+    let j = steps_json(&[f, "--gpu", "mi325x"]);
+    let g = &j["operating_point"]["gpu"];
+    assert_eq!(
+        (g["value"].as_str(), g["basis"].as_str()),
+        (Some("mi325x"), Some("input"))
+    );
+}

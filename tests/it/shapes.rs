@@ -58,6 +58,7 @@ fn step(s: S) -> Step {
         graph_replays: 0,
         launches: s.launches,
         launch_host_ns: s.launch_host_ns,
+        exposed_comm_ns: None,
         longest_host_call: None,
         annotation_gpu_start_ns: None,
         annotation_gpu_end_ns: None,

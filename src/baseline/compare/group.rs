@@ -28,6 +28,7 @@ pub(super) fn compare_group(
     let mut notes: Vec<String> = ctx.note(b, c).into_iter().collect();
     let metrics = judge_metrics(b, c, &label, policy, &ctx, scratch);
     notes.extend(launch_mode_note(&metrics));
+    notes.extend(unjudged_class_notes(b, c, policy));
     one_sided_metric_notes(b, c, &mut notes);
     let kernels = judge_kernels(b, c, &label, policy, &ctx, scratch);
     let categories = judge_categories(b, c, &label, policy, &ctx, scratch);
@@ -108,13 +109,14 @@ impl ContextShift {
 }
 
 /// Step metrics in reading order, then any others by name.
-const METRIC_ORDER: [&str; 7] = [
+const METRIC_ORDER: [&str; 8] = [
     metric::WALL_NS,
     metric::PERIOD_NS,
     metric::BUSY_NS,
     metric::GAP_NS,
     metric::GAP_FRACTION,
     metric::LAUNCHES,
+    metric::EXPOSED_COMM_NS,
     metric::MBU,
 ];
 
@@ -134,17 +136,27 @@ fn judge_metrics(
     ctx: &ContextShift,
     scratch: &mut Scratch,
 ) -> Vec<MetricRow> {
+    // Class excess is judged only where the policy names it: every priced class in every
+    // table would bury the step metrics.
     let mut names: Vec<&String> = b
         .metrics
         .keys()
         .filter(|k| c.metrics.contains_key(*k))
+        .chain(policy.metrics.keys().filter(|k| {
+            k.starts_with(metric::CLASS_EXCESS_PREFIX)
+                && b.metric_samples(k).is_some()
+                && c.metric_samples(k).is_some()
+        }))
         .collect();
     names.sort_by_key(|n| (metric_rank(n), n.as_str()));
     let mut metrics = Vec::with_capacity(names.len());
     for name in names {
+        let (Some(bs), Some(cs)) = (b.metric_samples(name), c.metric_samples(name)) else {
+            continue;
+        };
         let mut ch = judge(
-            &b.metrics[name],
-            &c.metrics[name],
+            bs,
+            cs,
             policy.metric_threshold(name),
             higher_is_worse(name),
             policy,
@@ -193,6 +205,33 @@ fn launch_mode_note(metrics: &[MetricRow]) -> Option<String> {
     } else {
         None
     }
+}
+
+/// A note for each class excess the policy gates that a side has no samples of (no model,
+/// a class priced on only some steps, or a history, which stores no classes): a gated
+/// metric that could not be judged is said, never passed over.
+fn unjudged_class_notes(b: &Group, c: &Group, policy: &Policy) -> Vec<String> {
+    policy
+        .metrics
+        .iter()
+        .filter(|(k, t)| t.gate && k.starts_with(metric::CLASS_EXCESS_PREFIX))
+        .filter_map(|(k, _)| {
+            let missing: Vec<&str> = [("baseline", b), ("candidate", c)]
+                .into_iter()
+                .filter(|(_, g)| g.metric_samples(k).is_none())
+                .map(|(side, _)| side)
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "{} is gated by the policy but the {} has no samples of it (it needs \
+                     --model, the class priced on every step, and a report or baseline: run \
+                     history stores no classes): not compared",
+                    metric_name(k),
+                    missing.join(" and the ")
+                )
+            })
+        })
+        .collect()
 }
 
 /// A note for each metric measured on one side only.

@@ -50,7 +50,7 @@ fn row_verdict(ch: &Change, judge: bool) -> String {
 
 /// A value of a metric in its unit.
 fn fmt_value(metric_name: &str, v: f64) -> String {
-    if metric_name.ends_with("_ns") {
+    if metric::in_ns(metric_name) {
         format!("{} µs", fmt_us(v))
     } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
         fmt_pct(v)
@@ -63,7 +63,7 @@ fn fmt_value(metric_name: &str, v: f64) -> String {
 fn fmt_delta(metric_name: &str, d: f64) -> String {
     let sign = if d >= 0.0 { "+" } else { "−" };
     let d = d.abs();
-    if metric_name.ends_with("_ns") {
+    if metric::in_ns(metric_name) {
         format!("{sign}{} µs", fmt_us(d))
     } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
         format!("{sign}{:.1} pt", d * 100.0)
@@ -109,7 +109,7 @@ fn fmt_visible(unit: &str, ch: &Change) -> String {
 
 fn fmt_threshold(unit: &str, ch: &Change) -> String {
     let t = ch.threshold;
-    let abs = if unit.ends_with("_ns") {
+    let abs = if metric::in_ns(unit) {
         format!("{} µs", fmt_us(t.abs))
     } else if unit == metric::GAP_FRACTION || unit == metric::MBU {
         format!("{:.1} pt", t.abs * 100.0)

@@ -176,6 +176,7 @@ pub fn assemble(
                 graph_replays: r.m.graph_replays,
                 launches: r.launches,
                 launch_host_ns: r.launch_host_ns,
+                exposed_comm_ns: r.m.exposed_comm,
                 longest_host_call: r.longest,
                 annotation_gpu_start_ns: ann_s,
                 annotation_gpu_end_ns: ann_e,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::categories::Categorizer;
+use crate::categories::{Categorizer, COMMUNICATION};
 use crate::timing::labels::display_name;
 use crate::timing::overlap::exclusive_in_order;
 use crate::trace::OpKind;
@@ -23,6 +23,8 @@ pub struct Measured {
     pub kernels: u64,
     pub graph_replays: u64,
     pub all_kernels: Vec<StepKernel>,
+    /// Time in which only communication ops run: `None` without any.
+    pub exposed_comm: Option<i64>,
 }
 
 /// Measures sets of ops, keeping each name's shared strings and category.
@@ -65,6 +67,8 @@ impl<'i, 'a> Measurer<'i, 'a> {
             .collect();
         per_name.sort_unstable_by_key(|r| r.0);
         let mut all_kernels: Vec<StepKernel> = Vec::new();
+        // Name ids of communication ops, ascending (per_name is sorted by id).
+        let mut comm: Vec<u32> = Vec::new();
         let mut k = 0;
         while k < per_name.len() {
             let id = per_name[k].0;
@@ -92,6 +96,9 @@ impl<'i, 'a> Measurer<'i, 'a> {
                 .entry(id)
                 .or_insert_with(|| Arc::from(self.cats.categorize(&name)))
                 .clone();
+            if &*category == COMMUNICATION {
+                comm.push(id);
+            }
             all_kernels.push(StepKernel {
                 name,
                 short_name,
@@ -101,6 +108,7 @@ impl<'i, 'a> Measurer<'i, 'a> {
                 exclusive_ns: ex,
             });
         }
+        let exposed_comm = exposed_comm(ix, ops, &comm, busy);
         all_kernels.sort_by(|a, b| {
             b.exclusive_ns
                 .cmp(&a.exclusive_ns)
@@ -119,6 +127,23 @@ impl<'i, 'a> Measurer<'i, 'a> {
             kernels: count(OpKind::Kernel),
             graph_replays: count(OpKind::Graph),
             all_kernels,
+            exposed_comm,
         }
     }
+}
+
+/// Communication time no other op hides: busy minus the union of the ops whose name is
+/// not in `comm` (sorted name ids of communication ops). `None` when no op is
+/// communication, so a metric over it exists only for steps that communicate.
+fn exposed_comm(ix: &Index<'_>, ops: &[u32], comm: &[u32], busy: i64) -> Option<i64> {
+    if comm.is_empty() {
+        return None;
+    }
+    let names = &ix.ops.name_id;
+    let mut rest: Vec<u32> = ops
+        .iter()
+        .copied()
+        .filter(|&i| comm.binary_search(&names[i as usize]).is_err())
+        .collect();
+    Some(busy - ix.union_ns(&mut rest))
 }
