@@ -6,6 +6,7 @@
 # Usage: scripts/bench_dataset.sh [N]         (N runs in each history; default 100)
 # Env:   STEPGATE_BIN_DIR=target/release     the binaries to time (default target/debug)
 #        STEPGATE_MOTO_VENV=…                where moto_server lives (.ci/run makes it)
+#        STEPGATE_BENCH_TARGETS="local s3"   which stores to fill and time (default both)
 # Every run is a real `stepgate export` of a generated report under its own label, so N
 # costs N exports to set up.
 set -euo pipefail
@@ -28,7 +29,15 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
 "$venv/bin/python" -c "import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:$port/bench', method='PUT'))"
 "$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/r.sqlite" >/dev/null 2>&1
 now() { date +%s.%N; }
-for target in "$work/local" "s3://bench/history"; do
+targets=()
+for t in ${STEPGATE_BENCH_TARGETS:-local s3}; do
+  case "$t" in
+    local) targets+=("$work/local") ;;
+    s3) targets+=("s3://bench/history") ;;
+    *) echo "bench_dataset: unknown target $t (local or s3)" >&2; exit 2 ;;
+  esac
+done
+for target in "${targets[@]}"; do
   for i in $(seq "$n"); do
     "$bin_dir/stepgate" export "$work/r.sqlite" -o "$target" --label "i=$i" --label branch=main >/dev/null
   done

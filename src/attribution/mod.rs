@@ -159,6 +159,8 @@ fn attribute_named(
         mbu: mbu(f.floor_ns, wall as f64),
         floor_over_busy: mbu(f.floor_ns, step.busy_ns as f64),
         achieved_bytes_per_s: achieved_bytes_per_s(f.total_bytes, step.busy_ns as f64),
+        total_bytes: f.total_bytes,
+        flops: f.flops,
         below_floor: (wall as f64) < f.floor_ns,
     });
     let subject = Subject {

@@ -8,7 +8,6 @@ use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::{self, Format};
-use crate::wire::steps::Step;
 
 const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite
@@ -86,15 +85,10 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();
-        let work = |s: &Step| {
-            let f = run.pricing.as_ref()?.floor_of(s)?;
-            Some((f.flops, f.total_bytes))
-        };
         let roofs = run.pricing.as_ref().map(|p| report::html::steps::Roofs {
             gpu_name: p.gpu.name,
             bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
             peak_flops_per_s: p.gpu.bf16_flops_per_s,
-            work: &work,
         });
         let page = report::html::steps::render(&path, r, roofs.as_ref());
         files.push((p, page.into_bytes()));

@@ -178,7 +178,47 @@ pub struct ExportOptions {
 /// other outputs first writes none of them when the export would fail): a directory (or
 /// nothing yet) that takes a write, a bucket prefix the credentials may write to.
 pub fn check_target(dataset: &Path) -> Result<()> {
+    check_not_a_report_dir(dataset)?;
     Store::open(dataset)?.check_writable()
+}
+
+/// Files a profiler writes, by name: Kineto traces, nsys exports and reports, rocpd/RPD
+/// databases. The sidecar (`capture.json`) is not one.
+fn is_report_file(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [".json", ".json.gz", ".sqlite", ".nsys-rep", ".rpd", ".db"]
+        .iter()
+        .any(|e| n.ends_with(e))
+        && n != "capture.json"
+}
+
+/// Refuse a local directory that holds profiler reports and no dataset (a Kineto directory
+/// of ranks, a folder of captures): the export's tables would become files of that report
+/// (one more rank, another run id), and the directory would be neither.
+fn check_not_a_report_dir(dataset: &Path) -> Result<()> {
+    let Ok(crate::dataset::store::Location::Local(d)) =
+        crate::dataset::store::Location::parse(dataset)
+    else {
+        return Ok(());
+    };
+    if !d.is_dir() || d.join("runs").is_dir() {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(&d) else {
+        return Ok(());
+    };
+    let report = entries.flatten().find(|e| {
+        e.file_type().is_ok_and(|t| t.is_file()) && is_report_file(&e.file_name().to_string_lossy())
+    });
+    match report {
+        Some(e) => Err(Error::usage(format!(
+            "{} holds profiler reports ({} among them), not a run history: export to an empty \
+             or a dataset directory, e.g. -o history/",
+            dataset.display(),
+            e.file_name().to_string_lossy()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Refuse a dataset inside the report directory being exported: its files would be read

@@ -40,6 +40,12 @@ pub struct FloorAttribution {
     pub floor_over_busy: f64,
     /// Compulsory bytes / busy time.
     pub achieved_bytes_per_s: f64,
+    /// The compulsory bytes and FLOPs the floor was priced from (derived); 0 in documents
+    /// written before they were carried.
+    #[serde(default)]
+    pub total_bytes: f64,
+    #[serde(default)]
+    pub flops: f64,
     /// Wall below the floor: the byte model is wrong, not the machine.
     pub below_floor: bool,
 }

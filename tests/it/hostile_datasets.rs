@@ -488,6 +488,42 @@ fn an_export_into_the_report_directory_it_reads_is_refused_before_the_work() {
 }
 
 #[test]
+fn an_export_into_another_report_directory_is_refused_and_a_dataset_is_not_one() {
+    // Exporting one capture into a directory of other ranks' traces would make the
+    // export's tables part of that report. Refused before any work, nothing written.
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.sqlite");
+    report(&r, 12, 1);
+    let other = d.path().join("ranks");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("x_rank0.1.pt.trace.json.gz"), b"").unwrap();
+    let (code, err) = run_within(&["export", s(&r), "-o", s(&other)], Duration::from_secs(60));
+    assert_eq!(code, 2, "{err}");
+    one_line_error(&err);
+    assert!(
+        err.contains("holds profiler reports (x_rank0.1.pt.trace.json.gz among them)"),
+        "{err}"
+    );
+    assert_eq!(walk(&other).len(), 1, "the report directory changed");
+    // A directory with only the capture sidecar, or an existing dataset that happens to
+    // hold a report beside its tables, is a target like any other.
+    let side = d.path().join("side");
+    std::fs::create_dir(&side).unwrap();
+    std::fs::write(side.join("capture.json"), b"{}").unwrap();
+    let (code, err) = run_within(&["export", s(&r), "-o", s(&side)], Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let ds = d.path().join("ds");
+    let (code, err) = run_within(&["export", s(&r), "-o", s(&ds)], Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    std::fs::copy(&r, ds.join("kept.sqlite")).unwrap();
+    let (code, err) = run_within(
+        &["export", s(&r), "-o", s(&ds), "--label", "i=2"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
 fn a_url_scheme_this_build_does_not_reach_is_named_never_a_local_directory() {
     let d = tempfile::tempdir().unwrap();
     let r = d.path().join("r.sqlite");

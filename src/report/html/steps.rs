@@ -253,14 +253,18 @@ fn composition(s: &Step) -> String {
     out
 }
 
-/// What the roofline plot needs from a model: the GPU's cited peaks and each step's FLOPs
-/// and compulsory bytes (derived).
+/// What the roofline plot needs from a model: the GPU's cited peaks (each step's FLOPs
+/// and compulsory bytes come with its floor attribution).
 pub struct Roofs<'a> {
     pub gpu_name: &'a str,
     pub bandwidth_bytes_per_s: f64,
     pub peak_flops_per_s: f64,
-    /// (FLOPs, bytes) of a step, when its composition is known.
-    pub work: &'a dyn Fn(&Step) -> Option<(f64, f64)>,
+}
+
+/// (FLOPs, bytes) a step's floor was priced from (derived), where it was priced.
+fn work(s: &Step) -> Option<(f64, f64)> {
+    let f = s.attribution.as_ref()?.floor.as_ref()?;
+    Some((f.flops, f.total_bytes))
 }
 
 /// The steps against the GPU's roofs.
@@ -282,7 +286,7 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
     ]);
     let mut points = Vec::new();
     for s in &steps {
-        let Some((fl, by)) = (p.work)(s) else {
+        let Some((fl, by)) = work(s) else {
             continue;
         };
         if by <= 0.0 {
