@@ -135,7 +135,7 @@ pub fn below_roof(family: Option<Family>, at: &str, g: &Grid, profiler: &str) ->
             Some(p) => fills(
                 b * g.heads_per_gpu * p,
                 format!(
-                    "vLLM paged v2: heads/GPU × B × ⌈mean context/512⌉ = {} × {b} × {p}, derived",
+                    "vLLM paged v2, 512-key partitions cited from its launcher: heads/GPU × B × ⌈mean context/512⌉ = {} × {b} × {p}, derived",
                     g.heads_per_gpu
                 ),
             ),
@@ -145,7 +145,7 @@ pub fn below_roof(family: Option<Family>, at: &str, g: &Grid, profiler: &str) ->
             Some(p) => fills(
                 b * p * g.kv_heads_per_gpu,
                 format!(
-                    "ll4mi: B × ⌈mean context/256⌉ × KV heads/GPU = {b} × {p} × {}, derived",
+                    "ll4mi, 256-key partitions cited from vLLM's launcher: B × ⌈mean context/256⌉ × KV heads/GPU = {b} × {p} × {}, derived",
                     g.kv_heads_per_gpu
                 ),
             ),
@@ -213,7 +213,7 @@ mod tests {
         );
         // ll4mi at B = 32 and a mean context of 1,010: 32 × ⌈1010/256⌉ = 4 × 8 = 1,024.
         let ll = below_roof(Some(Family::RocmLl4mi), "", &grid(32, Some(1010)), "p");
-        assert!(ll.contains("ll4mi: B × ⌈mean context/256⌉ × KV heads/GPU = 32 × 4 × 8, derived = 1024 blocks) fills the 304 CUs"), "{ll}");
+        assert!(ll.contains("ll4mi, 256-key partitions cited from vLLM's launcher: B × ⌈mean context/256⌉ × KV heads/GPU = 32 × 4 × 8, derived = 1024 blocks) fills the 304 CUs"), "{ll}");
         assert!(!ll.contains("FA2"));
         // FA3 and FlashInfer: no B × heads reading at all.
         for f in [

@@ -818,3 +818,51 @@ fn a_symlinked_directory_inside_a_dataset_is_never_written_through() {
     );
     assert_eq!(walk(&outside), before);
 }
+
+/// Unmounts its tmpfs however the test ends.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_during_export_is_one_line_and_commits_nothing() {
+    // A 96 KiB tmpfs holds one small export and not a second, larger one. Mounting needs
+    // root with CAP_SYS_ADMIN: elsewhere the test says so and checks nothing.
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=96k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)");
+        return;
+    }
+    let _m = Mounted(mnt.clone());
+    let ds = mnt.join("ds");
+    let small = d.path().join("small.sqlite");
+    report(&small, 4, 1);
+    let (code, err) = run_within(
+        &["export", s(&small), "-o", s(&ds)],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "{err}");
+    let before = walk(&ds);
+    let big = d.path().join("big.sqlite");
+    report(&big, 400, 2);
+    let (code, err) = run_within(&["export", s(&big), "-o", s(&ds)], Duration::from_secs(60));
+    assert_eq!(code, 4, "{err}");
+    one_line_error(&err);
+    assert!(err.contains("no space left on the device"), "{err}");
+    assert!(err.contains("nothing was committed"), "{err}");
+    // The first run is all the dataset holds: no runs row, data object or temporary file of
+    // the second.
+    assert_eq!(walk(&ds), before);
+}

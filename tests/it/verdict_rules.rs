@@ -586,7 +586,7 @@ fn the_attention_advice_is_the_grid_of_the_family_that_runs() {
     let real = crate::common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
     let a = attention_action(&real, &["--model", "qwen3-8b"]);
     assert!(
-        a.contains("(ll4mi: B × ⌈mean context/256⌉ × KV heads/GPU = 32 × "),
+        a.contains("(ll4mi, 256-key partitions cited from vLLM's launcher: B × ⌈mean context/256⌉ × KV heads/GPU = 32 × "),
         "{a}"
     );
     assert!(a.contains(" × 8, derived = "), "{a}");
@@ -614,7 +614,7 @@ fn the_attention_advice_is_the_grid_of_the_family_that_runs() {
     let p = build(dir.path(), "v2", &planted::scenario(Cause::BatchInGrid, 6));
     let a = attention_action(&p, &["--model", "llama-3-8b", "--context", "1010"]);
     assert!(
-        a.contains("(vLLM paged v2: heads/GPU × B × ⌈mean context/512⌉ = 32 × 8 × 2, derived = 512 blocks) fills the 132 SMs"),
+        a.contains("(vLLM paged v2, 512-key partitions cited from its launcher: heads/GPU × B × ⌈mean context/512⌉ = 32 × 8 × 2, derived = 512 blocks) fills the 132 SMs"),
         "{a}"
     );
 }
