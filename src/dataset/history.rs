@@ -290,10 +290,11 @@ fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow], names: &[KernelName])
     let mut b = GroupBuilder::default();
     let mut at: HashMap<(usize, i64, i64), Slot> = HashMap::with_capacity(steps.len());
     for s in steps {
-        at.insert(
-            (s.run, s.series, s.index),
-            b.push(&s.kind, s.batch, &s.sample),
-        );
+        let slot = b.push(&s.kind, s.batch, &s.sample);
+        for (class, floor, excess) in &s.classes {
+            b.add_class(slot, class, *floor, *excess);
+        }
+        at.insert((s.run, s.series, s.index), slot);
     }
     for k in kernels {
         if let Some(&slot) = at.get(&(k.run, k.series, k.index)) {
@@ -369,6 +370,13 @@ fn run_medians(
                     .or_insert_with(|| vec![0.0; n])
                     .push(med(v));
             }
+            // A class has no 0 to pad with: one missing from a run drops it below (the
+            // length check), as a metric priced on only some steps is dropped.
+            for (c, v) in &g.classes {
+                let e = acc.classes.entry(c.clone()).or_default();
+                e.floor_ns.push(med(&v.floor_ns));
+                e.excess_ns.push(med(&v.excess_ns));
+            }
             let n = n + 1;
             // Kernels and categories absent from this run: 0 for it.
             for ks in acc.kernels.values_mut() {
@@ -386,6 +394,7 @@ fn run_medians(
         let n = seen.get(&key).copied().unwrap_or(0);
         g.metrics
             .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+        g.classes.retain(|_, v| v.excess_ns.len() == n);
         let c = ctxs.remove(&key).unwrap_or_default();
         if !c.is_empty() && c.iter().all(Option::is_some) {
             g.mean_context = Some(c.iter().flatten().sum::<f64>() / c.len() as f64);

@@ -118,8 +118,8 @@ pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<Dat
     Ok(df)
 }
 
-/// Columns a later stepgate added to a table without a schema-version change, with their
-/// type: an object that lacks one reads it as nulls.
+/// Columns an object may lack without being damaged ([`crate::dataset::schema::ADDED_LATER`]),
+/// with their type: an object that lacks one reads it as nulls.
 fn added_later(column: &str) -> Option<Ty> {
     crate::dataset::schema::ADDED_LATER
         .iter()

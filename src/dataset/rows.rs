@@ -26,6 +26,29 @@ pub struct StepRow {
     pub kind: Arc<str>,
     pub batch: Option<u32>,
     pub sample: StepSample,
+    /// Each priced class's (key, floor ns, excess ns), derived, from the step's
+    /// `attribution_classes` (empty where the run was exported without a model).
+    pub classes: Vec<(String, f64, f64)>,
+}
+
+/// (class, floor_ns, excess_ns) of every class with both in a step's `attribution_classes`
+/// JSON text; a cell that is not that JSON gives none (the step keeps its other samples).
+fn class_cells(text: Option<&str>) -> Vec<(String, f64, f64)> {
+    let Some(v) = text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()) else {
+        return Vec::new();
+    };
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let ok = |x: f64| (x.is_finite() && x.abs() <= 1e15).then_some(x);
+            Some((
+                c.get("class")?.as_str()?.to_owned(),
+                ok(c.get("floor_ns")?.as_f64()?)?,
+                ok(c.get("excess_ns")?.as_f64()?)?,
+            ))
+        })
+        .collect()
 }
 
 /// One (step, op name) row of a stored run; names index into [`StepKernels::names`].
@@ -195,6 +218,7 @@ fn read_steps(
         ("launches", Ty::Int),
         ("exposed_comm_ns", Ty::Int),
         ("attribution_floor_mbu", Ty::Float),
+        ("attribution_classes", Ty::Str),
     ];
     let kind = kind.map(str::to_owned);
     let build = |lf: LazyFrame| {
@@ -221,6 +245,7 @@ fn read_steps(
         let gap = ints(&df, "gap_ns")?;
         let launches = ints(&df, "launches")?;
         let exposed = ints(&df, "exposed_comm_ns")?;
+        let classes = str_col(&df, "attribution_classes")?;
         let mbu = df.column("attribution_floor_mbu")?.f64()?;
         out.reserve(df.height());
         for i in 0..df.height() {
@@ -260,6 +285,7 @@ fn read_steps(
                 kind,
                 batch: req.get(i).and_then(|r| u32::try_from(r).ok()),
                 sample,
+                classes: class_cells(classes.get(i)),
             });
         }
         Ok(())

@@ -60,9 +60,13 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
     ("mean_context", Ty::Float),
 ];
 
-/// Step columns added after the first files were written: a reader takes an object
-/// without one as nulls in it (written by every stepgate since, via [`STEP_CORE`]).
-pub const ADDED_LATER: &[(&str, Ty)] = &[("exposed_comm_ns", Ty::Int)];
+/// Step columns an object may lack, which a reader takes as nulls: `exposed_comm_ns` was
+/// added after the first files were written (and is in [`STEP_CORE`] since);
+/// `attribution_classes` exists only in runs exported with a model.
+pub const ADDED_LATER: &[(&str, Ty)] = &[
+    ("exposed_comm_ns", Ty::Int),
+    ("attribution_classes", Ty::Str),
+];
 
 /// Column name of the derived mean context per request (not a `Step` field: computed from
 /// the batch composition, as baselines do).

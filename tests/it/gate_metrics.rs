@@ -206,6 +206,71 @@ fn a_class_excess_named_by_the_policy_is_judged_and_gated() {
 }
 
 #[test]
+fn a_class_excess_is_gated_against_a_history_exported_with_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand, want) = slower_attention(dir.path());
+    let ds = dir.path().join("history");
+    let ds = ds.to_str().unwrap();
+    // Three main runs of the fast capture (labels make them three runs), one without a
+    // model.
+    for i in 1..=3 {
+        let (code, _, err) = run(&[
+            "export",
+            &base,
+            "-o",
+            ds,
+            "--model",
+            "llama-3-8b",
+            "--label",
+            &format!("i={i}"),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, "[metrics.\"excess_ns.attention\"]\nrel = 0.05\n").unwrap();
+    let gate = |mode: &str| {
+        let (_, out, err) = run(&[
+            "gate",
+            &cand,
+            "--history",
+            ds,
+            "--history-mode",
+            mode,
+            "--min-runs",
+            "1",
+            "--model",
+            "llama-3-8b",
+            "--policy",
+            p.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        j
+    };
+    // Steps pooled: 36 baseline samples, a regression by the planted time. One median per
+    // run: the same change from 3 samples, which are too few to call it.
+    for (mode, samples, verdict) in [("steps", 36, "regression"), ("runs", 3, "inconclusive")] {
+        let j = gate(mode);
+        let m = metric(&j, "excess_ns.attention").unwrap_or_else(|| panic!("{mode}: {j}"));
+        assert_eq!(m["verdict"], verdict, "{mode}: {m}");
+        assert_eq!(m["baseline_samples"], samples, "{mode}: {m}");
+        let change = m["change"].as_f64().unwrap();
+        assert!((change - want).abs() < 1.0, "{mode}: {change} vs {want}");
+    }
+    // The class waterfall is there too, from the history's classes.
+    let j = gate("steps");
+    let rows = j["groups"][0]["class_excess"]
+        .as_array()
+        .expect("class rows");
+    let att = rows.iter().find(|r| r["class"] == "attention").unwrap();
+    assert!(
+        (att["delta_excess_ns"].as_f64().unwrap() - want).abs() < 1.0,
+        "{att}"
+    );
+}
+
+#[test]
 fn policy_check_knows_class_excess_and_exposed_communication() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");

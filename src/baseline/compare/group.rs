@@ -224,8 +224,8 @@ fn unjudged_class_notes(b: &Group, c: &Group, policy: &Policy) -> Vec<String> {
             (!missing.is_empty()).then(|| {
                 format!(
                     "{} is gated by the policy but the {} has no samples of it (it needs \
-                     --model, the class priced on every step, and a report or baseline: run \
-                     history stores no classes): not compared",
+                     --model on both sides, for a history runs exported with --model, and \
+                     the class priced on every step): not compared",
                     metric_name(k),
                     missing.join(" and the ")
                 )
