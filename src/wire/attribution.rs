@@ -40,8 +40,7 @@ pub struct FloorAttribution {
     pub floor_over_busy: f64,
     /// Compulsory bytes / busy time.
     pub achieved_bytes_per_s: f64,
-    /// The compulsory bytes and FLOPs the floor was priced from (derived); 0 in documents
-    /// written before they were carried.
+    /// The compulsory bytes and FLOPs the floor was priced from (derived; 0 in older ones).
     #[serde(default)]
     pub total_bytes: f64,
     #[serde(default)]
