@@ -936,3 +936,73 @@ fn a_cut_report_keeps_its_accept_command() {
     assert!(run.summary.contains("is cut here to stay under"));
     assert_eq!(accept_commands(&run.summary), [want]);
 }
+
+/// The Action's gate against a history in a bucket: main's runs exported to a local S3
+/// server (moto, loopback, explicit test keys), the pull request's capture gated against
+/// `s3://…` with the credentials as a workflow passes them (env), a regression found and
+/// the accept command naming the bucket. Skips with one line where moto is not installed
+/// (`STEPGATE_REQUIRE_S3=1`, set by `.ci/run`, makes that a failure).
+#[test]
+fn the_action_gates_a_pull_request_against_a_history_in_a_bucket() {
+    let Some(m) = crate::object_store::moto() else {
+        return;
+    };
+    let r = Runner::new();
+    let ds = "s3://sg-test/perf/history";
+    for seed in 1..=3 {
+        let p = r.path(&format!("main{seed}.sqlite"));
+        crate::decisions::report(&p, seed, 1.0);
+        let o = crate::object_store::sg(
+            m.port,
+            &[
+                "export",
+                p.to_str().unwrap(),
+                "-o",
+                ds,
+                "--label",
+                "branch=main",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let cand = r.path("pr.sqlite");
+    crate::decisions::report(&cand, 10, 1.25);
+    let endpoint = format!("http://127.0.0.1:{}", m.port);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test-secret-never-shown"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("GITHUB_RUN_ID", "77"),
+    ];
+    let inputs = [
+        ("REPORT", cand.to_str().unwrap()),
+        ("HISTORY", ds),
+        ("WHERE", "label.branch=main"),
+    ];
+    let run = r.gate_env("pull_request", &inputs, &env);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(run.output("verdict"), "regression");
+    // The history side is the bucket's three runs, said in the report.
+    assert!(
+        run.summary
+            .contains(&format!("the last 3 matching run(s) of {ds}")),
+        "{}",
+        run.summary
+    );
+    let body = r.gate_comments()[0]["body"].as_str().unwrap().to_owned();
+    assert!(
+        accept_commands(&body)
+            .iter()
+            .any(|l| l.starts_with(&format!(
+                "stepgate accept gate.json --history={ds} --reason "
+            ))),
+        "{body}"
+    );
+    // The credentials never reach what the Action writes.
+    for text in [&run.summary, &run.stdout, &body] {
+        assert!(!text.contains("test-secret-never-shown"));
+    }
+}

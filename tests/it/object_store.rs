@@ -21,9 +21,9 @@ use crate::object_store_proxy::{Mode, Proxy, HUNG};
 const H100: &str = "NVIDIA H100 80GB HBM3";
 
 /// A moto server on 127.0.0.1, killed on drop (the fault proxy is in object_store_proxy).
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Moto {
@@ -51,7 +51,7 @@ fn free_port() -> u16 {
 }
 
 /// Start moto with a bucket `sg-test`; `None` (after one line) when it is not installed.
-fn moto() -> Option<Moto> {
+pub(crate) fn moto() -> Option<Moto> {
     let Some(exe) = moto_binary() else {
         let why = "no moto_server (STEPGATE_MOTO_SERVER, or ~/.cache/stepgate/moto-venv)";
         assert!(
@@ -97,7 +97,7 @@ fn http(port: u16, req: &str) -> String {
 
 /// stepgate with the test store's credentials and endpoint, and nothing from the
 /// environment that could point a client elsewhere.
-fn sg(port: u16, args: &[&str]) -> Output {
+pub(crate) fn sg(port: u16, args: &[&str]) -> Output {
     let mut c = Command::new(bin());
     for (k, _) in std::env::vars() {
         if k.starts_with("AWS_") || k.starts_with("GOOGLE_") || k.starts_with("AZURE_") {
