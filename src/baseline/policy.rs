@@ -195,6 +195,14 @@ impl Policy {
         }
     }
 
+    /// Whether a `[metrics."excess_ns.CLASS"]` entry gates a class's excess: only then
+    /// does a history gate read the runs' per-class samples.
+    pub fn gates_class_excess(&self) -> bool {
+        self.metrics
+            .keys()
+            .any(|k| k.starts_with(metric::CLASS_EXCESS_PREFIX))
+    }
+
     /// The policy of `--policy FILE`, or the defaults without one.
     pub fn load(path: Option<&Path>) -> Result<Policy> {
         path.map_or_else(|| Ok(Policy::default()), Policy::from_file)

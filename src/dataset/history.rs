@@ -55,6 +55,8 @@ pub struct HistoryQuery {
     pub model: Option<String>,
     /// The candidate, when it is a report (a baseline file has no run id).
     pub candidate: Option<Candidate>,
+    /// Read each step's class floors and excess (a policy gates a class excess).
+    pub classes: bool,
 }
 
 /// The baseline and how it was made.
@@ -170,6 +172,7 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             &runs,
             q.filter.kind.as_deref(),
             Some(&KernelPick::All),
+            q.classes,
             &mut warnings,
         )?
     } else {

@@ -85,7 +85,7 @@ pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<Dat
     if columns.is_empty() {
         return r.finish().map_err(|e| damaged(name, &reason(&e)));
     }
-    // A column added by a later stepgate is null in an object written before it.
+    // A column an object may lack (added later, or written only with a model) is null.
     let mut absent: Vec<(&str, Ty)> = Vec::new();
     if columns.iter().any(|c| added_later(c).is_some()) {
         let schema = r.schema().map_err(|e| damaged(name, &reason(&e)))?;

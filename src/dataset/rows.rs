@@ -145,11 +145,12 @@ pub fn read_run_data(
     runs: &[RunRow],
     kind: Option<&str>,
     pick: Option<&KernelPick>,
+    classes: bool,
     warnings: &mut Vec<String>,
 ) -> Result<RunData> {
     let mut v = Verdicts::default();
     let mut out = RunData {
-        steps: read_steps(store, runs, kind, &mut v)?,
+        steps: read_steps(store, runs, kind, classes, &mut v)?,
         ..RunData::default()
     };
     if let Some(p) = pick {
@@ -199,13 +200,16 @@ fn scan_table(
     scan_files(store, &keys, build, want, each)
 }
 
+/// The steps of `runs`; with `classes`, each step's class floors and excess too (a JSON
+/// cell of a few KB per step, so read only where a gate judges a class excess).
 fn read_steps(
     store: &Store,
     runs: &[RunRow],
     kind: Option<&str>,
+    classes: bool,
     v: &mut Verdicts,
 ) -> Result<Vec<StepRow>> {
-    let want: &[(&str, Ty)] = &[
+    let mut want: Vec<(&str, Ty)> = vec![
         ("series", Ty::Int),
         ("index", Ty::Int),
         ("kind", Ty::Str),
@@ -218,8 +222,11 @@ fn read_steps(
         ("launches", Ty::Int),
         ("exposed_comm_ns", Ty::Int),
         ("attribution_floor_mbu", Ty::Float),
-        ("attribution_classes", Ty::Str),
     ];
+    if classes {
+        want.push(("attribution_classes", Ty::Str));
+    }
+    let want = want.as_slice();
     let kind = kind.map(str::to_owned);
     let build = |lf: LazyFrame| {
         let mut lf = lf
@@ -245,7 +252,11 @@ fn read_steps(
         let gap = ints(&df, "gap_ns")?;
         let launches = ints(&df, "launches")?;
         let exposed = ints(&df, "exposed_comm_ns")?;
-        let classes = str_col(&df, "attribution_classes")?;
+        let cells = if classes {
+            Some(str_col(&df, "attribution_classes")?)
+        } else {
+            None
+        };
         let mbu = df.column("attribution_floor_mbu")?.f64()?;
         out.reserve(df.height());
         for i in 0..df.height() {
@@ -285,7 +296,7 @@ fn read_steps(
                 kind,
                 batch: req.get(i).and_then(|r| u32::try_from(r).ok()),
                 sample,
-                classes: class_cells(classes.get(i)),
+                classes: cells.map_or_else(Vec::new, |c| class_cells(c.get(i))),
             });
         }
         Ok(())

@@ -266,6 +266,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             chunk,
             q.filter.kind.as_deref(),
             pick.as_ref(),
+            false,
             &mut warnings,
         )?;
         let steps = &data.steps;

@@ -698,6 +698,7 @@ fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                 gpu: None,
                 model: None,
                 candidate: None,
+                classes: true,
             };
             match stepgate::dataset::history_baseline(ds, &q) {
                 Ok(h) => {

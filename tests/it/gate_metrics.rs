@@ -258,7 +258,8 @@ fn a_class_excess_is_gated_against_a_history_exported_with_a_model() {
         let change = m["change"].as_f64().unwrap();
         assert!((change - want).abs() < 1.0, "{mode}: {change} vs {want}");
     }
-    // The class waterfall is there too, from the history's classes.
+    // The class waterfall is there too, from the history's classes (read because the
+    // policy names a class excess).
     let j = gate("steps");
     let rows = j["groups"][0]["class_excess"]
         .as_array()

@@ -380,6 +380,7 @@ fn an_unavailable_baseline_claims_no_missing_group() {
             gpu: cand.meta.gpu_name.clone(),
             model: None,
             candidate: None,
+            classes: false,
         },
     )
     .unwrap();

@@ -208,8 +208,8 @@ fn launch_mode_note(metrics: &[MetricRow]) -> Option<String> {
 }
 
 /// A note for each class excess the policy gates that a side has no samples of (no model,
-/// a class priced on only some steps, or a history, which stores no classes): a gated
-/// metric that could not be judged is said, never passed over.
+/// a class priced on only some steps, a history of runs exported without a model): a
+/// gated metric that could not be judged is said, never passed over.
 fn unjudged_class_notes(b: &Group, c: &Group, policy: &Policy) -> Vec<String> {
     policy
         .metrics
