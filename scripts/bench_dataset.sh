@@ -28,6 +28,9 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
   AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_EC2_METADATA_DISABLED=true
 "$venv/bin/python" -c "import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:$port/bench', method='PUT'))"
 "$bin_dir/stepgate-synth" workload --steps 40 --kernels 48 -o "$work/r.sqlite" >/dev/null 2>&1
+# The gated capture is another report (one step more): a history of the candidate's own
+# exports would leave every run out ("never part of its own history") and read them all.
+"$bin_dir/stepgate-synth" workload --steps 41 --kernels 48 -o "$work/c.sqlite" >/dev/null 2>&1
 now() { date +%s.%N; }
 targets=()
 for t in ${STEPGATE_BENCH_TARGETS:-local s3}; do
@@ -44,8 +47,11 @@ for target in "${targets[@]}"; do
   t0=$(now)
   "$bin_dir/stepgate" export "$work/r.sqlite" -o "$target" --label i=extra >/dev/null
   t1=$(now)
-  "$bin_dir/stepgate" gate "$work/r.sqlite" --history "$target" --where label.branch=main --last 20 \
-    --format json >/dev/null || true
+  "$bin_dir/stepgate" gate "$work/c.sqlite" --history "$target" --where label.branch=main --last 20 \
+    --format json >"$work/gate.json" || true
+  # A gate that compared nothing measured the wrong thing: say so instead of a time.
+  grep -q '"baseline_steps": [1-9]' "$work/gate.json" \
+    || { echo "bench_dataset: the gate compared no history steps" >&2; exit 1; }
   t2=$(now)
   printf 'bench_dataset: %-22s %6d runs  export %6.2f s  gate --history --last 20 %6.2f s\n' \
     "$(case $target in s3://*) echo "s3 (moto, loopback)";; *) echo "local directory";; esac)" \
