@@ -87,11 +87,11 @@ pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<Dat
     }
     // A column an object may lack (added later, or written only with a model) is null.
     let mut absent: Vec<(&str, Ty)> = Vec::new();
-    if columns.iter().any(|c| added_later(c).is_some()) {
+    if columns.iter().any(|c| null_when_absent(c).is_some()) {
         let schema = r.schema().map_err(|e| damaged(name, &reason(&e)))?;
         absent = columns
             .iter()
-            .filter_map(|c| added_later(c).map(|ty| (*c, ty)))
+            .filter_map(|c| null_when_absent(c).map(|ty| (*c, ty)))
             .filter(|(c, _)| !schema.contains(c))
             .collect();
     }
@@ -118,10 +118,10 @@ pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<Dat
     Ok(df)
 }
 
-/// Columns an object may lack without being damaged ([`crate::dataset::schema::ADDED_LATER`]),
+/// Columns an object may lack without being damaged ([`crate::dataset::schema::NULL_WHEN_ABSENT`]),
 /// with their type: an object that lacks one reads it as nulls.
-fn added_later(column: &str) -> Option<Ty> {
-    crate::dataset::schema::ADDED_LATER
+fn null_when_absent(column: &str) -> Option<Ty> {
+    crate::dataset::schema::NULL_WHEN_ABSENT
         .iter()
         .find(|(c, _)| *c == column)
         .map(|(_, ty)| *ty)
@@ -453,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn a_column_added_later_reads_as_nulls_from_an_older_object() {
+    fn a_column_an_older_object_lacks_reads_as_nulls() {
         // An object written before `exposed_comm_ns` existed.
         let mut old = df!("wall_ns" => [10i64, 20], "busy_ns" => [5i64, 6]).unwrap();
         let df = decode(

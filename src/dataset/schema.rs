@@ -63,7 +63,7 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
 /// Step columns an object may lack, which a reader takes as nulls: `exposed_comm_ns` was
 /// added after the first files were written (and is in [`STEP_CORE`] since);
 /// `attribution_classes` exists only in runs exported with a model.
-pub const ADDED_LATER: &[(&str, Ty)] = &[
+pub const NULL_WHEN_ABSENT: &[(&str, Ty)] = &[
     ("exposed_comm_ns", Ty::Int),
     ("attribution_classes", Ty::Str),
 ];

@@ -9,7 +9,6 @@ use crate::pipeline::plan::FloorPlan;
 use crate::roofline::floor::step_floor;
 use crate::roofline::gpu;
 use crate::roofline::options::GpuOptions;
-use crate::trace::Trace;
 use crate::wire::attribution::{Basis, FloorInput, OperatingPoint};
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
 use crate::wire::steps::{BatchComposition, Step, StepKind};
@@ -82,32 +81,31 @@ pub struct Pricing {
 }
 
 impl Pricing {
-    /// The pricing for a report's steps, or None without a model. The GPU is the plan's,
-    /// else the one the report names; TP, PP, batch and context are the operating point's
+    /// The pricing for a report's steps, or None without a model. The GPU is the operating
+    /// point's (the plan's, else the one the report names or its properties fit); TP, PP, batch and context are the operating point's
     /// (flag over capture, [`crate::operating_point::resolve`]): batch and context fill what
     /// step names do not say.
-    pub fn resolve(
-        plan: &FloorPlan,
-        point: &OperatingPoint,
-        trace: &Trace,
-    ) -> Result<Option<Pricing>> {
+    pub fn resolve(plan: &FloorPlan, point: &OperatingPoint) -> Result<Option<Pricing>> {
         let Some(model) = &plan.model else {
             return Ok(None);
         };
-        let report_gpu = trace.devices.iter().find_map(|d| d.name.as_deref());
-        let (gpu_key, gpu_from) = match (&plan.gpu, report_gpu) {
+        // The GPU the operating point resolved (flag, the report's name, or inferred from
+        // the device's properties): one resolution, priced here.
+        let (gpu_key, gpu_from) = match (&plan.gpu, &point.gpu) {
             (Some(g), _) => (g.clone(), GpuFrom::Flag),
-            (None, Some(name)) => match gpu::from_report_name(name) {
-                Some(g) => (g.key.to_owned(), GpuFrom::Report),
-                None => {
-                    return Err(Error::usage(format!(
-                        "the report names the GPU {name:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)"
-                    )))
-                }
-            },
-            (None, None) if point.gpu.as_ref().is_some_and(|g| g.basis == Basis::Inferred) => {
-                let g = point.gpu.as_ref().map(|g| g.value.clone()).unwrap_or_default();
-                (g, GpuFrom::Properties)
+            (None, Some(g)) if gpu::lookup(&g.value).is_some() => (
+                g.value.clone(),
+                if g.basis == Basis::Inferred {
+                    GpuFrom::Properties
+                } else {
+                    GpuFrom::Report
+                },
+            ),
+            (None, Some(g)) => {
+                return Err(Error::usage(format!(
+                    "the report names the GPU {:?}, which is not in the GPU table: pass --gpu (and --hbm-tb-s)",
+                    g.value
+                )))
             }
             (None, None) => {
                 return Err(Error::usage(

@@ -121,7 +121,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     r.median_step = steps::median_step(&r.steps);
     let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
     let profiler = attribution::kernel_profiler(point.vendor.as_deref());
-    let pricing = Pricing::resolve(&plan.floor, &point, trace)?;
+    let pricing = Pricing::resolve(&plan.floor, &point)?;
     let a = match &pricing {
         Some(p) => {
             p.with_pricer(|pr| attribution::attribute_priced(&r.steps, Some(pr), &cost, profiler))

@@ -124,6 +124,28 @@ fn exposed_communication_survives_the_dataset_and_trends() {
     assert_eq!(p["steps"], 3);
 }
 
+/// `gate CAND AGAINST… --model llama-3-8b [--policy P] --format json` with `policy` written
+/// to a file in `dir`: the exit code and the document.
+fn gate_json(
+    dir: &std::path::Path,
+    cand: &str,
+    against: &[&str],
+    policy: Option<&str>,
+) -> (i32, Value) {
+    let mut args = vec!["gate", cand];
+    args.extend_from_slice(against);
+    args.extend(["--model", "llama-3-8b"]);
+    let p = dir.join("policy.toml");
+    if let Some(text) = policy {
+        std::fs::write(&p, text).unwrap();
+        args.extend(["--policy", p.to_str().unwrap()]);
+    }
+    args.extend(["--format", "json"]);
+    let (code, out, err) = run(&args);
+    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (code, j)
+}
+
 fn metric<'a>(j: &'a Value, name: &str) -> Option<&'a Value> {
     j["groups"][0]["metrics"]
         .as_array()
@@ -149,18 +171,7 @@ fn a_class_excess_named_by_the_policy_is_judged_and_gated() {
         "llama-3-8b",
     ]);
     assert_eq!(code, 0, "{err}");
-    let gate = |policy: Option<&str>| {
-        let mut args = vec!["gate", &cand, "--baseline", bj, "--model", "llama-3-8b"];
-        let p = dir.path().join("p.toml");
-        if let Some(text) = policy {
-            std::fs::write(&p, text).unwrap();
-            args.extend(["--policy", p.to_str().unwrap()]);
-        }
-        args.extend(["--format", "json"]);
-        let (code, out, err) = run(&args);
-        let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
-        (code, j)
-    };
+    let gate = |policy: Option<&str>| gate_json(dir.path(), &cand, &["--baseline", bj], policy);
     // Without the policy naming it, no class-excess row: the class table shows it.
     let (_, j) = gate(None);
     assert!(metric(&j, "excess_ns.attention").is_none());
@@ -180,21 +191,12 @@ fn a_class_excess_named_by_the_policy_is_judged_and_gated() {
     let plain = dir.path().join("plain.json");
     let (code, _, err) = run(&["baseline", "record", &base, "-o", plain.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    let p = dir.path().join("q.toml");
-    std::fs::write(&p, "[metrics.\"excess_ns.attention\"]\nrel = 0.05\n").unwrap();
-    let (_, out, err) = run(&[
-        "gate",
+    let (_, j) = gate_json(
+        dir.path(),
         &cand,
-        "--baseline",
-        plain.to_str().unwrap(),
-        "--model",
-        "llama-3-8b",
-        "--policy",
-        p.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        &["--baseline", plain.to_str().unwrap()],
+        Some("[metrics.\"excess_ns.attention\"]\nrel = 0.05\n"),
+    );
     assert!(metric(&j, "excess_ns.attention").is_none());
     let notes = j["groups"][0]["notes"].to_string();
     assert!(
@@ -211,8 +213,7 @@ fn a_class_excess_is_gated_against_a_history_exported_with_a_model() {
     let (base, cand, want) = slower_attention(dir.path());
     let ds = dir.path().join("history");
     let ds = ds.to_str().unwrap();
-    // Three main runs of the fast capture (labels make them three runs), one without a
-    // model.
+    // Three runs of the fast capture, priced (labels make them three runs).
     for i in 1..=3 {
         let (code, _, err) = run(&[
             "export",
@@ -226,28 +227,9 @@ fn a_class_excess_is_gated_against_a_history_exported_with_a_model() {
         ]);
         assert_eq!(code, 0, "{err}");
     }
-    let p = dir.path().join("p.toml");
-    std::fs::write(&p, "[metrics.\"excess_ns.attention\"]\nrel = 0.05\n").unwrap();
-    let gate = |mode: &str| {
-        let (_, out, err) = run(&[
-            "gate",
-            &cand,
-            "--history",
-            ds,
-            "--history-mode",
-            mode,
-            "--min-runs",
-            "1",
-            "--model",
-            "llama-3-8b",
-            "--policy",
-            p.to_str().unwrap(),
-            "--format",
-            "json",
-        ]);
-        let j: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
-        j
-    };
+    let policy = "[metrics.\"excess_ns.attention\"]\nrel = 0.05\n";
+    let history = |mode: &'static str| ["--history", ds, "--history-mode", mode, "--min-runs", "1"];
+    let gate = |mode: &'static str| gate_json(dir.path(), &cand, &history(mode), Some(policy)).1;
     // Steps pooled: 36 baseline samples, a regression by the planted time. One median per
     // run: the same change from 3 samples, which are too few to call it.
     for (mode, samples, verdict) in [("steps", 36, "regression"), ("runs", 3, "inconclusive")] {
@@ -269,6 +251,11 @@ fn a_class_excess_is_gated_against_a_history_exported_with_a_model() {
         (att["delta_excess_ns"].as_f64().unwrap() - want).abs() < 1.0,
         "{att}"
     );
+    // Without a class metric in the policy the history's class cells are not read at all:
+    // no class rows (the field is left out when empty).
+    let (_, j) = gate_json(dir.path(), &cand, &history("steps"), None);
+    let rows = &j["groups"][0]["class_excess"];
+    assert_eq!(rows.as_array().map_or(0, Vec::len), 0, "{rows}");
 }
 
 #[test]
