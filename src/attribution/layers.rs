@@ -354,4 +354,20 @@ mod tests {
             "nvjet_tst_64x32_64x16_4x1_v_bz_splitK_TNT"
         ));
     }
+
+    #[test]
+    fn a_stream_k_gemm_is_one_gemm_with_nothing_to_fold() {
+        // CUTLASS 3 adds a stream-K GEMM's partial tiles inside the kernel
+        // (docs/kernel-families.md): the GEMM after it is a GEMM, not its reduction.
+        let w = Some(KernelClass::Weights);
+        let stream_k = "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gemm::collective::CollectiveMma<>, cutlass::gemm::StreamKScheduler, void>>(cutlass::gemm::kernel::GemmUniversal<>::Params)";
+        assert!(!is_split_k_reduction(stream_k));
+        let ks = [k(stream_k, w, 80), k("gemm_b", w, 40)];
+        let f = fold_split_k(&ks);
+        let got: Vec<(&str, i64, Option<&str>)> = f
+            .iter()
+            .map(|x| (x.kernel.name, x.kernel.exclusive_ns, x.reduction))
+            .collect();
+        assert_eq!(got, vec![(stream_k, 80, None), ("gemm_b", 40, None)]);
+    }
 }
