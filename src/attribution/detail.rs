@@ -162,12 +162,14 @@ fn by_counter(c: &mut ClassAttribution, measured: f64) {
 }
 
 /// Fill each step's measured DRAM throughput and each group's per-class counters and
-/// layer view. `geometry` is the priced model (None: no layer view).
+/// layer view, then the run verdict. `geometry` is the priced model (None: no layer view);
+/// `frames` reads the capture's Python frames for a long stall.
 pub fn detail(
     trace: &Trace,
     report: &mut StepsReport,
     cats: &Categorizer,
     geometry: Option<&Geometry<'_>>,
+    frames: super::verdict::FrameLoader<'_>,
 ) -> Result<()> {
     if !trace.gpu_metrics.is_empty() {
         for s in &mut report.steps {
@@ -213,6 +215,6 @@ pub fn detail(
             report.groups[gi].layers = Some(layers::map(&kernels, g));
         }
     }
-    report.verdict = super::verdict::decide(trace, report)?;
+    report.verdict = super::verdict::decide(trace, report, frames)?;
     Ok(())
 }

@@ -17,10 +17,12 @@ use crate::wire::steps::{Step, StepsReport};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 mod classes;
+mod frames;
 mod gaps;
 mod gemms;
 
 pub use classes::at_roof_action;
+pub use frames::{FrameLoader, StallAt, StallFrame};
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
 
@@ -64,6 +66,9 @@ pub struct Evidence<'a> {
     pub spread: Option<&'a GroupSpread>,
     /// The trace's vendor's kernel profiler, where a rule sends one kernel.
     pub profiler: KernelProfiler,
+    /// The innermost Python frame over the longest gap, where that gap is a long stall
+    /// and the capture has frames (read from a second load).
+    pub stall_frame: Option<StallFrame>,
 }
 
 /// What a rule says when it fires.
@@ -105,11 +110,7 @@ fn us(ns: i64) -> String {
 }
 
 fn idle_share(e: &Evidence<'_>) -> f64 {
-    if e.wall_ns > 0 {
-        e.gaps.total_ns as f64 / e.wall_ns as f64
-    } else {
-        0.0
-    }
+    e.gaps.idle_share(e.wall_ns)
 }
 
 fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
@@ -153,11 +154,7 @@ fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
 
 fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
     let g = &e.gaps;
-    let share = idle_share(e);
-    if share <= GAPPY_FRACTION
-        || g.total_ns == 0
-        || (g.longest_ns as f64) < STALL_SHARE * g.total_ns as f64
-    {
+    if !g.is_long_stall(e.wall_ns) {
         return None;
     }
     let call = g
@@ -172,9 +169,25 @@ fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
             )
         })
         .unwrap_or_default();
+    let frame = e
+        .stall_frame
+        .as_ref()
+        .map(|f| {
+            let from = f
+                .caller
+                .as_ref()
+                .map(|c| format!(", called from {c}"))
+                .unwrap_or_default();
+            format!(
+                "; the innermost Python frame over it: {} {}{from}",
+                f.name,
+                us(f.dur_ns)
+            )
+        })
+        .unwrap_or_default();
     Some(Fired {
         line: format!(
-            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call} — find what the host waits on there",
+            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call}{frame} — find what the host waits on there",
             us(g.longest_ns),
             pct(g.longest_ns as f64 / g.total_ns as f64),
             pct(g.longest_ns as f64 / e.wall_ns.max(1) as f64)
@@ -400,7 +413,13 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool, S
 }
 
 /// Read the evidence of a finished report and try the rules in order.
-pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
+/// The run verdict; `frames` reads the capture's Python frames when the idle time is one
+/// long stall (a second load, made only then).
+pub fn decide(
+    trace: &Trace,
+    r: &StepsReport,
+    frames: FrameLoader<'_>,
+) -> Result<Option<RunVerdict>> {
     let steps: Vec<&Step> = r.steps.iter().filter(|s| s.wall_ns.is_some()).collect();
     if steps.is_empty() {
         return Ok(None);
@@ -416,9 +435,16 @@ pub fn decide(trace: &Trace, r: &StepsReport) -> Result<Option<RunVerdict>> {
         .and_then(|s| s.attribution.as_ref())
         .map(|a| a.action.clone());
     let gaps = gaps::gaps(trace, &steps)?;
+    let wall_ns = steps.iter().filter_map(|s| s.wall_ns).sum();
+    let stall_frame = if gaps.is_long_stall(wall_ns) {
+        frames::stall_frame(&gaps, &steps, frames)?
+    } else {
+        None
+    };
     let top = run_top(&steps);
     let e = Evidence {
-        wall_ns: steps.iter().filter_map(|s| s.wall_ns).sum(),
+        wall_ns,
+        stall_frame,
         busy_ns: steps.iter().map(|s| s.busy_ns).sum(),
         graph_replays: gaps.graph_launches + steps.iter().map(|s| s.graph_replays).sum::<u64>(),
         gaps,

@@ -49,6 +49,20 @@ fn evidence(trace: &Trace, plan: &StepsPlan, r: &StepsReport) -> Result<Option<T
     crate::source::load_with(path, &plan.batch_evidence_options()).map(Some)
 }
 
+/// The capture's Python frames of at least `min_ns`, for the frame a long stall sits in:
+/// a second load, only where the format records frames and this capture did (it holds a
+/// step function's frame, so it was recorded with stacks).
+fn python_frames(trace: &Trace, min_ns: i64) -> Result<Option<Trace>> {
+    let path = Path::new(&trace.meta.path);
+    let recorded = trace.meta.format.capabilities().python_frames
+        && crate::trace::u32s(&trace.ranges, crate::trace::col::KIND)?
+            .contains(&(crate::trace::RangeKind::PythonStack as u32));
+    if !recorded || !path.exists() {
+        return Ok(None);
+    }
+    crate::source::load_with(path, &crate::source::LoadOptions::python_frames(min_ns)).map(Some)
+}
+
 /// Keep only device `d`'s steps, before the operating point, kinds, summaries, groups and
 /// floors read them: every number of the report is then that device's. The series stay
 /// (step indices point into them); time outside steps is kept for `d`'s series only, and
@@ -138,7 +152,8 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         pp: p.opts.pp,
         roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
     });
-    attribution::detail::detail(trace, &mut r, &plan.categories, geometry.as_ref())?;
+    let frames = |min_ns| python_frames(trace, min_ns);
+    attribution::detail::detail(trace, &mut r, &plan.categories, geometry.as_ref(), &frames)?;
     if let Some(p) = &pricing {
         r.notes.push(format!("floor: {}", p.basis));
         let notes = attribution::missing_floor_notes(&r.steps, &point);

@@ -62,6 +62,11 @@ pub struct LoadOptions {
     pub gpu_metrics: bool,
     /// Kineto operator input shapes (`record_shapes`) into `Trace::shapes`.
     pub shapes: bool,
+    /// Every Kineto `python_function` span at least this long (ns), not only the engines'
+    /// step functions (`RangeKind::PythonStack` ranges): the frames a long stall's host
+    /// time is named by. `None` keeps the step functions alone; readers whose format has
+    /// no Python frames ignore it.
+    pub python_frames_min_ns: Option<i64>,
     /// Most threads a reader may read on at once (at least 1; 1 reads on the calling
     /// thread alone). From `--threads`, else the cores this process may use
     /// ([`threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
@@ -115,6 +120,7 @@ impl LoadOptions {
             geometry: false,
             gpu_metrics: false,
             shapes: false,
+            python_frames_min_ns: None,
             threads: threads(),
             min_slice_rows: nsys::test_min_slice_rows(),
         }
@@ -126,6 +132,15 @@ impl LoadOptions {
             calls: false,
             ranges: false,
             ..LoadOptions::all()
+        }
+    }
+
+    /// The Python frames of at least `min_ns` (and whatever a reader always reads): the
+    /// second load a long stall's frame is found in.
+    pub fn python_frames(min_ns: i64) -> Self {
+        LoadOptions {
+            python_frames_min_ns: Some(min_ns),
+            ..LoadOptions::ops_only()
         }
     }
 

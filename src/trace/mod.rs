@@ -77,7 +77,8 @@ pub enum RangeKind {
     /// A GPU-side annotation span (Kineto `gpu_user_annotation`); `pid` holds the device.
     GpuAnnotation = 2,
     /// A Kineto `python_function` span (`file.py(line): function`), kept only for the
-    /// engines' step functions (vLLM `execute_model`, SGLang `run_batch` …).
+    /// engines' step functions (vLLM `execute_model`, SGLang `run_batch` …), and in a
+    /// frames load (`LoadOptions::python_frames`) for every frame long enough.
     PythonStack = 3,
 }
 

@@ -27,6 +27,9 @@ pub struct Capabilities {
     pub marker_api: Option<&'static str>,
     /// The profiler that wrote the format, as a user would name it in advice.
     pub profiler: &'static str,
+    /// The host's Python frames can be read (Kineto `python_function` spans, recorded
+    /// with `with_stack=True`), so a long stall can name the frame it sits in.
+    pub python_frames: bool,
 }
 
 impl SourceFormat {
@@ -37,16 +40,19 @@ impl SourceFormat {
                 launch_links: true,
                 marker_api: Some("NVTX"),
                 profiler: "nsys",
+                python_frames: false,
             },
             SourceFormat::Kineto => Capabilities {
                 launch_links: false,
                 marker_api: None,
                 profiler: "the PyTorch profiler",
+                python_frames: true,
             },
             SourceFormat::Rocpd => Capabilities {
                 launch_links: true,
                 marker_api: Some("ROCTx"),
                 profiler: "rocprofv3",
+                python_frames: false,
             },
         }
     }

@@ -41,9 +41,9 @@ fn every_capture() -> Vec<(Scenario, Format)> {
 
 #[test]
 fn generator_scenarios_and_formats_are_consistent() {
-    // 17 scenarios; the formats each engine can produce its marker in.
-    assert_eq!(Scenario::ALL.len(), 17);
-    assert_eq!(every_capture().len(), 23);
+    // 18 scenarios; the formats each engine can produce its marker in.
+    assert_eq!(Scenario::ALL.len(), 18);
+    assert_eq!(every_capture().len(), 24);
     for s in Scenario::ALL {
         assert_eq!(Scenario::from_name(s.name()).unwrap(), s);
     }
@@ -476,6 +476,11 @@ fn steps_vllm_v1_under_nsys_from_its_per_step_sync() {
     // the blocking copy of the sampled tokens ends each of the 10 steps with GPU work.
     let r = check(Scenario::VllmV1Python, Format::Nsys, &[]);
     assert_eq!(r["steps"].as_array().unwrap().len(), 40);
+}
+
+#[test]
+fn steps_vllm_v1_python_stack_with_a_host_stall() {
+    check(Scenario::VllmV1PythonStall, Format::Kineto, &[]);
 }
 
 #[test]

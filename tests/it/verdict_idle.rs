@@ -112,3 +112,109 @@ fn back_to_back_steps_have_no_idle_rule() {
         assert_ne!(rule, idle_rule, "{line}");
     }
 }
+
+/// The generated vLLM V1 Kineto server (stepgate-synth steps) with or without its stall.
+fn vllm_kineto(dir: &std::path::Path, scn: stepgate::synth::steps::Scenario) -> std::path::PathBuf {
+    let p = dir.join(format!("{}.pt.trace.json.gz", scn.name()));
+    stepgate::synth::steps::build(scn, stepgate::wire::synth::Format::Kineto, &p).unwrap();
+    p
+}
+
+#[test]
+fn a_long_stall_in_a_kineto_trace_with_stacks_names_its_innermost_python_frame() {
+    use stepgate::synth::steps::Scenario as Steps;
+    let dir = tempfile::tempdir().unwrap();
+    let p = vllm_kineto(dir.path(), Steps::VllmV1PythonStall);
+    let (rule, line, _) = verdict(&p, &[]);
+    assert_eq!(rule, "one-long-stall", "{line}");
+    // The generator opens `_prepare_inputs` inside `execute_model` (500 ns to open), idles
+    // 60 ms in it and closes it (400 ns): the frame is 60,000,900 ns, and the shortest of
+    // the frames that span the gap (execute_model and the worker loop are longer).
+    let frame = "vllm/v1/worker/gpu_model_runner.py(1733): _prepare_inputs";
+    let want = format!(
+        "; the innermost Python frame over it: {frame} {} — ",
+        us(60_000_900)
+    );
+    assert!(line.contains(&want), "{line}");
+    // The same server without the stall: no frame is read or named.
+    let q = vllm_kineto(dir.path(), Steps::VllmV1Python);
+    let (_, line, _) = verdict(&q, &[]);
+    assert!(!line.contains("Python frame"), "{line}");
+}
+
+#[test]
+fn the_real_sglang_stall_names_the_copy_and_the_engine_line_that_made_it() {
+    use std::io::Read;
+    // The real SGLang MI300X decode (one step): the host sits 463 ms in a blocking copy.
+    // Worked out here from the JSON alone: the longest gap between the merged GPU events,
+    // then the shortest python_function of the step's thread over at least half of it, and
+    // the shortest frame of SGLang's own files around it.
+    let path = crate::common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let ns = |e: &serde_json::Value, k: &str| (e[k].as_f64().unwrap() * 1e3).round() as i64;
+    let events = j["traceEvents"].as_array().unwrap();
+    let mut gpu: Vec<(i64, i64)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["cat"].as_str(),
+                Some("kernel" | "gpu_memcpy" | "gpu_memset")
+            )
+        })
+        .map(|e| (ns(e, "ts"), ns(e, "ts") + ns(e, "dur")))
+        .collect();
+    gpu.sort_unstable();
+    let (mut end, mut gap, mut idle) = (gpu[0].1, (0, 0), 0);
+    for &(s, e) in &gpu[1..] {
+        if s > end {
+            idle += s - end;
+            if s - end > gap.1 - gap.0 {
+                gap = (end, s);
+            }
+        }
+        end = end.max(e);
+    }
+    let (len, wall) = (gap.1 - gap.0, end - gpu[0].0);
+    let call = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime")
+        .max_by_key(|e| ns(e, "dur"))
+        .unwrap();
+    let over: Vec<(i64, &str)> = events
+        .iter()
+        .filter(|e| e["cat"] == "python_function" && e["tid"] == 251)
+        .filter(|e| {
+            let (s, d) = (ns(e, "ts"), ns(e, "dur"));
+            2 * ((s + d).min(gap.1) - s.max(gap.0)) >= len
+        })
+        .map(|e| (ns(e, "dur"), e["name"].as_str().unwrap()))
+        .collect();
+    let inner = over.iter().min().unwrap();
+    let program = over
+        .iter()
+        .filter(|(_, n)| n.contains(".py(") && !n.contains("/torch/") && !n.starts_with("torch/"))
+        .min()
+        .unwrap();
+    assert!(inner.1.starts_with("<built-in method copy_"), "{inner:?}");
+    assert!(program
+        .1
+        .ends_with("cuda_graph_runner.py(276): populate_from_forward_batch"));
+    let (rule, line, _) = verdict(&path, &[]);
+    assert_eq!(rule, "one-long-stall", "{line}");
+    let want = format!(
+        "one long stall: a {} gap is {} of the idle time and {} of wall (measured); the longest host call of its step: {} {}; the innermost Python frame over it: {} {}, called from {} — find what the host waits on there",
+        us(len),
+        pct(len as f64 / idle as f64),
+        pct(len as f64 / wall as f64),
+        call["name"].as_str().unwrap(),
+        us(ns(call, "dur")),
+        inner.1,
+        us(inner.0),
+        program.1
+    );
+    assert_eq!(line, want);
+}

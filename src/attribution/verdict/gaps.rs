@@ -7,10 +7,12 @@ use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::Step;
 
-use super::DISPATCH_MEDIAN_NS;
+use super::{DISPATCH_MEDIAN_NS, GAPPY_FRACTION, STALL_SHARE};
 
-/// One (process, device)'s ops: (start, end, the graph launch's correlation id or -1).
-type Lane = Vec<(i64, i64, i64)>;
+/// One (process, device)'s ops, as row numbers of the ops frame in (start, end, graph
+/// launch) order: four bytes an op instead of a copy of its times (a 24-byte row per op
+/// was the peak of `steps` on a 4M-kernel report).
+type Lane = Vec<u32>;
 
 /// The idle time inside the steps, between their GPU ops (measured).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,6 +26,9 @@ pub struct Gaps {
     /// The longest gap and the index in the report of the step that holds it.
     pub longest_ns: i64,
     pub longest_step: Option<usize>,
+    /// The longest gap's GPU interval (the end of the op before it, the start of the op
+    /// after it).
+    pub longest_at: Option<(i64, i64)>,
     /// Steps whose longest gap is more than half of their idle time.
     pub steps_one_gap: usize,
     /// CUDA-graph launches whose kernels ran inside the steps (node-mode tracing: distinct
@@ -31,26 +36,55 @@ pub struct Gaps {
     pub graph_launches: u64,
 }
 
+impl Gaps {
+    /// The idle time's share of `wall_ns` (0 without a wall).
+    pub fn idle_share(&self, wall_ns: i64) -> f64 {
+        if wall_ns > 0 {
+            self.total_ns as f64 / wall_ns as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// The idle time is one long stall: it holds more than [`GAPPY_FRACTION`] of the wall
+    /// and one gap holds at least [`STALL_SHARE`] of it.
+    pub fn is_long_stall(&self, wall_ns: i64) -> bool {
+        self.idle_share(wall_ns) > GAPPY_FRACTION
+            && self.total_ns > 0
+            && self.longest_ns as f64 >= STALL_SHARE * self.total_ns as f64
+    }
+}
+
 /// The gaps between each step's merged GPU ops (its process's ops on its device inside
 /// its GPU span), measured: one sort of the ops per (process, device), one binary search
 /// per step.
 pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
     let o = trace.ops_view()?;
-    // (start, end, the launch's correlation id when the op is a graph node, else -1).
-    let mut lanes: HashMap<(i64, i64), Lane> = HashMap::new();
-    for i in 0..o.start_ns.len() {
-        let graph = if o.graph_id[i] >= 0 {
+    // The launch's correlation id when the op is a graph node, else -1.
+    let graph = |i: usize| {
+        if o.graph_id[i] >= 0 {
             o.correlation_id[i]
         } else {
             -1
-        };
+        }
+    };
+    let key = |i: u32| {
+        let i = i as usize;
+        (o.start_ns[i], o.end_ns[i], graph(i))
+    };
+    let mut lanes: HashMap<(i64, i64), Lane> = HashMap::new();
+    for i in 0..o.start_ns.len() {
+        // Row numbers as u32, as in the per-device sweep order.
         lanes
             .entry((o.pid[i], o.device[i]))
             .or_default()
-            .push((o.start_ns[i], o.end_ns[i], graph));
+            .push(i as u32);
     }
     for v in lanes.values_mut() {
-        v.sort_unstable();
+        // Exports list most ops in start order already: check before sorting.
+        if !v.is_sorted_by_key(|&i| key(i)) {
+            v.sort_unstable_by_key(|&i| key(i));
+        }
     }
     let mut all = Vec::new();
     let mut g = Gaps::default();
@@ -61,10 +95,10 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
         let Some(lane) = lanes.get(&(s.pid, d)) else {
             continue;
         };
-        let from = lane.partition_point(|x| x.0 < a);
+        let from = lane.partition_point(|&i| o.start_ns[i as usize] < a);
         let (mut end, mut step_total, mut step_max) = (None::<i64>, 0i64, 0i64);
         let mut launches = std::collections::HashSet::new();
-        for &(st, en, graph) in lane[from..].iter().take_while(|x| x.0 < b) {
+        for (st, en, graph) in lane[from..].iter().map(|&i| key(i)).take_while(|x| x.0 < b) {
             if en > b {
                 continue;
             }
@@ -80,6 +114,7 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
                     if gap > g.longest_ns {
                         g.longest_ns = gap;
                         g.longest_step = Some(s.index);
+                        g.longest_at = Some((e, st));
                     }
                     end = Some(en);
                 }

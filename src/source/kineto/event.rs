@@ -142,6 +142,9 @@ impl Event<'_> {
 pub struct Keep {
     /// `cpu_op` events (for their input shapes); skipped at the category otherwise.
     pub cpu_ops: bool,
+    /// Every `python_function`, not only step functions (the collector keeps those long
+    /// enough, `LoadOptions::python_frames_min_ns`).
+    pub python_frames: bool,
 }
 
 impl Keep {
@@ -178,7 +181,7 @@ pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
             b"name" => {
                 let n = c.string()?;
                 // Most python_function events stop here: not a step function.
-                if ev.cat == b"python_function" && !is_step_function(n.raw) {
+                if ev.cat == b"python_function" && !keep.python_frames && !is_step_function(n.raw) {
                     skip = true;
                     return Some(false);
                 }
@@ -207,7 +210,10 @@ pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
         return Ok(None);
     }
     // `name` before `cat` (not Kineto's order, but legal JSON): check it now.
-    if ev.class() == Class::Python && !ev.name.is_some_and(|n| is_step_function(n.raw)) {
+    if ev.class() == Class::Python
+        && !keep.python_frames
+        && !ev.name.is_some_and(|n| is_step_function(n.raw))
+    {
         return Ok(None);
     }
     Ok(Some(ev))
@@ -484,13 +490,36 @@ mod tests {
         let e = br#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2,
             "ts": 1, "dur": 2, "args": {"External id": 4, "Input Dims": [[32, 4096], [4096, 4096]]}}"#;
         assert!(matches!(parse(e, Keep::default()), Ok(None)));
-        let ev = parse(e, Keep { cpu_ops: true }).unwrap().unwrap();
+        let keep = Keep {
+            cpu_ops: true,
+            ..Keep::default()
+        };
+        let ev = parse(e, keep).unwrap().unwrap();
         assert_eq!(ev.class(), Class::CpuOp);
         assert_eq!(
             input_dims(ev.args),
             Some(&b"[[32, 4096], [4096, 4096]]"[..])
         );
         assert_eq!(input_dims(Some(br#"{"External id": 4}"#)), None);
+    }
+
+    #[test]
+    fn python_frames_beside_the_step_functions_only_when_kept() {
+        let frame =
+            br#"{"ph": "X", "cat": "python_function", "name": "runner.py(50): _prepare_inputs",
+            "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#;
+        let step =
+            br#"{"ph": "X", "cat": "python_function", "name": "gpu_worker.py(263): execute_model",
+            "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#;
+        assert!(matches!(parse(frame, Keep::default()), Ok(None)));
+        assert!(parse(step, Keep::default()).unwrap().is_some());
+        let keep = Keep {
+            python_frames: true,
+            ..Keep::default()
+        };
+        let ev = parse(frame, keep).unwrap().unwrap();
+        assert_eq!(ev.class(), Class::Python);
+        assert_eq!(ev.dur, Some(&b"2"[..]));
     }
 
     #[test]

@@ -61,6 +61,10 @@ pub enum Scenario {
     /// 1 prefill + 9 decodes + 1 step without GPU work; blocking `.tolist()` sync in-span.
     /// Its nsys form (same server, no python frames, no NVTX) has only the syncs.
     VllmV1Python,
+    /// [`Scenario::VllmV1Python`] on one rank, with one decode whose host stalls 60 ms
+    /// inside a nested `_prepare_inputs` frame before it launches its kernels: one long
+    /// stall, and the Python frame it sits in.
+    VllmV1PythonStall,
     /// vLLM V1 ≥ 0.11.2 without annotation: `sample_tokens` after every `execute_model`
     /// launches the sampling kernels (the tail); TP=2.
     VllmV1PythonAsync,
@@ -114,8 +118,9 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 17] = [
+    pub const ALL: [Scenario; 18] = [
         Scenario::VllmV1Python,
+        Scenario::VllmV1PythonStall,
         Scenario::VllmV1PythonAsync,
         Scenario::VllmExecuteContext,
         Scenario::VllmExecuteNew,
@@ -137,6 +142,7 @@ impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
             Scenario::VllmV1Python => "vllm-v1-python",
+            Scenario::VllmV1PythonStall => "vllm-v1-python-stall",
             Scenario::VllmV1PythonAsync => "vllm-v1-python-async",
             Scenario::VllmExecuteContext => "vllm-execute-context",
             Scenario::VllmExecuteNew => "vllm-execute-new",
@@ -174,6 +180,7 @@ impl Scenario {
         use Format::*;
         match self {
             Scenario::VllmV1PythonAsync
+            | Scenario::VllmV1PythonStall
             | Scenario::SglangStep
             | Scenario::SglangPython
             | Scenario::ProfilerStep

@@ -57,7 +57,11 @@ const VLLM_WORKER_LOOP: &str = "vllm/v1/executor/multiproc_executor.py(596): wor
 /// vLLM V1 without annotation. Under nsys (no python frames, no NVTX) the same server's
 /// steps can only come from the blocking `.tolist()` sync that ends each one, and the step
 /// without GPU work leaves no trace at all.
-fn vllm_v1_python(h: &mut Host, asyncs: bool, nsys: bool) {
+/// The frame [`Scenario::VllmV1PythonStall`]'s host stalls in, and for how long.
+const STALL_FRAME: &str = "vllm/v1/worker/gpu_model_runner.py(1733): _prepare_inputs";
+const STALL_NS: i64 = 60_000_000;
+
+fn vllm_v1_python(h: &mut Host, asyncs: bool, nsys: bool, stall: bool) {
     let (worker, runner) = if asyncs {
         (
             "vllm/v1/worker/gpu_worker.py(520): execute_model",
@@ -82,6 +86,11 @@ fn vllm_v1_python(h: &mut Host, asyncs: bool, nsys: bool) {
         h.open(SpanKind::Python, runner);
         if i < 10 {
             h.memcpy(1, 65_536);
+            if stall && i == 5 {
+                h.open(SpanKind::Python, STALL_FRAME);
+                h.idle(STALL_NS);
+                h.close();
+            }
             if i == 0 {
                 eager_kernels(h, 400, 210_000);
             } else {
@@ -626,14 +635,16 @@ pub(super) fn schedule(scn: Scenario, rank: u32, format: Format) -> Host {
         && matches!(
             scn,
             Scenario::VllmV1Python
+                | Scenario::VllmV1PythonStall
                 | Scenario::VllmV1PythonAsync
                 | Scenario::SglangStep
                 | Scenario::SglangPython
         );
     let mut h = Host::new(rank, noise);
     match scn {
-        Scenario::VllmV1Python => vllm_v1_python(&mut h, false, format == Format::Nsys),
-        Scenario::VllmV1PythonAsync => vllm_v1_python(&mut h, true, false),
+        Scenario::VllmV1Python => vllm_v1_python(&mut h, false, format == Format::Nsys, false),
+        Scenario::VllmV1PythonStall => vllm_v1_python(&mut h, false, false, true),
+        Scenario::VllmV1PythonAsync => vllm_v1_python(&mut h, true, false, false),
         Scenario::VllmExecuteContext => vllm_annotated(&mut h, false),
         Scenario::VllmExecuteNew => vllm_annotated(&mut h, true),
         Scenario::VllmCustomScopes => vllm_custom_scopes(&mut h),

@@ -161,7 +161,13 @@ impl Collector {
             Class::GpuAnnotation => {
                 self.range(ev, slot, (start_ns, end_ns), RangeKind::GpuAnnotation);
             }
-            Class::Python => self.range(ev, slot, (start_ns, end_ns), RangeKind::PythonStack),
+            Class::Python => {
+                // Beside the step functions, a frames load keeps the frames long enough.
+                let step_function = ev.name.is_some_and(|n| event::is_step_function(n.raw));
+                if step_function || end_ns - start_ns >= self.frames_min_ns {
+                    self.range(ev, slot, (start_ns, end_ns), RangeKind::PythonStack);
+                }
+            }
             Class::Operator if event::is_record_function(ev) => {
                 self.operator_ranges += 1;
                 self.range(ev, slot, (start_ns, end_ns), RangeKind::HostPushPop);
