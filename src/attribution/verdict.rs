@@ -22,7 +22,7 @@ mod gaps;
 mod gemms;
 
 pub use classes::at_roof_action;
-pub use frames::{FrameLoader, StallAt, StallFrame};
+pub use frames::{FrameLoader, StallFrame};
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
 
@@ -412,9 +412,9 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool, S
     ))
 }
 
-/// Read the evidence of a finished report and try the rules in order.
-/// The run verdict; `frames` reads the capture's Python frames when the idle time is one
-/// long stall (a second load, made only then).
+/// Read the evidence of a finished report and try the rules in order. `frames` reads the
+/// capture's Python frames when the idle time is one long stall (a second load, made only
+/// then).
 pub fn decide(
     trace: &Trace,
     r: &StepsReport,
