@@ -188,9 +188,9 @@ fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
     Some(Fired {
         line: format!(
             "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call}{frame} — find what the host waits on there",
-            us(g.longest_ns),
-            pct(g.longest_ns as f64 / g.total_ns as f64),
-            pct(g.longest_ns as f64 / e.wall_ns.max(1) as f64)
+            us(g.longest_ns()),
+            pct(g.longest_ns() as f64 / g.total_ns as f64),
+            pct(g.longest_ns() as f64 / e.wall_ns.max(1) as f64)
         ),
         held_back: Vec::new(),
     })

@@ -41,7 +41,7 @@ pub type FrameLoader<'a> = &'a dyn Fn(i64) -> Result<Option<Trace>>;
 
 /// The shortest frame needed: one that overlaps at least half the gap is at least that
 /// long, so a frames load keeps nothing shorter.
-pub fn min_frame_ns(at: &StallAt) -> i64 {
+fn min_frame_ns(at: &StallAt) -> i64 {
     ((at.end_ns - at.start_ns) / 2).max(1)
 }
 
@@ -49,7 +49,7 @@ pub fn min_frame_ns(at: &StallAt) -> i64 {
 /// shortest such span (nested frames are shorter than their callers), a later start on a
 /// tie. Half, not all: the host runs ahead of the GPU by the launch latency, so the frame
 /// that held the host is shifted against the idle GPU time by a few µs.
-pub fn innermost(frames: &Trace, at: &StallAt) -> Result<Option<StallFrame>> {
+fn innermost(frames: &Trace, at: &StallAt) -> Result<Option<StallFrame>> {
     let r = frames.ranges_view()?;
     let gap = at.end_ns - at.start_ns;
     // (duration, -start, row): the smallest is the innermost, a later start on a tie.

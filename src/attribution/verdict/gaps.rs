@@ -23,12 +23,10 @@ pub struct Gaps {
     pub total_ns: i64,
     /// The gaps shorter than [`DISPATCH_MEDIAN_NS`], summed: dispatch's share of the idle.
     pub short_total_ns: i64,
-    /// The longest gap and the index in the report of the step that holds it.
-    pub longest_ns: i64,
-    pub longest_step: Option<usize>,
     /// The longest gap's GPU interval (the end of the op before it, the start of the op
-    /// after it).
+    /// after it) and the index in the report of the step that holds it.
     pub longest_at: Option<(i64, i64)>,
+    pub longest_step: Option<usize>,
     /// Steps whose longest gap is more than half of their idle time.
     pub steps_one_gap: usize,
     /// CUDA-graph launches whose kernels ran inside the steps (node-mode tracing: distinct
@@ -37,6 +35,11 @@ pub struct Gaps {
 }
 
 impl Gaps {
+    /// The longest gap, ns (0 without one).
+    pub fn longest_ns(&self) -> i64 {
+        self.longest_at.map_or(0, |(a, b)| b - a)
+    }
+
     /// The idle time's share of `wall_ns` (0 without a wall).
     pub fn idle_share(&self, wall_ns: i64) -> f64 {
         if wall_ns > 0 {
@@ -51,7 +54,7 @@ impl Gaps {
     pub fn is_long_stall(&self, wall_ns: i64) -> bool {
         self.idle_share(wall_ns) > GAPPY_FRACTION
             && self.total_ns > 0
-            && self.longest_ns as f64 >= STALL_SHARE * self.total_ns as f64
+            && self.longest_ns() as f64 >= STALL_SHARE * self.total_ns as f64
     }
 }
 
@@ -111,10 +114,9 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
                     all.push(gap);
                     step_total += gap;
                     step_max = step_max.max(gap);
-                    if gap > g.longest_ns {
-                        g.longest_ns = gap;
-                        g.longest_step = Some(s.index);
+                    if gap > g.longest_ns() {
                         g.longest_at = Some((e, st));
+                        g.longest_step = Some(s.index);
                     }
                     end = Some(en);
                 }

@@ -142,12 +142,19 @@ impl Event<'_> {
 pub struct Keep {
     /// `cpu_op` events (for their input shapes); skipped at the category otherwise.
     pub cpu_ops: bool,
-    /// Every `python_function`, not only step functions (the collector keeps those long
-    /// enough, `LoadOptions::python_frames_min_ns`).
-    pub python_frames: bool,
+    /// Every `python_function` at least this long (ns), not only the step functions
+    /// (`LoadOptions::python_frames_min_ns`): parsed here, the duration checked by the
+    /// collector once the times are read.
+    pub python_frames_min_ns: Option<i64>,
 }
 
 impl Keep {
+    /// Whether a `python_function` of this raw name is read on (a step function, or any
+    /// frame in a frames load).
+    fn python(self, raw: &[u8]) -> bool {
+        self.python_frames_min_ns.is_some() || is_step_function(raw)
+    }
+
     fn class(self, cat: &[u8]) -> Class {
         match class_of_cat(cat) {
             Class::CpuOp if !self.cpu_ops => Class::Skip,
@@ -181,7 +188,7 @@ pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
             b"name" => {
                 let n = c.string()?;
                 // Most python_function events stop here: not a step function.
-                if ev.cat == b"python_function" && !keep.python_frames && !is_step_function(n.raw) {
+                if ev.cat == b"python_function" && !keep.python(n.raw) {
                     skip = true;
                     return Some(false);
                 }
@@ -210,10 +217,7 @@ pub fn parse(slice: &[u8], keep: Keep) -> Result<Option<Event<'_>>, ()> {
         return Ok(None);
     }
     // `name` before `cat` (not Kineto's order, but legal JSON): check it now.
-    if ev.class() == Class::Python
-        && !keep.python_frames
-        && !ev.name.is_some_and(|n| is_step_function(n.raw))
-    {
+    if ev.class() == Class::Python && !ev.name.is_some_and(|n| keep.python(n.raw)) {
         return Ok(None);
     }
     Ok(Some(ev))
@@ -514,7 +518,7 @@ mod tests {
         assert!(matches!(parse(frame, Keep::default()), Ok(None)));
         assert!(parse(step, Keep::default()).unwrap().is_some());
         let keep = Keep {
-            python_frames: true,
+            python_frames_min_ns: Some(1_000),
             ..Keep::default()
         };
         let ev = parse(frame, keep).unwrap().unwrap();

@@ -54,13 +54,13 @@ fn piecewise_decode(h: &mut Host) {
 
 const VLLM_WORKER_LOOP: &str = "vllm/v1/executor/multiproc_executor.py(596): worker_busy_loop";
 
-/// vLLM V1 without annotation. Under nsys (no python frames, no NVTX) the same server's
-/// steps can only come from the blocking `.tolist()` sync that ends each one, and the step
-/// without GPU work leaves no trace at all.
 /// The frame [`Scenario::VllmV1PythonStall`]'s host stalls in, and for how long.
 const STALL_FRAME: &str = "vllm/v1/worker/gpu_model_runner.py(1733): _prepare_inputs";
 const STALL_NS: i64 = 60_000_000;
 
+/// vLLM V1 without annotation. Under nsys (no python frames, no NVTX) the same server's
+/// steps can only come from the blocking `.tolist()` sync that ends each one, and the step
+/// without GPU work leaves no trace at all. `stall`: decode 5 stalls in [`STALL_FRAME`].
 fn vllm_v1_python(h: &mut Host, asyncs: bool, nsys: bool, stall: bool) {
     let (worker, runner) = if asyncs {
         (

@@ -164,7 +164,8 @@ impl Collector {
             Class::Python => {
                 // Beside the step functions, a frames load keeps the frames long enough.
                 let step_function = ev.name.is_some_and(|n| event::is_step_function(n.raw));
-                if step_function || end_ns - start_ns >= self.frames_min_ns {
+                let min_ns = self.keep.python_frames_min_ns;
+                if step_function || min_ns.is_some_and(|m| end_ns - start_ns >= m) {
                     self.range(ev, slot, (start_ns, end_ns), RangeKind::PythonStack);
                 }
             }

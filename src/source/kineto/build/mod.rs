@@ -59,10 +59,9 @@ pub struct Collector {
     shapes: ShapesBuilder,
     /// Read kernels' `grid`/`block` (`LoadOptions::geometry`).
     geometry: bool,
-    /// Keep `cpu_op` input shapes (`LoadOptions::shapes`).
+    /// Keep `cpu_op` input shapes (`LoadOptions::shapes`) and Python frames
+    /// (`LoadOptions::python_frames_min_ns`).
     keep: Keep,
-    /// The shortest `python_function` kept beside the step functions (`i64::MAX`: none).
-    frames_min_ns: i64,
     process_names: Vec<(i64, String)>,
     /// Slot → file index.
     slot_file: Vec<usize>,
@@ -103,9 +102,8 @@ impl Collector {
             geometry: opts.geometry,
             keep: Keep {
                 cpu_ops: opts.shapes,
-                python_frames: opts.python_frames_min_ns.is_some(),
+                python_frames_min_ns: opts.python_frames_min_ns,
             },
-            frames_min_ns: opts.python_frames_min_ns.unwrap_or(i64::MAX),
             process_names: Vec::new(),
             slot_file: Vec::new(),
             slot_name: Vec::new(),
