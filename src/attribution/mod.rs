@@ -14,6 +14,7 @@ pub mod compare;
 pub mod detail;
 pub mod groups;
 pub mod layers;
+pub mod medians;
 mod notes;
 pub mod spread;
 pub mod verdict;

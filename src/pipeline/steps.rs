@@ -154,6 +154,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     });
     let frames = |min_ns| python_frames(trace, min_ns);
     attribution::detail::detail(trace, &mut r, &plan.categories, geometry.as_ref(), &frames)?;
+    r.medians = Some(attribution::medians::run_medians(&r.steps));
     if let Some(p) = &pricing {
         r.notes.push(format!("floor: {}", p.basis));
         let notes = attribution::missing_floor_notes(&r.steps, &point);

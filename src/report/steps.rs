@@ -240,7 +240,7 @@ fn accounting_lines(r: &StepsReport) -> Vec<String> {
             fmt_us(busy as f64)
         ));
     }
-    out.extend(exposed_comm_line(&r.steps));
+    out.extend(exposed_comm_line(r));
     let (b, m, a) = r.outside_steps.iter().fold((0, 0, 0), |acc, o| {
         (
             acc.0 + o.before_ns,
@@ -260,34 +260,18 @@ fn accounting_lines(r: &StepsReport) -> Vec<String> {
 }
 
 /// Exposed communication over the steps that communicate: the medians of the step's
-/// exposed time and of its share of busy (the gate's `exposed_comm_ns`).
-fn exposed_comm_line(steps: &[Step]) -> Option<String> {
-    let mut ns: Vec<f64> = Vec::new();
-    let mut share: Vec<f64> = Vec::new();
-    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
-        if let Some(x) = s.exposed_comm_ns {
-            ns.push(x as f64);
-            if s.busy_ns > 0 {
-                share.push(x as f64 / s.busy_ns as f64);
-            }
-        }
-    }
-    if ns.is_empty() {
-        return None;
-    }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        crate::timing::steps::percentile(v, 0.5)
-    };
-    let share = if share.is_empty() {
-        String::new()
-    } else {
-        format!(", {:.0}% of busy", 100.0 * med(&mut share))
-    };
+/// exposed time and of its share of busy (the gate's `exposed_comm_ns`), as the pipeline
+/// took them.
+fn exposed_comm_line(r: &StepsReport) -> Option<String> {
+    let c = r.medians.as_ref()?.exposed_comm.as_ref()?;
+    let share = c
+        .share_of_busy
+        .map(|x| format!(", {:.0}% of busy", 100.0 * x))
+        .unwrap_or_default();
     Some(format!(
         "exposed communication (median of {} step(s) that communicate, measured): {} µs per step{share}: collective time no other op of the step hides (exposed_comm_ns)",
-        ns.len(),
-        fmt_us(med(&mut ns)),
+        c.steps,
+        fmt_us(c.ns),
     ))
 }
 
@@ -300,28 +284,19 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             c.source
         ));
     }
-    let launch: Vec<&crate::wire::attribution::LaunchAttribution> = r
-        .steps
-        .iter()
-        .filter(|s| s.wall_ns.is_some())
-        .filter_map(|s| s.attribution.as_ref().map(|a| &a.launch))
-        .collect();
-    if !launch.is_empty() {
-        let med = |f: &dyn Fn(&crate::wire::attribution::LaunchAttribution) -> Option<f64>| {
-            let mut v: Vec<f64> = launch.iter().filter_map(|l| f(l)).collect();
-            v.sort_by(f64::total_cmp);
-            (!v.is_empty()).then(|| crate::timing::steps::percentile(&v, 0.5))
-        };
-        let ratio = med(&|l| l.host_to_gap_ratio)
+    let medians = r.medians.as_ref();
+    if let Some(l) = medians.and_then(|m| m.launch.as_ref()) {
+        let ratio = l
+            .host_to_gap_ratio
             .map(|x| {
                 format!("{x:.2}x the gap (>1: the host runs ahead; <1: look for a synchronize)")
             })
             .unwrap_or_else(|| "no gap".to_owned());
         out.push(format!(
             "launches per step (median): host time in launch calls {} µs (measured), driver floor {} µs (derived), framework above it {} µs; host launch time is {ratio}",
-            fmt_us(med(&|l| Some(l.host_ns as f64)).unwrap_or(0.0)),
-            fmt_us(med(&|l| Some(l.driver_floor_ns)).unwrap_or(0.0)),
-            fmt_us(med(&|l| Some(l.framework_ns)).unwrap_or(0.0)),
+            fmt_us(l.host_ns),
+            fmt_us(l.driver_floor_ns),
+            fmt_us(l.framework_ns),
         ));
     }
     if !r.shapes.is_empty() {
@@ -344,45 +319,10 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             }
         }
     }
-    let floors: Vec<&Step> = r
-        .steps
-        .iter()
-        .filter(|s| s.attribution.as_ref().is_some_and(|a| a.floor.is_some()))
-        .collect();
-    if !floors.is_empty() {
-        // A step below its floor has no MBU to report: its floor is wrong.
-        let mut mbu: Vec<f64> = floors
-            .iter()
-            .filter_map(|s| s.attribution.as_ref()?.floor.as_ref())
-            .filter(|f| !f.below_floor)
-            .map(|f| f.mbu)
-            .collect();
-        mbu.sort_by(f64::total_cmp);
-        let below = floors
-            .iter()
-            .filter(|s| {
-                s.attribution
-                    .as_ref()
-                    .and_then(|a| a.floor.as_ref())
-                    .is_some_and(|f| f.below_floor)
-            })
-            .count();
-        if !mbu.is_empty() {
-            let mut busy: Vec<f64> = floors
-                .iter()
-                .filter_map(|s| s.attribution.as_ref()?.floor.as_ref())
-                .filter(|f| !f.below_floor)
-                .map(|f| f.floor_over_busy)
-                .collect();
-            busy.sort_by(f64::total_cmp);
-            let mut idle: Vec<f64> = floors
-                .iter()
-                .filter_map(|s| Some(s.gap_ns? as f64 / s.wall_ns?.max(1) as f64))
-                .collect();
-            idle.sort_by(f64::total_cmp);
-            let idle = (!idle.is_empty()).then(|| crate::timing::steps::percentile(&idle, 0.5));
+    if let Some(f) = medians.and_then(|m| m.floor.as_ref()) {
+        if let (Some(mbu), Some(busy)) = (f.mbu, f.floor_over_busy) {
             // A mostly idle step's MBU measures the host, not the kernels: say so first.
-            let lead = match idle {
+            let lead = match f.idle_share {
                 Some(x) if x >= 0.8 => format!(
                     "the GPU is idle {} of the median step's wall (measured), so MBU measures the host, not the kernels; ",
                     fmt_pct(x)
@@ -391,20 +331,20 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
             };
             out.push(format!(
                 "floor (derived per step from its batch): {lead}median MBU (floor/wall, derived) {}, floor/busy (derived) {} over {} steps",
-                fmt_pct(crate::timing::steps::percentile(&mbu, 0.5)),
-                fmt_pct(crate::timing::steps::percentile(&busy, 0.5)),
-                mbu.len()
+                fmt_pct(mbu),
+                fmt_pct(busy),
+                f.steps
             ));
         }
-        if below > 0 {
-            let with = floors
-                .iter()
-                .filter_map(|s| s.attribution.as_ref())
-                .find(|a| !a.plausible_with.is_empty())
-                .map(|a| format!(" (plausible with {})", a.plausible_with.join(" or ")))
-                .unwrap_or_default();
+        if f.below_floor_steps > 0 {
+            let with = if f.plausible_with.is_empty() {
+                String::new()
+            } else {
+                format!(" (plausible with {})", f.plausible_with.join(" or "))
+            };
             out.push(format!(
-                "warning: {below} step(s) measured below their floor, so no MBU is given for them: the byte model is wrong, not the machine{with}"
+                "warning: {} step(s) measured below their floor, so no MBU is given for them: the byte model is wrong, not the machine{with}",
+                f.below_floor_steps
             ));
         }
     }

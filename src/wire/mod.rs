@@ -11,7 +11,7 @@
 //! names `crate::wire::…`, so a document's contract is read in one place.
 //!
 //! One file per area: `analysis` (`analyze`), `steps` and `attribution` (`steps`, and
-//! inside `analyze`), `class_table` (the kernel classes, one row each), `gate` (`gate`/`diff`), `baseline` (the stored baseline file),
+//! inside `analyze`), `run_medians` (the medians the steps report prints), `class_table` (the kernel classes, one row each), `gate` (`gate`/`diff`), `baseline` (the stored baseline file),
 //! `trend`, `dataset` (a `runs` row), `roofline` (model, GPU, a step's floor), `floor`,
 //! `capacity`, `presets`, `probe` (the launch-probe file), `capture` (its summary and the
 //! sidecar), `trace` (what a report says about itself), `meta` (every document's `tool`
@@ -33,6 +33,7 @@ pub mod policy;
 pub mod presets;
 pub mod probe;
 pub mod roofline;
+pub mod run_medians;
 pub mod steps;
 #[cfg(feature = "synth")]
 pub mod synth;

@@ -523,6 +523,10 @@ pub struct StepsReport {
     /// index), the one the steps page draws; absent with no step with GPU work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_step: Option<StepAt>,
+    /// Launch, exposed-communication and floor medians over the steps with GPU work (set
+    /// by the pipeline after attribution); absent before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub medians: Option<super::run_medians::RunMedians>,
     pub steps: Vec<Step>,
 }
 
@@ -559,7 +563,7 @@ impl StepsReport {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{ShapeCount, Step, StepKind, StepMethod, StepsReport};
     use crate::wire::attribution::{
         Attributions, LaunchAttribution, LaunchCost, Shape, StepAttribution,
@@ -588,7 +592,8 @@ mod tests {
         assert!(serde_json::from_str::<StepMethod>("\"marker\"").is_err());
     }
 
-    fn step(index: usize, launches: u64) -> Step {
+    /// A decode step of wall 10 ns, busy 10, no gap (for tests elsewhere in the crate).
+    pub(crate) fn step(index: usize, launches: u64) -> Step {
         Step {
             index,
             series: 0,
@@ -634,7 +639,8 @@ mod tests {
         }
     }
 
-    fn attribution(launches: u64, shape: Shape) -> StepAttribution {
+    /// An attribution without a floor (for tests elsewhere in the crate).
+    pub(crate) fn attribution(launches: u64, shape: Shape) -> StepAttribution {
         StepAttribution {
             floor: None,
             launch: LaunchAttribution {
@@ -675,6 +681,7 @@ mod tests {
             groups: Vec::new(),
             class_spread: Vec::new(),
             median_step: None,
+            medians: None,
             verdict: None,
             steps,
         }

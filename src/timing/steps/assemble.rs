@@ -257,6 +257,7 @@ pub fn assemble(
         class_spread: Vec::new(),
         verdict: None,
         median_step: median_step(&steps),
+        medians: None,
         steps,
     }
 }
