@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod context;
+pub mod copies;
 pub mod kind;
 pub mod parallel;
 pub mod sidecar;
@@ -119,16 +120,18 @@ pub fn resolve(
         })
     });
     let captured_batch = counts.and_then(|c| decode_batch(&report.steps, c));
-    let batch = match (given.batch, captured_batch) {
-        (Some(b), Some(c)) => Some(flag_over(
-            Some(b),
-            Some(c),
-            "--batch",
-            input(b, "--batch"),
-            &mut report.warnings,
-        )),
-        (Some(b), None) => Some(input(b, "--batch")),
-        (None, c) => side_batch.or(c),
+    // The capture's inferred batch is left as it is: the copy bound only checks a flag.
+    let batch = match given.batch {
+        Some(b) => {
+            let copies = copies::decode_copies(trace, &report.steps)?;
+            Some(check_batch(
+                b,
+                captured_batch,
+                copies::contradiction(b, &copies),
+                &mut report.warnings,
+            ))
+        }
+        None => side_batch.or(captured_batch),
     };
     if let (Some(c), Some(counts)) = (given.context, counts) {
         let bounds: Vec<context::Bound> = counts
@@ -213,6 +216,42 @@ fn flag_over<T: PartialEq + std::fmt::Display + Copy>(
         (Some(f), None) => input(f, name),
         (None, Some(c)) => c,
         (None, None) => default,
+    }
+}
+
+/// `--batch` over the capture: one warning at most, naming the grids' batch and the
+/// copies' bound (`copy`, the evidence of [`copies::contradiction`]) where either
+/// contradicts the flag.
+fn check_batch(
+    flag: u64,
+    captured: Option<Sourced<u64>>,
+    copy: Option<String>,
+    warnings: &mut Vec<String>,
+) -> Sourced<u64> {
+    match (captured, copy) {
+        // Both contradict it: one line with both pieces of evidence.
+        (Some(mut c), Some(copy)) if c.value != flag => {
+            c.evidence = format!("{}; and {copy}", c.evidence);
+            flag_over(
+                Some(flag),
+                Some(c),
+                "--batch",
+                input(flag, "--batch"),
+                warnings,
+            )
+        }
+        (c, Some(copy)) => {
+            // Where the grids agree with the flag, the line says so: the capture's own
+            // evidence disagrees (a padded graph batch, or a copy that is not the tokens').
+            let agree = c.map_or(String::new(), |c| {
+                format!("; the grids agree with the flag: {}", c.evidence)
+            });
+            warnings.push(format!(
+                "--batch {flag} contradicts the capture ({copy}{agree}): pricing at --batch {flag}"
+            ));
+            input(flag, "--batch")
+        }
+        (c, None) => flag_over(Some(flag), c, "--batch", input(flag, "--batch"), warnings),
     }
 }
 
