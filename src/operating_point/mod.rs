@@ -426,3 +426,57 @@ pub fn vendor(trace: &Trace, gpu_flag: Option<&str>) -> Option<&'static str> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grids(value: u64) -> Option<Sourced<u64>> {
+        Some(Sourced {
+            value,
+            basis: Basis::Inferred,
+            evidence: format!("{value} sequences in the grid"),
+        })
+    }
+
+    #[test]
+    fn a_batch_flag_gets_one_warning_whatever_contradicts_it() {
+        let copy = || Some("copies at most 4 bytes".to_owned());
+        let mut w = Vec::new();
+        // Grids and copies both against the flag: one line, both pieces of evidence.
+        let b = check_batch(32, grids(1), copy(), &mut w);
+        assert_eq!(b.value, 32);
+        assert_eq!(b.basis, Basis::Input);
+        assert_eq!(
+            w,
+            [
+                "--batch 32 contradicts the capture (1 inferred: 1 sequences in the grid; and \
+              copies at most 4 bytes): pricing at --batch 32"
+            ]
+        );
+        // The grids agree and the copies do not: said in the one line.
+        w.clear();
+        check_batch(32, grids(32), copy(), &mut w);
+        assert_eq!(
+            w,
+            [
+                "--batch 32 contradicts the capture (copies at most 4 bytes; the grids agree \
+              with the flag: 32 sequences in the grid): pricing at --batch 32"
+            ]
+        );
+        // The copies alone, the grids alone, neither.
+        w.clear();
+        check_batch(32, None, copy(), &mut w);
+        assert_eq!(
+            w,
+            ["--batch 32 contradicts the capture (copies at most 4 bytes): pricing at --batch 32"]
+        );
+        w.clear();
+        check_batch(32, grids(1), None, &mut w);
+        assert_eq!(w.len(), 1);
+        w.clear();
+        check_batch(32, grids(32), None, &mut w);
+        check_batch(32, None, None, &mut w);
+        assert!(w.is_empty(), "{w:?}");
+    }
+}
