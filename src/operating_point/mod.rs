@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod context;
+pub mod copies;
 pub mod kind;
 pub mod parallel;
 pub mod sidecar;
@@ -119,16 +120,18 @@ pub fn resolve(
         })
     });
     let captured_batch = counts.and_then(|c| decode_batch(&report.steps, c));
-    let batch = match (given.batch, captured_batch) {
-        (Some(b), Some(c)) => Some(flag_over(
-            Some(b),
-            Some(c),
-            "--batch",
-            input(b, "--batch"),
-            &mut report.warnings,
-        )),
-        (Some(b), None) => Some(input(b, "--batch")),
-        (None, c) => side_batch.or(c),
+    // The capture's inferred batch is left as it is: the copy bound only checks a flag.
+    let batch = match given.batch {
+        Some(b) => {
+            let copies = copies::decode_copies(trace, &report.steps)?;
+            Some(check_batch(
+                b,
+                captured_batch,
+                copies::contradiction(b, &copies),
+                &mut report.warnings,
+            ))
+        }
+        None => side_batch.or(captured_batch),
     };
     if let (Some(c), Some(counts)) = (given.context, counts) {
         let bounds: Vec<context::Bound> = counts
@@ -213,6 +216,42 @@ fn flag_over<T: PartialEq + std::fmt::Display + Copy>(
         (Some(f), None) => input(f, name),
         (None, Some(c)) => c,
         (None, None) => default,
+    }
+}
+
+/// `--batch` over the capture: one warning at most, naming the grids' batch and the
+/// copies' bound (`copy`, the evidence of [`copies::contradiction`]) where either
+/// contradicts the flag.
+fn check_batch(
+    flag: u64,
+    captured: Option<Sourced<u64>>,
+    copy: Option<String>,
+    warnings: &mut Vec<String>,
+) -> Sourced<u64> {
+    match (captured, copy) {
+        // Both contradict it: one line with both pieces of evidence.
+        (Some(mut c), Some(copy)) if c.value != flag => {
+            c.evidence = format!("{}; and {copy}", c.evidence);
+            flag_over(
+                Some(flag),
+                Some(c),
+                "--batch",
+                input(flag, "--batch"),
+                warnings,
+            )
+        }
+        (c, Some(copy)) => {
+            // Where the grids agree with the flag, the line says so: the capture's own
+            // evidence disagrees (a padded graph batch, or a copy that is not the tokens').
+            let agree = c.map_or(String::new(), |c| {
+                format!("; the grids agree with the flag: {}", c.evidence)
+            });
+            warnings.push(format!(
+                "--batch {flag} contradicts the capture ({copy}{agree}): pricing at --batch {flag}"
+            ));
+            input(flag, "--batch")
+        }
+        (c, None) => flag_over(Some(flag), c, "--batch", input(flag, "--batch"), warnings),
     }
 }
 
@@ -385,5 +424,59 @@ pub fn vendor(trace: &Trace, gpu_flag: Option<&str>) -> Option<&'static str> {
         Some("nvidia")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grids(value: u64) -> Option<Sourced<u64>> {
+        Some(Sourced {
+            value,
+            basis: Basis::Inferred,
+            evidence: format!("{value} sequences in the grid"),
+        })
+    }
+
+    #[test]
+    fn a_batch_flag_gets_one_warning_whatever_contradicts_it() {
+        let copy = || Some("copies at most 4 bytes".to_owned());
+        let mut w = Vec::new();
+        // Grids and copies both against the flag: one line, both pieces of evidence.
+        let b = check_batch(32, grids(1), copy(), &mut w);
+        assert_eq!(b.value, 32);
+        assert_eq!(b.basis, Basis::Input);
+        assert_eq!(
+            w,
+            [
+                "--batch 32 contradicts the capture (1 inferred: 1 sequences in the grid; and \
+              copies at most 4 bytes): pricing at --batch 32"
+            ]
+        );
+        // The grids agree and the copies do not: said in the one line.
+        w.clear();
+        check_batch(32, grids(32), copy(), &mut w);
+        assert_eq!(
+            w,
+            [
+                "--batch 32 contradicts the capture (copies at most 4 bytes; the grids agree \
+              with the flag: 32 sequences in the grid): pricing at --batch 32"
+            ]
+        );
+        // The copies alone, the grids alone, neither.
+        w.clear();
+        check_batch(32, None, copy(), &mut w);
+        assert_eq!(
+            w,
+            ["--batch 32 contradicts the capture (copies at most 4 bytes): pricing at --batch 32"]
+        );
+        w.clear();
+        check_batch(32, grids(1), None, &mut w);
+        assert_eq!(w.len(), 1);
+        w.clear();
+        check_batch(32, grids(32), None, &mut w);
+        check_batch(32, None, None, &mut w);
+        assert!(w.is_empty(), "{w:?}");
     }
 }

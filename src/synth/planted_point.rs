@@ -2,10 +2,10 @@
 //! with, each contradicting a reading from names alone: decodes of one request (the KV-cache
 //! write's grid is 1 token), a prefill that launches ROCm's decode-attention kernel (its
 //! grid is 1 sequence, its KV write 2,048 tokens), CUDA-graph replays of a capture with no
-//! LLM in it. Written as nsys exports through [`super::workload`], the kernels and their
+//! LLM in it, decodes whose only count is the size of the token-id copy to the host. Written as nsys exports through [`super::workload`], the kernels and their
 //! durations from [`super::planted`].
 
-use super::planted::{self, Dense, Speeds, ATTENTION};
+use super::planted::{self, Dense, Speeds, ATTENTION, KV_WRITE};
 use super::workload::{KernelSpec, LaunchMode, Scenario, StepSpec};
 use super::Layout;
 
@@ -13,6 +13,14 @@ use super::Layout;
 /// partitions, as an MI300X trace names them.
 pub const LL4MI: &str = "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, 16, 128, 256, false, 4>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int const*, int const*, int const*, int, float const*, int, int, int, float*, float*, __hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*, float const*)";
 pub const LL4MI_REDUCE: &str = "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>(__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int const*, int, int)";
+
+/// FlashInfer's paged decode attention as an SGLang trace names it: a decode by its
+/// family; its grid is not read (it pads the batch when it splits the KV).
+pub const FLASHINFER_DECODE: &str = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, (unsigned int)2, (unsigned int)1, (unsigned int)8, (unsigned int)16, (unsigned int)2, (unsigned int)4, flashinfer::DefaultAttention<(bool)0, (bool)0, (bool)0, (bool)0>, Params>(T9)";
+
+/// SGLang's KV-cache write as the real MI300X fixture names it: its grid is not the
+/// token count (a warp per token, several per block), so it is not read.
+pub const STORE_KVCACHE: &str = "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)";
 
 /// An elementwise kernel of a CUDA-graph smoke test (no LLM).
 pub const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)";
@@ -32,6 +40,12 @@ pub enum PointCase {
     /// One CUDA graph of 40 elementwise kernels replayed once per step (node-mode
     /// tracing): no attention, no KV-cache write, no LLM.
     GraphSmokeNoLlm,
+    /// Llama-3-8B on an H100, TP 1, unmarked decodes of one request over 1,010 keys with
+    /// no grid that counts requests ([`FLASHINFER_DECODE`] attention, [`STORE_KVCACHE`]
+    /// writes), each ending with a device-to-host copy of `to_host` bytes, as an engine
+    /// copies the sampled token ids (4 for one int32 id, 8 for one int64); None: no copy
+    /// to the host at all (the tokens go out in a later step).
+    TokenCopy { to_host: Option<i64> },
 }
 
 /// The step (besides the first) that [`PointCase::PrefillWithDecodeAttention`] prefills.
@@ -100,6 +114,24 @@ pub fn scenario(case: PointCase, steps: usize) -> Scenario {
             let mut scn = Scenario::new(Layout::Nsys2026_2, 1, planted::unmarked(ks.collect()));
             scn.gpu_name = "AMD Instinct MI300X".to_owned();
             scn
+        }
+        PointCase::TokenCopy { to_host } => {
+            let specs = (0..steps).map(|_| {
+                let ks = planted::step_kernels(&d, 1, 1, 1, DECODE_CONTEXT, &s)
+                    .into_iter()
+                    .map(|k| match k.name.as_str() {
+                        ATTENTION => KernelSpec::new(FLASHINFER_DECODE, k.duration_ns),
+                        KV_WRITE => KernelSpec::new(STORE_KVCACHE, k.duration_ns),
+                        _ => k,
+                    })
+                    .collect();
+                ks
+            });
+            let mut specs = planted::unmarked(specs.collect());
+            for st in &mut specs {
+                st.memcpy_d2h_bytes = to_host;
+            }
+            Scenario::new(Layout::Nsys2026_2, 1, specs)
         }
         PointCase::GraphSmokeNoLlm => {
             let specs = (0..steps)

@@ -95,6 +95,9 @@ pub struct StepSpec {
     pub host_gap_before_ns: i64,
     /// A `cudaMemcpyAsync` HtoD of this many bytes first in the step (not a launch).
     pub memcpy_h2d_bytes: Option<i64>,
+    /// A `cudaMemcpyAsync` DtoH of this many bytes last in the step, after its kernels
+    /// (as an engine copies the sampled token ids to the host).
+    pub memcpy_d2h_bytes: Option<i64>,
     /// Extra `cudaLaunchKernel` calls inside the range whose kernels never appear.
     pub launches_without_kernels: u32,
     /// Kernels with no launching call, run on the GPU right after this step's work
@@ -122,6 +125,7 @@ impl StepSpec {
             kernels,
             host_gap_before_ns: 20_000,
             memcpy_h2d_bytes: None,
+            memcpy_d2h_bytes: None,
             launches_without_kernels: 0,
             kernels_without_launch_after: 0,
             host_stall: None,
@@ -186,6 +190,47 @@ const MEMCPY_ASYNC: &str = "cudaMemcpyAsync_v3020";
 const STREAM_SYNC: &str = "cudaStreamSynchronize_v3020";
 
 /// Write `scn` to `path` and return what it must measure.
+/// One `cudaMemcpyAsync`: its call on the host and its copy on the GPU.
+struct CopyRow {
+    call: (i64, i64),
+    gpu: (i64, i64),
+    corr: i64,
+    /// ENUM_CUDA_MEMCPY_OPER: 1 HtoD, 2 DtoH.
+    copy_kind: i64,
+    bytes: i64,
+}
+
+impl CopyRow {
+    /// Write the call and the copy of the process `(pid, tid, device)`.
+    fn write(
+        &self,
+        w: &mut NsysWriter,
+        (pid, tid, device): (i64, i64, i64),
+        name: i64,
+    ) -> Result<()> {
+        w.call(&CallRec {
+            start_ns: self.call.0,
+            end_ns: self.call.1,
+            event_class: event_class::RUNTIME,
+            pid,
+            tid,
+            correlation_id: Some(self.corr),
+            name,
+        })?;
+        w.memcpy(&MemcpyRec {
+            start_ns: self.gpu.0,
+            end_ns: self.gpu.1,
+            device,
+            stream: STREAM,
+            pid,
+            correlation_id: Some(self.corr),
+            copy_kind: self.copy_kind,
+            bytes: self.bytes,
+            graph_node_id: None,
+        })
+    }
+}
+
 pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
     if scn.kernel_gap_ns < 0 || scn.launch_ns <= 0 || scn.ranks == 0 {
         return Err(Error::input(
@@ -281,28 +326,16 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
 
             if let Some(bytes) = step.memcpy_h2d_bytes {
                 let (cs, ce) = (host, host + scn.launch_ns);
-                w.call(&CallRec {
-                    start_ns: cs,
-                    end_ns: ce,
-                    event_class: event_class::RUNTIME,
-                    pid,
-                    tid,
-                    correlation_id: Some(corr),
-                    name: memcpy_id,
-                })?;
                 let s = place(ce, &mut gpu_free);
                 let end = s + 1_000 + bytes / 20;
-                w.memcpy(&MemcpyRec {
-                    start_ns: s,
-                    end_ns: end,
-                    device,
-                    stream: STREAM,
-                    pid,
-                    correlation_id: Some(corr),
+                let copy = CopyRow {
+                    call: (cs, ce),
+                    gpu: (s, end),
+                    corr,
                     copy_kind: 1,
                     bytes,
-                    graph_node_id: None,
-                })?;
+                };
+                copy.write(&mut w, (pid, tid, device), memcpy_id)?;
                 gpu_free = end;
                 e.memcpys += 1;
                 note_op(&mut e, &mut dev, s, end);
@@ -454,6 +487,25 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                     corr += 1;
                     host = end + scn.launch_gap_ns;
                 }
+            }
+
+            if let Some(bytes) = step.memcpy_d2h_bytes {
+                let (cs, ce) = (host, host + scn.launch_ns);
+                let s = place(ce, &mut gpu_free);
+                let end = s + 1_000 + bytes / 20;
+                let copy = CopyRow {
+                    call: (cs, ce),
+                    gpu: (s, end),
+                    corr,
+                    copy_kind: 2,
+                    bytes,
+                };
+                copy.write(&mut w, (pid, tid, device), memcpy_id)?;
+                gpu_free = end;
+                e.memcpys += 1;
+                note_op(&mut e, &mut dev, s, end);
+                corr += 1;
+                host = ce + scn.launch_gap_ns;
             }
 
             for _ in 0..step.launches_without_kernels {

@@ -54,6 +54,7 @@ mod steps_real;
 mod steps_synth;
 mod steps_train;
 mod threads;
+mod token_copy;
 mod verdict_excess;
 mod verdict_idle;
 mod verdict_rules;
