@@ -9,6 +9,7 @@
 //! ([`groups`]).
 
 pub mod attention;
+pub mod class_rules;
 pub mod classes;
 pub mod compare;
 pub mod detail;
@@ -23,7 +24,7 @@ pub use notes::{
     ROCPROF_COMPUTE,
 };
 
-use crate::roofline::classes::class_floors;
+use class_rules::class_floors;
 use crate::roofline::floor::{plausibility_changes, step_floor};
 use crate::timing::labels::NameLabels;
 use crate::wire::attribution::{
@@ -383,7 +384,7 @@ pub fn attribute_priced(
             return at;
         };
         let requests = Some(comp.decode_requests).filter(|&n| n > 0);
-        let ctx = classes::ClassContext {
+        let ctx = class_rules::ClassContext {
             grid: attention::Grid {
                 batch: requests,
                 heads_per_gpu,

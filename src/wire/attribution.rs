@@ -226,7 +226,8 @@ pub struct OperatingPoint {
 
 /// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
 /// categories. Key, label, categories and order live in one table,
-/// [`super::class_table::CLASSES`]; `Rest` stays the last variant.
+/// [`super::class_table::CLASSES`] (row `i` is the variant whose discriminant is `i`), and
+/// what each class does in another, `attribution::class_rules`.
 #[derive(
     Debug,
     Clone,
@@ -254,6 +255,10 @@ pub enum KernelClass {
     Quantize,
     /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
+    /// A throwaway class of the unit tests (`probe`), which proves that a class is one
+    /// row of each table: it exists in test builds only.
+    #[cfg(test)]
+    Probe,
 }
 
 /// The run's verdict: the first rule of the verdict table (`attribution::verdict`,
