@@ -156,7 +156,9 @@ fn kv_write(a: &Advice<'_>) -> String {
     if a.at_roof {
         format!("KV-cache writes{at}: at the roof")
     } else {
-        format!("KV-cache writes{at}: small scattered stores — fuse the write into rope or attention")
+        format!(
+            "KV-cache writes{at}: small scattered stores — fuse the write into rope or attention"
+        )
     }
 }
 
@@ -199,10 +201,12 @@ mod tests {
 
     use super::*;
     use crate::attribution::{attribute_priced, compare, spread, Pricer, NSIGHT_COMPUTE};
+    use crate::baseline::from_report::samples_from_steps;
     use crate::report::table::{Align, Table};
     use crate::roofline::floor::step_floor;
     use crate::roofline::{gpu, presets};
     use crate::wire::attribution::{ClassShape, LaunchCost};
+    use crate::wire::baseline::BaselineMeta;
     use crate::wire::roofline::{FloorOptions, StepComposition};
     use crate::wire::steps::{FoundBy, Step, StepKernel, StepKind, StepMethod, StepsReport};
 
@@ -288,7 +292,11 @@ mod tests {
         assert_eq!(c.floor_ns, Some(125_829_120.0 / 450e9 * 1e9));
         // The PCIe part has no cited link: no floor, and it says so.
         let pcie = gpu::lookup("h100-pcie").unwrap();
-        let c = comm(&class_floors(&step_floor(&m, &pcie, &comp, &opts), &pcie, 4));
+        let c = comm(&class_floors(
+            &step_floor(&m, &pcie, &comp, &opts),
+            &pcie,
+            4,
+        ));
         assert_eq!(c.floor_ns, None);
         assert!(c.basis.starts_with("no floor"), "{}", c.basis);
         // A full mesh (MI300X) sends to the other three peers at once: 3 × 64 GB/s.
@@ -376,7 +384,11 @@ mod tests {
     /// Five decode steps with these probe times, priced as Llama-3-8B, 32 requests at
     /// context 2,048 on an H100 SXM (TP 1), attributed and joined as `steps` does.
     fn report(probe_ns: &[i64]) -> StepsReport {
-        let steps: Vec<Step> = probe_ns.iter().enumerate().map(|(i, &p)| step(i, p)).collect();
+        let steps: Vec<Step> = probe_ns
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| step(i, p))
+            .collect();
         let model = presets::preset("llama-3-8b").unwrap();
         let gpu = gpu::lookup("h100-sxm").unwrap();
         let composition = |_: &Step| Some(StepComposition::decode(32, 2048));
@@ -386,7 +398,12 @@ mod tests {
             gpu: &gpu,
             opts: FloorOptions::default(),
         };
-        let a = attribute_priced(&steps, Some(&pricer), &LaunchCost::default(), NSIGHT_COMPUTE);
+        let a = attribute_priced(
+            &steps,
+            Some(&pricer),
+            &LaunchCost::default(),
+            NSIGHT_COMPUTE,
+        );
         let mut r = StepsReport {
             schema_version: crate::wire::steps::SCHEMA_VERSION,
             tool: None,
@@ -438,7 +455,9 @@ mod tests {
         // exclusive time, the floor of its row, excess = time − floor.
         let json = serde_json::to_value(&r).unwrap();
         for (i, &t) in probe.iter().enumerate() {
-            let classes = json["steps"][i]["attribution"]["classes"].as_array().unwrap();
+            let classes = json["steps"][i]["attribution"]["classes"]
+                .as_array()
+                .unwrap();
             let p = classes.iter().find(|c| c["class"] == "probe").unwrap();
             assert_eq!(p["time_ns"], t);
             assert_eq!(p["kernels"], PROBE_LAUNCHES);
@@ -452,18 +471,31 @@ mod tests {
             // The step's waterfall holds the probe's time: floors + excess + no class
             // + gap is the wall, GEMM + attention + probe + other + gap.
             let w = &json["steps"][i]["attribution"]["waterfall"];
-            let sum = ["floor_ns", "excess_ns", "unpriced_ns", "unclassified_ns", "gap_ns"]
-                .iter()
-                .map(|k| w[k].as_i64().unwrap())
-                .sum::<i64>();
+            let sum = [
+                "floor_ns",
+                "excess_ns",
+                "unpriced_ns",
+                "unclassified_ns",
+                "gap_ns",
+            ]
+            .iter()
+            .map(|k| w[k].as_i64().unwrap())
+            .sum::<i64>();
             assert_eq!(sum, GEMM_NS + ATTENTION_NS + t + OTHER_NS + GAP_NS);
             assert_eq!(w["unclassified_ns"], OTHER_NS);
         }
         // Step 0: 6.7 MB in 100 µs is 67 GB/s, 2% of 3.35 TB/s: the row's own action.
         let p0 = r.steps[0].attribution.as_ref().unwrap();
-        let p0 = p0.classes.iter().find(|c| c.class == KernelClass::Probe).unwrap();
+        let p0 = p0
+            .classes
+            .iter()
+            .find(|c| c.class == KernelClass::Probe)
+            .unwrap();
         assert_eq!(p0.shape, ClassShape::UnderUtilized);
-        assert_eq!(p0.action.as_deref(), Some("probe at 2% of β: under-utilized"));
+        assert_eq!(
+            p0.action.as_deref(),
+            Some("probe at 2% of β: under-utilized")
+        );
 
         // The group's median step (step 3) in the text and markdown class tables:
         // 110 µs measured, 2 µs floor, 108 µs excess, 6.7 MB = 0.007 GB, 6.7e6 B / 110 µs
@@ -492,7 +524,9 @@ mod tests {
         );
         let md = crate::report::classes::groups_text(&r.groups, true);
         assert!(
-            md.contains("| probe | 4 | 110.0 | 2.0 | 108.0 | 0.007 | 60.9 GB/s | 1.8% | under-utilized |"),
+            md.contains(
+                "| probe | 4 | 110.0 | 2.0 | 108.0 | 0.007 | 60.9 GB/s | 1.8% | under-utilized |"
+            ),
             "{md}"
         );
 
@@ -514,7 +548,11 @@ mod tests {
         let (k, c) = *colors.last().unwrap();
         assert_eq!(k, KernelClass::Probe);
         use crate::report::charts::{FLOOR, GAP, NEUTRAL, OTHER};
-        for other in colors[..6].iter().map(|x| x.1).chain([FLOOR, GAP, NEUTRAL, OTHER]) {
+        for other in colors[..6]
+            .iter()
+            .map(|x| x.1)
+            .chain([FLOOR, GAP, NEUTRAL, OTHER])
+        {
             assert_ne!(c, other);
         }
         let html = crate::report::html::classes::section(&r.groups);
@@ -528,7 +566,11 @@ mod tests {
         // p90 = 120 + 0.6·1,880 = 1,248 µs; least in step 4, most in step 2; it varies
         // (13× and 1.15 ms of an ~8.2 ms wall), so the class-varies line names it.
         let g = &r.class_spread[0];
-        let sp = g.classes.iter().find(|c| c.class == KernelClass::Probe).unwrap();
+        let sp = g
+            .classes
+            .iter()
+            .find(|c| c.class == KernelClass::Probe)
+            .unwrap();
         assert_eq!(sp.steps_with, 5);
         let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert!(near(sp.p10_ns, 94_000.0), "{}", sp.p10_ns);
@@ -538,7 +580,10 @@ mod tests {
         assert_eq!((sp.max.index, sp.max.ns), (2, 2_000_000));
         assert!(sp.varies);
         let line = spread::varies_line(g).unwrap();
-        assert!(line.starts_with("probe takes 94.0 µs–1.2 ms per step"), "{line}");
+        assert!(
+            line.starts_with("probe takes 94.0 µs–1.2 ms per step"),
+            "{line}"
+        );
         let st = crate::report::spread::table(g).to_text();
         assert_eq!(text_row(&st, "probe")[0], "probe");
         assert!(json["class_spread"][0]["classes"]
@@ -549,10 +594,13 @@ mod tests {
 
         // The baseline's metric `excess_ns.probe` (the gate's and the history's name),
         // one sample per step in report order.
-        let (base, _) = crate::baseline::from_report::samples_from_steps(&r, Default::default());
+        let (base, _) = samples_from_steps(&r, BaselineMeta::default());
         let bg = &base.samples.groups[0];
         let excess: Vec<f64> = probe.iter().map(|&t| (t - PROBE_FLOOR_NS) as f64).collect();
-        assert_eq!(bg.metric_samples("excess_ns.probe"), Some(excess.as_slice()));
+        assert_eq!(
+            bg.metric_samples("excess_ns.probe"),
+            Some(excess.as_slice())
+        );
         assert_eq!(
             crate::report::words::metric_name("excess_ns.probe"),
             "probe excess (derived)"
@@ -561,8 +609,7 @@ mod tests {
         // The gate's class rows: a candidate whose probe kernels take 50 µs more per step
         // has 50 µs more probe excess, the floor unchanged.
         let slower: Vec<i64> = probe.iter().map(|t| t + 50_000).collect();
-        let (cand, _) =
-            crate::baseline::from_report::samples_from_steps(&report(&slower), Default::default());
+        let (cand, _) = samples_from_steps(&report(&slower), BaselineMeta::default());
         let cg = &cand.samples.groups[0];
         let d = compare::excess_change(&bg.classes, &cg.classes);
         let pd = d.iter().find(|c| c.class == KernelClass::Probe).unwrap();
@@ -597,6 +644,9 @@ mod tests {
             .iter()
             .find(|c| c["class"] == "probe")
             .unwrap();
-        assert_eq!((p["floor_ns"].as_i64(), p["excess_ns"].as_i64()), (Some(2_000), Some(98_000)));
+        assert_eq!(
+            (p["floor_ns"].as_i64(), p["excess_ns"].as_i64()),
+            (Some(2_000), Some(98_000))
+        );
     }
 }

@@ -24,7 +24,6 @@ pub use notes::{
     ROCPROF_COMPUTE,
 };
 
-use class_rules::class_floors;
 use crate::roofline::floor::{plausibility_changes, step_floor};
 use crate::timing::labels::NameLabels;
 use crate::wire::attribution::{
@@ -33,6 +32,7 @@ use crate::wire::attribution::{
 };
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition, StepFloor};
 use crate::wire::steps::Step;
+use class_rules::class_floors;
 
 /// Gap share of wall above which the GPU lane counts as gappy.
 pub const GAPPY_FRACTION: f64 = 0.20;

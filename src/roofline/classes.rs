@@ -43,7 +43,13 @@ pub struct Priced<'a> {
 pub type FloorFn = fn(KernelClass, &Priced<'_>) -> ClassFloor;
 
 /// `bytes` over β, or `flops` over π where that binds; `what` names the bytes in the basis.
-pub fn on_hbm(class: KernelClass, p: &Priced<'_>, bytes: f64, flops: f64, what: &str) -> ClassFloor {
+pub fn on_hbm(
+    class: KernelClass,
+    p: &Priced<'_>,
+    bytes: f64,
+    flops: f64,
+    what: &str,
+) -> ClassFloor {
     let (beta, pi) = (p.step.hbm_bytes_per_s, p.step.peak_flops_per_s);
     let (floor, bound) = roof(bytes / beta, flops / pi);
     ClassFloor {
@@ -78,7 +84,13 @@ pub fn weights(class: KernelClass, p: &Priced<'_>) -> ClassFloor {
 
 /// The KV cache read (the attention FLOPs where π binds).
 pub fn kv_read(class: KernelClass, p: &Priced<'_>) -> ClassFloor {
-    on_hbm(class, p, p.step.kv_read_bytes, p.step.attention_flops, "KV read")
+    on_hbm(
+        class,
+        p,
+        p.step.kv_read_bytes,
+        p.step.attention_flops,
+        "KV read",
+    )
 }
 
 /// The new tokens' K and V.

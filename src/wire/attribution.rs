@@ -226,22 +226,10 @@ pub struct OperatingPoint {
 
 /// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
 /// categories. Key, label, categories and order live in one table,
-/// [`super::class_table::CLASSES`] (row `i` is the variant whose discriminant is `i`), and
-/// what each class does in another, `attribution::class_rules`.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+/// [`super::class_table::CLASSES`]; what each class does in `attribution::class_rules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum KernelClass {
     /// Weight-streaming GEMMs: dense linear layers, routed experts, lm_head.
     Weights,
@@ -255,8 +243,7 @@ pub enum KernelClass {
     Quantize,
     /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
-    /// A throwaway class of the unit tests (`probe`), which proves that a class is one
-    /// row of each table: it exists in test builds only.
+    /// Test builds only: a throwaway class (`probe`) that proves a class is one row.
     #[cfg(test)]
     Probe,
 }

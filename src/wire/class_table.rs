@@ -161,6 +161,9 @@ mod tests {
         }
         // The test build's throwaway class is the last row.
         assert_eq!(KernelClass::ALL.last(), Some(&KernelClass::Probe));
-        assert_eq!(KernelClass::of_category("probe_test"), Some(KernelClass::Probe));
+        assert_eq!(
+            KernelClass::of_category("probe_test"),
+            Some(KernelClass::Probe)
+        );
     }
 }
