@@ -10,21 +10,8 @@ use crate::roofline::classes::ClassFloor;
 use crate::wire::attribution::{Bound, ClassAttribution, ClassShape, ClassWaterfall, KernelClass};
 use crate::wire::steps::Step;
 
-use super::attention::{self, Family, Grid};
+use super::class_rules::{rule, Advice, ClassContext};
 use super::AT_ROOF_FACTOR;
-
-/// What the per-class actions need to know about the step besides its kernels.
-#[derive(Debug, Clone, Copy)]
-pub struct ClassContext {
-    /// The decode grid's inputs: batch, heads, mean context, the GPU's SMs or CUs.
-    pub grid: Grid,
-    /// The attention family the step runs (its longest attention kernel's).
-    pub attention: Option<Family>,
-    /// The step already runs a custom all-reduce (vLLM/SGLang `cross_device_reduce_*`).
-    pub custom_allreduce: bool,
-    /// Where a kernel's achieved DRAM throughput is read (the trace's vendor's profiler).
-    pub profiler: super::notes::KernelProfiler,
-}
 
 /// Measured time and instances per class, and the time of kernels in no class.
 fn class_times(step: &Step) -> ([(i64, u64); KernelClass::COUNT], i64) {
@@ -115,18 +102,15 @@ fn one(
     }
 }
 
-/// "at 31% of β", "at 12% of the link".
+/// "at 31% of β", "at 12% of the link": the class's roof as its rule names it.
 fn at(frac: Option<f64>, class: KernelClass) -> String {
-    let roof = if class == KernelClass::Communication {
-        "the link"
-    } else {
-        "β"
-    };
+    let roof = rule(class).roof;
     frac.map(|x| format!(" at {:.0}% of {roof}", x * 100.0))
         .unwrap_or_default()
 }
 
-/// The next action for one class, in the tool's words.
+/// The next action for one class, in the tool's words: the shapes every class shares
+/// here, the class's own action (its rule) at or beyond its floor.
 fn action(
     f: &ClassFloor,
     shape: ClassShape,
@@ -134,52 +118,19 @@ fn action(
     ctx: &ClassContext,
 ) -> Option<String> {
     let name = f.class.as_str();
-    let at = at(frac, f.class);
-    let compute = f.bound == Some(Bound::Compute);
-    Some(match (f.class, shape) {
-        (_, ClassShape::NoFloor) => return None,
-        (_, ClassShape::Absent) => format!(
+    Some(match shape {
+        ClassShape::NoFloor => return None,
+        ClassShape::Absent => format!(
             "no {name} kernel ran: its bytes moved inside another class's kernels (fused); its floor stands, its time is theirs"
         ),
-        (_, ClassShape::BelowFloor) => format!(
+        ClassShape::BelowFloor => format!(
             "{name} ran below its floor: the byte model is wrong for this class (a TP, KV or weight dtype not passed, cached or L2-resident bytes)"
         ),
-        (KernelClass::Weights, ClassShape::AtRoof) if compute => {
-            "weight GEMMs within 1.3× of the tensor peak: compute-bound, at the roof — only fewer FLOPs (a smaller model) help".to_owned()
-        }
-        (KernelClass::Weights, ClassShape::AtRoof) => format!(
-            "weight GEMMs{at}: at the roof — only fewer bytes help: quantize the weights (price it with --weight-dtype fp8) or batch more requests per step"
-        ),
-        (KernelClass::Weights, _) => format!(
-            "weight GEMMs{at}: they leave bandwidth unused — small-M GEMMs on too few tiles; check the GEMM tiles and split-K ({})",
-            ctx.profiler.dram
-        ),
-        (KernelClass::Attention, ClassShape::AtRoof) => format!(
-            "attention{at}: at the roof — only fewer KV bytes help: quantize the KV cache (--kv-dtype fp8) or shorten the context"
-        ),
-        (KernelClass::Attention, _) => {
-            attention::below_roof(ctx.attention, &at, &ctx.grid, ctx.profiler.name)
-        }
-        (KernelClass::KvWrite, ClassShape::AtRoof) => format!("KV-cache writes{at}: at the roof"),
-        (KernelClass::KvWrite, _) => format!(
-            "KV-cache writes{at}: small scattered stores — fuse the write into rope or attention"
-        ),
-        (KernelClass::Communication, ClassShape::AtRoof) => format!(
-            "communication{at}: at the link's roof — only fewer bytes help (a smaller TP, or quantized all-reduce)"
-        ),
-        (KernelClass::Communication, _) if ctx.custom_allreduce => format!(
-            "communication{at}: latency-bound at this message size, with the custom all-reduce already running — all-reduce fused with the norm, or a smaller TP"
-        ),
-        (KernelClass::Communication, _) => format!(
-            "communication{at}: latency-bound at this message size — a one-shot custom all-reduce, all-reduce fused with the norm, or a smaller TP"
-        ),
-        (KernelClass::Quantize, _) => {
-            "quantize kernels move activations, which the byte model does not price (floor 0): their time is overhead — fuse the quantization into the norm or the GEMM before it".to_owned()
-        }
-        (KernelClass::Rest, ClassShape::AtRoof) => format!("rest{at}: at the roof"),
-        (KernelClass::Rest, _) => format!(
-            "norms, rope, activations and copies move almost no compulsory bytes: their time is overhead — fuse them (fused add-norm, torch.compile) or keep them inside {}",
-            ctx.profiler.graphs
-        ),
+        ClassShape::AtRoof | ClassShape::UnderUtilized => (rule(f.class).advice)(&Advice {
+            at_roof: shape == ClassShape::AtRoof,
+            compute_bound: f.bound == Some(Bound::Compute),
+            at: &at(frac, f.class),
+            ctx,
+        }),
     })
 }

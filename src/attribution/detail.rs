@@ -218,3 +218,36 @@ pub fn detail(
     report.verdict = super::verdict::decide(trace, report, frames)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(metric: GpuMetric, samples: &[(i64, f64)]) -> GpuMetricSeries {
+        GpuMetricSeries {
+            device: 0,
+            device_inferred: false,
+            metric,
+            name: String::new(),
+            unit: "%".to_owned(),
+            samples: samples.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_dram_counter_is_split_over_every_class_of_the_table() {
+        // Two 1 µs sampling periods: the weight GEMM fills the first (read 40% + write
+        // 10% of peak), the test build's probe class the second (80% + 10%).
+        let read = series(GpuMetric::DramRead, &[(1_000, 40.0), (2_000, 80.0)]);
+        let write = series(GpuMetric::DramWrite, &[(1_000, 10.0), (2_000, 10.0)]);
+        let ops = [
+            (0, 1_000, Some(KernelClass::Weights)),
+            (1_000, 2_000, Some(KernelClass::Probe)),
+        ];
+        let m = per_class(&read, &write, &ops);
+        let near = |x: Option<f64>, want: f64| x.is_some_and(|x| (x - want).abs() < 1e-12);
+        assert!(near(m[KernelClass::Weights as usize], 0.5), "{m:?}");
+        assert!(near(m[KernelClass::Probe as usize], 0.9), "{m:?}");
+        assert_eq!(m[KernelClass::Attention as usize], None);
+    }
+}

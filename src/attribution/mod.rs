@@ -9,6 +9,7 @@
 //! ([`groups`]).
 
 pub mod attention;
+pub mod class_rules;
 pub mod classes;
 pub mod compare;
 pub mod detail;
@@ -24,7 +25,6 @@ pub use notes::{
     ROCPROF_COMPUTE,
 };
 
-use crate::roofline::classes::class_floors;
 use crate::roofline::floor::{plausibility_changes, step_floor};
 use crate::timing::labels::NameLabels;
 use crate::wire::attribution::{
@@ -33,6 +33,7 @@ use crate::wire::attribution::{
 };
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition, StepFloor};
 use crate::wire::steps::Step;
+use class_rules::class_floors;
 
 /// Gap share of wall above which the GPU lane counts as gappy.
 pub const GAPPY_FRACTION: f64 = 0.20;
@@ -384,7 +385,7 @@ pub fn attribute_priced(
             return at;
         };
         let requests = Some(comp.decode_requests).filter(|&n| n > 0);
-        let ctx = classes::ClassContext {
+        let ctx = class_rules::ClassContext {
             grid: attention::Grid {
                 batch: requests,
                 heads_per_gpu,

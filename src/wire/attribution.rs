@@ -226,21 +226,10 @@ pub struct OperatingPoint {
 
 /// The classes a step's kernels are attributed to (docs/method.md §4.1), from their
 /// categories. Key, label, categories and order live in one table,
-/// [`super::class_table::CLASSES`]; `Rest` stays the last variant.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+/// [`super::class_table::CLASSES`]; what each class does in `attribution::class_rules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum KernelClass {
     /// Weight-streaming GEMMs: dense linear layers, routed experts, lm_head.
     Weights,
@@ -254,6 +243,9 @@ pub enum KernelClass {
     Quantize,
     /// Norms, rope, activations, sampling, MoE routing, copies: near-zero floor.
     Rest,
+    /// Test builds only: a throwaway class (`probe`) that proves a class is one row.
+    #[cfg(test)]
+    Probe,
 }
 
 /// The run's verdict: the first rule of the verdict table (`attribution::verdict`,

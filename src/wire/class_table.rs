@@ -1,10 +1,12 @@
 //! The kernel classes as one table: each class's JSON key, its label, the built-in
 //! categories whose kernels it holds and what its floor is priced with. Every array,
-//! report column and category lookup reads this table, so a new class is one row here, one
-//! variant of [`KernelClass`], its floor in `roofline::classes`, its action in
-//! `attribution::classes` (the compiler points at both) and its category patterns in
-//! `categories.rs`. The table's order is the report order and the enum's order: row `i`
-//! is the class whose discriminant is `i`, so `class as usize` indexes class-sized arrays.
+//! report column, chart colour, baseline metric and category lookup reads this table, so
+//! a new class is one variant of [`KernelClass`], one row here, one row of
+//! `attribution::class_rules` (its floor and its action: behaviour, which this leaf module
+//! cannot name) and its category patterns in `categories.rs`. The table's order is the
+//! report order and the enum's order: row `i` is the class whose discriminant is `i`, so
+//! `class as usize` indexes class-sized arrays. A throwaway `probe` class exists in test
+//! builds only, one row here and one there, to prove it.
 
 use super::attribution::KernelClass;
 
@@ -76,11 +78,19 @@ pub const CLASSES: &[ClassRow] = &[
         ],
         priced_as: "the 2-byte norm, bias and router weights over β",
     },
+    #[cfg(test)]
+    ClassRow {
+        class: KernelClass::Probe,
+        key: "probe",
+        label: "probe",
+        categories: &["probe_test"],
+        priced_as: "test builds only: a fixed byte count over β",
+    },
 ];
 
 impl KernelClass {
     /// How many classes there are: the size of every class-indexed array.
-    pub const COUNT: usize = KernelClass::Rest as usize + 1;
+    pub const COUNT: usize = CLASSES.len();
 
     /// Every class, in table order.
     pub const ALL: [KernelClass; KernelClass::COUNT] = {
@@ -117,7 +127,8 @@ impl KernelClass {
     }
 }
 
-// Rest is the last variant and the table has one row per variant, in variant order.
+// One row per variant, in variant order (a variant without a row fails the unit test
+// below that reads the enum's own schema).
 const _: () = {
     assert!(CLASSES.len() == KernelClass::COUNT);
     let mut i = 0;
@@ -126,3 +137,33 @@ const _: () = {
         i += 1;
     }
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_its_row_and_its_key_is_its_json_value() {
+        // The variants as the enum's own schema lists them (serde's names, in order): each
+        // has the row of its index, whose key is that name.
+        let schema = serde_json::to_value(schemars::schema_for!(KernelClass)).unwrap();
+        let names: Vec<&str> = schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["const"].as_str().unwrap())
+            .collect();
+        let keys: Vec<&str> = CLASSES.iter().map(|r| r.key).collect();
+        assert_eq!(names, keys);
+        for r in CLASSES {
+            assert_eq!(serde_json::to_value(r.class).unwrap(), r.key);
+            assert_eq!(KernelClass::ALL[r.class as usize], r.class);
+        }
+        // The test build's throwaway class is the last row.
+        assert_eq!(KernelClass::ALL.last(), Some(&KernelClass::Probe));
+        assert_eq!(
+            KernelClass::of_category("probe_test"),
+            Some(KernelClass::Probe)
+        );
+    }
+}

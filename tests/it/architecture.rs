@@ -688,6 +688,33 @@ fn class_array_violations(files: &[Source], count: usize) -> Vec<String> {
     out
 }
 
+/// The two files a kernel class's rows live in: its data (`wire::class_table`) and its
+/// behaviour (`attribution::class_rules`).
+const CLASS_TABLES: [&str; 2] = ["src/wire/class_table.rs", "src/attribution/class_rules.rs"];
+
+/// A match arm on a kernel class (`KernelClass::Weights =>`, `(KernelClass::Rest, _) if
+/// x =>`) outside the class tables: what a class does is its row, so a new class is one
+/// row and no match elsewhere needs an arm for it (`==` on one class stays fine).
+fn class_match_violations(files: &[Source]) -> Vec<String> {
+    let arm = Regex::new(r"KernelClass::[A-Z]\w*[^;{}\n]*=>").unwrap();
+    let mut out = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| !CLASS_TABLES.contains(&f.path.as_str()))
+    {
+        let code = without_tests(&code_only(&f.text));
+        for m in arm.find_iter(&code) {
+            out.push(format!(
+                "{}:{}: a match arm on a kernel class: put what the class does in its row of \
+                 src/attribution/class_rules.rs (or compare one class with ==)",
+                f.path,
+                code[..m.start()].matches('\n').count() + 1
+            ));
+        }
+    }
+    out
+}
+
 fn assert_none(what: &str, v: Vec<String>) {
     assert!(v.is_empty(), "{what}:\n{}", v.join("\n"));
 }
@@ -808,6 +835,11 @@ fn class_arrays_are_sized_by_the_class_table() {
     assert_none("class arrays", class_array_violations(&sources(), n));
 }
 
+#[test]
+fn what_a_class_does_is_its_row_not_a_match_arm() {
+    assert_none("class match arms", class_match_violations(&sources()));
+}
+
 // The checks themselves, on small made-up crates: each must fail where it should.
 
 #[test]
@@ -823,6 +855,38 @@ fn a_class_array_of_a_literal_size_is_reported() {
     let v = class_array_violations(&files, 6);
     assert_eq!(v.len(), 1, "{v:?}");
     assert!(v[0].starts_with("src/a.rs:3:"), "{}", v[0]);
+}
+
+#[test]
+fn a_match_arm_on_a_class_outside_the_tables_is_reported() {
+    let files = crate_of(&[
+        (
+            "src/a.rs",
+            "//! a\nuse crate::wire::attribution::KernelClass;\nfn f(c: KernelClass) -> u8 {\n    match c {\n        KernelClass::Weights => 1,\n        _ => 0,\n    }\n}\n",
+        ),
+        (
+            "src/b.rs",
+            "//! b\nfn g(c: KernelClass, s: bool) -> u8 {\n    match (c, s) {\n        (KernelClass::Rest, true) if s => 1,\n        _ => 0,\n    }\n}\n",
+        ),
+        // One class compared, a `matches!` without arms, and the tables themselves: fine.
+        (
+            "src/c.rs",
+            "//! c\nfn h(c: KernelClass) -> bool {\n    c == KernelClass::Attention || matches!(Some(c), Some(KernelClass::Rest) | None)\n}\n",
+        ),
+        (
+            "src/attribution/class_rules.rs",
+            "//! r\nfn r(c: KernelClass) -> u8 {\n    match c {\n        KernelClass::Weights => 1,\n        _ => 0,\n    }\n}\n",
+        ),
+        // A test module may match on classes.
+        (
+            "src/d.rs",
+            "//! d\n#[cfg(test)]\nmod tests {\n    fn t(c: KernelClass) -> u8 {\n        match c {\n            KernelClass::Weights => 1,\n            _ => 0,\n        }\n    }\n}\n",
+        ),
+    ]);
+    let v = class_match_violations(&files);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].starts_with("src/a.rs:5:"), "{}", v[0]);
+    assert!(v[1].starts_with("src/b.rs:4:"), "{}", v[1]);
 }
 
 fn crate_of(files: &[(&str, &str)]) -> Vec<Source> {

@@ -13,7 +13,7 @@ use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass};
 
 /// The colour of each class, the same in every group's bars: none of the floor's, the
 /// gap's, the neutral or the "no class" grey.
-fn class_colors() -> Vec<(KernelClass, RGBColor)> {
+pub(crate) fn class_colors() -> Vec<(KernelClass, RGBColor)> {
     let c = distinct(KernelClass::ALL.len(), &[FLOOR, GAP, NEUTRAL, OTHER]);
     KernelClass::ALL.into_iter().zip(c).collect()
 }
