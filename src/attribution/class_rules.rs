@@ -208,7 +208,7 @@ mod tests {
     use crate::wire::attribution::{ClassShape, LaunchCost};
     use crate::wire::baseline::BaselineMeta;
     use crate::wire::roofline::{FloorOptions, StepComposition};
-    use crate::wire::steps::{FoundBy, Step, StepKernel, StepKind, StepMethod, StepsReport};
+    use crate::wire::steps::{FoundBy, Step, StepKernel, StepKind, StepsReport};
 
     /// The throwaway class's compulsory bytes: 6.7 MB, which an H100 SXM's cited
     /// 3.35 TB/s moves in 6.7e6 / 3.35e12 s = 2,000 ns.
@@ -404,30 +404,7 @@ mod tests {
             &LaunchCost::default(),
             NSIGHT_COMPUTE,
         );
-        let mut r = StepsReport {
-            schema_version: crate::wire::steps::SCHEMA_VERSION,
-            tool: None,
-            source: None,
-            method: StepMethod::Engine,
-            found_by: FoundBy::Marker,
-            exact_steps_hint: None,
-            found_by_engine: None,
-            launch_cost: None,
-            shapes: Vec::new(),
-            notes: Vec::new(),
-            warnings: Vec::new(),
-            series: Vec::new(),
-            outside_steps: Vec::new(),
-            steps_without_gpu_work: 0,
-            summary: Vec::new(),
-            ranks: Vec::new(),
-            operating_point: None,
-            groups: Vec::new(),
-            class_spread: Vec::new(),
-            verdict: None,
-            median_step: None,
-            steps,
-        }
+        let mut r = crate::wire::steps::tests::report(steps)
         .join(a)
         .unwrap();
         r.class_spread = spread::by_group(&r.steps);

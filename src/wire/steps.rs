@@ -659,7 +659,8 @@ pub(crate) mod tests {
         }
     }
 
-    fn report(steps: Vec<Step>) -> StepsReport {
+    /// A report of `steps` with every other field empty (for tests elsewhere in the crate).
+    pub(crate) fn report(steps: Vec<Step>) -> StepsReport {
         StepsReport {
             schema_version: super::SCHEMA_VERSION,
             tool: None,
