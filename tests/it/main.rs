@@ -37,6 +37,7 @@ mod install;
 mod kernel_families;
 mod kineto;
 mod kineto2021;
+mod label_pruning;
 mod launch_probe;
 mod no_correlation;
 mod nsys_ingest;
