@@ -332,11 +332,10 @@ impl Store {
     }
 
     fn count(&self, rels: &[&str]) {
-        if let Ok(mut r) = self.reads.lock() {
-            for rel in rels {
-                let t = rel.split('/').next().unwrap_or("");
-                *r.entry(t.to_owned()).or_default() += 1;
-            }
+        let Ok(mut r) = self.reads.lock() else { return };
+        for rel in rels {
+            *r.entry(rel.split('/').next().unwrap_or("").to_owned())
+                .or_default() += 1;
         }
     }
 

@@ -6,6 +6,7 @@
 mod action;
 mod analyze;
 mod architecture;
+mod aws_profile;
 mod batch_inference;
 mod capture;
 mod capture_facts;
