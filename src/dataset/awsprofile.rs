@@ -42,8 +42,13 @@ const KEYS: &[(&str, &str)] = &[
     ("endpoint_url", "aws_endpoint"),
 ];
 
-/// The credential keys: their values are secrets.
-const SECRET: &[&str] = &["aws_secret_access_key", "aws_session_token"];
+/// The credential keys: their values are secrets (the key id too, as the environment's
+/// AWS_ACCESS_KEY_ID is).
+const SECRET: &[&str] = &[
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+];
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
