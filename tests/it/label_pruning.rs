@@ -335,3 +335,39 @@ fn a_label_clause_reads_only_the_runs_objects_that_can_match_on_s3() {
         d.path(),
     );
 }
+
+#[test]
+fn a_runs_name_whose_digests_are_not_its_labels_is_left_out_with_a_warning() {
+    let d = tempfile::tempdir().unwrap();
+    let t = Target::Local(d.path().join("history"));
+    let ds = t.ds();
+    let r = d.path().join("r.sqlite");
+    jittered_decode_report(&r, 8, 12, 1, H100, &|_| 1.0);
+    let o = t.sg(&[
+        "export",
+        r.to_str().unwrap(),
+        "-o",
+        &ds,
+        "--label",
+        "branch=main",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    // Renamed by hand to the digest of another branch: a feature query would read it and
+    // a main query skip it, so every query leaves it out, saying why.
+    let id = run_id(&r, "branch", "main");
+    t.rename(
+        &format!("run-{id}.l{}.parquet", digest("branch", "main")),
+        &format!("run-{id}.l{}.parquet", digest("branch", "feature")),
+    );
+    let o = t.sg(&["trend", &ds, "--format", "json"]);
+    let e = err(&o);
+    assert!(
+        e.contains("the label digests in its name are not those of its labels"),
+        "{e}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains(&format!("\"run_id\": \"{id}\"")),
+        "left out: {out}"
+    );
+}
