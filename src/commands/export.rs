@@ -15,9 +15,10 @@ const EXPORT_HELP: &str = "Examples:
   stepgate export trace_dir/ -o s3://team-perf/history --model llama-3-8b --label workload=sharegpt
 
 Layout (hive-partitioned Parquet, read by DuckDB, Spark, Trino and polars):
-  DATASET/{runs,steps,step_kernels,kernels,devices}/gpu=…/model=…/run-RUNID.parquet
-(table files other than runs are named run-RUNID-EXPORTID.parquet; the runs file, written
-last with a create-only put, is the commit). The run id is a hash of the report's contents
+  DATASET/{runs,steps,step_kernels,kernels,devices}/gpu=…/model=…/run-RUNID….parquet
+(table files other than runs are named run-RUNID-EXPORTID.parquet; the runs file,
+run-RUNID.lDIGESTS.parquet with one digest per label, written last with a create-only
+put, is the commit). The run id is a hash of the report's contents
 and the labels: the same run exported twice is refused (or replaced with --replace), also
 when two exports race. Object storage is configured the standard way (AWS_ENDPOINT_URL,
 AWS_REGION, AWS_ACCESS_KEY_ID, …) or with --storage-option. Schema, commit protocol and

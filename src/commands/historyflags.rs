@@ -30,7 +30,8 @@ pub struct ExportFlags {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StorageFlags {
     /// An object_store option for s3://, gs:// or az:// (aws_endpoint=…, aws_region=…,
-    /// google_service_account=…); repeatable. Secrets are better left in the environment.
+    /// google_service_account=…), or aws_profile=NAME (a named AWS profile, as AWS_PROFILE);
+    /// repeatable. Secrets are better left in the environment.
     #[arg(long = "storage-option", value_name = "KEY=VALUE")]
     pub storage_options: Vec<String>,
     /// Seconds one request to object storage may take before it is retried (failed

@@ -107,7 +107,10 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         exact: q.model.clone().map(|m| (m, false)),
         contains: contains("model"),
     };
-    let mut objs = read::list_runs(&store, &gpu, &model, &mut warnings)?;
+    // And of those, only the `runs` objects whose names may carry every `--where
+    // label.K=V` (names without label digests are read).
+    let labels = crate::dataset::layout::required_digests(&q.filter.clauses);
+    let mut objs = read::list_runs(&store, &gpu, &model, &labels, &mut warnings)?;
     let stored = if objs.is_empty() {
         usize::from(!store.list_dirs("runs")?.is_empty())
     } else {

@@ -1,8 +1,10 @@
-//! Where a run's objects live — `runs/gpu=<slug>/model=<slug>/run-<run_id>.parquet` (the
-//! commit) and `TABLE/gpu=…/model=…/run-<run_id>-<export_id>.parquet` — with partition
+//! Where a run's objects live — `runs/gpu=<slug>/model=<slug>/run-<run_id>.l<digests>.parquet`
+//! (the commit; the digests name its labels, so a listing can skip runs a `--where label.K=V`
+//! cannot match) and `TABLE/gpu=…/model=…/run-<run_id>-<export_id>.parquet` — with partition
 //! values that are safe in any path and any engine and fit in a file name, and which
-//! partitions a read may skip.
+//! partitions and `runs` objects a read may skip.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -53,9 +55,50 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// The key of the `runs` row of a run: its name depends on the run id alone, so two
-/// writers of one run race for the same object and the create-only put lets one win.
-pub fn runs_key(gpu: &str, model: &str, run_id: &str) -> String {
+/// At most this many label digests in a `runs` object's name (94 bytes at most): a run
+/// with more labels carries none, and is read by every `--where label.K=V`.
+pub const MAX_LABEL_DIGESTS: usize = 8;
+
+/// Hex digits of one label digest.
+const DIGEST_HEX: usize = 8;
+
+/// The digest of one label in a `runs` object's name: 8 hex digits of sha256(`key=value`)
+/// (a key never holds `=`, so the pair is unambiguous). 32 bits: a reader that finds a
+/// digest still reads the row and applies the real filter, so a collision costs one read.
+pub fn label_digest(key: &str, value: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(key.as_bytes());
+    h.update(b"=");
+    h.update(value.as_bytes());
+    hex(&h.finalize()[..DIGEST_HEX / 2])
+}
+
+/// The digests a run's `runs` name carries, in label-key order: `None` when it has more
+/// than [`MAX_LABEL_DIGESTS`] labels (its name carries none).
+pub fn label_digests(labels: &BTreeMap<String, String>) -> Option<String> {
+    (labels.len() <= MAX_LABEL_DIGESTS).then(|| {
+        labels
+            .iter()
+            .map(|(k, v)| label_digest(k, v))
+            .collect::<String>()
+    })
+}
+
+/// The key of the `runs` row of a run: `run-<run_id>.l<digests>.parquet`, one 8-hex digest
+/// per label (none for a run with more than [`MAX_LABEL_DIGESTS`]: `run-<run_id>.parquet`,
+/// the name every run had before). The labels are part of the run id, so the name still
+/// depends on the run id alone: two writers of one run race for the same object and the
+/// create-only put lets one win.
+pub fn runs_key(gpu: &str, model: &str, run_id: &str, labels: &BTreeMap<String, String>) -> String {
+    match label_digests(labels) {
+        Some(d) => format!("runs/gpu={gpu}/model={model}/run-{run_id}.l{d}.parquet"),
+        None => runs_key_plain(gpu, model, run_id),
+    }
+}
+
+/// The `runs` key without label digests: datasets written before the digests, and runs
+/// with more labels than [`MAX_LABEL_DIGESTS`].
+pub fn runs_key_plain(gpu: &str, model: &str, run_id: &str) -> String {
     format!("runs/gpu={gpu}/model={model}/run-{run_id}.parquet")
 }
 
@@ -83,9 +126,26 @@ pub struct KeyParts<'a> {
     pub model: &'a str,
     pub run_id: &'a str,
     pub export_id: Option<&'a str>,
+    /// A `runs` name's label digests (8 hex digits each, `Some("")` for a run without
+    /// labels); `None` when the name carries none (it may hold any labels).
+    pub labels: Option<&'a str>,
 }
 
-/// Split `TABLE/gpu=…/model=…/run-<id>[-<export id>].parquet`; `None` for anything else.
+impl KeyParts<'_> {
+    /// Whether a run named so may carry every one of these label digests: a name without
+    /// digests may carry any.
+    pub fn may_carry(&self, digests: &[String]) -> bool {
+        let Some(have) = self.labels else {
+            return true;
+        };
+        digests.iter().all(|d| {
+            (0..have.len() / DIGEST_HEX).any(|i| &have[i * DIGEST_HEX..(i + 1) * DIGEST_HEX] == d)
+        })
+    }
+}
+
+/// Split `TABLE/gpu=…/model=…/run-<id>[-<export id>|.l<digests>].parquet`; `None` for
+/// anything else.
 pub fn parse_key(key: &str) -> Option<KeyParts<'_>> {
     let mut it = key.split('/');
     let table = it.next()?;
@@ -96,17 +156,43 @@ pub fn parse_key(key: &str) -> Option<KeyParts<'_>> {
         return None;
     }
     let stem = name.strip_prefix("run-")?.strip_suffix(".parquet")?;
+    // Label digests: `.l` and whole 8-hex digests, at most MAX_LABEL_DIGESTS of them, on a
+    // `runs` name only (data files carry an export id instead).
+    let (stem, labels) = match stem.split_once('.') {
+        Some((s, tag)) => {
+            let d = tag.strip_prefix('l')?;
+            let ok = d.len() % DIGEST_HEX == 0
+                && d.len() <= MAX_LABEL_DIGESTS * DIGEST_HEX
+                && d.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            (ok && table == "runs").then_some((s, Some(d)))?
+        }
+        None => (stem, None),
+    };
     let (run_id, export_id) = match stem.split_once('-') {
         Some((r, e)) => (r, Some(e)),
         None => (stem, None),
     };
+    if labels.is_some() && export_id.is_some() {
+        return None;
+    }
     (!run_id.is_empty()).then_some(KeyParts {
         table,
         gpu,
         model,
         run_id,
         export_id,
+        labels,
     })
+}
+
+/// The label digests a `--where` filter's `label.K=V` clauses require of a run's name
+/// (other clauses prune nothing here).
+pub fn required_digests(clauses: &[(String, String)]) -> Vec<String> {
+    clauses
+        .iter()
+        .filter_map(|(k, v)| Some(label_digest(k.strip_prefix("label.")?, v)))
+        .collect()
 }
 
 /// Which partitions a read lists: a partition value (slug) is skipped only when no run
@@ -199,14 +285,14 @@ pub fn files_of_run(dataset: &Path, run_id: &str) -> Vec<(&'static str, PathBuf)
     out
 }
 
-/// The run id a `run-<id>[-<export id>].parquet` file name carries.
+/// The run id a `run-<id>[-<export id>|.l<digests>].parquet` file name carries.
 pub fn run_id_of(path: &Path) -> Option<&str> {
     let stem = path
         .file_name()?
         .to_str()?
         .strip_prefix("run-")?
         .strip_suffix(".parquet")?;
-    Some(stem.split_once('-').map_or(stem, |(r, _)| r))
+    stem.split(['-', '.']).next()
 }
 
 #[cfg(test)]
@@ -276,11 +362,78 @@ mod tests {
             ("steps", "a", "b", "0123", Some("beef"))
         );
         assert_eq!(
-            parse_key(&runs_key("a", "b", "0123")).unwrap().export_id,
+            parse_key(&runs_key_plain("a", "b", "0123"))
+                .unwrap()
+                .export_id,
             None
         );
         assert_eq!(parse_key("steps/gpu=a/run-x.parquet"), None);
         assert_eq!(parse_key("steps/gpu=a/model=b/.stepgate-probe"), None);
+    }
+
+    #[test]
+    fn runs_names_carry_one_digest_per_label_up_to_the_cap() {
+        let labels = |n: usize| -> BTreeMap<String, String> {
+            (0..n).map(|i| (format!("k{i}"), format!("v{i}"))).collect()
+        };
+        // sha256("branch=main"), computed by `printf 'branch=main' | sha256sum`: its first 8
+        // hex digits.
+        assert_eq!(label_digest("branch", "main"), "ad27740f");
+        let mut l = BTreeMap::new();
+        l.insert("branch".to_owned(), "main".to_owned());
+        let k = runs_key("g", "m", "0123456789abcdef", &l);
+        assert_eq!(
+            k,
+            "runs/gpu=g/model=m/run-0123456789abcdef.lad27740f.parquet"
+        );
+        let p = parse_key(&k).unwrap();
+        assert_eq!(
+            (p.run_id, p.export_id, p.labels),
+            ("0123456789abcdef", None, Some("ad27740f"))
+        );
+        assert!(p.may_carry(&["ad27740f".to_owned()]));
+        assert!(!p.may_carry(&[label_digest("branch", "feature")]));
+        assert_eq!(run_id_of(Path::new(&k)), Some("0123456789abcdef"));
+        // No labels: an empty digest list, which no label clause matches.
+        let k = runs_key("g", "m", "ab", &labels(0));
+        assert_eq!(k, "runs/gpu=g/model=m/run-ab.l.parquet");
+        assert!(!parse_key(&k).unwrap().may_carry(&[label_digest("a", "b")]));
+        // At the cap: every digest, in key order; the longest name stays short.
+        let k = runs_key("g", "m", "0123456789abcdef", &labels(MAX_LABEL_DIGESTS));
+        let name = k.rsplit('/').next().unwrap();
+        assert_eq!(name.len(), 4 + 16 + 2 + 8 * MAX_LABEL_DIGESTS + 8);
+        let p = parse_key(&k).unwrap();
+        assert_eq!(&p.labels.unwrap()[8..16], label_digest("k1", "v1"));
+        assert!(p.may_carry(&[label_digest("k7", "v7"), label_digest("k0", "v0")]));
+        // Over the cap: no digests, the old name, read by every label clause.
+        let k = runs_key("g", "m", "ab", &labels(MAX_LABEL_DIGESTS + 1));
+        assert_eq!(k, runs_key_plain("g", "m", "ab"));
+        let p = parse_key(&k).unwrap();
+        assert_eq!(p.labels, None);
+        assert!(p.may_carry(&[label_digest("x", "y")]));
+        // Names that are not stepgate's: a partial digest, upper case, a digest on a data
+        // file, too many digests.
+        for bad in [
+            "runs/gpu=g/model=m/run-ab.lad27.parquet",
+            "runs/gpu=g/model=m/run-ab.lAD27740F.parquet",
+            "steps/gpu=g/model=m/run-ab.lad27740f.parquet",
+            "runs/gpu=g/model=m/run-ab-beef.lad27740f.parquet",
+            "runs/gpu=g/model=m/run-ab.xad27740f.parquet",
+        ] {
+            assert_eq!(parse_key(bad), None, "{bad}");
+        }
+        let nine = format!("runs/gpu=g/model=m/run-ab.l{}.parquet", "0".repeat(72));
+        assert_eq!(parse_key(&nine), None);
+        // The --where clauses that require a digest: label equalities only.
+        let c = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            required_digests(&[
+                c("gpu", "h100"),
+                c("label.branch", "main"),
+                c("run_id", "x")
+            ]),
+            vec!["ad27740f".to_owned()]
+        );
     }
 
     #[test]

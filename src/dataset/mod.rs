@@ -6,6 +6,7 @@
 //! data from outside. The layout, the commit protocol and the columns are documented in
 //! docs/dataset.md.
 
+pub mod awsprofile;
 pub mod columns;
 pub mod dates;
 pub mod decisions;

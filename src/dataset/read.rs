@@ -236,13 +236,16 @@ fn refuse_row(
     })
 }
 
-/// The `runs` objects of the partitions `gpu` and `model` may hold a match in, with the
-/// store's last-modified time (when the commit landed). Objects there that stepgate does
-/// not name that way are left out with a warning.
+/// The `runs` objects of the partitions `gpu` and `model` may hold a match in, whose names
+/// may carry every one of the label digests `labels` ([`layout::required_digests`]; a
+/// name without digests always may), with the store's last-modified time (when the commit
+/// landed). Objects there that stepgate does not name that way are left out with a
+/// warning.
 pub fn list_runs(
     store: &Store,
     gpu: &Prune,
     model: &Prune,
+    labels: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Obj>> {
     let mut out = Vec::new();
@@ -261,12 +264,19 @@ pub fn list_runs(
                 continue;
             }
             for o in store.list(&format!("runs/{g}/{m}"))? {
-                let ok = layout::parse_key(&o.key).is_some_and(|p| p.export_id.is_none());
-                if ok {
-                    out.push(o);
-                } else if !o.key.rsplit('/').next().unwrap_or("").starts_with('.') {
+                match layout::parse_key(&o.key) {
+                    Some(p) if p.export_id.is_none() => {
+                        if p.may_carry(labels) {
+                            out.push(o);
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+                if !o.key.rsplit('/').next().unwrap_or("").starts_with('.') {
                     warnings.push(format!(
-                        "{}: not a `runs` file stepgate writes (run-<run id>.parquet): skipped",
+                        "{}: not a `runs` file stepgate writes (run-<run id>[.l<label digests>].parquet): \
+                         skipped",
                         store.name_of(&o.key)
                     ));
                 }
@@ -356,6 +366,17 @@ fn rows_of(
             ));
             continue;
         };
+        // A name whose digests are not its labels' would be skipped or read by a listing
+        // for the wrong labels: left out always, so pruning never changes an answer.
+        let named = layout::parse_key(key).and_then(|p| p.labels);
+        if named.is_some_and(|d| Some(d) != layout::label_digests(&l).as_deref()) {
+            warnings.push(skip(
+                "the label digests in its name are not those of its labels (renamed or \
+                 copied by hand?)"
+                    .to_owned(),
+            ));
+            continue;
+        }
         out.push(RunRow {
             run_id: id.get(i).unwrap_or_default().to_owned(),
             exported_at_ns: at.get(i).unwrap_or(0),
@@ -390,7 +411,7 @@ pub fn read_runs(store: &Store, warnings: &mut Vec<String>) -> Result<Vec<RunRow
             )));
         }
     }
-    let objs = list_runs(store, &Prune::default(), &Prune::default(), warnings)?;
+    let objs = list_runs(store, &Prune::default(), &Prune::default(), &[], warnings)?;
     let rows = read_rows(store, &objs, warnings)?;
     Ok(in_order(rows, store, warnings))
 }

@@ -122,6 +122,25 @@ pub struct Store {
     /// The local directory, for a local dataset.
     local: Option<PathBuf>,
     rt: tokio::runtime::Runtime,
+    /// Objects read, per top-level prefix (table), for `STEPGATE_DEBUG_READS`.
+    reads: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// With `STEPGATE_DEBUG_READS` set, each store says on stderr, when it is closed, how many
+/// objects it read per table: how tests and benchmarks see what a listing let a read skip.
+impl Drop for Store {
+    fn drop(&mut self) {
+        if std::env::var_os("STEPGATE_DEBUG_READS").is_none_or(|v| v.is_empty()) {
+            return;
+        }
+        let Ok(r) = self.reads.lock() else { return };
+        let per: Vec<String> = r.iter().map(|(t, n)| format!("{t}={n}")).collect();
+        eprintln!(
+            "stepgate: debug: objects read from {}: {}",
+            self.name,
+            per.join(" ")
+        );
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -157,6 +176,7 @@ impl Store {
                     name,
                     local: Some(dir),
                     rt,
+                    reads: std::sync::Mutex::default(),
                 })
             }
             Location::Remote { url, scheme } => {
@@ -167,6 +187,7 @@ impl Store {
                     name: name.trim_end_matches('/').to_owned(),
                     local: None,
                     rt,
+                    reads: std::sync::Mutex::default(),
                 })
             }
         }
@@ -310,9 +331,18 @@ impl Store {
         }
     }
 
+    fn count(&self, rels: &[&str]) {
+        let Ok(mut r) = self.reads.lock() else { return };
+        for rel in rels {
+            *r.entry(rel.split('/').next().unwrap_or("").to_owned())
+                .or_default() += 1;
+        }
+    }
+
     /// Read one object; `None` when it is not there.
     pub fn get(&self, rel: &str) -> Result<Option<Vec<u8>>> {
         self.local_guard(rel)?;
+        self.count(&[rel]);
         let k = self.key(rel);
         let r = self.rt.block_on(async {
             let g = self.inner.get(&k).await?;
@@ -330,6 +360,7 @@ impl Store {
         for r in rels {
             self.local_guard(r)?;
         }
+        self.count(&rels.iter().map(String::as_str).collect::<Vec<_>>());
         let keys: Vec<Key> = rels.iter().map(|r| self.key(r)).collect();
         let inner = &self.inner;
         let out: Vec<std::result::Result<Option<Vec<u8>>, object_store::Error>> = self.rt.block_on(

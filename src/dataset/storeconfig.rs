@@ -68,12 +68,14 @@ pub fn parse_options(items: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Whether a configuration key holds a secret (its value is never shown).
+/// Whether a configuration key holds a secret (its value is never shown). A `*_FILE`
+/// variable holds a path (`AWS_SHARED_CREDENTIALS_FILE`), which messages may name.
 fn secret_key(k: &str) -> bool {
     let k = k.to_ascii_lowercase();
-    ["secret", "token", "password", "key", "sas", "credential"]
-        .iter()
-        .any(|w| k.contains(w))
+    !k.ends_with("_file")
+        && ["secret", "token", "password", "key", "sas", "credential"]
+            .iter()
+            .any(|w| k.contains(w))
 }
 
 /// `msg` with every secret value of the configuration (environment and
@@ -95,6 +97,7 @@ pub fn scrub(msg: &str) -> String {
             .filter(|(k, _)| secret_key(k))
             .map(|(_, v)| v),
     );
+    secrets.extend(crate::dataset::awsprofile::secrets());
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Short values (test keys, "true") would scrub ordinary words; real keys are long.
@@ -133,13 +136,35 @@ pub(crate) fn remote(
         "s3" | "s3a" => {
             use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
             let mut b = AmazonS3Builder::default();
-            for (k, v) in env_settings(std::env::vars_os(), "AWS_") {
+            // A named profile first: the environment and the options below win over it.
+            let (profile, options) = profile_option(&c.options);
+            let env = env_settings(std::env::vars_os(), "AWS_");
+            let profile = profile.or_else(|| {
+                env.iter()
+                    .find(|(k, _)| k == "aws_profile")
+                    .map(|(_, v)| v.clone())
+            });
+            if let Some(name) = profile {
+                let keyed = |k: &str| {
+                    matches!(
+                        k.parse::<AmazonS3ConfigKey>(),
+                        Ok(AmazonS3ConfigKey::AccessKeyId)
+                    )
+                };
+                let explicit =
+                    env.iter().any(|(k, _)| keyed(k)) || options.iter().any(|(k, _)| keyed(k));
+                for (k, v) in crate::dataset::awsprofile::settings(&name, explicit)? {
+                    let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
+                    b = b.with_config(key, v);
+                }
+            }
+            for (k, v) in env {
                 if let Ok(key) = k.parse::<AmazonS3ConfigKey>() {
                     b = b.with_config(key, v);
                 }
             }
             let mut b = b.with_url(url);
-            for (k, v) in &c.options {
+            for (k, v) in &options {
                 let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
                 b = b.with_config(key, v);
             }
@@ -207,6 +232,20 @@ pub(crate) fn remote(
     // host; Azure's az://container/path likewise).
     let root = Key::parse(parsed.path().trim_matches('/')).map_err(|e| bad(&e))?;
     Ok((inner, root))
+}
+
+/// `--storage-option aws_profile=NAME` (or `profile=`), and the other options.
+fn profile_option(options: &[(String, String)]) -> (Option<String>, Vec<(String, String)>) {
+    let mut name = None;
+    let mut rest = Vec::new();
+    for (k, v) in options {
+        if matches!(k.to_ascii_lowercase().as_str(), "aws_profile" | "profile") {
+            name = Some(v.clone()).filter(|v| !v.is_empty());
+        } else {
+            rest.push((k.clone(), v.clone()));
+        }
+    }
+    (name, rest)
 }
 
 /// One short line of an object_store error, scrubbed.

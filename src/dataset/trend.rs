@@ -178,9 +178,18 @@ pub fn select_runs(
             .map(|(_, v)| v.clone())
             .collect(),
     };
-    let objs = read::list_runs(store, &prune("gpu"), &prune("model"), warnings)?;
+    // Nor `runs` objects whose names lack a `--where label.K=V` digest.
+    let labels = crate::dataset::layout::required_digests(&filter.clauses);
+    let objs = read::list_runs(store, &prune("gpu"), &prune("model"), &labels, warnings)?;
     if objs.is_empty()
-        && read::list_runs(store, &Prune::default(), &Prune::default(), &mut Vec::new())?.is_empty()
+        && read::list_runs(
+            store,
+            &Prune::default(),
+            &Prune::default(),
+            &[],
+            &mut Vec::new(),
+        )?
+        .is_empty()
     {
         return Err(Error::input(format!(
             "{name} holds no runs: add one with `stepgate export REPORT -o {name}`"

@@ -266,14 +266,18 @@ pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The committed `runs` row of a run, wherever it is: this partition first, then (for a
-/// replace, which may move it) every partition.
-fn committed(store: &Store, key: &str, id: &str, everywhere: bool) -> Result<Vec<String>> {
+/// The committed `runs` row of a run, wherever it is: in `keys` (its name in this
+/// partition, with label digests and without: datasets written before the digests), or
+/// (for a replace, which may move it) in every partition under either name.
+fn committed(store: &Store, keys: &[&str], id: &str, everywhere: bool) -> Result<Vec<String>> {
     if !everywhere {
-        return Ok(store
-            .get(key)?
-            .map(|_| vec![key.to_owned()])
-            .unwrap_or_default());
+        let mut out = Vec::new();
+        for k in keys {
+            if store.get(k)?.is_some() {
+                out.push((*k).to_owned());
+            }
+        }
+        return Ok(out);
     }
     Ok(store
         .list("runs")?
@@ -289,7 +293,7 @@ fn committed(store: &Store, key: &str, id: &str, everywhere: bool) -> Result<Vec
 /// Whether the dataset holds this run (its `runs` row is committed, in any partition).
 pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
     Store::open(dataset)
-        .and_then(|s| committed(&s, "", run_id, true))
+        .and_then(|s| committed(&s, &[], run_id, true))
         .is_ok_and(|v| !v.is_empty())
 }
 
@@ -342,9 +346,16 @@ pub fn export_run(
     let store = Store::open(dataset)?;
     let gpu = layout::partition("gpu", src.gpu_name.as_deref());
     let model = layout::partition("model", src.model.as_deref());
-    let runs_key = layout::runs_key(&gpu, &model, &id);
-    // The commit below decides; this saves encoding a run that is refused anyway.
-    let before = committed(&store, &runs_key, &id, opts.replace)?;
+    let runs_key = layout::runs_key(&gpu, &model, &id, labels);
+    let plain = layout::runs_key_plain(&gpu, &model, &id);
+    // The commit below decides; this saves encoding a run that is refused anyway. A run
+    // committed under the name without digests (an older stepgate) is the same run.
+    let names: Vec<&str> = if plain == runs_key {
+        vec![&runs_key]
+    } else {
+        vec![&runs_key, &plain]
+    };
+    let before = committed(&store, &names, &id, opts.replace)?;
     if !opts.replace && !before.is_empty() {
         return Err(already_there(&id, store.name()));
     }
@@ -446,10 +457,13 @@ pub fn export_run(
         };
         let (og, om) = (p.gpu.to_owned(), p.model.to_owned());
         if old != &runs_key {
+            // Another partition, or this one's name without label digests.
             let _ = store.delete(old);
-            notes.push(format!(
-                "the replaced run was in partition gpu={og}/model={om}: moved"
-            ));
+            if (og.as_str(), om.as_str()) != (gpu.as_str(), model.as_str()) {
+                notes.push(format!(
+                    "the replaced run was in partition gpu={og}/model={om}: moved"
+                ));
+            }
         }
         for t in ["steps", "step_kernels", "kernels", "devices"] {
             let part = format!("{t}/gpu={og}/model={om}");

@@ -6,6 +6,7 @@
 mod action;
 mod analyze;
 mod architecture;
+mod aws_profile;
 mod batch_inference;
 mod capture;
 mod capture_facts;
@@ -37,6 +38,7 @@ mod install;
 mod kernel_families;
 mod kineto;
 mod kineto2021;
+mod label_pruning;
 mod launch_probe;
 mod no_correlation;
 mod nsys_ingest;

@@ -33,7 +33,7 @@ impl Drop for Moto {
     }
 }
 
-fn moto_binary() -> Option<PathBuf> {
+pub(crate) fn moto_binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("STEPGATE_MOTO_SERVER") {
         return Some(PathBuf::from(p));
     }
@@ -86,7 +86,7 @@ pub(crate) fn moto() -> Option<Moto> {
 }
 
 /// One raw request, the whole response.
-fn http(port: u16, req: &str) -> String {
+pub(crate) fn http(port: u16, req: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let req = req.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1);
     s.write_all(req.as_bytes()).unwrap();
@@ -294,9 +294,10 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let o = sg(p.port, &["export", rs, "-o", url, "--label", "try=2"]);
     assert!(o.status.success(), "{}", err(&o));
 
-    // The server goes away mid-export (after the probe, its removal, the commit check and
-    // two tables): one line, and once it is back no half run is visible.
-    p.set(Mode::DieAfter(5));
+    // The server goes away mid-export (after the probe, its removal, the commit check
+    // under both names — with label digests and without — and two tables): one line, and
+    // once it is back no half run is visible.
+    p.set(Mode::DieAfter(6));
     let o = sg(p.port, &["export", rs, "-o", url, "--label", "try=3"]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);

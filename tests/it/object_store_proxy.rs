@@ -60,6 +60,10 @@ impl Proxy {
 
 pub static HUNG: AtomicUsize = AtomicUsize::new(0);
 
+/// The access key ids of the signed requests every proxy saw (tests check that theirs is
+/// among them: tests run in parallel).
+pub static KEY_IDS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 fn serve(mut c: TcpStream, upstream: u16, mode: &Mutex<Mode>, seen: &Mutex<Vec<(String, String)>>) {
     // The request head, then its body (object_store sends Content-Length).
     let mut buf = Vec::new();
@@ -94,6 +98,14 @@ fn serve(mut c: TcpStream, upstream: u16, mode: &Mutex<Mode>, seen: &Mutex<Vec<(
     let method = first.next().unwrap_or("").to_owned();
     let path = first.next().unwrap_or("").to_owned();
     seen.lock().unwrap().push((method.clone(), path));
+    // The access key id a signed request names (`Credential=<id>/<date>/…`).
+    if let Some(id) = head
+        .split("Credential=")
+        .nth(1)
+        .and_then(|c| c.split('/').next())
+    {
+        KEY_IDS.lock().unwrap().push(id.to_owned());
+    }
     let now = {
         let mut g = mode.lock().unwrap();
         let now = *g;
