@@ -38,6 +38,7 @@ mod kernel_families;
 mod kineto;
 mod kineto2021;
 mod launch_probe;
+mod layers_moe;
 mod no_correlation;
 mod nsys_ingest;
 mod object_store;
