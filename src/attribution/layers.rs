@@ -7,6 +7,8 @@
 //! guessing. A split-K GEMM's separate reduction (cuBLASLt `splitKreduce_kernel`,
 //! hipBLASLt's `…_PostGSU…`, CUTLASS `ReduceSplitK`) is folded into the GEMM it finishes
 //! first: it is that GEMM's time, and counted apart it breaks the GEMMs-per-layer match.
+//! MoE and MLA layers are mapped by `layers::moe` (router, routed and shared experts, MLA's
+//! projections and absorbed `bmm`s).
 
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
 use crate::wire::roofline::{ModelSpec, MoeRouting};

@@ -412,22 +412,31 @@ pub fn scenario(cause: Cause, steps: usize) -> Scenario {
                 .collect(),
         ),
         Cause::MoeSlowExperts | Cause::MoeAtRoof | Cause::MlaDecode => {
-            use super::planted_moe::{decodes, Moe, MoeSpeeds};
-            let base = Speeds {
-                gemm_of_roof: 0.97,
-                ..s
-            };
+            use super::planted_moe::{decodes, Moe, MoeSpeeds, Names};
             let (m, b, ctx, experts, bmm) = match cause {
                 Cause::MoeSlowExperts => (Moe::QWEN3_30B_A3B, 16, 1024, MOE_EXPERTS_OF_ROOF, 0.97),
                 Cause::MoeAtRoof => (Moe::QWEN3_30B_A3B, 16, 1024, 0.97, 0.97),
                 _ => (Moe::DEEPSEEK_V2_LITE, 8, 2048, 0.97, MLA_BMM_OF_ROOF),
             };
             let sp = MoeSpeeds {
-                base,
+                hbm_bytes_per_s: s.hbm_bytes_per_s,
+                gemm_of_roof: 0.97,
                 experts_of_roof: experts,
                 bmm_of_roof: bmm,
+                attention_of_roof: s.attention_of_roof,
+                kv_write_of_roof: s.kv_write_of_roof,
+                small_ns: s.small_ns,
             };
-            (1, decodes(&m, b, ctx, &sp, steps))
+            let names = Names {
+                norm: NORM,
+                rope: ROPE,
+                act: ACT,
+                kv_write: KV_WRITE,
+                attention: ATTENTION,
+                final_norm: FINAL_NORM,
+                sample: SAMPLE,
+            };
+            (1, decodes(&m, b, ctx, &sp, &names, steps))
         }
         Cause::PrefillAmongDecodes => {
             let d = Dense::LLAMA_3_8B;

@@ -5,8 +5,21 @@
 //! step's tokens touch in expectation under uniform routing, E·(1−(1−k/E)^T), worked out
 //! here from the config numbers. One cause each is planted ([`super::planted::Cause`]).
 
-use super::planted::{Speeds, ACT, ATTENTION, FINAL_NORM, KV_WRITE, NORM, ROPE, SAMPLE};
 use super::workload::{vllm_execute_detailed, KernelSpec, LaunchMode, StepSpec};
+
+/// The kernel names a dense decode shares with these (vLLM's norm, rope, activation, KV
+/// write, FlashAttention, final norm and sampling), as [`super::planted`] names them: it
+/// passes them in, so the two generators cannot drift apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Names<'a> {
+    pub norm: &'a str,
+    pub rope: &'a str,
+    pub act: &'a str,
+    pub kv_write: &'a str,
+    pub attention: &'a str,
+    pub final_norm: &'a str,
+    pub sample: &'a str,
+}
 
 /// MLA geometry (DeepSeek-V2-Lite has no q LoRA: q_proj straight from the hidden state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,17 +116,22 @@ pub const GEMM_Q: &str = "nvjet_tst_64x16_64x16_4x1_v_bz_TNT";
 pub const BMM_UK: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x32x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
 pub const BMM_UV: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
 pub const FLASH_MLA: &str = "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true, flash::SharedStorageMLA<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512> > >(Flash_fwd_mla_params)";
-pub const FLASH_MLA_COMBINE: &str =
-    "void flash::flash_fwd_mla_combine_kernel<cutlass::bfloat16_t, float, 512, 8>(Flash_fwd_mla_params)";
+pub const FLASH_MLA_COMBINE: &str = "void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 8, 64, 512>(Flash_fwd_mla_params)";
 pub const CONCAT_MLA: &str = "void vllm::concat_and_cache_mla_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, long const*, int, int, int, int, int, int, float const*)";
 
-/// How fast the planted GEMMs run: every GEMM at `gemm_of_roof` of β except the routed
-/// experts at `experts_of_roof` and MLA's absorbed `bmm`s at `bmm_of_roof`.
+/// How fast each kernel runs: every GEMM at `gemm_of_roof` of β except the routed
+/// experts at `experts_of_roof` and MLA's absorbed `bmm`s at `bmm_of_roof`; attention and
+/// the KV write at theirs; small kernels `small_ns` each.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MoeSpeeds {
-    pub base: Speeds,
+    /// HBM bandwidth the fractions are of, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    pub gemm_of_roof: f64,
     pub experts_of_roof: f64,
     pub bmm_of_roof: f64,
+    pub attention_of_roof: f64,
+    pub kv_write_of_roof: f64,
+    pub small_ns: i64,
 }
 
 /// Nanoseconds to move `bytes` at `fraction` of `bw`, at least 1.
@@ -173,16 +191,22 @@ pub fn layer_gemms(m: &Moe, moe: bool, tokens: u64) -> Vec<(&'static str, &'stat
 }
 
 /// The kernels of one decode step over `batch` requests attending `context` keys each.
-pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<KernelSpec> {
-    let bw = s.base.hbm_bytes_per_s;
-    let small = s.base.small_ns;
+pub fn decode_kernels(
+    m: &Moe,
+    batch: u64,
+    context: u64,
+    s: &MoeSpeeds,
+    n: &Names<'_>,
+) -> Vec<KernelSpec> {
+    let bw = s.hbm_bytes_per_s;
+    let small = s.small_ns;
     let gemm = |role: &str, name: &str, bytes: f64| {
         let f = if role.starts_with("experts") {
             s.experts_of_roof
         } else if role.starts_with("w_u") {
             s.bmm_of_roof
         } else {
-            s.base.gemm_of_roof
+            s.gemm_of_roof
         };
         KernelSpec::new(name, at(bytes, bw, f))
     };
@@ -191,18 +215,14 @@ pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<K
         Some(l) => ((l.kv_lora_rank + l.qk_rope_head_dim) * 2) as f64,
         None => (2 * m.kv_heads * m.head_dim * 2) as f64,
     };
-    let attention = at(
-        kv_row * (batch * context) as f64,
-        bw,
-        s.base.attention_of_roof,
-    );
-    let kv_write = at(kv_row * batch as f64, bw, s.base.kv_write_of_roof);
+    let attention = at(kv_row * (batch * context) as f64, bw, s.attention_of_roof);
+    let kv_write = at(kv_row * batch as f64, bw, s.kv_write_of_roof);
     let mut out: Vec<KernelSpec> = Vec::new();
     for layer in 0..m.layers {
         let moe = layer >= m.dense_layers;
         let g = layer_gemms(m, moe, batch);
         let by = |r: &str| g.iter().find(|x| x.0 == r).copied();
-        out.push(KernelSpec::new(NORM, small));
+        out.push(KernelSpec::new(n.norm, small));
         match &m.mla {
             Some(_) => {
                 // MultiHeadLatentAttentionWrapper: kv_a_proj_with_mqa, q_proj, the
@@ -211,8 +231,8 @@ pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<K
                     let (role, name, bytes) = by(r).unwrap_or_default();
                     out.push(gemm(role, name, bytes));
                 }
-                out.push(KernelSpec::new(NORM, small));
-                out.push(KernelSpec::new(ROPE, small));
+                out.push(KernelSpec::new(n.norm, small));
+                out.push(KernelSpec::new(n.rope, small));
                 out.push(KernelSpec::new(CONCAT_MLA, kv_write));
                 let (role, name, bytes) = by("w_uk").unwrap_or_default();
                 out.push(gemm(role, name, bytes));
@@ -224,16 +244,16 @@ pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<K
             None => {
                 let (role, name, bytes) = by("qkv").unwrap_or_default();
                 out.push(gemm(role, name, bytes));
-                out.push(KernelSpec::new(ROPE, small));
-                out.push(KernelSpec::new(KV_WRITE, kv_write));
-                out.push(KernelSpec::new(ATTENTION, attention));
+                out.push(KernelSpec::new(n.rope, small));
+                out.push(KernelSpec::new(n.kv_write, kv_write));
+                out.push(KernelSpec::new(n.attention, attention));
             }
         }
         let (role, name, bytes) = by("o").unwrap_or_default();
         out.push(gemm(role, name, bytes));
-        out.push(KernelSpec::new(NORM, small));
+        out.push(KernelSpec::new(n.norm, small));
         if !moe {
-            for (r, then) in [("gate_up", Some(ACT)), ("down", None)] {
+            for (r, then) in [("gate_up", Some(n.act)), ("down", None)] {
                 let (role, name, bytes) = by(r).unwrap_or_default();
                 out.push(gemm(role, name, bytes));
                 if let Some(a) = then {
@@ -245,7 +265,7 @@ pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<K
         // DeepseekV2MoE: the shared experts, then the gate, then fused_moe.
         if let Some((role, name, bytes)) = by("shared_gate_up") {
             out.push(gemm(role, name, bytes));
-            out.push(KernelSpec::new(ACT, small));
+            out.push(KernelSpec::new(n.act, small));
             let (role, name, bytes) = by("shared_down").unwrap_or_default();
             out.push(gemm(role, name, bytes));
         }
@@ -255,24 +275,31 @@ pub fn decode_kernels(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds) -> Vec<K
         out.push(KernelSpec::new(ALIGN, small));
         let (role, name, bytes) = by("experts_gate_up").unwrap_or_default();
         out.push(gemm(role, name, bytes));
-        out.push(KernelSpec::new(ACT, small));
+        out.push(KernelSpec::new(n.act, small));
         let (role, name, bytes) = by("experts_down").unwrap_or_default();
         out.push(gemm(role, name, bytes));
         out.push(KernelSpec::new(MOE_SUM, small));
     }
-    out.push(KernelSpec::new(FINAL_NORM, small));
+    out.push(KernelSpec::new(n.final_norm, small));
     let lm_head = (m.vocab * m.hidden * 2) as f64;
     out.push(KernelSpec::new(
         GEMM_LM_HEAD,
-        at(lm_head, bw, s.base.gemm_of_roof),
+        at(lm_head, bw, s.gemm_of_roof),
     ));
-    out.push(KernelSpec::new(SAMPLE, small));
+    out.push(KernelSpec::new(n.sample, small));
     out
 }
 
 /// `steps` decode steps at `batch` × `context`, each named as vLLM's detailed
 /// `execute_…` annotation names it, launched as CUDA graph nodes.
-pub fn decodes(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds, steps: usize) -> Vec<StepSpec> {
+pub fn decodes(
+    m: &Moe,
+    batch: u64,
+    context: u64,
+    s: &MoeSpeeds,
+    names: &Names<'_>,
+    steps: usize,
+) -> Vec<StepSpec> {
     (0..steps)
         .map(|_| {
             let name = vllm_execute_detailed(
@@ -283,7 +310,7 @@ pub fn decodes(m: &Moe, batch: u64, context: u64, s: &MoeSpeeds, steps: usize) -
             let mut st = StepSpec::new(
                 Some(&name),
                 LaunchMode::GraphNode,
-                decode_kernels(m, batch, context, s),
+                decode_kernels(m, batch, context, s, names),
             );
             st.host_gap_before_ns = 200_000;
             st
