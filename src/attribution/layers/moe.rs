@@ -83,7 +83,7 @@ impl Geometry<'_> {
         );
         match l.q_lora_rank {
             // vLLM's MultiHeadLatentAttentionWrapper: kv_a_proj_with_mqa, then q_proj;
-            // SGLang's and others' q_proj first.
+            // other implementations launch q_proj first.
             None => {
                 let q = role("q", (d * m.heads * qk) as f64 * a);
                 let kv = role("kv_a", kv_a);
@@ -152,8 +152,8 @@ impl Geometry<'_> {
             // DeepseekV2MoE (vLLM before SharedFusedMoE, SGLang's forward_normal): the
             // shared experts, the gate, then the routed experts.
             [shared.clone(), vec![router.clone()], routed.clone()].concat(),
-            // The gate first, the shared experts inside the fused MoE layer before the
-            // routed ones.
+            // The gate first, then the shared experts before the routed ones (where an
+            // engine runs them inside its fused MoE layer).
             [vec![router.clone()], shared.clone(), routed.clone()].concat(),
             // The shared experts after the routed ones.
             [vec![router], routed, shared].concat(),
@@ -593,5 +593,52 @@ mod tests {
             why.starts_with("4 GEMMs per MoE layer (0 of them routed-expert kernels) where this model's layer has 5 (o, router, experts_gate_up, experts_down, qkv)"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn one_expert_kernel_per_layer_carries_both_expert_matrices() {
+        // Qwen3-30B-A3B cut to 3 layers, its experts in one launch per layer: the row is
+        // `experts` with 82.4 (B = 16) × 3·2048·768·2 bytes, its time the kernel's.
+        let mut m = preset("qwen3-30b-a3b").unwrap();
+        m.layers = 3;
+        if let Some(moe) = m.moe.as_mut() {
+            moe.moe_layers = 3;
+        }
+        let g = geometry(&m);
+        let (w, a) = (KernelClass::Weights, KernelClass::Attention);
+        let n = 128.0 * (1.0 - (1.0f64 - 8.0 / 128.0).powi(16));
+        let experts = n * 3.0 * 2048.0 * 768.0 * 2.0;
+        let mut ks = Vec::new();
+        for _ in 0..3 {
+            ks.extend([
+                k("gemm_qkv", w, t(2048.0 * 40.0 * 128.0 * 2.0)),
+                k("flash_attn", a, 5_000),
+                k("gemm_o", w, t(32.0 * 128.0 * 2048.0 * 2.0)),
+                k("gemm_router", w, t(2048.0 * 128.0 * 2.0)),
+                k("_matmul_ogs_NNT_bf16xbf16xbf16", w, t(experts)),
+            ]);
+        }
+        let map = map_layers(&ks, &g, Some(16.0));
+        assert!(map.ambiguous.is_none(), "{:?}", map.ambiguous);
+        let e = map
+            .gemms
+            .iter()
+            .find(|x| {
+                x.role
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("experts (derived: 82.4 of 128"))
+            })
+            .unwrap();
+        assert!((e.bytes.unwrap() - experts).abs() < 1e-3);
+        assert_eq!(e.time_ns, t(experts) as f64);
+        assert_eq!(e.launches_per_step, 3);
+        // Without the step's token count the experts' bytes are unknown, not guessed.
+        let map = map_layers(&ks, &g, None);
+        let e = map
+            .gemms
+            .iter()
+            .find(|x| x.kernel.starts_with("_matmul_ogs"))
+            .unwrap();
+        assert!(e.bytes.is_none() && e.excess_ns.is_none(), "{e:?}");
     }
 }
