@@ -162,13 +162,15 @@ fn by_counter(c: &mut ClassAttribution, measured: f64) {
 }
 
 /// Fill each step's measured DRAM throughput and each group's per-class counters and
-/// layer view, then the run verdict. `geometry` is the priced model (None: no layer view);
+/// layer view, then the run verdict. `geometry` is the priced model (None: no layer view),
+/// `tokens` a step's new tokens as the floor priced them (its MoE layers' experts);
 /// `frames` reads the capture's Python frames for a long stall.
 pub fn detail(
     trace: &Trace,
     report: &mut StepsReport,
     cats: &Categorizer,
     geometry: Option<&Geometry<'_>>,
+    tokens: &dyn Fn(&Step) -> Option<f64>,
     frames: super::verdict::FrameLoader<'_>,
 ) -> Result<()> {
     if !trace.gpu_metrics.is_empty() {
@@ -212,7 +214,7 @@ pub fn detail(
                     exclusive_ns: o.exclusive_ns,
                 })
                 .collect();
-            report.groups[gi].layers = Some(layers::map(&kernels, g));
+            report.groups[gi].layers = Some(layers::map(&kernels, g, tokens(step)));
         }
     }
     report.verdict = super::verdict::decide(trace, report, frames)?;

@@ -7,9 +7,14 @@
 //! guessing. A split-K GEMM's separate reduction (cuBLASLt `splitKreduce_kernel`,
 //! hipBLASLt's `…_PostGSU…`, CUTLASS `ReduceSplitK`) is folded into the GEMM it finishes
 //! first: it is that GEMM's time, and counted apart it breaks the GEMMs-per-layer match.
+//! MoE and MLA layers are mapped by `layers::moe` (router, routed and shared experts, MLA's
+//! projections and absorbed `bmm`s).
 
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
-use crate::wire::roofline::ModelSpec;
+use crate::wire::roofline::{ModelSpec, MoeRouting};
+
+mod moe;
+pub use moe::{is_expert_gemm, EXPERT_GEMMS};
 
 /// One kernel of the step in launch order: its name, class and exclusive time.
 #[derive(Debug, Clone)]
@@ -71,13 +76,16 @@ fn fold_split_k<'a>(kernels: &[Kernel<'a>]) -> Vec<Folded<'a>> {
 /// A mapping that puts a GEMM this far above the roof is the wrong mapping.
 const ABOVE_ROOF: f64 = 1.05;
 
-/// What the mapping needs of the model: its geometry, the per-GPU split and the roof.
+/// What the mapping needs of the model: its geometry, the per-GPU split, the roof, and
+/// how the floor spreads tokens over routed experts (MoE layers price the experts the
+/// step's tokens touch as the floor does).
 #[derive(Debug, Clone, Copy)]
 pub struct Geometry<'a> {
     pub model: &'a ModelSpec,
     pub tp: u32,
     pub pp: u32,
     pub roof_bytes_per_s: f64,
+    pub routing: MoeRouting,
 }
 
 impl Geometry<'_> {
@@ -111,8 +119,9 @@ fn ambiguous(period: usize, repeats: u64, layers: u64, why: String) -> LayerMap 
     }
 }
 
-/// Map one decode step's kernels (launch order) onto the model's layers.
-pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
+/// Map one decode step's kernels (launch order) onto the model's layers; `tokens` is the
+/// step's new tokens (Σ N_Q, None when unknown), which the routed experts' bytes depend on.
+pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>, tokens: Option<f64>) -> LayerMap {
     let layers = g.layers();
     let folded = fold_split_k(launched);
     let reduction = |i: usize| folded[i].reduction;
@@ -153,6 +162,11 @@ pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
     let mut lengths: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
     lengths.sort_unstable();
     let period = lengths.get(lengths.len() / 2).copied().unwrap_or(0);
+    if g.model.mla.is_some() || g.model.moe.is_some() {
+        // Their dense-FFN layers (DeepSeek's first_k_dense_replace) repeat another
+        // sequence than the MoE ones: moe::map compares each kind apart.
+        return moe::map(&folded, &at, &segments, g, tokens, period);
+    }
     let same = segments.windows(2).all(|w| {
         w[0].len() == w[1].len()
             && w[0]
@@ -166,15 +180,6 @@ pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>) -> LayerMap {
             layers,
             layers,
             "the GEMMs and attention kernels between consecutive attention kernels differ from layer to layer"
-                .to_owned(),
-        );
-    }
-    if g.model.mla.is_some() || g.model.moe.is_some() {
-        return ambiguous(
-            period,
-            layers,
-            layers,
-            "MLA and MoE layers are not mapped GEMM by GEMM (their projections fuse differently per engine)"
                 .to_owned(),
         );
     }

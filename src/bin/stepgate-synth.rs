@@ -77,9 +77,10 @@ enum Command {
         #[arg(short, long, required_unless_present = "list")]
         out: Option<PathBuf>,
     },
-    /// Decode (and prefill) steps of a dense model whose kernel durations follow its bytes,
-    /// with one cause planted (slow-attention-small-batch, gemms-at-roof, tp4,
-    /// prefill-among-decodes, batch-in-grid, straggling-all-reduce, split-k-gemms).
+    /// Decode (and prefill) steps of a dense, MoE or MLA model whose kernel durations follow
+    /// its bytes, with one cause planted (slow-attention-small-batch, gemms-at-roof, tp4,
+    /// prefill-among-decodes, batch-in-grid, straggling-all-reduce, split-k-gemms,
+    /// moe-slow-experts, moe-at-roof, mla-decode).
     ///
     /// Example: stepgate-synth planted --cause tp4 -o tp4.sqlite
     Planted {

@@ -151,9 +151,23 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         tp: p.opts.tp,
         pp: p.opts.pp,
         roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
+        routing: p.opts.moe_routing,
     });
+    let tokens = |s: &crate::wire::steps::Step| {
+        pricing
+            .as_ref()
+            .and_then(|p| p.composition_of(s))
+            .map(|c| c.sq as f64)
+    };
     let frames = |min_ns| python_frames(trace, min_ns);
-    attribution::detail::detail(trace, &mut r, &plan.categories, geometry.as_ref(), &frames)?;
+    attribution::detail::detail(
+        trace,
+        &mut r,
+        &plan.categories,
+        geometry.as_ref(),
+        &tokens,
+        &frames,
+    )?;
     r.medians = Some(attribution::medians::run_medians(&r.steps));
     if let Some(p) = &pricing {
         r.notes.push(format!("floor: {}", p.basis));

@@ -4,7 +4,8 @@
 //! must produce, [`steps`] does the same for every step-marker form (vLLM, SGLang,
 //! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
 //! [`planted`] writes decode and prefill steps with one diagnosable cause planted
-//! ([`planted_point`]: an operating point only the launch grids show),
+//! ([`planted_point`]: an operating point only the launch grids show; [`planted_moe`]:
+//! MoE and MLA decodes),
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
 //! kernels with names of megabytes, [`rocpd`] writes AMD rocpd databases from
 //! rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
@@ -14,6 +15,7 @@ pub mod augment;
 pub mod kineto;
 pub mod long_names;
 pub mod planted;
+pub mod planted_moe;
 pub mod planted_point;
 pub mod replicate;
 pub mod rocpd;

@@ -2,7 +2,9 @@
 //! bytes, with one cause planted: attention slower than its floor at small batch, GEMMs
 //! at the roof, a TP-4 capture whose ranks say so only in their all-reduce template, a
 //! prefill among unmarked decodes, unmarked decodes whose batch shows only in their
-//! paged-attention launch grid, a split-K GEMM with its own reduction kernel. Written as nsys exports through [`super::workload`].
+//! paged-attention launch grid, a split-K GEMM with its own reduction kernel; MoE and
+//! MLA decodes come from [`super::planted_moe`]. Written as nsys exports through
+//! [`super::workload`].
 //!
 //! Every duration is plain arithmetic here, from the model's dimensions as its
 //! `config.json` states them: a GEMM reads its weight matrix once (bf16, 1/TP of it per
@@ -278,10 +280,25 @@ pub enum Cause {
     /// the roof followed by its `splitKreduce_kernel` (3 µs), o at 50% of the roof, the
     /// MLP GEMMs at 90%: by time the MLP GEMMs lead, by excess o and qkv do.
     SplitKGemms,
+    /// Qwen3-30B-A3B, TP 1, B = 16, s = 1,024: the routed-expert GEMMs (triton
+    /// `fused_moe_kernel`, w13 then w2) at [`MOE_EXPERTS_OF_ROOF`] of the roof for the
+    /// experts 16 tokens touch in expectation, every other GEMM at 97%.
+    MoeSlowExperts,
+    /// [`Cause::MoeSlowExperts`]'s decodes with every GEMM, experts included, at 97%.
+    MoeAtRoof,
+    /// DeepSeek-V2-Lite (MLA, a dense first layer, 2 shared experts), TP 1, B = 8,
+    /// s = 2,048: the absorbed W_UK and W_UV `bmm`s at [`MLA_BMM_OF_ROOF`] of the roof,
+    /// every other GEMM at 97%.
+    MlaDecode,
 }
 
+/// [`Cause::MoeSlowExperts`]: the routed experts' fraction of β.
+pub const MOE_EXPERTS_OF_ROOF: f64 = 0.5;
+/// [`Cause::MlaDecode`]: the absorbed `bmm`s' fraction of β.
+pub const MLA_BMM_OF_ROOF: f64 = 0.3;
+
 /// Every cause, with its `stepgate-synth planted --cause` name.
-pub const CAUSES: [(&str, Cause); 7] = [
+pub const CAUSES: [(&str, Cause); 10] = [
     ("slow-attention-small-batch", Cause::SlowAttentionSmallBatch),
     ("gemms-at-roof", Cause::GemmsAtRoof),
     ("tp4", Cause::Tp4),
@@ -289,6 +306,9 @@ pub const CAUSES: [(&str, Cause); 7] = [
     ("batch-in-grid", Cause::BatchInGrid),
     ("straggling-all-reduce", Cause::StragglingAllReduce),
     ("split-k-gemms", Cause::SplitKGemms),
+    ("moe-slow-experts", Cause::MoeSlowExperts),
+    ("moe-at-roof", Cause::MoeAtRoof),
+    ("mla-decode", Cause::MlaDecode),
 ];
 
 /// How many times its usual length every all-reduce of step `i` of
@@ -391,6 +411,33 @@ pub fn scenario(cause: Cause, steps: usize) -> Scenario {
                 })
                 .collect(),
         ),
+        Cause::MoeSlowExperts | Cause::MoeAtRoof | Cause::MlaDecode => {
+            use super::planted_moe::{decodes, Moe, MoeSpeeds, Names};
+            let (m, b, ctx, experts, bmm) = match cause {
+                Cause::MoeSlowExperts => (Moe::QWEN3_30B_A3B, 16, 1024, MOE_EXPERTS_OF_ROOF, 0.97),
+                Cause::MoeAtRoof => (Moe::QWEN3_30B_A3B, 16, 1024, 0.97, 0.97),
+                _ => (Moe::DEEPSEEK_V2_LITE, 8, 2048, 0.97, MLA_BMM_OF_ROOF),
+            };
+            let sp = MoeSpeeds {
+                hbm_bytes_per_s: s.hbm_bytes_per_s,
+                gemm_of_roof: 0.97,
+                experts_of_roof: experts,
+                bmm_of_roof: bmm,
+                attention_of_roof: s.attention_of_roof,
+                kv_write_of_roof: s.kv_write_of_roof,
+                small_ns: s.small_ns,
+            };
+            let names = Names {
+                norm: NORM,
+                rope: ROPE,
+                act: ACT,
+                kv_write: KV_WRITE,
+                attention: ATTENTION,
+                final_norm: FINAL_NORM,
+                sample: SAMPLE,
+            };
+            (1, decodes(&m, b, ctx, &sp, &names, steps))
+        }
         Cause::PrefillAmongDecodes => {
             let d = Dense::LLAMA_3_8B;
             let ks = (0..12).map(|i| {

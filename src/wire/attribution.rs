@@ -368,7 +368,7 @@ pub struct LayerMap {
 /// One GEMM position of the decode layer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LayerGemm {
-    /// `qkv`, `o`, `gate_up`, `down`, `experts` or `lm_head`; null when ambiguous.
+    /// `qkv`, `o`, `gate_up`, `down`, `lm_head`, MoE's and MLA's (docs/method.md §4.1); null when ambiguous.
     pub role: Option<String>,
     pub kernel: String,
     /// The split-K reduction launched after this GEMM and folded into it (its time is in

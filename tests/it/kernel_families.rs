@@ -73,6 +73,34 @@ fn the_split_k_reductions_of_the_table_are_the_ones_the_layer_map_folds() {
 }
 
 #[test]
+fn the_routed_expert_gemms_of_the_table_are_the_ones_the_layer_map_knows() {
+    let text = std::fs::read_to_string(root().join("docs/kernel-families.md")).unwrap();
+    let mut n = 0;
+    for l in text.lines().filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+        let (family, name) = (cells[1], cells.get(2).map(|c| c.trim_matches('`')));
+        let Some(name) = name else { continue };
+        let expert =
+            family.starts_with("routed-expert GEMM") || family.contains("MoE expert GEMM (MXFP4)");
+        if expert {
+            n += 1;
+        }
+        // Only those rows: a router, a dense GEMM or a routing kernel is not an expert.
+        if cells.get(3) == Some(&"gemm") || expert {
+            assert_eq!(
+                stepgate::attribution::layers::is_expert_gemm(name),
+                expert,
+                "{name}"
+            );
+        }
+    }
+    assert_eq!(
+        n, 2,
+        "vLLM/SGLang fused_moe_kernel and triton_kernels' _matmul_ogs"
+    );
+}
+
+#[test]
 fn every_row_of_the_family_table_is_what_the_code_says() {
     let c = Categorizer::default();
     let rows = doc_rows();

@@ -40,6 +40,7 @@ mod kineto;
 mod kineto2021;
 mod label_pruning;
 mod launch_probe;
+mod layers_moe;
 mod no_correlation;
 mod nsys_ingest;
 mod object_store;

@@ -1,0 +1,644 @@
+//! The per-layer map of MoE and MLA decode layers (docs/method.md §4.1). A MoE layer's
+//! GEMMs run, after attention, as o, then the FFN — the router (hidden × E), the routed
+//! experts (vLLM's and SGLang's triton `fused_moe_kernel` launched twice: w13 = gate_up,
+//! then w2 = down; gpt-oss's triton_kernels `_matmul_ogs`), the shared experts where the
+//! model has them — then the next layer's attention projections: qkv, or MLA's q / q_a +
+//! kv_a (vLLM's `fused_qkv_a_proj`), q_b and the absorbed W_UK `bmm`, with W_UV's `bmm`
+//! after attention and before o. Engines order the router and the shared experts (and
+//! MLA's q and kv_a) differently, so each documented order is tried and kept only when no
+//! GEMM would run above the roof: by order and by bytes, never by order alone. Dense-FFN
+//! layers (DeepSeek's `first_k_dense_replace`) are mapped apart from the MoE ones. The
+//! routed experts' bytes are derived: the distinct experts the step's tokens touch under
+//! the floor's routing, times one expert's matrix.
+
+use super::{ambiguous, row, Folded, Geometry, ABOVE_ROOF};
+use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
+
+/// The routed-expert GEMM kernels, lowercase substrings of the kernel name: vLLM's and
+/// SGLang's triton `fused_moe_kernel` (and `fused_moe_kernel_gptq_awq`), launched once
+/// for w13 and once for w2 (`fused_moe.py`), and triton_kernels' `_matmul_ogs_…` that
+/// vLLM runs for gpt-oss's MXFP4 experts. docs/kernel-families.md lists them.
+pub const EXPERT_GEMMS: [&str; 2] = ["fused_moe", "matmul_ogs"];
+
+/// Whether a GEMM-class kernel is a routed-expert GEMM.
+pub fn is_expert_gemm(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    EXPERT_GEMMS.iter().any(|p| lower.contains(p))
+}
+
+/// One linear layer: its role, its bytes per layer on one GPU (None when they depend on
+/// a token count the step does not state), and whether an expert kernel runs it.
+#[derive(Debug, Clone, PartialEq)]
+struct Role {
+    name: String,
+    bytes: Option<f64>,
+    expert: bool,
+}
+
+fn role(name: &str, bytes: f64) -> Role {
+    Role {
+        name: name.to_owned(),
+        bytes: Some(bytes),
+        expert: false,
+    }
+}
+
+impl Geometry<'_> {
+    /// Bytes per weight of the attention projections and of the rest, over TP.
+    fn per_weight(&self) -> (f64, f64) {
+        let m = self.model;
+        let wb = m.weight_dtype.bytes_per_param();
+        let ab = m.attention_dtype.map_or(wb, |d| d.bytes_per_param());
+        let tp = f64::from(self.tp.max(1));
+        (ab / tp, wb / tp)
+    }
+
+    /// The GEMMs after attention: MLA's W_UV `bmm` (the value half of kv_b), then o.
+    fn post_attention(&self) -> Vec<Role> {
+        let m = self.model;
+        let (a, _) = self.per_weight();
+        match &m.mla {
+            Some(l) => vec![
+                role("w_uv", (l.kv_lora_rank * m.heads * l.v_head_dim) as f64 * a),
+                role("o", (m.heads * l.v_head_dim * m.hidden) as f64 * a),
+            ],
+            None => vec![role("o", (m.heads * m.head_dim * m.hidden) as f64 * a)],
+        }
+    }
+
+    /// The GEMMs before the next attention, in each order an engine launches them.
+    fn pre_attention(&self) -> Vec<Vec<Role>> {
+        let m = self.model;
+        let (a, _) = self.per_weight();
+        let d = m.hidden;
+        let Some(l) = &m.mla else {
+            let qkv = (d * (m.heads + 2 * m.kv_heads) * m.head_dim) as f64 * a;
+            return vec![vec![role("qkv", qkv)]];
+        };
+        let qk = l.qk_nope_head_dim + l.qk_rope_head_dim;
+        let kv_a = (d * (l.kv_lora_rank + l.qk_rope_head_dim)) as f64 * a;
+        let w_uk = role(
+            "w_uk",
+            (l.kv_lora_rank * m.heads * l.qk_nope_head_dim) as f64 * a,
+        );
+        match l.q_lora_rank {
+            // vLLM's MultiHeadLatentAttentionWrapper: kv_a_proj_with_mqa, then q_proj;
+            // other implementations launch q_proj first.
+            None => {
+                let q = role("q", (d * m.heads * qk) as f64 * a);
+                let kv = role("kv_a", kv_a);
+                vec![vec![kv.clone(), q.clone(), w_uk.clone()], vec![q, kv, w_uk]]
+            }
+            // fused_qkv_a_proj (q_a and kv_a_proj_with_mqa in one GEMM), then q_b.
+            Some(r) => vec![vec![
+                role("qkv_a", (d * r) as f64 * a + kv_a),
+                role("q_b", (r * m.heads * qk) as f64 * a),
+                w_uk,
+            ]],
+        }
+    }
+
+    /// A dense SwiGLU FFN's GEMMs.
+    fn dense_ffn(&self) -> Vec<Role> {
+        let (d, i) = (self.model.hidden, self.model.intermediate);
+        let (_, w) = self.per_weight();
+        vec![
+            role("gate_up", (2 * d * i) as f64 * w),
+            role("down", (i * d) as f64 * w),
+        ]
+    }
+
+    /// A MoE FFN's GEMMs in each documented order, with `experts` expert kernels (2:
+    /// gate_up then down; 1: both in one launch).
+    fn moe_ffn(&self, tokens: Option<f64>, experts: usize) -> Vec<Vec<Role>> {
+        let Some(moe) = &self.model.moe else {
+            return Vec::new();
+        };
+        let d = self.model.hidden;
+        let (_, w) = self.per_weight();
+        // The router is replicated and kept at 2 bytes, as the floor prices it.
+        let router = role("router", (d * moe.num_experts) as f64 * 2.0);
+        let touched = tokens.map(|t| self.routing.experts_touched(moe, t));
+        let label = |what: &str| match touched {
+            Some(n) => format!(
+                "{what} (derived: {n:.1} of {} experts touched, {} routing)",
+                moe.num_experts,
+                routing_word(self.routing)
+            ),
+            None => format!("{what} (bytes unknown: the step's token count is not known)"),
+        };
+        let expert = |what: &str, params: u64| Role {
+            name: label(what),
+            bytes: touched.map(|n| n * params as f64 * w),
+            expert: true,
+        };
+        let mi = moe.moe_intermediate;
+        let routed = match experts {
+            1 => vec![expert("experts", 3 * d * mi)],
+            _ => vec![
+                expert("experts_gate_up", 2 * d * mi),
+                expert("experts_down", mi * d),
+            ],
+        };
+        let si = moe.shared_intermediate;
+        if si == 0 {
+            return vec![[vec![router], routed].concat()];
+        }
+        let shared = vec![
+            role("shared_gate_up", (2 * d * si) as f64 * w),
+            role("shared_down", (si * d) as f64 * w),
+        ];
+        vec![
+            // DeepseekV2MoE (vLLM before SharedFusedMoE, SGLang's forward_normal): the
+            // shared experts, the gate, then the routed experts.
+            [shared.clone(), vec![router.clone()], routed.clone()].concat(),
+            // The gate first, then the shared experts before the routed ones (where an
+            // engine runs them inside its fused MoE layer).
+            [vec![router.clone()], shared.clone(), routed.clone()].concat(),
+            // The shared experts after the routed ones.
+            [vec![router], routed, shared].concat(),
+        ]
+    }
+}
+
+fn routing_word(r: crate::wire::roofline::MoeRouting) -> &'static str {
+    match r {
+        crate::wire::roofline::MoeRouting::Uniform => "uniform",
+        crate::wire::roofline::MoeRouting::Spread => "spread",
+        crate::wire::roofline::MoeRouting::Packed => "packed",
+    }
+}
+
+/// Layers on this GPU whose FFN is dense: the model's first ones, on the last pipeline
+/// stage as the floor prices it.
+fn dense_layers_here(g: &Geometry<'_>, here: u64) -> u64 {
+    let total = g.model.layers;
+    let moe = g.model.moe.as_ref().map_or(0, |m| m.moe_layers.min(total));
+    (total - moe).saturating_sub(total - here)
+}
+
+/// Map MoE/MLA decode layers. `segments[i]` holds the skeleton (kernel indices) from
+/// layer i's anchor attention kernel to layer i+1's.
+pub(super) fn map(
+    folded: &[Folded<'_>],
+    at: &[usize],
+    segments: &[Vec<usize>],
+    g: &Geometry<'_>,
+    tokens: Option<f64>,
+    period: usize,
+) -> LayerMap {
+    let layers = g.layers();
+    let dense_here = dense_layers_here(g, layers) as usize;
+    let k = |i: usize| &folded[i].kernel;
+    let gemms_of = |seg: &Vec<usize>| -> Vec<usize> {
+        seg.iter()
+            .copied()
+            .filter(|&i| k(i).class == Some(KernelClass::Weights))
+            .collect()
+    };
+    let names = |seg: &Vec<usize>| -> Vec<&str> { seg.iter().map(|&i| k(i).name).collect() };
+    let (dense_segs, moe_segs) = segments.split_at(dense_here.min(segments.len()));
+    let uniform = |segs: &[Vec<usize>]| segs.windows(2).all(|w| names(&w[0]) == names(&w[1]));
+    let fail = |why: String| ambiguous(period, layers, layers, why);
+    if segments.is_empty() || !uniform(dense_segs) || !uniform(moe_segs) {
+        return fail("the GEMMs and attention kernels between consecutive attention kernels differ from layer to layer (dense-FFN and MoE layers compared apart)".to_owned());
+    }
+    // The layer kind the FFN roles come from: MoE where there are MoE layers here.
+    let moe_kind = g.model.moe.is_some() && !moe_segs.is_empty();
+    let main: &[Vec<usize>] = if moe_kind { moe_segs } else { dense_segs };
+    let main_gemms = gemms_of(&main[0]);
+    let experts = main_gemms
+        .iter()
+        .filter(|&&i| is_expert_gemm(k(i).name))
+        .count();
+    let post = g.post_attention();
+    let ffns = if moe_kind {
+        g.moe_ffn(tokens, experts)
+    } else {
+        vec![g.dense_ffn()]
+    };
+    // Every (pre-attention order, FFN order) whose roles land on kernels of their kind.
+    let mut candidates: Vec<(Vec<Role>, Vec<Role>)> = Vec::new();
+    for pre in g.pre_attention() {
+        for ffn in &ffns {
+            let seq: Vec<&Role> = post.iter().chain(ffn).chain(&pre).collect();
+            let fits = seq.len() == main_gemms.len()
+                && seq
+                    .iter()
+                    .zip(&main_gemms)
+                    .all(|(r, &i)| r.expert == is_expert_gemm(k(i).name));
+            if fits {
+                candidates.push((pre.clone(), ffn.clone()));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        let want: Vec<String> = post
+            .iter()
+            .chain(&ffns[0])
+            .chain(&g.pre_attention()[0])
+            .map(|r| r.name.split(' ').next().unwrap_or_default().to_owned())
+            .collect();
+        return fail(format!(
+            "{} GEMMs per {} layer ({experts} of them routed-expert kernels) where this model's layer has {} ({}): fused or split differently",
+            main_gemms.len(),
+            if moe_kind { "MoE" } else { "dense" },
+            want.len(),
+            want.join(", ")
+        ));
+    }
+    let mut fitting: Vec<Vec<LayerGemm>> = Vec::new();
+    let mut first_rows: Option<Vec<LayerGemm>> = None;
+    for (pre, ffn) in &candidates {
+        let rows = match rows_for(folded, at, segments, dense_here, g, &post, ffn, pre) {
+            Ok(r) => r,
+            Err(why) => return fail(why),
+        };
+        if first_rows.is_none() {
+            first_rows = Some(rows.clone());
+        }
+        if !rows
+            .iter()
+            .any(|r| r.roof_fraction.is_some_and(|f| f > ABOVE_ROOF))
+        {
+            fitting.push(rows);
+        }
+    }
+    match fitting.len() {
+        1 => LayerMap {
+            period_kernels: period,
+            repeats: layers,
+            layers,
+            gemms: fitting.remove(0),
+            ambiguous: None,
+        },
+        0 => {
+            let rows = first_rows.unwrap_or_default();
+            let bad = rows
+                .iter()
+                .find(|r| r.roof_fraction.is_some_and(|f| f > ABOVE_ROOF))
+                .map(|r| (r.kernel.clone(), r.role.clone().unwrap_or_default()))
+                .unwrap_or_default();
+            let orders = if candidates.len() > 1 {
+                format!(" in any of the {} orders engines launch them", candidates.len())
+            } else {
+                String::new()
+            };
+            let mut m = fail(format!(
+                "mapped by order{orders}, {} as {} would run above the roof: the order does not fit the model's layers",
+                bad.0, bad.1
+            ));
+            m.gemms = rows
+                .into_iter()
+                .map(|r| LayerGemm {
+                    role: None,
+                    bytes: None,
+                    achieved_bytes_per_s: None,
+                    roof_fraction: None,
+                    excess_ns: None,
+                    ..r
+                })
+                .collect();
+            m
+        }
+        n => fail(format!(
+            "{n} launch orders of the layer's GEMMs fit under the roof (router and shared experts, or MLA's q and kv_a, of like sizes): which GEMM is which is not decided by bytes"
+        )),
+    }
+}
+
+/// The rows of one candidate mapping: the attention GEMMs over every layer, the FFN
+/// GEMMs over the layers of their kind, lm_head once.
+#[allow(clippy::too_many_arguments)]
+fn rows_for(
+    folded: &[Folded<'_>],
+    at: &[usize],
+    segments: &[Vec<usize>],
+    dense_here: usize,
+    g: &Geometry<'_>,
+    post: &[Role],
+    ffn: &[Role],
+    pre: &[Role],
+) -> Result<Vec<LayerGemm>, String> {
+    let layers = g.layers();
+    let k = |i: usize| &folded[i].kernel;
+    let gemms_of = |seg: &Vec<usize>| -> Vec<usize> {
+        seg.iter()
+            .copied()
+            .filter(|&i| k(i).class == Some(KernelClass::Weights))
+            .collect()
+    };
+    let per_seg: Vec<Vec<usize>> = segments.iter().map(gemms_of).collect();
+    let moe_kind = g.model.moe.is_some() && segments.len() > dense_here;
+    let is_main = |s: usize| (s >= dense_here) == moe_kind;
+    let dense_ffn = g.dense_ffn();
+    // Every segment must hold its kind's GEMMs, routed experts where the roles say so.
+    for (s, gs) in per_seg.iter().enumerate() {
+        let mid = if is_main(s) { ffn } else { &dense_ffn[..] };
+        let want: Vec<bool> = post
+            .iter()
+            .chain(mid)
+            .chain(pre)
+            .map(|r| r.expert)
+            .collect();
+        let got: Vec<bool> = gs.iter().map(|&i| is_expert_gemm(k(i).name)).collect();
+        if want != got {
+            return Err(format!(
+                "layer {s} has {} GEMMs where its kind of layer has {}: the dense-FFN and MoE layers do not split where the model says (first {dense_here} dense)",
+                got.len(),
+                want.len()
+            ));
+        }
+    }
+    let mut out: Vec<LayerGemm> = Vec::new();
+    // One row: the mean over the segments `which` picks of the GEMM at position `pos`
+    // (from the end when `from_end`), launched `launches` times a step.
+    let mut push = |r: &Role,
+                    which: &dyn Fn(usize) -> bool,
+                    pos: usize,
+                    from_end: bool,
+                    launches: u64|
+     -> Result<(), String> {
+        let picked: Vec<usize> = (0..per_seg.len())
+            .filter(|&s| which(s))
+            .map(|s| {
+                let gs = &per_seg[s];
+                if from_end {
+                    gs[gs.len() - 1 - pos]
+                } else {
+                    gs[pos]
+                }
+            })
+            .collect();
+        let Some(&first) = picked.first() else {
+            return Ok(());
+        };
+        if picked.iter().any(|&i| k(i).name != k(first).name) {
+            return Err(format!(
+                "the {} GEMM is another kernel in the dense-FFN layers than in the MoE layers",
+                r.name
+            ));
+        }
+        let total: i64 = picked.iter().map(|&i| k(i).exclusive_ns).sum();
+        let mut row = row(
+            Some(&r.name),
+            k(first).name,
+            total as f64 / picked.len() as f64,
+            r.bytes,
+            g,
+        );
+        row.launches_per_step = launches;
+        row.split_k_reduction = folded[first]
+            .reduction
+            .map(|n| crate::timing::labels::display_name("", n));
+        out.push(row);
+        Ok(())
+    };
+    let all = |_: usize| true;
+    for (j, r) in post.iter().enumerate() {
+        push(r, &all, j, false, layers)?;
+    }
+    let main_launches = if moe_kind {
+        layers - dense_here as u64
+    } else {
+        dense_here as u64
+    };
+    for (j, r) in ffn.iter().enumerate() {
+        push(r, &is_main, post.len() + j, false, main_launches)?;
+    }
+    if moe_kind && dense_here > 0 {
+        let dense = |s: usize| s < dense_here;
+        for (j, r) in dense_ffn.iter().enumerate() {
+            push(r, &dense, post.len() + j, false, dense_here as u64)?;
+        }
+    }
+    for (j, r) in pre.iter().rev().enumerate() {
+        push(r, &all, j, true, layers)?;
+    }
+    // lm_head: after the last attention come that layer's post-attention and FFN GEMMs
+    // (a MoE layer's, the last layer being MoE), then one more GEMM.
+    let last = at[at.len() - 1];
+    let tail: Vec<usize> = (last..folded.len())
+        .filter(|&i| k(i).class == Some(KernelClass::Weights))
+        .collect();
+    if let Some(&i) = tail
+        .last()
+        .filter(|_| tail.len() == post.len() + ffn.len() + 1)
+    {
+        let m = g.model;
+        let bytes = (m.vocab * m.hidden) as f64 * 2.0 / f64::from(g.tp.max(1));
+        let mut r = row(
+            Some("lm_head"),
+            k(i).name,
+            k(i).exclusive_ns as f64,
+            Some(bytes),
+            g,
+        );
+        r.split_k_reduction = folded[i]
+            .reduction
+            .map(|n| crate::timing::labels::display_name("", n));
+        out.push(r);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{map as map_layers, Kernel};
+    use super::*;
+    use crate::roofline::presets::preset;
+    use crate::wire::roofline::{ModelSpec, MoeRouting};
+
+    fn geometry(m: &ModelSpec) -> Geometry<'_> {
+        Geometry {
+            model: m,
+            tp: 1,
+            pp: 1,
+            roof_bytes_per_s: 3.35e12,
+            routing: MoeRouting::Uniform,
+        }
+    }
+
+    fn sum(roles: &[Role]) -> f64 {
+        roles.iter().map(|r| r.bytes.unwrap()).sum()
+    }
+
+    #[test]
+    fn a_moe_layers_roles_add_up_to_what_the_floor_prices_for_it() {
+        // Qwen3-30B-A3B at B = 16 (bf16): per layer qkv 2048·40·128·2 = 20,971,520,
+        // o 32·128·2048·2 = 16,777,216, router 2048·128·2 = 524,288, the experts
+        // 82.4 × (3·2048·768·2 = 9,437,184).
+        let m = preset("qwen3-30b-a3b").unwrap();
+        let g = geometry(&m);
+        let t = 16.0;
+        let n = 128.0 * (1.0 - (1.0f64 - 8.0 / 128.0).powi(16));
+        let per_layer = 20_971_520.0 + 16_777_216.0 + 524_288.0 + n * 9_437_184.0;
+        let roles: Vec<Role> = [
+            g.post_attention(),
+            g.moe_ffn(Some(t), 2)[0].clone(),
+            g.pre_attention()[0].clone(),
+        ]
+        .concat();
+        assert!((sum(&roles) - per_layer).abs() < 1e-3, "{}", sum(&roles));
+        // The floor: linear + routed experts over 48 layers, plus the router (priced
+        // with the norms at 2 bytes): 48 × 2048·128·2.
+        let split = m.streamed_weight_split(t, MoeRouting::Uniform, 1, 1);
+        let floor = split.linear + split.experts + 48.0 * 524_288.0;
+        assert!((48.0 * per_layer - floor).abs() < 1.0, "{floor}");
+    }
+
+    #[test]
+    fn deepseek_v2_lites_layers_add_up_to_the_floor_dense_first_layer_included() {
+        // MoE layer: kv_a 2048·576, q 2048·16·192, W_UK and W_UV 512·16·128 each, o
+        // 16·128·2048, shared 3·2048·2816, router 2048·64, experts n × 3·2048·1408; the
+        // dense layer 3·2048·10944 in place of the MoE FFN. All bf16 (2 bytes).
+        let m = preset("deepseek-v2-lite").unwrap();
+        let g = geometry(&m);
+        let t = 8.0;
+        let n = 64.0 * (1.0 - (1.0f64 - 6.0 / 64.0).powi(8));
+        let attn =
+            2.0 * (2048.0 * 576.0 + 2048.0 * 3072.0 + 2.0 * 512.0 * 2048.0 + 2048.0 * 2048.0);
+        let moe = 2.0 * (3.0 * 2048.0 * 2816.0 + 2048.0 * 64.0 + n * 3.0 * 2048.0 * 1408.0);
+        let dense = 2.0 * 3.0 * 2048.0 * 10944.0;
+        let post = g.post_attention();
+        for pre in g.pre_attention() {
+            assert_eq!(sum(&post) + sum(&pre), attn);
+        }
+        for ffn in g.moe_ffn(Some(t), 2) {
+            assert!((sum(&ffn) - moe).abs() < 1e-3);
+        }
+        assert_eq!(sum(&g.dense_ffn()), dense);
+        let split = m.streamed_weight_split(t, MoeRouting::Uniform, 1, 1);
+        let floor = split.linear + split.experts + 26.0 * 2048.0 * 64.0 * 2.0;
+        assert!(
+            (27.0 * attn + 26.0 * moe + dense - floor).abs() < 1.0,
+            "{floor}"
+        );
+    }
+
+    fn k(name: &str, class: KernelClass, ns: i64) -> Kernel<'_> {
+        Kernel {
+            name,
+            class: Some(class),
+            exclusive_ns: ns,
+        }
+    }
+
+    /// Nanoseconds for `bytes` at 90% of 3.35 TB/s.
+    fn t(bytes: f64) -> i64 {
+        (bytes / (3.35e12 * 0.9) * 1e9).round() as i64
+    }
+
+    #[test]
+    fn q_before_kv_a_is_told_apart_by_bytes_and_a_missing_expert_kernel_is_named() {
+        // Three MLA + dense-FFN layers (deepseek-v2-lite's attention, its dense FFN as
+        // if every layer were dense) launched q_proj first, as SGLang does.
+        let mut m = preset("deepseek-v2-lite").unwrap();
+        m.moe = None;
+        m.layers = 3;
+        let g = geometry(&m);
+        let (w, a) = (KernelClass::Weights, KernelClass::Attention);
+        let b = |p: f64| p * 2.0;
+        let q = t(b(2048.0 * 3072.0));
+        let kv_a = t(b(2048.0 * 576.0));
+        let bmm = t(b(512.0 * 2048.0));
+        let o = t(b(2048.0 * 2048.0));
+        let (gu, dn) = (t(b(2.0 * 2048.0 * 10944.0)), t(b(10944.0 * 2048.0)));
+        let mut ks = Vec::new();
+        for _ in 0..3 {
+            ks.extend([
+                k("gemm_q", w, q),
+                k("gemm_kv_a", w, kv_a),
+                k("bmm_uk", w, bmm),
+                k("flash_mla", a, 50_000),
+                k("bmm_uv", w, bmm),
+                k("gemm_o", w, o),
+                k("gemm_gate_up", w, gu),
+                k("gemm_down", w, dn),
+            ]);
+        }
+        ks.push(k("gemm_lm_head", w, t(b(102_400.0 * 2048.0))));
+        let map = map_layers(&ks, &g, Some(8.0));
+        assert!(map.ambiguous.is_none(), "{:?}", map.ambiguous);
+        let kernel_of = |r: &str| {
+            map.gemms
+                .iter()
+                .find(|x| x.role.as_deref() == Some(r))
+                .map(|x| x.kernel.clone())
+        };
+        assert_eq!(kernel_of("q").as_deref(), Some("gemm_q"));
+        assert_eq!(kernel_of("kv_a").as_deref(), Some("gemm_kv_a"));
+        assert_eq!(kernel_of("lm_head").as_deref(), Some("gemm_lm_head"));
+        // A MoE model whose layers run no kernel stepgate knows as a routed expert.
+        let qm = preset("qwen3-30b-a3b").unwrap();
+        let mut qm = qm.clone();
+        qm.layers = 3;
+        if let Some(moe) = qm.moe.as_mut() {
+            moe.moe_layers = 3;
+        }
+        let g = geometry(&qm);
+        let mut ks = Vec::new();
+        for _ in 0..3 {
+            ks.extend([
+                k("gemm_qkv", w, 1_000),
+                k("flash_attn", a, 5_000),
+                k("gemm_o", w, 1_000),
+                k("gemm_router", w, 100),
+                k("cutlass_grouped_experts", w, 9_000),
+            ]);
+        }
+        let map = map_layers(&ks, &g, Some(8.0));
+        let why = map.ambiguous.unwrap();
+        assert!(
+            why.starts_with("4 GEMMs per MoE layer (0 of them routed-expert kernels) where this model's layer has 5 (o, router, experts_gate_up, experts_down, qkv)"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn one_expert_kernel_per_layer_carries_both_expert_matrices() {
+        // Qwen3-30B-A3B cut to 3 layers, its experts in one launch per layer: the row is
+        // `experts` with 82.4 (B = 16) × 3·2048·768·2 bytes, its time the kernel's.
+        let mut m = preset("qwen3-30b-a3b").unwrap();
+        m.layers = 3;
+        if let Some(moe) = m.moe.as_mut() {
+            moe.moe_layers = 3;
+        }
+        let g = geometry(&m);
+        let (w, a) = (KernelClass::Weights, KernelClass::Attention);
+        let n = 128.0 * (1.0 - (1.0f64 - 8.0 / 128.0).powi(16));
+        let experts = n * 3.0 * 2048.0 * 768.0 * 2.0;
+        let mut ks = Vec::new();
+        for _ in 0..3 {
+            ks.extend([
+                k("gemm_qkv", w, t(2048.0 * 40.0 * 128.0 * 2.0)),
+                k("flash_attn", a, 5_000),
+                k("gemm_o", w, t(32.0 * 128.0 * 2048.0 * 2.0)),
+                k("gemm_router", w, t(2048.0 * 128.0 * 2.0)),
+                k("_matmul_ogs_NNT_bf16xbf16xbf16", w, t(experts)),
+            ]);
+        }
+        let map = map_layers(&ks, &g, Some(16.0));
+        assert!(map.ambiguous.is_none(), "{:?}", map.ambiguous);
+        let e = map
+            .gemms
+            .iter()
+            .find(|x| {
+                x.role
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("experts (derived: 82.4 of 128"))
+            })
+            .unwrap();
+        assert!((e.bytes.unwrap() - experts).abs() < 1e-3);
+        assert_eq!(e.time_ns, t(experts) as f64);
+        assert_eq!(e.launches_per_step, 3);
+        // Without the step's token count the experts' bytes are unknown, not guessed.
+        let map = map_layers(&ks, &g, None);
+        let e = map
+            .gemms
+            .iter()
+            .find(|x| x.kernel.starts_with("_matmul_ogs"))
+            .unwrap();
+        assert!(e.bytes.is_none() && e.excess_ns.is_none(), "{e:?}");
+    }
+}
