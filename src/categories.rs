@@ -65,6 +65,11 @@ const DEFAULT_RULES: &[(&str, &str)] = &[
         "quantize",
         r"quantize_with_block_size|per_token_group_quant|scaled_fp8_quant|scaled_int8_quant|dynamic_\w*scaled_\w*quant|fp4_quant|mxfp\d_quant|block_?scale_?quant|cvt_fp16_to_fp4|cvt_\w*_to_fp8",
     ),
+    // FlashAttention-2's and FlashMLA's split-KV combine (`flash::flash_fwd_splitkv_combine_kernel`,
+    // `flash::flash_fwd_splitkv_mla_combine_kernel`) are attention's own reduction of its
+    // KV splits, not an expert-parallel combine: before the communication rule, whose
+    // `combine_kernel` (all-to-all combine) they would match.
+    ("attention", r"splitkv\w*_combine|fwd_combine"),
     (
         "communication",
         r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|all_to_all|sendrecv|cross_device_reduce|one_?shot|two_?shot|quick_?reduce|deep_?ep|dispatch_kernel|combine_kernel|mscclpp|symm_mem",

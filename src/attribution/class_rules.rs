@@ -404,9 +404,7 @@ mod tests {
             &LaunchCost::default(),
             NSIGHT_COMPUTE,
         );
-        let mut r = crate::wire::steps::tests::report(steps)
-        .join(a)
-        .unwrap();
+        let mut r = crate::wire::steps::tests::report(steps).join(a).unwrap();
         r.class_spread = spread::by_group(&r.steps);
         r
     }
