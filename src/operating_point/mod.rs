@@ -19,10 +19,10 @@ use std::path::Path;
 
 use crate::exit::{Error, Result};
 use crate::roofline::gpu;
+use crate::timing::steps::Found;
 use crate::trace::Trace;
 use crate::wire::attribution::{Basis, OperatingPoint, Sourced};
 use crate::wire::roofline::GpuSpec;
-use crate::wire::steps::StepsReport;
 
 /// What the flags say (None: not given).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,27 +35,27 @@ pub struct Given {
     pub model: bool,
 }
 
-/// Resolve the operating point of `report` (steps found in `trace`): infer the kind of
+/// Resolve the operating point of the steps `found` in `trace`: infer the kind of
 /// unmarked steps into the steps themselves, then TP, GPU, batch and context, flag over
-/// capture. Warnings (a flag against the capture) and notes go into the report, and the
-/// point into `report.operating_point`. `counts` are the steps' token and request counts
-/// ([`tokens::read`], same order as `report.steps`) where the launch grids were read.
+/// capture. Warnings (a flag against the capture) go into `found`'s warnings; the point
+/// is returned (the pipeline puts it into the report). `counts` are the steps' token and request counts
+/// ([`tokens::read`], same order as `found.steps`) where the launch grids were read.
 pub fn resolve(
     trace: &Trace,
-    report: &mut StepsReport,
+    found: &mut Found,
     given: &Given,
     counts: Option<&[tokens::StepCounts]>,
 ) -> Result<OperatingPoint> {
     if let Some(c) = counts {
-        for (s, c) in report.steps.iter_mut().zip(c) {
+        for (s, c) in found.steps.iter_mut().zip(c) {
             if let Some(t) = &c.tokens {
                 s.tokens_guess = Some(t.value);
                 s.tokens_evidence = Some(t.evidence.clone());
             }
         }
     }
-    let llm = kind::llm_evidence(&report.steps, given.model);
-    kind::infer(&mut report.steps, counts, llm);
+    let llm = kind::llm_evidence(&found.steps, given.model);
+    kind::infer(&mut found.steps, counts, llm);
     let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
     let side = sidecar.as_ref().map(|(_, s)| s);
     let side_name = sidecar
@@ -77,17 +77,17 @@ pub fn resolve(
             basis: s.basis,
             evidence: s.evidence,
         })
-        .or_else(|| parallel::infer_tp(report, trace.meta.distributed.as_ref()));
+        .or_else(|| parallel::infer_tp(found, trace.meta.distributed.as_ref()));
     let captured_tp = match captured_tp {
         Some(t) => Some(t),
-        None => parallel::data_parallel(trace, report, trace.meta.distributed.as_ref())?,
+        None => parallel::data_parallel(trace, found, trace.meta.distributed.as_ref())?,
     };
     let tp = flag_over(
         given.tp,
         captured_tp,
         "--tp",
         default_tp(),
-        &mut report.warnings,
+        &mut found.meta.warnings,
     );
     let pp = side
         .and_then(|s| s.pp)
@@ -98,7 +98,7 @@ pub fn resolve(
         })
         .or_else(|| parallel::infer_pp(trace.meta.distributed.as_ref()));
 
-    let gpu = resolve_gpu(given.gpu.as_deref(), trace, &mut report.warnings)?;
+    let gpu = resolve_gpu(given.gpu.as_deref(), trace, &mut found.meta.warnings)?;
 
     let drive = side.and_then(|s| s.drive);
     let side_batch = drive.map(|d| Sourced {
@@ -119,16 +119,16 @@ pub fn resolve(
             ),
         })
     });
-    let captured_batch = counts.and_then(|c| decode_batch(&report.steps, c));
+    let captured_batch = counts.and_then(|c| decode_batch(&found.steps, c));
     // The capture's inferred batch is left as it is: the copy bound only checks a flag.
     let batch = match given.batch {
         Some(b) => {
-            let copies = copies::decode_copies(trace, &report.steps)?;
+            let copies = copies::decode_copies(trace, &found.steps)?;
             Some(check_batch(
                 b,
                 captured_batch,
                 copies::contradiction(b, &copies),
-                &mut report.warnings,
+                &mut found.meta.warnings,
             ))
         }
         None => side_batch.or(captured_batch),
@@ -139,7 +139,7 @@ pub fn resolve(
             .filter_map(|k| k.max_keys.as_ref())
             .map(|k| (k.value, k.evidence.clone()))
             .collect();
-        report.warnings.extend(context::check(c, bounds.iter()));
+        found.meta.warnings.extend(context::check(c, bounds.iter()));
     }
     let context = given
         .context
@@ -155,7 +155,6 @@ pub fn resolve(
         vendor: vendor(trace, given.gpu.as_deref()).map(str::to_owned),
         sidecar: sidecar.map(|(p, _)| p.display().to_string()),
     };
-    report.operating_point = Some(point.clone());
     Ok(point)
 }
 

@@ -13,9 +13,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::exit::Result;
+use crate::timing::steps::Found;
 use crate::trace::{OpKind, Trace};
 use crate::wire::attribution::{Basis, Sourced};
-use crate::wire::steps::StepsReport;
 use crate::wire::trace::Distributed;
 
 /// Custom all-reduce kernels whose second template argument is the rank count
@@ -31,13 +31,13 @@ static RANKS_IN_TEMPLATE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The TP degree the capture states or implies, with its evidence (the trace's
 /// `distributedInfo` first, the kernels' own evidence after it); None when nothing says.
-pub fn infer_tp(report: &StepsReport, distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
-    let kernels = from_templates(report).or_else(|| from_ranks(report));
+pub fn infer_tp(found: &Found, distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
+    let kernels = from_templates(found).or_else(|| from_ranks(found));
     // A world of several ranks is tensor parallel only if its steps all-reduce like TP
     // layers do; data-parallel training shares the same distributedInfo.
     let stated = distributed
         .and_then(|d| from_distributed(d).0)
-        .filter(|t| t.value == 1 || tp_like(report));
+        .filter(|t| t.value == 1 || tp_like(found));
     match (stated, kernels) {
         (Some(mut d), Some(k)) if k.value != d.value => {
             d.evidence
@@ -130,10 +130,10 @@ fn from_distributed(d: &Distributed) -> (Option<Sourced<u32>>, Option<Sourced<u3
 }
 
 /// Rank counts read off collective kernel templates, most frequent first.
-fn from_templates(report: &StepsReport) -> Option<Sourced<u32>> {
+fn from_templates(found: &Found) -> Option<Sourced<u32>> {
     let mut counts: BTreeMap<u32, (u64, String)> = BTreeMap::new();
     let mut seen: Vec<*const u8> = Vec::new();
-    for k in report
+    for k in found
         .steps
         .iter()
         .flat_map(|s| &s.all_kernels)
@@ -183,7 +183,7 @@ static ALL_REDUCE: LazyLock<Regex> = LazyLock::new(|| {
 const MIN_ALL_REDUCES_PER_STEP: u64 = 8;
 
 /// Every step with GPU work all-reduces at least [`MIN_ALL_REDUCES_PER_STEP`] times.
-fn tp_like(report: &StepsReport) -> bool {
+fn tp_like(found: &Found) -> bool {
     let all_reduces = |s: &crate::wire::steps::Step| -> u64 {
         s.all_kernels
             .iter()
@@ -194,7 +194,7 @@ fn tp_like(report: &StepsReport) -> bool {
             .map(|k| k.instances)
             .sum()
     };
-    let mut with_gpu = report
+    let mut with_gpu = found
         .steps
         .iter()
         .filter(|s| s.wall_ns.is_some())
@@ -204,8 +204,8 @@ fn tp_like(report: &StepsReport) -> bool {
 
 /// Several ranks, each on its own device, with the same number of steps and all-reduce
 /// kernels inside every one of them: tensor parallel across them.
-fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
-    let with_gpu: Vec<usize> = report
+fn from_ranks(found: &Found) -> Option<Sourced<u32>> {
+    let with_gpu: Vec<usize> = found
         .series
         .iter()
         .enumerate()
@@ -214,7 +214,7 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
         .collect();
     let mut devices: Vec<i64> = with_gpu
         .iter()
-        .filter_map(|&i| report.series[i].device)
+        .filter_map(|&i| found.series[i].device)
         .collect();
     devices.sort_unstable();
     devices.dedup();
@@ -223,8 +223,8 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
     }
     let same_steps = with_gpu
         .windows(2)
-        .all(|w| report.series[w[0]].steps == report.series[w[1]].steps);
-    if !(same_steps && tp_like(report)) {
+        .all(|w| found.series[w[0]].steps == found.series[w[1]].steps);
+    if !(same_steps && tp_like(found)) {
         return None;
     }
     let n = with_gpu.len() as u32;
@@ -233,7 +233,7 @@ fn from_ranks(report: &StepsReport) -> Option<Sourced<u32>> {
         basis: Basis::Inferred,
         evidence: format!(
             "{n} ranks on {n} devices run the same {} steps, each with all-reduces inside",
-            report.series[with_gpu[0]].steps
+            found.series[with_gpu[0]].steps
         ),
     })
 }
@@ -272,7 +272,7 @@ struct StepCollectives {
 /// DP/FSDP and the world size, which per-GPU bytes are not divided by.
 pub fn data_parallel(
     trace: &Trace,
-    report: &StepsReport,
+    found: &Found,
     distributed: Option<&Distributed>,
 ) -> Result<Option<Sourced<u32>>> {
     let Some(world) = distributed
@@ -305,7 +305,7 @@ pub fn data_parallel(
         .collect();
     rows.sort_unstable();
     let mut per_step: Vec<StepCollectives> = Vec::new();
-    for s in &report.steps {
+    for s in &found.steps {
         let (Some(dev), Some(gs), Some(ge)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
             continue;
         };
@@ -333,7 +333,7 @@ pub fn data_parallel(
     let total: usize = per_step.iter().map(|c| c.collectives).sum();
     let steps = per_step.len();
     let sharded: usize = per_step.iter().map(|c| c.sharded).sum();
-    let name = report
+    let name = found
         .steps
         .iter()
         .flat_map(|s| &s.all_kernels)

@@ -10,9 +10,9 @@ use crate::operating_point;
 use crate::operating_point::tokens::StepCounts;
 use crate::pipeline::plan::StepsPlan;
 use crate::pipeline::pricing::Pricing;
-use crate::timing::steps;
+use crate::timing::steps::{self, Found};
 use crate::trace::Trace;
-use crate::wire::steps::{StepKind, StepsReport};
+use crate::wire::steps::{Step, StepKind, StepsReport};
 
 /// The complete steps of one report and the pricing they were attributed with.
 #[derive(Debug, Clone)]
@@ -34,11 +34,10 @@ pub fn load(path: &Path, plan: &StepsPlan) -> Result<Trace> {
 /// and request counts (`operating_point::tokens`) when the trace names a kernel whose grid
 /// counts them and a step's kind is unknown, a model is priced or `--batch` is checked. A trace that
 /// did not come from a file on disk is not read again.
-fn evidence(trace: &Trace, plan: &StepsPlan, r: &StepsReport) -> Result<Option<Trace>> {
+fn evidence(trace: &Trace, plan: &StepsPlan, steps: &[Step]) -> Result<Option<Trace>> {
     let path = Path::new(&trace.meta.path);
-    let for_batch = plan.infers_batch() && r.steps.iter().any(operating_point::batch::wants_batch);
-    let unknown = r
-        .steps
+    let for_batch = plan.infers_batch() && steps.iter().any(operating_point::batch::wants_batch);
+    let unknown = steps
         .iter()
         .any(|s| s.kind == StepKind::Unknown && s.wall_ns.is_some());
     let for_counts = (unknown || plan.floor.batch.is_some() || plan.floor.model.is_some())
@@ -63,36 +62,23 @@ fn python_frames(trace: &Trace, min_ns: i64) -> Result<Option<Trace>> {
     crate::source::load_with(path, &crate::source::LoadOptions::python_frames(min_ns)).map(Some)
 }
 
-/// Keep only device `d`'s steps, before the operating point, kinds, summaries, groups and
-/// floors read them: every number of the report is then that device's. The series stay
-/// (step indices point into them); time outside steps is kept for `d`'s series only, and
-/// the cross-rank alignment, which needs every rank, is dropped.
-fn keep_device(r: &mut StepsReport, d: i64) {
-    r.steps.retain(|s| s.device == Some(d));
-    let mine: Vec<usize> = (0..r.series.len())
-        .filter(|&i| r.series[i].device == Some(d))
-        .collect();
-    r.outside_steps.retain(|o| mine.contains(&o.series));
-    r.ranks.clear();
-    r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
-}
-
 /// The batch of unnamed decode steps from the capture's launch grids and input shapes,
 /// else the tokens their KV-cache writes count, when a floor is priced without `--batch`.
 fn infer_batches(
     evidence: Option<&Trace>,
     counts: Option<&[StepCounts]>,
     plan: &StepsPlan,
-    r: &mut StepsReport,
+    found: &mut Found,
 ) -> Result<()> {
-    if !plan.infers_batch() || !r.steps.iter().any(operating_point::batch::wants_batch) {
+    if !plan.infers_batch() || !found.steps.iter().any(operating_point::batch::wants_batch) {
         return Ok(());
     }
+    let Found { steps, meta, .. } = found;
     if let Some(ev) = evidence {
-        operating_point::batch::infer(ev, &mut r.steps, &mut r.warnings)?;
+        operating_point::batch::infer(ev, steps, &mut meta.warnings)?;
     }
     if let Some(c) = counts {
-        operating_point::batch_from_tokens(&mut r.steps, c, &mut r.warnings);
+        operating_point::batch_from_tokens(steps, c, &mut meta.warnings);
     }
     Ok(())
 }
@@ -102,50 +88,57 @@ fn infer_batches(
 /// capture under the plan's flags first, so `--kind` keeps inferred kinds and the floor
 /// prices what the capture ran.
 pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
-    let mut r = steps::find_steps(trace, &plan.find, &plan.categories)?;
+    // The working state is the steps as found (not the wire document): filtered, given
+    // their kinds, batches and operating point, then made into the report once.
+    let mut found = steps::find(trace, &plan.find, &plan.categories)?;
     if let Some(d) = plan.device {
-        keep_device(&mut r, d);
+        found.keep_device(d);
     }
-    let ev = evidence(trace, plan, &r)?;
+    let ev = evidence(trace, plan, &found.steps)?;
     let counts = match &ev {
-        Some(t) => Some(operating_point::tokens::read(t, &r.steps)?),
+        Some(t) => Some(operating_point::tokens::read(t, &found.steps)?),
         None => None,
     };
-    let point = operating_point::resolve(trace, &mut r, &plan.floor.given(), counts.as_deref())?;
+    let point =
+        operating_point::resolve(trace, &mut found, &plan.floor.given(), counts.as_deref())?;
     // Kinds are inferred now: a step that became an unnamed decode may want its batch,
     // which a first look (before the kinds) could not tell.
     let ev = match ev {
         Some(t) => Some(t),
-        None if plan.infers_batch() && r.steps.iter().any(operating_point::batch::wants_batch) => {
-            evidence(trace, plan, &r)?
+        None if plan.infers_batch()
+            && found.steps.iter().any(operating_point::batch::wants_batch) =>
+        {
+            evidence(trace, plan, &found.steps)?
         }
         None => None,
     };
     let counts = match (counts, &ev) {
-        (None, Some(t)) => Some(operating_point::tokens::read(t, &r.steps)?),
+        (None, Some(t)) => Some(operating_point::tokens::read(t, &found.steps)?),
         (c, _) => c,
     };
-    infer_batches(ev.as_ref(), counts.as_deref(), plan, &mut r)?;
+    infer_batches(ev.as_ref(), counts.as_deref(), plan, &mut found)?;
     if let Some(kind) = plan.kind {
-        r.steps.retain(|s| s.kind_label().kind == kind);
-        r.steps_without_gpu_work = r.steps.iter().filter(|s| s.wall_ns.is_none()).count();
+        found.steps.retain(|s| s.kind_label().kind == kind);
     }
-    // After inference, so the summary groups inferred kinds apart.
-    r.summary = steps::summarize(&r.steps);
-    r.median_step = steps::median_step(&r.steps);
     let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
     let profiler = attribution::kernel_profiler(point.vendor.as_deref());
     let pricing = Pricing::resolve(&plan.floor, &point)?;
     let a = match &pricing {
-        Some(p) => {
-            p.with_pricer(|pr| attribution::attribute_priced(&r.steps, Some(pr), &cost, profiler))
-        }
-        None => attribution::attribute_priced(&r.steps, None, &cost, profiler),
+        Some(p) => p.with_pricer(|pr| {
+            attribution::attribute_priced(&found.steps, Some(pr), &cost, profiler)
+        }),
+        None => attribution::attribute_priced(&found.steps, None, &cost, profiler),
     };
-    let mut r = r.join(a)?;
+    // The document, built once from the final steps (its summary and median step after
+    // every filter and inferred kind), joined to their attributions.
+    let mut r = StepsReport {
+        tool: Some(crate::wire::meta::Tool::current()),
+        source: Some(crate::wire::meta::SourceInfo::from(&trace.meta)),
+        operating_point: Some(point.clone()),
+        ..found.into_report()
+    }
+    .join(a)?;
     r.class_spread = attribution::spread::by_group(&r.steps);
-    r.tool = Some(crate::wire::meta::Tool::current());
-    r.source = Some(crate::wire::meta::SourceInfo::from(&trace.meta));
     let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
         model: &p.model,
         tp: p.opts.tp,

@@ -3,107 +3,12 @@
 
 use std::collections::HashMap;
 
+use super::found::{Found, Meta};
 use super::index::{gpu_annotations, Index};
 use super::project::Raw;
 use super::StepOptions;
 use crate::timing::overlap::category_totals;
-use crate::wire::steps::{
-    AlignedStep, FoundBy, KindLabel, KindSummary, OutsideSteps, Series, Spread, Step, StepAt,
-    StepKind, StepMethod, StepsReport,
-};
-
-/// Linear-interpolated percentile (numpy's default) of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-fn spread(mut v: Vec<f64>) -> Option<Spread> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(Spread {
-        median: percentile(&v, 0.5),
-        p10: percentile(&v, 0.1),
-        p90: percentile(&v, 0.9),
-    })
-}
-
-/// The median step by wall of the most common kind among the steps with GPU work (ties:
-/// the lower index), or None when no step has GPU work.
-pub fn median_step(steps: &[Step]) -> Option<StepAt> {
-    let mut counts: Vec<(KindLabel, usize)> = Vec::new();
-    for s in steps.iter().filter(|s| s.wall_ns.is_some()) {
-        match counts.iter_mut().find(|c| c.0 == s.kind_label()) {
-            Some(c) => c.1 += 1,
-            None => counts.push((s.kind_label(), 1)),
-        }
-    }
-    let kind = counts.iter().max_by_key(|c| c.1)?.0;
-    let mut of: Vec<&Step> = steps
-        .iter()
-        .filter(|s| s.wall_ns.is_some() && s.kind_label() == kind)
-        .collect();
-    of.sort_by_key(|s| (s.wall_ns, s.index));
-    of.get(of.len() / 2).map(|s| StepAt {
-        series: s.series,
-        index: s.index,
-    })
-}
-
-/// Per-kind summaries over the steps that have GPU work, an inferred kind apart from the
-/// marker kind of the same name.
-pub fn summarize(steps: &[Step]) -> Vec<KindSummary> {
-    let mut kinds: Vec<KindLabel> = steps
-        .iter()
-        .filter(|s| s.wall_ns.is_some())
-        .map(Step::kind_label)
-        .collect();
-    kinds.sort();
-    kinds.dedup();
-    kinds
-        .into_iter()
-        .map(|k| {
-            let sel: Vec<&Step> = steps
-                .iter()
-                .filter(|s| s.kind_label() == k && s.wall_ns.is_some())
-                .collect();
-            let col = |f: &dyn Fn(&Step) -> Option<f64>| {
-                spread(sel.iter().filter_map(|s| f(s)).collect())
-            };
-            KindSummary {
-                kind: if k.inferred {
-                    StepKind::Unknown
-                } else {
-                    k.kind
-                },
-                kind_guess: k.inferred.then_some(k.kind),
-                count: sel.len(),
-                wall_ns: col(&|s| s.wall_ns.map(|v| v as f64)),
-                period_ns: col(&|s| s.period_ns.map(|v| v as f64)),
-                busy_ns: col(&|s| Some(s.busy_ns as f64)),
-                gap_ns: col(&|s| s.gap_ns.map(|v| v as f64)),
-                launches: col(&|s| Some(s.launches as f64)),
-            }
-        })
-        .collect()
-}
-
-/// What discovery says about the whole report.
-pub struct Meta {
-    pub method: StepMethod,
-    pub found_by: FoundBy,
-    pub hint: Option<String>,
-    pub engine: Option<&'static str>,
-    pub notes: Vec<String>,
-    pub warnings: Vec<String>,
-}
+use crate::wire::steps::{AlignedStep, OutsideSteps, Series, Step};
 
 pub fn assemble(
     ix: &Index<'_>,
@@ -111,7 +16,7 @@ pub fn assemble(
     raws: Vec<Raw>,
     claimed: &[bool],
     opts: &StepOptions,
-) -> StepsReport {
+) -> Found {
     let trace = ix.trace;
     // Series: one per (pid, device), in host order (GPU order when there is no host
     // range). A step that launched nothing joins its process's device series.
@@ -232,32 +137,13 @@ pub fn assemble(
         }
         i = j;
     }
-    let without = steps.iter().filter(|s| s.wall_ns.is_none()).count();
     let ranks = align_ranks(&steps, &series);
     let outside_steps = outside(ix, &steps, &series, claimed);
-    StepsReport {
-        schema_version: crate::wire::steps::SCHEMA_VERSION,
-        tool: None,
-        source: None,
-        method: meta.method,
-        found_by: meta.found_by,
-        exact_steps_hint: meta.hint,
-        found_by_engine: meta.engine.map(str::to_owned),
-        launch_cost: None,
-        shapes: Vec::new(),
-        notes: meta.notes,
-        warnings: meta.warnings,
-        summary: summarize(&steps),
-        outside_steps,
+    Found {
+        meta,
         series,
-        steps_without_gpu_work: without,
+        outside_steps,
         ranks,
-        operating_point: None,
-        groups: Vec::new(),
-        class_spread: Vec::new(),
-        verdict: None,
-        median_step: median_step(&steps),
-        medians: None,
         steps,
     }
 }
@@ -402,17 +288,4 @@ fn align_ranks(steps: &[Step], series: &[Series]) -> Vec<AlignedStep> {
             }
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_interpolate() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 0.5), 2.5);
-        assert!((percentile(&v, 0.1) - 1.3).abs() < 1e-12);
-        assert!((percentile(&v, 0.9) - 3.7).abs() < 1e-12);
-    }
 }

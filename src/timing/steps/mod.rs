@@ -17,24 +17,28 @@
 mod assemble;
 mod candidate;
 mod discover;
+mod found;
 mod index;
 mod measure;
 mod options;
 mod project;
+mod summary;
 
 use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::StepsReport;
 
-pub use assemble::{median_step, percentile, summarize};
+pub use found::{Found, Meta};
 pub use options::{Extent, StepOptions, StepSource, Threads};
+pub use summary::{median_step, percentile, summarize};
 
-/// Find and project every step in the trace. Every step's `attribution` is empty and the
-/// report's `shapes`/`launch_cost` are unset: step finding knows nothing of attribution.
-/// `crate::attribution::attribute_all` prices the steps and
-/// [`StepsReport::join`] puts the two together.
-pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
+/// Find and project every step in the trace: the steps as step finding leaves them
+/// ([`Found`]), which the pipeline filters and gives their operating point before it
+/// builds the wire document ([`Found::into_report`]). Steps carry no attribution: step
+/// finding knows nothing of it; `crate::attribution::attribute_priced` prices the steps
+/// and [`StepsReport::join`] puts the two together.
+pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Found> {
     let ix = index::Index::new(trace)?;
     crate::phases::mark("steps: index");
     let found = discover::discover(&ix, opts)?;
@@ -62,7 +66,7 @@ pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Resu
     warnings.extend(trace.meta.warnings.iter().cloned());
     Ok(assemble::assemble(
         &ix,
-        assemble::Meta {
+        Meta {
             method: found.method,
             found_by: found.found_by,
             hint: found.hint,
@@ -74,4 +78,10 @@ pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Resu
         &p.claimed,
         opts,
     ))
+}
+
+/// [`find`] made into the wire document at once (no filter, no operating point): what a
+/// caller that only reads the steps wants.
+pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
+    find(trace, opts, cats).map(Found::into_report)
 }
