@@ -257,17 +257,7 @@ pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>, tokens: Option<f64>) -> La
                 "mapped by order, {name} as {role} would run above the roof: the order does not fit the model's layers"
             ),
         );
-        m.gemms = gemms
-            .into_iter()
-            .map(|r| LayerGemm {
-                role: None,
-                bytes: None,
-                achieved_bytes_per_s: None,
-                roof_fraction: None,
-                excess_ns: None,
-                ..r
-            })
-            .collect();
+        m.gemms = gemms.into_iter().map(unpriced).collect();
         return m;
     }
     LayerMap {
@@ -276,6 +266,19 @@ pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>, tokens: Option<f64>) -> La
         layers,
         gemms,
         ambiguous: None,
+    }
+}
+
+/// A GEMM row without its role and pricing: what an order that does not fit the model
+/// leaves of it (its kernel and time are still measured).
+pub(crate) fn unpriced(r: LayerGemm) -> LayerGemm {
+    LayerGemm {
+        role: None,
+        bytes: None,
+        achieved_bytes_per_s: None,
+        roof_fraction: None,
+        excess_ns: None,
+        ..r
     }
 }
 

@@ -288,17 +288,7 @@ pub(super) fn map(
                 "mapped by order{orders}, {} as {} would run above the roof: the order does not fit the model's layers",
                 bad.0, bad.1
             ));
-            m.gemms = rows
-                .into_iter()
-                .map(|r| LayerGemm {
-                    role: None,
-                    bytes: None,
-                    achieved_bytes_per_s: None,
-                    roof_fraction: None,
-                    excess_ns: None,
-                    ..r
-                })
-                .collect();
+            m.gemms = rows.into_iter().map(super::unpriced).collect();
             m
         }
         n => fail(format!(
