@@ -87,6 +87,11 @@ fn main() -> ExitCode {
         }
         stepgate::cli::run(cli)
     }));
+    // The dataset stores' read counts (STEPGATE_DEBUG_READS), recorded by the library as
+    // each store closed, printed here before the outcome's line.
+    for l in stepgate::dataset::reads::take_read_counts() {
+        line(&format!("stepgate: debug: {l}"));
+    }
     match run {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(e)) if e.kind == Kind::Internal => {

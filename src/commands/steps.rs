@@ -74,7 +74,12 @@ pub fn run(args: &Args) -> Result<u8> {
     // Table and markdown print the loader's warnings under the headline; JSON and CSV
     // carry them in the document, so say them on stderr too.
     if matches!(args.format, Format::Json | Format::Csv) {
-        crate::source::print_warnings(&trace);
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        for w in &trace.meta.warnings {
+            // A failed stderr write must not turn a result into a crash.
+            let _ = writeln!(err, "warning: {w}");
+        }
     }
     let run = crate::pipeline::steps::run(&trace, &steps_plan)?;
     let r = &run.report;

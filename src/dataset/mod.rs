@@ -15,6 +15,7 @@ pub mod flatten;
 pub mod history;
 pub mod layout;
 pub mod read;
+pub mod reads;
 pub mod reference;
 pub mod rows;
 pub mod schema;

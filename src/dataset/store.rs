@@ -122,24 +122,18 @@ pub struct Store {
     /// The local directory, for a local dataset.
     local: Option<PathBuf>,
     rt: tokio::runtime::Runtime,
-    /// Objects read, per top-level prefix (table), for `STEPGATE_DEBUG_READS`.
+    /// Objects read, per top-level prefix (table), for `dataset::reads`.
     reads: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
-/// With `STEPGATE_DEBUG_READS` set, each store says on stderr, when it is closed, how many
-/// objects it read per table: how tests and benchmarks see what a listing let a read skip.
 impl Drop for Store {
     fn drop(&mut self) {
-        if std::env::var_os("STEPGATE_DEBUG_READS").is_none_or(|v| v.is_empty()) {
+        if !super::reads::debug_reads() {
             return;
         }
-        let Ok(r) = self.reads.lock() else { return };
-        let per: Vec<String> = r.iter().map(|(t, n)| format!("{t}={n}")).collect();
-        eprintln!(
-            "stepgate: debug: objects read from {}: {}",
-            self.name,
-            per.join(" ")
-        );
+        if let Ok(r) = self.reads.lock() {
+            super::reads::record(&self.name, &r);
+        }
     }
 }
 

@@ -27,10 +27,10 @@ pub struct Recorded {
 }
 
 /// Load a report, find and price its steps, and turn them into a baseline. The loader's
-/// warnings go to stderr as soon as it is read: a baseline has no place for them.
+/// warnings come first in `warnings` (a baseline has no place for them: the command
+/// prints them, or the comparison carries them).
 pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
     let trace = crate::pipeline::steps::load(path, plan)?;
-    crate::source::print_warnings(&trace);
     let StepsRun { report, pricing } = crate::pipeline::steps::run(&trace, plan)?;
     let source = run_source(&trace, &plan.floor);
     if report.steps.len() == report.steps_without_gpu_work {
@@ -65,7 +65,9 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
         ..BaselineMeta::default()
     };
     // Samples a baseline file would refuse are left out here too, each said once.
-    let (baseline, warnings) = samples_from_steps(&report, meta);
+    let (baseline, left_out) = samples_from_steps(&report, meta);
+    let mut warnings = trace.meta.warnings.clone();
+    warnings.extend(left_out);
     Ok(Recorded {
         baseline,
         steps: report,

@@ -179,17 +179,6 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     Ok(trace)
 }
 
-/// Print a loaded trace's warnings to stderr, one `warning: …` line each, for commands
-/// whose own output has no place for them (a failed stderr write is ignored: warnings
-/// must never turn a result into a crash).
-pub fn print_warnings(trace: &Trace) {
-    use std::io::Write;
-    let mut err = std::io::stderr().lock();
-    for w in &trace.meta.warnings {
-        let _ = writeln!(err, "warning: {w}");
-    }
-}
-
 /// Refuse what is not a regular file or a directory before anything opens it: opening a
 /// FIFO blocks until a writer appears (forever, in CI), and a pipe or device can be read
 /// only once while the readers sniff the first bytes and then read the file again.

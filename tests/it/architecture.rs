@@ -893,6 +893,73 @@ fn crate_of(files: &[(&str, &str)]) -> Vec<Source> {
     files.iter().map(|(p, t)| src(p, t)).collect()
 }
 
+/// Where printing is allowed: the command layer, and below it only what must write as it
+/// happens — `output` (the one writer of stdout and files), `phases` (profiling marks,
+/// timed when they happen) and the nsys loader's terminal spinner.
+const MAY_PRINT: [&str; 7] = [
+    "src/commands/",
+    "src/cli.rs",
+    "src/main.rs",
+    "src/bin/",
+    "src/output/",
+    "src/phases.rs",
+    "src/source/nsys/progress.rs",
+];
+
+/// Library code that prints (`println!`, `eprintln!`, `print!`, `eprint!`, a handle on
+/// stdout or stderr) outside [`MAY_PRINT`]: it returns what it has to say, and the command
+/// layer prints it (tests excepted).
+fn printing_violations(files: &[Source]) -> Vec<String> {
+    let print = Regex::new(r"\b(e?println!|e?print!)|io::(stdout|stderr)\(\)").unwrap();
+    let mut out = Vec::new();
+    for f in files
+        .iter()
+        .filter(|f| !MAY_PRINT.iter().any(|p| f.path.starts_with(p)))
+    {
+        let code = without_tests(&code_only(&f.text));
+        for m in print.find_iter(&code) {
+            out.push(format!(
+                "{}:{}: library code prints: return the lines and let the command print them",
+                f.path,
+                code[..m.start()].matches('\n').count() + 1
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn library_code_does_not_print() {
+    assert_none("printing", printing_violations(&sources()));
+}
+
+#[test]
+fn a_library_file_that_prints_is_reported() {
+    let files = crate_of(&[
+        (
+            "src/dataset/store.rs",
+            "fn f() {\n    eprintln!(\"x\");\n}\n",
+        ),
+        (
+            "src/a.rs",
+            "fn g() {\n\n    let _ = writeln!(std::io::stderr(), \"y\");\n}\n",
+        ),
+        ("src/commands/steps.rs", "fn h() { println!(\"ok\"); }\n"),
+        (
+            "src/b.rs",
+            "// eprintln! in a comment\nconst S: &str = \"println!\";\n",
+        ),
+        (
+            "src/c.rs",
+            "#[cfg(test)]\nmod tests {\n    fn t() { eprintln!(\"in a test\"); }\n}\n",
+        ),
+    ]);
+    let v = printing_violations(&files);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].starts_with("src/dataset/store.rs:2:"), "{}", v[0]);
+    assert!(v[1].starts_with("src/a.rs:3:"), "{}", v[1]);
+}
+
 #[test]
 fn a_two_module_cycle_is_reported_and_named() {
     let files = crate_of(&[
