@@ -208,7 +208,7 @@ mod tests {
     use crate::wire::attribution::{ClassShape, LaunchCost};
     use crate::wire::baseline::BaselineMeta;
     use crate::wire::roofline::{FloorOptions, StepComposition};
-    use crate::wire::steps::{FoundBy, Step, StepKernel, StepKind, StepsReport};
+    use crate::wire::steps::{Step, StepKernel, StepsReport};
 
     /// The throwaway class's compulsory bytes: 6.7 MB, which an H100 SXM's cited
     /// 3.35 TB/s moves in 6.7e6 / 3.35e12 s = 2,000 ns.
@@ -337,47 +337,21 @@ mod tests {
         let busy = GEMM_NS + ATTENTION_NS + probe_ns + OTHER_NS;
         let start = index as i64 * 20_000_000;
         Step {
-            index,
-            series: 0,
-            pid: 1,
-            tid: Some(1),
-            device: Some(0),
             name: format!("execute_model_{index}"),
-            found_by: FoundBy::Marker,
-            kind: StepKind::Decode,
-            kind_guess: None,
-            kind_evidence: None,
-            composition: None,
-            batch_guess: None,
-            batch_evidence: None,
-            tokens_guess: None,
-            tokens_evidence: None,
             cpu_start_ns: Some(start),
             cpu_end_ns: Some(start + 1_000),
             cpu_ns: Some(1_000),
             gpu_start_ns: Some(start),
             gpu_end_ns: Some(start + busy + GAP_NS),
             wall_ns: Some(busy + GAP_NS),
-            period_ns: None,
-            idle_before_ns: None,
             busy_ns: busy,
             gap_ns: Some(GAP_NS),
             kernels: 237,
             ops: 237,
-            tail_busy_ns: 0,
-            tail_kernels: 0,
-            tail_ops: 0,
-            graph_replays: 0,
-            launches: 237,
             launch_host_ns: 500_000,
-            exposed_comm_ns: None,
-            longest_host_call: None,
-            annotation_gpu_start_ns: None,
-            annotation_gpu_end_ns: None,
             top_kernels: kernels.clone(),
-            categories: Vec::new(),
-            attribution: None,
             all_kernels: kernels,
+            ..crate::wire::steps::tests::step(index, 237)
         }
     }
 

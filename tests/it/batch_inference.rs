@@ -9,20 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{fixture, run};
+use crate::common::{fixture, run, steps_json};
 use stepgate::synth::planted::{self, Cause};
 use stepgate::synth::workload;
 
 const SGLANG: &str = "kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz";
-
-fn steps_json(args: &[&str]) -> Value {
-    let mut a = vec!["steps"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--format", "json"]);
-    let (code, out, err) = run(&a);
-    assert_eq!(code, 0, "{a:?}: {err}");
-    serde_json::from_str(&out).unwrap()
-}
 
 /// The SGLang fixture without its two step annotations (`step[DECODE bs=N]` and vLLM's
 /// `execute_…`), written into `dir`; returns the path and the N the annotation stated.

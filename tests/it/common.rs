@@ -99,3 +99,13 @@ pub fn union_ns(iv: impl IntoIterator<Item = (i64, i64)>) -> i64 {
     }
     total
 }
+
+/// `stepgate steps ARGS --format json`, which must succeed, parsed.
+pub fn steps_json(args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["steps"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--format", "json"]);
+    let (code, out, err) = run(&a);
+    assert_eq!(code, 0, "{a:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{fixture, run};
+use crate::common::{fixture, run, steps_json};
 
 /// The five classes in the order of the JSON's `class` values, and "no class".
 const CLASSES: [&str; 5] = ["weights", "attention", "kv_write", "communication", "rest"];
@@ -147,15 +147,6 @@ fn field(annotation: &str, key: &str) -> u64 {
         .collect::<String>()
         .parse()
         .unwrap()
-}
-
-fn steps_json(args: &[&str]) -> Value {
-    let mut a = vec!["steps"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--format", "json"]);
-    let (code, out, err) = run(&a);
-    assert_eq!(code, 0, "{a:?}: {err}");
-    serde_json::from_str(&out).unwrap()
 }
 
 fn class<'a>(step: &'a Value, key: &str) -> Option<&'a Value> {

@@ -10,18 +10,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::batch_inference::{close, llama3_8b_floor_ns};
-use crate::common::{fixture, run};
+use crate::common::{fixture, run, steps_json};
 use stepgate::synth::planted_point::{self, PointCase};
 use stepgate::synth::workload;
-
-fn steps_json(args: &[&str]) -> Value {
-    let mut a = vec!["steps"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--format", "json"]);
-    let (code, out, err) = run(&a);
-    assert_eq!(code, 0, "{a:?}: {err}");
-    serde_json::from_str(&out).unwrap()
-}
 
 fn write(dir: &Path, case: PointCase, steps: usize) -> PathBuf {
     let path = dir.join("point.sqlite");

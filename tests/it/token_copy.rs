@@ -10,21 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{fixture, run};
+use crate::common::{fixture, steps_json};
 use stepgate::synth::planted_point::{self, PointCase};
 use stepgate::synth::workload;
 
 /// The fewest bytes of one sampled token id (int32).
 const ID_BYTES: i64 = 4;
-
-fn steps_json(args: &[&str]) -> Value {
-    let mut a = vec!["steps"];
-    a.extend_from_slice(args);
-    a.extend_from_slice(&["--format", "json"]);
-    let (code, out, err) = run(&a);
-    assert_eq!(code, 0, "{a:?}: {err}");
-    serde_json::from_str(&out).unwrap()
-}
 
 fn batch_warnings(j: &Value) -> Vec<String> {
     j["warnings"]
@@ -34,6 +25,19 @@ fn batch_warnings(j: &Value) -> Vec<String> {
         .map(|s| s.as_str().unwrap().to_owned())
         .filter(|w| w.starts_with("--batch"))
         .collect()
+}
+
+/// The one `--batch` warning of a report.
+fn one_batch_warning(j: &Value) -> String {
+    let w = batch_warnings(j);
+    assert_eq!(w.len(), 1, "{w:?}");
+    w.into_iter().next().unwrap()
+}
+
+/// `steps ARGS` warns nothing about `--batch`.
+fn no_batch_warning(args: &[&str]) {
+    let w = batch_warnings(&steps_json(args));
+    assert!(w.is_empty(), "{args:?}: {w:?}");
 }
 
 fn write(dir: &Path, to_host: Option<i64>, steps: usize) -> PathBuf {
@@ -60,27 +64,25 @@ fn a_batch_above_what_every_decode_copies_to_the_host_is_a_contradiction() {
     }
     // One int32 id of 4 bytes per step: room for 4 / 4 = 1 request.
     let room = bytes / ID_BYTES;
-    let w = batch_warnings(&j);
-    assert_eq!(w.len(), 1, "{w:?}");
+    let w = one_batch_warning(&j);
     let want = format!(
         "--batch 32 contradicts the capture (each of the {n} decode steps copies at most \
          {bytes} bytes to the host, room for at most {room} sampled token id(s) of ≥ 4 bytes, \
          derived: the largest is [memcpy DtoH] of {bytes} bytes in step "
     );
-    assert!(w[0].starts_with(&want), "{}", w[0]);
+    assert!(w.starts_with(&want), "{}", w);
     assert!(
-        w[0].ends_with(
+        w.ends_with(
             ", and a decode copies at least one token id per request): pricing at --batch 32"
         ),
         "{}",
-        w[0]
+        w
     );
     assert_eq!(j["operating_point"]["batch"]["value"], 32);
     assert_eq!(j["operating_point"]["batch"]["basis"], "input");
 
     // The batch the copies allow: no warning.
-    let j = steps_json(&[p, "--batch", &room.to_string()]);
-    assert!(batch_warnings(&j).is_empty(), "{:?}", batch_warnings(&j));
+    no_batch_warning(&[p, "--batch", &room.to_string()]);
 }
 
 #[test]
@@ -92,18 +94,16 @@ fn eight_bytes_a_step_allow_two_requests_whatever_the_id_type() {
     let p = path.to_str().unwrap();
     let room = (bytes / ID_BYTES) as u64;
     assert_eq!(room, 2);
-    let j = steps_json(&[p, "--batch", &room.to_string()]);
-    assert!(batch_warnings(&j).is_empty(), "{:?}", batch_warnings(&j));
+    no_batch_warning(&[p, "--batch", &room.to_string()]);
     let over = (room + 1).to_string();
     let j = steps_json(&[p, "--batch", &over]);
-    let w = batch_warnings(&j);
-    assert_eq!(w.len(), 1, "{w:?}");
+    let w = one_batch_warning(&j);
     assert!(
-        w[0].contains(&format!(
+        w.contains(&format!(
             "copies at most {bytes} bytes to the host, room for at most {room} sampled token id(s)"
         )),
         "{}",
-        w[0]
+        w
     );
 }
 
@@ -133,21 +133,20 @@ fn grids_and_copies_that_both_contradict_the_flag_make_one_line() {
     let path = dir.path().join("both.sqlite");
     workload::build(&scn, &path).unwrap();
     let j = steps_json(&[path.to_str().unwrap(), "--batch", "32"]);
-    let w = batch_warnings(&j);
-    assert_eq!(w.len(), 1, "{w:?}");
+    let w = one_batch_warning(&j);
     assert!(
-        w[0].starts_with(&format!(
+        w.starts_with(&format!(
             "--batch 32 contradicts the capture (1 inferred: 1 request(s) in {n} of {n} unnamed decode steps"
         )),
         "{}",
-        w[0]
+        w
     );
     assert!(
-        w[0].contains(&format!(
+        w.contains(&format!(
             "; and each of the {n} decode steps copies at most 4 bytes to the host, room for at most 1 sampled token id(s)"
         )),
         "{}",
-        w[0]
+        w
     );
 }
 
@@ -191,26 +190,20 @@ fn the_sglang_decode_copies_room_for_its_32_requests_and_no_more() {
 
     let f = fixture(SGLANG);
     let p = f.to_str().unwrap();
-    let j = steps_json(&[p, "--batch", &bs.to_string()]);
-    assert!(batch_warnings(&j).is_empty(), "{:?}", batch_warnings(&j));
+    no_batch_warning(&[p, "--batch", &bs.to_string()]);
     // The copy is found in the decode step: a flag above its room is named.
     let over = (room + 1).to_string();
     let j = steps_json(&[p, "--batch", &over]);
-    let w = batch_warnings(&j);
-    assert_eq!(w.len(), 1, "{w:?}");
+    let w = one_batch_warning(&j);
     assert!(
-        w[0].starts_with(&format!(
+        w.starts_with(&format!(
             "--batch {over} contradicts the capture (the one decode step copies at most 256 bytes to the host, room for at most {room} sampled token id(s)"
         )),
         "{}",
-        w[0]
+        w
     );
     // Kineto's `Memcpy DtoH (Device -> Host)`, under the name nsys gives it.
-    assert!(
-        w[0].contains("[memcpy DtoH] of 256 bytes in step 0"),
-        "{}",
-        w[0]
-    );
+    assert!(w.contains("[memcpy DtoH] of 256 bytes in step 0"), "{}", w);
 }
 
 #[test]
@@ -222,6 +215,5 @@ fn the_vllm_mi300x_decode_copies_nothing_to_the_host_so_gives_no_bound() {
     assert!(to_host_bytes(&ev).is_empty());
     assert!(ev.iter().any(|e| e["cat"] == "gpu_memcpy"));
     let f = fixture(VLLM);
-    let j = steps_json(&[f.to_str().unwrap(), "--batch", "100000"]);
-    assert!(batch_warnings(&j).is_empty(), "{:?}", batch_warnings(&j));
+    no_batch_warning(&[f.to_str().unwrap(), "--batch", "100000"]);
 }
