@@ -1,3 +1,3 @@
 -- GPU memsets (docs/nsys-format.md §5).
-SELECT start, end, deviceId, streamId, globalPid, correlationId, bytes, {{graphNodeId}}
+SELECT start, end, deviceId, streamId, globalPid, correlationId, bytes
 FROM {{TABLE}}

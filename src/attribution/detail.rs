@@ -95,7 +95,10 @@ fn ops_of<'t>(trace: &'t Trace, step: &Step, cats: &Categorizer) -> Result<Vec<S
     let o = trace.ops_view()?;
     let mut idx: Vec<usize> = (0..o.start_ns.len())
         .filter(|&i| {
-            o.pid[i] == step.pid && o.device[i] == dev && o.start_ns[i] >= gs && o.end_ns[i] <= ge
+            i64::from(o.pid[i]) == step.pid
+                && i64::from(o.device[i]) == dev
+                && o.start_ns[i] >= gs
+                && o.end_ns[i] <= ge
         })
         .collect();
     idx.sort_by(|&a, &b| {
@@ -217,6 +220,7 @@ pub fn detail(
             report.groups[gi].layers = Some(layers::map(&kernels, g, tokens(step)));
         }
     }
+    crate::phases::mark("steps: group detail");
     report.verdict = super::verdict::decide(trace, report, frames)?;
     Ok(())
 }

@@ -115,7 +115,7 @@ fn shape_rows(trace: &Trace) -> Result<(Vec<ShapeRow<'_>>, Refused<'_>)> {
                 return None;
             }
             Some(ShapeRow {
-                pid: v.pid[i],
+                pid: i64::from(v.pid[i]),
                 tid: v.tid[i],
                 start: v.start_ns[i],
                 first_dim: m,
@@ -201,8 +201,8 @@ pub(super) fn counted_launches<'t, S: Copy>(
         let value = count(p, g.launch(i).grid);
         if value > 0 {
             rows.push(Counted {
-                device: o.device[i],
-                pid: o.pid[i],
+                device: i64::from(o.device[i]),
+                pid: i64::from(o.pid[i]),
                 start: o.start_ns[i],
                 value,
                 name: trace.name(o.name_id[i]),

@@ -54,8 +54,8 @@ fn to_host_rows(trace: &Trace) -> Result<Vec<ToHost<'_>>> {
         .filter(|&i| d2h.get(o.name_id[i] as usize).copied().unwrap_or(false))
         .filter_map(|i| {
             Some(ToHost {
-                device: o.device[i],
-                pid: o.pid[i],
+                device: i64::from(o.device[i]),
+                pid: i64::from(o.pid[i]),
                 start: o.start_ns[i],
                 bytes: u64::try_from(bytes[i]).ok().filter(|&b| b > 0)?,
                 name: trace.name(o.name_id[i]),

@@ -300,7 +300,12 @@ pub fn data_parallel(
         .filter(|&i| OpKind::from_u32(o.kind[i]) == OpKind::Kernel)
         .filter_map(|i| {
             let c = *class.get(o.name_id[i] as usize)?;
-            (c > 0).then_some((o.device[i], o.start_ns[i], o.pid[i], c))
+            (c > 0).then_some((
+                i64::from(o.device[i]),
+                o.start_ns[i],
+                i64::from(o.pid[i]),
+                c,
+            ))
         })
         .collect();
     rows.sort_unstable();

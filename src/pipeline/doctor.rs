@@ -65,7 +65,7 @@ fn gpu_work(trace: &Trace) -> Result<Finding> {
     let o = trace.ops_view()?;
     let mut per: BTreeMap<i64, [u64; 4]> = BTreeMap::new();
     for i in 0..o.start_ns.len() {
-        per.entry(o.device[i]).or_default()[o.kind[i].min(3) as usize] += 1;
+        per.entry(i64::from(o.device[i])).or_default()[o.kind[i].min(3) as usize] += 1;
     }
     let kernels: u64 = per
         .values()
@@ -176,12 +176,12 @@ fn ranges(trace: &Trace) -> Result<Finding> {
 fn window(trace: &Trace) -> Result<Option<Finding>> {
     let c = trace.calls_view()?;
     let o = trace.ops_view()?;
-    let ops: HashSet<(i64, i64)> = (0..o.start_ns.len())
+    let ops: HashSet<(i32, i32)> = (0..o.start_ns.len())
         .filter(|&i| o.correlation_id[i] >= 0)
         .map(|i| (o.pid[i], o.correlation_id[i]))
         .collect();
     let launches: Vec<usize> = (0..c.start_ns.len())
-        .filter(|&i| c.is_launch[i] == 1 && c.correlation_id[i] >= 0)
+        .filter(|&i| c.is_launch(i) && c.correlation_id[i] >= 0)
         .collect();
     if launches.is_empty() {
         return Ok(None);
@@ -245,7 +245,7 @@ fn launch_links(trace: &Trace) -> Result<Option<Finding>> {
         )));
     }
     let c = trace.calls_view()?;
-    let calls: HashSet<(i64, i64)> = (0..c.start_ns.len())
+    let calls: HashSet<(i32, i32)> = (0..c.start_ns.len())
         .filter(|&i| c.correlation_id[i] >= 0)
         .map(|i| (c.pid[i], c.correlation_id[i]))
         .collect();
@@ -288,8 +288,8 @@ fn launch_links(trace: &Trace) -> Result<Option<Finding>> {
 /// Processes with GPU work, and the distributed run the report states.
 fn ranks(trace: &Trace) -> Result<Finding> {
     let o = trace.ops_view()?;
-    let pids: BTreeSet<i64> = o.pid.iter().copied().collect();
-    let devices: BTreeSet<i64> = o.device.iter().copied().collect();
+    let pids: BTreeSet<i64> = o.pid.iter().map(|&p| i64::from(p)).collect();
+    let devices: BTreeSet<i64> = o.device.iter().map(|&d| i64::from(d)).collect();
     // Only what the report states: a rank without a world size is said as such.
     let stated = trace
         .meta

@@ -95,6 +95,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         found.keep_device(d);
     }
     let ev = evidence(trace, plan, &found.steps)?;
+    crate::phases::mark("steps: evidence read");
     let counts = match &ev {
         Some(t) => Some(operating_point::tokens::read(t, &found.steps)?),
         None => None,
@@ -117,6 +118,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         (c, _) => c,
     };
     infer_batches(ev.as_ref(), counts.as_deref(), plan, &mut found)?;
+    crate::phases::mark("steps: operating point and batches");
     if let Some(kind) = plan.kind {
         found.steps.retain(|s| s.kind_label().kind == kind);
     }
@@ -138,6 +140,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         ..found.into_report()
     }
     .join(a)?;
+    crate::phases::mark("steps: priced and joined");
     r.class_spread = attribution::spread::by_group(&r.steps);
     let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
         model: &p.model,
@@ -161,6 +164,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         &tokens,
         &frames,
     )?;
+    crate::phases::mark("steps: detail");
     r.medians = Some(attribution::medians::run_medians(&r.steps));
     if let Some(p) = &pricing {
         r.notes.push(format!("floor: {}", p.basis));

@@ -16,7 +16,7 @@
 //! Times: `ts`/`dur` in µs with three decimals, i.e. exactly the integer ns stepgate
 //! measured, relative to the report's origin.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use crate::exit::{Error, Result};
@@ -229,23 +229,37 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
     let ranks = name_ranks(&trace.strings);
     let (order, excl) = exclusive_per_op(o.device, o.start_ns, o.end_ns, o.name_id, &ranks);
     // Correlation ids are unique per process in nsys, but a Kineto file's reader joins on
-    // the id alone: make them unique in the file (process rank in the high bits).
+    // the id alone: make them unique in the file by giving each process its own block
+    // (after the blocks of the processes before it), which keeps them within the 32 bits
+    // a reader holds.
     let c = trace.calls_view()?;
-    let mut pids: Vec<i64> = c.pid.iter().chain(o.pid.iter()).copied().collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let corr = |pid: i64, id: i64| -> i64 {
+    let mut top: BTreeMap<i32, i64> = BTreeMap::new();
+    for (&p, &id) in c
+        .pid
+        .iter()
+        .zip(c.correlation_id)
+        .chain(o.pid.iter().zip(o.correlation_id))
+    {
+        let m = top.entry(p).or_insert(-1);
+        *m = (*m).max(i64::from(id));
+    }
+    let mut base: HashMap<i32, i64> = HashMap::with_capacity(top.len());
+    let mut next = 0i64;
+    for (p, m) in top {
+        base.insert(p, next);
+        next += m + 1;
+    }
+    let corr = |pid: i32, id: i32| -> i64 {
         if id < 0 {
-            return id;
+            return i64::from(id);
         }
-        let rank = pids.binary_search(&pid).unwrap_or(0) as i64;
-        (rank << 40) | (id & ((1 << 40) - 1))
+        base.get(&pid).copied().unwrap_or(0) + i64::from(id)
     };
     let mut tracks: BTreeSet<(i64, i64)> = BTreeSet::new();
     // Launches of the ops kept, so a window keeps each op's launching call even when the
     // call fell before the window: read back, the op then stays with the step (or the
     // outside time) it belonged to instead of losing its launch.
-    let mut launched: HashSet<(i64, i64)> = HashSet::new();
+    let mut launched: HashSet<(i32, i32)> = HashSet::new();
     let mut args = String::with_capacity(128);
     for (k, &i) in order.iter().enumerate() {
         let i = i as usize;
@@ -273,7 +287,8 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
         if OpKind::from_u32(o.kind[i]) == OpKind::Graph {
             args.push_str(",\"graph replay\":true");
         }
-        tracks.insert((o.device[i], o.stream[i]));
+        let track = (i64::from(o.device[i]), i64::from(o.stream[i]));
+        tracks.insert(track);
         // Kineto spells copies `Memcpy HtoD (…)` and fills `Memset (…)`; its reader maps
         // them back to stepgate's `[memcpy HtoD]` / `[memset]`.
         let name = trace.name(o.name_id[i]);
@@ -290,16 +305,7 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
             OpKind::Memset => "Memset",
             _ => name,
         };
-        push_x(
-            &mut out,
-            cat,
-            name,
-            o.device[i],
-            o.stream[i],
-            s,
-            e - s,
-            &args,
-        );
+        push_x(&mut out, cat, name, track.0, track.1, s, e - s, &args);
     }
     let devices: BTreeSet<i64> = tracks.iter().map(|t| t.0).collect();
     for &d in &devices {
@@ -340,13 +346,14 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
             "\"correlation\":{}",
             corr(c.pid[i], c.correlation_id[i])
         );
-        threads.insert((c.pid[i], c.tid[i]));
+        let thread = (i64::from(c.pid[i]), c.tid[i]);
+        threads.insert(thread);
         push_x(
             &mut out,
             cat,
             trace.name(c.name_id[i]),
-            c.pid[i],
-            c.tid[i],
+            thread.0,
+            thread.1,
             c.start_ns[i],
             c.end_ns[i] - c.start_ns[i],
             &args,

@@ -2,7 +2,9 @@
 //! `copies - 1` shifted copies of its event rows inside SQLite (`INSERT … SELECT`), each
 //! moved by one period (the fixture's span plus a gap) and with correlation ids offset per
 //! copy, so the real mix of runtime and NVTX rows per kernel is kept (the `analyze`
-//! benchmark inputs).
+//! benchmark inputs). The fixture's correlation ids are first renumbered densely (the
+//! same id in every table keeps one number), so thousands of copies stay within the 32
+//! bits CUPTI gives a correlation id, as a real capture of that size would.
 
 use std::path::Path;
 
@@ -73,8 +75,9 @@ pub fn replicate(fixture: &Path, copies: u64, out: &Path) -> Result<Replicated> 
             }
         }
     }
-    let (mut lo, mut hi, mut max_corr) = (i64::MAX, i64::MIN, 0i64);
-    for (t, cols) in &tables {
+    let max_corr = renumber_correlations(&c, &tables)?;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for (t, _) in &tables {
         let (a, b): (Option<i64>, Option<i64>) = c
             .query_row(
                 &format!("SELECT min(start), max(coalesce(end, start)) FROM {t}"),
@@ -85,14 +88,6 @@ pub fn replicate(fixture: &Path, copies: u64, out: &Path) -> Result<Replicated> 
         if let (Some(a), Some(b)) = (a, b) {
             lo = lo.min(a);
             hi = hi.max(b);
-        }
-        if cols.iter().any(|c| c == "correlationId") {
-            let m: Option<i64> = c
-                .query_row(&format!("SELECT max(correlationId) FROM {t}"), [], |r| {
-                    r.get(0)
-                })
-                .map_err(err)?;
-            max_corr = max_corr.max(m.unwrap_or(0));
         }
     }
     if lo > hi {
@@ -122,7 +117,10 @@ pub fn replicate(fixture: &Path, copies: u64, out: &Path) -> Result<Replicated> 
             .iter()
             .map(|col| match col.as_str() {
                 "start" | "end" => format!("\"{col}\" + ?1"),
-                "correlationId" => format!("\"{col}\" + ?2"),
+                // 0 and NULL are "no id" (docs/nsys-format.md): they stay so.
+                "correlationId" => {
+                    format!("CASE WHEN \"{col}\" = 0 THEN 0 ELSE \"{col}\" + ?2 END")
+                }
                 _ => format!("\"{col}\""),
             })
             .collect();
@@ -156,4 +154,45 @@ pub fn replicate(fixture: &Path, copies: u64, out: &Path) -> Result<Replicated> 
         correlation_stride,
         rows,
     })
+}
+
+/// Renumber the correlation ids of every table that has them to 1..=n in id order (one
+/// map for all tables, so a call and its kernels keep sharing an id; 0 and NULL stay),
+/// and return n, the largest id now.
+fn renumber_correlations(c: &Connection, tables: &[(String, Vec<String>)]) -> Result<i64> {
+    let with: Vec<&str> = tables
+        .iter()
+        .filter(|(_, cols)| cols.iter().any(|c| c == "correlationId"))
+        .map(|(t, _)| t.as_str())
+        .collect();
+    if with.is_empty() {
+        return Ok(0);
+    }
+    let union: Vec<String> = with
+        .iter()
+        .map(|t| format!("SELECT correlationId AS id FROM {t} WHERE correlationId > 0"))
+        .collect();
+    c.execute_batch(&format!(
+        "CREATE TEMP TABLE corr_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
+         INSERT INTO corr_map (old, new)
+           SELECT id, row_number() OVER (ORDER BY id) FROM ({}) GROUP BY id;",
+        union.join(" UNION ALL ")
+    ))
+    .map_err(err)?;
+    for t in &with {
+        c.execute(
+            &format!(
+                "UPDATE {t} SET correlationId = \
+                 (SELECT new FROM corr_map WHERE old = {t}.correlationId) \
+                 WHERE correlationId > 0"
+            ),
+            [],
+        )
+        .map_err(err)?;
+    }
+    let n: Option<i64> = c
+        .query_row("SELECT max(new) FROM corr_map", [], |r| r.get(0))
+        .map_err(err)?;
+    c.execute_batch("DROP TABLE corr_map").map_err(err)?;
+    Ok(n.unwrap_or(0))
 }

@@ -2,28 +2,106 @@
 //! `finish` hands each column's vector to polars without a copy. One macro writes the
 //! four builders (ops, calls, ranges, shapes) from their column lists, so a column is
 //! named once: in its builder, its row and its frame.
+//!
+//! Ids (device, stream, process, correlation, graph) are 32-bit columns: every format's
+//! ids fit (CUDA's device, stream, correlation and graph ids are 32-bit, OS pids stay
+//! below 2^22), and at 20M ops and 27M calls each 64-bit id column would cost 80–110 MB.
+//! Thread ids stay 64-bit (Kineto writes pthread ids). A reader that needs wider ids while it reads (Kineto keeps a
+//! rank slot in the high bits, `source/kineto/ids.rs`) builds with `I = i64` and
+//! narrows at `finish`. An id that does not fit is stored as -1 (unknown) and counted
+//! ([`OpsBuilder::out_of_range`]), and the loaders say so in a warning.
 
 use polars::prelude::*;
 
 use super::{col, CallApi, OpKind, RangeKind};
 use crate::exit::Result;
 
-/// A row field's value as its column stores it (enums and flags as u32).
-impl From<OpKind> for u32 {
-    fn from(k: OpKind) -> u32 {
+/// How a row's field is stored in its column (enums and flags as small integers, ids
+/// narrowed to 32 bits).
+pub trait Store<R> {
+    /// The stored value; `out_of_range` counts ids that do not fit.
+    fn store(v: R, out_of_range: &mut u64) -> Self;
+}
+
+impl Store<i64> for i64 {
+    #[inline]
+    fn store(v: i64, _: &mut u64) -> i64 {
+        v
+    }
+}
+
+impl Store<u32> for u32 {
+    #[inline]
+    fn store(v: u32, _: &mut u64) -> u32 {
+        v
+    }
+}
+
+impl Store<OpKind> for u32 {
+    #[inline]
+    fn store(k: OpKind, _: &mut u64) -> u32 {
         k as u32
     }
 }
 
-impl From<CallApi> for u32 {
-    fn from(k: CallApi) -> u32 {
+impl Store<RangeKind> for u32 {
+    #[inline]
+    fn store(k: RangeKind, _: &mut u64) -> u32 {
         k as u32
     }
 }
 
-impl From<RangeKind> for u32 {
-    fn from(k: RangeKind) -> u32 {
+impl Store<CallApi> for u32 {
+    #[inline]
+    fn store(k: CallApi, _: &mut u64) -> u32 {
         k as u32
+    }
+}
+
+impl Store<i64> for i32 {
+    #[inline]
+    fn store(v: i64, out_of_range: &mut u64) -> i32 {
+        i32::try_from(v).unwrap_or_else(|_| {
+            *out_of_range += 1;
+            -1
+        })
+    }
+}
+
+/// The storage of a builder's id columns while it is filled: `i32` (the trace's own) or
+/// `i64` (a reader that narrows at the end).
+pub trait IdStore: Copy + Default + std::fmt::Debug + Store<i64> + private::Sealed {
+    /// The trace's 32-bit column of these ids (narrowing i64 ids, out-of-range as -1).
+    fn id_column(name: &str, v: Vec<Self>) -> Column;
+    /// How many of these ids will not fit the 32-bit column.
+    fn count_wide(v: &[Self]) -> u64;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+}
+
+impl IdStore for i32 {
+    fn id_column(name: &str, v: Vec<i32>) -> Column {
+        owned::<Int32Type>(name, v)
+    }
+
+    fn count_wide(_: &[i32]) -> u64 {
+        0
+    }
+}
+
+impl IdStore for i64 {
+    fn id_column(name: &str, v: Vec<i64>) -> Column {
+        let mut n = 0;
+        let narrow: Vec<i32> = v.into_iter().map(|x| i32::store(x, &mut n)).collect();
+        owned::<Int32Type>(name, narrow)
+    }
+
+    fn count_wide(v: &[i64]) -> u64 {
+        v.iter().filter(|&&x| i32::try_from(x).is_err()).count() as u64
     }
 }
 
@@ -68,26 +146,76 @@ trait Group: Default {
     fn into_columns(self, out: &mut Vec<Column>);
 }
 
+/// A column's element type in a builder over id storage `I`: the marker [`Id`] is `I`,
+/// any other type itself.
+pub trait Elem<I> {
+    type Out;
+}
+
+/// The marker of an id column in the builders' column lists.
+#[derive(Debug)]
+pub enum Id {}
+
+impl<I> Elem<I> for Id {
+    type Out = I;
+}
+
+macro_rules! elem_is_itself {
+    ($($t:ty),+) => {
+        $(impl<I> Elem<I> for $t {
+            type Out = $t;
+        })+
+    };
+}
+
+elem_is_itself!(i64, u32);
+
+/// A column of the frame from the builder's vector: ids through [`IdStore::id_column`].
+macro_rules! column {
+    (Id, $name:expr, $v:expr) => {
+        I::id_column($name, $v)
+    };
+    ($t:ty, $name:expr, $v:expr) => {
+        <$t as Native>::column($name, $v)
+    };
+}
+
+/// How many of a column's values will not fit the frame (ids only).
+macro_rules! wide {
+    (Id, $v:expr) => {
+        I::count_wide($v)
+    };
+    ($t:ty, $v:expr) => {
+        0
+    };
+}
+
 /// `$builder` (a vector per column) and `$row` (one row, for `push`), with push, len,
 /// finish, and the whole-row operations truncate and append. Every builder has a
-/// `start_ns` column, which gives its length. `optional` names a [`Group`] of columns
-/// the builder carries only when a load asks for it.
+/// `start_ns` column, which gives its length. A column typed [`Id`] is stored as the
+/// builder's `I` (see [`IdStore`]). `optional` names a [`Group`] of columns the builder
+/// carries only when a load asks for it.
 macro_rules! builder {
     (
         $(#[$bdoc:meta])*
-        $builder:ident,
+        $builder:ident = $generic:ident<i32>,
         $(#[$rdoc:meta])*
         $row:ident {
-            $($(#[$fdoc:meta])* $field:ident: $rty:ty => $cty:ty = $colname:expr,)+
+            $($(#[$fdoc:meta])* $field:ident: $rty:ty => $cty:tt = $colname:expr,)+
         }
         $(optional $(#[$odoc:meta])* $opt:ident: $oty:ty)?
     ) => {
-        $(#[$bdoc])*
+        /// The builder over any id storage (see [`IdStore`]).
         #[derive(Debug, Default)]
-        pub struct $builder {
-            $(pub $field: Vec<$cty>,)+
+        pub struct $generic<I: IdStore> {
+            $(pub $field: Vec<<$cty as Elem<I>>::Out>,)+
             $($(#[$odoc])* pub $opt: Option<$oty>,)?
+            /// Ids pushed that did not fit 32 bits (stored as -1).
+            out_of_range: u64,
         }
+
+        $(#[$bdoc])*
+        pub type $builder = $generic<i32>;
 
         $(#[$rdoc])*
         #[derive(Debug, Clone, Copy)]
@@ -95,7 +223,7 @@ macro_rules! builder {
             $($(#[$fdoc])* pub $field: $rty,)+
         }
 
-        impl $builder {
+        impl<I: IdStore> $generic<I> {
             /// Push a row (unknown values in an optional group).
             pub fn push(&mut self, r: $row) {
                 self.push_row(r);
@@ -104,8 +232,12 @@ macro_rules! builder {
                 })?
             }
 
+            #[inline]
             fn push_row(&mut self, r: $row) {
-                $(self.$field.push(<$cty>::from(r.$field));)+
+                $(self.$field.push(<<$cty as Elem<I>>::Out as Store<$rty>>::store(
+                    r.$field,
+                    &mut self.out_of_range,
+                ));)+
             }
 
             pub fn len(&self) -> usize {
@@ -116,9 +248,15 @@ macro_rules! builder {
                 self.start_ns.is_empty()
             }
 
+            /// How many ids did not fit (or, in an `i64` builder, will not fit) the
+            /// frame's 32-bit columns: they read as -1, unknown.
+            pub fn out_of_range(&self) -> u64 {
+                self.out_of_range $(+ wide!($cty, &self.$field))+
+            }
+
             pub fn finish(self) -> Result<DataFrame> {
                 #[allow(unused_mut)]
-                let mut columns = vec![$(<$cty as Native>::column($colname, self.$field)),+];
+                let mut columns = vec![$(column!($cty, $colname, self.$field)),+];
                 $(if let Some(g) = self.$opt {
                     g.into_columns(&mut columns);
                 })?
@@ -138,9 +276,12 @@ macro_rules! builder {
             /// concatenation of big parts holds one extra column at a time, not a part.
             pub fn append(&mut self, other: &mut Self) {
                 if self.is_empty() {
+                    let counted = self.out_of_range;
                     std::mem::swap(self, other);
+                    self.out_of_range += counted;
                     return;
                 }
+                self.out_of_range += std::mem::take(&mut other.out_of_range);
                 $(
                     // Parts of one load are built alike; a part without the group gets
                     // unknown values for it.
@@ -161,20 +302,19 @@ macro_rules! builder {
 
 builder! {
     /// Row-wise builder for [`Trace::ops`](super::Trace::ops).
-    OpsBuilder,
+    OpsBuilder = OpsBuilderOf<i32>,
     /// One GPU op, for [`OpsBuilder::push`].
     OpRow {
-        device: i64 => i64 = col::DEVICE,
-        stream: i64 => i64 = col::STREAM,
-        pid: i64 => i64 = col::PID,
+        device: i64 => Id = col::DEVICE,
+        stream: i64 => Id = col::STREAM,
+        pid: i64 => Id = col::PID,
         start_ns: i64 => i64 = col::START,
         end_ns: i64 => i64 = col::END,
         name_id: u32 => u32 = col::NAME,
         short_id: u32 => u32 = col::SHORT,
         kind: OpKind => u32 = col::KIND,
-        correlation_id: i64 => i64 = col::CORR,
-        graph_node_id: i64 => i64 = col::GRAPH_NODE,
-        graph_id: i64 => i64 = col::GRAPH,
+        correlation_id: i64 => Id = col::CORR,
+        graph_id: i64 => Id = col::GRAPH,
         bytes: i64 => i64 = col::BYTES,
     }
     optional
@@ -185,27 +325,27 @@ builder! {
 
 builder! {
     /// Row-wise builder for [`Trace::calls`](super::Trace::calls).
-    CallsBuilder,
+    CallsBuilder = CallsBuilderOf<i32>,
     /// One host API call, for [`CallsBuilder::push`].
     CallRow {
-        pid: i64 => i64 = col::PID,
+        pid: i64 => Id = col::PID,
+        /// Thread ids stay 64-bit: Kineto writes pthread ids (2248185664 in a 2021 trace).
         tid: i64 => i64 = col::TID,
         start_ns: i64 => i64 = col::START,
         end_ns: i64 => i64 = col::END,
         name_id: u32 => u32 = col::NAME,
-        correlation_id: i64 => i64 = col::CORR,
+        correlation_id: i64 => Id = col::CORR,
         api: CallApi => u32 = col::API,
-        /// A kernel or graph launch (not a copy or sync).
-        is_launch: bool => u32 = col::IS_LAUNCH,
     }
 }
 
 builder! {
     /// Row-wise builder for [`Trace::ranges`](super::Trace::ranges).
-    RangesBuilder,
+    RangesBuilder = RangesBuilderOf<i32>,
     /// One annotated range, for [`RangesBuilder::push`].
     RangeRow {
-        pid: i64 => i64 = col::PID,
+        pid: i64 => Id = col::PID,
+        /// Thread ids stay 64-bit: Kineto writes pthread ids (2248185664 in a 2021 trace).
         tid: i64 => i64 = col::TID,
         start_ns: i64 => i64 = col::START,
         end_ns: i64 => i64 = col::END,
@@ -217,10 +357,11 @@ builder! {
 
 builder! {
     /// Row-wise builder for [`Trace::shapes`](super::Trace::shapes).
-    ShapesBuilder,
+    ShapesBuilder = ShapesBuilderOf<i32>,
     /// One operator's input shapes, for [`ShapesBuilder::push`].
     ShapeRow {
-        pid: i64 => i64 = col::PID,
+        pid: i64 => Id = col::PID,
+        /// Thread ids stay 64-bit: Kineto writes pthread ids (2248185664 in a 2021 trace).
         tid: i64 => i64 = col::TID,
         start_ns: i64 => i64 = col::START,
         end_ns: i64 => i64 = col::END,
@@ -308,7 +449,7 @@ impl Group for GeometryCols {
     }
 }
 
-impl OpsBuilder {
+impl<I: IdStore> OpsBuilderOf<I> {
     /// Record launch geometry too (rows pushed without one get zeros).
     pub fn with_geometry(mut self) -> Self {
         self.geometry = Some(GeometryCols::default());
@@ -340,7 +481,6 @@ mod tests {
             short_id: 0,
             kind: OpKind::Kernel,
             correlation_id: 5,
-            graph_node_id: -1,
             graph_id: -1,
             bytes: 0,
         }
@@ -365,7 +505,7 @@ mod tests {
         assert_eq!(g.grid_x, vec![4, 0, 0]);
         assert_eq!(g.block_x, vec![128, 0, 0]);
         let df = a.finish().unwrap();
-        assert_eq!((df.height(), df.width()), (3, 18));
+        assert_eq!((df.height(), df.width()), (3, 17));
         assert_eq!(
             df.column(col::START)
                 .unwrap()
@@ -375,5 +515,42 @@ mod tests {
                 .unwrap(),
             &[0, 10, 20]
         );
+    }
+
+    #[test]
+    fn ids_beyond_32_bits_read_as_unknown_and_are_counted() {
+        let big = OpRow {
+            correlation_id: 1 << 31,
+            stream: i64::from(i32::MAX),
+            ..op(0)
+        };
+        // Narrow builder: counted at push, stored as -1; the largest i32 is kept.
+        let mut a = OpsBuilder::default();
+        a.push(big);
+        a.push(op(10));
+        assert_eq!(a.correlation_id, vec![-1, 5]);
+        assert_eq!(a.stream, vec![i32::MAX, 7]);
+        assert_eq!(a.out_of_range(), 1);
+        // Appending keeps both parts' counts, into an empty builder too.
+        let mut b = OpsBuilder::default();
+        b.push(big);
+        a.append(&mut b);
+        let mut empty = OpsBuilder::default();
+        empty.append(&mut a);
+        assert_eq!(empty.out_of_range(), 2);
+        // Wide builder (a reader that narrows at the end): counted before, -1 in the frame.
+        let mut w = OpsBuilderOf::<i64>::default();
+        w.push(big);
+        w.push(OpRow {
+            pid: -(1 << 40),
+            ..op(20)
+        });
+        assert_eq!(w.correlation_id, vec![1 << 31, 5]);
+        assert_eq!(w.out_of_range(), 2);
+        let df = w.finish().unwrap();
+        let corr = df.column(col::CORR).unwrap().i32().unwrap();
+        assert_eq!(corr.cont_slice().unwrap(), &[-1, 5]);
+        let pid = df.column(col::PID).unwrap().i32().unwrap();
+        assert_eq!(pid.cont_slice().unwrap(), &[1, -1]);
     }
 }

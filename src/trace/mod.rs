@@ -28,13 +28,14 @@ use crate::wire::meta::SourceInfo;
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 pub use builders::{
-    CallRow, CallsBuilder, GeometryCols, Launch, OpRow, OpsBuilder, RangeRow, RangesBuilder,
-    ShapeRow, ShapesBuilder,
+    CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, IdStore, Launch, OpRow, OpsBuilder,
+    OpsBuilderOf, RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder,
+    ShapesBuilderOf,
 };
 pub use interner::{bounded, Interner, MAX_NAME_BYTES};
 pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
 pub use metrics::{GpuMetric, GpuMetricSeries};
-pub use views::{i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
+pub use views::{i32s, i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
 
 /// Kind of a GPU operation (`ops.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,11 +95,9 @@ pub mod col {
     pub const SHORT: &str = "short_id";
     pub const KIND: &str = "kind";
     pub const CORR: &str = "correlation_id";
-    pub const GRAPH_NODE: &str = "graph_node_id";
     pub const GRAPH: &str = "graph_id";
     pub const BYTES: &str = "bytes";
     pub const API: &str = "api";
-    pub const IS_LAUNCH: &str = "is_launch";
     pub const DOMAIN: &str = "domain_id";
     /// Kernel launch geometry (ops, only with `LoadOptions::geometry`): u32, 0 where
     /// unknown or not a kernel.
@@ -147,10 +146,12 @@ impl From<&TraceMeta> for SourceInfo {
 #[derive(Debug, Clone)]
 pub struct Trace {
     /// GPU operations: device, stream, pid, start_ns, end_ns, name_id, short_id, kind (u32
-    /// [`OpKind`]), correlation_id, graph_node_id, graph_id, bytes (memcpy/memset, else 0).
+    /// [`OpKind`]), correlation_id, graph_id, bytes (memcpy/memset, else 0).
     pub ops: DataFrame,
     /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id, api (u32
-    /// [`CallApi`]), is_launch (u32 0/1: a kernel or graph launch, not a copy or sync).
+    /// [`CallApi`]). Whether a call launches GPU work is a function of its name
+    /// ([`is_launch_call`]), so it is looked up per name ([`CallsView::is_launch`]), not
+    /// stored per call (27M calls in a 16M-kernel report).
     pub calls: DataFrame,
     /// Annotated ranges: pid, tid, start_ns, end_ns, name_id, domain_id, kind (u32 [`RangeKind`]).
     pub ranges: DataFrame,
@@ -190,9 +191,23 @@ impl Trace {
             .unwrap_or("")
     }
 
+    /// Say how many ids a load could not hold (see [`IdStore`]), when there were any.
+    pub fn warn_out_of_range(meta: &mut TraceMeta, ids: u64) {
+        if ids > 0 {
+            meta.warnings.push(format!(
+                "{ids} id(s) (device, stream, process, correlation or graph) were \
+                 2^31 or more: stepgate holds ids in 32 bits, so they read as unknown (-1) and \
+                 what they would link (an op to its launch, a call to its thread) is not joined"
+            ));
+        }
+    }
+
     /// Device ids that have at least one op, ascending.
     pub fn op_devices(&self) -> Result<Vec<i64>> {
-        let mut ids: Vec<i64> = i64s(&self.ops, col::DEVICE)?.to_vec();
+        let mut ids: Vec<i64> = i32s(&self.ops, col::DEVICE)?
+            .iter()
+            .map(|&d| i64::from(d))
+            .collect();
         ids.sort_unstable();
         ids.dedup();
         Ok(ids)

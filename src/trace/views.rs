@@ -14,6 +14,14 @@ pub fn i64s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [i64]> {
         .map_err(|e| Error::input(format!("internal frame error on {name}: {e}")))
 }
 
+/// As [`i64s`] for i32 columns (ids: device, stream, process, thread, correlation, graph).
+pub fn i32s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [i32]> {
+    df.column(name)?
+        .i32()?
+        .cont_slice()
+        .map_err(|e| Error::input(format!("internal frame error on {name}: {e}")))
+}
+
 /// As [`i64s`] for u32 columns (name ids).
 pub fn u32s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [u32]> {
     df.column(name)?
@@ -24,17 +32,16 @@ pub fn u32s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [u32]> {
 
 /// Borrowed, column-sliced view of the ops frame: the hot loops read these.
 pub struct OpsView<'a> {
-    pub device: &'a [i64],
-    pub stream: &'a [i64],
-    pub pid: &'a [i64],
+    pub device: &'a [i32],
+    pub stream: &'a [i32],
+    pub pid: &'a [i32],
     pub start_ns: &'a [i64],
     pub end_ns: &'a [i64],
     pub name_id: &'a [u32],
     pub short_id: &'a [u32],
     pub kind: &'a [u32],
-    pub correlation_id: &'a [i64],
-    pub graph_node_id: &'a [i64],
-    pub graph_id: &'a [i64],
+    pub correlation_id: &'a [i32],
+    pub graph_id: &'a [i32],
 }
 
 /// Borrowed view of the ops' launch geometry ([`Trace::geometry_view`]), row for row
@@ -60,7 +67,7 @@ impl GeometryView<'_> {
 
 /// Borrowed view of the shapes frame.
 pub struct ShapesView<'a> {
-    pub pid: &'a [i64],
+    pub pid: &'a [i32],
     pub tid: &'a [i64],
     pub start_ns: &'a [i64],
     pub end_ns: &'a [i64],
@@ -71,19 +78,32 @@ pub struct ShapesView<'a> {
 
 /// Borrowed view of the calls frame.
 pub struct CallsView<'a> {
-    pub pid: &'a [i64],
+    pub pid: &'a [i32],
     pub tid: &'a [i64],
     pub start_ns: &'a [i64],
     pub end_ns: &'a [i64],
     pub name_id: &'a [u32],
-    pub correlation_id: &'a [i64],
+    pub correlation_id: &'a [i32],
     pub api: &'a [u32],
-    pub is_launch: &'a [u32],
+    /// Per interned name: whether a call of that name launches GPU work
+    /// ([`is_launch_call`](super::is_launch_call)).
+    launch_name: Vec<bool>,
+}
+
+impl CallsView<'_> {
+    /// Whether call `i` is a kernel or graph launch (not a copy or sync).
+    #[inline]
+    pub fn is_launch(&self, i: usize) -> bool {
+        self.launch_name
+            .get(self.name_id[i] as usize)
+            .copied()
+            .unwrap_or(false)
+    }
 }
 
 /// Borrowed view of the ranges frame.
 pub struct RangesView<'a> {
-    pub pid: &'a [i64],
+    pub pid: &'a [i32],
     pub tid: &'a [i64],
     pub start_ns: &'a [i64],
     pub end_ns: &'a [i64],
@@ -96,38 +116,41 @@ impl Trace {
     pub fn ops_view(&self) -> Result<OpsView<'_>> {
         let d = &self.ops;
         Ok(OpsView {
-            device: i64s(d, col::DEVICE)?,
-            stream: i64s(d, col::STREAM)?,
-            pid: i64s(d, col::PID)?,
+            device: i32s(d, col::DEVICE)?,
+            stream: i32s(d, col::STREAM)?,
+            pid: i32s(d, col::PID)?,
             start_ns: i64s(d, col::START)?,
             end_ns: i64s(d, col::END)?,
             name_id: u32s(d, col::NAME)?,
             short_id: u32s(d, col::SHORT)?,
             kind: u32s(d, col::KIND)?,
-            correlation_id: i64s(d, col::CORR)?,
-            graph_node_id: i64s(d, col::GRAPH_NODE)?,
-            graph_id: i64s(d, col::GRAPH)?,
+            correlation_id: i32s(d, col::CORR)?,
+            graph_id: i32s(d, col::GRAPH)?,
         })
     }
 
     pub fn calls_view(&self) -> Result<CallsView<'_>> {
         let d = &self.calls;
         Ok(CallsView {
-            pid: i64s(d, col::PID)?,
+            pid: i32s(d, col::PID)?,
             tid: i64s(d, col::TID)?,
             start_ns: i64s(d, col::START)?,
             end_ns: i64s(d, col::END)?,
             name_id: u32s(d, col::NAME)?,
-            correlation_id: i64s(d, col::CORR)?,
+            correlation_id: i32s(d, col::CORR)?,
             api: u32s(d, col::API)?,
-            is_launch: u32s(d, col::IS_LAUNCH)?,
+            launch_name: self
+                .strings
+                .iter()
+                .map(|n| super::is_launch_call(n))
+                .collect(),
         })
     }
 
     pub fn ranges_view(&self) -> Result<RangesView<'_>> {
         let d = &self.ranges;
         Ok(RangesView {
-            pid: i64s(d, col::PID)?,
+            pid: i32s(d, col::PID)?,
             tid: i64s(d, col::TID)?,
             start_ns: i64s(d, col::START)?,
             end_ns: i64s(d, col::END)?,
@@ -157,7 +180,7 @@ impl Trace {
     pub fn shapes_view(&self) -> Result<ShapesView<'_>> {
         let d = &self.shapes;
         Ok(ShapesView {
-            pid: i64s(d, col::PID)?,
+            pid: i32s(d, col::PID)?,
             tid: i64s(d, col::TID)?,
             start_ns: i64s(d, col::START)?,
             end_ns: i64s(d, col::END)?,
@@ -187,7 +210,6 @@ mod tests {
             short_id: 0,
             kind: OpKind::Kernel,
             correlation_id: 5,
-            graph_node_id: -1,
             graph_id: -1,
             bytes: 0,
         });

@@ -162,9 +162,9 @@ fn geometry_off_adds_no_columns() {
     for f in [FASTVIDEO, B200] {
         let t = load(&fixture(f), &LoadOptions::all());
         assert!(t.geometry_view().unwrap().is_none(), "{f}");
-        assert_eq!(t.ops.width(), 12, "{f}");
+        assert_eq!(t.ops.width(), 11, "{f}");
         let on = load(&fixture(f), &geometry());
-        assert_eq!(on.ops.width(), 18, "{f}");
+        assert_eq!(on.ops.width(), 17, "{f}");
         // The other columns do not change.
         let names: Vec<String> = t
             .ops
@@ -564,9 +564,9 @@ fn op_rows(t: &Trace) -> Vec<(i64, i64, i64, String)> {
     (0..v.start_ns.len())
         .map(|i| {
             (
-                v.device[i],
+                i64::from(v.device[i]),
                 v.start_ns[i],
-                v.correlation_id[i],
+                i64::from(v.correlation_id[i]),
                 t.name(v.name_id[i]).to_owned(),
             )
         })

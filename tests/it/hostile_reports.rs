@@ -70,12 +70,13 @@ fn has_warning(t: &Trace, needle: &str) -> bool {
 // ---------------------------------------------------------------- Kineto
 
 #[test]
-fn kineto_ids_of_2_pow_32_and_more_never_panic() {
+fn kineto_ids_of_2_pow_31_and_more_never_panic() {
     let d = tempfile::tempdir().unwrap();
     let events = vec![
         kernel("10", "5", "0", 1),
-        // args.device 2^32 and, without args.device, a pid of 2^33 as the device.
-        kernel("20", "5", "4294967296", 2),
+        // args.device 2^31 (one past the trace's 32-bit ids) and, without args.device, a
+        // pid of 2^33 as the device.
+        kernel("20", "5", "2147483648", 2),
         r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 8589934592, "tid": 7, "ts": 30, "dur": 5, "args": {"correlation": 3}}"#.to_owned(),
         // The launch of the kept kernel comes from a process id of 2^33.
         launch("8589934592", "9", "1", 1),
@@ -90,12 +91,12 @@ fn kineto_ids_of_2_pow_32_and_more_never_panic() {
     // Its launching process is unknown, not a number made of the id's low bits.
     assert_eq!(v.pid, &[-1]);
     assert!(
-        has_warning(&t, "2 GPU event(s) had a device id of 2^32 or more"),
+        has_warning(&t, "2 GPU event(s) had a device id of 2^31 or more"),
         "{:?}",
         t.meta.warnings
     );
     assert!(
-        has_warning(&t, "1 host event(s) had a pid of 2^32 or more"),
+        has_warning(&t, "1 host event(s) had a pid of 2^31 or more"),
         "{:?}",
         t.meta.warnings
     );
@@ -104,7 +105,7 @@ fn kineto_ids_of_2_pow_32_and_more_never_panic() {
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["devices"][0]["busy_ns"], 5_000);
-    assert!(j["warnings"].to_string().contains("device id of 2^32"));
+    assert!(j["warnings"].to_string().contains("device id of 2^31"));
 }
 
 #[test]
@@ -604,6 +605,52 @@ fn nsys_duplicate_launch_correlation_ids_are_warned() {
             t.meta.warnings
         );
     }
+}
+
+#[test]
+fn nsys_ids_beyond_32_bits_read_as_unknown_with_a_warning() {
+    // CUPTI's ids are 32-bit unsigned; stepgate holds them in 32 signed bits. An id of
+    // 2^31 or more (a correlation id of 3e9, a stream of 2^31) reads as unknown.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("ids.sqlite");
+    let mut w = NsysWriter::create(&p, Layout::Nsys2026_2).unwrap();
+    let k = w.string("k").unwrap();
+    let launch = w.string("cudaLaunchKernel_v7000").unwrap();
+    w.kernel(&kernel_rec(100, 200, k, Some(3_000_000_000)))
+        .unwrap();
+    w.kernel(&KernelRec {
+        stream: 1 << 31,
+        ..kernel_rec(300, 400, k, Some(7))
+    })
+    .unwrap();
+    for (s, corr) in [(50, 3_000_000_000), (250, 7)] {
+        w.call(&CallRec {
+            start_ns: s,
+            end_ns: s + 5,
+            event_class: 0,
+            pid: 5,
+            tid: 5,
+            correlation_id: Some(corr),
+            name: launch,
+        })
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let t = load_ok(&p);
+    let v = t.ops_view().unwrap();
+    assert_eq!(v.correlation_id, &[-1, 7]);
+    assert_eq!(v.stream, &[7, -1]);
+    assert_eq!(t.calls_view().unwrap().correlation_id, &[-1, 7]);
+    // Both kernels' times are still read; the warning counts the three ids.
+    assert_eq!((v.start_ns, v.end_ns), (&[100, 300][..], &[200, 400][..]));
+    assert!(
+        has_warning(
+            &t,
+            "3 id(s) (device, stream, process, correlation or graph) were 2^31 or more"
+        ),
+        "{:?}",
+        t.meta.warnings
+    );
 }
 
 /// Names of the files in `dir`, sorted.

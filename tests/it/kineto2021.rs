@@ -120,8 +120,8 @@ fn string_tids_are_the_same_threads_as_their_integer_spelling() {
         let c = t.calls_view().unwrap();
         let mut checked = 0;
         for i in 0..c.pid.len() {
-            if let Some(&ft) = flow_tid.get(&c.correlation_id[i]) {
-                assert_eq!(c.tid[i], ft, "{f}: call {}", c.correlation_id[i]);
+            if let Some(&ft) = flow_tid.get(&i64::from(c.correlation_id[i])) {
+                assert_eq!(c.tid[i], ft, "{f}: call {}", i64::from(c.correlation_id[i]));
                 checked += 1;
             }
         }
@@ -159,7 +159,9 @@ fn gpu_ops_keep_their_device_and_stream() {
         let v = t.ops_view().unwrap();
         let mut got: BTreeMap<(i64, i64), (usize, i64)> = BTreeMap::new();
         for i in 0..v.device.len() {
-            let s = got.entry((v.device[i], v.stream[i])).or_default();
+            let s = got
+                .entry((i64::from(v.device[i]), i64::from(v.stream[i])))
+                .or_default();
             s.0 += 1;
             s.1 += v.end_ns[i] - v.start_ns[i];
         }
@@ -167,7 +169,7 @@ fn gpu_ops_keep_their_device_and_stream() {
         // The kernels' streams, as the fixture README lists them.
         let kernel_streams: BTreeSet<i64> = (0..v.device.len())
             .filter(|&i| v.kind[i] == OpKind::Kernel as u32)
-            .map(|i| v.stream[i])
+            .map(|i| i64::from(v.stream[i]))
             .collect();
         assert_eq!(
             kernel_streams.into_iter().collect::<Vec<_>>(),

@@ -52,7 +52,7 @@ fn per_device(t: &Trace, kind: OpKind) -> BTreeMap<i64, (i64, i64)> {
     let mut m = BTreeMap::new();
     for i in 0..v.start_ns.len() {
         if v.kind[i] == kind as u32 {
-            let e = m.entry(v.device[i]).or_insert((0, 0));
+            let e = m.entry(i64::from(v.device[i])).or_insert((0, 0));
             e.0 += 1;
             e.1 += v.end_ns[i] - v.start_ns[i];
         }
@@ -377,12 +377,12 @@ fn kernels_without_launch(t: &Trace) -> usize {
         .pid
         .iter()
         .zip(c.correlation_id)
-        .map(|(&p, &k)| (p, k))
+        .map(|(&p, &k)| (i64::from(p), i64::from(k)))
         .collect();
     let v = t.ops_view().unwrap();
     (0..v.kind.len())
         .filter(|&i| v.kind[i] == OpKind::Kernel as u32)
-        .filter(|&i| !calls.contains(&(v.pid[i], v.correlation_id[i])))
+        .filter(|&i| !calls.contains(&(i64::from(v.pid[i]), i64::from(v.correlation_id[i]))))
         .count()
 }
 
@@ -430,7 +430,7 @@ fn saxpy_2022_drops_backtrace_duplicates_and_reads_old_tables() {
     );
     let c = t.calls_view().unwrap();
     assert_eq!(
-        c.is_launch.iter().filter(|&&x| x == 1).count() as i64,
+        (0..c.name_id.len()).filter(|&i| c.is_launch(i)).count() as i64,
         launches
     );
     assert!(launches >= 5);
@@ -503,15 +503,15 @@ fn converted_sglang_file_is_node_mode() {
     let t = nsys::load(&db).unwrap();
     assert_eq!(t.meta.cuda_graph_trace_mode.as_deref(), Some("Node"));
     let v = t.ops_view().unwrap();
-    let with_node = v.graph_node_id.iter().filter(|&&g| g >= 0).count() as i64;
+    let in_graph = v.graph_id.iter().filter(|&&g| g >= 0).count() as i64;
     assert_eq!(
-        with_node,
+        in_graph,
         sql_i64(
             &db,
-            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL"
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId IS NOT NULL"
         )
     );
-    assert_eq!(with_node, 544);
+    assert_eq!(in_graph, 544);
 }
 
 /// Eager, node-graph, opaque-graph and piecewise steps on two ranks, with a memcpy,
@@ -577,7 +577,7 @@ fn generated_layouts_load_with_expected_values() {
             // Sequential ops on one stream: busy = Σ op durations, window = first..last.
             let v = t.ops_view().unwrap();
             let idx: Vec<usize> = (0..v.device.len())
-                .filter(|&i| v.device[i] == d.device)
+                .filter(|&i| i64::from(v.device[i]) == d.device)
                 .collect();
             assert_eq!(idx.len() as u64, d.ops);
             let busy: i64 = idx.iter().map(|&i| v.end_ns[i] - v.start_ns[i]).sum();
@@ -625,17 +625,31 @@ fn generated_layouts_load_with_expected_values() {
                 assert!(graphs.iter().all(|&i| v.graph_id[i] == 1));
             }
         }
-        // Node-mode replays carry graph node ids and share their launch's correlation id.
+        // Node-mode replays (kernels with a graph node id in the export; the trace does not
+        // keep node ids) share their launch's correlation id.
+        let node_corrs: HashSet<i64> = ro(&p)
+            .prepare(
+                "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL \
+                 WHERE graphNodeId IS NOT NULL AND deviceId = 0",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
         let v = t.ops_view().unwrap();
         let node: Vec<usize> = (0..v.kind.len())
-            .filter(|&i| v.graph_node_id[i] >= 0 && v.device[i] == 0)
+            .filter(|&i| v.device[i] == 0 && node_corrs.contains(&i64::from(v.correlation_id[i])))
             .collect();
         assert_eq!(
             node.len(),
             10 + 3,
             "{layout:?}: node-mode + piecewise graph kernels"
         );
-        let corrs: HashSet<i64> = node.iter().map(|&i| v.correlation_id[i]).collect();
+        let corrs: HashSet<i64> = node
+            .iter()
+            .map(|&i| i64::from(v.correlation_id[i]))
+            .collect();
         // Step 1 is one graph launch; step 2's piecewise graphs are two (gemm_a+gemm_b, then
         // gemm_c after the eager attention kernel).
         assert_eq!(corrs.len(), 3);
@@ -955,4 +969,33 @@ fn replicate_keeps_the_row_mix_and_shifts_copies() {
     );
     let span = v.end_ns.iter().max().unwrap() - v.start_ns.iter().min().unwrap();
     assert!(span >= 2 * r.period_ns);
+    // Correlation ids renumbered densely before the copies: n distinct ids in the source
+    // (every table that has the column) become 1..=n, copy k adds k × stride (the power of
+    // ten above n), so the largest id is 2 × stride + n.
+    let c = ro(&src);
+    let with_ids: Vec<String> = c
+        .prepare(
+            "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) p \
+             WHERE m.type = 'table' AND p.name = 'correlationId'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let union = with_ids
+        .iter()
+        .map(|t| format!("SELECT correlationId AS id FROM {t} WHERE correlationId > 0"))
+        .collect::<Vec<_>>()
+        .join(" UNION ");
+    let n = sql_i64(&src, &format!("SELECT count(*) FROM ({union})"));
+    assert!(n > 0);
+    let stride = 10i64.pow(n.ilog10() + 1);
+    assert_eq!(r.correlation_stride, stride);
+    let max_out = with_ids
+        .iter()
+        .map(|t| sql_i64(&out, &format!("SELECT max(correlationId) FROM {t}")))
+        .max()
+        .unwrap();
+    assert_eq!(max_out, 2 * stride + n);
 }

@@ -194,7 +194,7 @@ fn ops(t: &Trace) -> Vec<(i64, i64, i64, String)> {
     let mut v: Vec<_> = (0..o.start_ns.len())
         .map(|i| {
             (
-                o.device[i],
+                i64::from(o.device[i]),
                 o.start_ns[i],
                 o.end_ns[i],
                 t.name(o.name_id[i]).to_owned(),

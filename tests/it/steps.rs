@@ -48,7 +48,6 @@ impl B {
             name_id: n,
             correlation_id: corr,
             api: CallApi::Runtime,
-            is_launch: is_launch_call(name),
         });
     }
     #[allow(clippy::too_many_arguments)]
@@ -74,7 +73,6 @@ impl B {
             short_id: n,
             kind,
             correlation_id: corr,
-            graph_node_id: -1,
             graph_id: -1,
             bytes: 0,
         });
@@ -199,7 +197,7 @@ fn graph_launches(n: i64, gid: impl Fn(i64) -> i64, sync_after: &[i64]) -> Trace
         b.call(1, 11, t0 + 10, t0 + 15, "cudaGraphLaunch_v10000", k + 1);
         b.op(1, 0, 7, t0 + 20, t0 + 60, "k", OpKind::Kernel, k + 1);
         if let Some(o) = b.ops.graph_id.last_mut() {
-            *o = gid(k);
+            *o = gid(k) as i32;
         }
         if sync_after.contains(&k) {
             b.call(1, 11, t0 + 70, t0 + 80, "cudaStreamSynchronize_v3020", -1);

@@ -45,7 +45,7 @@ fn python_spans(t: &Trace, file: &str, func: &str) -> Vec<(i64, i64, i64, i64)> 
             let n = t.name(r.name_id[i]);
             n.ends_with(&format!("): {func}")) && n.contains(&format!("/{file}.py("))
         })
-        .map(|i| (r.pid[i], r.tid[i], r.start_ns[i], r.end_ns[i]))
+        .map(|i| (i64::from(r.pid[i]), r.tid[i], r.start_ns[i], r.end_ns[i]))
         .collect();
     v.sort_by_key(|s| (s.0, s.1, s.2, std::cmp::Reverse(s.3)));
     let mut out: Vec<(i64, i64, i64, i64)> = Vec::new();
@@ -68,12 +68,14 @@ fn independent_busy(t: &Trace, pid: i64, tid: Option<i64>, s: i64, e: i64) -> (i
     let c = t.calls_view().unwrap();
     let o = t.ops_view().unwrap();
     let corrs: HashSet<i64> = (0..c.start_ns.len())
-        .filter(|&i| c.pid[i] == pid && tid.is_none_or(|t| c.tid[i] == t))
-        .filter(|&i| c.start_ns[i] >= s && c.start_ns[i] <= e && c.correlation_id[i] >= 0)
-        .map(|i| c.correlation_id[i])
+        .filter(|&i| i64::from(c.pid[i]) == pid && tid.is_none_or(|t| c.tid[i] == t))
+        .filter(|&i| {
+            c.start_ns[i] >= s && c.start_ns[i] <= e && i64::from(c.correlation_id[i]) >= 0
+        })
+        .map(|i| i64::from(c.correlation_id[i]))
         .collect();
     let iv: Vec<(i64, i64)> = (0..o.start_ns.len())
-        .filter(|&i| o.pid[i] == pid && corrs.contains(&o.correlation_id[i]))
+        .filter(|&i| i64::from(o.pid[i]) == pid && corrs.contains(&i64::from(o.correlation_id[i])))
         .map(|i| (o.start_ns[i], o.end_ns[i]))
         .collect();
     (union_ns(iv.iter().copied()), iv.len())
@@ -94,7 +96,7 @@ fn check_accounting(t: &Trace, r: &StepsReport) {
             }
         }
         let iv: Vec<(i64, i64)> = (0..o.start_ns.len())
-            .filter(|&i| o.pid[i] == s.pid && Some(o.device[i]) == s.device)
+            .filter(|&i| i64::from(o.pid[i]) == s.pid && Some(i64::from(o.device[i])) == s.device)
             .map(|i| (o.start_ns[i], o.end_ns[i]))
             .collect();
         let series_busy = union_ns(iv.iter().copied());
@@ -199,10 +201,10 @@ fn hf_profiler_step_trace_is_one_step_and_orphan_ops_fall_outside() {
     let c = t.calls_view().unwrap();
     let o = t.ops_view().unwrap();
     let launched: HashSet<(i64, i64)> = (0..c.start_ns.len())
-        .map(|i| (c.pid[i], c.correlation_id[i]))
+        .map(|i| (i64::from(c.pid[i]), i64::from(c.correlation_id[i])))
         .collect();
     let orphans: Vec<(i64, i64)> = (0..o.start_ns.len())
-        .filter(|&i| !launched.contains(&(o.pid[i], o.correlation_id[i])))
+        .filter(|&i| !launched.contains(&(i64::from(o.pid[i]), i64::from(o.correlation_id[i]))))
         .map(|i| (o.start_ns[i], o.end_ns[i]))
         .collect();
     assert_eq!(orphans.len(), 509);
@@ -261,11 +263,13 @@ fn training_capture_without_markers_steps_at_its_recurring_syncs() {
     // then it starts at the thread's first call.
     let sync_ends: HashSet<(i64, i64, i64)> = (0..c.start_ns.len())
         .filter(|&i| t.name(c.name_id[i]).starts_with("cudaStreamSynchronize"))
-        .map(|i| (c.pid[i], c.tid[i], c.end_ns[i]))
+        .map(|i| (i64::from(c.pid[i]), c.tid[i], c.end_ns[i]))
         .collect();
     let mut first_call: HashMap<(i64, i64), i64> = HashMap::new();
     for i in 0..c.start_ns.len() {
-        let e = first_call.entry((c.pid[i], c.tid[i])).or_insert(i64::MAX);
+        let e = first_call
+            .entry((i64::from(c.pid[i]), c.tid[i]))
+            .or_insert(i64::MAX);
         *e = (*e).min(c.start_ns[i]);
     }
     let mut leading = 0;

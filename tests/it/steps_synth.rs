@@ -78,7 +78,7 @@ fn generator_captures_load_with_the_truths_ops_and_busy_union() {
         let (_d, path, truth) = generate(scn, fmt);
         let what = format!("{} {}", scn.name(), fmt.as_str());
         let t = stepgate::source::load(&path).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let dev = t.ops.column("device").unwrap().i64().unwrap();
+        let dev = t.ops.column("device").unwrap().i32().unwrap();
         let st = t.ops.column("start_ns").unwrap().i64().unwrap();
         let en = t.ops.column("end_ns").unwrap().i64().unwrap();
         let kind = t.ops.column("kind").unwrap().u32().unwrap();
@@ -86,7 +86,7 @@ fn generator_captures_load_with_the_truths_ops_and_busy_union() {
             let mut iv = Vec::new();
             let mut kernels = 0u64;
             for i in 0..t.ops.height() {
-                if dev.get(i) == Some(s.device) {
+                if dev.get(i).map(i64::from) == Some(s.device) {
                     iv.push((st.get(i).unwrap(), en.get(i).unwrap()));
                     kernels += (kind.get(i) == Some(OpKind::Kernel as u32)) as u64;
                 }

@@ -56,7 +56,10 @@ fn innermost(frames: &Trace, at: &StallAt) -> Result<Option<StallFrame>> {
     type Key = (i64, i64, usize);
     let (mut best, mut source): (Option<Key>, Option<Key>) = (None, None);
     for i in 0..r.start_ns.len() {
-        if r.kind[i] != RangeKind::PythonStack as u32 || r.pid[i] != at.pid || r.tid[i] != at.tid {
+        if r.kind[i] != RangeKind::PythonStack as u32
+            || i64::from(r.pid[i]) != at.pid
+            || r.tid[i] != at.tid
+        {
             continue;
         }
         let overlap = r.end_ns[i].min(at.end_ns) - r.start_ns[i].max(at.start_ns);

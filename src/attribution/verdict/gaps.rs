@@ -79,7 +79,7 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
     for i in 0..o.start_ns.len() {
         // Row numbers as u32, as in the per-device sweep order.
         lanes
-            .entry((o.pid[i], o.device[i]))
+            .entry((i64::from(o.pid[i]), i64::from(o.device[i])))
             .or_default()
             .push(i as u32);
     }

@@ -234,7 +234,6 @@ pub struct Args {
     pub correlation: i64,
     pub bytes: i64,
     pub graph_id: i64,
-    pub graph_node_id: i64,
     /// `grid` / `block`, read only when asked for.
     pub launch: Launch,
 }
@@ -247,7 +246,6 @@ impl Default for Args {
             correlation: -1,
             bytes: -1,
             graph_id: -1,
-            graph_node_id: -1,
             launch: Launch::default(),
         }
     }
@@ -277,7 +275,6 @@ pub fn parse_args(slice: Option<&[u8]>, geometry: bool) -> Args {
             b"correlation" => &mut a.correlation,
             b"bytes" => &mut a.bytes,
             b"graph id" => &mut a.graph_id,
-            b"graph node id" => &mut a.graph_node_id,
             _ => {
                 c.value()?;
                 return Some(true);

@@ -7,13 +7,15 @@
 pub const DEVICE_STRIDE: i64 = 1000;
 pub const PID_STRIDE: i64 = 10_000_000;
 const RAW_MASK: i64 = 0xffff_ffff;
+/// The largest raw id kept: the trace stores ids in 32 signed bits (`trace::IdStore`).
+const MAX_RAW: i64 = i32::MAX as i64;
 
 /// Tag a raw id with its slot; negative ids (-1 = unknown) stay as they are. A raw id
-/// of 2^32 or more has no room beside the slot (decoding would read its high bits as a
-/// slot): it becomes -1, unknown; callers check [`fits`] first to count such ids.
+/// of 2^31 or more has no room in the trace's 32-bit id columns (nor, from 2^32, beside
+/// the slot): it becomes -1, unknown; callers check [`fits`] first to count such ids.
 #[inline]
 pub fn enc(slot: u32, raw: i64) -> i64 {
-    if (0..=RAW_MASK).contains(&raw) {
+    if (0..=MAX_RAW).contains(&raw) {
         (i64::from(slot) << 32) | raw
     } else if raw < 0 {
         raw
@@ -22,10 +24,10 @@ pub fn enc(slot: u32, raw: i64) -> i64 {
     }
 }
 
-/// Whether a raw id survives [`enc`] unchanged (negative = unknown, or below 2^32).
+/// Whether a raw id survives [`enc`] unchanged (negative = unknown, or below 2^31).
 #[inline]
 pub fn fits(raw: i64) -> bool {
-    raw <= RAW_MASK
+    raw <= MAX_RAW
 }
 
 /// `(slot, raw)` of a tagged id.
@@ -74,7 +76,9 @@ mod tests {
         // 2^32 and 2^33 would decode as slots 1 and 2: they become unknown instead.
         assert_eq!(enc(0, 1 << 32), -1);
         assert_eq!(enc(5, 1 << 33), -1);
-        assert!(fits(RAW_MASK) && !fits(RAW_MASK + 1));
+        assert!(fits(MAX_RAW) && !fits(MAX_RAW + 1));
+        assert_eq!(enc(1, MAX_RAW + 1), -1);
+        assert_eq!(dec(enc(1, MAX_RAW)), (1, MAX_RAW));
         assert!(!collides(vec![enc(0, 0), enc(1, 1), enc(0, 0)]));
         assert!(collides(vec![enc(0, 0), enc(1, 0)]));
         assert_eq!(renumber(enc(2, 5), Some(&[-1, 0, 2]), 1000), 2005);

@@ -18,8 +18,7 @@ use crate::exit::{Error, Result};
 use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
 use crate::trace::{
-    is_launch_call, CallApi, CallRow, CallsBuilder, Interner, RangeKind, RangeRow, RangesBuilder,
-    Trace,
+    CallApi, CallRow, CallsBuilder, Interner, RangeKind, RangeRow, RangesBuilder, Trace,
 };
 use crate::wire::trace::DeviceInfo;
 
@@ -225,7 +224,6 @@ impl Host {
                 tid: at.tid,
                 start_ns: at.start_ns,
                 end_ns: at.end_ns,
-                is_launch: is_launch_call(&name),
                 name_id: names.intern(&name),
                 correlation_id: link,
                 api: CallApi::Runtime,

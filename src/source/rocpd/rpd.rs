@@ -87,7 +87,6 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
                 short_id,
                 kind,
                 correlation_id: r.get(6).map_err(err("reading rocpd_op"))?,
-                graph_node_id: -1,
                 graph_id: -1,
                 bytes: if kind == OpKind::Memcpy {
                     r.get(8).map_err(err("reading rocpd_op"))?
@@ -138,8 +137,15 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
              and were left out"
         ));
     }
+    Trace::warn_out_of_range(
+        &mut meta,
+        ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
+    );
     let ops = ops.finish()?;
-    let ids = crate::trace::i64s(&ops, crate::trace::col::DEVICE)?.to_vec();
+    let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
+        .iter()
+        .map(|&d| i64::from(d))
+        .collect();
     Ok(Trace {
         ops,
         calls: host.calls.finish()?,

@@ -92,7 +92,6 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
             short_id: super::short_of(&mut names, &name),
             kind: OpKind::Kernel,
             correlation_id: r.get(6).map_err(sql("reading dispatches"))?,
-            graph_node_id: -1,
             graph_id: -1,
             bytes: 0,
         };
@@ -123,7 +122,6 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
                 short_id: name_id,
                 kind: OpKind::Memcpy,
                 correlation_id: r.get(6).map_err(sql("reading memory copies"))?,
-                graph_node_id: -1,
                 graph_id: -1,
                 bytes: r.get(7).map_err(sql("reading memory copies"))?,
             },
@@ -179,8 +177,15 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
              left out"
         ));
     }
+    Trace::warn_out_of_range(
+        &mut meta,
+        ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
+    );
     let ops = ops.finish()?;
-    let ids = crate::trace::i64s(&ops, crate::trace::col::DEVICE)?.to_vec();
+    let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
+        .iter()
+        .map(|&d| i64::from(d))
+        .collect();
     let devices = super::devices_of(&ids, gpus(conn, path)?);
     Ok(Trace {
         ops,

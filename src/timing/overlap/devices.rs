@@ -19,8 +19,8 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     if frame.should_rechunk() {
         frame.rechunk_mut();
     }
-    let device = crate::trace::i64s(&frame, col::DEVICE)?;
-    let pid = crate::trace::i64s(&frame, col::PID)?;
+    let device = crate::trace::i32s(&frame, col::DEVICE)?;
+    let pid = crate::trace::i32s(&frame, col::PID)?;
     let start = crate::trace::i64s(&frame, col::START)?;
     let end = crate::trace::i64s(&frame, col::END)?;
     let name = crate::trace::u32s(&frame, col::NAME)?;
@@ -65,7 +65,7 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     let mut last = None;
     for p in device.iter().copied().zip(pid.iter().copied()) {
         if last != Some(p) {
-            pairs.insert(p);
+            pairs.insert((i64::from(p.0), i64::from(p.1)));
             last = Some(p);
         }
     }

@@ -127,20 +127,19 @@ mod tests {
     /// second implementation, the reference every earlier report's numbers came from.
     fn polars_stats(
         order: &[u32],
-        device: &[i64],
+        device: &[i32],
         name: &[u32],
         start: &[i64],
         end: &[i64],
         exclusive: &[i64],
     ) -> Vec<Row> {
-        let at = |v: &[i64]| -> Vec<i64> { order.iter().map(|&i| v[i as usize]).collect() };
         let dur: Vec<i64> = order
             .iter()
             .map(|&i| end[i as usize] - start[i as usize])
             .collect();
         let names: Vec<u32> = order.iter().map(|&i| name[i as usize]).collect();
         let df = df!(
-            "device" => at(device),
+            "device" => order.iter().map(|&i| i64::from(device[i as usize])).collect::<Vec<i64>>(),
             "name" => names,
             "dur" => dur,
             "excl" => exclusive.to_vec(),

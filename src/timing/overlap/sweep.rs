@@ -37,22 +37,22 @@ pub fn name_ranks(strings: &[String]) -> Vec<u32> {
 /// cost ~700 MB of row encodings and gathered columns on a 4M-op report; this costs one
 /// u32 per op.
 pub(super) fn sweep_order(
-    device: &[i64],
+    device: &[i32],
     start: &[i64],
     end: &[i64],
     name: &[u32],
     ranks: &[u32],
 ) -> (Vec<u32>, Vec<(i64, std::ops::Range<usize>)>) {
-    let mut counts: std::collections::BTreeMap<i64, usize> = std::collections::BTreeMap::new();
+    let mut counts: std::collections::BTreeMap<i32, usize> = std::collections::BTreeMap::new();
     for &d in device {
         *counts.entry(d).or_default() += 1;
     }
-    let mut at: HashMap<i64, usize> = HashMap::with_capacity(counts.len());
+    let mut at: HashMap<i32, usize> = HashMap::with_capacity(counts.len());
     let mut buckets = Vec::with_capacity(counts.len());
     let mut off = 0;
     for (&d, &n) in &counts {
         at.insert(d, off);
-        buckets.push((d, off..off + n));
+        buckets.push((i64::from(d), off..off + n));
         off += n;
     }
     let mut order = vec![0u32; device.len()];
@@ -74,7 +74,7 @@ pub(super) fn sweep_order(
 /// time at the same position: what a per-op view (the Perfetto export) shows, from the
 /// one sweep `analyze` runs.
 pub fn exclusive_per_op(
-    device: &[i64],
+    device: &[i32],
     start: &[i64],
     end: &[i64],
     name: &[u32],
@@ -108,8 +108,8 @@ pub(super) mod tests {
     }
 
     /// Ops on two devices, interleaved and out of order: (device, start, end, name).
-    pub(in crate::timing::overlap) fn ops() -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<u32>) {
-        let rows: &[(i64, i64, i64, u32)] = &[
+    pub(in crate::timing::overlap) fn ops() -> (Vec<i32>, Vec<i64>, Vec<i64>, Vec<u32>) {
+        let rows: &[(i32, i64, i64, u32)] = &[
             (1, 50, 57, 0),
             (0, 10, 20, 0),
             (0, 0, 5, 1),

@@ -4,20 +4,21 @@
 use std::collections::HashMap;
 
 use super::found::{Found, Meta};
-use super::index::{gpu_annotations, Index};
+use super::index::{gpu_annotations, union_ns};
 use super::project::Raw;
 use super::StepOptions;
 use crate::timing::overlap::category_totals;
+use crate::trace::{OpsView, Trace};
 use crate::wire::steps::{AlignedStep, OutsideSteps, Series, Step};
 
 pub fn assemble(
-    ix: &Index<'_>,
+    trace: &Trace,
+    ops: &OpsView<'_>,
     meta: Meta,
     raws: Vec<Raw>,
     claimed: &[bool],
     opts: &StepOptions,
 ) -> Found {
-    let trace = ix.trace;
     // Series: one per (pid, device), in host order (GPU order when there is no host
     // range). A step that launched nothing joins its process's device series.
     let mut pid_device: HashMap<i64, i64> = HashMap::new();
@@ -138,7 +139,7 @@ pub fn assemble(
         i = j;
     }
     let ranks = align_ranks(&steps, &series);
-    let outside_steps = outside(ix, &steps, &series, claimed);
+    let outside_steps = outside(ops, &steps, &series, claimed);
     Found {
         meta,
         series,
@@ -194,12 +195,11 @@ fn time_order(steps: &mut Vec<Step>) {
 /// Per series, the union of its ops that no step claimed, split at the first step's
 /// GPU start and the last step's GPU end, next to the union of all its ops.
 fn outside(
-    ix: &Index<'_>,
+    o: &OpsView<'_>,
     steps: &[Step],
     series: &[Series],
     claimed: &[bool],
 ) -> Vec<OutsideSteps> {
-    let o = &ix.ops;
     let key: HashMap<(i64, i64), usize> = series
         .iter()
         .enumerate()
@@ -216,7 +216,7 @@ fn outside(
     let mut all: Vec<Vec<u32>> = vec![Vec::new(); series.len()];
     let mut parts: Vec<[Vec<u32>; 3]> = vec![Default::default(); series.len()];
     for (i, &done) in claimed.iter().enumerate() {
-        let Some(&k) = key.get(&(o.pid[i], o.device[i])) else {
+        let Some(&k) = key.get(&(i64::from(o.pid[i]), i64::from(o.device[i]))) else {
             continue;
         };
         all[k].push(i as u32);
@@ -239,10 +239,10 @@ fn outside(
             let [mut b, mut m, mut a] = std::mem::take(&mut parts[k]);
             OutsideSteps {
                 series: k,
-                before_ns: ix.union_ns(&mut b),
-                between_ns: ix.union_ns(&mut m),
-                after_ns: ix.union_ns(&mut a),
-                busy_ns: ix.union_ns(&mut all[k]),
+                before_ns: union_ns(o, &mut b),
+                between_ns: union_ns(o, &mut m),
+                after_ns: union_ns(o, &mut a),
+                busy_ns: union_ns(o, &mut all[k]),
             }
         })
         .collect()

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::exit::Result;
 use crate::timing::overlap::name_ranks;
-use crate::trace::{RangeKind, Trace};
+use crate::trace::{OpsView, RangeKind, Trace};
 
 /// Indexes built once per trace so each step's projection is a few binary searches.
 pub struct Index<'a> {
@@ -36,14 +36,14 @@ const NONE: u32 = u32::MAX;
 /// 4M-kernel `analyze` past 1 GiB).
 fn grouped_order(
     n: usize,
-    group: impl Fn(usize) -> Option<(i64, i64)>,
+    group: impl Fn(usize) -> Option<(i32, i64)>,
     key: impl Fn(usize) -> i64,
 ) -> Vec<u32> {
     // Group ordinal per row, in first-seen order; runs of one group skip the map.
-    let mut ordinal: HashMap<(i64, i64), u32> = HashMap::new();
-    let mut groups: Vec<(i64, i64)> = Vec::new();
+    let mut ordinal: HashMap<(i32, i64), u32> = HashMap::new();
+    let mut groups: Vec<(i32, i64)> = Vec::new();
     let mut of_row: Vec<u32> = Vec::with_capacity(n);
-    let mut last: Option<((i64, i64), u32)> = None;
+    let mut last: Option<((i32, i64), u32)> = None;
     for i in 0..n {
         let Some(g) = group(i) else {
             of_row.push(NONE);
@@ -96,16 +96,16 @@ impl<'a> Index<'a> {
         let ops = trace.ops_view()?;
         let calls = trace.calls_view()?;
         let with_corr =
-            |pid: &'a [i64], corr: &'a [i64]| move |i: usize| (corr[i] >= 0).then_some((pid[i], 0));
+            |pid: &'a [i32], corr: &'a [i32]| move |i: usize| (corr[i] >= 0).then_some((pid[i], 0));
         let ops_by_corr = grouped_order(
             ops.start_ns.len(),
             with_corr(ops.pid, ops.correlation_id),
-            |i| ops.correlation_id[i],
+            |i| i64::from(ops.correlation_id[i]),
         );
         let calls_by_corr = grouped_order(
             calls.start_ns.len(),
             with_corr(calls.pid, calls.correlation_id),
-            |i| calls.correlation_id[i],
+            |i| i64::from(calls.correlation_id[i]),
         );
         // Merge the two sorted lists: each call gets the start of the run of ops with
         // its (pid, correlation id).
@@ -174,7 +174,7 @@ impl<'a> Index<'a> {
         let c = &self.calls;
         let key = |i: u32| {
             let i = i as usize;
-            (c.pid[i], c.tid[i], c.start_ns[i])
+            (i64::from(c.pid[i]), c.tid[i], c.start_ns[i])
         };
         let lo = self
             .calls_by_thread
@@ -188,8 +188,9 @@ impl<'a> Index<'a> {
         let c = &self.calls;
         let lo = self
             .calls_by_thread
-            .partition_point(|&i| c.pid[i as usize] < pid);
-        let hi = lo + self.calls_by_thread[lo..].partition_point(|&i| c.pid[i as usize] <= pid);
+            .partition_point(|&i| i64::from(c.pid[i as usize]) < pid);
+        let hi = lo
+            + self.calls_by_thread[lo..].partition_point(|&i| i64::from(c.pid[i as usize]) <= pid);
         let mut tids: Vec<i64> = self.calls_by_thread[lo..hi]
             .iter()
             .map(|&i| c.tid[i as usize])
@@ -213,25 +214,35 @@ impl<'a> Index<'a> {
 
     /// Union length of the ops' intervals (any order).
     pub fn union_ns(&self, ops: &mut [u32]) -> i64 {
-        let o = &self.ops;
-        ops.sort_unstable_by_key(|&i| o.start_ns[i as usize]);
-        let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
-        for &i in ops.iter() {
-            let (s, e) = (o.start_ns[i as usize], o.end_ns[i as usize]);
-            cur = match cur {
-                Some((a, b)) if s <= b => Some((a, b.max(e))),
-                Some((a, b)) => {
-                    total = total.saturating_add(b.saturating_sub(a));
-                    Some((s, e))
-                }
-                None => Some((s, e)),
-            };
-        }
-        if let Some((a, b)) = cur {
-            total = total.saturating_add(b.saturating_sub(a));
-        }
-        total
+        union_ns(&self.ops, ops)
     }
+
+    /// The ops view alone, the lookups freed (a u32 per op and two per call): what the
+    /// per-series sums after projection read.
+    pub fn into_ops(self) -> OpsView<'a> {
+        self.ops
+    }
+}
+
+/// Union length of the intervals of ops `ops` (any order; sorted in place).
+pub fn union_ns(o: &OpsView<'_>, ops: &mut [u32]) -> i64 {
+    ops.sort_unstable_by_key(|&i| o.start_ns[i as usize]);
+    let (mut total, mut cur): (i64, Option<(i64, i64)>) = (0, None);
+    for &i in ops.iter() {
+        let (s, e) = (o.start_ns[i as usize], o.end_ns[i as usize]);
+        cur = match cur {
+            Some((a, b)) if s <= b => Some((a, b.max(e))),
+            Some((a, b)) => {
+                total = total.saturating_add(b.saturating_sub(a));
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    if let Some((a, b)) = cur {
+        total = total.saturating_add(b.saturating_sub(a));
+    }
+    total
 }
 
 /// Kineto `gpu_user_annotation` spans by (device, name id).
@@ -240,7 +251,7 @@ pub fn gpu_annotations(trace: &Trace) -> HashMap<(i64, u32), Vec<(i64, i64)>> {
     if let Ok(r) = trace.ranges_view() {
         for i in 0..r.start_ns.len() {
             if r.kind[i] == RangeKind::GpuAnnotation as u32 {
-                m.entry((r.pid[i], r.name_id[i]))
+                m.entry((i64::from(r.pid[i]), r.name_id[i]))
                     .or_default()
                     .push((r.start_ns[i], r.end_ns[i]));
             }
@@ -271,14 +282,14 @@ mod tests {
             (500, true),
             (3000, true),
         ] {
-            let pid: Vec<i64> = (0..n).map(|_| 100 + rnd(3)).collect();
+            let pid: Vec<i32> = (0..n).map(|_| 100 + rnd(3) as i32).collect();
             let tid: Vec<i64> = (0..n).map(|_| rnd(4)).collect();
             let key: Vec<i64> = (0..n as i64)
                 .map(|i| if shuffled { rnd(50) } else { i / 3 })
                 .collect();
             let has: Vec<bool> = (0..n).map(|_| rnd(10) != 0).collect();
             let got = grouped_order(n, |i| has[i].then_some((pid[i], tid[i])), |i| key[i]);
-            let mut want: Vec<(i64, i64, i64, u32)> = (0..n)
+            let mut want: Vec<(i32, i64, i64, u32)> = (0..n)
                 .filter(|&i| has[i])
                 .map(|i| (pid[i], tid[i], key[i], i as u32))
                 .collect();

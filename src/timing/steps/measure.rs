@@ -120,7 +120,7 @@ impl<'i, 'a> Measurer<'i, 'a> {
                 .count() as u64
         };
         Measured {
-            device: Some(o.device[ops[0] as usize]),
+            device: Some(i64::from(o.device[ops[0] as usize])),
             gpu_start: starts.iter().min().copied(),
             gpu_end: ends.iter().max().copied(),
             busy,

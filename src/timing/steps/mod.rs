@@ -45,6 +45,11 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
     crate::phases::mark("steps: discovery");
     let mut p = project::Projector::new(&ix, cats);
     let raws = p.project_all(&found);
+    let (claimed, by_window) = (std::mem::take(&mut p.claimed), p.by_window);
+    drop(p);
+    // The lookups (a u32 per op and two per call) are done with: freed before the
+    // per-series sums, which hold a u32 per op of their own.
+    let ops = ix.into_ops();
     crate::phases::mark("steps: projection");
     let mut notes = found.notes;
     if raws.iter().any(|r| r.m.graph_replays > 0) {
@@ -54,18 +59,19 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
                 .to_owned(),
         );
     }
-    if p.by_window > 0 {
+    if by_window > 0 {
         notes.push(format!(
             "{} op(s) have no launching call in the trace: attributed to the step whose GPU \
              annotation (else host span) window on the same device contains their start \
              (time-window fallback)",
-            p.by_window
+            by_window
         ));
     }
     let mut warnings = found.warnings;
     warnings.extend(trace.meta.warnings.iter().cloned());
     Ok(assemble::assemble(
-        &ix,
+        trace,
+        &ops,
         Meta {
             method: found.method,
             found_by: found.found_by,
@@ -75,7 +81,7 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
             warnings,
         },
         raws,
-        &p.claimed,
+        &claimed,
         opts,
     ))
 }

@@ -149,7 +149,7 @@ impl<'i, 'a> Projector<'i, 'a> {
         for ci in in_span {
             let ci = ci as usize;
             let dur = calls.end_ns[ci] - calls.start_ns[ci];
-            if calls.is_launch[ci] != 0 {
+            if calls.is_launch(ci) {
                 launches += 1;
                 launch_host_ns += dur;
             } else if longest.is_none_or(|(_, d)| dur > d) {
@@ -240,7 +240,7 @@ impl<'i, 'a> Projector<'i, 'a> {
             let Some(&first) = c.span.first() else {
                 continue;
             };
-            let dev = o.device[first as usize];
+            let dev = i64::from(o.device[first as usize]);
             let (lo, hi) = c.span.iter().fold((i64::MAX, i64::MIN), |(a, b), &i| {
                 (a.min(o.start_ns[i as usize]), b.max(o.end_ns[i as usize]))
             });
@@ -255,7 +255,7 @@ impl<'i, 'a> Projector<'i, 'a> {
             for &i in &orphans {
                 let i = i as usize;
                 if !self.claimed[i]
-                    && o.device[i] == dev
+                    && i64::from(o.device[i]) == dev
                     && o.start_ns[i] >= ws
                     && o.start_ns[i] < we
                 {

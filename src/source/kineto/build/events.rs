@@ -8,9 +8,7 @@ use crate::source::kineto::ids::{self, enc};
 use crate::source::kineto::names::short_name;
 use crate::source::kineto::number::us_text_to_ns;
 use crate::source::kineto::shapes;
-use crate::trace::{
-    is_launch_call, CallApi, CallRow, OpKind, OpRow, RangeKind, RangeRow, ShapeRow,
-};
+use crate::trace::{CallApi, CallRow, OpKind, OpRow, RangeKind, RangeRow, ShapeRow};
 
 impl Collector {
     fn intern_name(&mut self, ev: &Event<'_>, want_short: bool) -> (u32, u32) {
@@ -124,7 +122,6 @@ impl Collector {
                     short_id,
                     kind,
                     correlation_id: a.correlation,
-                    graph_node_id: a.graph_node_id,
                     graph_id: a.graph_id,
                     bytes: if kind == OpKind::Kernel {
                         0
@@ -137,9 +134,6 @@ impl Collector {
             Class::Runtime | Class::Driver => {
                 let a = event::parse_args(ev.args, false);
                 let (name_id, _) = self.intern_name(ev, false);
-                let is_launch = ev
-                    .name
-                    .is_some_and(|n| is_launch_call(&String::from_utf8_lossy(n.raw)));
                 let pid = ev.pid.num.unwrap_or(-1);
                 self.bad_pids += u64::from(!ids::fits(pid));
                 self.calls.push(CallRow {
@@ -154,7 +148,6 @@ impl Collector {
                     } else {
                         CallApi::Driver
                     },
-                    is_launch,
                 });
             }
             Class::Annotation => self.range(ev, slot, (start_ns, end_ns), RangeKind::HostPushPop),

@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::exit::{Error, Result};
 use crate::source::LoadOptions;
 use crate::trace::{
-    CallsBuilder, Interner, OpsBuilder, RangeKind, RangesBuilder, ShapesBuilder, Trace,
+    CallsBuilderOf, Interner, OpsBuilderOf, RangeKind, RangesBuilderOf, ShapesBuilderOf, Trace,
 };
 use crate::wire::trace::{SourceFormat, TraceMeta};
 
@@ -53,10 +53,12 @@ pub struct Collector {
     names: Interner,
     short_of: Vec<u32>,
     scratch: String,
-    ops: OpsBuilder,
-    calls: CallsBuilder,
-    ranges: RangesBuilder,
-    shapes: ShapesBuilder,
+    // 64-bit ids while reading: the rank slot sits in their high bits (`ids`); `finish`
+    // narrows them to the trace's 32 bits after the slots are stripped.
+    ops: OpsBuilderOf<i64>,
+    calls: CallsBuilderOf<i64>,
+    ranges: RangesBuilderOf<i64>,
+    shapes: ShapesBuilderOf<i64>,
     /// Read kernels' `grid`/`block` (`LoadOptions::geometry`).
     geometry: bool,
     /// Keep `cpu_op` input shapes (`LoadOptions::shapes`) and Python frames
@@ -74,7 +76,7 @@ pub struct Collector {
     /// (dur) or out of range: dropped, never read as 0.
     bad_time_ops: u64,
     bad_time_host: u64,
-    /// GPU ops whose device id is 2^32 or more (dropped), and host events whose pid is
+    /// GPU ops whose device id is 2^31 or more (dropped), and host events whose pid is
     /// (kept with pid unknown).
     bad_device_ids: u64,
     bad_pids: u64,
@@ -87,18 +89,18 @@ impl Collector {
     /// A collector for the extras `opts` asks for (calls and ranges are always kept).
     pub fn new(opts: &LoadOptions) -> Self {
         let ops = if opts.geometry {
-            OpsBuilder::default().with_geometry()
+            OpsBuilderOf::default().with_geometry()
         } else {
-            OpsBuilder::default()
+            OpsBuilderOf::default()
         };
         Collector {
             names: Interner::default(),
             short_of: Vec::new(),
             scratch: String::new(),
             ops,
-            calls: CallsBuilder::default(),
-            ranges: RangesBuilder::default(),
-            shapes: ShapesBuilder::default(),
+            calls: CallsBuilderOf::default(),
+            ranges: RangesBuilderOf::default(),
+            shapes: ShapesBuilderOf::default(),
             geometry: opts.geometry,
             keep: Keep {
                 cpu_ops: opts.shapes,
@@ -264,6 +266,15 @@ impl Collector {
                 pid_map(*p)
             };
         }
+        // Renumbered ids (rank × stride + id) beyond 32 bits: only where hundreds of ranks
+        // share process ids.
+        Trace::warn_out_of_range(
+            &mut meta,
+            self.ops.out_of_range()
+                + self.calls.out_of_range()
+                + self.ranges.out_of_range()
+                + self.shapes.out_of_range(),
+        );
         Ok(Trace {
             ops: self.ops.finish()?,
             calls: self.calls.finish()?,
@@ -294,13 +305,13 @@ impl Collector {
         }
         if self.bad_device_ids > 0 {
             self.warnings.push(format!(
-                "{} GPU event(s) had a device id of 2^32 or more (not a device) and were dropped",
+                "{} GPU event(s) had a device id of 2^31 or more (not a device) and were dropped",
                 self.bad_device_ids
             ));
         }
         if self.bad_pids > 0 {
             self.warnings.push(format!(
-                "{} host event(s) had a pid of 2^32 or more (not a process id); kept with the \
+                "{} host event(s) had a pid of 2^31 or more (not a process id); kept with the \
                  process unknown",
                 self.bad_pids
             ));

@@ -10,9 +10,7 @@ use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
 use super::{gid_pid, gid_tid, id_or_missing, int, prepare, prepare_rows, times, TICK};
 use crate::exit::Result;
-use crate::trace::{
-    is_launch_call, CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder,
-};
+use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 
 pub(super) fn load_calls(
     db: &Db,
@@ -24,8 +22,6 @@ pub(super) fn load_calls(
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = CallsBuilder::default();
-    // Launch classification once per distinct name (0 unknown, 1 launch, 2 not).
-    let mut launch: Vec<u8> = Vec::new();
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "runtime", e);
@@ -37,14 +33,7 @@ pub(super) fn load_calls(
                 n_bad += 1;
                 continue;
             };
-            let (name_id, s) = names.lookup(rd(5)?.unwrap_or(-1));
-            let i = name_id as usize;
-            if i >= launch.len() {
-                launch.resize(i + 1, 0);
-            }
-            if launch[i] == 0 {
-                launch[i] = if s.is_some_and(is_launch_call) { 1 } else { 2 };
-            }
+            let name_id = names.id(rd(5)?.unwrap_or(-1));
             let gtid = rd(3)?;
             b.push(CallRow {
                 pid: gtid.map(gid_pid).unwrap_or(-1),
@@ -58,7 +47,6 @@ pub(super) fn load_calls(
                 } else {
                     CallApi::Runtime
                 },
-                is_launch: launch[i] == 1,
             });
             n += 1;
             if n.is_multiple_of(TICK) {

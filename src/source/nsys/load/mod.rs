@@ -267,6 +267,10 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
         Vec::new()
     };
     crate::phases::mark("nsys: parts merged");
+    Trace::warn_out_of_range(
+        &mut meta,
+        merged.ops.out_of_range() + calls.out_of_range() + ranges.out_of_range(),
+    );
 
     Ok(Trace {
         ops: merged.ops.finish()?,
@@ -282,13 +286,13 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
 
 /// Distinct devices, looked up only where the device changes (ops come in runs of one
 /// device): a set insert per op took 0.6 s of a 20M-op load.
-fn distinct_devices(device: &[i64]) -> std::collections::BTreeSet<i64> {
+fn distinct_devices(device: &[i32]) -> std::collections::BTreeSet<i64> {
     let mut out = std::collections::BTreeSet::new();
     let mut last = None;
     for &d in device {
         if last != Some(d) {
             last = Some(d);
-            out.insert(d);
+            out.insert(i64::from(d));
         }
     }
     out

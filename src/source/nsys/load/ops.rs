@@ -36,7 +36,6 @@ fn op_row(r: &Row<'_>, (start_ns, end_ns): (i64, i64)) -> rusqlite::Result<OpRow
         short_id: 0,
         kind: OpKind::Kernel,
         correlation_id: id_or_missing(int(r, 5)?),
-        graph_node_id: -1,
         graph_id: -1,
         bytes: 0,
     })
@@ -57,7 +56,7 @@ pub(super) struct OpsOut {
 pub(super) struct OpsPart {
     pub(super) kernels: Option<(i64, i64)>,
     pub(super) last: bool,
-    /// Read the kernels' launch geometry (columns 10-15 of queries/kernels.sql).
+    /// Read the kernels' launch geometry (columns 9-14 of queries/kernels.sql).
     pub(super) geometry: bool,
 }
 
@@ -105,8 +104,7 @@ pub(super) fn load_ops(
             let row = OpRow {
                 name_id: names.id(rd(6)?.unwrap_or(-1)),
                 short_id: names.id(rd(7)?.unwrap_or(-1)),
-                graph_node_id: id_or_missing(rd(8)?),
-                graph_id: rd(9)?.unwrap_or(-1),
+                graph_id: rd(8)?.unwrap_or(-1),
                 ..op
             };
             if part.geometry {
@@ -114,8 +112,8 @@ pub(super) fn load_ops(
                     Ok(rd(i)?.and_then(|v| u32::try_from(v).ok()).unwrap_or(0))
                 };
                 let launch = Launch {
-                    grid: [dim(10)?, dim(11)?, dim(12)?],
-                    block: [dim(13)?, dim(14)?, dim(15)?],
+                    grid: [dim(9)?, dim(10)?, dim(11)?],
+                    block: [dim(12)?, dim(13)?, dim(14)?],
                 };
                 b.push_launch(row, launch);
             } else {
@@ -162,7 +160,6 @@ pub(super) fn load_ops(
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memcpy,
-                graph_node_id: id_or_missing(rd(8)?),
                 bytes: rd(7)?.filter(|&b| b >= 0).unwrap_or(0),
                 ..op_row(r, t).map_err(err("memcpy"))?
             });
@@ -184,7 +181,6 @@ pub(super) fn load_ops(
                 name_id,
                 short_id: name_id,
                 kind: OpKind::Memset,
-                graph_node_id: id_or_missing(rd(7)?),
                 bytes: rd(6)?.filter(|&b| b >= 0).unwrap_or(0),
                 ..op_row(r, t).map_err(err("memset"))?
             });

@@ -92,7 +92,7 @@ pub(super) fn threads(ix: &Index<'_>, mut keep: impl FnMut(&str) -> bool) -> Res
             keys.push(name);
             keys.len() as u32 - 1
         });
-        rows.push((r.pid[i], r.tid[i], k, r.start_ns[i], r.end_ns[i]));
+        rows.push((i64::from(r.pid[i]), r.tid[i], k, r.start_ns[i], r.end_ns[i]));
     }
     rows.sort_unstable();
     let mut out: Vec<Thread> = Vec::new();

@@ -14,7 +14,7 @@ pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> 
     // Launch calls by (pid, correlation id), to count the launches behind each group.
     let c = &ix.calls;
     let mut launch_by_corr: Vec<u32> = (0..c.start_ns.len() as u32)
-        .filter(|&i| c.is_launch[i as usize] != 0 && c.correlation_id[i as usize] >= 0)
+        .filter(|&i| c.is_launch(i as usize) && c.correlation_id[i as usize] >= 0)
         .collect();
     launch_by_corr.sort_unstable_by_key(|&i| (c.pid[i as usize], c.correlation_id[i as usize]));
     let mut out = Vec::new();
@@ -33,7 +33,7 @@ pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> 
             hi += 1;
         }
         let ops: Vec<u32> = order[lo..hi].to_vec();
-        let mut keys: Vec<(i64, i64)> = ops
+        let mut keys: Vec<(i32, i32)> = ops
             .iter()
             .map(|&i| (o.pid[i as usize], o.correlation_id[i as usize]))
             .filter(|k| k.1 >= 0)
@@ -53,8 +53,8 @@ pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> 
             }
         }
         out.push(GapGroup {
-            pid: o.pid[ops[0] as usize],
-            device: dev,
+            pid: i64::from(o.pid[ops[0] as usize]),
+            device: i64::from(dev),
             ops,
             launches,
             launch_host_ns: host,

@@ -100,14 +100,14 @@ fn flush(ix: &Index<'_>, group: &mut Vec<u32>, out: &mut Vec<Candidate>) {
                 label: Some(ix.trace.name(c.name_id[i]).to_owned()),
                 exact_call: Some(*one),
                 kind_guess: Some(StepKind::Decode),
-                ..Candidate::span(c.pid[i], c.tid[i], c.start_ns[i], c.end_ns[i])
+                ..Candidate::span(i64::from(c.pid[i]), c.tid[i], c.start_ns[i], c.end_ns[i])
             });
         }
         [first, .., last] => {
             let (a, b) = (*first as usize, *last as usize);
             out.push(Candidate {
                 label: Some(format!("[{} CUDA-graph launches]", group.len())),
-                ..Candidate::span(c.pid[a], c.tid[a], c.start_ns[a], c.end_ns[b])
+                ..Candidate::span(i64::from(c.pid[a]), c.tid[a], c.start_ns[a], c.end_ns[b])
             });
         }
     }

@@ -24,7 +24,7 @@ pub(super) fn repeat_splits(ix: &Index<'_>, calls: &[u32]) -> Vec<usize> {
     let mut last_end = i64::MIN;
     for (p, &ci) in calls.iter().enumerate() {
         let i = ci as usize;
-        if c.is_launch[i] == 0 || !is_graph_launch_call(ix.trace.name(c.name_id[i])) {
+        if !c.is_launch(i) || !is_graph_launch_call(ix.trace.name(c.name_id[i])) {
             continue;
         }
         if c.start_ns[i] < last_end {
@@ -48,5 +48,5 @@ pub(super) fn repeat_splits(ix: &Index<'_>, calls: &[u32]) -> Vec<usize> {
 pub(super) fn graph_of(ix: &Index<'_>, call: usize) -> i64 {
     ix.ops_of_call(call)
         .first()
-        .map_or(-1, |&o| ix.ops.graph_id[o as usize])
+        .map_or(-1, |&o| i64::from(ix.ops.graph_id[o as usize]))
 }

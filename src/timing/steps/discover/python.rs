@@ -62,7 +62,13 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
             .iter()
             .filter(|&&i| is_family(ix.trace.name(r.name_id[i]), fam))
             .map(|&i| {
-                Candidate::range(r.pid[i], r.tid[i], r.start_ns[i], r.end_ns[i], r.name_id[i])
+                Candidate::range(
+                    i64::from(r.pid[i]),
+                    r.tid[i],
+                    r.start_ns[i],
+                    r.end_ns[i],
+                    r.name_id[i],
+                )
             })
             .collect();
         if c.is_empty() {
@@ -74,7 +80,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
             .map(|c| {
                 ix.calls_in(c.pid, c.tid, c.start, c.end)
                     .iter()
-                    .filter(|&&ci| ix.calls.is_launch[ci as usize] != 0)
+                    .filter(|&&ci| ix.calls.is_launch(ci as usize))
                     .count()
             })
             .sum();

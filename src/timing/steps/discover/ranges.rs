@@ -23,7 +23,7 @@ pub(super) fn host_ranges(
         }
         if keep(trace.name(r.name_id[i])) {
             out.push(Candidate::range(
-                r.pid[i],
+                i64::from(r.pid[i]),
                 r.tid[i],
                 r.start_ns[i],
                 r.end_ns[i],

@@ -134,7 +134,7 @@ fn choose<'t>(ix: &Index<'_>, threads: &'t [Thread]) -> Option<Chosen<'t>> {
             tids.iter().any(|&tid| {
                 ix.calls_in(pid, tid, s, e)
                     .iter()
-                    .any(|&ci| ix.calls.is_launch[ci as usize] != 0)
+                    .any(|&ci| ix.calls.is_launch(ci as usize))
             })
         });
         launches.then_some(Chosen {

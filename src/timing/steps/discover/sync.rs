@@ -49,11 +49,11 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     let mut best: Vec<(i64, i64, usize, usize, u64)> = Vec::new();
     let mut lo = 0;
     while lo < t.len() {
-        let key = (c.pid[t[lo] as usize], c.tid[t[lo] as usize]);
+        let key = (i64::from(c.pid[t[lo] as usize]), c.tid[t[lo] as usize]);
         let mut hi = lo;
         let mut launches = 0u64;
-        while hi < t.len() && (c.pid[t[hi] as usize], c.tid[t[hi] as usize]) == key {
-            launches += u64::from(c.is_launch[t[hi] as usize] != 0);
+        while hi < t.len() && (i64::from(c.pid[t[hi] as usize]), c.tid[t[hi] as usize]) == key {
+            launches += u64::from(c.is_launch(t[hi] as usize));
             hi += 1;
         }
         match best.last_mut() {
@@ -80,7 +80,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         let mut launched = false;
         for (p, &ci) in calls.iter().enumerate() {
             let i = ci as usize;
-            if c.is_launch[i] != 0 {
+            if c.is_launch(i) {
                 launched = true;
             } else if launched && is_sync_call(ix.trace.name(c.name_id[i])) {
                 bounds.push(p);
@@ -103,7 +103,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         let launches_in = |a: usize, b: usize| {
             calls[a..b]
                 .iter()
-                .filter(|&&ci| c.is_launch[ci as usize] != 0)
+                .filter(|&&ci| c.is_launch(ci as usize))
                 .count()
         };
         // A period's launches, for judging the segments before the first sync and after
