@@ -373,6 +373,44 @@ builder! {
     }
 }
 
+/// The short name of each name id, built from the ops' (name, short name) pairs.
+#[derive(Debug, Clone, Default)]
+pub struct ShortNames {
+    /// Per name id: the short name's id (`u32::MAX`: no op has that name).
+    by_name: Vec<u32>,
+    /// Ops whose short name differs from the first op of the same name (none in any
+    /// format's own files; a rewritten export could have them): they show the first.
+    pub conflicts: u64,
+}
+
+impl ShortNames {
+    pub(crate) fn from_rows(name: &[u32], short: &[u32]) -> ShortNames {
+        let mut by_name: Vec<u32> = Vec::new();
+        let mut conflicts = 0;
+        for (&n, &s) in name.iter().zip(short) {
+            let n = n as usize;
+            if n >= by_name.len() {
+                by_name.resize(n + 1, u32::MAX);
+            }
+            if by_name[n] == u32::MAX {
+                by_name[n] = s;
+            } else if by_name[n] != s {
+                conflicts += 1;
+            }
+        }
+        ShortNames { by_name, conflicts }
+    }
+
+    /// The short name id of name `name_id` (the name itself where no op has it).
+    #[inline]
+    pub fn of(&self, name_id: u32) -> u32 {
+        match self.by_name.get(name_id as usize) {
+            Some(&s) if s != u32::MAX => s,
+            _ => name_id,
+        }
+    }
+}
+
 /// A kernel's launch geometry: grid and block dimensions (0 where unknown or not a kernel).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Launch {
@@ -450,6 +488,17 @@ impl Group for GeometryCols {
 }
 
 impl<I: IdStore> OpsBuilderOf<I> {
+    /// The ops frame without its short-name column, and the short name of each name id
+    /// ([`ShortNames`]): a kernel's short name is a function of its full name in every
+    /// format (nsys derives it from the mangled name, the other readers from the full
+    /// name), so it is held once per name, not per op (4 bytes × 20M ops at 16M kernels).
+    pub fn finish_ops(self) -> Result<(DataFrame, ShortNames)> {
+        let shorts = ShortNames::from_rows(&self.name_id, &self.short_id);
+        let mut df = self.finish()?;
+        drop(df.drop_in_place(col::SHORT)?);
+        Ok((df, shorts))
+    }
+
     /// Record launch geometry too (rows pushed without one get zeros).
     pub fn with_geometry(mut self) -> Self {
         self.geometry = Some(GeometryCols::default());
@@ -506,6 +555,7 @@ mod tests {
         assert_eq!(g.block_x, vec![128, 0, 0]);
         let df = a.finish().unwrap();
         assert_eq!((df.height(), df.width()), (3, 17));
+        // finish_ops moves the short names out of the frame (tested below).
         assert_eq!(
             df.column(col::START)
                 .unwrap()
@@ -552,5 +602,25 @@ mod tests {
         assert_eq!(corr.cont_slice().unwrap(), &[-1, 5]);
         let pid = df.column(col::PID).unwrap().i32().unwrap();
         assert_eq!(pid.cont_slice().unwrap(), &[1, -1]);
+    }
+
+    #[test]
+    fn short_names_are_held_per_name_and_conflicts_counted() {
+        // Names 0 and 2 with shorts 5 and 6; a third op of name 0 says 9 (a conflict).
+        let s = ShortNames::from_rows(&[0, 2, 0, 0], &[5, 6, 5, 9]);
+        assert_eq!((s.of(0), s.of(2)), (5, 6));
+        // No op of names 1 and 7: the name is its own short name.
+        assert_eq!((s.of(1), s.of(7)), (1, 7));
+        assert_eq!(s.conflicts, 1);
+        // The frame leaves the column out; the table keeps what it said.
+        let mut b = OpsBuilder::default();
+        b.push(OpRow {
+            name_id: 3,
+            short_id: 4,
+            ..op(0)
+        });
+        let (df, shorts) = b.finish_ops().unwrap();
+        assert!(df.column(col::SHORT).is_err());
+        assert_eq!(shorts.of(3), 4);
     }
 }

@@ -30,7 +30,7 @@ use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 pub use builders::{
     CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, IdStore, Launch, OpRow, OpsBuilder,
     OpsBuilderOf, RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder,
-    ShapesBuilderOf,
+    ShapesBuilderOf, ShortNames,
 };
 pub use interner::{bounded, Interner, MAX_NAME_BYTES};
 pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
@@ -145,9 +145,11 @@ impl From<&TraceMeta> for SourceInfo {
 /// The trace: every source produces one of these; every analysis reads only this.
 #[derive(Debug, Clone)]
 pub struct Trace {
-    /// GPU operations: device, stream, pid, start_ns, end_ns, name_id, short_id, kind (u32
+    /// GPU operations: device, stream, pid, start_ns, end_ns, name_id, kind (u32
     /// [`OpKind`]), correlation_id, graph_id, bytes (memcpy/memset, else 0).
     pub ops: DataFrame,
+    /// The short name of each op name ([`ShortNames::of`]).
+    pub short_names: ShortNames,
     /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id, api (u32
     /// [`CallApi`]). Whether a call launches GPU work is a function of its name
     /// ([`is_launch_call`]), so it is looked up per name ([`CallsView::is_launch`]), not
@@ -172,7 +174,8 @@ impl Trace {
     /// An empty trace of the given format (sources start from this).
     pub fn empty(meta: TraceMeta) -> Result<Trace> {
         Ok(Trace {
-            ops: OpsBuilder::default().finish()?,
+            ops: OpsBuilder::default().finish_ops()?.0,
+            short_names: ShortNames::default(),
             calls: CallsBuilder::default().finish()?,
             ranges: RangesBuilder::default().finish()?,
             shapes: ShapesBuilder::default().finish()?,
@@ -189,6 +192,17 @@ impl Trace {
             .get(id as usize)
             .map(String::as_str)
             .unwrap_or("")
+    }
+
+    /// Say how many ops showed a short name other than the first op of their name.
+    pub fn warn_short_conflicts(meta: &mut TraceMeta, shorts: &ShortNames) {
+        if shorts.conflicts > 0 {
+            meta.warnings.push(format!(
+                "{} op(s) have a short name other than the first op of the same full name \
+                 (a rewritten export?): every op of a name shows the first one's",
+                shorts.conflicts
+            ));
+        }
     }
 
     /// Say how many ids a load could not hold (see [`IdStore`]), when there were any.

@@ -38,10 +38,18 @@ pub struct OpsView<'a> {
     pub start_ns: &'a [i64],
     pub end_ns: &'a [i64],
     pub name_id: &'a [u32],
-    pub short_id: &'a [u32],
     pub kind: &'a [u32],
     pub correlation_id: &'a [i32],
     pub graph_id: &'a [i32],
+    short_names: &'a super::ShortNames,
+}
+
+impl OpsView<'_> {
+    /// Op `i`'s short name id (held per name, [`super::ShortNames`]).
+    #[inline]
+    pub fn short_id(&self, i: usize) -> u32 {
+        self.short_names.of(self.name_id[i])
+    }
 }
 
 /// Borrowed view of the ops' launch geometry ([`Trace::geometry_view`]), row for row
@@ -122,10 +130,10 @@ impl Trace {
             start_ns: i64s(d, col::START)?,
             end_ns: i64s(d, col::END)?,
             name_id: u32s(d, col::NAME)?,
-            short_id: u32s(d, col::SHORT)?,
             kind: u32s(d, col::KIND)?,
             correlation_id: i32s(d, col::CORR)?,
             graph_id: i32s(d, col::GRAPH)?,
+            short_names: &self.short_names,
         })
     }
 

@@ -162,9 +162,9 @@ fn geometry_off_adds_no_columns() {
     for f in [FASTVIDEO, B200] {
         let t = load(&fixture(f), &LoadOptions::all());
         assert!(t.geometry_view().unwrap().is_none(), "{f}");
-        assert_eq!(t.ops.width(), 11, "{f}");
+        assert_eq!(t.ops.width(), 10, "{f}");
         let on = load(&fixture(f), &geometry());
-        assert_eq!(on.ops.width(), 17, "{f}");
+        assert_eq!(on.ops.width(), 16, "{f}");
         // The other columns do not change.
         let names: Vec<String> = t
             .ops

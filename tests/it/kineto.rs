@@ -438,7 +438,7 @@ fn same_kernels_as_the_converted_nsys_export() {
         e.0 += 1;
         e.1 += d;
         // The converter capped shortName at 200 characters (three Cijk_ GEMM names); we do not.
-        let (ours, theirs) = (t.name(v.short_id[i]), &shorts[t.name(v.name_id[i])]);
+        let (ours, theirs) = (t.name(v.short_id(i)), &shorts[t.name(v.name_id[i])]);
         let capped: String = ours.chars().take(200).collect();
         assert_eq!(&capped, theirs, "short name");
         assert_eq!(

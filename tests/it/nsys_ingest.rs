@@ -367,7 +367,7 @@ fn fixture_counts_and_names() {
         .find(|&i| v.kind[i] == OpKind::Kernel as u32)
         .unwrap();
     assert_eq!(t.name(v.name_id[first_kernel]), dm);
-    assert_eq!(t.name(v.short_id[first_kernel]), sn);
+    assert_eq!(t.name(v.short_id(first_kernel)), sn);
 }
 
 /// Kernels whose (pid, correlationId) has no loaded call.

@@ -78,8 +78,10 @@ impl B {
         });
     }
     fn trace(self) -> Trace {
+        let (ops, short_names) = self.ops.finish_ops().unwrap();
         Trace {
-            ops: self.ops.finish().unwrap(),
+            ops,
+            short_names,
             calls: self.calls.finish().unwrap(),
             ranges: self.ranges.finish().unwrap(),
             strings: self.i.into_strings(),

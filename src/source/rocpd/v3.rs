@@ -181,7 +181,8 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
         &mut meta,
         ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
     );
-    let ops = ops.finish()?;
+    let (ops, short_names) = ops.finish_ops()?;
+    Trace::warn_short_conflicts(&mut meta, &short_names);
     let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
         .iter()
         .map(|&d| i64::from(d))
@@ -189,6 +190,7 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     let devices = super::devices_of(&ids, gpus(conn, path)?);
     Ok(Trace {
         ops,
+        short_names,
         calls: host.calls.finish()?,
         ranges: host.ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,

@@ -24,7 +24,6 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     let start = crate::trace::i64s(&frame, col::START)?;
     let end = crate::trace::i64s(&frame, col::END)?;
     let name = crate::trace::u32s(&frame, col::NAME)?;
-    let short = crate::trace::u32s(&frame, col::SHORT)?;
     let kind = crate::trace::u32s(&frame, col::KIND)?;
     let ranks = name_ranks(&trace.strings);
     let (order, buckets) = sweep_order(device, start, end, name, &ranks);
@@ -56,7 +55,15 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
     }
 
     // Per (device, name) statistics.
-    let stats = name_stats(&order, &buckets, name, short, start, end, &exclusive);
+    let stats = name_stats(
+        &order,
+        &buckets,
+        name,
+        &trace.short_names,
+        start,
+        end,
+        &exclusive,
+    );
     drop(order);
     drop(exclusive);
 

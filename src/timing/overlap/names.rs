@@ -29,7 +29,7 @@ pub(super) fn name_stats(
     order: &[u32],
     buckets: &[(i64, std::ops::Range<usize>)],
     name: &[u32],
-    short: &[u32],
+    short: &crate::trace::ShortNames,
     start: &[i64],
     end: &[i64],
     exclusive: &[i64],
@@ -50,7 +50,7 @@ pub(super) fn name_stats(
                 groups.push(NameStat {
                     device: *d,
                     name: nm,
-                    short: short[i],
+                    short: short.of(nm),
                     instances: 0,
                     total_ns: 0,
                     mean_ns: 0.0,
@@ -221,6 +221,7 @@ mod tests {
         }
         let short = [7u32, 8];
         let short: Vec<u32> = n.iter().map(|&x| short[x as usize]).collect();
+        let short = crate::trace::ShortNames::from_rows(&n, &short);
         let fast = name_stats(&order, &buckets, &n, &short, &s, &e, &excl);
         // Device 0, name 0: durations 10, 1, 3, 9 → total 23, mean 5.75, median
         // (3 + 9) / 2 = 6; exclusive 10 + 0 + 3 + 9 (the [12,13) op is inside [10,20)).
@@ -273,7 +274,8 @@ mod tests {
             vec![0; 3],
         );
         let (order, buckets) = sweep_order(&d, &s, &e, &n, &[0]);
-        let st = name_stats(&order, &buckets, &n, &[0; 3], &s, &e, &[0; 3]);
+        let none = crate::trace::ShortNames::default();
+        let st = name_stats(&order, &buckets, &n, &none, &s, &e, &[0; 3]);
         assert_eq!(st.len(), 1);
         assert_eq!(st[0].total_ns, big.wrapping_mul(3));
         assert!(st[0].total_ns < 0);
@@ -281,7 +283,7 @@ mod tests {
         assert_eq!(st[0].median_ns, 2f64.powi(62));
         assert_eq!((st[0].min_ns, st[0].max_ns), (big, big));
         // Two of them: the midpoint of equal values is the value.
-        let st = name_stats(&order[..2], &[(0, 0..2)], &n, &[0; 3], &s, &e, &[0; 2]);
+        let st = name_stats(&order[..2], &[(0, 0..2)], &n, &none, &s, &e, &[0; 2]);
         assert_eq!(
             (st[0].mean_ns, st[0].median_ns),
             (2f64.powi(62), 2f64.powi(62))

@@ -215,8 +215,16 @@ fn outside(
     // Per series: all ops, and the unclaimed ones by where they fall.
     let mut all: Vec<Vec<u32>> = vec![Vec::new(); series.len()];
     let mut parts: Vec<[Vec<u32>; 3]> = vec![Default::default(); series.len()];
+    // Ops come in long runs of one (process, device): look the series up where it changes.
+    let mut last: Option<((i32, i32), Option<usize>)> = None;
     for (i, &done) in claimed.iter().enumerate() {
-        let Some(&k) = key.get(&(i64::from(o.pid[i]), i64::from(o.device[i]))) else {
+        let pd = (o.pid[i], o.device[i]);
+        let k = match last {
+            Some((l, k)) if l == pd => k,
+            _ => key.get(&(i64::from(pd.0), i64::from(pd.1))).copied(),
+        };
+        last = Some((pd, k));
+        let Some(k) = k else {
             continue;
         };
         all[k].push(i as u32);

@@ -62,7 +62,7 @@ impl<'i, 'a> Measurer<'i, 'a> {
             .zip(&excl)
             .map(|(&i, &x)| {
                 let i = i as usize;
-                (o.name_id[i], o.short_id[i], o.end_ns[i] - o.start_ns[i], x)
+                (o.name_id[i], o.short_id(i), o.end_ns[i] - o.start_ns[i], x)
             })
             .collect();
         per_name.sort_unstable_by_key(|r| r.0);

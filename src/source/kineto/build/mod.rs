@@ -275,8 +275,11 @@ impl Collector {
                 + self.ranges.out_of_range()
                 + self.shapes.out_of_range(),
         );
+        let (ops, short_names) = self.ops.finish_ops()?;
+        Trace::warn_short_conflicts(&mut meta, &short_names);
         Ok(Trace {
-            ops: self.ops.finish()?,
+            ops,
+            short_names,
             calls: self.calls.finish()?,
             ranges: self.ranges.finish()?,
             shapes: self.shapes.finish()?,

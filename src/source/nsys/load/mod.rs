@@ -272,8 +272,11 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
         merged.ops.out_of_range() + calls.out_of_range() + ranges.out_of_range(),
     );
 
+    let (ops, short_names) = merged.ops.finish_ops()?;
+    Trace::warn_short_conflicts(&mut meta, &short_names);
     Ok(Trace {
-        ops: merged.ops.finish()?,
+        ops,
+        short_names,
         calls: calls.finish()?,
         ranges: ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
