@@ -6,129 +6,17 @@
 //! Ids (device, stream, process, correlation, graph) are 32-bit columns: every format's
 //! ids fit (CUDA's device, stream, correlation and graph ids are 32-bit, OS pids stay
 //! below 2^22), and at 20M ops and 27M calls each 64-bit id column would cost 80–110 MB.
-//! Thread ids stay 64-bit (Kineto writes pthread ids). A reader that needs wider ids while it reads (Kineto keeps a
-//! rank slot in the high bits, `source/kineto/ids.rs`) builds with `I = i64` and
-//! narrows at `finish`. An id that does not fit is stored as -1 (unknown) and counted
-//! ([`OpsBuilder::out_of_range`]), and the loaders say so in a warning.
+//! Thread ids stay 64-bit (Kineto writes pthread ids). A reader that needs wider ids
+//! while it reads (Kineto keeps a rank slot in the high bits, `source/kineto/ids.rs`)
+//! builds with `I = i64` and narrows at `finish`. An id that does not fit is stored as -1
+//! (unknown) and counted ([`OpsBuilder::out_of_range`]), and the loaders say so in a
+//! warning. How each field is stored is in `store`.
 
 use polars::prelude::*;
 
+use super::store::{owned, Elem, Id, IdStore, Native, Store};
 use super::{col, CallApi, OpKind, RangeKind};
 use crate::exit::Result;
-
-/// How a row's field is stored in its column (enums and flags as small integers, ids
-/// narrowed to 32 bits).
-pub trait Store<R> {
-    /// The stored value; `out_of_range` counts ids that do not fit.
-    fn store(v: R, out_of_range: &mut u64) -> Self;
-}
-
-impl Store<i64> for i64 {
-    #[inline]
-    fn store(v: i64, _: &mut u64) -> i64 {
-        v
-    }
-}
-
-impl Store<u32> for u32 {
-    #[inline]
-    fn store(v: u32, _: &mut u64) -> u32 {
-        v
-    }
-}
-
-impl Store<OpKind> for u32 {
-    #[inline]
-    fn store(k: OpKind, _: &mut u64) -> u32 {
-        k as u32
-    }
-}
-
-impl Store<RangeKind> for u32 {
-    #[inline]
-    fn store(k: RangeKind, _: &mut u64) -> u32 {
-        k as u32
-    }
-}
-
-impl Store<CallApi> for u32 {
-    #[inline]
-    fn store(k: CallApi, _: &mut u64) -> u32 {
-        k as u32
-    }
-}
-
-impl Store<i64> for i32 {
-    #[inline]
-    fn store(v: i64, out_of_range: &mut u64) -> i32 {
-        i32::try_from(v).unwrap_or_else(|_| {
-            *out_of_range += 1;
-            -1
-        })
-    }
-}
-
-/// The storage of a builder's id columns while it is filled: `i32` (the trace's own) or
-/// `i64` (a reader that narrows at the end).
-pub trait IdStore: Copy + Default + std::fmt::Debug + Store<i64> + private::Sealed {
-    /// The trace's 32-bit column of these ids (narrowing i64 ids, out-of-range as -1).
-    fn id_column(name: &str, v: Vec<Self>) -> Column;
-    /// How many of these ids will not fit the 32-bit column.
-    fn count_wide(v: &[Self]) -> u64;
-}
-
-mod private {
-    pub trait Sealed {}
-    impl Sealed for i32 {}
-    impl Sealed for i64 {}
-}
-
-impl IdStore for i32 {
-    fn id_column(name: &str, v: Vec<i32>) -> Column {
-        owned::<Int32Type>(name, v)
-    }
-
-    fn count_wide(_: &[i32]) -> u64 {
-        0
-    }
-}
-
-impl IdStore for i64 {
-    fn id_column(name: &str, v: Vec<i64>) -> Column {
-        let mut n = 0;
-        let narrow: Vec<i32> = v.into_iter().map(|x| i32::store(x, &mut n)).collect();
-        owned::<Int32Type>(name, narrow)
-    }
-
-    fn count_wide(v: &[i64]) -> u64 {
-        v.iter().filter(|&&x| i32::try_from(x).is_err()).count() as u64
-    }
-}
-
-/// A column's native type, and how its vector becomes a polars column.
-trait Native: Sized {
-    fn column(name: &str, v: Vec<Self>) -> Column;
-}
-
-impl Native for i64 {
-    fn column(name: &str, v: Vec<i64>) -> Column {
-        owned::<Int64Type>(name, v)
-    }
-}
-
-impl Native for u32 {
-    fn column(name: &str, v: Vec<u32>) -> Column {
-        owned::<UInt32Type>(name, v)
-    }
-}
-
-/// A column that takes over a builder's vector (`Column::new` from a `Vec` copies it: a
-/// second 4M-row buffer per column, page faults and all, at the end of every load).
-fn owned<T: PolarsNumericType>(name: &str, mut v: Vec<T::Native>) -> Column {
-    // Return the growth slack (an in-place shrink for large blocks).
-    v.shrink_to_fit();
-    ChunkedArray::<T>::from_vec(name.into(), v).into_column()
-}
 
 fn frame(columns: Vec<Column>) -> Result<DataFrame> {
     Ok(DataFrame::new_infer_height(columns)?)
@@ -145,30 +33,6 @@ trait Group: Default {
     fn pad(&mut self, n: usize);
     fn into_columns(self, out: &mut Vec<Column>);
 }
-
-/// A column's element type in a builder over id storage `I`: the marker [`Id`] is `I`,
-/// any other type itself.
-pub trait Elem<I> {
-    type Out;
-}
-
-/// The marker of an id column in the builders' column lists.
-#[derive(Debug)]
-pub enum Id {}
-
-impl<I> Elem<I> for Id {
-    type Out = I;
-}
-
-macro_rules! elem_is_itself {
-    ($($t:ty),+) => {
-        $(impl<I> Elem<I> for $t {
-            type Out = $t;
-        })+
-    };
-}
-
-elem_is_itself!(i64, u32);
 
 /// A column of the frame from the builder's vector: ids through [`IdStore::id_column`].
 macro_rules! column {

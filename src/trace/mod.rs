@@ -11,7 +11,8 @@
 //!
 //! Here: the model itself (kinds, column names, [`Trace`]; the devices and export metadata
 //! it carries are plain data in `wire::trace`); in `builders` the row-wise builders
-//! sources fill, in `views` the slices analyses read, in `interner` name interning, in
+//! sources fill, in `store` how they store a field (ids in 32 bits), in `views` the
+//! slices analyses read, in `interner` name interning, in
 //! `launch` the launch-call classifier, in `metrics` the measured GPU counters. Those
 //! submodules are private and re-exported here, so `crate::trace::X` is their one path.
 
@@ -19,6 +20,7 @@ mod builders;
 mod interner;
 mod launch;
 mod metrics;
+mod store;
 mod views;
 
 use polars::prelude::DataFrame;
@@ -28,13 +30,13 @@ use crate::wire::meta::SourceInfo;
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 pub use builders::{
-    CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, IdStore, Launch, OpRow, OpsBuilder,
-    OpsBuilderOf, RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder,
-    ShapesBuilderOf, ShortNames,
+    CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, Launch, OpRow, OpsBuilder, OpsBuilderOf,
+    RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder, ShapesBuilderOf, ShortNames,
 };
 pub use interner::{bounded, Interner, MAX_NAME_BYTES};
 pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
 pub use metrics::{GpuMetric, GpuMetricSeries};
+pub use store::IdStore;
 pub use views::{i32s, i64s, u32s, CallsView, GeometryView, OpsView, RangesView, ShapesView};
 
 /// Kind of a GPU operation (`ops.kind`).
