@@ -335,7 +335,7 @@ pub fn render(trace: &Trace, report: &StepsReport, window: Option<StepWindow>) -
         {
             continue;
         }
-        let cat = if c.api[i] == CallApi::Driver as u32 {
+        let cat = if c.api(i) == CallApi::Driver as u32 {
             "cuda_driver"
         } else {
             "cuda_runtime"

@@ -244,7 +244,7 @@ fn ambiguous_launches(trace: &Trace) -> Option<(u64, u64)> {
     let launches = || {
         (0..c.start_ns.len())
             .filter(|&i| c.is_launch(i) && c.correlation_id[i] >= 0)
-            .map(|i| (c.pid[i], c.correlation_id[i], c.api[i]))
+            .map(|i| (c.pid[i], c.correlation_id[i], c.api(i)))
     };
     // (pid, id, api) packed in one u64 (32-bit ids, a non-negative id has 31 bits, the
     // API one): a third of the memory of the tuples, which a 16M-kernel report with 27M

@@ -237,41 +237,50 @@ builder! {
     }
 }
 
-/// The short name of each name id, built from the ops' (name, short name) pairs.
+/// A value held per name id instead of per row, built from the rows' (name, value)
+/// pairs: what is a function of a row's name in every format (a kernel's short name, a
+/// call's API family).
 #[derive(Debug, Clone, Default)]
-pub struct ShortNames {
-    /// Per name id: the short name's id (`u32::MAX`: no op has that name).
+pub struct NameTable {
+    /// Per name id: the value (`u32::MAX`: no row has that name).
     by_name: Vec<u32>,
-    /// Ops whose short name differs from the first op of the same name (none in any
-    /// format's own files; a rewritten export could have them): they show the first.
+    /// Rows whose value differs from the first row of the same name (none in any
+    /// format's own files; a rewritten export could have them): they read the first.
     pub conflicts: u64,
 }
 
-impl ShortNames {
-    pub(crate) fn from_rows(name: &[u32], short: &[u32]) -> ShortNames {
+impl NameTable {
+    pub(crate) fn from_rows(name: &[u32], value: &[u32]) -> NameTable {
         let mut by_name: Vec<u32> = Vec::new();
         let mut conflicts = 0;
-        for (&n, &s) in name.iter().zip(short) {
+        for (&n, &v) in name.iter().zip(value) {
             let n = n as usize;
             if n >= by_name.len() {
                 by_name.resize(n + 1, u32::MAX);
             }
             if by_name[n] == u32::MAX {
-                by_name[n] = s;
-            } else if by_name[n] != s {
+                by_name[n] = v;
+            } else if by_name[n] != v {
                 conflicts += 1;
             }
         }
-        ShortNames { by_name, conflicts }
+        NameTable { by_name, conflicts }
     }
 
-    /// The short name id of name `name_id` (the name itself where no op has it).
+    /// The value of name `name_id`, `default` where no row has that name.
+    #[inline]
+    pub fn of_or(&self, name_id: u32, default: u32) -> u32 {
+        match self.by_name.get(name_id as usize) {
+            Some(&v) if v != u32::MAX => v,
+            _ => default,
+        }
+    }
+
+    /// The short name id of name `name_id` (a table of short names; the name itself
+    /// where no op has it).
     #[inline]
     pub fn of(&self, name_id: u32) -> u32 {
-        match self.by_name.get(name_id as usize) {
-            Some(&s) if s != u32::MAX => s,
-            _ => name_id,
-        }
+        self.of_or(name_id, name_id)
     }
 }
 
@@ -351,13 +360,26 @@ impl Group for GeometryCols {
     }
 }
 
+impl<I: IdStore> CallsBuilderOf<I> {
+    /// The calls frame without its API column, and the API family of each name id: a
+    /// call's API is a function of its name (`cuda*` runtime, `cu*` driver entry points;
+    /// the value kept is the one the file states), so it is held once per name (4 bytes
+    /// × 27M calls at 16M kernels).
+    pub fn finish_calls(self) -> Result<(DataFrame, NameTable)> {
+        let apis = NameTable::from_rows(&self.name_id, &self.api);
+        let mut df = self.finish()?;
+        drop(df.drop_in_place(col::API)?);
+        Ok((df, apis))
+    }
+}
+
 impl<I: IdStore> OpsBuilderOf<I> {
     /// The ops frame without its short-name column, and the short name of each name id
-    /// ([`ShortNames`]): a kernel's short name is a function of its full name in every
+    /// ([`NameTable`]): a kernel's short name is a function of its full name in every
     /// format (nsys derives it from the mangled name, the other readers from the full
     /// name), so it is held once per name, not per op (4 bytes × 20M ops at 16M kernels).
-    pub fn finish_ops(self) -> Result<(DataFrame, ShortNames)> {
-        let shorts = ShortNames::from_rows(&self.name_id, &self.short_id);
+    pub fn finish_ops(self) -> Result<(DataFrame, NameTable)> {
+        let shorts = NameTable::from_rows(&self.name_id, &self.short_id);
         let mut df = self.finish()?;
         drop(df.drop_in_place(col::SHORT)?);
         Ok((df, shorts))
@@ -471,7 +493,7 @@ mod tests {
     #[test]
     fn short_names_are_held_per_name_and_conflicts_counted() {
         // Names 0 and 2 with shorts 5 and 6; a third op of name 0 says 9 (a conflict).
-        let s = ShortNames::from_rows(&[0, 2, 0, 0], &[5, 6, 5, 9]);
+        let s = NameTable::from_rows(&[0, 2, 0, 0], &[5, 6, 5, 9]);
         assert_eq!((s.of(0), s.of(2)), (5, 6));
         // No op of names 1 and 7: the name is its own short name.
         assert_eq!((s.of(1), s.of(7)), (1, 7));
@@ -486,5 +508,28 @@ mod tests {
         let (df, shorts) = b.finish_ops().unwrap();
         assert!(df.column(col::SHORT).is_err());
         assert_eq!(shorts.of(3), 4);
+    }
+
+    #[test]
+    fn a_calls_api_is_held_per_name() {
+        let call = |name_id, api| CallRow {
+            pid: 1,
+            tid: 2,
+            start_ns: 0,
+            end_ns: 1,
+            name_id,
+            correlation_id: 3,
+            api,
+        };
+        let mut b = CallsBuilder::default();
+        b.push(call(0, CallApi::Runtime));
+        b.push(call(1, CallApi::Driver));
+        b.push(call(1, CallApi::Driver));
+        let (df, apis) = b.finish_calls().unwrap();
+        assert!(df.column(col::API).is_err());
+        assert_eq!(df.height(), 3);
+        assert_eq!(apis.of_or(1, 9), CallApi::Driver as u32);
+        assert_eq!(apis.of_or(0, 9), CallApi::Runtime as u32);
+        assert_eq!((apis.of_or(2, 9), apis.conflicts), (9, 0));
     }
 }

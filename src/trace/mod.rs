@@ -30,8 +30,9 @@ use crate::wire::meta::SourceInfo;
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 pub use builders::{
-    CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, Launch, OpRow, OpsBuilder, OpsBuilderOf,
-    RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder, ShapesBuilderOf, ShortNames,
+    CallRow, CallsBuilder, CallsBuilderOf, GeometryCols, Launch, NameTable, OpRow, OpsBuilder,
+    OpsBuilderOf, RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder,
+    ShapesBuilderOf,
 };
 pub use interner::{bounded, Interner, MAX_NAME_BYTES};
 pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
@@ -150,10 +151,12 @@ pub struct Trace {
     /// GPU operations: device, stream, pid, start_ns, end_ns, name_id, kind (u32
     /// [`OpKind`]), correlation_id, graph_id, bytes (memcpy/memset, else 0).
     pub ops: DataFrame,
-    /// The short name of each op name ([`ShortNames::of`]).
-    pub short_names: ShortNames,
-    /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id, api (u32
-    /// [`CallApi`]). Whether a call launches GPU work is a function of its name
+    /// The short name of each op name ([`NameTable::of`]).
+    pub short_names: NameTable,
+    /// The API family ([`CallApi`]) of each call name ([`CallsView::api`]).
+    pub call_apis: NameTable,
+    /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id. The API
+    /// family ([`CallApi`]) is held per name (`call_apis`). Whether a call launches GPU work is a function of its name
     /// ([`is_launch_call`]), so it is looked up per name ([`CallsView::is_launch`]), not
     /// stored per call (27M calls in a 16M-kernel report).
     pub calls: DataFrame,
@@ -177,8 +180,9 @@ impl Trace {
     pub fn empty(meta: TraceMeta) -> Result<Trace> {
         Ok(Trace {
             ops: OpsBuilder::default().finish_ops()?.0,
-            short_names: ShortNames::default(),
-            calls: CallsBuilder::default().finish()?,
+            short_names: NameTable::default(),
+            call_apis: NameTable::default(),
+            calls: CallsBuilder::default().finish_calls()?.0,
             ranges: RangesBuilder::default().finish()?,
             shapes: ShapesBuilder::default().finish()?,
             gpu_metrics: Vec::new(),
@@ -196,13 +200,14 @@ impl Trace {
             .unwrap_or("")
     }
 
-    /// Say how many ops showed a short name other than the first op of their name.
-    pub fn warn_short_conflicts(meta: &mut TraceMeta, shorts: &ShortNames) {
-        if shorts.conflicts > 0 {
+    /// Say how many rows held a per-name value (`what`: "short name", "API family")
+    /// other than the first row of their name.
+    pub fn warn_name_conflicts(meta: &mut TraceMeta, table: &NameTable, what: &str) {
+        if table.conflicts > 0 {
             meta.warnings.push(format!(
-                "{} op(s) have a short name other than the first op of the same full name \
-                 (a rewritten export?): every op of a name shows the first one's",
-                shorts.conflicts
+                "{} row(s) have a {what} other than the first row of the same name (a \
+                 rewritten export?): every row of a name reads the first one's",
+                table.conflicts
             ));
         }
     }

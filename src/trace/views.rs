@@ -41,11 +41,11 @@ pub struct OpsView<'a> {
     pub kind: &'a [u32],
     pub correlation_id: &'a [i32],
     pub graph_id: &'a [i32],
-    short_names: &'a super::ShortNames,
+    short_names: &'a super::NameTable,
 }
 
 impl OpsView<'_> {
-    /// Op `i`'s short name id (held per name, [`super::ShortNames`]).
+    /// Op `i`'s short name id (held per name, [`super::NameTable`]).
     #[inline]
     pub fn short_id(&self, i: usize) -> u32 {
         self.short_names.of(self.name_id[i])
@@ -92,13 +92,20 @@ pub struct CallsView<'a> {
     pub end_ns: &'a [i64],
     pub name_id: &'a [u32],
     pub correlation_id: &'a [i32],
-    pub api: &'a [u32],
+    apis: &'a super::NameTable,
     /// Per interned name: whether a call of that name launches GPU work
     /// ([`is_launch_call`](super::is_launch_call)).
     launch_name: Vec<bool>,
 }
 
 impl CallsView<'_> {
+    /// Call `i`'s API family ([`CallApi`](super::CallApi) as u32; held per name).
+    #[inline]
+    pub fn api(&self, i: usize) -> u32 {
+        self.apis
+            .of_or(self.name_id[i], super::CallApi::Runtime as u32)
+    }
+
     /// Whether call `i` is a kernel or graph launch (not a copy or sync).
     #[inline]
     pub fn is_launch(&self, i: usize) -> bool {
@@ -146,7 +153,7 @@ impl Trace {
             end_ns: i64s(d, col::END)?,
             name_id: u32s(d, col::NAME)?,
             correlation_id: i32s(d, col::CORR)?,
-            api: u32s(d, col::API)?,
+            apis: &self.call_apis,
             launch_name: self
                 .strings
                 .iter()

@@ -79,10 +79,12 @@ impl B {
     }
     fn trace(self) -> Trace {
         let (ops, short_names) = self.ops.finish_ops().unwrap();
+        let (calls, call_apis) = self.calls.finish_calls().unwrap();
         Trace {
             ops,
             short_names,
-            calls: self.calls.finish().unwrap(),
+            calls,
+            call_apis,
             ranges: self.ranges.finish().unwrap(),
             strings: self.i.into_strings(),
             ..Trace::empty(TraceMeta::new(SourceFormat::Nsys, "hand-built")).unwrap()

@@ -93,9 +93,11 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
         lanes[at].push(i as u32);
     }
     for v in &mut lanes {
-        // Exports list most ops in start order already: check before sorting.
+        // Exports list most ops in start order already: check before sorting. Otherwise
+        // a lane is a few start-ordered runs (one per source table), which the stable
+        // sort merges in near-linear time; equal keys are the same gap either way.
         if !v.is_sorted_by_key(|&i| key(i)) {
-            v.sort_unstable_by_key(|&i| key(i));
+            v.sort_by_key(|&i| key(i));
         }
     }
     let mut all = Vec::new();

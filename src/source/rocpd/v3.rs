@@ -182,7 +182,8 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
         ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
     );
     let (ops, short_names) = ops.finish_ops()?;
-    Trace::warn_short_conflicts(&mut meta, &short_names);
+    let (calls, call_apis) = host.calls.finish_calls()?;
+    Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
     let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
         .iter()
         .map(|&d| i64::from(d))
@@ -191,7 +192,8 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     Ok(Trace {
         ops,
         short_names,
-        calls: host.calls.finish()?,
+        calls,
+        call_apis,
         ranges: host.ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
         gpu_metrics: Vec::new(),

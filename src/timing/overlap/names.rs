@@ -29,7 +29,7 @@ pub(super) fn name_stats(
     order: &[u32],
     buckets: &[(i64, std::ops::Range<usize>)],
     name: &[u32],
-    short: &crate::trace::ShortNames,
+    short: &crate::trace::NameTable,
     start: &[i64],
     end: &[i64],
     exclusive: &[i64],
@@ -221,7 +221,7 @@ mod tests {
         }
         let short = [7u32, 8];
         let short: Vec<u32> = n.iter().map(|&x| short[x as usize]).collect();
-        let short = crate::trace::ShortNames::from_rows(&n, &short);
+        let short = crate::trace::NameTable::from_rows(&n, &short);
         let fast = name_stats(&order, &buckets, &n, &short, &s, &e, &excl);
         // Device 0, name 0: durations 10, 1, 3, 9 → total 23, mean 5.75, median
         // (3 + 9) / 2 = 6; exclusive 10 + 0 + 3 + 9 (the [12,13) op is inside [10,20)).
@@ -274,7 +274,7 @@ mod tests {
             vec![0; 3],
         );
         let (order, buckets) = sweep_order(&d, &s, &e, &n, &[0]);
-        let none = crate::trace::ShortNames::default();
+        let none = crate::trace::NameTable::default();
         let st = name_stats(&order, &buckets, &n, &none, &s, &e, &[0; 3]);
         assert_eq!(st.len(), 1);
         assert_eq!(st[0].total_ns, big.wrapping_mul(3));

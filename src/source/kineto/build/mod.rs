@@ -276,11 +276,14 @@ impl Collector {
                 + self.shapes.out_of_range(),
         );
         let (ops, short_names) = self.ops.finish_ops()?;
-        Trace::warn_short_conflicts(&mut meta, &short_names);
+        let (calls, call_apis) = self.calls.finish_calls()?;
+        Trace::warn_name_conflicts(&mut meta, &call_apis, "API family");
+        Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
         Ok(Trace {
             ops,
             short_names,
-            calls: self.calls.finish()?,
+            calls,
+            call_apis,
             ranges: self.ranges.finish()?,
             shapes: self.shapes.finish()?,
             gpu_metrics: Vec::new(),

@@ -8,7 +8,7 @@ use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
-use super::{gid_pid, gid_tid, id_or_missing, int, prepare, prepare_rows, times, TICK};
+use super::{gid_pid, gid_tid, id_or_missing, int, prepare_rows, times, TICK};
 use crate::exit::Result;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 
@@ -16,6 +16,7 @@ pub(super) fn load_calls(
     db: &Db,
     schema: &Schema,
     table: &StringTable,
+    rows: Option<(i64, i64)>,
     progress: &Progress,
 ) -> Result<(CallsBuilder, Vec<String>, u64)> {
     let path = db.shown.as_path();
@@ -25,7 +26,7 @@ pub(super) fn load_calls(
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "runtime", e);
-    if let Some(mut st) = prepare(&conn, schema, &queries::RUNTIME, path)? {
+    if let Some(mut st) = prepare_rows(&conn, schema, &queries::RUNTIME, path, rows)? {
         let mut rows = st.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let rd = |i| int(r, i).map_err(err);

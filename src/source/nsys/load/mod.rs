@@ -273,11 +273,14 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     );
 
     let (ops, short_names) = merged.ops.finish_ops()?;
-    Trace::warn_short_conflicts(&mut meta, &short_names);
+    let (calls, call_apis) = calls.finish_calls()?;
+    Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
+    Trace::warn_name_conflicts(&mut meta, &call_apis, "API family");
     Ok(Trace {
         ops,
         short_names,
-        calls: calls.finish()?,
+        calls,
+        call_apis,
         ranges: ranges.finish()?,
         shapes: ShapesBuilder::default().finish()?,
         gpu_metrics,

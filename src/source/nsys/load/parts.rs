@@ -1,6 +1,6 @@
 //! The parallel read of one export — GPU ops, host calls and NVTX ranges on their own
-//! connections and threads, the kernel and NVTX tables in rowid slices — and the merge of
-//! the readers' parts into one interner and one builder per frame, in read order.
+//! connections and threads, the kernel, runtime and NVTX tables in rowid slices — and the
+//! merge of the readers' parts into one interner and one builder per frame, in read order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,27 +21,27 @@ use crate::trace::{CallsBuilder, Interner, OpsBuilder, RangesBuilder};
 /// A host reader's result: its rows, its local names, rows dropped for bad times.
 type HostPart<B> = Result<(B, Vec<String>, u64)>;
 
-/// What the readers returned, one entry per reader (kernel slices and NVTX slices in
-/// rowid order).
+/// What the readers returned, one entry per reader (kernel, runtime and NVTX slices in
+/// rowid order; no call slice when calls are not read).
 pub(super) struct Read {
     pub(super) ops: Vec<Result<OpsOut>>,
-    pub(super) calls: Option<HostPart<CallsBuilder>>,
+    pub(super) calls: Vec<HostPart<CallsBuilder>>,
     pub(super) ranges: Vec<HostPart<RangesBuilder>>,
 }
 
-/// One read: a kernel slice (with the small op tables on the last), the call table, or
+/// One read: a kernel slice (with the small op tables on the last), a runtime slice or
 /// an NVTX slice, by its index in the slice lists.
 #[derive(Clone, Copy)]
 enum Task {
     Ops(usize),
-    Calls,
+    Calls(usize),
     Ranges(usize),
 }
 
 /// A task's result (an ops part boxed: it is the biggest by far, and there are few).
 enum Done {
     Ops(usize, Box<Result<OpsOut>>),
-    Calls(HostPart<CallsBuilder>),
+    Calls(usize, HostPart<CallsBuilder>),
     Ranges(usize, HostPart<RangesBuilder>),
 }
 
@@ -62,9 +62,15 @@ pub(super) fn read(
     // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
     // the range filter keeps few of its rows, so it is read in rowid slices (their kept
     // rows are concatenated in rowid order: one scan's order, at no copy worth
-    // counting). The call table keeps one reader: it is never the longest read.
+    // counting). The runtime table too (1.7 calls per kernel): one reader of it was the
+    // last to finish on a 2-core machine.
     let range_slices = if opts.ranges {
         split.slices(conn, schema, &queries::NVTX)
+    } else {
+        Vec::new()
+    };
+    let call_slices = if opts.calls {
+        split.slices(conn, schema, &queries::RUNTIME)
     } else {
         Vec::new()
     };
@@ -73,18 +79,22 @@ pub(super) fn read(
     // slice's reader also reads the small op tables, so the parts concatenate in order.
     let kernel_slices = split.slices(conn, schema, &queries::KERNELS);
     let last = kernel_slices.len() - 1;
-    // The big reads first (kernel and NVTX slices alternating, the calls after the first
-    // of each), so a pool of few workers does not end on one long read.
+    // The slices of the three tables alternating, so a pool of few workers does not end
+    // on one long read.
     let mut tasks = Vec::new();
-    for k in 0..kernel_slices.len().max(range_slices.len()) {
+    let most = kernel_slices
+        .len()
+        .max(range_slices.len())
+        .max(call_slices.len());
+    for k in 0..most {
         if k < kernel_slices.len() {
             tasks.push(Task::Ops(k));
         }
         if k < range_slices.len() {
             tasks.push(Task::Ranges(k));
         }
-        if k == 0 && opts.calls {
-            tasks.push(Task::Calls);
+        if k < call_slices.len() {
+            tasks.push(Task::Calls(k));
         }
     }
     let filter = opts.range_filter.as_ref();
@@ -101,7 +111,7 @@ pub(super) fn read(
                 Box::new(load_ops(db, schema, table, memcpy, part, progress)),
             )
         }
-        Task::Calls => Done::Calls(load_calls(db, schema, table, progress)),
+        Task::Calls(k) => Done::Calls(k, load_calls(db, schema, table, call_slices[k], progress)),
         Task::Ranges(k) => Done::Ranges(
             k,
             load_ranges(db, schema, table, filter, range_slices[k], progress),
@@ -132,33 +142,39 @@ pub(super) fn read(
     };
     progress.finish();
     crate::phases::mark("nsys: every reader done");
-    place(done, kernel_slices.len(), range_slices.len(), opts.calls)
+    place(
+        done,
+        kernel_slices.len(),
+        call_slices.len(),
+        range_slices.len(),
+    )
 }
 
 /// The readers' results at their slices' indexes. A read that a panicked worker never
 /// returned is an internal error, so the merge fails on it instead of leaving rows out.
-fn place(done: Vec<Done>, n_ops: usize, n_ranges: usize, calls: bool) -> Read {
-    let lost = || Error::internal("an nsys loader thread panicked");
-    let mut ops: Vec<Option<Result<OpsOut>>> = (0..n_ops).map(|_| None).collect();
-    let mut ranges: Vec<Option<HostPart<RangesBuilder>>> = (0..n_ranges).map(|_| None).collect();
-    let mut call_part = None;
+fn place(done: Vec<Done>, n_ops: usize, n_calls: usize, n_ranges: usize) -> Read {
+    fn slots<T>(n: usize) -> Vec<Option<Result<T>>> {
+        (0..n).map(|_| None).collect()
+    }
+    fn filled<T>(v: Vec<Option<Result<T>>>) -> Vec<Result<T>> {
+        v.into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(Error::internal("an nsys loader thread panicked"))))
+            .collect()
+    }
+    let mut ops = slots(n_ops);
+    let mut calls = slots(n_calls);
+    let mut ranges = slots(n_ranges);
     for d in done {
         match d {
             Done::Ops(k, r) => ops[k] = Some(*r),
             Done::Ranges(k, r) => ranges[k] = Some(r),
-            Done::Calls(r) => call_part = Some(r),
+            Done::Calls(k, r) => calls[k] = Some(r),
         }
     }
     Read {
-        ops: ops
-            .into_iter()
-            .map(|o| o.unwrap_or_else(|| Err(lost())))
-            .collect(),
-        calls: calls.then(|| call_part.unwrap_or_else(|| Err(lost()))),
-        ranges: ranges
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(lost())))
-            .collect(),
+        ops: filled(ops),
+        calls: filled(calls),
+        ranges: filled(ranges),
     }
 }
 
@@ -195,20 +211,21 @@ impl Merged {
         Ok(m)
     }
 
-    /// The calls and the NVTX slices, their names merged after the ops'.
+    /// The runtime and NVTX slices, their names merged after the ops' (calls first).
     pub(super) fn host(
         &mut self,
-        calls: Option<HostPart<CallsBuilder>>,
+        calls: Vec<HostPart<CallsBuilder>>,
         ranges: Vec<HostPart<RangesBuilder>>,
     ) -> Result<(CallsBuilder, RangesBuilder)> {
-        let calls = match calls.transpose()? {
-            Some((mut cb, strings, n_bad)) => {
-                remap(&mut cb.name_id, &merge(&mut self.names, &strings));
-                self.bad.add("runtime", n_bad);
-                cb
-            }
-            None => CallsBuilder::default(),
-        };
+        let mut all_calls = CallsBuilder::default();
+        let mut n_bad_calls = 0;
+        for part in calls {
+            let (mut cb, strings, bad_rows) = part?;
+            remap(&mut cb.name_id, &merge(&mut self.names, &strings));
+            n_bad_calls += bad_rows;
+            all_calls.append(&mut cb);
+        }
+        self.bad.add("runtime", n_bad_calls);
         let mut out = RangesBuilder::default();
         let mut n_bad = 0;
         for part in ranges {
@@ -218,6 +235,6 @@ impl Merged {
             out.append(&mut rb);
         }
         self.bad.add("nvtx", n_bad);
-        Ok((calls, out))
+        Ok((all_calls, out))
     }
 }
