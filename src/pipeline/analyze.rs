@@ -24,21 +24,42 @@ pub fn run(
     } else {
         crate::source::load_with(path, &crate::source::LoadOptions::ops_only())?
     };
-    let mut analysis = analyze_trace(&trace, &plan.categories, device)?;
-    crate::phases::mark("analyze: per-device sweep");
-    if with_steps {
-        // The device filter applies before the steps are summarised, grouped and priced.
-        let plan = StepsPlan {
-            device,
-            ..plan.clone()
-        };
-        let mut r = crate::pipeline::steps::run(&trace, &plan)?.report;
-        // The analysis says which tool read which report, once, at its top.
-        r.tool = None;
-        r.source = None;
-        analysis.steps = Some(r);
-        crate::phases::mark("steps: attribution and assembly");
+    if !with_steps {
+        let analysis = analyze_trace(&trace, &plan.categories, device)?;
+        crate::phases::mark("analyze: per-device sweep");
+        return Ok(analysis);
     }
+    // The device filter applies before the steps are summarised, grouped and priced.
+    let steps_plan = StepsPlan {
+        device,
+        ..plan.clone()
+    };
+    let steps = || crate::pipeline::steps::run(&trace, &steps_plan);
+    // The per-device sweep and the steps read the trace and nothing of each other: with a
+    // second thread allowed they run at once. Either way the sweep's error (an unknown
+    // --device) is the one reported first, as in the serial order.
+    let (analysis, run) = if crate::source::threads() > 1 {
+        std::thread::scope(|s| {
+            let st = s.spawn(steps);
+            let analysis = analyze_trace(&trace, &plan.categories, device);
+            crate::phases::mark("analyze: per-device sweep");
+            let run = st
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("the steps thread panicked")));
+            (analysis, run)
+        })
+    } else {
+        let analysis = analyze_trace(&trace, &plan.categories, device)?;
+        crate::phases::mark("analyze: per-device sweep");
+        (Ok(analysis), steps())
+    };
+    let mut analysis = analysis?;
+    let mut r = run?.report;
+    // The analysis says which tool read which report, once, at its top.
+    r.tool = None;
+    r.source = None;
+    analysis.steps = Some(r);
+    crate::phases::mark("steps: attribution and assembly");
     Ok(analysis)
 }
 
