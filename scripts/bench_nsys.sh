@@ -35,7 +35,7 @@ sg=${SG:-$tgt/release/stepgate}
 # The columns stepgate reads, printed by the sqlite3 CLI to /dev/null.
 ref_sql() {
   local f=$1 nvtx=$2
-  local q="SELECT start,end,deviceId,streamId,correlationId,globalPid,demangledName,shortName,graphNodeId FROM CUPTI_ACTIVITY_KIND_KERNEL;
+  local q="SELECT start,end,deviceId,streamId,correlationId,globalPid,demangledName,shortName,graphId FROM CUPTI_ACTIVITY_KIND_KERNEL;
 SELECT start,end,eventClass,globalTid,correlationId,nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME;
 SELECT id,value FROM StringIds;"
   has() { sqlite3 "$f" "SELECT 1 FROM sqlite_master WHERE name='$1'" | grep -q 1; }
