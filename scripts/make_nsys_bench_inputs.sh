@@ -6,7 +6,7 @@
 #                                      within CUPTI's 32 bits; same DDL, its real mix of ~1.7
 #                                      runtime and ~4.9 NVTX rows per kernel). Inputs made by
 #                                      an older replicator (ids past 2^31) read those ids as
-#                                      unknown: delete them to remake.)
+#                                      unknown: delete them to remake.
 #   decode_10k_x400.sqlite             10,000 node-mode CUDA-graph decode steps x 400 kernels
 #                                      (+ decode_10k_x400.expected.json, the per-step truth)
 # Usage: scripts/make_nsys_bench_inputs.sh [OUT_DIR] [CARGO_PROFILE_FLAG]
