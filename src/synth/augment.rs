@@ -85,6 +85,36 @@ fn ranges(path: &Path) -> Result<Vec<Range>> {
     rows.collect::<rusqlite::Result<_>>().map_err(sql_err)
 }
 
+/// The largest correlation id the export's API and GPU tables hold (0 without any).
+fn max_correlation(path: &Path) -> Result<i64> {
+    let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(sql_err)?;
+    let mut most = 0i64;
+    for t in [
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+    ] {
+        let exists: bool = c
+            .query_row(
+                "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [t],
+                |r| r.get(0),
+            )
+            .map_err(sql_err)?;
+        if exists {
+            let m: Option<i64> = c
+                .query_row(&format!("SELECT max(correlationId) FROM {t}"), [], |r| {
+                    r.get(0)
+                })
+                .map_err(sql_err)?;
+            most = most.max(m.unwrap_or(0));
+        }
+    }
+    Ok(most)
+}
+
 /// Add the work `spec` asks for to the export at `path`, in place. Returns the ranges that
 /// got it, in start order. Refuses an export whose global ids the writer cannot reproduce,
 /// or where no range matches.
@@ -104,12 +134,23 @@ pub fn augment(path: &Path, spec: &Spec<'_>) -> Result<Vec<Added>> {
             path.display()
         )));
     }
+    // Ids after any the export holds (a GPU-less export has none, a real one may), within
+    // the 32 bits CUPTI gives a correlation id.
+    let mut correlation = max_correlation(path)?;
+    let needed = (chosen.len() as u64).saturating_mul(u64::from(spec.kernels_per_range));
+    if u64::try_from(correlation)
+        .unwrap_or(u64::MAX)
+        .saturating_add(needed)
+        > i32::MAX as u64
+    {
+        return Err(Error::input(
+            "augment: the export's correlation ids leave no room below 2^31 for the added work",
+        ));
+    }
     let mut w = NsysWriter::open(path, spec.layout)?;
     w.gpu(&spec.gpu)?;
     let launch = w.string("cudaLaunchKernel_v7000")?;
     let kernel = w.string("stepgate_augment_kernel")?;
-    // Ids above any the export may hold: a GPU-less export has none, a real one may.
-    let mut correlation: i64 = 1 << 40;
     // Kernels run one after another on one stream across the whole capture.
     let mut gpu_free = i64::MIN;
     let mut added = Vec::with_capacity(chosen.len());
