@@ -11,6 +11,9 @@ use crate::trace::Trace;
 use crate::wire::analysis::{Analysis, SCHEMA_VERSION};
 use crate::wire::meta::SourceInfo;
 
+/// The most ops for which `analyze` runs the sweep beside the steps (see [`run`]).
+const TOGETHER_MAX_OPS: usize = 8_000_000;
+
 /// Load a report and analyse it; `with_steps` false reads GPU ops only (faster on huge
 /// reports when only kernels matter), `device` keeps one device (and its steps).
 pub fn run(
@@ -36,9 +39,13 @@ pub fn run(
     };
     let steps = || crate::pipeline::steps::run(&trace, &steps_plan);
     // The per-device sweep and the steps read the trace and nothing of each other: with a
-    // second thread allowed they run at once. Either way the sweep's error (an unknown
-    // --device) is the one reported first, as in the serial order.
-    let (analysis, run) = if crate::source::threads() > 1 {
+    // second thread allowed they run at once, except on reports so big that their working
+    // sets (the sweep's 12 bytes an op beside the steps' index) would add up past the
+    // memory budget (a 16M-kernel report: 2.76 GiB at once, 2.4 GiB one after the other).
+    // Either way the sweep's error (an unknown --device) is the one reported first, as in
+    // the serial order.
+    let together = crate::source::threads() > 1 && trace.ops.height() < TOGETHER_MAX_OPS;
+    let (analysis, run) = if together {
         std::thread::scope(|s| {
             let st = s.spawn(steps);
             let analysis = analyze_trace(&trace, &plan.categories, device);

@@ -18,9 +18,10 @@ use crate::exit::{Error, Result};
 use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
 use crate::trace::{
-    CallApi, CallRow, CallsBuilder, Interner, RangeKind, RangeRow, RangesBuilder, Trace,
+    CallApi, CallRow, CallsBuilder, Interner, OpsBuilder, RangeKind, RangeRow, RangesBuilder,
+    ShapesBuilder, Trace,
 };
-use crate::wire::trace::DeviceInfo;
+use crate::wire::trace::{DeviceInfo, TraceMeta};
 
 /// Which rocpd layout a database holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +123,40 @@ fn origin(conn: &Connection, path: &Path, parts: &[(&str, &str)]) -> Result<i64>
 }
 
 /// Devices as the ops name them, each with the name the database gives it where it has one.
+/// The trace of a rocpd load from what its readers filled: the frames (ids past 32 bits
+/// and per-name conflicts said in `meta`), and the devices the ops ran on beside `named`.
+fn finish(
+    ops: OpsBuilder,
+    host: Host,
+    names: Interner,
+    named: Vec<DeviceInfo>,
+    mut meta: TraceMeta,
+) -> Result<Trace> {
+    Trace::warn_out_of_range(
+        &mut meta,
+        ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
+    );
+    let (ops, short_names) = ops.finish_ops()?;
+    let (calls, call_apis) = host.calls.finish_calls()?;
+    Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
+    let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
+        .iter()
+        .map(|&d| i64::from(d))
+        .collect();
+    Ok(Trace {
+        ops,
+        short_names,
+        calls,
+        call_apis,
+        ranges: host.ranges.finish()?,
+        shapes: ShapesBuilder::default().finish()?,
+        gpu_metrics: Vec::new(),
+        devices: devices_of(&ids, named),
+        strings: names.into_strings(),
+        meta,
+    })
+}
+
 fn devices_of(ops_devices: &[i64], named: Vec<DeviceInfo>) -> Vec<DeviceInfo> {
     let mut out: Vec<DeviceInfo> = Vec::new();
     for d in named {

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use crate::exit::Result;
 use crate::source::nsys::load::sql_error;
 use crate::source::LoadOptions;
-use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, ShapesBuilder, Trace};
+use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{SourceFormat, TraceMeta};
 
 /// GPU ops with their launching call (the smallest linked api id: an op has one), the
@@ -137,27 +137,5 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
              and were left out"
         ));
     }
-    Trace::warn_out_of_range(
-        &mut meta,
-        ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
-    );
-    let (ops, short_names) = ops.finish_ops()?;
-    let (calls, call_apis) = host.calls.finish_calls()?;
-    Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
-    let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
-        .iter()
-        .map(|&d| i64::from(d))
-        .collect();
-    Ok(Trace {
-        ops,
-        short_names,
-        calls,
-        call_apis,
-        ranges: host.ranges.finish()?,
-        shapes: ShapesBuilder::default().finish()?,
-        gpu_metrics: Vec::new(),
-        devices: super::devices_of(&ids, Vec::new()),
-        strings: names.into_strings(),
-        meta,
-    })
+    super::finish(ops, host, names, Vec::new(), meta)
 }

@@ -14,7 +14,7 @@ use rusqlite::{Connection, Row};
 use crate::exit::Result;
 use crate::source::nsys::load::sql_error;
 use crate::source::LoadOptions;
-use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, ShapesBuilder, Trace};
+use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
 /// Kernel dispatches: device = the GPU agent's `type_index` (GPU 0..n-1), the launching
@@ -177,30 +177,7 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
              left out"
         ));
     }
-    Trace::warn_out_of_range(
-        &mut meta,
-        ops.out_of_range() + host.calls.out_of_range() + host.ranges.out_of_range(),
-    );
-    let (ops, short_names) = ops.finish_ops()?;
-    let (calls, call_apis) = host.calls.finish_calls()?;
-    Trace::warn_name_conflicts(&mut meta, &short_names, "short name");
-    let ids: Vec<i64> = crate::trace::i32s(&ops, crate::trace::col::DEVICE)?
-        .iter()
-        .map(|&d| i64::from(d))
-        .collect();
-    let devices = super::devices_of(&ids, gpus(conn, path)?);
-    Ok(Trace {
-        ops,
-        short_names,
-        calls,
-        call_apis,
-        ranges: host.ranges.finish()?,
-        shapes: ShapesBuilder::default().finish()?,
-        gpu_metrics: Vec::new(),
-        devices,
-        strings: names.into_strings(),
-        meta,
-    })
+    super::finish(ops, host, names, gpus(conn, path)?, meta)
 }
 
 /// Workgroups per grid dimension (rocpd's grid is in work-items) and the workgroup size.
