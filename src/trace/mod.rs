@@ -156,9 +156,9 @@ pub struct Trace {
     /// The API family ([`CallApi`]) of each call name ([`CallsView::api`]).
     pub call_apis: NameTable,
     /// Host API calls: pid, tid, start_ns, end_ns, name_id, correlation_id. The API
-    /// family ([`CallApi`]) is held per name (`call_apis`). Whether a call launches GPU work is a function of its name
-    /// ([`is_launch_call`]), so it is looked up per name ([`CallsView::is_launch`]), not
-    /// stored per call (27M calls in a 16M-kernel report).
+    /// family ([`CallApi`]) is held per name (`call_apis`), and whether a call launches
+    /// GPU work is a function of its name ([`is_launch_call`], [`CallsView::is_launch`]):
+    /// neither is stored per call (27M calls in a 16M-kernel report).
     pub calls: DataFrame,
     /// Annotated ranges: pid, tid, start_ns, end_ns, name_id, domain_id, kind (u32 [`RangeKind`]).
     pub ranges: DataFrame,
@@ -218,7 +218,7 @@ impl Trace {
             meta.warnings.push(format!(
                 "{ids} id(s) (device, stream, process, correlation or graph) were \
                  2^31 or more: stepgate holds ids in 32 bits, so they read as unknown (-1) and \
-                 what they would link (an op to its launch, a call to its thread) is not joined"
+                 what they would link (an op to its launch, a call to its process) is not joined"
             ));
         }
     }

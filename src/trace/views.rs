@@ -14,7 +14,7 @@ pub fn i64s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [i64]> {
         .map_err(|e| Error::input(format!("internal frame error on {name}: {e}")))
 }
 
-/// As [`i64s`] for i32 columns (ids: device, stream, process, thread, correlation, graph).
+/// As [`i64s`] for i32 columns (ids: device, stream, process, correlation, graph).
 pub fn i32s<'a>(df: &'a DataFrame, name: &str) -> Result<&'a [i32]> {
     df.column(name)?
         .i32()?
