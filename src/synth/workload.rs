@@ -323,24 +323,44 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
                 dev.window_start_ns = dev.window_start_ns.min(s);
                 dev.window_end_ns = dev.window_end_ns.max(end);
             };
-
-            if let Some(bytes) = step.memcpy_h2d_bytes {
-                let (cs, ce) = (host, host + scn.launch_ns);
-                let s = place(ce, &mut gpu_free);
+            // One copy, the step's H2D input or D2H output (ENUM_CUDA_MEMCPY_OPER `kind`
+            // 1 or 2): its call on the host, then the copy on the GPU; the host clock, the
+            // GPU's free time and the correlation id move past it.
+            let copy = |w: &mut NsysWriter,
+                        (host, gpu_free, corr): (&mut i64, &mut i64, &mut i64),
+                        e: &mut StepExpect,
+                        dev: &mut DeviceExpect,
+                        copy_kind: i64,
+                        bytes: i64|
+             -> Result<()> {
+                let (cs, ce) = (*host, *host + scn.launch_ns);
+                let s = place(ce, gpu_free);
                 let end = s + 1_000 + bytes / 20;
-                let copy = CopyRow {
+                let row = CopyRow {
                     call: (cs, ce),
                     gpu: (s, end),
-                    corr,
-                    copy_kind: 1,
+                    corr: *corr,
+                    copy_kind,
                     bytes,
                 };
-                copy.write(&mut w, (pid, tid, device), memcpy_id)?;
-                gpu_free = end;
+                row.write(w, (pid, tid, device), memcpy_id)?;
+                *gpu_free = end;
                 e.memcpys += 1;
-                note_op(&mut e, &mut dev, s, end);
-                corr += 1;
-                host = ce + scn.launch_gap_ns;
+                note_op(e, dev, s, end);
+                *corr += 1;
+                *host = ce + scn.launch_gap_ns;
+                Ok(())
+            };
+
+            if let Some(bytes) = step.memcpy_h2d_bytes {
+                copy(
+                    &mut w,
+                    (&mut host, &mut gpu_free, &mut corr),
+                    &mut e,
+                    &mut dev,
+                    1,
+                    bytes,
+                )?;
             }
 
             // Launch groups: (is_graph, kernel indices).
@@ -490,22 +510,14 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
             }
 
             if let Some(bytes) = step.memcpy_d2h_bytes {
-                let (cs, ce) = (host, host + scn.launch_ns);
-                let s = place(ce, &mut gpu_free);
-                let end = s + 1_000 + bytes / 20;
-                let copy = CopyRow {
-                    call: (cs, ce),
-                    gpu: (s, end),
-                    corr,
-                    copy_kind: 2,
+                copy(
+                    &mut w,
+                    (&mut host, &mut gpu_free, &mut corr),
+                    &mut e,
+                    &mut dev,
+                    2,
                     bytes,
-                };
-                copy.write(&mut w, (pid, tid, device), memcpy_id)?;
-                gpu_free = end;
-                e.memcpys += 1;
-                note_op(&mut e, &mut dev, s, end);
-                corr += 1;
-                host = ce + scn.launch_gap_ns;
+                )?;
             }
 
             for _ in 0..step.launches_without_kernels {

@@ -212,11 +212,6 @@ impl<'a> Index<'a> {
         });
     }
 
-    /// Union length of the ops' intervals (any order).
-    pub fn union_ns(&self, ops: &mut [u32]) -> i64 {
-        union_ns(&self.ops, ops)
-    }
-
     /// The ops view alone, the lookups freed (a u32 per op and two per call): what the
     /// per-series sums after projection read.
     pub fn into_ops(self) -> OpsView<'a> {

@@ -10,7 +10,7 @@ use crate::timing::labels::display_name;
 use crate::timing::overlap::exclusive_in_order;
 use crate::trace::OpKind;
 
-use super::index::Index;
+use super::index::{union_ns, Index};
 use crate::wire::steps::StepKernel;
 
 /// GPU-side measurements of one set of ops (all empty for no ops).
@@ -145,5 +145,5 @@ fn exposed_comm(ix: &Index<'_>, ops: &[u32], comm: &[u32], busy: i64) -> Option<
         .copied()
         .filter(|&i| comm.binary_search(&names[i as usize]).is_err())
         .collect();
-    Some(busy - ix.union_ns(&mut rest))
+    Some(busy - union_ns(&ix.ops, &mut rest))
 }

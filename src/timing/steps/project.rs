@@ -10,7 +10,7 @@ use crate::trace::OpKind;
 use crate::wire::steps::{BatchComposition, FoundBy, HostCall, StepKind};
 
 use super::candidate::{Candidate, Found, GapGroup, Items};
-use super::index::{gpu_annotations, Index};
+use super::index::{gpu_annotations, union_ns, Index};
 use super::measure::{Measured, Measurer};
 
 /// What the tail adds to a step.
@@ -83,7 +83,7 @@ impl<'i, 'a> Projector<'i, 'a> {
                     both.extend_from_slice(&c.tail);
                     let o = &self.ix.ops;
                     c.raw.tail = Tail {
-                        busy: self.ix.union_ns(&mut both) - c.raw.m.busy,
+                        busy: union_ns(&self.ix.ops, &mut both) - c.raw.m.busy,
                         kernels: c
                             .tail
                             .iter()
