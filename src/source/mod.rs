@@ -14,6 +14,7 @@ use crate::wire::trace::SourceFormat;
 
 pub mod kineto;
 pub mod nsys;
+pub mod prefilter;
 pub mod rocpd;
 
 /// One input format's reader.

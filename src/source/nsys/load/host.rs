@@ -10,6 +10,7 @@ use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
 use super::{gid_pid, gid_tid, id_or_missing, int, prepare_rows, times, TICK};
 use crate::exit::Result;
+use crate::source::prefilter::RangeFilter;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 
 pub(super) fn load_calls(
@@ -78,7 +79,7 @@ pub(super) fn load_ranges(
     let err = |e| sql_error(path, "nvtx", e);
     // A clone per reader thread: a clone gets its own match-cache pool, while threads
     // sharing one regex take the pool's slow, locked path on every match.
-    let filter = filter.cloned();
+    let filter = filter.cloned().map(RangeFilter::new);
     let filter = filter.as_ref();
     if let Some(mut st) = prepare_rows(&conn, schema, &queries::NVTX, path, rows)? {
         let mut rows = st.query([]).map_err(err)?;
@@ -98,7 +99,7 @@ pub(super) fn load_ranges(
                 // the filter on the cell itself and intern only what is kept, so dropped
                 // rows cost one match and never grow a name table.
                 ValueRef::Text(t) => {
-                    if filter.is_some_and(|re| !matches_text(re, t)) {
+                    if filter.is_some_and(|f| !f.matches_text(t)) {
                         continue;
                     }
                     names.text_bytes(t)
@@ -112,7 +113,7 @@ pub(super) fn load_ranges(
                         keep.resize(i + 1, 0);
                     }
                     if keep[i] == 0 {
-                        keep[i] = if filter.is_none_or(|re| re.is_match(s.unwrap_or(""))) {
+                        keep[i] = if filter.is_none_or(|f| f.is_match(s.unwrap_or(""))) {
                             1
                         } else {
                             2
@@ -142,14 +143,4 @@ pub(super) fn load_ranges(
     }
     progress.inc(n % TICK);
     Ok((b, names.finish(), n_bad))
-}
-
-/// Whether an NVTX text cell matches the range filter: valid UTF-8 is matched in place,
-/// anything else as its lossy string (what the range is named), so both agree.
-#[inline]
-fn matches_text(re: &regex::Regex, t: &[u8]) -> bool {
-    match std::str::from_utf8(t) {
-        Ok(s) => re.is_match(s),
-        Err(_) => re.is_match(&String::from_utf8_lossy(t)),
-    }
 }
