@@ -23,6 +23,7 @@ mod ranks;
 mod read;
 mod scan;
 mod shapes;
+mod skip;
 
 pub use header::engine_version_in;
 pub use names::short_name;

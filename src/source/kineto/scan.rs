@@ -9,6 +9,8 @@
 
 use std::io::{self, Read};
 
+use super::skip::nested_end;
+
 /// Start with 1 MiB; the window doubles only if one value (one event) is larger.
 const INITIAL_WINDOW: usize = 1 << 20;
 
@@ -162,7 +164,7 @@ impl<R: Read> Stream<R> {
     }
 }
 
-enum End {
+pub(super) enum End {
     Complete(usize),
     Incomplete,
     Malformed,
@@ -226,35 +228,6 @@ fn has_byte(x: u64, b: u8) -> u64 {
     const HI: u64 = 0x8080_8080_8080_8080;
     let v = x ^ (LO * u64::from(b));
     v.wrapping_sub(LO) & !v & HI
-}
-
-fn nested_end(s: &[u8]) -> End {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < s.len() {
-        match s[i] {
-            b'"' => match string_end(s, i + 1) {
-                Some(e) => {
-                    i = e;
-                    continue;
-                }
-                None => return End::Incomplete,
-            },
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                if depth == 0 {
-                    return End::Malformed;
-                }
-                depth -= 1;
-                if depth == 0 {
-                    return End::Complete(i + 1);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    End::Incomplete
 }
 
 /// A JSON string as it appears in the input: raw bytes between the quotes.
