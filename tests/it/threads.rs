@@ -381,3 +381,117 @@ fn damaged_gzip_fails_the_same_at_every_thread_count() {
         }
     }
 }
+
+/// The plain bytes of a gzipped fixture.
+fn inflate(gz: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(gz).unwrap())
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+/// The start of the first event after `frac` of `plain` (a `{` opening a line after a
+/// `},`), found by the text's layout: Kineto writes one event per indented block.
+fn event_after(plain: &[u8], frac: f64) -> usize {
+    let from = (plain.len() as f64 * frac) as usize;
+    let close = from + plain[from..].windows(2).position(|w| w == b"},").unwrap();
+    close + plain[close..].iter().position(|&b| b == b'{').unwrap()
+}
+
+/// A plain (not gzipped) trace is scanned on one thread and parsed on another from 2
+/// threads on: every fixture, inflated, prints the same at 1, 2 and 8; and a damaged
+/// trace fails with the same error at every count — the first in byte order, whether
+/// the parser finds it (a member without its colon) or the scanner does (an event that
+/// is not an object, the end of the file) — with several 1 MiB batches in between.
+#[test]
+fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
+    let dir = tempfile::tempdir().unwrap();
+    for gz in fixtures("kineto") {
+        let name = gz.file_name().unwrap().to_string_lossy().replace(".gz", "");
+        let plain = dir.path().join(name);
+        std::fs::write(&plain, inflate(&gz)).unwrap();
+        let one = run_at("analyze", &plain, 1);
+        assert_eq!(one.0, 0, "{}: {}", plain.display(), one.2);
+        for n in [2, 8] {
+            assert!(
+                run_at("analyze", &plain, n) == one,
+                "{} at {n} threads",
+                plain.display()
+            );
+        }
+    }
+    let good = inflate(&common::fixture(
+        "kineto/vllm_b200_eager_prefill_rank0.json.gz",
+    ));
+    assert!(good.len() > 8 << 20, "several batches: {}", good.len());
+    // The parser's failure: `"ph": "X"` becomes `"ph"  "X"` (the structure is intact;
+    // `ph` is read first, whatever the event's kind).
+    let no_colon = |d: &mut Vec<u8>, frac: f64| {
+        let at = event_after(d, frac);
+        let key = at + d[at..].windows(6).position(|w| w == b"\"ph\": ").unwrap();
+        d[key + 4] = b' ';
+    };
+    // The scanner's: an event that opens with `[` (it still closes with `}`).
+    let not_object = |d: &mut Vec<u8>, frac: f64| {
+        let at = event_after(d, frac);
+        d[at] = b'[';
+    };
+    type Damage = (&'static str, Vec<(f64, bool)>, Option<f64>, &'static str);
+    // (name, damaged events (where, by the parser?), cut at, the error's words).
+    let cases: [Damage; 6] = [
+        ("parser", vec![(0.6, true)], None, "malformed trace event"),
+        (
+            "parser-first",
+            vec![(0.01, true)],
+            None,
+            "malformed trace event",
+        ),
+        (
+            "parser-then-cut",
+            vec![(0.6, true)],
+            Some(0.9),
+            "malformed trace event",
+        ),
+        (
+            "scanner-then-parser",
+            vec![(0.3, false), (0.6, true)],
+            None,
+            "malformed trace event",
+        ),
+        // Both in one batch: the scanner stops before sending it, the parser's error wins.
+        (
+            "parser-then-scanner",
+            vec![(0.6, true), (0.61, false)],
+            None,
+            "malformed trace event",
+        ),
+        ("cut", vec![], Some(0.5), "ends early"),
+    ];
+    for (name, damage, cut, words) in cases {
+        let mut d = good.clone();
+        for (frac, parser) in damage {
+            if parser {
+                no_colon(&mut d, frac);
+            } else {
+                not_object(&mut d, frac);
+            }
+        }
+        if let Some(c) = cut {
+            d.truncate((d.len() as f64 * c) as usize);
+        }
+        let f = dir.path().join(format!("{name}.json"));
+        std::fs::write(&f, &d).unwrap();
+        let one = run_at("analyze", &f, 1);
+        assert_eq!(one.0, 2, "{name}: {}", one.2);
+        assert!(
+            one.1.is_empty() && one.2.contains(words),
+            "{name}: {}",
+            one.2
+        );
+        for n in [2, 8] {
+            assert_eq!(run_at("analyze", &f, n), one, "{name} at {n} threads");
+        }
+    }
+}

@@ -46,7 +46,7 @@ fn classify(head: &[u8]) -> Sniff {
 
 /// The opened trace: a decompressing or plain reader, and whether it was gzip.
 pub struct Opened {
-    pub reader: Box<dyn Read>,
+    pub reader: Box<dyn Read + Send>,
     pub gzip: bool,
 }
 
@@ -63,7 +63,7 @@ pub fn open(path: &Path, threads: usize) -> Result<Opened> {
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
         let decoder = MultiGzDecoder::new(buffered);
-        let plain: Box<dyn Read> = if threads >= 2 {
+        let plain: Box<dyn Read + Send> = if threads >= 2 {
             Box::new(Inflated::spawn(decoder))
         } else {
             Box::new(decoder)
