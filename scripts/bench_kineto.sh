@@ -9,7 +9,8 @@
 # and, in the same run, the scaling rows: `gzip -dc` of the gzipped trace to /dev/null (the
 # single-threaded floor of inflating it) beside stepgate on it at --threads 1 (inflate and
 # parse on one thread) and at every core (inflated on a second thread while it is parsed),
-# each as a ratio to gzip -dc (target: <= 1.0x), RUNS times each (default 1, medians).
+# each as a ratio to gzip -dc (target: <= 1.0x), and the plain trace at --threads 1 and
+# at every core (scan and parse on two threads), RUNS times each (default 1, medians).
 #
 # usage: scripts/bench_kineto.sh [WORKDIR]          (default WORKDIR: a new temp dir)
 # env:   STEPGATE_CMD  command that loads a trace and prints its kernel breakdown
@@ -72,6 +73,18 @@ done
 printf 'stepgate on .json.gz / gzip -dc: --threads 1 %.2fx, --threads %s %.2fx (%s runs, medians)\n' \
   "$(printf '%s\n' "${r1[@]}" | median)" "$all" "$(printf '%s\n' "${rn[@]}" | median)" "${RUNS:-1}" |
   tee -a "$work/summary.txt"
+# The plain trace at 1 thread and at every core: from 2 threads the structural scan runs
+# on its own thread beside the parse (src/source/kineto/read.rs).
+p1=(); pn=()
+for _ in $(seq "${RUNS:-1}"); do
+  # shellcheck disable=SC2086
+  measure stepgate_plain_t1 $cmd --threads 1 "$big"; p1+=("$last_wall")
+  # shellcheck disable=SC2086
+  measure "stepgate_plain_t$all" $cmd --threads "$all" "$big"; pn+=("$last_wall")
+done
+t1=$(printf '%s\n' "${p1[@]}" | median); tn=$(printf '%s\n' "${pn[@]}" | median)
+printf 'stepgate on the plain .json: --threads 1 %.2f s, --threads %s %.2f s, speed-up %.2fx (%s runs, medians)\n' \
+  "$t1" "$all" "$tn" "$(echo "$t1 / $tn" | bc -l)" "${RUNS:-1}" | tee -a "$work/summary.txt"
 [ -n "${SKIP_HTA:-}" ] && { echo "outputs and GNU time reports: $work"; exit 0; }
 measure hta_plain python3 -c "
 from hta.trace_analysis import TraceAnalysis

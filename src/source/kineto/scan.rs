@@ -9,7 +9,7 @@
 
 use std::io::{self, Read};
 
-use super::skip::nested_end;
+use super::skip::{nested_end, End};
 
 /// Start with 1 MiB; the window doubles only if one value (one event) is larger.
 const INITIAL_WINDOW: usize = 1 << 20;
@@ -162,12 +162,6 @@ impl<R: Read> Stream<R> {
             }
         }
     }
-}
-
-pub(super) enum End {
-    Complete(usize),
-    Incomplete,
-    Malformed,
 }
 
 /// Length of the value starting at `s[0]` (not whitespace), by structure only.

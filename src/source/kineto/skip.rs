@@ -9,7 +9,13 @@
 //! after an escaping backslash, is scanned byte by byte instead: escapes are rare in
 //! traces, and the byte walk is the definition the block walk must agree with.
 
-use super::scan::End;
+/// Where a value ends: its length, not yet (the input ends first), or never (it closes
+/// more than it opened).
+pub(super) enum End {
+    Complete(usize),
+    Incomplete,
+    Malformed,
+}
 
 /// The scan's state between blocks.
 #[derive(Default)]
