@@ -401,10 +401,11 @@ fn event_after(plain: &[u8], frac: f64) -> usize {
 }
 
 /// A plain (not gzipped) trace is scanned on one thread and parsed on another from 2
-/// threads on: every fixture, inflated, prints the same at 1, 2 and 8; and a damaged
-/// trace fails with the same error at every count — the first in byte order, whether
-/// the parser finds it (a member without its colon) or the scanner does (an event that
-/// is not an object, the end of the file) — with several 1 MiB batches in between.
+/// threads on: every fixture, inflated, prints the same at 2, 3 and 8 as at 1; and a
+/// damaged trace fails with the same error at every count — the first in byte order,
+/// whether the parser finds it (a member without its colon) or the scanner does (an
+/// event that is not an object, the end of the file) — with several 1 MiB batches in
+/// between.
 #[test]
 fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
     let dir = tempfile::tempdir().unwrap();
@@ -414,7 +415,7 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
         std::fs::write(&plain, inflate(&gz)).unwrap();
         let one = run_at("analyze", &plain, 1);
         assert_eq!(one.0, 0, "{}: {}", plain.display(), one.2);
-        for n in [2, 8] {
+        for n in [2, 3, 8] {
             assert!(
                 run_at("analyze", &plain, n) == one,
                 "{} at {n} threads",
@@ -490,7 +491,7 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
             "{name}: {}",
             one.2
         );
-        for n in [2, 8] {
+        for n in [2, 3, 4, 8] {
             assert_eq!(run_at("analyze", &f, n), one, "{name} at {n} threads");
         }
     }

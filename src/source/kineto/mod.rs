@@ -19,10 +19,12 @@ mod ids;
 mod input;
 mod names;
 mod number;
+mod pipeline;
 mod ranks;
 mod read;
 mod scan;
 mod shapes;
+mod sink;
 mod skip;
 
 pub use header::engine_version_in;
