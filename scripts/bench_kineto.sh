@@ -10,7 +10,7 @@
 # single-threaded floor of inflating it) beside stepgate on it at --threads 1 (inflate and
 # parse on one thread) and at every core (inflated on a second thread while it is parsed),
 # each as a ratio to gzip -dc (target: <= 1.0x), and the plain trace at --threads 1 and
-# at every core (scan and parse on two threads), RUNS times each (default 1, medians).
+# at every core (byte ranges on every thread), RUNS times each (default 1, medians).
 #
 # usage: scripts/bench_kineto.sh [WORKDIR]          (default WORKDIR: a new temp dir)
 # env:   STEPGATE_CMD  command that loads a trace and prints its kernel breakdown
@@ -73,8 +73,8 @@ done
 printf 'stepgate on .json.gz / gzip -dc: --threads 1 %.2fx, --threads %s %.2fx (%s runs, medians)\n' \
   "$(printf '%s\n' "${r1[@]}" | median)" "$all" "$(printf '%s\n' "${rn[@]}" | median)" "${RUNS:-1}" |
   tee -a "$work/summary.txt"
-# The plain trace at 1 thread and at every core: from 2 threads the structural scan runs
-# on its own thread beside the parse (src/source/kineto/read.rs).
+# The plain trace at 1 thread and at every core: from 2 threads its events are read in
+# byte ranges, one per thread (src/source/kineto/chunked.rs).
 p1=(); pn=()
 for _ in $(seq "${RUNS:-1}"); do
   # shellcheck disable=SC2086

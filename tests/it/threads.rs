@@ -18,8 +18,10 @@ use stepgate::trace::Trace;
 
 use crate::common;
 
-/// The test hook's name, as the loader reads it.
+/// The test hooks' names, as the loaders read them: rows per nsys rowid slice, bytes per
+/// range of a plain Kineto file.
 const MIN_ROWS_VAR: &str = nsys::load::MIN_ROWS_VAR;
+const MIN_RANGE_VAR: &str = "STEPGATE_TEST_MIN_RANGE_BYTES";
 
 /// The reports under tests/fixtures/`dir` (licences and notes left out).
 fn fixtures(dir: &str) -> Vec<PathBuf> {
@@ -38,13 +40,14 @@ fn fixtures(dir: &str) -> Vec<PathBuf> {
     out
 }
 
-/// `stepgate CMD --format json --threads N FILE` with one-row slices: (code, stdout,
-/// stderr).
+/// `stepgate CMD --format json --threads N FILE` with one-row slices and Kineto ranges of
+/// 64 KiB or more: (code, stdout, stderr).
 fn run_at(cmd: &str, file: &Path, threads: usize) -> (i32, String, String) {
     let out = std::process::Command::new(common::bin())
         .args([cmd, "--format", "json", "--threads", &threads.to_string()])
         .arg(file)
         .env(MIN_ROWS_VAR, "1")
+        .env(MIN_RANGE_VAR, "65536")
         .output()
         .unwrap();
     (
@@ -400,12 +403,12 @@ fn event_after(plain: &[u8], frac: f64) -> usize {
     close + plain[close..].iter().position(|&b| b == b'{').unwrap()
 }
 
-/// A plain (not gzipped) trace is scanned on one thread and parsed on another from 2
-/// threads on: every fixture, inflated, prints the same at 2, 3 and 8 as at 1; and a
-/// damaged trace fails with the same error at every count — the first in byte order,
-/// whether the parser finds it (a member without its colon) or the scanner does (an
-/// event that is not an object, the end of the file) — with several 1 MiB batches in
-/// between.
+/// A plain (not gzipped) trace's events are read in byte ranges on every thread from 2
+/// threads on (ranges of 64 KiB or more here): every fixture, inflated, prints the same at
+/// 2, 3 and 8 as at 1; and a damaged trace fails with the same error at every count — the
+/// first in byte order, whether a range's parse finds it (a member without its colon) or
+/// its scan does (an event that is not an object, the end of the file), in the first
+/// range or a later one.
 #[test]
 fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
     let dir = tempfile::tempdir().unwrap();
@@ -441,8 +444,14 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
     };
     type Damage = (&'static str, Vec<(f64, bool)>, Option<f64>, &'static str);
     // (name, damaged events (where, by the parser?), cut at, the error's words).
-    let cases: [Damage; 6] = [
+    let cases: [Damage; 7] = [
         ("parser", vec![(0.6, true)], None, "malformed trace event"),
+        (
+            "parser-in-two-ranges",
+            vec![(0.2, true), (0.7, true)],
+            None,
+            "malformed trace event",
+        ),
         (
             "parser-first",
             vec![(0.01, true)],
@@ -494,5 +503,74 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
         for n in [2, 3, 4, 8] {
             assert_eq!(run_at("analyze", &f, n), one, "{name} at {n} threads");
         }
+    }
+}
+
+/// Cuts that only look like event boundaries: every event's `args` holds a list of objects
+/// (`[{"i": 0}, {"i": 1}, …]`, the `}, {` a cut looks for), so most byte ranges start
+/// inside an event. The range before each such cut scans past it to the next real event,
+/// the mismatch is seen, and the rest is read on one thread: the output is the serial
+/// read's at every count, with ranges down to 4 KiB.
+#[test]
+fn kineto_ranges_cut_inside_an_event_are_caught() {
+    use stepgate::synth::kineto::{DeviceProps, JId, KinetoWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested.json");
+    let mut w = KinetoWriter::new(1_767_189_312_000_000_000);
+    w.device(DeviceProps::h100(0));
+    let list: Vec<String> = (0..12).map(|i| format!("{{\"i\": {i}}}")).collect();
+    let list = list.join(", ");
+    for k in 0..2000i64 {
+        let s = 1_000_000 + k * 50_000;
+        let c = format!("\"correlation\": {}, \"list\": [{list}]", k + 1);
+        w.complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            JId::Num(11),
+            JId::Num(11),
+            s,
+            4_000,
+            &c,
+        );
+        w.complete(
+            "kernel",
+            if k % 3 == 0 {
+                "gemm_kernel"
+            } else {
+                "elementwise_kernel"
+            },
+            JId::Num(0),
+            JId::Num(7),
+            s + 10_000,
+            20_000 + (k % 7) * 1_000,
+            &format!("\"device\": 0, \"stream\": 7, {c}"),
+        );
+    }
+    w.finish(&path).unwrap();
+    let run = |threads: usize| {
+        let out = std::process::Command::new(common::bin())
+            .args([
+                "analyze",
+                "--format",
+                "json",
+                "--threads",
+                &threads.to_string(),
+            ])
+            .arg(&path)
+            .env(MIN_RANGE_VAR, "4096")
+            .output()
+            .unwrap();
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    let one = run(1);
+    assert_eq!(one.0, Some(0), "{}", String::from_utf8_lossy(&one.2));
+    let json: serde_json::Value = serde_json::from_slice(&one.1).unwrap();
+    // 2000 kernels, read whole: the per-device busy time is their summed durations (none
+    // overlap: each starts 50 us after the last and lasts at most 26 us).
+    let busy: i64 = (0..2000i64).map(|k| 20_000 + (k % 7) * 1_000).sum();
+    assert_eq!(json["devices"][0]["kernels"].as_u64(), Some(2000), "{json}");
+    assert_eq!(json["devices"][0]["busy_ns"].as_i64(), Some(busy), "{json}");
+    for n in [2, 3, 8] {
+        assert!(run(n) == one, "at {n} threads");
     }
 }

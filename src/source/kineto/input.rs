@@ -48,6 +48,9 @@ fn classify(head: &[u8]) -> Sniff {
 pub struct Opened {
     pub reader: Box<dyn Read + Send>,
     pub gzip: bool,
+    /// Bytes of a plain file before its JSON (a byte-order mark): stream offset 0 is file
+    /// offset `skipped`.
+    pub skipped: u64,
 }
 
 /// Open `path` for streaming; gzip (one or more members) is decompressed on the fly: on
@@ -76,14 +79,19 @@ pub fn open(path: &Path, threads: usize) -> Result<Opened> {
         Ok(Opened {
             reader: Box::new(inner),
             gzip: true,
+            skipped: 0,
         })
     } else {
-        if head.starts_with(&BOM) {
+        let skipped = if head.starts_with(&BOM) {
             buffered.consume(BOM.len());
-        }
+            BOM.len() as u64
+        } else {
+            0
+        };
         Ok(Opened {
             reader: Box::new(buffered),
             gzip: false,
+            skipped,
         })
     }
 }

@@ -12,17 +12,34 @@ use super::sink::{collect, Events, Fail};
 
 /// Bytes of events per batch: the channel then costs nothing per event, and the collector
 /// starts after the first MiB.
-const BATCH_BYTES: usize = 1 << 20;
+pub(super) const BATCH_BYTES: usize = 1 << 20;
 /// Batches the scanner may be ahead of the collector (with the one each side holds, the
 /// buffers in flight: a few MiB).
 const BATCHES_AHEAD: usize = 4;
 
 /// Scanned events, copied back to back, with their offsets and extents.
 #[derive(Default)]
-struct Batch {
-    bytes: Vec<u8>,
+pub(super) struct Batch {
+    pub bytes: Vec<u8>,
     /// (offset in the input, start, end in `bytes`).
-    events: Vec<(u64, usize, usize)>,
+    pub events: Vec<(u64, usize, usize)>,
+}
+
+impl Batch {
+    /// Copy in one event.
+    pub fn push(&mut self, raw: &[u8], offset: u64) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(raw);
+        self.events.push((offset, start, self.bytes.len()));
+    }
+
+    /// Collect its events, in order.
+    pub fn collect(&self, col: &mut Collector) -> Result<(), Fail> {
+        for &(offset, start, end) in &self.events {
+            collect(col, &self.bytes[start..end], offset)?;
+        }
+        Ok(())
+    }
 }
 
 /// The scanning thread's side: events copied into batches and sent in order. The
@@ -46,11 +63,8 @@ impl Batches {
 
 impl Events for Batches {
     fn event(&mut self, raw: &[u8], offset: u64) -> Result<(), Fail> {
-        let b = &mut self.batch;
-        let start = b.bytes.len();
-        b.bytes.extend_from_slice(raw);
-        b.events.push((offset, start, b.bytes.len()));
-        if b.bytes.len() >= BATCH_BYTES {
+        self.batch.push(raw, offset);
+        if self.batch.bytes.len() >= BATCH_BYTES {
             self.send()?;
         }
         Ok(())
@@ -84,12 +98,10 @@ where
             batches.send().and(read)
         });
         let mut failed = None;
-        'batches: for b in &scanned {
-            for &(offset, start, end) in &b.events {
-                if let Err(f) = collect(col, &b.bytes[start..end], offset) {
-                    failed = Some(f);
-                    break 'batches;
-                }
+        for b in &scanned {
+            if let Err(f) = b.collect(col) {
+                failed = Some(f);
+                break;
             }
             let _ = give_back.send(b);
         }

@@ -1,6 +1,7 @@
 //! Streams one trace file into a [`Collector`]: the top-level object member by member,
 //! `traceEvents` element by element, never the whole document in memory; with threads to
-//! spare, through [`super::pipeline`].
+//! spare, a plain file's events in byte ranges at once ([`super::chunked`]) and a gzipped
+//! one's scan beside its parse ([`super::pipeline`]).
 
 use std::io::Read;
 use std::path::Path;
@@ -8,27 +9,35 @@ use std::path::Path;
 use crate::exit::{Error, Result};
 
 use super::build::Collector;
+use super::chunked;
 use super::header::Header;
 use super::input;
 use super::pipeline;
 use super::scan::{ScanError, Stream};
-use super::sink::{Direct, Events, Fail};
+use super::sink::{read_events, Direct, Fail};
 
-/// Read `path` into `col`; returns the number of GPU ops it contributed. Threads: a
-/// gzipped file is inflated on its own thread from 2, and the scan runs beside the parse
-/// ([`pipeline`]) from 2 for a plain file, from 3 for a gzipped one (on 2 cores the
-/// inflate and the parse already keep both busy).
+/// Read `path` into `col`; returns the number of GPU ops it contributed. Threads: a plain
+/// file's events are read in byte ranges on `threads` threads from 2 ([`chunked`]); a
+/// gzipped file is inflated on its own thread from 2, and its scan runs beside the parse
+/// ([`pipeline`]) from 3 (on 2 cores the inflate and the parse already keep both busy).
 pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
     let opened = input::open(path, threads)?;
     col.begin_file(path);
     let mut header = Header::default();
     let mut stream = Stream::new(opened.reader);
-    let read = if threads >= if opened.gzip { 3 } else { 2 } {
-        let scan =
-            |batches: &mut pipeline::Batches| read_document(&mut stream, batches, &mut header);
+    let read = if opened.gzip && threads >= 3 {
+        let scan = |batches: &mut pipeline::Batches| {
+            read_document(&mut stream, &mut |s| read_events(s, batches), &mut header)
+        };
         pipeline::read(scan, col)
+    } else if !opened.gzip && threads >= 2 {
+        let plain = chunked::Plain::new(path, opened.skipped)
+            .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
+        let mut events = |s: &mut Stream<_>| chunked::events(s, &plain, col, threads);
+        read_document(&mut stream, &mut events, &mut header)
     } else {
-        read_document(&mut stream, &mut Direct(col), &mut header)
+        let mut events = |s: &mut Stream<_>| read_events(s, &mut Direct(col));
+        read_document(&mut stream, &mut events, &mut header)
     };
     read.map_err(|e| explain(e, path, opened.gzip))?;
     if !header.saw_trace_events {
@@ -73,9 +82,11 @@ fn explain(f: Fail, path: &Path, gzip: bool) -> Error {
     })
 }
 
+/// The document: its header members, and the `traceEvents` array read by `events` (which
+/// leaves the stream just past the array's `]`).
 fn read_document<R: Read>(
     s: &mut Stream<R>,
-    col: &mut impl Events,
+    events: &mut dyn FnMut(&mut Stream<R>) -> std::result::Result<(), Fail>,
     header: &mut Header,
 ) -> std::result::Result<(), Fail> {
     match s.peek()? {
@@ -83,7 +94,7 @@ fn read_document<R: Read>(
         // The Chrome format also allows a bare array of events (not seen from Kineto).
         Some(b'[') => {
             header.saw_trace_events = true;
-            return read_events(s, col);
+            return events(s);
         }
         _ => return Err(Fail::NotJson { offset: s.offset() }),
     }
@@ -120,7 +131,7 @@ fn read_document<R: Read>(
                     found,
                 });
             }
-            read_events(s, col)?;
+            events(s)?;
         } else {
             let raw = s.value()?;
             header.take(&key, raw);
@@ -132,31 +143,6 @@ fn read_document<R: Read>(
                 return Ok(());
             }
             Some(_) => return Err(Fail::NotJson { offset: s.offset() }),
-            None => return Err(ScanError::Truncated { offset: s.offset() }.into()),
-        }
-    }
-}
-
-fn read_events<R: Read>(s: &mut Stream<R>, col: &mut impl Events) -> std::result::Result<(), Fail> {
-    s.expect(b'[')?;
-    if s.peek()? == Some(b']') {
-        s.bump();
-        return Ok(());
-    }
-    loop {
-        let offset = s.offset();
-        let raw = s.value()?;
-        if raw.first() != Some(&b'{') {
-            return Err(Fail::BadEvent { offset });
-        }
-        col.event(raw, offset)?;
-        match s.peek()? {
-            Some(b',') => s.bump(),
-            Some(b']') => {
-                s.bump();
-                return Ok(());
-            }
-            Some(_) => return Err(Fail::BadEvent { offset: s.offset() }),
             None => return Err(ScanError::Truncated { offset: s.offset() }.into()),
         }
     }

@@ -59,6 +59,14 @@ impl<R: Read> Stream<R> {
         }
     }
 
+    /// A stream over `r`, whose first byte is byte `offset` of the input (a reader opened
+    /// part way into a file): offsets in errors stay the file's.
+    pub fn starting_at(r: R, offset: u64) -> Self {
+        let mut s = Stream::new(r);
+        s.dropped = offset;
+        s
+    }
+
     /// Byte offset of the next unread byte in the (decompressed) input.
     pub fn offset(&self) -> u64 {
         self.dropped + self.pos as u64

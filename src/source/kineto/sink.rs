@@ -1,9 +1,12 @@
-//! Where a Kineto read hands its events, and what it can fail with: shared by the
-//! one-thread read (`read`) and the pipeline (`pipeline`).
+//! The `traceEvents` loop, where it hands each event, and what a read can fail with:
+//! shared by the one-thread read (`read`), the two-thread pipeline (`pipeline`) and the
+//! split read of a plain file (`chunked`).
+
+use std::io::Read;
 
 use super::build::Collector;
 use super::event;
-use super::scan::ScanError;
+use super::scan::{ScanError, Stream};
 
 /// A failure while reading, before it is worded for the user.
 pub(super) enum Fail {
@@ -64,4 +67,54 @@ pub(super) fn collect(col: &mut Collector, raw: &[u8], offset: u64) -> Result<()
         Err(()) => return Err(Fail::BadEvent { offset }),
     }
     Ok(())
+}
+
+/// How an events loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// At the array's `]`; the offset just past it.
+    Array(u64),
+    /// Where the next element would start, at or past the stop it was given.
+    At(u64),
+}
+
+/// The `traceEvents` array, from its `[`.
+pub(super) fn read_events<R: Read>(s: &mut Stream<R>, sink: &mut impl Events) -> Result<(), Fail> {
+    s.expect(b'[')?;
+    if s.peek()? == Some(b']') {
+        s.bump();
+        return Ok(());
+    }
+    events_from(s, sink, u64::MAX).map(|_| ())
+}
+
+/// The array's elements from the top of the loop — its first element, or just after a
+/// comma — until the array ends, or until an element would start at `stop` or later. An
+/// element's offset (in errors and for `stop`) is where the loop stands before it: just
+/// after the comma, before any whitespace.
+pub(super) fn events_from<R: Read>(
+    s: &mut Stream<R>,
+    sink: &mut impl Events,
+    stop: u64,
+) -> Result<Ended, Fail> {
+    loop {
+        let offset = s.offset();
+        if offset >= stop {
+            return Ok(Ended::At(offset));
+        }
+        let raw = s.value()?;
+        if raw.first() != Some(&b'{') {
+            return Err(Fail::BadEvent { offset });
+        }
+        sink.event(raw, offset)?;
+        match s.peek()? {
+            Some(b',') => s.bump(),
+            Some(b']') => {
+                s.bump();
+                return Ok(Ended::Array(s.offset()));
+            }
+            Some(_) => return Err(Fail::BadEvent { offset: s.offset() }),
+            None => return Err(ScanError::Truncated { offset: s.offset() }.into()),
+        }
+    }
 }

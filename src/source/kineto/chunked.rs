@@ -1,0 +1,286 @@
+//! A plain (not gzipped) Kineto file's `traceEvents` read by several threads at once: the
+//! array is cut into byte ranges at places that look like the boundary between two events
+//! (`}` `,` `{` with whitespace between), each range is scanned and parsed on its own
+//! thread from its own file handle, and only the events the load keeps are handed to the
+//! calling thread, which collects them range by range in file order (the collector's
+//! state — names, correlation, per-file numbering — is sequential).
+//!
+//! A cut that only looks like a boundary (the same bytes inside a nested array of objects
+//! in `args`) is caught, never trusted: the range before it scans on past its end to the
+//! first event that starts at or after the cut, and only when that event starts exactly
+//! at the cut is the next range's thread result used. Otherwise that next range is read
+//! on the calling thread from where the checked scan stopped, and the cut after it is
+//! checked the same way. So every event, row, warning and error is the one-thread read's;
+//! errors come in byte order because ranges are collected in order and a range's thread
+//! stops at its first error.
+//! The file is opened once per range, so a file still being written can read differently
+//! from one open to the next (as it can between two runs).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+
+use super::build::Collector;
+use super::event::{self, Keep};
+use super::pipeline::{Batch, BATCH_BYTES};
+use super::scan::Stream;
+use super::sink::{events_from, read_events, Direct, Ended, Events, Fail};
+
+/// A reader of the plain file from some offset on.
+pub(super) type Input = Box<dyn Read + Send>;
+
+/// Bytes per range below which the array is not split: a thread and a file handle cost
+/// more than they save.
+const MIN_RANGE_BYTES: u64 = 4 << 20;
+/// How far past a cut to look for an event boundary before giving that cut up.
+const PROBE_BYTES: usize = 1 << 20;
+/// Kept events waiting for the collector, all ranges together: a range whose batches are
+/// not collected yet (the ranges before it are) waits once its share is full, so a load
+/// that keeps most events (`cpu_op` shapes) never holds the file in memory.
+const KEPT_IN_FLIGHT: usize = 256 << 20;
+
+/// Test hook (documented in docs/hostile-inputs.md): bytes per range, replacing
+/// [`MIN_RANGE_BYTES`], so the tests split small fixtures through the binary. Not a user
+/// option.
+pub const MIN_RANGE_VAR: &str = "STEPGATE_TEST_MIN_RANGE_BYTES";
+
+/// The plain file, reopened per range.
+pub(super) struct Plain {
+    path: PathBuf,
+    /// Bytes before the JSON (a byte-order mark): stream offset 0 is file offset `skipped`.
+    skipped: u64,
+    /// Stream bytes in the file.
+    len: u64,
+}
+
+impl Plain {
+    pub fn new(path: &Path, skipped: u64) -> io::Result<Plain> {
+        let len = std::fs::metadata(path)?.len().saturating_sub(skipped);
+        Ok(Plain {
+            path: path.to_path_buf(),
+            skipped,
+            len,
+        })
+    }
+
+    /// The stream from stream offset `at` on.
+    fn open_at(&self, at: u64) -> io::Result<Stream<Input>> {
+        let mut f = File::open(&self.path)?;
+        f.seek(SeekFrom::Start(self.skipped + at))?;
+        Ok(Stream::starting_at(Box::new(f), at))
+    }
+
+    /// Loop-top offsets (just after a comma) where ranges start, increasing, for
+    /// `threads` ranges of the array that starts at `array` (its `[`).
+    fn cuts(&self, array: u64, threads: usize) -> io::Result<Vec<u64>> {
+        let min = std::env::var(MIN_RANGE_VAR)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&n| n >= 1)
+            .unwrap_or(MIN_RANGE_BYTES);
+        let total = self.len.saturating_sub(array);
+        let n = (total / min).clamp(1, threads.max(1) as u64);
+        let mut cuts: Vec<u64> = Vec::new();
+        let mut f = File::open(&self.path)?;
+        let mut probe = vec![0u8; PROBE_BYTES];
+        for k in 1..n {
+            let at = array + 1 + (total - 1) * k / n;
+            f.seek(SeekFrom::Start(self.skipped + at))?;
+            let got = read_up_to(&mut f, &mut probe)?;
+            if let Some(i) = boundary(&probe[..got]) {
+                let cut = at + i as u64;
+                if cuts.last().is_none_or(|&c| cut > c) {
+                    cuts.push(cut);
+                }
+            }
+        }
+        Ok(cuts)
+    }
+}
+
+/// Fill `buf` as far as the file goes.
+fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The index just after the first comma in `b` that has `}` before it and `{` after it
+/// (whitespace between): where an events loop stands between two events.
+fn boundary(b: &[u8]) -> Option<usize> {
+    let ws = |c: &u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
+    b.iter().enumerate().find_map(|(i, &c)| {
+        let after = (c == b',')
+            .then(|| b[i + 1..].iter().find(|c| !ws(c)))
+            .flatten();
+        let before = b[..i].iter().rev().find(|c| !ws(c));
+        (after == Some(&b'{') && before == Some(&b'}')).then_some(i + 1)
+    })
+}
+
+/// A range's thread: kept events copied into batches and sent; dropped ones cost their
+/// parse only. Stops when the read has failed elsewhere.
+struct Kept<'a> {
+    keep: Keep,
+    tx: SyncSender<Batch>,
+    batch: Batch,
+    cancel: &'a AtomicBool,
+}
+
+impl Kept<'_> {
+    fn send(&mut self) -> Result<(), Fail> {
+        let full = std::mem::take(&mut self.batch);
+        self.tx.send(full).map_err(|_| Fail::Stopped)
+    }
+}
+
+impl Events for Kept<'_> {
+    fn event(&mut self, raw: &[u8], offset: u64) -> Result<(), Fail> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(Fail::Stopped);
+        }
+        match event::parse(raw, self.keep) {
+            Ok(Some(_)) => {
+                self.batch.push(raw, offset);
+                if self.batch.bytes.len() >= BATCH_BYTES {
+                    self.send()?;
+                }
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(()) => Err(Fail::BadEvent { offset }),
+        }
+    }
+}
+
+/// One range: from the array's `[` (the first) or a cut, until an event would start at
+/// `stop` or the array ends.
+fn range(
+    plain: &Plain,
+    from: u64,
+    first: bool,
+    stop: u64,
+    sink: &mut Kept<'_>,
+) -> Result<Ended, Fail> {
+    let mut s = plain.open_at(from)?;
+    let ended = if first {
+        s.expect(b'[')?;
+        if s.peek()? == Some(b']') {
+            s.bump();
+            Ok(Ended::Array(s.offset()))
+        } else {
+            events_from(&mut s, sink, stop)
+        }
+    } else {
+        events_from(&mut s, sink, stop)
+    };
+    // The kept events before an error are sent too: one of them may fail to collect.
+    sink.send().and(ended)
+}
+
+/// Read the `traceEvents` array at `s` (its `[` next) into `col` on up to `threads`
+/// threads; `s` is left just past the array's `]`, as the one-thread read leaves it.
+pub(super) fn events(
+    s: &mut Stream<Input>,
+    plain: &Plain,
+    col: &mut Collector,
+    threads: usize,
+) -> Result<(), Fail> {
+    let array = s.offset();
+    let cuts = plain.cuts(array, threads)?;
+    if cuts.is_empty() {
+        return read_events(s, &mut Direct(col));
+    }
+    let keep = col.keep();
+    let cancel = AtomicBool::new(false);
+    let ahead = (KEPT_IN_FLIGHT / BATCH_BYTES / (cuts.len() + 1)).max(4);
+    let end = std::thread::scope(|scope| {
+        let cancel = &cancel;
+        let ranges: Vec<_> = (0..=cuts.len())
+            .map(|k| {
+                let from = if k == 0 { array } else { cuts[k - 1] };
+                let stop = cuts.get(k).copied().unwrap_or(u64::MAX);
+                let (tx, rx) = sync_channel(ahead);
+                let worker = scope.spawn(move || {
+                    let mut sink = Kept {
+                        keep,
+                        tx,
+                        batch: Batch::default(),
+                        cancel,
+                    };
+                    range(plain, from, k == 0, stop, &mut sink)
+                });
+                (rx, worker)
+            })
+            .collect();
+        // On any way out, the ranges still running stop at their next event.
+        let _stop_all = StopAll(cancel);
+        // Where a range's events really start when the cut before it was not an event
+        // boundary (its thread's events are then not a single scan's).
+        let mut resume: Option<u64> = None;
+        for (k, (rx, worker)) in ranges.into_iter().enumerate() {
+            let stop = cuts.get(k).copied().unwrap_or(u64::MAX);
+            let ended = match resume {
+                // Read here, from where the checked scan stopped; the thread stops at its
+                // next send.
+                Some(at) => {
+                    drop(rx);
+                    events_from(&mut plain.open_at(at)?, &mut Direct(col), stop)?
+                }
+                None => {
+                    for b in &rx {
+                        b.collect(col)?;
+                    }
+                    worker
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p))?
+                }
+            };
+            match ended {
+                Ended::Array(end) => return Ok(end),
+                // Arrived exactly at the next cut: the next range's thread started where a
+                // single scan stands, so its events are that scan's. Elsewhere: a cut
+                // inside an event, and the next range is read here.
+                Ended::At(at) => resume = (cuts.get(k) != Some(&at)).then_some(at),
+            }
+        }
+        // The last range has no stop, so it ended at the array's end or failed above.
+        Err(Fail::Stopped)
+    })?;
+    *s = plain.open_at(end)?;
+    Ok(())
+}
+
+/// Sets the flag when dropped: every range thread then stops at its next event.
+struct StopAll<'a>(&'a AtomicBool);
+
+impl Drop for StopAll<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_boundary_is_a_comma_between_a_close_and_an_open() {
+        assert_eq!(boundary(b"x\": 1\n  },\n  {\n \"ph\""), Some(10));
+        assert_eq!(boundary(b"},{"), Some(2));
+        // Not between two objects: a list of numbers, an array's end, a key.
+        assert_eq!(boundary(b"[1, 2], \"a\": {"), None);
+        assert_eq!(boundary(b"}, \"k\": {"), None);
+        assert_eq!(boundary(b"}, ]"), None);
+        assert_eq!(boundary(b""), None);
+    }
+}
