@@ -65,7 +65,12 @@ impl StringTable {
         (p != NONE).then_some(p)
     }
 
-    fn len(&self) -> usize {
+    /// Position and value of an nsys string id, without interning it anywhere.
+    pub fn value(&self, id: i64) -> Option<(u32, &str)> {
+        self.position(id).map(|p| (p, &*self.values[p as usize]))
+    }
+
+    pub fn len(&self) -> usize {
         self.values.len()
     }
 }
@@ -107,14 +112,6 @@ impl<'a> LocalNames<'a> {
             }
             None => self.interner.intern(&format!("[unknown string {nsys_id}]")),
         }
-    }
-
-    /// Local id and string of an nsys id (`None` for an id missing from StringIds), for
-    /// callers that classify each distinct name once (launch calls, range filter).
-    pub fn lookup(&mut self, nsys_id: i64) -> (u32, Option<&'a str>) {
-        let table = self.table;
-        let s = table.position(nsys_id).map(|p| &*table.values[p as usize]);
-        (self.id(nsys_id), s)
     }
 
     /// Local id of a literal string (NVTX `text`, synthesized op names).

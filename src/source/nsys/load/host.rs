@@ -72,8 +72,10 @@ pub(super) fn load_ranges(
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
     let mut b = RangesBuilder::default();
-    // Filter verdict once per distinct StringIds name (0 unknown, 1 keep, 2 drop).
-    let mut keep: Vec<u8> = Vec::new();
+    // Filter verdict once per distinct StringIds name (0 unknown, 1 keep, 2 drop), by its
+    // position in the table; slot 0 is an id missing from StringIds (filtered as "": its
+    // name is a placeholder).
+    let mut keep: Vec<u8> = vec![0; table.len() + 1];
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "nvtx", e);
@@ -89,12 +91,10 @@ pub(super) fn load_ranges(
                 progress.inc(TICK);
             }
             let rd = |i| int(r, i).map_err(err);
-            let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
-                n_bad += 1;
-                continue;
-            };
-            // Name = COALESCE(text, StringIds[textId]) (docs/nsys-format.md §4).
-            let name_id = match r.get_ref(4).map_err(err)? {
+            // The name first (COALESCE(text, StringIds[textId]), docs/nsys-format.md §4):
+            // a row the filter drops is read no further — most rows of an annotated
+            // capture — so its times are never read, nor counted as damaged.
+            let name = match r.get_ref(4).map_err(err)? {
                 // Inline texts are mostly distinct (`aten::mul, op_id = 321664`): test
                 // the filter on the cell itself and intern only what is kept, so dropped
                 // rows cost one match and never grow a name table.
@@ -102,28 +102,34 @@ pub(super) fn load_ranges(
                     if filter.is_some_and(|f| !f.matches_text(t)) {
                         continue;
                     }
-                    names.text_bytes(t)
+                    Name::Text(t)
                 }
-                // StringIds names repeat: one verdict per distinct id. A textId missing
-                // from StringIds is filtered as "" (its name is a placeholder).
+                // StringIds names repeat: one verdict per distinct id.
                 _ => {
-                    let (id, s) = names.lookup(rd(5)?.unwrap_or(-1));
-                    let i = id as usize;
-                    if i >= keep.len() {
-                        keep.resize(i + 1, 0);
-                    }
-                    if keep[i] == 0 {
-                        keep[i] = if filter.is_none_or(|f| f.is_match(s.unwrap_or(""))) {
+                    let id = rd(5)?.unwrap_or(-1);
+                    let found = table.value(id);
+                    let k = found.map_or(0, |(p, _)| p as usize + 1);
+                    if keep[k] == 0 {
+                        let s = found.map_or("", |(_, s)| s);
+                        keep[k] = if filter.is_none_or(|f| f.is_match(s)) {
                             1
                         } else {
                             2
                         };
                     }
-                    if keep[i] != 1 {
+                    if keep[k] != 1 {
                         continue;
                     }
-                    id
+                    Name::Id(id)
                 }
+            };
+            let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
+                n_bad += 1;
+                continue;
+            };
+            let name_id = match name {
+                Name::Text(t) => names.text_bytes(t),
+                Name::Id(id) => names.id(id),
             };
             let gtid = rd(3)?;
             let kind = match rd(2)? {
@@ -143,4 +149,10 @@ pub(super) fn load_ranges(
     }
     progress.inc(n % TICK);
     Ok((b, names.finish(), n_bad))
+}
+
+/// An NVTX row's name as the filter kept it: its inline text, or its StringIds id.
+enum Name<'r> {
+    Text(&'r [u8]),
+    Id(i64),
 }

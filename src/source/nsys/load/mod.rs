@@ -404,6 +404,47 @@ mod tests {
         has(format!("{k_zero} kernel rows had no timestamps"));
         has(format!("{m_bad} row(s) of CUPTI_ACTIVITY_KIND_MEMCPY had"));
         has(format!("{n_bad} row(s) of NVTX_EVENTS had"));
+        // With a range filter, only the damaged rows it keeps are counted: a row the
+        // filter drops is never read further. `^FSDP::` keeps a few of the damaged rows,
+        // `^aten::` most (the pre-test path), `^zz` none.
+        for (re, glob) in [
+            ("^FSDP::", "FSDP::*"),
+            ("^aten::", "aten::*"),
+            ("^zz", "zz*"),
+        ] {
+            let conn = Connection::open(&path).unwrap();
+            let kept: i64 = conn
+                .query_row(
+                    &format!(
+                        "SELECT count(*) FROM NVTX_EVENTS WHERE start = 'x' \
+                         AND text GLOB '{glob}'"
+                    ),
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            drop(conn);
+            let opts = LoadOptions {
+                range_filter: Some(regex::Regex::new(re).unwrap()),
+                ..LoadOptions::all()
+            };
+            let t = load_split(&path, &opts, Split::for_threads(2, Some(1000))).unwrap();
+            let nvtx: Vec<_> = t
+                .meta
+                .warnings
+                .iter()
+                .filter(|w| w.contains("of NVTX_EVENTS had"))
+                .collect();
+            if kept == 0 {
+                assert!(nvtx.is_empty(), "{re}: {nvtx:?}");
+            } else {
+                assert_eq!(nvtx.len(), 1, "{re}");
+                assert!(
+                    nvtx[0].starts_with(&format!("{kept} row(s)")),
+                    "{re}: {nvtx:?}"
+                );
+            }
+        }
     }
 
     #[test]
