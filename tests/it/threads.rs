@@ -430,6 +430,14 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
         "kineto/vllm_b200_eager_prefill_rank0.json.gz",
     ));
     assert!(good.len() > 8 << 20, "several batches: {}", good.len());
+    // A byte-order mark before the JSON: every range's file offset is shifted past it.
+    let bom = dir.path().join("bom.json");
+    std::fs::write(&bom, [&b"\xef\xbb\xbf"[..], &good].concat()).unwrap();
+    let one = run_at("analyze", &bom, 1);
+    assert_eq!(one.0, 0, "{}", one.2);
+    for n in [2, 8] {
+        assert!(run_at("analyze", &bom, n) == one, "BOM at {n} threads");
+    }
     // The parser's failure: `"ph": "X"` becomes `"ph"  "X"` (the structure is intact;
     // `ph` is read first, whatever the event's kind).
     let no_colon = |d: &mut Vec<u8>, frac: f64| {

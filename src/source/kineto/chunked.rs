@@ -119,9 +119,10 @@ fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 fn boundary(b: &[u8]) -> Option<usize> {
     let ws = |c: &u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
     b.iter().enumerate().find_map(|(i, &c)| {
-        let after = (c == b',')
-            .then(|| b[i + 1..].iter().find(|c| !ws(c)))
-            .flatten();
+        if c != b',' {
+            return None;
+        }
+        let after = b[i + 1..].iter().find(|c| !ws(c));
         let before = b[..i].iter().rev().find(|c| !ws(c));
         (after == Some(&b'{') && before == Some(&b'}')).then_some(i + 1)
     })
@@ -183,7 +184,7 @@ fn range(
     } else {
         events_from(&mut s, sink, stop)
     };
-    // The kept events before an error are sent too: one of them may fail to collect.
+    // The kept events before an error are sent too: they are collected before it.
     sink.send().and(ended)
 }
 

@@ -27,8 +27,10 @@ pub(super) enum Fail {
         offset: u64,
         found: &'static str,
     },
-    /// The scanning thread's events were no longer wanted (the parser failed first and
-    /// reports its own error; this one is never shown).
+    /// A reading thread's events were no longer wanted: the read failed elsewhere first
+    /// and that error is the one reported. Also what a range read that ends short of the
+    /// array's end would give (it cannot: the last range has no stop), rather than a
+    /// silently short trace.
     Stopped,
 }
 
