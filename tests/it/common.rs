@@ -14,6 +14,16 @@ pub fn fixture(rel: &str) -> PathBuf {
     root().join("tests").join("fixtures").join(rel)
 }
 
+/// The plain bytes of a gzipped file (every member).
+pub fn gunzip(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
 /// The stepgate binary cargo built for this test run.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_stepgate"))

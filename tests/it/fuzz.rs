@@ -15,7 +15,7 @@ use stepgate::source;
 use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
 use stepgate::wire::attribution::LaunchCost;
 
-use crate::common::fixture;
+use crate::common::{fixture, gunzip};
 
 /// Cases per fixture scale by `STEPGATE_FUZZ_SCALE` (default 1) and the seed mixes in
 /// `STEPGATE_FUZZ_SEED` (default 0), for longer local hunts; CI runs the defaults.
@@ -461,15 +461,6 @@ fn json_mutation(rng: &mut Rng, text: &[u8]) -> (String, Vec<u8>) {
             )
         }
     }
-}
-
-fn gunzip(p: &Path) -> Vec<u8> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(p).unwrap())
-        .read_to_end(&mut out)
-        .unwrap();
-    out
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! converted nsys SQLite read with rusqlite), step annotations, ranks, malformed input.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -11,21 +11,13 @@ use stepgate::exit::Kind;
 use stepgate::source::kineto::{load, looks_like_kineto};
 use stepgate::trace::{OpKind, RangeKind, Trace};
 
-use crate::common::{fixture, union_ns};
+use crate::common::{fixture, gunzip, union_ns};
 
 const B200: &str = "kineto/vllm_b200_eager_prefill_rank0.json.gz";
 const VLLM_MI300X: &str = "kineto/vllm_mi300x_decode_fullgraph_step.json.gz";
 const SGLANG: &str = "kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz";
 const HTA: &str = "kineto/hta_v100_ns_resolution_rank-0.pt.trace.json.gz";
 const CONVERTED_NSYS: &str = "nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
-
-fn gunzip(path: &Path) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_end(&mut out)
-        .unwrap();
-    out
-}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

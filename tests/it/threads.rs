@@ -385,16 +385,6 @@ fn damaged_gzip_fails_the_same_at_every_thread_count() {
     }
 }
 
-/// The plain bytes of a gzipped fixture.
-fn inflate(gz: &Path) -> Vec<u8> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(gz).unwrap())
-        .read_to_end(&mut out)
-        .unwrap();
-    out
-}
-
 /// The start of the first event after `frac` of `plain` (a `{` opening a line after a
 /// `},`), found by the text's layout: Kineto writes one event per indented block.
 fn event_after(plain: &[u8], frac: f64) -> usize {
@@ -415,7 +405,7 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
     for gz in fixtures("kineto") {
         let name = gz.file_name().unwrap().to_string_lossy().replace(".gz", "");
         let plain = dir.path().join(name);
-        std::fs::write(&plain, inflate(&gz)).unwrap();
+        std::fs::write(&plain, common::gunzip(&gz)).unwrap();
         let one = run_at("analyze", &plain, 1);
         assert_eq!(one.0, 0, "{}: {}", plain.display(), one.2);
         for n in [2, 3, 8] {
@@ -426,7 +416,7 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
             );
         }
     }
-    let good = inflate(&common::fixture(
+    let good = common::gunzip(&common::fixture(
         "kineto/vllm_b200_eager_prefill_rank0.json.gz",
     ));
     assert!(good.len() > 8 << 20, "several batches: {}", good.len());
@@ -517,7 +507,7 @@ fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
 /// Cuts that only look like event boundaries: every event's `args` holds a list of objects
 /// (`[{"i": 0}, {"i": 1}, …]`, the `}, {` a cut looks for), so most byte ranges start
 /// inside an event. The range before each such cut scans past it to the next real event,
-/// the mismatch is seen, and the rest is read on one thread: the output is the serial
+/// the mismatch is seen, and the range after it is read on the calling thread: the output is the serial
 /// read's at every count, with ranges down to 4 KiB.
 #[test]
 fn kineto_ranges_cut_inside_an_event_are_caught() {
