@@ -356,6 +356,19 @@ fn non_regular_report_paths_are_refused_without_blocking() {
 
 // ---------------------------------------------------------------- nsys builders
 
+/// A 5 ns runtime call of process and thread 5 (a launch when `name` is one).
+fn call_rec(start_ns: i64, corr: i64, name: i64) -> CallRec {
+    CallRec {
+        start_ns,
+        end_ns: start_ns + 5,
+        event_class: 0,
+        pid: 5,
+        tid: 5,
+        correlation_id: Some(corr),
+        name,
+    }
+}
+
 fn kernel_rec(start_ns: i64, end_ns: i64, name: i64, corr: Option<i64>) -> KernelRec {
     KernelRec {
         start_ns,
@@ -507,16 +520,7 @@ fn nsys_bad_call_rows_and_memcpy_kind_names() {
     let launch = w.string("cudaLaunchKernel_v7000").unwrap();
     w.kernel(&kernel_rec(100, 200, k, Some(11))).unwrap();
     for (s, corr) in [(50, 11), (60, 12)] {
-        w.call(&CallRec {
-            start_ns: s,
-            end_ns: s + 5,
-            event_class: 0,
-            pid: 5,
-            tid: 5,
-            correlation_id: Some(corr),
-            name: launch,
-        })
-        .unwrap();
+        w.call(&call_rec(s, corr, launch)).unwrap();
     }
     w.memcpy(&MemcpyRec {
         start_ns: 300,
@@ -566,16 +570,7 @@ fn nsys_duplicate_launch_correlation_ids_are_warned() {
         w.kernel(&kernel_rec(s, e, k, Some(7))).unwrap();
     }
     for s in [50, 250, 450] {
-        w.call(&CallRec {
-            start_ns: s,
-            end_ns: s + 5,
-            event_class: 0,
-            pid: 5,
-            tid: 5,
-            correlation_id: Some(7),
-            name: launch,
-        })
-        .unwrap();
+        w.call(&call_rec(s, 7, launch)).unwrap();
     }
     w.finish().unwrap();
     let t = load_ok(&p);
@@ -624,16 +619,7 @@ fn nsys_ids_beyond_32_bits_read_as_unknown_with_a_warning() {
     })
     .unwrap();
     for (s, corr) in [(50, 3_000_000_000), (250, 7)] {
-        w.call(&CallRec {
-            start_ns: s,
-            end_ns: s + 5,
-            event_class: 0,
-            pid: 5,
-            tid: 5,
-            correlation_id: Some(corr),
-            name: launch,
-        })
-        .unwrap();
+        w.call(&call_rec(s, corr, launch)).unwrap();
     }
     w.finish().unwrap();
     let t = load_ok(&p);

@@ -400,7 +400,7 @@ fn event_after(plain: &[u8], frac: f64) -> usize {
 /// its scan does (an event that is not an object, the end of the file), in the first
 /// range or a later one.
 #[test]
-fn plain_kineto_traces_read_the_same_when_the_scan_and_the_parse_are_split() {
+fn plain_kineto_traces_read_the_same_in_byte_ranges() {
     let dir = tempfile::tempdir().unwrap();
     for gz in fixtures("kineto") {
         let name = gz.file_name().unwrap().to_string_lossy().replace(".gz", "");

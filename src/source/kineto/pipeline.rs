@@ -33,7 +33,10 @@ impl Batch {
         self.events.push((offset, start, self.bytes.len()));
     }
 
-    /// Collect its events, in order.
+    /// Collect its events, in order. Each is parsed here, and a range thread of a plain
+    /// file (`chunked`) has parsed its kept events once already to decide to send them:
+    /// their rows borrow the batch's bytes, so the parse is not carried across threads
+    /// (about 9% of a vLLM trace's events are kept).
     pub fn collect(&self, col: &mut Collector) -> Result<(), Fail> {
         for &(offset, start, end) in &self.events {
             collect(col, &self.bytes[start..end], offset)?;

@@ -217,24 +217,29 @@ impl Merged {
         calls: Vec<HostPart<CallsBuilder>>,
         ranges: Vec<HostPart<RangesBuilder>>,
     ) -> Result<(CallsBuilder, RangesBuilder)> {
-        let mut all_calls = CallsBuilder::default();
-        let mut n_bad_calls = 0;
-        for part in calls {
-            let (mut cb, strings, bad_rows) = part?;
-            remap(&mut cb.name_id, &merge(&mut self.names, &strings));
-            n_bad_calls += bad_rows;
-            all_calls.append(&mut cb);
-        }
-        self.bad.add("runtime", n_bad_calls);
-        let mut out = RangesBuilder::default();
+        let calls = self.concat(calls, "runtime", |b| &mut b.name_id, CallsBuilder::append)?;
+        let ranges = self.concat(ranges, "nvtx", |b| &mut b.name_id, RangesBuilder::append)?;
+        Ok((calls, ranges))
+    }
+
+    /// One table's host parts concatenated in read order, each part's names mapped into
+    /// the trace's interner, its rows with bad times counted under `table`.
+    fn concat<B: Default>(
+        &mut self,
+        parts: Vec<HostPart<B>>,
+        table: &'static str,
+        name_id: fn(&mut B) -> &mut Vec<u32>,
+        append: fn(&mut B, &mut B),
+    ) -> Result<B> {
+        let mut out = B::default();
         let mut n_bad = 0;
-        for part in ranges {
-            let (mut rb, strings, bad_rows) = part?;
-            remap(&mut rb.name_id, &merge(&mut self.names, &strings));
+        for part in parts {
+            let (mut b, strings, bad_rows) = part?;
+            remap(name_id(&mut b), &merge(&mut self.names, &strings));
             n_bad += bad_rows;
-            out.append(&mut rb);
+            append(&mut out, &mut b);
         }
-        self.bad.add("nvtx", n_bad);
-        Ok((all_calls, out))
+        self.bad.add(table, n_bad);
+        Ok(out)
     }
 }
