@@ -8,8 +8,9 @@ use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
-use super::{gid_pid, gid_tid, id_or_missing, int, prepare_rows, times, TICK};
+use super::{cursor, gid_pid, gid_tid, id_or_missing, int, times, TICK};
 use crate::exit::Result;
+use crate::source::nsys::queries::Fill;
 use crate::source::prefilter::RangeFilter;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 
@@ -27,9 +28,13 @@ pub(super) fn load_calls(
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "runtime", e);
-    if let Some(mut st) = prepare_rows(&conn, schema, &queries::RUNTIME, path, rows)? {
-        let mut rows = st.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
+    let fill = Fill {
+        rows,
+        ..Fill::default()
+    };
+    if let Some(mut r) = cursor(&conn, schema, &queries::RUNTIME, path, &fill)? {
+        while r.next().map_err(err)? {
+            let r = &r;
             let rd = |i| int(r, i).map_err(err);
             let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
                 n_bad += 1;
@@ -83,9 +88,13 @@ pub(super) fn load_ranges(
     // sharing one regex take the pool's slow, locked path on every match.
     let filter = filter.cloned().map(RangeFilter::new);
     let filter = filter.as_ref();
-    if let Some(mut st) = prepare_rows(&conn, schema, &queries::NVTX, path, rows)? {
-        let mut rows = st.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
+    let fill = Fill {
+        rows,
+        ..Fill::default()
+    };
+    if let Some(mut r) = cursor(&conn, schema, &queries::NVTX, path, &fill)? {
+        while r.next().map_err(err)? {
+            let r = &r;
             n += 1;
             if n.is_multiple_of(TICK) {
                 progress.inc(TICK);
@@ -94,7 +103,7 @@ pub(super) fn load_ranges(
             // The name first (COALESCE(text, StringIds[textId]), docs/nsys-format.md §4):
             // a row the filter drops is read no further — most rows of an annotated
             // capture — so its times are never read, nor counted as damaged.
-            let name = match r.get_ref(4).map_err(err)? {
+            let name = match r.cell(4).map_err(err)? {
                 // Inline texts are mostly distinct (`aten::mul, op_id = 321664`): test
                 // the filter on the cell itself and intern only what is kept, so dropped
                 // rows cost one match and never grow a name table.

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use super::super::queries::{self, Fill};
 use super::super::schema::Schema;
 use super::open::sql_error;
-use super::{int, prepare, prepare_fill, time};
+use super::{cursor, int, prepare, time};
 use crate::exit::Result;
 use crate::trace::{GpuMetric, GpuMetricSeries};
 
@@ -110,15 +110,15 @@ pub(super) fn load_gpu_metrics(
         ..Fill::default()
     };
     let mut bad = 0u64;
-    if let Some(mut st) = prepare_fill(conn, schema, &queries::GPU_METRICS, path, &fill)? {
+    if let Some(mut r) = cursor(conn, schema, &queries::GPU_METRICS, path, &fill)? {
         let err = |e| sql_error(path, "gpu_metrics", e);
-        let mut rows = st.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
+        while r.next().map_err(err)? {
+            let r = &r;
             let key = (int(r, 1).map_err(err)?, int(r, 2).map_err(err)?);
             let Some(&k) = key.0.zip(key.1).and_then(|k| index.get(&k)) else {
                 continue; // the same metric id of a target the name table does not list
             };
-            let value = match r.get_ref(3).map_err(err)? {
+            let value = match r.cell(3).map_err(err)? {
                 ValueRef::Integer(v) => Some(v as f64),
                 ValueRef::Real(v) if v.is_finite() => Some(v),
                 _ => None,

@@ -4,6 +4,7 @@
 //! not block each other), plus devices and metadata. Here the cell readers and the one
 //! load that puts the pieces together; `parts` runs the readers and merges their parts.
 
+mod cursor;
 mod host;
 mod meta;
 mod metrics;
@@ -25,6 +26,7 @@ use crate::exit::{Error, Result};
 use crate::trace::{ShapesBuilder, Trace};
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
+use cursor::Cursor;
 use meta::{load_devices, load_meta};
 pub use open::{open, sql_error, Db};
 use ops::memcpy_names;
@@ -45,10 +47,29 @@ pub fn gid_tid(g: i64) -> i64 {
     g & 0xFF_FFFF
 }
 
+/// A row's cells by index: rusqlite's [`Row`], or a [`Cursor`]'s current row.
+trait Cells {
+    fn cell(&self, i: usize) -> rusqlite::Result<ValueRef<'_>>;
+}
+
+impl Cells for Row<'_> {
+    #[inline]
+    fn cell(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        self.get_ref(i)
+    }
+}
+
+impl Cells for Cursor<'_> {
+    #[inline]
+    fn cell(&self, i: usize) -> rusqlite::Result<ValueRef<'_>> {
+        Cursor::cell(self, i)
+    }
+}
+
 /// An integer cell; NULL (and a stray text/blob) reads as `None`.
 #[inline]
-fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
-    Ok(match r.get_ref(i)? {
+fn int(r: &impl Cells, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.cell(i)? {
         ValueRef::Integer(v) => Some(v),
         ValueRef::Real(v) => Some(v as i64),
         _ => None,
@@ -64,8 +85,8 @@ pub const MAX_ABS_NS: i64 = 1 << 55;
 /// text, blobs, fractions, NaN and out-of-range values are `None` (the row is dropped,
 /// never read as 0).
 #[inline]
-fn time(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
-    Ok(match r.get_ref(i)? {
+fn time(r: &impl Cells, i: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match r.cell(i)? {
         ValueRef::Integer(v) if (-MAX_ABS_NS..=MAX_ABS_NS).contains(&v) => Some(v),
         ValueRef::Real(v) if v.fract() == 0.0 && v.abs() <= MAX_ABS_NS as f64 => Some(v as i64),
         _ => None,
@@ -75,7 +96,7 @@ fn time(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
 /// `(start, end)` of a row whose first two columns are start and end, when both are
 /// readable timestamps and end ≥ start; `None` marks a row that cannot be right.
 #[inline]
-fn times(r: &Row<'_>) -> rusqlite::Result<Option<(i64, i64)>> {
+fn times(r: &impl Cells) -> rusqlite::Result<Option<(i64, i64)>> {
     Ok(match (time(r, 0)?, time(r, 1)?) {
         (Some(s), Some(e)) if e >= s => Some((s, e)),
         _ => None,
@@ -133,41 +154,28 @@ fn prepare<'c>(
     q: &Query,
     path: &Path,
 ) -> Result<Option<rusqlite::Statement<'c>>> {
-    prepare_rows(conn, schema, q, path, None)
+    match q.render_with(schema, &Fill::default()) {
+        None => Ok(None),
+        Some(sql) => conn
+            .prepare(&sql)
+            .map(Some)
+            .map_err(|e| sql_error(path, q.name, e)),
+    }
 }
 
-/// As [`prepare`], for one rowid slice of the table (`None`: all of it).
-fn prepare_rows<'c>(
-    conn: &'c Connection,
-    schema: &Schema,
-    q: &Query,
-    path: &Path,
-    rows: Option<(i64, i64)>,
-) -> Result<Option<rusqlite::Statement<'c>>> {
-    prepare_fill(
-        conn,
-        schema,
-        q,
-        path,
-        &Fill {
-            rows,
-            ..Fill::default()
-        },
-    )
-}
-
-/// As [`prepare`], with the placeholders `fill` decides.
-fn prepare_fill<'c>(
+/// A [`Cursor`] over a rendered query with the placeholders `fill` decides (its rowid
+/// slice, optional columns), or `None` when the export lacks its table: the big loaders'
+/// row loops.
+fn cursor<'c>(
     conn: &'c Connection,
     schema: &Schema,
     q: &Query,
     path: &Path,
     fill: &Fill<'_>,
-) -> Result<Option<rusqlite::Statement<'c>>> {
+) -> Result<Option<Cursor<'c>>> {
     match q.render_with(schema, fill) {
         None => Ok(None),
-        Some(sql) => conn
-            .prepare(&sql)
+        Some(sql) => Cursor::prepare(conn, &sql)
             .map(Some)
             .map_err(|e| sql_error(path, q.name, e)),
     }

@@ -3,14 +3,15 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
 
 use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
+use super::cursor::Cursor;
 use super::open::{sql_error, Db};
-use super::{gid_pid, id_or_missing, int, prepare, prepare_fill, times, Dropped, TICK};
+use super::{cursor, gid_pid, id_or_missing, int, prepare, times, Cells, Dropped, TICK};
 use crate::exit::Result;
 use crate::source::nsys::queries::Fill;
 use crate::trace::{Launch, OpKind, OpRow, OpsBuilder};
@@ -25,7 +26,7 @@ const MEMCPY_KINDS: [&str; 14] = [
 /// The six columns every op query selects first (queries/kernels.sql, memcpy.sql,
 /// memset.sql, graph_trace.sql): start, end, deviceId, streamId, globalPid, correlationId.
 /// The caller fills the name, kind and the columns that differ per table.
-fn op_row(r: &Row<'_>, (start_ns, end_ns): (i64, i64)) -> rusqlite::Result<OpRow> {
+fn op_row(r: &impl Cells, (start_ns, end_ns): (i64, i64)) -> rusqlite::Result<OpRow> {
     Ok(OpRow {
         device: int(r, 2)?.unwrap_or(-1),
         stream: int(r, 3)?.unwrap_or(-1),
@@ -86,10 +87,10 @@ pub(super) fn load_ops(
         geometry: part.geometry,
         ..Fill::default()
     };
-    if let Some(mut st) = prepare_fill(&conn, schema, &queries::KERNELS, path, &fill)? {
+    if let Some(mut r) = cursor(&conn, schema, &queries::KERNELS, path, &fill)? {
         let mut n_bad = 0u64;
-        let mut rows = st.query([]).map_err(err("kernels"))?;
-        while let Some(r) = rows.next().map_err(err("kernels"))? {
+        while r.next().map_err(err("kernels"))? {
+            let r = &r;
             let rd = |i| int(r, i).map_err(err("kernels"));
             let Some(t) = times(r).map_err(err("kernels"))? else {
                 n_bad += 1;
@@ -128,9 +129,9 @@ pub(super) fn load_ops(
     }
 
     // The small tables, on the last reader only.
-    let small = |q| {
+    let small = |q| -> Result<Option<Cursor<'_>>> {
         if part.last {
-            prepare(&conn, schema, q, path)
+            cursor(&conn, schema, q, path, &Fill::default())
         } else {
             Ok(None)
         }
@@ -139,8 +140,8 @@ pub(super) fn load_ops(
         let mut n_bad = 0u64;
         let mut kind_ids: Vec<Option<u32>> = vec![None; memcpy_names.len()];
         let mut odd_kinds: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
-        let mut rows = st.query([]).map_err(err("memcpy"))?;
-        while let Some(r) = rows.next().map_err(err("memcpy"))? {
+        while st.next().map_err(err("memcpy"))? {
+            let r = &st;
             let rd = |i| int(r, i).map_err(err("memcpy"));
             let Some(t) = times(r).map_err(err("memcpy"))? else {
                 n_bad += 1;
@@ -170,8 +171,8 @@ pub(super) fn load_ops(
     if let Some(mut st) = small(&queries::MEMSET)? {
         let name_id = names.text("[memset]");
         let mut n_bad = 0u64;
-        let mut rows = st.query([]).map_err(err("memset"))?;
-        while let Some(r) = rows.next().map_err(err("memset"))? {
+        while st.next().map_err(err("memset"))? {
+            let r = &st;
             let rd = |i| int(r, i).map_err(err("memset"));
             let Some(t) = times(r).map_err(err("memset"))? else {
                 n_bad += 1;
@@ -191,8 +192,8 @@ pub(super) fn load_ops(
     if let Some(mut st) = small(&queries::GRAPH_TRACE)? {
         let mut n_bad = 0u64;
         let mut graph_names: std::collections::HashMap<i64, u32> = std::collections::HashMap::new();
-        let mut rows = st.query([]).map_err(err("graph_trace"))?;
-        while let Some(r) = rows.next().map_err(err("graph_trace"))? {
+        while st.next().map_err(err("graph_trace"))? {
+            let r = &st;
             let rd = |i| int(r, i).map_err(err("graph_trace"));
             let Some(t) = times(r).map_err(err("graph_trace"))? else {
                 n_bad += 1;
