@@ -24,6 +24,17 @@ pub fn gunzip(path: &std::path::Path) -> Vec<u8> {
     out
 }
 
+/// `bytes` gzipped (one member, fast level), written to `path`.
+pub fn write_gzip(path: &std::path::Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap();
+}
+
 /// The stepgate binary cargo built for this test run.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_stepgate"))

@@ -393,12 +393,12 @@ fn event_after(plain: &[u8], frac: f64) -> usize {
     close + plain[close..].iter().position(|&b| b == b'{').unwrap()
 }
 
-/// A plain (not gzipped) trace's events are read in byte ranges on every thread from 2
-/// threads on (ranges of 64 KiB or more here): every fixture, inflated, prints the same at
-/// 2, 3 and 8 as at 1; and a damaged trace fails with the same error at every count — the
-/// first in byte order, whether a range's parse finds it (a member without its colon) or
-/// its scan does (an event that is not an object, the end of the file), in the first
-/// range or a later one.
+/// A plain trace's events are read in byte ranges on every thread from 2 threads on, a
+/// gzipped one's from 3 (ranges of 64 KiB or more here): every fixture, inflated, prints
+/// the same at 2, 3 and 8 as at 1; and a damaged trace, plain or gzipped, fails with the
+/// same error at every count — the first in byte order, whether a range's parse finds it
+/// (a member without its colon) or its scan does (an event that is not an object, the end
+/// of the data), in the first range or a later one.
 #[test]
 fn plain_kineto_traces_read_the_same_in_byte_ranges() {
     let dir = tempfile::tempdir().unwrap();
@@ -501,6 +501,29 @@ fn plain_kineto_traces_read_the_same_in_byte_ranges() {
         for n in [2, 3, 4, 8] {
             assert_eq!(run_at("analyze", &f, n), one, "{name} at {n} threads");
         }
+        // Gzipped: ranges over the inflated bytes from 3 threads (the tape's blocks are
+        // the 64 KiB ranges here, so events straddle blocks). The error names the gzip
+        // file and, for the cut, says so as the one-thread read does.
+        let gz = dir.path().join(format!("{name}.json.gz"));
+        common::write_gzip(&gz, &d);
+        let one = run_at("analyze", &gz, 1);
+        assert_eq!(one.0, 2, "{name}.gz: {}", one.2);
+        assert!(
+            one.1.is_empty() && one.2.contains(words),
+            "{name}.gz: {}",
+            one.2
+        );
+        for n in [3, 4, 8] {
+            assert_eq!(run_at("analyze", &gz, n), one, "{name}.gz at {n} threads");
+        }
+    }
+    // The whole trace gzipped, with a byte-order mark inside the gzip stream.
+    let gz = dir.path().join("bom.json.gz");
+    common::write_gzip(&gz, &[&b"\xef\xbb\xbf"[..], &good].concat());
+    let one = run_at("analyze", &gz, 1);
+    assert_eq!(one.0, 0, "{}", one.2);
+    for n in [3, 4, 8] {
+        assert!(run_at("analyze", &gz, n) == one, "BOM gzip at {n} threads");
     }
 }
 
@@ -545,7 +568,7 @@ fn kineto_ranges_cut_inside_an_event_are_caught() {
         );
     }
     w.finish(&path).unwrap();
-    let run = |threads: usize| {
+    let run = |path: &Path, threads: usize| {
         let out = std::process::Command::new(common::bin())
             .args([
                 "analyze",
@@ -554,13 +577,13 @@ fn kineto_ranges_cut_inside_an_event_are_caught() {
                 "--threads",
                 &threads.to_string(),
             ])
-            .arg(&path)
+            .arg(path)
             .env(MIN_RANGE_VAR, "4096")
             .output()
             .unwrap();
         (out.status.code(), out.stdout, out.stderr)
     };
-    let one = run(1);
+    let one = run(&path, 1);
     assert_eq!(one.0, Some(0), "{}", String::from_utf8_lossy(&one.2));
     let json: serde_json::Value = serde_json::from_slice(&one.1).unwrap();
     // 2000 kernels, read whole: the per-device busy time is their summed durations (none
@@ -569,6 +592,17 @@ fn kineto_ranges_cut_inside_an_event_are_caught() {
     assert_eq!(json["devices"][0]["kernels"].as_u64(), Some(2000), "{json}");
     assert_eq!(json["devices"][0]["busy_ns"].as_i64(), Some(busy), "{json}");
     for n in [2, 3, 8] {
-        assert!(run(n) == one, "at {n} threads");
+        assert!(run(&path, n) == one, "at {n} threads");
+    }
+    // The same trace gzipped: its ranges are cut in the inflated bytes as they arrive
+    // (blocks of 4 KiB here), and the look-alike cuts are caught the same way.
+    let gz = dir.path().join("nested.json.gz");
+    common::write_gzip(&gz, &std::fs::read(&path).unwrap());
+    let one = run(&gz, 1);
+    let json: serde_json::Value = serde_json::from_slice(&one.1).unwrap();
+    assert_eq!(json["devices"][0]["kernels"].as_u64(), Some(2000), "{json}");
+    assert_eq!(json["devices"][0]["busy_ns"].as_i64(), Some(busy), "{json}");
+    for n in [3, 4, 8] {
+        assert!(run(&gz, n) == one, "gzipped at {n} threads");
     }
 }

@@ -20,13 +20,13 @@ mod ids;
 mod input;
 mod names;
 mod number;
-mod pipeline;
 mod ranks;
 mod read;
 mod scan;
 mod shapes;
 mod sink;
 mod skip;
+mod tape;
 
 pub use header::engine_version_in;
 pub use names::short_name;

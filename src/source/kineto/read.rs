@@ -1,7 +1,6 @@
 //! Streams one trace file into a [`Collector`]: the top-level object member by member,
 //! `traceEvents` element by element, never the whole document in memory; with threads to
-//! spare, a plain file's events in byte ranges at once ([`super::chunked`]) and a gzipped
-//! one's scan beside its parse ([`super::pipeline`]).
+//! spare, the events in byte ranges at once ([`super::chunked`]).
 
 use std::io::Read;
 use std::path::Path;
@@ -12,24 +11,22 @@ use super::build::Collector;
 use super::chunked;
 use super::header::Header;
 use super::input;
-use super::pipeline;
 use super::scan::{ScanError, Stream};
 use super::sink::{read_events, Direct, Fail};
 
 /// Read `path` into `col`; returns the number of GPU ops it contributed. Threads: a plain
 /// file's events are read in byte ranges on `threads` threads from 2 ([`chunked`]); a
-/// gzipped file is inflated on its own thread from 2, and its scan runs beside the parse
-/// ([`pipeline`]) from 3 (on 2 cores the inflate and the parse already keep both busy).
+/// gzipped file is inflated on its own thread from 2, and its inflated bytes are read in
+/// byte ranges on `threads - 2` more from 3 (on 2 cores the inflate and the parse already
+/// keep both busy).
 pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
     let opened = input::open(path, threads)?;
     col.begin_file(path);
     let mut header = Header::default();
     let mut stream = Stream::new(opened.reader);
     let read = if opened.gzip && threads >= 3 {
-        let scan = |batches: &mut pipeline::Batches| {
-            read_document(&mut stream, &mut |s| read_events(s, batches), &mut header)
-        };
-        pipeline::read(scan, col)
+        let mut events = |s: &mut Stream<_>| chunked::gzip_events(s, col, threads);
+        read_document(&mut stream, &mut events, &mut header)
     } else if !opened.gzip && threads >= 2 {
         let plain = chunked::Plain::new(path, opened.skipped)
             .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;

@@ -10,6 +10,7 @@
 use std::io::{self, Read};
 
 use super::skip::{nested_end, End};
+use super::tape::Rest;
 
 /// Start with 1 MiB; the window doubles only if one value (one event) is larger.
 const INITIAL_WINDOW: usize = 1 << 20;
@@ -40,6 +41,10 @@ pub struct Stream<R: Read> {
     eof: bool,
     /// Bytes dropped from the front of the window so far (for error offsets).
     dropped: u64,
+    /// A read error that came after some bytes of the same fill: reported once those
+    /// bytes are used up, so the error surfaces where the readable bytes end whatever the
+    /// reads' sizes (a gzipped trace read whole or in ranges fails at the same place).
+    failed: Option<io::Error>,
 }
 
 #[inline]
@@ -56,6 +61,7 @@ impl<R: Read> Stream<R> {
             end: 0,
             eof: false,
             dropped: 0,
+            failed: None,
         }
     }
 
@@ -67,6 +73,19 @@ impl<R: Read> Stream<R> {
         s
     }
 
+    /// Take the stream apart: its reader, the bytes read from it but not consumed, and
+    /// the offset of the first of them (a gzipped trace's ranges go on from there).
+    pub fn into_rest(self) -> (Rest<R>, Vec<u8>, u64) {
+        let offset = self.offset();
+        let unread = self.buf[self.pos..self.end].to_vec();
+        let rest = Rest {
+            r: self.r,
+            failed: self.failed,
+            eof: self.eof,
+        };
+        (rest, unread, offset)
+    }
+
     /// Byte offset of the next unread byte in the (decompressed) input.
     pub fn offset(&self) -> u64 {
         self.dropped + self.pos as u64
@@ -75,6 +94,9 @@ impl<R: Read> Stream<R> {
     /// Keep `buf[pos..end]`, read until the window is full or the input ends.
     /// Returns false when nothing more could be read.
     fn fill(&mut self) -> io::Result<bool> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if self.eof {
             return Ok(false);
         }
@@ -97,6 +119,10 @@ impl<R: Read> Stream<R> {
                 }
                 Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if self.end > before => {
+                    self.failed = Some(e);
+                    break;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -458,6 +484,37 @@ impl<'a> Cur<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes in one read, then a read error (a gzip stream that breaks after them).
+    struct ThenBroken(Option<Vec<u8>>);
+
+    impl Read for ThenBroken {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.take() {
+                Some(b) => {
+                    buf[..b.len()].copy_from_slice(&b);
+                    Ok(b.len())
+                }
+                None => Err(io::Error::other("corrupt deflate stream")),
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_where_the_readable_bytes_end() {
+        let mut s = Stream::new(ThenBroken(Some(b"[{\"a\": 1}, {\"b\"".to_vec())));
+        s.expect(b'[').unwrap();
+        // The event read whole before the error is still handed out.
+        assert_eq!(s.value().unwrap(), b"{\"a\": 1}");
+        s.expect(b',').unwrap();
+        assert!(matches!(s.value(), Err(ScanError::Io(_))));
+        // Taken apart before the error was reported: the rest reports it first.
+        let mut s = Stream::new(ThenBroken(Some(b"[1, 2".to_vec())));
+        s.expect(b'[').unwrap();
+        let (mut rest, unread, offset) = s.into_rest();
+        assert_eq!((unread.as_slice(), offset), (&b"1, 2"[..], 1));
+        assert!(rest.read(&mut [0u8; 8]).is_err());
+    }
 
     /// The byte-at-a-time definition the word-at-a-time `string_end` must agree with.
     fn string_end_naive(s: &[u8], mut i: usize) -> Option<usize> {

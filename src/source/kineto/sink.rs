@@ -1,6 +1,5 @@
 //! The `traceEvents` loop, where it hands each event, and what a read can fail with:
-//! shared by the one-thread read (`read`), the two-thread pipeline (`pipeline`) and the
-//! split read of a plain file (`chunked`).
+//! shared by the one-thread read (`read`) and the split read in byte ranges (`chunked`).
 
 use std::io::Read;
 
