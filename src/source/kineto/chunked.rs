@@ -302,9 +302,8 @@ pub(super) fn events(
 }
 
 /// As [`events`], for a gzipped file: `s` reads the inflated stream, and is replaced by a
-/// reader of what follows the array. One thread inflates (the reader `s` was opened
-/// with, which inflates on a thread of its own) into a [`Tape`], ranges are read
-/// `threads - 2` at a time.
+/// reader of what follows the array. One thread inflates the rest of the stream (taking
+/// over `s`'s decoder) into a [`Tape`], ranges are read `threads - 2` at a time.
 pub(super) fn gzip_events(
     s: &mut Stream<Input>,
     col: &mut Collector,

@@ -54,9 +54,12 @@ pub struct Opened {
 }
 
 /// Open `path` for streaming; gzip (one or more members) is decompressed on the fly: on
-/// a second thread when `threads` ≥ 2 (inflating and parsing each take about half of a
+/// a second thread when `threads` is 2 (inflating and parsing each take about half of a
 /// gzipped trace's read, so the two overlap instead of adding up), on the calling thread
-/// at 1. Either way the caller reads the same bytes, so every output is the same.
+/// at 1, and from 3 on the calling thread until the events array, whose reader then
+/// inflates the rest on a thread of its own straight into its blocks
+/// ([`super::chunked::gzip_events`]). Either way the caller reads the same bytes, so
+/// every output is the same.
 pub fn open(path: &Path, threads: usize) -> Result<Opened> {
     let file = File::open(path)
         .map_err(|e| Error::input(format!("{}: cannot open: {e}", path.display())))?;
@@ -66,7 +69,7 @@ pub fn open(path: &Path, threads: usize) -> Result<Opened> {
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
         let decoder = MultiGzDecoder::new(buffered);
-        let plain: Box<dyn Read + Send> = if threads >= 2 {
+        let plain: Box<dyn Read + Send> = if threads == 2 {
             Box::new(Inflated::spawn(decoder))
         } else {
             Box::new(decoder)
