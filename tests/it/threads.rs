@@ -489,33 +489,28 @@ fn plain_kineto_traces_read_the_same_in_byte_ranges() {
         if let Some(c) = cut {
             d.truncate((d.len() as f64 * c) as usize);
         }
+        // The error at one thread, and the same at every count in `threads`.
+        let fails_the_same = |f: &Path, threads: &[usize]| {
+            let one = run_at("analyze", f, 1);
+            let what = f.display();
+            assert_eq!(one.0, 2, "{what}: {}", one.2);
+            assert!(
+                one.1.is_empty() && one.2.contains(words),
+                "{what}: {}",
+                one.2
+            );
+            for &n in threads {
+                assert_eq!(run_at("analyze", f, n), one, "{what} at {n} threads");
+            }
+        };
         let f = dir.path().join(format!("{name}.json"));
         std::fs::write(&f, &d).unwrap();
-        let one = run_at("analyze", &f, 1);
-        assert_eq!(one.0, 2, "{name}: {}", one.2);
-        assert!(
-            one.1.is_empty() && one.2.contains(words),
-            "{name}: {}",
-            one.2
-        );
-        for n in [2, 3, 4, 8] {
-            assert_eq!(run_at("analyze", &f, n), one, "{name} at {n} threads");
-        }
+        fails_the_same(&f, &[2, 3, 4, 8]);
         // Gzipped: ranges over the inflated bytes from 3 threads (the tape's blocks are
-        // the 64 KiB ranges here, so events straddle blocks). The error names the gzip
-        // file and, for the cut, says so as the one-thread read does.
+        // the 64 KiB ranges here, so events straddle blocks).
         let gz = dir.path().join(format!("{name}.json.gz"));
         common::write_gzip(&gz, &d);
-        let one = run_at("analyze", &gz, 1);
-        assert_eq!(one.0, 2, "{name}.gz: {}", one.2);
-        assert!(
-            one.1.is_empty() && one.2.contains(words),
-            "{name}.gz: {}",
-            one.2
-        );
-        for n in [3, 4, 8] {
-            assert_eq!(run_at("analyze", &gz, n), one, "{name}.gz at {n} threads");
-        }
+        fails_the_same(&gz, &[3, 4, 8]);
     }
     // The whole trace gzipped, with a byte-order mark inside the gzip stream.
     let gz = dir.path().join("bom.json.gz");

@@ -8,9 +8,8 @@ use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
 use super::open::{sql_error, Db};
-use super::{cursor, gid_pid, gid_tid, id_or_missing, int, times, TICK};
+use super::{cursor_rows, gid_pid, gid_tid, id_or_missing, int, times, TICK};
 use crate::exit::Result;
-use crate::source::nsys::queries::Fill;
 use crate::source::prefilter::RangeFilter;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 
@@ -28,11 +27,7 @@ pub(super) fn load_calls(
     let mut n = 0u64;
     let mut n_bad = 0u64;
     let err = |e| sql_error(path, "runtime", e);
-    let fill = Fill {
-        rows,
-        ..Fill::default()
-    };
-    if let Some(mut r) = cursor(&conn, schema, &queries::RUNTIME, path, &fill)? {
+    if let Some(mut r) = cursor_rows(&conn, schema, &queries::RUNTIME, path, rows)? {
         while r.next().map_err(err)? {
             let r = &r;
             let rd = |i| int(r, i).map_err(err);
@@ -88,11 +83,7 @@ pub(super) fn load_ranges(
     // sharing one regex take the pool's slow, locked path on every match.
     let filter = filter.cloned().map(RangeFilter::new);
     let filter = filter.as_ref();
-    let fill = Fill {
-        rows,
-        ..Fill::default()
-    };
-    if let Some(mut r) = cursor(&conn, schema, &queries::NVTX, path, &fill)? {
+    if let Some(mut r) = cursor_rows(&conn, schema, &queries::NVTX, path, rows)? {
         while r.next().map_err(err)? {
             let r = &r;
             n += 1;

@@ -163,6 +163,21 @@ fn prepare<'c>(
     }
 }
 
+/// A [`Cursor`] over one rowid slice of a table (`None`: all of it); see [`cursor`].
+fn cursor_rows<'c>(
+    conn: &'c Connection,
+    schema: &Schema,
+    q: &Query,
+    path: &Path,
+    rows: Option<(i64, i64)>,
+) -> Result<Option<Cursor<'c>>> {
+    let fill = Fill {
+        rows,
+        ..Fill::default()
+    };
+    cursor(conn, schema, q, path, &fill)
+}
+
 /// A [`Cursor`] over a rendered query with the placeholders `fill` decides (its rowid
 /// slice, optional columns), or `None` when the export lacks its table: the big loaders'
 /// row loops.
