@@ -385,6 +385,69 @@ fn damaged_gzip_fails_the_same_at_every_thread_count() {
     }
 }
 
+/// A malformed event shortly before the place where a gzip stream breaks is the error
+/// reported, at every thread count — also when a range's cut search runs into the break
+/// (the range length is set so the second range's search starts 3 bytes before it): a
+/// search that cannot finish means "no more cuts", and the range before reads on to the
+/// bad event and then the break, in byte order, as one thread does.
+#[test]
+fn a_bad_event_before_a_gzip_break_comes_first() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = common::gunzip(&common::fixture(
+        "kineto/vllm_b200_eager_prefill_rank0.json.gz",
+    ));
+    // `"ph": "X"` → `"ph"  "X"` in the event after 30% of the trace.
+    let at = event_after(&d, 0.3);
+    let key = at + d[at..].windows(6).position(|w| w == b"\"ph\": ").unwrap();
+    d[key + 4] = b' ';
+    let whole = dir.path().join("whole.json.gz");
+    common::write_gzip(&whole, &d);
+    let gz = std::fs::read(&whole).unwrap();
+    let cut = dir.path().join("cut.json.gz");
+    std::fs::write(&cut, &gz[..gz.len() * 6 / 10]).unwrap();
+    // Where the readable bytes end: the truncated stream inflated as far as it goes.
+    let mut readable = Vec::new();
+    let mut dec = flate2::read::MultiGzDecoder::new(std::fs::File::open(&cut).unwrap());
+    assert!(dec.read_to_end(&mut readable).is_err(), "truncated");
+    let end = readable.len();
+    assert!(
+        end > key + 1000 && end < d.len(),
+        "{key} < {end} < {}",
+        d.len()
+    );
+    assert!(!String::from_utf8_lossy(&d[end - 3..end]).contains("},{"));
+    let array = d
+        .windows(14)
+        .position(|w| w == b"\"traceEvents\":")
+        .unwrap();
+    let array = array + d[array..].iter().position(|&b| b == b'[').unwrap();
+    // Range k's cut search starts at array + 1 + k * range: range 1's at end - 3.
+    let range = end - 3 - array - 1;
+    let run = |threads: usize| {
+        let out = std::process::Command::new(common::bin())
+            .args([
+                "analyze",
+                "--format",
+                "json",
+                "--threads",
+                &threads.to_string(),
+            ])
+            .arg(&cut)
+            .env(MIN_RANGE_VAR, range.to_string())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    let one = run(1);
+    assert_eq!(one.0, Some(2), "{}", one.1);
+    assert!(one.1.contains("malformed trace event"), "{}", one.1);
+    for n in [2, 3, 4, 8] {
+        assert_eq!(run(n), one, "at {n} threads");
+    }
+}
+
 /// The start of the first event after `frac` of `plain` (a `{` opening a line after a
 /// `},`), found by the text's layout: Kineto writes one event per indented block.
 fn event_after(plain: &[u8], frac: f64) -> usize {

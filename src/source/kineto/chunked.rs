@@ -94,7 +94,7 @@ trait Source: Sync {
     /// The stream from offset `at`.
     fn open_at(&self, at: u64) -> io::Result<Stream<Self::R>>;
     /// Where range `k` (from 1) starts; `None`: there is no range `k`.
-    fn cut(&self, k: usize) -> io::Result<Option<u64>>;
+    fn cut(&self, k: usize) -> Option<u64>;
     /// Whether range `k` may exist (no waiting).
     fn may_have(&self, k: usize) -> bool;
     /// Range `k` is collected and the next one starts at `at`.
@@ -161,8 +161,8 @@ impl Source for PlainCuts<'_> {
     fn open_at(&self, at: u64) -> io::Result<Stream<Input>> {
         self.plain.open_at(at)
     }
-    fn cut(&self, k: usize) -> io::Result<Option<u64>> {
-        Ok(k.checked_sub(1).and_then(|i| self.cuts.get(i)).copied())
+    fn cut(&self, k: usize) -> Option<u64> {
+        k.checked_sub(1).and_then(|i| self.cuts.get(i)).copied()
     }
     fn may_have(&self, k: usize) -> bool {
         k <= self.cuts.len()
@@ -180,7 +180,7 @@ impl Source for TapeCuts {
     fn open_at(&self, at: u64) -> io::Result<Stream<TapeReader>> {
         Ok(Stream::starting_at(self.tape.reader(at), at))
     }
-    fn cut(&self, k: usize) -> io::Result<Option<u64>> {
+    fn cut(&self, k: usize) -> Option<u64> {
         self.tape.cut(k, self.range)
     }
     fn may_have(&self, k: usize) -> bool {
@@ -357,12 +357,12 @@ fn split<S: Source>(src: &S, array: u64, col: &mut Collector, window: usize) -> 
             let worker = scope.spawn(move || -> Result<Option<Ended>, Fail> {
                 let from = match k {
                     0 => array,
-                    _ => match src.cut(k)? {
+                    _ => match src.cut(k) {
                         Some(c) => c,
                         None => return Ok(None),
                     },
                 };
-                let stop = src.cut(k + 1)?.unwrap_or(u64::MAX);
+                let stop = src.cut(k + 1).unwrap_or(u64::MAX);
                 let mut sink = Kept {
                     keep,
                     tx,
@@ -385,7 +385,7 @@ fn split<S: Source>(src: &S, array: u64, col: &mut Collector, window: usize) -> 
         let mut resume: Option<u64> = None;
         let mut k = 0;
         loop {
-            let stop = src.cut(k + 1)?.unwrap_or(u64::MAX);
+            let stop = src.cut(k + 1).unwrap_or(u64::MAX);
             let ended = match (resume, pending.pop_front()) {
                 (None, Some((rx, worker))) => {
                     for b in &rx {
@@ -403,7 +403,7 @@ fn split<S: Source>(src: &S, array: u64, col: &mut Collector, window: usize) -> 
                     drop(mine);
                     let at = match at {
                         Some(at) => at,
-                        None => src.cut(k)?.ok_or(Fail::Stopped)?,
+                        None => src.cut(k).ok_or(Fail::Stopped)?,
                     };
                     events_from(&mut src.open_at(at)?, &mut Direct(col), stop)?
                 }

@@ -14,6 +14,9 @@ use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+/// Freed blocks kept for reuse.
+const SPARE_BLOCKS: usize = 8;
+
 /// The inflated stream from offset `origin` on, in blocks of `block` bytes (the last may
 /// be shorter).
 pub(super) struct Tape {
@@ -32,7 +35,10 @@ pub(super) struct Tape {
 struct State {
     /// Blocks `first..first + blocks.len()`; those before `first` are freed.
     first: u64,
-    blocks: VecDeque<Arc<[u8]>>,
+    blocks: VecDeque<Arc<Vec<u8>>>,
+    /// Freed blocks no reader held, reused by the inflater (no fresh MiB and its page
+    /// faults per block).
+    spare: Vec<Vec<u8>>,
     /// Bytes inflated so far, from `origin`.
     len: u64,
     /// Bytes before `origin + floor` are no longer read.
@@ -66,6 +72,7 @@ impl Tape {
             state: Mutex::new(State {
                 first: 0,
                 blocks: VecDeque::new(),
+                spare: Vec::new(),
                 len: 0,
                 floor: 0,
                 waiting: 0,
@@ -91,7 +98,7 @@ impl Tape {
         loop {
             // Wait for room before inflating the next block, so the inflater runs no
             // further ahead than the cap.
-            {
+            let mut buf = {
                 let mut st = self.lock();
                 while !st.closed && st.waiting == 0 && st.len.saturating_sub(st.floor) >= self.cap {
                     st = self.room.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -99,8 +106,9 @@ impl Tape {
                 if st.closed {
                     return;
                 }
-            }
-            let mut buf = vec![0u8; self.block];
+                st.spare.pop().unwrap_or_default()
+            };
+            buf.resize(self.block, 0);
             let from_prefix = prefix.len().min(self.block);
             buf[..from_prefix].copy_from_slice(&prefix[..from_prefix]);
             prefix = &prefix[from_prefix..];
@@ -121,7 +129,7 @@ impl Tape {
             let last = n < self.block;
             let mut st = self.lock();
             if n > 0 {
-                st.blocks.push_back(Arc::from(buf));
+                st.blocks.push_back(Arc::new(buf));
                 st.len += n as u64;
             }
             if last {
@@ -151,9 +159,16 @@ impl Tape {
     pub fn release(&self, at: u64) {
         let mut st = self.lock();
         st.floor = st.floor.max(at.saturating_sub(self.origin));
-        while st.first < st.floor / self.block as u64 && !st.blocks.is_empty() {
-            st.blocks.pop_front();
+        while st.first < st.floor / self.block as u64 {
+            let Some(b) = st.blocks.pop_front() else {
+                break;
+            };
             st.first += 1;
+            if let Ok(b) = Arc::try_unwrap(b) {
+                if st.spare.len() < SPARE_BLOCKS {
+                    st.spare.push(b);
+                }
+            }
         }
         drop(st);
         self.room.notify_all();
@@ -167,7 +182,7 @@ impl Tape {
 
     /// The block holding stream offset `at` and that block's first offset, waiting for it
     /// to be inflated; `None` at the end of the stream.
-    fn block_at(&self, at: u64) -> io::Result<Option<(u64, Arc<[u8]>)>> {
+    fn block_at(&self, at: u64) -> io::Result<Option<(u64, Arc<Vec<u8>>)>> {
         let rel = at.checked_sub(self.origin).ok_or_else(|| freed(at))?;
         let i = rel / self.block as u64;
         let mut st = self.lock();
@@ -229,24 +244,27 @@ impl Tape {
     /// Where range `k` (from 1) of the array that starts at `origin` (its `[`) starts: the
     /// first event boundary (`}` `,` `{`, whitespace between; the offset just after the
     /// comma) whose `}` lies at or after `origin + 1 + k * range`. `None`: there is none
-    /// before the stream ends. A cut may lie inside an event (the same bytes in a nested
+    /// before the stream ends or fails. A cut may lie inside an event (the same bytes in a nested
     /// list); the range split checks every cut against the scan before trusting it.
     ///
     /// Searched once per cut, under a lock: a boundary found far ahead (a long event) is
     /// also the cut of every range it passes, which are filled in rather than searched
     /// again.
-    pub fn cut(self: &Arc<Self>, k: usize, range: u64) -> io::Result<Option<u64>> {
+    pub fn cut(self: &Arc<Self>, k: usize, range: u64) -> Option<u64> {
         let mut memo = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
         if memo.none_from.is_some_and(|n| k >= n) {
-            return Ok(None);
+            return None;
         }
         if let Some(&c) = memo.found.get(k).filter(|c| c.is_some()) {
-            return Ok(c);
+            return c;
         }
         let start = |j: usize| self.range_start(j, range);
-        let Some((close, cut)) = boundary_from(&mut self.reader(start(k)))? else {
+        // A search that runs into the stream's end or its read error finds no cut: the
+        // range before then reads on to the end, and meets what is there (a bad event
+        // before the error, or the error itself) in byte order, as one thread does.
+        let Ok(Some((close, cut))) = boundary_from(&mut self.reader(start(k))) else {
             memo.none_from = Some(k);
-            return Ok(None);
+            return None;
         };
         // Every later range whose search starts at or before the `}` finds the same
         // boundary (none lies between its start and this one).
@@ -258,7 +276,7 @@ impl Tape {
             memo.found[j] = Some(cut);
             j += 1;
         }
-        Ok(Some(cut))
+        Some(cut)
     }
 }
 
@@ -328,14 +346,14 @@ pub(super) struct TapeReader {
     tape: Arc<Tape>,
     at: u64,
     /// The block being read and its first offset.
-    block: Option<(u64, Arc<[u8]>)>,
+    block: Option<(u64, Arc<Vec<u8>>)>,
     /// The document's tail reader: frees behind itself, closes the tape when dropped.
     tail: bool,
 }
 
 impl Read for TapeReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let within = |b: &(u64, Arc<[u8]>), at: u64| at >= b.0 && at < b.0 + b.1.len() as u64;
+        let within = |b: &(u64, Arc<Vec<u8>>), at: u64| at >= b.0 && at < b.0 + b.1.len() as u64;
         if !self.block.as_ref().is_some_and(|b| within(b, self.at)) {
             self.block = None;
             if self.tail {
@@ -398,17 +416,17 @@ mod tests {
         let doc = b"[{\"a\": [{}, {}]},\n  {\"b\": 1} , {\"c\": 2}]";
         let tape = filled(doc, 0, 4);
         // From byte 1 on: the `}` of `{}` at 9 starts the first look-alike (inside "a").
-        assert_eq!(tape.cut(0, 1).unwrap(), Some(11));
+        assert_eq!(tape.cut(0, 1), Some(11));
         // From the `}` at 14 on: the real boundary after "a"'s event.
         let k = 14;
-        assert_eq!(tape.cut(k, 1).unwrap(), Some(17));
-        assert_eq!(tape.cut(15, 1).unwrap(), Some(30));
+        assert_eq!(tape.cut(k, 1), Some(17));
+        assert_eq!(tape.cut(15, 1), Some(30));
         // Filled in by the search before: range 20's search starts before that `}` (27).
         assert_eq!(tape.cuts.lock().unwrap().found[20], Some(30));
-        assert_eq!(tape.cut(20, 1).unwrap(), Some(30));
+        assert_eq!(tape.cut(20, 1), Some(30));
         // Past the last boundary.
-        assert_eq!(tape.cut(33, 1).unwrap(), None);
-        assert_eq!(tape.cut(33, 1).unwrap(), None);
+        assert_eq!(tape.cut(33, 1), None);
+        assert_eq!(tape.cut(33, 1), None);
     }
 
     #[test]
@@ -417,6 +435,21 @@ mod tests {
         tape.release(100);
         assert!(tape.reader(10).read(&mut [0u8; 4]).is_err());
         assert_eq!(read_all(tape.reader(96)).len(), 160);
+    }
+
+    /// The tail reader frees what it has read, the inflater waits for room and reuses
+    /// the freed blocks, and the bytes come out as they went in.
+    #[test]
+    fn a_capped_tape_streams_through_reused_blocks() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let tape = Arc::new(Tape::new(7, 64, 256));
+        let (t, src) = (tape.clone(), bytes.clone());
+        let filler = std::thread::spawn(move || t.fill(src[..100].to_vec(), &src[100..]));
+        assert_eq!(read_all(tape.tail(7)), bytes);
+        filler.join().unwrap();
+        let st = tape.lock();
+        assert!(st.blocks.len() <= 8, "{} blocks held", st.blocks.len());
+        assert!(st.closed, "the tail closes the tape");
     }
 
     #[test]
