@@ -71,8 +71,9 @@ pub struct LoadOptions {
     /// Most threads a reader may read on at once (at least 1; 1 reads on the calling
     /// thread alone). From `--threads`, else the cores this process may use
     /// ([`threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
-    /// inflates a gzipped trace on a second thread when it is at least 2; rocpd has no
-    /// parallel read yet and uses the calling thread at every count.
+    /// reads a plain trace in byte ranges on this many and inflates a gzipped one on a
+    /// second thread (from 3, in byte ranges on the rest); rocpd reads its host regions on
+    /// a second thread beside the GPU ops from 2.
     pub threads: usize,
     /// Test hook: rows per slice of a big table, replacing the loader's floor (2^19), so
     /// tests split small reports and check the output does not depend on the split.

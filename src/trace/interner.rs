@@ -71,6 +71,23 @@ impl Interner {
     pub fn into_strings(self) -> Vec<String> {
         self.strings
     }
+
+    /// Intern `local` (another interner's strings, in id order) here; returns the local →
+    /// this id map. Names a reader thread interned apart get the ids one sequential read
+    /// would have given them, when the parts are merged in the sequential order.
+    pub fn merge(&mut self, local: &[String]) -> Vec<u32> {
+        local.iter().map(|s| self.intern(s)).collect()
+    }
+}
+
+/// Rewrite ids through a map from [`Interner::merge`] (identity maps are skipped).
+pub fn remap(ids: &mut [u32], map: &[u32]) {
+    if map.iter().enumerate().all(|(i, &m)| i as u32 == m) {
+        return;
+    }
+    for id in ids {
+        *id = map[*id as usize];
+    }
 }
 
 #[cfg(test)]

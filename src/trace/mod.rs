@@ -34,7 +34,7 @@ pub use builders::{
     OpsBuilderOf, RangeRow, RangesBuilder, RangesBuilderOf, ShapeRow, ShapesBuilder,
     ShapesBuilderOf,
 };
-pub use interner::{bounded, Interner, MAX_NAME_BYTES};
+pub use interner::{bounded, remap, Interner, MAX_NAME_BYTES};
 pub use launch::{display_call_name, is_graph_launch_call, is_launch_call};
 pub use metrics::{GpuMetric, GpuMetricSeries};
 pub use store::IdStore;

@@ -90,6 +90,37 @@ fn rocpd_fixtures_print_the_same_at_every_thread_count() {
     same_at_every_thread_count("rocpd", 1);
 }
 
+/// A generated rocpd (schema 3) database, two processes with ROCTx ranges and HIP calls,
+/// prints the same at 2 and 8 threads as at 1 (its regions are read on a second, memory-
+/// mapped connection from 2), and its per-GPU busy time is the generator's.
+#[test]
+fn generated_rocpd_prints_the_same_at_every_thread_count() {
+    use stepgate::synth::rocpd::{write, Spec};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("decode.db");
+    let spec = Spec {
+        processes: 2,
+        steps: 40,
+        ..Spec::default()
+    };
+    let truth = write(&db, &spec).unwrap();
+    for cmd in ["analyze", "steps"] {
+        let one = run_at(cmd, &db, 1);
+        assert_eq!(one.0, 0, "{cmd}: {}", one.2);
+        if cmd == "analyze" {
+            let json: serde_json::Value = serde_json::from_str(&one.1).unwrap();
+            for (device, busy) in &truth.busy_ns {
+                let devices = json["devices"].as_array().unwrap();
+                let d = devices.iter().find(|d| d["device"] == *device).unwrap();
+                assert_eq!(d["busy_ns"].as_i64(), Some(*busy), "GPU {device}: {json}");
+            }
+        }
+        for n in [2, 8] {
+            assert!(run_at(cmd, &db, n) == one, "{cmd} at {n} threads");
+        }
+    }
+}
+
 #[test]
 fn kineto_fixtures_print_the_same_at_every_thread_count() {
     same_at_every_thread_count("kineto", 11);

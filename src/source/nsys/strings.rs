@@ -139,18 +139,3 @@ impl<'a> LocalNames<'a> {
         self.interner.into_strings()
     }
 }
-
-/// Intern `local` strings into `global`; returns the local → global id map.
-pub fn merge(global: &mut Interner, local: &[String]) -> Vec<u32> {
-    local.iter().map(|s| global.intern(s)).collect()
-}
-
-/// Rewrite ids through a map (identity maps are skipped).
-pub fn remap(ids: &mut [u32], map: &[u32]) {
-    if map.iter().enumerate().all(|(i, &m)| i as u32 == m) {
-        return;
-    }
-    for id in ids {
-        *id = map[*id as usize];
-    }
-}

@@ -18,8 +18,8 @@ use crate::exit::{Error, Result};
 use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
 use crate::trace::{
-    CallApi, CallRow, CallsBuilder, Interner, OpsBuilder, RangeKind, RangeRow, RangesBuilder,
-    ShapesBuilder, Trace,
+    remap, CallApi, CallRow, CallsBuilder, Interner, OpsBuilder, RangeKind, RangeRow,
+    RangesBuilder, ShapesBuilder, Trace,
 };
 use crate::wire::trace::{DeviceInfo, TraceMeta};
 
@@ -56,8 +56,8 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let conn = db.open()?;
     let layout = layout(&conn, path)?;
     let mut trace = match layout {
-        Layout::Rocpd3 => v3::load(&conn, path, opts),
-        Layout::Rpd2 => rpd::load(&conn, path, opts),
+        Layout::Rocpd3 => v3::load(&db, &conn, path, opts),
+        Layout::Rpd2 => rpd::load(&db, &conn, path, opts),
     }?;
     trace.meta.warnings.extend(db.note.clone());
     Ok(trace)
@@ -266,6 +266,48 @@ impl Host {
             Region::Call { .. } => {}
         }
     }
+}
+
+/// The GPU ops and, when the load wants host calls or ranges, the host regions, with the
+/// names both interned. The two are the big tables: from 2 threads the regions are read
+/// on a second connection and thread while the ops are read here. Either way the regions'
+/// names are interned apart and merged after the ops' in the order they came, so every
+/// id is the one a single sequential read (ops, then regions) gives; and an ops error —
+/// no GPU work included — wins over a regions error, as the sequential read meets it
+/// first.
+fn ops_and_host<O>(
+    db: &Db,
+    conn: &Connection,
+    opts: &LoadOptions,
+    read_ops: impl FnOnce(&Connection, &mut Interner) -> Result<O>,
+    read_host: impl FnOnce(&Connection, &mut Interner) -> Result<Host> + Send,
+) -> Result<(O, Host, Interner)> {
+    let mut names = Interner::default();
+    if !(opts.calls || opts.ranges) {
+        let ops = read_ops(conn, &mut names)?;
+        return Ok((ops, Host::default(), names));
+    }
+    let apart = |conn: &Connection| {
+        let mut local = Interner::default();
+        read_host(conn, &mut local).map(|h| (h, local))
+    };
+    let (ops, host) = if opts.threads >= 2 {
+        std::thread::scope(|scope| {
+            let host = scope.spawn(|| apart(&db.open_mapped()?));
+            let ops = read_ops(conn, &mut names);
+            let host = host.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (ops, host)
+        })
+    } else {
+        let ops = read_ops(conn, &mut names)?;
+        (Ok(ops), apart(conn))
+    };
+    let ops = ops?;
+    let (mut host, local) = host?;
+    let map = names.merge(&local.into_strings());
+    remap(&mut host.calls.name_id, &map);
+    remap(&mut host.ranges.name_id, &map);
+    Ok((ops, host, names))
 }
 
 /// The one-line error for a database that holds no GPU work.

@@ -9,7 +9,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::exit::Result;
-use crate::source::nsys::load::sql_error;
+use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
 use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{SourceFormat, TraceMeta};
@@ -43,10 +43,37 @@ fn kind(op_type: &str) -> Option<OpKind> {
     }
 }
 
-pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
-    let err = |what: &'static str| move |e| sql_error(path, what, e);
+pub(super) fn load(db: &Db, conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let t0 = super::origin(conn, path, &[("rocpd_op", "start"), ("rocpd_api", "start")])?;
-    let mut names = Interner::default();
+    let ((ops, skipped), host, names) = super::ops_and_host(
+        db,
+        conn,
+        opts,
+        |conn, names| read_ops(conn, path, opts, t0, names),
+        |conn, names| read_apis(conn, path, opts, t0, names),
+    )?;
+    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
+    meta.schema_version = Some("2".to_owned());
+    meta.tool_version = Some("rocmProfileData (RPD)".to_owned());
+    if skipped > 0 {
+        meta.warnings.push(format!(
+            "{skipped} rocpd_op rows of other op types (barriers, markers) are not GPU work \
+             and were left out"
+        ));
+    }
+    super::finish(ops, host, names, Vec::new(), meta)
+}
+
+/// GPU ops from `rocpd_op` (times relative to `t0`), and how many rows were other op
+/// types; no GPU work at all is an error.
+fn read_ops(
+    conn: &Connection,
+    path: &Path,
+    opts: &LoadOptions,
+    t0: i64,
+    names: &mut Interner,
+) -> Result<(OpsBuilder, u64)> {
+    let err = |what: &'static str| move |e| sql_error(path, what, e);
     let mut ops = if opts.geometry {
         OpsBuilder::default().with_geometry()
     } else {
@@ -72,7 +99,7 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
         };
         let name_id = names.intern(&name);
         let short_id = if kind == OpKind::Kernel {
-            super::short_of(&mut names, &name)
+            super::short_of(names, &name)
         } else {
             name_id
         };
@@ -101,41 +128,40 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     if ops.is_empty() {
         return Err(super::no_ops(path));
     }
+    Ok((ops, skipped))
+}
 
+/// HIP calls and user markers from `rocpd_api` (times relative to `t0`).
+fn read_apis(
+    conn: &Connection,
+    path: &Path,
+    opts: &LoadOptions,
+    t0: i64,
+    names: &mut Interner,
+) -> Result<super::Host> {
+    let err = |what: &'static str| move |e| sql_error(path, what, e);
     let mut host = super::Host::default();
-    if opts.calls || opts.ranges {
-        let mut st = conn.prepare(APIS).map_err(err("reading rocpd_api"))?;
-        let mut rows = st.query([]).map_err(err("reading rocpd_api"))?;
-        while let Some(r) = rows.next().map_err(err("reading rocpd_api"))? {
-            let name: String = r.get(4).map_err(err("reading rocpd_api"))?;
-            let region = if name == "UserMarker" {
-                super::Region::Marker(r.get(5).map_err(err("reading rocpd_api"))?)
-            } else if name.starts_with("hip") {
-                super::Region::Call {
-                    name,
-                    link: r.get(6).map_err(err("reading rocpd_api"))?,
-                }
-            } else {
-                continue;
-            };
-            let at = super::Span {
-                pid: r.get(2).map_err(err("reading rocpd_api"))?,
-                tid: r.get(3).map_err(err("reading rocpd_api"))?,
-                start_ns: r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
-                end_ns: r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
-            };
-            host.push(&mut names, opts, at, region);
-        }
+    let mut st = conn.prepare(APIS).map_err(err("reading rocpd_api"))?;
+    let mut rows = st.query([]).map_err(err("reading rocpd_api"))?;
+    while let Some(r) = rows.next().map_err(err("reading rocpd_api"))? {
+        let name: String = r.get(4).map_err(err("reading rocpd_api"))?;
+        let region = if name == "UserMarker" {
+            super::Region::Marker(r.get(5).map_err(err("reading rocpd_api"))?)
+        } else if name.starts_with("hip") {
+            super::Region::Call {
+                name,
+                link: r.get(6).map_err(err("reading rocpd_api"))?,
+            }
+        } else {
+            continue;
+        };
+        let at = super::Span {
+            pid: r.get(2).map_err(err("reading rocpd_api"))?,
+            tid: r.get(3).map_err(err("reading rocpd_api"))?,
+            start_ns: r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
+            end_ns: r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
+        };
+        host.push(names, opts, at, region);
     }
-
-    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
-    meta.schema_version = Some("2".to_owned());
-    meta.tool_version = Some("rocmProfileData (RPD)".to_owned());
-    if skipped > 0 {
-        meta.warnings.push(format!(
-            "{skipped} rocpd_op rows of other op types (barriers, markers) are not GPU work \
-             and were left out"
-        ));
-    }
-    super::finish(ops, host, names, Vec::new(), meta)
+    Ok(host)
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use rusqlite::{Connection, Row};
 
 use crate::exit::Result;
-use crate::source::nsys::load::sql_error;
+use crate::source::nsys::load::{sql_error, Db};
 use crate::source::LoadOptions;
 use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
@@ -58,8 +58,7 @@ LEFT JOIN rocpd_string C ON C.id = E.category_id
 LEFT JOIN rocpd_info_process P ON P.id = R.pid
 LEFT JOIN rocpd_info_thread T ON T.id = R.tid"#;
 
-pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
-    let sql = |what: &'static str| move |e| sql_error(path, what, e);
+pub(super) fn load(db: &Db, conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let t0 = super::origin(
         conn,
         path,
@@ -69,7 +68,36 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
             ("rocpd_region", "start"),
         ],
     )?;
-    let mut names = Interner::default();
+    let ((ops, dropped), host, names) = super::ops_and_host(
+        db,
+        conn,
+        opts,
+        |conn, names| read_ops(conn, path, opts, t0, names),
+        |conn, names| read_regions(conn, path, opts, t0, names),
+    )?;
+    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
+    meta.schema_version = Some("3".to_owned());
+    meta.tool_version = Some("rocprofv3 (rocpd)".to_owned());
+    meta.process_names = processes(conn, path)?;
+    if dropped > 0 {
+        meta.warnings.push(format!(
+            "{dropped} memory copies between host buffers (no GPU agent on either side) were \
+             left out"
+        ));
+    }
+    super::finish(ops, host, names, gpus(conn, path)?, meta)
+}
+
+/// Kernel dispatches and memory copies (times relative to `t0`), and how many copies had
+/// no GPU on either side; no GPU work at all is an error.
+fn read_ops(
+    conn: &Connection,
+    path: &Path,
+    opts: &LoadOptions,
+    t0: i64,
+    names: &mut Interner,
+) -> Result<(OpsBuilder, u64)> {
+    let sql = |what: &'static str| move |e| sql_error(path, what, e);
     let mut ops = if opts.geometry {
         OpsBuilder::default().with_geometry()
     } else {
@@ -89,7 +117,7 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
             start_ns: r.get::<_, i64>(0).map_err(sql("reading dispatches"))? - t0,
             end_ns: r.get::<_, i64>(1).map_err(sql("reading dispatches"))? - t0,
             name_id,
-            short_id: super::short_of(&mut names, &name),
+            short_id: super::short_of(names, &name),
             kind: OpKind::Kernel,
             correlation_id: r.get(6).map_err(sql("reading dispatches"))?,
             graph_id: -1,
@@ -132,52 +160,50 @@ pub(super) fn load(conn: &Connection, path: &Path, opts: &LoadOptions) -> Result
     if ops.is_empty() {
         return Err(super::no_ops(path));
     }
+    Ok((ops, dropped))
+}
 
+/// HIP calls and ROCTx ranges from `rocpd_region` (times relative to `t0`).
+fn read_regions(
+    conn: &Connection,
+    path: &Path,
+    opts: &LoadOptions,
+    t0: i64,
+    names: &mut Interner,
+) -> Result<super::Host> {
+    let sql = |what: &'static str| move |e| sql_error(path, what, e);
     let mut host = super::Host::default();
-    if opts.calls || opts.ranges {
-        let mut st = conn.prepare(REGIONS).map_err(sql("reading regions"))?;
-        let mut rows = st.query([]).map_err(sql("reading regions"))?;
-        while let Some(r) = rows.next().map_err(sql("reading regions"))? {
-            let category: String = r.get(6).map_err(sql("reading regions"))?;
-            let region = if category.starts_with("MARKER_") {
-                let Some(text) = r
-                    .get::<_, Option<String>>(7)
-                    .map_err(sql("reading regions"))?
-                else {
-                    continue;
-                };
-                super::Region::Marker(text)
-            } else if category.starts_with("HIP_") {
-                // HIP runtime and compiler calls are what launches work; HSA, RCCL and
-                // rocDecode regions are other layers (the dispatch links to the HIP call).
-                super::Region::Call {
-                    name: r.get(4).map_err(sql("reading regions"))?,
-                    link: r.get(5).map_err(sql("reading regions"))?,
-                }
-            } else {
+    let mut st = conn.prepare(REGIONS).map_err(sql("reading regions"))?;
+    let mut rows = st.query([]).map_err(sql("reading regions"))?;
+    while let Some(r) = rows.next().map_err(sql("reading regions"))? {
+        let category: String = r.get(6).map_err(sql("reading regions"))?;
+        let region = if category.starts_with("MARKER_") {
+            let Some(text) = r
+                .get::<_, Option<String>>(7)
+                .map_err(sql("reading regions"))?
+            else {
                 continue;
             };
-            let at = super::Span {
-                pid: r.get(2).map_err(sql("reading regions"))?,
-                tid: r.get(3).map_err(sql("reading regions"))?,
-                start_ns: r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
-                end_ns: r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
-            };
-            host.push(&mut names, opts, at, region);
-        }
+            super::Region::Marker(text)
+        } else if category.starts_with("HIP_") {
+            // HIP runtime and compiler calls are what launches work; HSA, RCCL and
+            // rocDecode regions are other layers (the dispatch links to the HIP call).
+            super::Region::Call {
+                name: r.get(4).map_err(sql("reading regions"))?,
+                link: r.get(5).map_err(sql("reading regions"))?,
+            }
+        } else {
+            continue;
+        };
+        let at = super::Span {
+            pid: r.get(2).map_err(sql("reading regions"))?,
+            tid: r.get(3).map_err(sql("reading regions"))?,
+            start_ns: r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
+            end_ns: r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
+        };
+        host.push(names, opts, at, region);
     }
-
-    let mut meta = TraceMeta::new(SourceFormat::Rocpd, path.display().to_string());
-    meta.schema_version = Some("3".to_owned());
-    meta.tool_version = Some("rocprofv3 (rocpd)".to_owned());
-    meta.process_names = processes(conn, path)?;
-    if dropped > 0 {
-        meta.warnings.push(format!(
-            "{dropped} memory copies between host buffers (no GPU agent on either side) were \
-             left out"
-        ));
-    }
-    super::finish(ops, host, names, gpus(conn, path)?, meta)
+    Ok(host)
 }
 
 /// Workgroups per grid dimension (rocpd's grid is in work-items) and the workgroup size.

@@ -9,14 +9,14 @@ use rusqlite::Connection;
 use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
-use super::super::strings::{merge, remap, StringTable};
+use super::super::strings::StringTable;
 use super::host::{load_calls, load_ranges};
 use super::ops::{load_ops, OpsOut, OpsPart};
 use super::split::Split;
 use super::{Db, Dropped};
 use crate::exit::{Error, Result};
 use crate::source::LoadOptions;
-use crate::trace::{CallsBuilder, Interner, OpsBuilder, RangesBuilder};
+use crate::trace::{remap, CallsBuilder, Interner, OpsBuilder, RangesBuilder};
 
 /// A host reader's result: its rows, its local names, rows dropped for bad times.
 type HostPart<B> = Result<(B, Vec<String>, u64)>;
@@ -199,7 +199,7 @@ impl Merged {
         };
         for part in parts {
             let mut part = part?;
-            let map = merge(&mut m.names, &part.strings);
+            let map = m.names.merge(&part.strings);
             remap(&mut part.ops.name_id, &map);
             remap(&mut part.ops.short_id, &map);
             m.ops.append(&mut part.ops);
@@ -235,7 +235,7 @@ impl Merged {
         let mut n_bad = 0;
         for part in parts {
             let (mut b, strings, bad_rows) = part?;
-            remap(name_id(&mut b), &merge(&mut self.names, &strings));
+            remap(name_id(&mut b), &self.names.merge(&strings));
             n_bad += bad_rows;
             append(&mut out, &mut b);
         }
