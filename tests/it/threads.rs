@@ -57,6 +57,22 @@ fn run_at(cmd: &str, file: &Path, threads: usize) -> (i32, String, String) {
     )
 }
 
+/// `stepgate analyze --format json --threads N FILE` with Kineto ranges of `range` bytes.
+fn analyze_in_ranges(file: &Path, threads: usize, range: usize) -> std::process::Output {
+    std::process::Command::new(common::bin())
+        .args([
+            "analyze",
+            "--format",
+            "json",
+            "--threads",
+            &threads.to_string(),
+        ])
+        .arg(file)
+        .env(MIN_RANGE_VAR, range.to_string())
+        .output()
+        .unwrap()
+}
+
 /// Every fixture in `dir` (at least `min` of them) prints the same `analyze` and `steps`
 /// JSON, the same stderr and the same exit code at 2 and 8 threads as at 1.
 fn same_at_every_thread_count(dir: &str, min: usize) {
@@ -456,18 +472,7 @@ fn a_bad_event_before_a_gzip_break_comes_first() {
     // Range k's cut search starts at array + 1 + k * range: range 1's at end - 3.
     let range = end - 3 - array - 1;
     let run = |threads: usize| {
-        let out = std::process::Command::new(common::bin())
-            .args([
-                "analyze",
-                "--format",
-                "json",
-                "--threads",
-                &threads.to_string(),
-            ])
-            .arg(&cut)
-            .env(MIN_RANGE_VAR, range.to_string())
-            .output()
-            .unwrap();
+        let out = analyze_in_ranges(&cut, threads, range);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         (out.status.code(), err)
     };
@@ -658,18 +663,7 @@ fn kineto_ranges_cut_inside_an_event_are_caught() {
     }
     w.finish(&path).unwrap();
     let run = |path: &Path, threads: usize| {
-        let out = std::process::Command::new(common::bin())
-            .args([
-                "analyze",
-                "--format",
-                "json",
-                "--threads",
-                &threads.to_string(),
-            ])
-            .arg(path)
-            .env(MIN_RANGE_VAR, "4096")
-            .output()
-            .unwrap();
+        let out = analyze_in_ranges(path, threads, 4096);
         (out.status.code(), out.stdout, out.stderr)
     };
     let one = run(&path, 1);

@@ -216,6 +216,19 @@ pub(super) struct Span {
     pub end_ns: i64,
 }
 
+impl Span {
+    /// Columns 0–3 of both layouts' region queries (start, end, pid, tid), times made
+    /// relative to `t0`.
+    pub fn read(r: &rusqlite::Row<'_>, t0: i64) -> rusqlite::Result<Span> {
+        Ok(Span {
+            pid: r.get(2)?,
+            tid: r.get(3)?,
+            start_ns: r.get::<_, i64>(0)? - t0,
+            end_ns: r.get::<_, i64>(1)? - t0,
+        })
+    }
+}
+
 /// What a host region is, in either layout.
 pub(super) enum Region {
     /// A ROCTx range and its text.

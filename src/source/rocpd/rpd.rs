@@ -155,12 +155,7 @@ fn read_apis(
         } else {
             continue;
         };
-        let at = super::Span {
-            pid: r.get(2).map_err(err("reading rocpd_api"))?,
-            tid: r.get(3).map_err(err("reading rocpd_api"))?,
-            start_ns: r.get::<_, i64>(0).map_err(err("reading rocpd_api"))? - t0,
-            end_ns: r.get::<_, i64>(1).map_err(err("reading rocpd_api"))? - t0,
-        };
+        let at = super::Span::read(r, t0).map_err(err("reading rocpd_api"))?;
         host.push(names, opts, at, region);
     }
     Ok(host)

@@ -195,12 +195,7 @@ fn read_regions(
         } else {
             continue;
         };
-        let at = super::Span {
-            pid: r.get(2).map_err(sql("reading regions"))?,
-            tid: r.get(3).map_err(sql("reading regions"))?,
-            start_ns: r.get::<_, i64>(0).map_err(sql("reading regions"))? - t0,
-            end_ns: r.get::<_, i64>(1).map_err(sql("reading regions"))? - t0,
-        };
+        let at = super::Span::read(r, t0).map_err(sql("reading regions"))?;
         host.push(names, opts, at, region);
     }
     Ok(host)
