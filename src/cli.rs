@@ -28,9 +28,10 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
     /// Threads a report is read on (nsys: its tables and rowid slices of the big ones, on
-    /// separate connections). Default: the cores this process may use (its CPU affinity
-    /// and cgroup quota, not the host's count); 1 reads on one thread. The output is the
-    /// same at every count.
+    /// separate connections; Kineto: byte ranges of the events, a gzipped trace's once
+    /// inflated; rocpd: host regions beside GPU ops). Default: the cores this process may
+    /// use (its CPU affinity and cgroup quota, not the host's count); 1 reads on one
+    /// thread. The output is the same at every count.
     #[arg(
         long,
         global = true,
