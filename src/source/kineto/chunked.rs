@@ -26,6 +26,7 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 
 use super::build::Collector;
+use super::bytes::{read_full, Boundary};
 use super::event::{self, Keep};
 use super::scan::Stream;
 use super::sink::{collect, events_from, read_events, Direct, Ended, Events, Fail};
@@ -138,7 +139,10 @@ impl Plain {
         for k in 1..n {
             let at = array + 1 + (total - 1) * k / n;
             f.seek(SeekFrom::Start(self.skipped + at))?;
-            let got = read_up_to(&mut f, &mut probe)?;
+            let (got, failed) = read_full(&mut f, &mut probe);
+            if let Some(e) = failed {
+                return Err(e);
+            }
             if let Some(i) = boundary(&probe[..got]) {
                 let cut = at + i as u64;
                 if cuts.last().is_none_or(|&c| cut > c) {
@@ -195,32 +199,9 @@ impl Source for TapeCuts {
     }
 }
 
-/// Fill `buf` as far as the file goes.
-fn read_up_to(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-/// The index just after the first comma in `b` that has `}` before it and `{` after it
-/// (whitespace between): where an events loop stands between two events.
+/// The index just after the first boundary's comma in `b` ([`Boundary`]).
 fn boundary(b: &[u8]) -> Option<usize> {
-    let ws = |c: &u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
-    b.iter().enumerate().find_map(|(i, &c)| {
-        if c != b',' {
-            return None;
-        }
-        let after = b[i + 1..].iter().find(|c| !ws(c));
-        let before = b[..i].iter().rev().find(|c| !ws(c));
-        (after == Some(&b'{') && before == Some(&b'}')).then_some(i + 1)
-    })
+    Boundary::default().feed(b, 0).map(|(_, cut)| cut as usize)
 }
 
 /// A range's thread: kept events copied into batches and sent; dropped ones cost their
@@ -377,7 +358,6 @@ fn split<S: Source>(src: &S, array: u64, col: &mut Collector, window: usize) -> 
             .filter(|&k| k == 0 || src.may_have(k))
             .map(spawn)
             .collect();
-        let mut next = window;
         // On any way out, the ranges still running stop at their next event.
         let _stop_all = StopAll(cancel);
         // Where a range's events really start when the cut before it was not an event
@@ -418,10 +398,10 @@ fn split<S: Source>(src: &S, array: u64, col: &mut Collector, window: usize) -> 
                     src.done(k, at);
                 }
             }
-            if src.may_have(next) {
-                pending.push_back(spawn(next));
+            // Keep `window` ranges ahead: the one after the last started.
+            if src.may_have(k + window) {
+                pending.push_back(spawn(k + window));
             }
-            next += 1;
             k += 1;
         }
     })

@@ -8,6 +8,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 
 use flate2::read::MultiGzDecoder;
 
+use super::bytes::read_full;
 use crate::exit::{Error, Result};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -53,14 +54,11 @@ pub struct Opened {
     pub skipped: u64,
 }
 
-/// Open `path` for streaming; gzip (one or more members) is decompressed on the fly: on
-/// a second thread when `threads` is 2 (inflating and parsing each take about half of a
-/// gzipped trace's read, so the two overlap instead of adding up), on the calling thread
-/// at 1, and from 3 on the calling thread until the events array, whose reader then
-/// inflates the rest on a thread of its own straight into its blocks
-/// ([`super::chunked::gzip_events`]). Either way the caller reads the same bytes, so
-/// every output is the same.
-pub fn open(path: &Path, threads: usize) -> Result<Opened> {
+/// Open `path` for streaming; gzip (one or more members) is decompressed on the fly, on
+/// a thread of its own when `inflate_apart` (the caller's choice, [`super::read`]),
+/// else on the calling thread. Either way the caller reads the same bytes, so every
+/// output is the same.
+pub fn open(path: &Path, inflate_apart: bool) -> Result<Opened> {
     let file = File::open(path)
         .map_err(|e| Error::input(format!("{}: cannot open: {e}", path.display())))?;
     let mut buffered = BufReader::with_capacity(1 << 20, file);
@@ -69,7 +67,7 @@ pub fn open(path: &Path, threads: usize) -> Result<Opened> {
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
         let decoder = MultiGzDecoder::new(buffered);
-        let plain: Box<dyn Read + Send> = if threads == 2 {
+        let plain: Box<dyn Read + Send> = if inflate_apart {
             Box::new(Inflated::spawn(decoder))
         } else {
             Box::new(decoder)
@@ -128,20 +126,7 @@ impl Inflated {
         // is dropped (its next send fails).
         std::thread::spawn(move || loop {
             let mut chunk = vec![0; CHUNK];
-            let mut n = 0;
-            let piece = loop {
-                match decoder.read(&mut chunk[n..]) {
-                    Ok(0) => break None,
-                    Ok(k) => {
-                        n += k;
-                        if n == CHUNK {
-                            break None;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => break Some(e),
-                }
-            };
+            let (n, piece) = read_full(&mut decoder, &mut chunk);
             let last = n < CHUNK || piece.is_some();
             chunk.truncate(n);
             if n > 0 && tx.send(Piece::Bytes(chunk)).is_err() {

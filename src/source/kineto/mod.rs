@@ -13,6 +13,7 @@
 //! several ranks share the smallest base among them.
 
 mod build;
+mod bytes;
 mod chunked;
 mod event;
 mod header;

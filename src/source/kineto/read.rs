@@ -15,12 +15,14 @@ use super::scan::{ScanError, Stream};
 use super::sink::{read_events, Direct, Fail};
 
 /// Read `path` into `col`; returns the number of GPU ops it contributed. Threads: a plain
-/// file's events are read in byte ranges on `threads` threads from 2 ([`chunked`]); a
-/// gzipped file is inflated on its own thread from 2, and its inflated bytes are read in
-/// byte ranges on `threads - 2` more from 3 (on 2 cores the inflate and the parse already
-/// keep both busy).
+/// file's events are read in byte ranges on `threads` threads from 2 ([`chunked`]). A
+/// gzipped file at 2 is inflated on one thread and parsed on the other (inflating and
+/// parsing each take about half of its read; on 2 cores that keeps both busy); from 3
+/// its header is inflated here and the rest on a thread of its own, straight into the
+/// blocks its byte ranges are read from on `threads - 2` more
+/// ([`chunked::gzip_events`]).
 pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
-    let opened = input::open(path, threads)?;
+    let opened = input::open(path, threads == 2)?;
     col.begin_file(path);
     let mut header = Header::default();
     let mut stream = Stream::new(opened.reader);

@@ -9,6 +9,7 @@
 
 use std::io::{self, Read};
 
+use super::bytes::read_full;
 use super::skip::{nested_end, End};
 use super::tape::Rest;
 
@@ -110,23 +111,16 @@ impl<R: Read> Stream<R> {
             let n = self.buf.len() * 2;
             self.buf.resize(n, 0);
         }
-        let before = self.end;
-        while self.end < self.buf.len() {
-            match self.r.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if self.end > before => {
-                    self.failed = Some(e);
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
+        let room = self.buf.len() - self.end;
+        let (n, failed) = read_full(&mut self.r, &mut self.buf[self.end..]);
+        self.end += n;
+        match failed {
+            Some(e) if n == 0 => return Err(e),
+            Some(e) => self.failed = Some(e),
+            None if n < room => self.eof = true,
+            None => {}
         }
-        Ok(self.end > before)
+        Ok(n > 0)
     }
 
     /// The next non-whitespace byte, not consumed; `None` at the end of the input.

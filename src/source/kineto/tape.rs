@@ -14,6 +14,8 @@ use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use super::bytes::{read_full, Boundary};
+
 /// Freed blocks kept for reuse.
 const SPARE_BLOCKS: usize = 8;
 
@@ -112,19 +114,8 @@ impl Tape {
             let from_prefix = prefix.len().min(self.block);
             buf[..from_prefix].copy_from_slice(&prefix[..from_prefix]);
             prefix = &prefix[from_prefix..];
-            let mut n = from_prefix;
-            let mut failed = None;
-            while n < self.block {
-                match r.read(&mut buf[n..]) {
-                    Ok(0) => break,
-                    Ok(k) => n += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failed = Some((e.kind(), e.to_string()));
-                        break;
-                    }
-                }
-            }
+            let (read, failed) = read_full(&mut r, &mut buf[from_prefix..]);
+            let n = from_prefix + read;
             buf.truncate(n);
             let last = n < self.block;
             let mut st = self.lock();
@@ -133,7 +124,7 @@ impl Tape {
                 st.len += n as u64;
             }
             if last {
-                st.end = Some(failed.map_or(Ok(()), Err));
+                st.end = Some(failed.map_or(Ok(()), |e| Err((e.kind(), e.to_string()))));
             }
             drop(st);
             self.grew.notify_all();
@@ -286,13 +277,10 @@ fn freed(at: u64) -> io::Error {
     ))
 }
 
-/// The first event boundary in `r`: the offsets of its `}` and just after its comma.
-/// `r`'s first byte is at offset `r.at`.
+/// The first event boundary ([`Boundary`]) in `r`: the offsets of its `}` and just after
+/// its comma.
 fn boundary_from(r: &mut TapeReader) -> io::Result<Option<(u64, u64)>> {
-    let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
-    // The last `}` seen with only whitespace after it, and the comma after that.
-    let mut close: Option<u64> = None;
-    let mut comma: Option<u64> = None;
+    let mut seen = Boundary::default();
     let mut buf = vec![0u8; 64 << 10];
     loop {
         let at = r.at;
@@ -300,23 +288,8 @@ fn boundary_from(r: &mut TapeReader) -> io::Result<Option<(u64, u64)>> {
         if n == 0 {
             return Ok(None);
         }
-        for (i, &c) in buf[..n].iter().enumerate() {
-            if ws(c) {
-                continue;
-            }
-            let here = at + i as u64;
-            match (c, close, comma) {
-                (b'{', Some(cl), Some(co)) => return Ok(Some((cl, co + 1))),
-                (b',', Some(_), None) => comma = Some(here),
-                (b'}', _, _) => {
-                    close = Some(here);
-                    comma = None;
-                }
-                _ => {
-                    close = None;
-                    comma = None;
-                }
-            }
+        if let Some(found) = seen.feed(&buf[..n], at) {
+            return Ok(Some(found));
         }
     }
 }
