@@ -16,6 +16,7 @@ pub mod cli;
 pub mod commands;
 pub mod dataset;
 pub mod exit;
+pub mod interrupt;
 pub mod limits;
 pub mod operating_point;
 pub mod output;
@@ -26,11 +27,14 @@ pub mod report;
 pub mod roofline;
 pub mod schema;
 pub mod source;
+pub mod store;
 pub mod suggest;
 // Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks
 // (`--features synth`; not in a default build).
 #[cfg(feature = "synth")]
 pub mod synth;
+pub mod text;
 pub mod timing;
 pub mod trace;
 pub mod wire;
+pub mod words;

@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     }));
     // The dataset stores' read counts (STEPGATE_DEBUG_READS), recorded by the library as
     // each store closed, printed here before the outcome's line.
-    for l in stepgate::dataset::reads::take_read_counts() {
+    for l in stepgate::store::reads::take_read_counts() {
         line(&format!("stepgate: debug: {l}"));
     }
     match run {

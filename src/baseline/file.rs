@@ -35,8 +35,8 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
 
 /// The store and object name of a baseline given as a URL (`s3://bucket/dir/base.json`),
 /// through the same storage seam as the run history; `None` for a local path.
-fn remote(path: &Path) -> Result<Option<(crate::dataset::store::Store, String)>> {
-    if !crate::dataset::store::Location::is_remote(path) {
+fn remote(path: &Path) -> Result<Option<(crate::store::Store, String)>> {
+    if !crate::store::Location::is_remote(path) {
         return Ok(None);
     }
     let s = path.to_string_lossy();
@@ -46,7 +46,7 @@ fn remote(path: &Path) -> Result<Option<(crate::dataset::store::Store, String)>>
             "{s}: name the baseline object (s3://bucket/dir/base.json)"
         )));
     }
-    let store = crate::dataset::store::Store::open(Path::new(dir))?;
+    let store = crate::store::Store::open(Path::new(dir))?;
     Ok(Some((store, name.to_owned())))
 }
 

@@ -29,7 +29,7 @@ impl Selector {
             Some(re) => regex::Regex::new(re).map(Selector::Regex).map_err(|e| {
                 Error::input(format!(
                     "kernel selector {text:?}: the regex does not compile: {}",
-                    crate::report::one_line(&e.to_string())
+                    crate::text::one_line(&e.to_string())
                 ))
             }),
             None if text.is_empty() => Err(Error::input(
@@ -101,7 +101,7 @@ fn listed(names: &[&str]) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(LISTED)
-        .map(|n| format!("{:?}", crate::report::truncate(n, 120)))
+        .map(|n| format!("{:?}", crate::text::truncate(n, 120)))
         .collect();
     if names.len() > LISTED {
         s.push(format!("and {} more", names.len() - LISTED));

@@ -8,7 +8,7 @@ pub mod config;
 pub mod drive;
 pub mod engine;
 pub mod flow;
-pub mod interrupt;
+pub use crate::interrupt;
 pub mod nsys;
 pub mod server;
 pub mod traces;

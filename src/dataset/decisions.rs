@@ -2,8 +2,8 @@
 //! per `stepgate accept`/`reject`, written create-only (two decisions never overwrite
 //! each other) and read by `gate --history` to move its reference (docs/gate.md).
 
-use crate::dataset::store::{Put, Store};
 use crate::exit::{Error, Result};
+use crate::store::{Put, Store};
 use crate::wire::decision::Decision;
 
 /// The prefix decisions live under, beside the tables.
@@ -16,7 +16,7 @@ pub fn write(store: &Store, d: &Decision) -> Result<String> {
         d.at_ns,
         &d.comparison_sha256[..16.min(d.comparison_sha256.len())]
     );
-    let bytes = crate::report::to_json(d).into_bytes();
+    let bytes = crate::text::to_json(d).into_bytes();
     match store.put(&rel, bytes, true)? {
         Put::Written => Ok(store.name_of(&rel)),
         Put::AlreadyExists => Err(Error::usage(format!(

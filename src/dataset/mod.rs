@@ -6,7 +6,6 @@
 //! data from outside. The layout, the commit protocol and the columns are documented in
 //! docs/dataset.md.
 
-pub mod awsprofile;
 pub mod columns;
 pub mod dates;
 pub mod decisions;
@@ -15,15 +14,19 @@ pub mod flatten;
 pub mod history;
 pub mod layout;
 pub mod read;
-pub mod reads;
 pub mod reference;
 pub mod rows;
 pub mod schema;
-pub mod store;
-pub mod storeconfig;
 pub mod trend;
 pub mod vacuum;
 pub mod write;
+
+// The storage seam lives below the dataset (baselines and outputs use it too); the old
+// paths stay as aliases.
+pub use crate::store;
+pub use crate::store::awsprofile;
+pub use crate::store::config as storeconfig;
+pub use crate::store::reads;
 
 pub use filter::Filter;
 pub use history::{history_baseline, Candidate, HistoryMode, HistoryQuery};

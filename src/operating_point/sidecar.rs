@@ -173,7 +173,7 @@ pub fn read_beside(report: &Path) -> Result<Option<(PathBuf, CaptureSidecar)>> {
 pub fn write_beside(report: &Path, sidecar: &CaptureSidecar) -> Result<PathBuf> {
     let path = path_for(report);
     sidecar.check(&path)?;
-    let text = crate::report::to_json(sidecar);
+    let text = crate::text::to_json(sidecar);
     crate::output::write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }

@@ -69,7 +69,7 @@ mod tests {
                 .filter(|e| e.file_name().to_string_lossy().starts_with(TMP_PREFIX))
                 .count();
             assert_eq!(tmps, 2);
-            crate::capture::interrupt::raise_sigint();
+            crate::interrupt::raise_sigint();
         })
         .unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::INTERRUPTED);

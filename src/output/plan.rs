@@ -81,7 +81,7 @@ impl Plan {
     pub fn check(&self, inputs: &[Input<'_>]) -> Result<()> {
         for (i, o) in self.items.iter().enumerate() {
             // A URL is never a local file named `s3:`: a baseline goes to object storage.
-            if crate::dataset::store::remote_output(o.flag, &o.path, o.create_dirs)? {
+            if crate::store::remote_output(o.flag, &o.path, o.create_dirs)? {
                 continue;
             }
             let target = o.target();
@@ -320,7 +320,7 @@ fn check_target(o: &Planned, target: &Path) -> Result<()> {
     }
     // Probe writability with a real temporary file: permission bits lie under root,
     // read-only mounts and ACLs. Ctrl-C is held meanwhile so the probe is never left.
-    let hold = crate::capture::interrupt::defer();
+    let hold = crate::interrupt::defer();
     let probe = tempfile::Builder::new()
         .prefix(TMP_PREFIX)
         .suffix(TMP_SUFFIX)

@@ -66,7 +66,7 @@ pub type Fill<'a> = Box<dyn FnOnce(&mut dyn Write) -> Result<()> + 'a>;
 /// [`Staged::commit`] removes every temporary file and touches no target.
 pub struct Staged<'a> {
     files: Vec<(tempfile::NamedTempFile, &'a Path)>,
-    guard: crate::capture::interrupt::Deferred,
+    guard: crate::interrupt::Deferred,
     /// Directory entries: the rename replaces the path itself, a symlink included.
     entries: bool,
 }
@@ -79,7 +79,7 @@ impl<'a> Staged<'a> {
     }
 
     fn stage_as(fills: Vec<(&'a Path, Fill<'_>)>, entries: bool) -> Result<Staged<'a>> {
-        let guard = crate::capture::interrupt::defer();
+        let guard = crate::interrupt::defer();
         let mut files = Vec::with_capacity(fills.len());
         for (path, fill) in fills {
             // A failure drops `files`, which deletes every temporary file made so far.
@@ -97,7 +97,7 @@ impl<'a> Staged<'a> {
 
     /// The signal deferral this staging holds (a caller that waits between staging and
     /// committing polls it).
-    pub fn guard(&self) -> &crate::capture::interrupt::Deferred {
+    pub fn guard(&self) -> &crate::interrupt::Deferred {
         &self.guard
     }
 

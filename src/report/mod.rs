@@ -17,8 +17,10 @@ pub mod probe;
 pub mod spread;
 pub mod steps;
 pub mod table;
+
+pub use crate::text::{fmt_int, group_thousands, one_line, to_json, truncate};
 pub mod trend;
-pub mod words;
+pub use crate::words;
 
 /// Output format shared by every subcommand that renders a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,17 +38,6 @@ pub enum Format {
 
 /// Widest kernel name a terminal table shows (markdown and JSON keep full names).
 pub const NAME_WIDTH: usize = 60;
-
-/// Cut a display name to `max` characters with an ellipsis.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
-    }
-}
 
 /// A name as it may appear in a terminal table or a markdown cell: control characters
 /// (CR and LF would split a row, ESC would drive the terminal, NUL truncates in C tools)
@@ -73,26 +64,6 @@ pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// An error message as one line: libraries (regex, clap) format theirs over several lines
-/// with caret art under the offending text; keep the words, drop the art, join with a space.
-pub fn one_line(msg: &str) -> String {
-    if !msg.contains('\n') && !msg.contains('\r') {
-        return msg.to_owned();
-    }
-    msg.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c == '~' || c == ' '))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Pretty JSON with a trailing newline.
-pub fn to_json<T: serde::Serialize>(value: &T) -> String {
-    let mut s = serde_json::to_string_pretty(value).expect("plain data always serializes");
-    s.push('\n');
-    s
-}
-
 /// Nanoseconds as microseconds with one decimal, thousands separated: `12,345.6`.
 pub fn fmt_us(ns: f64) -> String {
     group_thousands(&format!("{:.1}", ns / 1e3))
@@ -106,31 +77,6 @@ pub fn fmt_ms(ns: f64) -> String {
 /// A fraction as a percentage with one decimal: `12.3%`.
 pub fn fmt_pct(frac: f64) -> String {
     format!("{:.1}%", frac * 100.0)
-}
-
-/// An integer with thousands separators.
-pub fn fmt_int(v: i64) -> String {
-    group_thousands(&v.to_string())
-}
-
-/// Insert `,` every three digits in the integer part of a decimal string.
-pub fn group_thousands(s: &str) -> String {
-    let (sign, rest) = match s.strip_prefix('-') {
-        Some(r) => ("-", r),
-        None => ("", s),
-    };
-    let (int, frac) = match rest.find('.') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    let mut out = String::with_capacity(s.len() + int.len() / 3);
-    for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{sign}{out}{frac}")
 }
 
 #[cfg(test)]

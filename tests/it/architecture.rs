@@ -724,6 +724,57 @@ fn no_import_cycle_between_modules() {
     assert_none("import cycles", cycles(&graph(&sources())));
 }
 
+/// The graph folded onto top-level modules: `a::x → b::y` becomes `a → b`. Two modules can
+/// reach each other through different submodules (`baseline::file → dataset::store`,
+/// `dataset::history → baseline::stats`) with no cycle among the submodules; folded, that
+/// is a circle, and the order ARCHITECTURE.md gives the top-level modules forbids it.
+fn top_level(
+    g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let head = |m: &[String]| m.first().map(|h| vec![h.clone()]).unwrap_or_default();
+    let mut out: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (from, tos) in g {
+        let f = head(from);
+        let deps = out.entry(f.clone()).or_default();
+        for t in tos {
+            let t = head(t);
+            if t != f && !t.is_empty() && !f.is_empty() {
+                deps.insert(t);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    assert_none(
+        "top-level import cycles",
+        cycles(&top_level(&graph(&sources()))),
+    );
+}
+
+#[test]
+fn a_top_level_circle_through_different_submodules_is_reported() {
+    let files = crate_of(&[
+        ("src/lib.rs", "pub mod a;\npub mod b;\n"),
+        ("src/a/mod.rs", "//! a\npub mod x;\npub mod y;\n"),
+        ("src/a/x.rs", "//! x\nuse crate::b::z::f;\n"),
+        ("src/a/y.rs", "//! y\npub fn g() {}\n"),
+        ("src/b/mod.rs", "//! b\npub mod z;\npub mod w;\n"),
+        ("src/b/z.rs", "//! z\npub fn f() {}\n"),
+        ("src/b/w.rs", "//! w\npub fn h() { crate::a::y::g() }\n"),
+    ]);
+    let g = graph(&files);
+    assert!(cycles(&g).is_empty(), "no cycle among submodules");
+    let found = cycles(&top_level(&g));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("a → b → a") || found[0].contains("b → a → b"),
+        "{found:?}"
+    );
+}
+
 #[test]
 fn long_files_are_the_ones_architecture_md_lists() {
     let listed = long_file_list(&architecture_md());

@@ -1180,17 +1180,23 @@ fn ctrl_c_shuts_the_server_group_down() {
         ],
         t.path(),
     );
+    // Two events, not a sleep: the server has written its whole pid (the file exists before
+    // `echo` fills it), and stepgate is in its readiness loop (the engine saw a probe), so
+    // the signal lands where the test means it to.
     let until = Instant::now() + Duration::from_secs(20);
-    while !pidfile.exists() {
-        assert!(Instant::now() < until, "server never started");
+    let server_pid: u32 = loop {
+        let pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        if let (Some(pid), true) = (pid, eng.count("GET", "/health") > 0) {
+            break pid;
+        }
+        assert!(
+            Instant::now() < until,
+            "server never started or never probed"
+        );
         thread::sleep(Duration::from_millis(20));
-    }
-    thread::sleep(Duration::from_millis(200));
-    let server_pid: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    };
     let ok = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -87,8 +87,8 @@ fn location(to: &str) -> String {
     format!("Location: {to}\r\n")
 }
 
-/// Run the binary with a 60 s bound; (exit code, stderr, seconds it took).
-fn capture(args: &[&str]) -> (i32, String, f64) {
+/// Run the binary with a 60 s bound (a hang is a failure, not a wait); (exit code, stderr).
+fn capture(args: &[&str]) -> (i32, String) {
     let t0 = Instant::now();
     let mut child = std::process::Command::new(common::bin())
         .arg("capture")
@@ -109,7 +109,6 @@ fn capture(args: &[&str]) -> (i32, String, f64) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-        t0.elapsed().as_secs_f64(),
     )
 }
 
@@ -134,7 +133,7 @@ fn start_profile_redirected_to_another_port_is_refused_exit_4() {
         _ => (200, String::new()),
     });
     let before = elsewhere().seen().len();
-    let (code, err, _) = capture(&["--engine", "vllm", "--url", &eng.url, "--hold", "0"]);
+    let (code, err) = capture(&["--engine", "vllm", "--url", &eng.url, "--hold", "0"]);
     assert_eq!(code, 4, "{err}");
     let line = error_line(&err);
     // Both addresses named: where it was sent, and where it was redirected to.
@@ -158,7 +157,7 @@ fn readiness_redirected_off_host_fails_at_once_not_after_ready_timeout() {
     });
     elsewhere();
     let before = elsewhere().seen().len();
-    let (code, err, secs) = capture(&[
+    let (code, err) = capture(&[
         "--engine",
         "sglang",
         "--url",
@@ -167,7 +166,9 @@ fn readiness_redirected_off_host_fails_at_once_not_after_ready_timeout() {
         "300",
     ]);
     assert_eq!(code, 4, "{err}");
-    assert!(secs < 30.0, "waited {secs} s");
+    // At once, not after the 300 s readiness wait: the engine was asked exactly once (a
+    // retrying readiness loop would have asked again), counted rather than timed.
+    assert_eq!(eng.seen().len(), 1, "{:?}", eng.seen());
     let line = error_line(&err);
     assert!(
         line.contains("redirected from") && line.contains(&elsewhere().url),
@@ -184,7 +185,7 @@ fn redirects_on_the_engine_itself_are_followed() {
         ("POST", "/start_profile") => (307, location("/v2/start_profile")),
         _ => (200, String::new()),
     });
-    let (code, err, _) = capture(&["--engine", "vllm", "--url", &eng.url, "--hold", "0"]);
+    let (code, err) = capture(&["--engine", "vllm", "--url", &eng.url, "--hold", "0"]);
     assert_eq!(code, 0, "{err}");
     let seen = eng.seen();
     for r in [
@@ -249,7 +250,7 @@ fn every_duration_flag_refuses_huge_negative_and_non_finite_values_exit_2() {
         ] {
             let argv = with_server(under_nsys_argv(t.path()), &[flag, value], &marker);
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-            let (code, err, _) = capture(&argv);
+            let (code, err) = capture(&argv);
             assert_eq!(code, 2, "{flag} {value}: {err}");
             let line = error_line(&err);
             assert!(
@@ -262,7 +263,7 @@ fn every_duration_flag_refuses_huge_negative_and_non_finite_values_exit_2() {
     // A week exactly is accepted (the next error is the missing nsys, exit 4).
     let argv = with_server(under_nsys_argv(t.path()), &["--hold", "604800"], &marker);
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let (code, err, _) = capture(&argv);
+    let (code, err) = capture(&argv);
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("nsys not found"), "{err}");
     assert!(!marker.exists(), "the server command ran");
@@ -293,7 +294,7 @@ fn zeros_that_mean_nothing_are_refused_with_the_flag_named_exit_2() {
     ] {
         let argv = with_server(under_nsys_argv(t.path()), extra, &marker);
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let (code, err, _) = capture(&argv);
+        let (code, err) = capture(&argv);
         assert_eq!(code, 2, "{extra:?}: {err}");
         let line = error_line(&err);
         assert!(
@@ -320,7 +321,7 @@ fn a_missing_baseline_is_found_before_the_server_starts() {
         &marker,
     );
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let (code, err, secs) = capture(&argv);
+    let (code, err) = capture(&argv);
     assert_eq!(code, 2, "{err}");
     let line = error_line(&err);
     assert!(
@@ -328,7 +329,6 @@ fn a_missing_baseline_is_found_before_the_server_starts() {
         "{line}"
     );
     assert_eq!(err.lines().count(), 1, "progress before the refusal: {err}");
-    assert!(secs < 10.0, "{secs} s");
     assert!(!marker.exists(), "the server command ran");
 }
 
@@ -340,10 +340,11 @@ fn a_url_port_out_of_range_is_refused_before_the_readiness_wait() {
         "localhost:8000",
         "http://",
     ] {
-        let (code, err, secs) =
-            capture(&["--engine", "vllm", "--url", url, "--ready-timeout", "600"]);
+        let (code, err) = capture(&["--engine", "vllm", "--url", url, "--ready-timeout", "600"]);
         assert_eq!(code, 2, "{url}: {err}");
-        assert!(secs < 10.0, "{url}: {secs} s");
+        // Refused before the 600 s readiness wait: nothing was printed before the refusal
+        // (the wait announces itself), rather than a wall-clock bound.
+        assert_eq!(err.lines().count(), 1, "{url}: {err}");
         let line = error_line(&err);
         assert!(
             line.starts_with(&format!("stepgate: error: --url {url}:")),

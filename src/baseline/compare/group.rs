@@ -3,13 +3,13 @@
 
 use crate::baseline::model::group_label;
 use crate::baseline::policy::{higher_is_worse, Policy};
-use crate::report::words::{fmt_rel, metric_name};
 use crate::timing::labels::NameLabels;
 use crate::wire::baseline::{metric, Group, KernelSamples};
 use crate::wire::gate::{
     CategoryRow, Change, GroupComparison, KernelPresence, KernelRow, MetricRow, RowVerdict,
     Threshold, Verdict,
 };
+use crate::words::{fmt_rel, metric_name};
 
 use super::judge::{judge, mean, Scratch};
 use super::power::{inconclusive_reason, missing};
@@ -189,8 +189,8 @@ fn launch_mode_note(metrics: &[MetricRow]) -> Option<String> {
     }
     let moved = format!(
         "launches per step {} → {}",
-        crate::report::fmt_int(b.round() as i64),
-        crate::report::fmt_int(c.round() as i64)
+        crate::text::fmt_int(b.round() as i64),
+        crate::text::fmt_int(c.round() as i64)
     );
     if c >= b * LAUNCH_MODE_RATIO {
         Some(format!(

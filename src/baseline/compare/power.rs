@@ -96,7 +96,7 @@ pub(super) fn inconclusive_reason(name: &str, ch: &Change, policy: &Policy) -> S
     let capture = match ch.steps_needed {
         Some(n) => format!(
             "; capture ≥ {} steps per side (derived: the interval narrows as 1/√n)",
-            crate::report::fmt_int(n as i64)
+            crate::text::fmt_int(n as i64)
         ),
         None => String::new(),
     };

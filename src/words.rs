@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::report::group_thousands;
+use crate::text::group_thousands;
 use crate::wire::baseline::metric;
 
 /// The display name of a step metric (`wall_ns` → `wall`); `kernel:NAME` and

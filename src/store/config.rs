@@ -97,7 +97,7 @@ pub fn scrub(msg: &str) -> String {
             .filter(|(k, _)| secret_key(k))
             .map(|(_, v)| v),
     );
-    secrets.extend(crate::dataset::awsprofile::secrets());
+    secrets.extend(crate::store::awsprofile::secrets());
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Short values (test keys, "true") would scrub ordinary words; real keys are long.
@@ -153,7 +153,7 @@ pub(crate) fn remote(
                 };
                 let explicit =
                     env.iter().any(|(k, _)| keyed(k)) || options.iter().any(|(k, _)| keyed(k));
-                for (k, v) in crate::dataset::awsprofile::settings(&name, explicit)? {
+                for (k, v) in crate::store::awsprofile::settings(&name, explicit)? {
                     let key: AmazonS3ConfigKey = k.parse().map_err(|e| bad(&e))?;
                     b = b.with_config(key, v);
                 }

@@ -4,7 +4,7 @@
 //! environment and `--storage-option` (which win). A profile that gets its credentials
 //! another way (a role, SSO, a process) is refused in one line naming the key, never
 //! silently replaced by other credentials. Every value read from a credential key is a
-//! secret to [`crate::dataset::storeconfig::scrub`].
+//! secret to [`crate::store::config::scrub`].
 //!
 //! File format (AWS SDKs and Tools reference guide, "Shared config and credentials
 //! files"): INI sections, `[default]` or `[profile NAME]` in `config`, `[NAME]` in

@@ -7,6 +7,10 @@
 //! name the object and the store, never a credential: every message is scrubbed of the
 //! secret values the configuration holds before it leaves this module.
 
+pub mod awsprofile;
+pub mod config;
+pub mod reads;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,8 +18,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::dataset::storeconfig::{config, full_disk, remote, short};
-pub use crate::dataset::storeconfig::{configure, parse_options, scrub, StoreConfig};
+use crate::store::config::{config, full_disk, remote, short};
+pub use crate::store::config::{configure, parse_options, scrub, StoreConfig};
 
 use crate::exit::{Error, Result};
 
@@ -122,17 +126,17 @@ pub struct Store {
     /// The local directory, for a local dataset.
     local: Option<PathBuf>,
     rt: tokio::runtime::Runtime,
-    /// Objects read, per top-level prefix (table), for `dataset::reads`.
+    /// Objects read, per top-level prefix (table), for `store::reads`.
     reads: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if !super::reads::debug_reads() {
+        if !self::reads::debug_reads() {
             return;
         }
         if let Ok(r) = self.reads.lock() {
-            super::reads::record(&self.name, &r);
+            self::reads::record(&self.name, &r);
         }
     }
 }
