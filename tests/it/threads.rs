@@ -22,6 +22,8 @@ use crate::common;
 /// range of a plain Kineto file.
 const MIN_ROWS_VAR: &str = nsys::load::MIN_ROWS_VAR;
 const MIN_RANGE_VAR: &str = "STEPGATE_TEST_MIN_RANGE_BYTES";
+/// The test hook of the stages after loading: the fewest steps (or ops) per chunk.
+const MIN_CHUNK_VAR: &str = stepgate::timing::par::MIN_CHUNK_VAR;
 
 /// The reports under tests/fixtures/`dir` (licences and notes left out).
 fn fixtures(dir: &str) -> Vec<PathBuf> {
@@ -40,14 +42,16 @@ fn fixtures(dir: &str) -> Vec<PathBuf> {
     out
 }
 
-/// `stepgate CMD --format json --threads N FILE` with one-row slices and Kineto ranges of
-/// 64 KiB or more: (code, stdout, stderr).
+/// `stepgate CMD --format json --threads N FILE` with one-row slices, Kineto ranges of
+/// 64 KiB or more, and the stages after loading cut into chunks of one step (or op):
+/// (code, stdout, stderr).
 fn run_at(cmd: &str, file: &Path, threads: usize) -> (i32, String, String) {
     let out = std::process::Command::new(common::bin())
         .args([cmd, "--format", "json", "--threads", &threads.to_string()])
         .arg(file)
         .env(MIN_ROWS_VAR, "1")
         .env(MIN_RANGE_VAR, "65536")
+        .env(MIN_CHUNK_VAR, "1")
         .output()
         .unwrap();
     (
@@ -179,6 +183,67 @@ fn bad_thread_counts_are_one_line_usage_errors() {
     let (code, out, err) = common::run(&["--threads", "3", "analyze", f, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, common::run(&["analyze", f, "--format", "json"]).1);
+}
+
+/// The stages after loading (index, discovery, projection, evidence, detail, assembly) run
+/// in chunks of steps and ops on every thread: a generated decode report of three ranks
+/// and 600 steps, and generated reports of every launch mode, print the same `steps` and
+/// `analyze` JSON at 2 and 8 threads, in chunks of one item and of the stages' own
+/// length, as at 1; and the decode report's steps are the generator's, step by step.
+#[test]
+fn stages_after_loading_print_the_same_at_every_thread_count() {
+    use stepgate::synth::workload::decode_benchmark;
+    let dir = tempfile::tempdir().unwrap();
+    let decode = dir.path().join("decode.sqlite");
+    let truth = build(&decode_benchmark(Layout::Nsys2026_2, 3, 200, 12), &decode).unwrap();
+    let mut files = vec![decode.clone()];
+    for seed in 0..6u64 {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(0x57a6_0000 + seed);
+        let path = dir.path().join(format!("case{seed}.sqlite"));
+        build(&scenario(&mut rng), &path).unwrap();
+        files.push(path);
+    }
+    let run = |cmd: &str, f: &Path, threads: usize, chunk: Option<&str>| {
+        let mut c = std::process::Command::new(common::bin());
+        c.args([cmd, "--format", "json", "--threads", &threads.to_string()])
+            .arg(f);
+        if let Some(n) = chunk {
+            c.env(MIN_CHUNK_VAR, n);
+        }
+        let out = c.output().unwrap();
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    for f in &files {
+        for cmd in ["steps", "analyze"] {
+            let one = run(cmd, f, 1, None);
+            let what = format!("{cmd} {}", f.display());
+            assert_eq!(one.0, Some(0), "{what}: {}", String::from_utf8_lossy(&one.2));
+            for n in [2, 8] {
+                for chunk in [None, Some("1"), Some("7")] {
+                    let many = run(cmd, f, n, chunk);
+                    assert!(many == one, "{what} at {n} threads, chunks {chunk:?}");
+                }
+            }
+        }
+    }
+    // The decode report, step by step: one series per rank, each step's busy time and
+    // kernels the generator's (its ops never overlap: busy is their summed durations).
+    let (code, out, err) = run_at("steps", &decode, 8);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), truth.steps.len(), "step count");
+    assert_eq!(truth.steps.len(), 600);
+    for t in &truth.steps {
+        let got = steps
+            .iter()
+            .find(|s| s["device"] == t.device && s["index"] == t.step)
+            .unwrap_or_else(|| panic!("rank {} step {}", t.rank, t.step));
+        let at = format!("rank {} step {}", t.rank, t.step);
+        assert_eq!(got["busy_ns"].as_i64(), Some(t.busy_ns), "{at}");
+        assert_eq!(got["kernels"].as_u64(), Some(t.kernels), "{at}");
+        assert_eq!(got["gpu_start_ns"].as_i64(), t.gpu_start_ns, "{at}");
+    }
 }
 
 /// One generated report: 1–2 ranks, 2–9 steps of random launch modes (eager, graph

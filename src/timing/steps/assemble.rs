@@ -9,7 +9,12 @@ use super::project::Raw;
 use super::StepOptions;
 use crate::timing::overlap::category_totals;
 use crate::trace::{OpsView, Trace};
+use crate::exit::Result;
+use crate::timing::par;
 use crate::wire::steps::{AlignedStep, OutsideSteps, Series, Step};
+
+/// Fewest steps (or ops, ×4096) worth a thread of their own.
+const MIN_CHUNK: usize = 64;
 
 pub fn assemble(
     trace: &Trace,
@@ -18,7 +23,7 @@ pub fn assemble(
     raws: Vec<Raw>,
     claimed: &[bool],
     opts: &StepOptions,
-) -> Found {
+) -> Result<Found> {
     // Series: one per (pid, device), in host order (GPU order when there is no host
     // range). A step that launched nothing joins its process's device series.
     let mut pid_device: HashMap<i64, i64> = HashMap::new();
@@ -32,9 +37,9 @@ pub fn assemble(
     keys.sort();
     keys.dedup();
     let gpu_ann = gpu_annotations(trace);
-    let mut steps: Vec<Step> = raws
-        .into_iter()
-        .map(|r| {
+    // Each raw record made a step on its own: in chunks of steps on the stage threads.
+    let mut steps: Vec<Step> = par::map_vec(raws, par::threads(), MIN_CHUNK, |chunk| {
+        chunk.into_iter().map(|r| {
             let device = dev_of(&r);
             let series = keys.binary_search(&(r.pid, device)).unwrap_or(0);
             let wall = match (r.m.gpu_start, r.m.gpu_end) {
@@ -102,7 +107,8 @@ pub fn assemble(
                 all_kernels: r.m.all_kernels,
             }
         })
-        .collect();
+        .collect()
+    })?;
     time_order(&mut steps);
     // Period and idle-before within each series, over steps with GPU work.
     let mut series: Vec<Series> = keys
@@ -139,14 +145,14 @@ pub fn assemble(
         i = j;
     }
     let ranks = align_ranks(&steps, &series);
-    let outside_steps = outside(ops, &steps, &series, claimed);
-    Found {
+    let outside_steps = outside(ops, &steps, &series, claimed)?;
+    Ok(Found {
         meta,
         series,
         outside_steps,
         ranks,
         steps,
-    }
+    })
 }
 
 /// Each series' steps as one timeline: those with GPU work in GPU-start order (periods and
@@ -199,7 +205,7 @@ fn outside(
     steps: &[Step],
     series: &[Series],
     claimed: &[bool],
-) -> Vec<OutsideSteps> {
+) -> Result<Vec<OutsideSteps>> {
     let key: HashMap<(i64, i64), usize> = series
         .iter()
         .enumerate()
@@ -212,12 +218,59 @@ fn outside(
             *x = (x.0.min(a), x.1.max(b));
         }
     }
-    // Per series: all ops, and the unclaimed ones by where they fall.
-    let mut all: Vec<Vec<u32>> = vec![Vec::new(); series.len()];
-    let mut parts: Vec<[Vec<u32>; 3]> = vec![Default::default(); series.len()];
+    // Per series: all ops, and the unclaimed ones by where they fall; each chunk of ops
+    // on its own thread, the chunks' lists joined in op order.
+    let chunks = par::map_chunks(claimed.len(), par::threads(), MIN_CHUNK << 12, |r| {
+        vec![sort_out(o, r, claimed, &key, &bounds, series.len())]
+    })?;
+    let mut lists: Vec<[Vec<u32>; 4]> = vec![Default::default(); series.len()];
+    for (k, l) in lists.iter_mut().enumerate() {
+        for (p, part) in l.iter_mut().enumerate() {
+            let n = chunks.iter().map(|c| c[k][p].len()).sum();
+            part.reserve_exact(n);
+        }
+    }
+    for mut c in chunks {
+        for (k, l) in lists.iter_mut().enumerate() {
+            for (p, part) in l.iter_mut().enumerate() {
+                part.append(&mut c[k][p]);
+            }
+        }
+    }
+    // The unions, one series (a device) per thread.
+    let kept: Vec<(usize, [Vec<u32>; 4])> = lists
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| series[*k].device.is_some())
+        .collect();
+    par::map_vec(kept, par::threads(), 1, |chunk| {
+        chunk
+            .into_iter()
+            .map(|(k, [mut b, mut m, mut a, mut all])| OutsideSteps {
+                series: k,
+                before_ns: union_ns(o, &mut b),
+                between_ns: union_ns(o, &mut m),
+                after_ns: union_ns(o, &mut a),
+                busy_ns: union_ns(o, &mut all),
+            })
+            .collect()
+    })
+}
+
+/// The ops of `rows` by series: (unclaimed before the first step's GPU start, between,
+/// after the last step's GPU end, all), per series.
+fn sort_out(
+    o: &OpsView<'_>,
+    rows: std::ops::Range<usize>,
+    claimed: &[bool],
+    key: &HashMap<(i64, i64), usize>,
+    bounds: &[(i64, i64)],
+    n_series: usize,
+) -> Vec<[Vec<u32>; 4]> {
+    let mut out: Vec<[Vec<u32>; 4]> = vec![Default::default(); n_series];
     // Ops come in long runs of one (process, device): look the series up where it changes.
     let mut last: Option<((i32, i32), Option<usize>)> = None;
-    for (i, &done) in claimed.iter().enumerate() {
+    for i in rows {
         let pd = (o.pid[i], o.device[i]);
         let k = match last {
             Some((l, k)) if l == pd => k,
@@ -227,8 +280,8 @@ fn outside(
         let Some(k) = k else {
             continue;
         };
-        all[k].push(i as u32);
-        if done {
+        out[k][3].push(i as u32);
+        if claimed[i] {
             continue;
         }
         let (first, last) = bounds[k];
@@ -239,21 +292,9 @@ fn outside(
         } else {
             1
         };
-        parts[k][part].push(i as u32);
+        out[k][part].push(i as u32);
     }
-    (0..series.len())
-        .filter(|&k| series[k].device.is_some())
-        .map(|k| {
-            let [mut b, mut m, mut a] = std::mem::take(&mut parts[k]);
-            OutsideSteps {
-                series: k,
-                before_ns: union_ns(o, &mut b),
-                between_ns: union_ns(o, &mut m),
-                after_ns: union_ns(o, &mut a),
-                busy_ns: union_ns(o, &mut all[k]),
-            }
-        })
-        .collect()
+    out
 }
 
 /// With several ranks, align their GPU steps by order and name the slowest per step.

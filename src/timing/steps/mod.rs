@@ -44,7 +44,7 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
     let found = discover::discover(&ix, opts)?;
     crate::phases::mark("steps: discovery");
     let mut p = project::Projector::new(&ix, cats);
-    let raws = p.project_all(&found);
+    let raws = p.project_all(&found)?;
     let (claimed, by_window) = (std::mem::take(&mut p.claimed), p.by_window);
     drop(p);
     // The lookups (a u32 per op and two per call) are done with: freed before the
@@ -69,7 +69,7 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
     }
     let mut warnings = found.warnings;
     warnings.extend(trace.meta.warnings.iter().cloned());
-    Ok(assemble::assemble(
+    let found = assemble::assemble(
         trace,
         &ops,
         Meta {
@@ -83,7 +83,9 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
         raws,
         &claimed,
         opts,
-    ))
+    )?;
+    crate::phases::mark("steps: assembly");
+    Ok(found)
 }
 
 /// [`find`] made into the wire document at once (no filter, no operating point): what a

@@ -12,6 +12,12 @@ use crate::wire::steps::{BatchComposition, FoundBy, HostCall, StepKind};
 use super::candidate::{Candidate, Found, GapGroup, Items};
 use super::index::{gpu_annotations, union_ns, Index};
 use super::measure::{Measured, Measurer};
+use crate::exit::Result;
+use crate::timing::par;
+
+/// Fewest steps worth a thread of their own (a step is a few hundred ops at most, tens of
+/// microseconds: below this a thread's start costs about what it saves).
+const MIN_CHUNK: usize = 64;
 
 /// What the tail adds to a step.
 #[derive(Default)]
@@ -49,7 +55,7 @@ struct Collected {
 /// Projects every found step, marking which ops some step accounted for.
 pub struct Projector<'i, 'a> {
     ix: &'i Index<'a>,
-    measurer: Measurer<'i, 'a>,
+    cats: &'i Categorizer,
     /// Per op: accounted to some step (span or tail).
     pub claimed: Vec<bool>,
     /// Ops attributed by the time-window fallback.
@@ -60,48 +66,37 @@ impl<'i, 'a> Projector<'i, 'a> {
     pub fn new(ix: &'i Index<'a>, cats: &'i Categorizer) -> Self {
         Projector {
             ix,
-            measurer: Measurer::new(ix, cats),
+            cats,
             claimed: vec![false; ix.ops.start_ns.len()],
             by_window: 0,
         }
     }
 
-    pub fn project_all(&mut self, found: &Found) -> Vec<Raw> {
+    /// Every found step projected and measured, in discovery order. Collecting each
+    /// step's ops and measuring them run in chunks of steps on the stage threads; the
+    /// claims between them run in step order on one, so an op two steps reach goes to
+    /// the earlier one at every thread count.
+    pub fn project_all(&mut self, found: &Found) -> Result<Vec<Raw>> {
         let mut collected = match &found.items {
-            Items::Spans(c) => self.spans(c, found.found_by),
+            Items::Spans(c) => self.spans(c, found.found_by)?,
             Items::Groups(g) => self.groups(g),
         };
         if !self.ix.trace.meta.format.capabilities().launch_links {
             self.window_fallback(&mut collected);
         }
-        collected
-            .into_iter()
-            .map(|mut c| {
-                c.raw.m = self.measurer.measure(&mut c.span);
-                if !c.tail.is_empty() {
-                    let mut both = c.span.clone();
-                    both.extend_from_slice(&c.tail);
-                    let o = &self.ix.ops;
-                    c.raw.tail = Tail {
-                        busy: union_ns(&self.ix.ops, &mut both) - c.raw.m.busy,
-                        kernels: c
-                            .tail
-                            .iter()
-                            .filter(|&&i| o.kind[i as usize] == OpKind::Kernel as u32)
-                            .count() as u64,
-                        ops: c.tail.len() as u64,
-                    };
-                }
-                c.raw
-            })
-            .collect()
+        let (ix, cats) = (self.ix, self.cats);
+        par::map_vec(collected, par::threads(), MIN_CHUNK, |chunk| {
+            // Each chunk measures with its own name cache (the names' text is the same).
+            let mut m = Measurer::new(ix, cats);
+            chunk.into_iter().map(|c| measured(ix, &mut m, c)).collect()
+        })
     }
 
     fn claim(&mut self, ops: &mut Vec<u32>) {
         ops.retain(|&i| !std::mem::replace(&mut self.claimed[i as usize], true));
     }
 
-    fn spans(&mut self, cands: &[Candidate], found_by: FoundBy) -> Vec<Collected> {
+    fn spans(&mut self, cands: &[Candidate], found_by: FoundBy) -> Result<Vec<Collected>> {
         // Each span's tail ends where the next span on its thread starts.
         let mut order: Vec<usize> = (0..cands.len()).collect();
         order.sort_by_key(|&i| (cands[i].pid, cands[i].tid, cands[i].start));
@@ -112,21 +107,25 @@ impl<'i, 'a> Projector<'i, 'a> {
                 tail_end[w[0]] = b.start;
             }
         }
-        let mut out = Vec::with_capacity(cands.len());
-        for (c, &te) in cands.iter().zip(&tail_end) {
-            let mut col = self.span(c, found_by);
-            let after = col.raw.cpu.map_or(c.end, |x| x.1).saturating_add(1);
-            let te = if c.no_tail { after } else { te };
-            let mut tail = Vec::new();
-            for &ci in self.ix.calls_in(c.pid, c.tid, after, te.saturating_sub(1)) {
-                tail.extend_from_slice(self.ix.ops_of_call(ci as usize));
-            }
+        let this = &*self;
+        let mut out = par::map_chunks(cands.len(), par::threads(), MIN_CHUNK, |r| {
+            r.map(|k| {
+                let (c, te) = (&cands[k], tail_end[k]);
+                let mut col = this.span(c, found_by);
+                let after = col.raw.cpu.map_or(c.end, |x| x.1).saturating_add(1);
+                let te = if c.no_tail { after } else { te };
+                for &ci in this.ix.calls_in(c.pid, c.tid, after, te.saturating_sub(1)) {
+                    col.tail.extend_from_slice(this.ix.ops_of_call(ci as usize));
+                }
+                col
+            })
+            .collect()
+        })?;
+        for col in &mut out {
             self.claim(&mut col.span);
-            self.claim(&mut tail);
-            col.tail = tail;
-            out.push(col);
+            self.claim(&mut col.tail);
         }
-        out
+        Ok(out)
     }
 
     fn span(&self, c: &Candidate, found_by: FoundBy) -> Collected {
@@ -266,4 +265,25 @@ impl<'i, 'a> Projector<'i, 'a> {
             self.by_window += c.span.len() - before;
         }
     }
+}
+
+/// One step's ops measured: its span's, and what its tail adds.
+fn measured(ix: &Index<'_>, m: &mut Measurer<'_, '_>, mut c: Collected) -> Raw {
+    let mut raw = c.raw;
+    raw.m = m.measure(&mut c.span);
+    if !c.tail.is_empty() {
+        let mut both = c.span.clone();
+        both.extend_from_slice(&c.tail);
+        let o = &ix.ops;
+        raw.tail = Tail {
+            busy: union_ns(&ix.ops, &mut both) - raw.m.busy,
+            kernels: c
+                .tail
+                .iter()
+                .filter(|&&i| o.kind[i as usize] == OpKind::Kernel as u32)
+                .count() as u64,
+            ops: c.tail.len() as u64,
+        };
+    }
+    raw
 }
