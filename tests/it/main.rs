@@ -28,6 +28,7 @@ mod gate_metrics;
 mod gate_power;
 mod gate_words;
 mod golden;
+mod gzip_trailer;
 mod hostile_datasets;
 mod hostile_numbers;
 mod hostile_outputs;

@@ -6,9 +6,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
 
-use flate2::read::MultiGzDecoder;
-
 use super::bytes::read_full;
+use super::gzip::Members;
 use crate::exit::{Error, Result};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -54,7 +53,8 @@ pub struct Opened {
     pub skipped: u64,
 }
 
-/// Open `path` for streaming; gzip (one or more members) is decompressed on the fly, on
+/// Open `path` for streaming; gzip (one or more members, each checked against its
+/// trailer: [`super::gzip`]) is decompressed on the fly, on
 /// a thread of its own when `inflate_apart` (the caller's choice, [`super::read`]),
 /// else on the calling thread. Either way the caller reads the same bytes, so every
 /// output is the same.
@@ -66,7 +66,7 @@ pub fn open(path: &Path, inflate_apart: bool) -> Result<Opened> {
         .fill_buf()
         .map_err(|e| Error::input(format!("{}: cannot read: {e}", path.display())))?;
     if head.starts_with(&GZIP_MAGIC) {
-        let decoder = MultiGzDecoder::new(buffered);
+        let decoder = Members::new(buffered);
         let plain: Box<dyn Read + Send> = if inflate_apart {
             Box::new(Inflated::spawn(decoder))
         } else {

@@ -16,6 +16,7 @@ mod build;
 mod bytes;
 mod chunked;
 mod event;
+mod gzip;
 mod header;
 mod ids;
 mod input;

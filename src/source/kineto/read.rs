@@ -9,6 +9,7 @@ use crate::exit::{Error, Result};
 
 use super::build::Collector;
 use super::chunked;
+use super::gzip::CORRUPT;
 use super::header::Header;
 use super::input;
 use super::scan::{ScanError, Stream};
@@ -38,7 +39,10 @@ pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usi
         let mut events = |s: &mut Stream<_>| read_events(s, &mut Direct(col));
         read_document(&mut stream, &mut events, &mut header)
     };
-    read.map_err(|e| explain(e, path, opened.gzip))?;
+    // Read to the end: the last gzip member's trailer is checked there (a trace that
+    // parses whole but whose CRC32 or length is wrong was damaged after it was written).
+    read.and_then(|()| stream.drain().map_err(|e| ScanError::Io(e).into()))
+        .map_err(|e| explain(e, path, opened.gzip))?;
     if !header.saw_trace_events {
         return Err(Error::input(format!(
             "{}: JSON but not a PyTorch profiler trace (no \"traceEvents\" array): pass the file torch.profiler / Kineto wrote",
@@ -51,6 +55,10 @@ pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usi
 fn explain(f: Fail, path: &Path, gzip: bool) -> Error {
     let p = path.display();
     Error::input(match f {
+        Fail::Scan(ScanError::Io(e)) if gzip && e.to_string().starts_with(CORRUPT) => format!(
+            "{p}: {e}: the file was damaged after it was written (a bit flip, a bad copy or \
+             upload); copy it again from where the profiler wrote it"
+        ),
         Fail::Scan(ScanError::Io(e)) if gzip => format!(
             "{p}: truncated or corrupt gzip data ({e}): the profiler may still have been writing it; copy the finished file again"
         ),

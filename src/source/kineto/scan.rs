@@ -123,6 +123,16 @@ impl<R: Read> Stream<R> {
         Ok(n > 0)
     }
 
+    /// Read the input to its end, dropping what is left: a gzip member's CRC32 and length
+    /// are checked only when its data ends, after the document's closing `}`.
+    pub fn drain(&mut self) -> io::Result<()> {
+        self.pos = self.end;
+        while self.fill()? {
+            self.pos = self.end;
+        }
+        Ok(())
+    }
+
     /// The next non-whitespace byte, not consumed; `None` at the end of the input.
     pub fn peek(&mut self) -> io::Result<Option<u8>> {
         loop {
