@@ -36,6 +36,7 @@ mod hostile_reports;
 mod html;
 mod install;
 mod kernel_families;
+mod kinds;
 mod kineto;
 mod kineto2021;
 mod label_pruning;
