@@ -24,6 +24,10 @@ pub struct ClassContext {
     pub custom_allreduce: bool,
     /// Where a kernel's achieved DRAM throughput is read (the trace's vendor's profiler).
     pub profiler: KernelProfiler,
+    /// The step is priced as decodes only (one token per request): the causes that only a
+    /// decode has (small-M GEMMs, latency-bound all-reduces of a few tokens) may be named.
+    /// A prefill or mixed step runs M = its tokens and all-reduces T·hidden per layer.
+    pub decode: bool,
 }
 
 /// What a class's action reads: the shapes every class shares (no floor, fused
@@ -132,9 +136,19 @@ fn weights(a: &Advice<'_>) -> String {
         format!(
             "weight GEMMs{at}: at the roof — only fewer bytes help: quantize the weights (price it with --weight-dtype fp8) or batch more requests per step"
         )
-    } else {
+    } else if a.compute_bound {
+        format!(
+            "weight GEMMs{at}: FLOPs bind their floor, and they run below the tensor peak — check the GEMMs' tensor-core utilization and tiles in {}",
+            a.ctx.profiler.name
+        )
+    } else if a.ctx.decode {
         format!(
             "weight GEMMs{at}: they leave bandwidth unused — small-M GEMMs on too few tiles; check the GEMM tiles and split-K ({})",
+            a.ctx.profiler.dram
+        )
+    } else {
+        format!(
+            "weight GEMMs{at}: they leave bandwidth unused — check the GEMMs' achieved DRAM throughput and tiles ({})",
             a.ctx.profiler.dram
         )
     }
@@ -167,6 +181,12 @@ fn communication(a: &Advice<'_>) -> String {
     if a.at_roof {
         format!(
             "communication{at}: at the link's roof — only fewer bytes help (a smaller TP, or quantized all-reduce)"
+        )
+    } else if !a.ctx.decode {
+        // A prefill's all-reduces carry T·hidden per layer: large messages, bandwidth's
+        // business, not latency's.
+        format!(
+            "communication{at}: the all-reduces of T·hidden per layer run below the link's roof — check that they overlap compute and that no rank waits on another (a straggler), or a smaller TP"
         )
     } else if a.ctx.custom_allreduce {
         format!(

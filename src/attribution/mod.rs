@@ -14,6 +14,7 @@ pub mod classes;
 pub mod compare;
 pub mod detail;
 pub mod groups;
+pub mod items;
 pub mod layers;
 pub mod medians;
 mod notes;
@@ -28,8 +29,8 @@ pub use notes::{
 use crate::roofline::floor::{plausibility_changes, step_floor};
 use crate::timing::labels::NameLabels;
 use crate::wire::attribution::{
-    Attributions, FloorAttribution, FloorInput, LaunchAttribution, LaunchCost, Shape, ShapeCount,
-    StepAttribution,
+    Attributions, Bound, FloorAttribution, FloorInput, LaunchAttribution, LaunchCost, Shape,
+    ShapeCount, StepAttribution,
 };
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition, StepFloor};
 use crate::wire::steps::Step;
@@ -274,25 +275,31 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
     if let Some(top) = step.top_kernels.first() {
         if step.busy_ns > 0 && top.exclusive_ns as f64 > DOMINANT_FRACTION * step.busy_ns as f64 {
             let share = top.exclusive_ns as f64 / step.busy_ns as f64;
-            if is_copy(&top.category) {
-                let name = labels.get(&top.name, &top.short_name);
-                return (
-                    Shape::OneCopyDominant,
-                    copy_action(name, share, None, profiler),
-                );
-            }
-            return (
-                Shape::OneKernelDominant,
-                format!(
-                    "{} is {:.0}% of busy time: take it to {}",
-                    labels.get(&top.name, &top.short_name),
-                    100.0 * share,
-                    profiler.name
-                ),
-            );
+            let name = labels.get(&top.name, &top.short_name);
+            // What the item is decides the action: one table for kernels, copies, graph
+            // replays and collectives.
+            let rule = items::rule(items::item_of(&top.name, &top.category));
+            return (rule.shape, (rule.action)(name, share, None, profiler));
         }
     }
     match floor {
+        Some(f)
+            if f.bound == Bound::Compute && (step.busy_ns as f64) <= AT_ROOF_FACTOR * f.floor_ns =>
+        {
+            (
+                Shape::AtComputeRoof,
+                "kernels are back to back and within 1.3x of the floor, which FLOPs bind: at the compute roof — only fewer FLOPs help (fewer tokens per step, fp8 GEMMs, a smaller model)"
+                    .to_owned(),
+            )
+        }
+        Some(f) if f.bound == Bound::Compute => (
+            Shape::UnderUtilized,
+            format!(
+                "kernels are back to back but busy time is {:.1}x the floor, which FLOPs bind: the GEMMs and attention run below the tensor peak — check their tensor-core utilization in {}",
+                step.busy_ns as f64 / f.floor_ns,
+                profiler.name
+            ),
+        ),
         Some(f) if (step.busy_ns as f64) <= AT_ROOF_FACTOR * f.floor_ns => (
             Shape::AtMemoryRoof,
             "kernels are back to back and within 1.3x of the floor: at the roof — only fewer bytes help \
@@ -407,6 +414,7 @@ pub fn attribute_priced(
                 .iter()
                 .any(|k| k.name.contains("cross_device_reduce")),
             profiler,
+            decode: comp.prefill_requests == 0,
         };
         if let Some((c, w)) = classes::attribute(s, &class_floors(&f, p.gpu, p.opts.tp), &ctx) {
             at.classes = c;
@@ -431,7 +439,9 @@ pub fn attribute_priced(
                 .find(|c| Some(c.class) == class)
                 .and_then(|c| c.roof_fraction);
             if let Some(a) = verdict::dominant_at_roof(&at.action, class, roof, profiler) {
+                // The claim is now about the kernel's class at its roof: labelled so.
                 at.action = a;
+                at.shape = Shape::AtMemoryRoof;
             }
         }
         if at.floor.as_ref().is_some_and(|x| x.below_floor) {

@@ -14,6 +14,7 @@ use crate::trace::Trace;
 use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
 use crate::wire::steps::{Step, StepsReport};
 
+use super::items::{self, Item};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 mod classes;
@@ -52,8 +53,9 @@ pub struct Evidence<'a> {
     pub top: Option<(String, i64, Option<KernelClass>)>,
     /// That kernel's name as the trace has it (to find it in the layer map).
     pub top_raw: Option<String>,
-    /// That top "kernel" is a copy or memset: nothing a kernel profiler can speed up.
-    pub top_is_copy: bool,
+    /// What that top item is (a kernel, a copy, an opaque graph replay, a collective):
+    /// only a kernel goes to a kernel profiler.
+    pub top_item: Item,
     /// CUDA-graph launches over the steps: node-mode launches plus opaque replays
     /// (measured).
     pub graph_replays: u64,
@@ -279,8 +281,9 @@ fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<Roof>)> {
 }
 
 fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
-    if e.top_is_copy {
-        // A copy's class roof is HBM's; a host copy runs at the link's.
+    if e.top_item != Item::Kernel {
+        // A copy's class roof is HBM's, a host copy's the link's; a graph replay has no
+        // class; a collective waits on other ranks: each has its own row in the item table.
         return None;
     }
     let (name, share, roof) = dominant(e)?;
@@ -303,13 +306,11 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
 
 fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
     let (name, share, roof) = dominant(e)?;
-    if e.top_is_copy {
+    if e.top_item != Item::Kernel {
+        let rule = items::rule(e.top_item);
         return Some(Fired {
-            line: super::copy_action(name, share, Some(e.steps.len()), e.profiler),
-            held_back: vec![format!(
-                "{} for {name} (a copy, not a kernel)",
-                e.profiler.name
-            )],
+            line: (rule.action)(name, share, Some(e.steps.len()), e.profiler),
+            held_back: (rule.held_back)(name, e.profiler).into_iter().collect(),
         });
     }
     let at = roof.map(|r| format!(", {}", r.words())).unwrap_or_default();
@@ -391,7 +392,7 @@ fn median_step(e: &Evidence<'_>) -> Option<Fired> {
 
 /// The run's top kernel by exclusive time summed over every step, named as the step
 /// tables name it.
-fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool, String)> {
+fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, Item, String)> {
     let mut by: HashMap<&str, (i64, &str, &str)> = HashMap::new();
     for s in steps {
         for k in &s.all_kernels {
@@ -407,7 +408,7 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, bool, S
         labels.get(name, short).to_owned(),
         *ns,
         class_of(cat),
-        super::is_copy(cat),
+        items::item_of(name, cat),
         (*name).to_owned(),
     ))
 }
@@ -448,7 +449,7 @@ pub fn decide(
         busy_ns: steps.iter().map(|s| s.busy_ns).sum(),
         graph_replays: gaps.graph_launches + steps.iter().map(|s| s.graph_replays).sum::<u64>(),
         gaps,
-        top_is_copy: top.as_ref().is_some_and(|t| t.3),
+        top_item: top.as_ref().map_or(Item::Kernel, |t| t.3),
         top_raw: top.as_ref().map(|t| t.4.clone()),
         top: top.map(|(name, ns, class, _, _)| (name, ns, class)),
         shape,

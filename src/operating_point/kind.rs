@@ -32,12 +32,13 @@ static DECODE: LazyLock<RegexSet> = LazyLock::new(|| {
     .expect("static patterns")
 });
 
-/// Attention kernels only prefill runs: FlashInfer's ragged prefill, the triton
+/// Attention kernels only prefill runs: FlashInfer's ragged and paged prefill (vLLM and
+/// SGLang send decodes to BatchDecode), the triton
 /// context/extend kernels of vLLM and SGLang, TensorRT-LLM's `…Context` fmha, FA2's
 /// non-split forward (no paged KV), CK/aiter `fmha_fwd`, triton `_attn_fwd`.
 static PREFILL: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new([
-        r"(?i)batchprefillwithragged",
+        r"(?i)batchprefillwith(ragged|paged)",
         r"(?i)context_attention|extend_attention|_fwd_kernel_extend",
         r"(?i)fmha.*context",
         r"(?i)flash_fwd_kernel|flash::flash_fwd_kernel",
@@ -199,10 +200,25 @@ pub fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
     // Token evidence first, then names; the steps they leave open go to the duration
     // clusters.
     let mut open: Vec<usize> = Vec::new();
+    // Why the counts left a step open, kept as its evidence when nothing else decides.
+    let mut undecided: Vec<(usize, String)> = Vec::new();
     for &i in &unknown {
-        let counted = counts
+        let fam = family(&steps[i]);
+        let attention = match &fam {
+            Some((Some(k), why)) => Some((*k, why.as_str())),
+            _ => None,
+        };
+        let reading = counts
             .and_then(|c| c.get(i))
-            .and_then(|c| tokens::kind_of(c, decode_kernel(&steps[i])));
+            .and_then(|c| tokens::kind_of(c, decode_kernel(&steps[i]), attention));
+        let counted = match reading {
+            Some(tokens::Reading { kind: Some(k), why }) => Some((k, why)),
+            Some(tokens::Reading { kind: None, why }) => {
+                undecided.push((i, why));
+                None
+            }
+            None => None,
+        };
         if let Some((k, why)) = counted {
             let why = match family(&steps[i]) {
                 Some((Some(f), fwhy)) if f != k => {
@@ -254,6 +270,12 @@ pub fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
             .collect();
         for (i, k, why) in clusters(steps, &members) {
             set(&mut steps[i], Some(k), why);
+        }
+    }
+    // A step the counts left open and nothing after them decided: unknown, with why.
+    for (i, why) in undecided {
+        if steps[i].kind_guess.is_none() && steps[i].kind_evidence.is_none() {
+            set(&mut steps[i], None, why);
         }
     }
 }

@@ -263,6 +263,26 @@ struct StepCollectives {
     collectives: usize,
     after_backward: usize,
     sharded: usize,
+    /// Launched from a host thread other than the step's (DDP's reducer hooks run on the
+    /// autograd engine's thread during backward).
+    other_thread: usize,
+}
+
+/// The host thread that launched each of `wanted` (pid, correlation id), where a launch
+/// call with that id is in the trace.
+fn launch_threads(
+    trace: &Trace,
+    wanted: &std::collections::HashSet<(i64, i32)>,
+) -> Result<std::collections::HashMap<(i64, i32), i64>> {
+    let c = trace.calls_view()?;
+    let mut out = std::collections::HashMap::new();
+    for i in 0..c.start_ns.len() {
+        let key = (i64::from(c.pid[i]), c.correlation_id[i]);
+        if c.correlation_id[i] >= 0 && wanted.contains(&key) {
+            out.insert(key, c.tid[i]);
+        }
+    }
+    Ok(out)
 }
 
 /// For a world of several ranks that no TP reading took: TP 1, inferred, where the steps'
@@ -296,7 +316,7 @@ pub fn data_parallel(
         })
         .collect();
     let o = trace.ops_view()?;
-    let mut rows: Vec<(i64, i64, i64, u8)> = (0..o.start_ns.len())
+    let mut rows: Vec<(i64, i64, i64, u8, i32)> = (0..o.start_ns.len())
         .filter(|&i| OpKind::from_u32(o.kind[i]) == OpKind::Kernel)
         .filter_map(|i| {
             let c = *class.get(o.name_id[i] as usize)?;
@@ -305,10 +325,17 @@ pub fn data_parallel(
                 o.start_ns[i],
                 i64::from(o.pid[i]),
                 c,
+                o.correlation_id[i],
             ))
         })
         .collect();
     rows.sort_unstable();
+    let wanted: std::collections::HashSet<(i64, i32)> = rows
+        .iter()
+        .filter(|r| r.3 >= 2 && r.4 >= 0)
+        .map(|r| (r.2, r.4))
+        .collect();
+    let threads = launch_threads(trace, &wanted)?;
     let mut per_step: Vec<StepCollectives> = Vec::new();
     for s in &found.steps {
         let (Some(dev), Some(gs), Some(ge)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
@@ -323,6 +350,12 @@ pub fn data_parallel(
             c.collectives += 1;
             c.sharded += usize::from(r.3 == 3);
             c.after_backward += usize::from(first_backward.is_some_and(|b| r.1 >= b));
+            let launcher = threads.get(&(r.2, r.4));
+            c.other_thread += usize::from(
+                s.tid
+                    .zip(launcher)
+                    .is_some_and(|(step_tid, &t)| t != step_tid),
+            );
         }
         if c.collectives > 0 {
             if first_backward.is_none() {
@@ -350,8 +383,18 @@ pub fn data_parallel(
             "FSDP {world}: {sharded} of {total} collectives in {steps} training step(s) are all-gathers or reduce-scatters (sharded parameters and gradients, e.g. {name})"
         )
     } else if per_step.iter().all(|c| c.after_backward == c.collectives) {
+        let other: usize = per_step.iter().map(|c| c.other_thread).sum();
+        let thread = if other == total {
+            ", each launched from a host thread other than the step's (the autograd engine's)"
+        } else {
+            ""
+        };
         format!(
-            "DP {world} (DDP): {total} all-reduce(s) in {steps} training step(s) (e.g. {name}), every one after the step's first backward kernel: gradient buckets"
+            "DP {world} (DDP): {total} all-reduce(s) in {steps} training step(s) (e.g. {name}), every one after the step's first backward kernel{thread}: gradient buckets"
+        )
+    } else if per_step.iter().all(|c| c.other_thread == c.collectives) {
+        format!(
+            "DP {world} (DDP): {total} all-reduce(s) in {steps} training step(s) (e.g. {name}), every one launched from a host thread other than the step's (the autograd engine's, as DDP's gradient hooks are) during a backward pass"
         )
     } else {
         return Ok(None);

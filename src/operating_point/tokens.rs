@@ -12,16 +12,69 @@ use crate::wire::steps::{Step, StepKind};
 use super::batch;
 
 /// KV-cache write kernels whose grid x is the number of tokens written, as vLLM's
-/// `csrc/cache_kernels.cu` launches them: `dim3 grid(num_tokens)` in `reshape_and_cache`
-/// and `reshape_and_cache_flash` (`num_tokens = key.size(0)`). ROCm vLLM builds the same
-/// source (hipified), so its `reshape_and_cache_flash_kernel<__hip_bfloat16, …>` is read
-/// alike. SGLang's `store_kvcache` is not: its launcher gives each token a warp and packs
-/// several warps per block, so its grid is not the token count.
-const KV_WRITE: [&str; 2] = ["reshape_and_cache_kernel", "reshape_and_cache_flash_kernel"];
+/// `csrc/cache_kernels.cu` launches them: `dim3 grid(num_tokens)` in `reshape_and_cache`,
+/// `reshape_and_cache_flash`, `concat_and_cache_mla` and `concat_and_cache_ds_mla` (MLA's
+/// latent cache; `num_tokens = slot_mapping.size(0)`, the tokens before CUDA-graph
+/// padding). ROCm vLLM builds the same source (hipified) and aiter's
+/// `csrc/kernels/cache_kernels.cu` keeps the launchers, so `…<__hip_bfloat16, …>` and
+/// `aiter::…` are read alike. SGLang's `store_kvcache` is not: its launcher gives each
+/// token a warp and packs several warps per block, so its grid is not the token count (its
+/// steps get their tokens from the recorded shapes of the operator, where recorded).
+const KV_WRITE: [&str; 4] = [
+    "reshape_and_cache_kernel",
+    "reshape_and_cache_flash_kernel",
+    "concat_and_cache_mla_kernel",
+    "concat_and_cache_ds_mla_kernel",
+];
+
+/// KV-cache write operators as vLLM registers them (`csrc/torch_bindings.cpp`), with the
+/// position of their `slot_mapping` input, whose one dimension is the tokens written (the
+/// launchers' `num_tokens`): `reshape_and_cache{,_flash}(key, value, key_cache,
+/// value_cache, slot_mapping, …)`, `concat_and_cache_mla(kv_c, k_pe, kv_cache,
+/// slot_mapping, …)`. Read from Kineto's `record_shapes` where the grid is not recorded.
+const KV_WRITE_OPS: [(&str, usize); 3] = [
+    ("_C_cache_ops::reshape_and_cache", 4),
+    ("_C_cache_ops::reshape_and_cache_flash", 4),
+    ("_C_cache_ops::concat_and_cache_mla", 3),
+];
 
 /// Whether `name` is a KV-cache write kernel whose grid x counts tokens.
 pub fn is_kv_write(name: &str) -> bool {
     KV_WRITE.iter().any(|k| name.contains(k))
+}
+
+/// The slot-mapping input of a KV-cache write operator, by the operator's exact name.
+fn kv_write_op(op: &str) -> Option<usize> {
+    KV_WRITE_OPS.iter().find(|(n, _)| *n == op).map(|&(_, i)| i)
+}
+
+/// The first dimension of input `n` of a compact `[[a,…],[b,…],…]` dims text (`[]` and
+/// scalars have none).
+fn nth_first_dim(dims: &str, n: usize) -> Option<u64> {
+    let inner = dims.strip_prefix('[')?.strip_suffix(']')?;
+    let (mut depth, mut start, mut k) = (0usize, 0usize, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                if k == n {
+                    return first_of(&inner[start..i]);
+                }
+                k += 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    (k == n).then(|| first_of(&inner[start..])).flatten()
+}
+
+/// The first whole number of one input's `[a,b,…]`.
+fn first_of(input: &str) -> Option<u64> {
+    let r = input.strip_prefix('[')?;
+    let end = r.find([',', ']'])?;
+    r[..end].parse().ok()
 }
 
 /// Whether the trace names a kernel whose grid this module reads (a KV-cache write or a
@@ -31,7 +84,7 @@ pub fn trace_has_counted_kernels(trace: &Trace) -> bool {
     trace
         .strings
         .iter()
-        .any(|s| is_kv_write(s) || batch::seqs_axis(s).is_some())
+        .any(|s| is_kv_write(s) || kv_write_op(s).is_some() || batch::seqs_axis(s).is_some())
 }
 
 /// One count with the line of evidence it rests on.
@@ -49,6 +102,39 @@ pub struct StepCounts {
     /// The most keys a request of the step can hold, from its attention grid
     /// ([`super::context`]).
     pub max_keys: Option<Count>,
+    /// The most query blocks FlashAttention-2's forward launched in the step (grid x =
+    /// ⌈max_seqlen_q / kBlockM⌉): more than one means a sequence of more query tokens than
+    /// a block (≥ 64), which no decode has.
+    pub query_blocks: Option<Count>,
+}
+
+/// FlashAttention-2's forward kernels (vLLM's `vllm_flash_attn` and the upstream
+/// `flash_fwd_launch_template.h`): `dim3 grid(num_m_block, …)` with `num_m_block =
+/// ⌈max_seqlen_q / kBlockM⌉` in both `flash_fwd_kernel` and `flash_fwd_splitkv_kernel`
+/// (not the combine kernel, whose grid counts rows; not the MLA split kernel).
+fn is_fa2_forward(name: &str) -> bool {
+    (name.contains("flash_fwd_kernel") || name.contains("flash_fwd_splitkv_kernel"))
+        && !name.contains("combine")
+        && !name.contains("mla")
+}
+
+/// The step's largest FlashAttention-2 query-block count, where it ran one.
+fn query_blocks_of(step: &Step, rows: &[batch::Counted<'_>]) -> Option<Count> {
+    let (Some(dev), Some(gs), Some(ge)) = (step.device, step.gpu_start_ns, step.gpu_end_ns) else {
+        return None;
+    };
+    let most = batch::window(rows, |r| (r.device, r.start), dev, gs, ge)
+        .iter()
+        .filter(|r| r.pid == step.pid)
+        .max_by_key(|r| r.value)?;
+    Some(Count {
+        value: most.value,
+        evidence: format!(
+            "{} query blocks in the launch grid of {} (grid x = ⌈longest query / block⌉)",
+            most.value,
+            batch::short(most.name)
+        ),
+    })
 }
 
 /// The KV-cache write launches of the trace and their grid x (the tokens written).
@@ -58,6 +144,113 @@ fn write_rows(trace: &Trace) -> Result<Vec<batch::Counted<'_>>> {
         |n| is_kv_write(n).then_some(()),
         |(), grid| u64::from(grid[0]),
     )
+}
+
+/// One recorded operator whose input shape counts something: where it ran on the host,
+/// the count, the operator.
+struct Shaped<'t> {
+    pid: i64,
+    tid: i64,
+    start: i64,
+    value: u64,
+    op: &'t str,
+}
+
+/// The recorded operators `pick` counts (`pick(op, dims)`), in (pid, start) order.
+fn shaped_rows<'t>(
+    trace: &'t Trace,
+    pick: impl Fn(&str, &str) -> Option<u64>,
+) -> Result<Vec<Shaped<'t>>> {
+    let v = trace.shapes_view()?;
+    let mut rows: Vec<Shaped<'t>> = (0..v.start_ns.len())
+        .filter_map(|i| {
+            let op = trace.name(v.name_id[i]);
+            let value = pick(op, trace.name(v.dims_id[i])).filter(|&n| n > 0)?;
+            Some(Shaped {
+                pid: i64::from(v.pid[i]),
+                tid: v.tid[i],
+                start: v.start_ns[i],
+                value,
+                op,
+            })
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.pid, r.start));
+    Ok(rows)
+}
+
+/// The tokens each recorded KV-cache write operator wrote: its slot mapping's length.
+fn write_shapes(trace: &Trace) -> Result<Vec<Shaped<'_>>> {
+    shaped_rows(trace, |op, dims| nth_first_dim(dims, kv_write_op(op)?))
+}
+
+/// The sampler's `aten::argmax` over the `[requests, vocab]` logits (vLLM V1 samples
+/// every request's next token, greedy or by `probs.div_(q).argmax(-1)`): its first
+/// dimension is the requests of the step, prefill and decode alike.
+fn sampler_shapes(trace: &Trace) -> Result<Vec<Shaped<'_>>> {
+    shaped_rows(trace, |op, dims| {
+        if op != "aten::argmax" {
+            return None;
+        }
+        let first = dims.strip_prefix("[[")?.split(']').next()?;
+        (first.split(',').count() == 2)
+            .then(|| first_of(&format!("[{first}]")))
+            .flatten()
+    })
+}
+
+/// The most frequent value of `values` with the line saying how often, and what else.
+fn most_often(values: impl Iterator<Item = u64>) -> Option<(u64, usize, usize, String)> {
+    let t = batch::tally(values);
+    let &(v, n) = t.first()?;
+    let all = t.iter().map(|(_, k)| k).sum();
+    let others = if t.len() > 1 {
+        let rest: Vec<String> = t[1..]
+            .iter()
+            .take(3)
+            .map(|(v, k)| format!("{v} ×{k}"))
+            .collect();
+        format!("; also seen: {}", rest.join(", "))
+    } else {
+        String::new()
+    };
+    Some((v, n, all, others))
+}
+
+/// The recorded operators of `rows` inside the step's host range, on its thread.
+fn in_step<'r, 't>(step: &Step, rows: &'r [Shaped<'t>]) -> Vec<&'r Shaped<'t>> {
+    let (Some(cs), Some(ce)) = (step.cpu_start_ns, step.cpu_end_ns) else {
+        return Vec::new();
+    };
+    batch::window(rows, |r| (r.pid, r.start), step.pid, cs, ce)
+        .iter()
+        .filter(|r| step.tid.is_none_or(|t| t == r.tid))
+        .collect()
+}
+
+/// The step's token count from the recorded shapes of its KV-cache write operators.
+fn tokens_from_shapes(step: &Step, rows: &[Shaped<'_>]) -> Option<Count> {
+    let mine = in_step(step, rows);
+    let (v, n, all, others) = most_often(mine.iter().map(|r| r.value))?;
+    let op = mine.first().map_or("", |r| r.op);
+    Some(Count {
+        value: v,
+        evidence: format!(
+            "{v} token(s) written by {op} (its slot_mapping input is [{v}] in the recorded shapes; {n} of {all} calls){others}"
+        ),
+    })
+}
+
+/// The step's requests from the sampler's recorded logits shape.
+fn requests_from_sampler(step: &Step, rows: &[Shaped<'_>]) -> Option<Count> {
+    let mine = in_step(step, rows);
+    let (v, n, all, others) = most_often(mine.iter().map(|r| r.value))?;
+    Some(Count {
+        value: v,
+        evidence: format!(
+            "{v} request(s) sampled (aten::argmax over [{v}, vocab] logits in the recorded shapes; {n} of {all} calls){others}"
+        ),
+    })
 }
 
 /// The step's token count from its KV-cache writes: the value most launches carry (one
@@ -70,18 +263,7 @@ fn tokens_of(step: &Step, rows: &[batch::Counted<'_>]) -> Option<Count> {
         .iter()
         .filter(|r| r.pid == step.pid)
         .collect();
-    let t = batch::tally(mine.iter().map(|r| r.value));
-    let &(v, n) = t.first()?;
-    let others = if t.len() > 1 {
-        let rest: Vec<String> = t[1..]
-            .iter()
-            .take(3)
-            .map(|(v, k)| format!("{v} ×{k}"))
-            .collect();
-        format!("; also seen: {}", rest.join(", "))
-    } else {
-        String::new()
-    };
+    let (v, n, _, others) = most_often(mine.iter().map(|r| r.value))?;
     let name = mine.first().map_or("", |r| batch::short(r.name));
     Some(Count {
         value: v,
@@ -96,32 +278,64 @@ fn tokens_of(step: &Step, rows: &[batch::Counted<'_>]) -> Option<Count> {
 /// a load of the same report with the launch grids.
 pub fn read(evidence: &Trace, steps: &[Step]) -> Result<Vec<StepCounts>> {
     let writes = write_rows(evidence)?;
+    let written = write_shapes(evidence)?;
+    let sampled = sampler_shapes(evidence)?;
     let grids = batch::grid_rows(evidence)?;
+    let blocks = batch::counted_launches(
+        evidence,
+        |n| is_fa2_forward(n).then_some(()),
+        |(), grid| u64::from(grid[0]),
+    )?;
     // The context bound's module reads grids the same way; its bound is kept as a count.
     let keys = super::context::bounds(evidence, steps)?;
     Ok(steps
         .iter()
         .zip(keys)
         .map(|(s, max_keys)| StepCounts {
-            tokens: tokens_of(s, &writes),
+            // The grid first (what the kernel ran), the recorded operator after it.
+            tokens: tokens_of(s, &writes).or_else(|| tokens_from_shapes(s, &written)),
             requests: batch::from_grid(s, &grids)
-                .map(|(value, evidence)| Count { value, evidence }),
+                .map(|(value, evidence)| Count { value, evidence })
+                .or_else(|| requests_from_sampler(s, &sampled)),
             max_keys: max_keys.map(|(value, evidence)| Count { value, evidence }),
+            query_blocks: query_blocks_of(s, &blocks),
         })
         .collect())
 }
 
-/// The kind the counts make of a step, and why; None where they do not decide it.
-/// `decode_family` is the decode-attention kernel the step ran, if any: with several
-/// sequences and more tokens than sequences, it makes the step `mixed` (decodes beside a
-/// prefill chunk) rather than a prefill.
-pub fn kind_of(c: &StepCounts, decode_family: Option<&str>) -> Option<(StepKind, String)> {
-    match (&c.tokens, &c.requests) {
-        (Some(t), Some(r)) if t.value == r.value => Some((
+/// What the counts say of a step's kind: a kind with its evidence, or (kind None) the
+/// reason they do not decide it, kept as the step's evidence when nothing else does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub kind: Option<StepKind>,
+    pub why: String,
+}
+
+/// What the counts make of a step, cross-checked with its attention kernels; None where
+/// the step wrote no counted tokens. `decode_family` is the decode-attention kernel the
+/// step ran, if any: with several sequences and more tokens than sequences, it makes the
+/// step `mixed` (decodes beside a prefill chunk) rather than a prefill. `attention` is the
+/// kind the step's attention kernels alone say (a prefill-only, decode-only or both
+/// kernel families) with the kernel that says it: it decides a step whose sequences are
+/// not counted.
+pub fn kind_of(
+    c: &StepCounts,
+    decode_family: Option<&str>,
+    attention: Option<(StepKind, &str)>,
+) -> Option<Reading> {
+    let t = c.tokens.as_ref()?;
+    let read = |kind: StepKind, why: String| {
+        Some(Reading {
+            kind: Some(kind),
+            why,
+        })
+    };
+    match &c.requests {
+        Some(r) if t.value == r.value => read(
             StepKind::Decode,
             format!("one token per request: {}; {}", t.evidence, r.evidence),
-        )),
-        (Some(t), Some(r)) if t.value > r.value => {
+        ),
+        Some(r) if t.value > r.value => {
             let (kind, what) = match decode_family {
                 Some(d) if r.value > 1 => (
                     StepKind::Mixed,
@@ -129,22 +343,68 @@ pub fn kind_of(c: &StepCounts, decode_family: Option<&str>) -> Option<(StepKind,
                 ),
                 _ => (StepKind::Prefill, "a prefill".to_owned()),
             };
-            Some((
+            read(
                 kind,
                 format!(
                     "{} tokens for {} sequence(s) ({}; {}): {what}",
                     t.value, r.value, t.evidence, r.evidence
                 ),
-            ))
+            )
         }
-        (Some(t), None) if t.value == 1 => Some((
+        Some(r) => Some(Reading {
+            kind: None,
+            why: format!(
+                "{} tokens written for {} sequences ({}; {}): fewer tokens than sequences (a padded grid), so the counts do not decide",
+                t.value, r.value, t.evidence, r.evidence
+            ),
+        }),
+        None if t.value == 1 => read(
             StepKind::Decode,
             format!(
                 "one token written: a decode of one request ({})",
                 t.evidence
             ),
-        )),
-        _ => None,
+        ),
+        None => match attention {
+            _ if c.query_blocks.as_ref().is_some_and(|b| b.value > 1) && decode_family.is_none() => {
+                let b = c.query_blocks.as_ref().map_or("", |b| b.evidence.as_str());
+                read(
+                    StepKind::Prefill,
+                    format!(
+                        "{} tokens written ({}) and {b}: a sequence longer than one query block, which no decode has — a prefill of {} tokens (decodes beside it are not excluded)",
+                        t.value, t.evidence, t.value
+                    ),
+                )
+            }
+            Some((StepKind::Prefill, k)) => read(
+                StepKind::Prefill,
+                format!(
+                    "{} tokens written ({}) and the prefill-only attention kernel {k}: a prefill of {} tokens",
+                    t.value, t.evidence, t.value
+                ),
+            ),
+            Some((StepKind::Decode, k)) => read(
+                StepKind::Decode,
+                format!(
+                    "{} tokens written ({}) and only the decode attention kernel {k}: a decode of {} requests, one token each",
+                    t.value, t.evidence, t.value
+                ),
+            ),
+            Some((StepKind::Mixed, k)) => read(
+                StepKind::Mixed,
+                format!(
+                    "{} tokens written ({}) by prefill and decode attention ({k}) in one step",
+                    t.value, t.evidence
+                ),
+            ),
+            _ => Some(Reading {
+                kind: None,
+                why: format!(
+                    "{} tokens written ({}), but the capture counts no sequences (no decode-attention grid, no sampler shape) and its attention kernel runs prefill and decode alike: a prefill of {} tokens and a decode of {} requests cannot be told apart",
+                    t.value, t.evidence, t.value, t.value
+                ),
+            }),
+        },
     }
 }
 
@@ -172,9 +432,27 @@ mod tests {
         assert!(is_kv_write(
             "void vllm::reshape_and_cache_kernel<__nv_bfloat16, __nv_bfloat16, 0>(...)"
         ));
+        assert!(is_kv_write("void vllm::concat_and_cache_mla_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>(...)"));
+        assert!(is_kv_write(
+            "void aiter::concat_and_cache_mla_kernel<__hip_bfloat16, __hip_bfloat16, 0>(...)"
+        ));
         assert!(!is_kv_write(
             "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>(...)"
         ));
+    }
+
+    #[test]
+    fn the_slot_mapping_of_a_recorded_cache_write_counts_its_tokens() {
+        // vllm_b200_eager_prefill_rank0.json.gz: _C_cache_ops::reshape_and_cache_flash's
+        // Input Dims, compacted as the Kineto reader stores them.
+        let dims = "[[888,1,64],[888,1,64],[4213816,16,1,64],[4213816,16,1,64],[888],[],[],[]]";
+        let slot = kv_write_op("_C_cache_ops::reshape_and_cache_flash").unwrap();
+        assert_eq!(nth_first_dim(dims, slot), Some(888));
+        assert_eq!(nth_first_dim(dims, 2), Some(4_213_816));
+        assert_eq!(nth_first_dim(dims, 5), None);
+        assert_eq!(nth_first_dim(dims, 9), None);
+        assert_eq!(kv_write_op("_C_cache_ops::concat_and_cache_mla"), Some(3));
+        assert_eq!(kv_write_op("aten::linear"), None);
     }
 
     #[test]
@@ -182,30 +460,67 @@ mod tests {
         let c = |t, r| StepCounts {
             tokens: count(t),
             requests: count(r),
-            max_keys: None,
+            ..StepCounts::default()
         };
-        assert_eq!(kind_of(&c(8, 8), None).unwrap().0, StepKind::Decode);
+        let kind = |c: &StepCounts, d, a| kind_of(c, d, a).and_then(|r| r.kind);
+        assert_eq!(kind(&c(8, 8), None, None), Some(StepKind::Decode));
         // A prefill that launches a decode-attention kernel is still a prefill.
         assert_eq!(
-            kind_of(&c(2048, 1), Some("paged_attention_ll4mi"))
-                .unwrap()
-                .0,
-            StepKind::Prefill
+            kind(&c(2048, 1), Some("paged_attention_ll4mi"), None),
+            Some(StepKind::Prefill)
         );
         assert_eq!(
-            kind_of(&c(600, 9), Some("paged_attention_v2")).unwrap().0,
-            StepKind::Mixed
+            kind(&c(600, 9), Some("paged_attention_v2"), None),
+            Some(StepKind::Mixed)
         );
-        assert_eq!(kind_of(&c(600, 9), None).unwrap().0, StepKind::Prefill);
-        // Fewer tokens than sequences (a padded grid): the counts do not decide.
-        assert!(kind_of(&c(4, 8), None).is_none());
+        assert_eq!(kind(&c(600, 9), None, None), Some(StepKind::Prefill));
+        // Fewer tokens than sequences (a padded grid): the counts do not decide, and say so.
+        let padded = kind_of(&c(4, 8), None, None).unwrap();
+        assert_eq!(padded.kind, None);
+        assert!(
+            padded.why.contains("fewer tokens than sequences"),
+            "{}",
+            padded.why
+        );
         let only_tokens = |t| StepCounts {
             tokens: count(t),
-            requests: None,
-            max_keys: None,
+            ..StepCounts::default()
         };
-        assert_eq!(kind_of(&only_tokens(1), None).unwrap().0, StepKind::Decode);
-        assert!(kind_of(&only_tokens(32), None).is_none());
-        assert!(kind_of(&StepCounts::default(), None).is_none());
+        assert_eq!(kind(&only_tokens(1), None, None), Some(StepKind::Decode));
+        // 1,049 tokens and no sequence count: the attention family decides, or nothing
+        // does and the reason is kept.
+        let open = kind_of(&only_tokens(1049), None, None).unwrap();
+        assert_eq!(open.kind, None);
+        assert!(open.why.contains("cannot be told apart"), "{}", open.why);
+        assert_eq!(
+            kind(
+                &only_tokens(1049),
+                None,
+                Some((StepKind::Prefill, "fmha_context"))
+            ),
+            Some(StepKind::Prefill)
+        );
+        assert_eq!(
+            kind(
+                &only_tokens(32),
+                None,
+                Some((StepKind::Decode, "BatchDecode"))
+            ),
+            Some(StepKind::Decode)
+        );
+        // FlashAttention-2 launched 17 query blocks: a sequence longer than a block.
+        let blocks = StepCounts {
+            query_blocks: count(17),
+            ..only_tokens(1049)
+        };
+        assert_eq!(kind(&blocks, None, None), Some(StepKind::Prefill));
+        let one_block = StepCounts {
+            query_blocks: count(1),
+            ..only_tokens(1049)
+        };
+        assert_eq!(kind(&one_block, None, None), None);
+        assert!(is_fa2_forward("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false, true, false, false, true, true, false, false>(Flash_fwd_params)"));
+        assert!(!is_fa2_forward("void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, 4, 2, true>(Flash_fwd_params)"));
+        assert!(kind_of(&StepCounts::default(), None, None).is_none());
     }
 }

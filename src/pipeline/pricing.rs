@@ -146,20 +146,58 @@ impl Pricing {
         }))
     }
 
-    /// The step's composition for its floor: its name's, else its own batch guess (from
-    /// its shapes or grid; never made when `--batch` is given) or the operating point's
-    /// batch, with the point's context, as a decode — never for a step inferred to be a
-    /// prefill or mixed, which a decode composition would misprice.
+    /// The step's composition for its floor: its name's; for a step inferred to be a
+    /// prefill, the tokens its KV-cache writes count ([`prefill`]); else its own batch
+    /// guess (from its shapes or grid; never made when `--batch` is given) or the operating
+    /// point's batch, with the point's context, as a decode — never for a mixed step, nor
+    /// for one whose counted tokens are not that batch, which a decode would misprice.
     pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
         // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
         let named = step.composition.as_ref().filter(|c| c.counts_requests());
-        if named.is_none() && matches!(step.kind_label().kind, StepKind::Prefill | StepKind::Mixed)
-        {
-            return None;
+        match (named, step.kind_label().kind) {
+            // An inferred prefill is priced from the tokens its KV-cache writes count.
+            (None, StepKind::Prefill) => {
+                let t = step.tokens_guess?;
+                return match step.batch_guess {
+                    Some(r) => prefill(t, r),
+                    None => self.least_prefill(t),
+                };
+            }
+            (None, StepKind::Mixed) => return None,
+            // A step of no known kind whose KV-cache writes count other tokens than the
+            // decode batch it would be priced at is not that decode.
+            (None, StepKind::Unknown)
+                if step
+                    .tokens_guess
+                    .is_some_and(|t| Some(t) != step.batch_guess.or(self.batch)) =>
+            {
+                return None
+            }
+            _ => {}
         }
         let batch = step.batch_guess.or(self.batch);
         let comp = composition(named, batch, self.context)?;
         (comp.sq > 0).then_some(comp)
+    }
+
+    /// A prefill of `tokens` whose prompts are not counted: the split into prompts with
+    /// the least floor (one long prompt costs the most attention, one prompt per token the
+    /// most logits; tried at every power of two between), so the floor stays a floor.
+    fn least_prefill(&self, tokens: u64) -> Option<StepComposition> {
+        let mut best: Option<(f64, StepComposition)> = None;
+        let mut r = 1u64;
+        loop {
+            let c = prefill(tokens, r.min(tokens))?;
+            let f = step_floor(&self.model, &self.gpu, &c, &self.opts).floor_ns;
+            if best.as_ref().is_none_or(|(b, _)| f < *b) {
+                best = Some((f, c));
+            }
+            if r >= tokens {
+                break;
+            }
+            r = r.saturating_mul(2);
+        }
+        best.map(|(_, c)| c)
     }
 
     /// The step's own floor, when its composition is known.
@@ -184,6 +222,24 @@ impl Pricing {
             opts: self.opts,
         })
     }
+}
+
+/// An inferred prefill of `tokens` new tokens in `prompts` prompts of equal length and no
+/// cached prefix (the least attention those tokens can cost in that many prompts).
+pub fn prefill(tokens: u64, prompts: u64) -> Option<StepComposition> {
+    if tokens == 0 {
+        return None;
+    }
+    let r = prompts.clamp(1, tokens);
+    let per = tokens.checked_mul(tokens)? / r;
+    Some(StepComposition {
+        prefill_requests: r,
+        sq: tokens,
+        sk: tokens,
+        sqsq: per,
+        sqsk: per,
+        ..StepComposition::default()
+    })
 }
 
 /// A step's composition for the floor: the parsed name first, `--batch`/`--context`

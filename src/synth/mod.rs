@@ -16,6 +16,7 @@ pub mod kineto;
 pub mod long_names;
 pub mod planted;
 pub mod planted_moe;
+pub mod planted_kinds;
 pub mod planted_point;
 pub mod replicate;
 pub mod rocpd;

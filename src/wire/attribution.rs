@@ -91,6 +91,14 @@ pub enum Shape {
     /// Dense GPU lane, no dominant kernel, and measured below the floor: the floor is wrong.
     BelowFloor,
     NoGpuWork,
+    /// An opaque CUDA-graph replay (`[cuda graph N]`) holds more than half of the busy
+    /// time: no kernel to profile until the capture traces the graph's nodes.
+    OneGraphDominant,
+    /// A collective holds more than half of the busy time: the link and the other ranks,
+    /// not a kernel to profile.
+    OneCollectiveDominant,
+    /// Dense GPU lane within 1.3× of a floor that FLOPs bind (a prefill's GEMMs).
+    AtComputeRoof,
 }
 
 impl Shape {
@@ -105,6 +113,9 @@ impl Shape {
             Shape::Undetermined => "undetermined (no floor)",
             Shape::BelowFloor => "below the floor",
             Shape::NoGpuWork => "no GPU work",
+            Shape::OneGraphDominant => "one graph replay dominant",
+            Shape::OneCollectiveDominant => "one collective dominant",
+            Shape::AtComputeRoof => "at the compute roof",
         }
     }
 }

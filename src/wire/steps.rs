@@ -240,7 +240,8 @@ pub struct Step {
     pub composition: Option<BatchComposition>,
     /// Requests in a decode step whose name does not count them, inferred from the
     /// capture (the token count of its input shapes, the sequence count of its
-    /// decode-attention launch grid); never part of `composition` or the group key.
+    /// decode-attention launch grid), or the prompts of an inferred prefill (the sequences
+    /// its grids or sampler count); never part of `composition` or the group key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_guess: Option<u64>,
     /// What `batch_guess` rests on, in one line.

@@ -5,7 +5,7 @@
 //! from stepgate's output. Failures are collected and reported together, naming case and key.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use stepgate::attribution;
@@ -874,6 +874,94 @@ const VLLM_KEYS: &[(&str, &str)] = &[
     ("num_swa_layers", "sliding_layers"),
 ];
 
+/// Where a config-resolution case's expected key is read in `floor --format json`'s
+/// `model` object.
+#[derive(Debug, PartialEq)]
+enum Mapped {
+    /// Under another name, by [`VLLM_KEYS`].
+    Model(&'static str),
+    /// Under its own `config.json` name in `model.config` (`moe_intermediate_size`,
+    /// `kv_lora_rank`, …).
+    Config,
+    /// Under its own name in `model`.
+    Geometry,
+}
+
+/// The properties a definition of the committed floor schema lists.
+fn schema_properties(def: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema/floor.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let defs = schema.get("definitions").or_else(|| schema.get("$defs"));
+    defs.and_then(|d| d[def]["properties"].as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Where `key` is read, or None: a key no case may carry unmapped.
+fn mapped(key: &str) -> Option<Mapped> {
+    if let Some((_, ours)) = VLLM_KEYS.iter().find(|(v, _)| *v == key) {
+        return Some(Mapped::Model(ours));
+    }
+    if schema_properties("ConfigFields").iter().any(|p| p == key) {
+        return Some(Mapped::Config);
+    }
+    schema_properties("ModelGeometry")
+        .iter()
+        .any(|p| p == key)
+        .then_some(Mapped::Geometry)
+}
+
+/// The expected keys of every config-resolution case, with the case they come from.
+fn config_case_keys() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for file in std::fs::read_dir(golden_dir()).unwrap().flatten() {
+        let path = file.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let cases: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for c in cases.iter().filter(|c| {
+            c["match"].as_str() == Some("only_if_tool_parses_hf_configs")
+                && c["inputs"].get("hf_config_json").is_some()
+        }) {
+            for k in c["expected"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k)
+            {
+                // `raises` is the outcome of a rejected config, not a model key.
+                if k != "raises" {
+                    out.push((c["id"].as_str().unwrap_or("?").to_owned(), k.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_golden_config_key_is_mapped() {
+    let unmapped: Vec<String> = config_case_keys()
+        .into_iter()
+        .filter(|(_, k)| mapped(k).is_none())
+        .map(|(id, k)| format!("{id}: `{k}`"))
+        .collect();
+    assert!(
+        unmapped.is_empty(),
+        "golden keys with no place in floor's `model` object (add them to VLLM_KEYS): {}",
+        unmapped.join(", ")
+    );
+    // The keys the issue names are read under their config.json names.
+    for k in ["moe_intermediate_size", "kv_lora_rank", "qk_rope_head_dim"] {
+        assert_eq!(mapped(k), Some(Mapped::Config), "{k}");
+    }
+    assert_eq!(mapped("hidden_size"), Some(Mapped::Model("hidden")));
+    assert_eq!(mapped("no_such_key"), None);
+}
+
 /// One `hf_config_json_by_expected_key` entry: the bytes per weight the product
 /// resolves for that key's config (a quantization method's, or a dtype's when the key
 /// names a dtype). The config's own quantization method, where it names one, must be
@@ -931,11 +1019,13 @@ fn hf_config_case(i: &Value, expected: &Value) -> Result<Computed, String> {
         Err(e) => return Err(format!("rejected: {e}")),
         Ok(m) => {
             for (k, _) in expected.as_object().ok_or("expected")? {
-                let (_, ours) = VLLM_KEYS
-                    .iter()
-                    .find(|(v, _)| v == k)
-                    .ok_or_else(|| format!("no model key for `{k}`"))?;
-                put(&mut c, k.clone(), m[*ours].clone());
+                let value = match mapped(k) {
+                    Some(Mapped::Model(ours)) => m[ours].clone(),
+                    Some(Mapped::Config) => m["config"][k.as_str()].clone(),
+                    Some(Mapped::Geometry) => m[k.as_str()].clone(),
+                    None => return Err(format!("unmapped golden key `{k}`")),
+                };
+                put(&mut c, k.clone(), value);
             }
         }
     }

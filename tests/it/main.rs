@@ -37,6 +37,7 @@ mod hostile_reports;
 mod html;
 mod install;
 mod kernel_families;
+mod kinds;
 mod kineto;
 mod kineto2021;
 mod label_pruning;
