@@ -300,6 +300,7 @@ fn steps_match_what_the_standin_emitted(nsys: &Path, engine: &str, found_by: &st
                 total_memory_bytes: 85_520_809_984,
             },
             layout: Layout::Nsys2022_2,
+            crossing_end: &|_| false,
         },
     )
     .unwrap();
