@@ -10,9 +10,13 @@ use crate::wire::decision::Outcome;
 
 const EXAMPLE: &str = "Examples:
   stepgate gate run.sqlite --history s3://perf/hist --export s3://perf/hist --json cmp.json
-  stepgate accept cmp.json --history s3://perf/hist --reason 'fp8 KV cache: 3% TPOT for 2x capacity'
-  stepgate accept cmp.json --history s3://perf/hist --metric wall_ns --reason 'the new sampler: 2% wall, same kernels'
-  stepgate reject cmp.json --reason 'regression from the new scheduler; do not use as reference'";
+  stepgate accept cmp.json --reason 'fp8 KV cache: 3% TPOT for 2x capacity'
+  stepgate accept cmp.json --metric wall_ns --reason 'the new sampler: 2% wall, same kernels'
+  stepgate reject cmp.json --reason 'regression from the new scheduler; do not use as reference'
+
+The decision goes into the history the comparison was read from (gate --history DS), else
+the dataset it exported to (--export DS), else beside the comparison. It is on the report's
+content: an export of the same report later, under any labels, is the decided run.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLE)]
@@ -29,7 +33,8 @@ pub struct Args {
     #[arg(long)]
     pub commit: Option<String>,
     /// Record it in this history dataset (local directory or s3://, gs://, az:// URL):
-    /// later `gate --history` runs read it.
+    /// later `gate --history` runs read it. Default: the history the comparison was
+    /// read from (`gate --history DS`), else the dataset it exported to (`--export DS`).
     #[arg(long, value_name = "DATASET", help_heading = HISTORY)]
     pub history: Option<PathBuf>,
     /// The metrics the decision covers (repeatable): a step metric (`wall_ns`),
@@ -38,8 +43,8 @@ pub struct Args {
     /// accepted run; the others keep the prior reference.
     #[arg(long = "metric", value_name = "METRIC")]
     pub metrics: Vec<String>,
-    /// Without --history: where to write the record (default: beside the comparison,
-    /// NAME.decision.json).
+    /// Write the record to this file instead of a history (default, when the comparison
+    /// names no dataset: beside it, NAME.decision.json); no gate reads it there.
     #[arg(short, long, value_name = "FILE", conflicts_with = "history", help_heading = OUTPUT)]
     pub out: Option<PathBuf>,
 }
@@ -61,13 +66,18 @@ pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
     })?;
     let word = outcome.word();
     crate::output::print(&format!(
-        "{word} by {} at {}: {:?} (comparison sha256 {}, run {}) → {}\n",
+        "{word} by {} at {}: {:?} (comparison sha256 {}, run {}) → {}{}\n",
         d.decision.by,
         d.decision.at,
         d.decision.reason,
         &d.decision.comparison_sha256[..12],
         d.decision.run_id.as_deref().unwrap_or("not named"),
-        d.written_to
+        d.written_to,
+        if d.in_history {
+            ""
+        } else {
+            " (a file: no `gate --history` reads it; pass --history DS to record it there)"
+        }
     ))?;
     Ok(OK)
 }

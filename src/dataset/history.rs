@@ -165,7 +165,14 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
         .map(|c| c.run_id.as_str())
         .chain(own.iter().map(|r| r.run_id.as_str()))
         .collect();
-    let decided = decide(&store, &mut matching, &candidate_runs, &mut warnings)?;
+    let candidate_sha = q.candidate.as_ref().map(|c| c.report_sha256.as_str());
+    let decided = decide(
+        &store,
+        &mut matching,
+        candidate_sha,
+        &candidate_runs,
+        &mut warnings,
+    )?;
     let skip = matching.len().saturating_sub(q.last);
     let runs: Vec<RunRow> = matching.into_iter().skip(skip).collect();
     let min = q.min_runs.max(1);

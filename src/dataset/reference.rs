@@ -2,11 +2,16 @@
 //! record"): a rejected run is left out; the newest accepted run becomes the reference of
 //! the metrics its decision covers (every metric for a record that names none), and a
 //! decision on the candidate's own run makes the candidate its own reference.
+//!
+//! A decision names its run by the report's content (`report_sha256`) and by the run id
+//! the comparison computed: a run is the decided one when either matches, so the same
+//! report exported before or after the decision, under any labels, is that run.
 
 use crate::dataset::store::Store;
 use crate::exit::Result;
 use crate::wire::baseline::{metric, Group};
 use crate::wire::dataset::RunRow;
+use crate::wire::decision::Decision;
 
 /// The candidate's own run was accepted: which metrics it is the reference of (None:
 /// every metric) and the note that says so.
@@ -17,6 +22,21 @@ pub struct AcceptedSelf {
     /// Said instead of `note` when too few other runs match for a comparison: the
     /// acceptance is on record, but nothing it does not cover can be judged.
     pub too_few_note: String,
+}
+
+/// Whether decision `d` is on run `r`: the same report (its content), or, for records that
+/// name no report digest, the same run id.
+fn names_run(d: &Decision, r: &RunRow) -> bool {
+    match (&d.report_sha256, &r.report_sha256) {
+        (Some(a), Some(b)) if a == b => true,
+        _ => d.run_id.as_deref() == Some(r.run_id.as_str()),
+    }
+}
+
+/// Whether decision `d` is on the candidate: its report digest, or one of its run ids.
+fn names_candidate(d: &Decision, sha: Option<&str>, runs: &[&str]) -> bool {
+    (d.report_sha256.is_some() && d.report_sha256.as_deref() == sha)
+        || d.run_id.as_deref().is_some_and(|r| runs.contains(&r))
 }
 
 /// How the newest accepted decision moves the reference.
@@ -33,7 +53,7 @@ pub(super) enum Moved {
 }
 
 /// "accepted on DATE by WHO: 'REASON'" (the reason on one line).
-fn accepted_words(d: &crate::wire::decision::Decision) -> String {
+fn accepted_words(d: &Decision) -> String {
     // A record is read from the dataset, so any text may be in it: one line each, and the
     // date cut on a character boundary.
     let line = |s: &str| -> String {
@@ -91,8 +111,9 @@ pub(super) struct Decided {
 pub(super) fn decide(
     store: &Store,
     runs: &mut Vec<RunRow>,
-    // The candidate's run id, and those of its earlier exports (same report, other
-    // labels): a decision on any of them is a decision on this run.
+    // The candidate's report digest, its run id and those of its earlier exports (same
+    // report, other labels): a decision on any of them is a decision on this run.
+    candidate_sha: Option<&str>,
     candidate_runs: &[&str],
     warnings: &mut Vec<String>,
 ) -> Result<Decided> {
@@ -106,19 +127,15 @@ pub(super) fn decide(
     if decisions.is_empty() {
         return Ok(out);
     }
-    let of = |o: Outcome| -> Vec<&crate::wire::decision::Decision> {
+    let of = |o: Outcome| -> Vec<&Decision> {
         decisions
             .iter()
-            .filter(|d| d.outcome == o && d.run_id.is_some())
+            .filter(|d| d.outcome == o && (d.run_id.is_some() || d.report_sha256.is_some()))
             .collect()
     };
     let rejected = of(Outcome::Rejected);
     let before = runs.len();
-    runs.retain(|r| {
-        !rejected
-            .iter()
-            .any(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
-    });
+    runs.retain(|r| !rejected.iter().any(|d| names_run(d, r)));
     if runs.len() < before {
         out.tail.push_str(&format!(
             "; {} rejected run(s) left out",
@@ -126,11 +143,11 @@ pub(super) fn decide(
         ));
     }
     let accepted = of(Outcome::Accepted);
-    if let Some(d) = accepted.iter().rev().find(|d| {
-        d.run_id
-            .as_deref()
-            .is_some_and(|r| candidate_runs.contains(&r))
-    }) {
+    if let Some(d) = accepted
+        .iter()
+        .rev()
+        .find(|d| names_candidate(d, candidate_sha, candidate_runs))
+    {
         let what = match &d.metrics {
             Some(m) => format!("the reference of {} is", covered_words(m)),
             None => "the reference of every metric is".to_owned(),
@@ -158,7 +175,7 @@ pub(super) fn decide(
         accepted
             .iter()
             .rev()
-            .find(|d| d.run_id.as_deref() == Some(r.run_id.as_str()))
+            .find(|d| names_run(d, r))
             .map(|d| (i, *d))
     });
     match newest {

@@ -477,6 +477,7 @@ mod tests {
             reason: reason.into(),
             comparison_sha256: String::new(),
             run_id: run.map(str::to_owned),
+            report_sha256: None,
             verdict: "regression".into(),
             covers: vec![],
             metrics: None,

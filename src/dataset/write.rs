@@ -266,19 +266,9 @@ pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The committed `runs` row of a run, wherever it is: in `keys` (its name in this
-/// partition, with label digests and without: datasets written before the digests), or
-/// (for a replace, which may move it) in every partition under either name.
-fn committed(store: &Store, keys: &[&str], id: &str, everywhere: bool) -> Result<Vec<String>> {
-    if !everywhere {
-        let mut out = Vec::new();
-        for k in keys {
-            if store.get(k)?.is_some() {
-                out.push((*k).to_owned());
-            }
-        }
-        return Ok(out);
-    }
+/// The committed `runs` rows of a run, wherever they are: in every partition, under its
+/// name with label digests and without (datasets written before the digests).
+fn committed(store: &Store, id: &str) -> Result<Vec<String>> {
     Ok(store
         .list("runs")?
         .into_iter()
@@ -293,14 +283,23 @@ fn committed(store: &Store, keys: &[&str], id: &str, everywhere: bool) -> Result
 /// Whether the dataset holds this run (its `runs` row is committed, in any partition).
 pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
     Store::open(dataset)
-        .and_then(|s| committed(&s, &[], run_id, true))
+        .and_then(|s| committed(&s, run_id))
         .is_ok_and(|v| !v.is_empty())
 }
 
-fn already_there(id: &str, dataset: &str) -> Error {
+/// The refusal of a run already committed (`keys`: its runs objects, when known): where
+/// it is, when another partition (another --model or GPU: not part of a run's identity).
+fn already_there(id: &str, dataset: &str, keys: &[String]) -> Error {
+    let at = keys
+        .iter()
+        .filter_map(|k| layout::parse_key(k))
+        .map(|p| format!(" (partition gpu={}/model={})", p.gpu, p.model))
+        .next()
+        .unwrap_or_default();
     Error::input(format!(
-        "run {id} (this report with these labels) is already in {dataset}: pass --replace \
-         to replace it, or change a --label"
+        "run {id} (this report with these labels) is already in {dataset}{at}: a run is \
+         the report and its labels, whatever --model or GPU it was priced for; pass \
+         --replace to replace it, or change a --label"
     ))
 }
 
@@ -347,17 +346,15 @@ pub fn export_run(
     let gpu = layout::partition("gpu", src.gpu_name.as_deref());
     let model = layout::partition("model", src.model.as_deref());
     let runs_key = layout::runs_key(&gpu, &model, &id, labels);
-    let plain = layout::runs_key_plain(&gpu, &model, &id);
-    // The commit below decides; this saves encoding a run that is refused anyway. A run
-    // committed under the name without digests (an older stepgate) is the same run.
-    let names: Vec<&str> = if plain == runs_key {
-        vec![&runs_key]
-    } else {
-        vec![&runs_key, &plain]
-    };
-    let before = committed(&store, &names, &id, opts.replace)?;
+    // The commit below decides within this partition; this saves encoding a run that is
+    // refused anyway, and it alone sees the run in another partition: the partition
+    // follows `--model` and the GPU, which are not labels, so the same report with the
+    // same labels exported with another --model is the same run, refused (or moved by
+    // --replace), never a second copy. A run committed under the name without digests (an
+    // older stepgate) is the same run.
+    let before = committed(&store, &id)?;
     if !opts.replace && !before.is_empty() {
-        return Err(already_there(&id, store.name()));
+        return Err(already_there(&id, store.name(), &before));
     }
     let eid = export_id(&id);
     let ids = Ids {
@@ -443,7 +440,7 @@ pub fn export_run(
     if put == Put::AlreadyExists {
         // Another export of this run committed first: ours never becomes visible.
         undo(&written);
-        return Err(already_there(&id, store.name()));
+        return Err(already_there(&id, store.name(), &[]));
     }
     crate::phases::mark("export: committed");
     let mut notes = Vec::new();

@@ -1,5 +1,11 @@
 //! `accept` / `reject`: a decision record from a comparison file, written into the history
 //! dataset (where `gate --history` reads it) or beside the comparison.
+//!
+//! Where: `--history DS`, else the history the comparison was read from (`gate --history
+//! DS` records it), else the dataset it exported to (`--export DS`), else beside the
+//! comparison. On what: the candidate report's content (its sha256, which the comparison
+//! records), so every export of that report — before or after the decision, under any
+//! labels — is the decided run (docs/gate.md, "Decisions on record").
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +25,8 @@ pub struct DecisionPlan {
     pub reason: String,
     pub by: Option<String>,
     pub commit: Option<String>,
-    /// The history dataset to record it in; else `out`, else beside the comparison.
+    /// The history dataset to record it in; else `out`, else the history (or export
+    /// dataset) the comparison names, else beside the comparison.
     pub history: Option<PathBuf>,
     pub out: Option<PathBuf>,
     /// `--metric`: the metrics the decision covers, checked against the comparison's rows;
@@ -32,6 +39,24 @@ pub struct DecisionPlan {
 pub struct Decided {
     pub decision: Decision,
     pub written_to: String,
+    /// Written into a history dataset (false: a file no gate reads).
+    pub in_history: bool,
+}
+
+/// The dataset a decision goes into: `--history`, else the comparison's history, else its
+/// export dataset; None when `--out` asks for a file, or the comparison names no dataset.
+fn target(p: &DecisionPlan, v: &serde_json::Value) -> Option<PathBuf> {
+    if p.history.is_some() {
+        return p.history.clone();
+    }
+    if p.out.is_some() {
+        return None;
+    }
+    let s = &v["source"];
+    s["history"]
+        .as_str()
+        .or_else(|| s["export"].as_str())
+        .map(PathBuf::from)
 }
 
 fn env(name: &str) -> Option<String> {
@@ -80,11 +105,25 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
     let run_id = v["source"]["candidate"]["run_id"]
         .as_str()
         .map(str::to_owned);
-    if p.history.is_some() && run_id.is_none() {
+    let report_sha256 = v["source"]["candidate"]["report_sha256"]
+        .as_str()
+        .map(str::to_owned);
+    let history = target(p, &v);
+    if let Some(ds) = history.as_ref().filter(|_| run_id.is_none()) {
+        let cand = v["source"]["candidate"]["path"]
+            .as_str()
+            .unwrap_or("REPORT");
+        let why = if v["source"]["candidate"]["kind"] == "baseline" {
+            "its candidate was a baseline file, not a report, so it names no run"
+        } else {
+            "it was gated without --history or --export, so it names no run"
+        };
         return Err(Error::usage(format!(
-            "{shown} names no candidate run id (it comes from `gate … --history DS` or \
-             `--export DS`): a history cannot start from a run it does not know; write the \
-             decision beside the comparison instead (drop --history)"
+            "{shown}: {why} for {} to remember; run `stepgate gate {cand} --history {} \
+             --json {shown}` and accept that comparison, or drop --history to write the \
+             decision beside it",
+            ds.display(),
+            ds.display()
         )));
     }
     let metrics = covered_metrics(&v, &p.metrics, &shown.to_string())?;
@@ -107,12 +146,13 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
         reason: reason.to_owned(),
         comparison_sha256: hex(&Sha256::digest(&bytes)),
         run_id,
+        report_sha256,
         verdict: verdict.to_owned(),
         covers,
         metrics,
         tool: crate::wire::meta::Tool::current(),
     };
-    let written_to = match (&p.history, &p.out) {
+    let written_to = match (&history, &p.out) {
         (Some(ds), _) => {
             let store = crate::dataset::store::Store::open(ds)?;
             crate::dataset::decisions::write(&store, &decision)?
@@ -126,6 +166,7 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
     Ok(Decided {
         decision,
         written_to,
+        in_history: history.is_some(),
     })
 }
 

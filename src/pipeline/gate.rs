@@ -83,6 +83,7 @@ impl Candidate {
         };
         let source = SideSource {
             run_id: own.as_ref().map(|o| o.run_id.clone()),
+            report_sha256: own.as_ref().map(|o| o.report_sha256.clone()),
             ..source
         };
         Ok(Candidate {
@@ -105,7 +106,18 @@ fn side_source(path: &Path) -> SideSource {
         },
         path: path.display().to_string(),
         run_id: None,
+        report_sha256: None,
     }
+}
+
+/// A dataset as a decision finds it again from another directory: a URL as written, a
+/// local path made absolute (not canonical: a symlinked dataset stays where it was named).
+pub fn dataset_location(ds: &Path) -> String {
+    let s = ds.display().to_string();
+    if s.contains("://") {
+        return s;
+    }
+    std::path::absolute(ds).map_or(s, |p| p.display().to_string())
 }
 
 /// What the candidate is compared against.
@@ -144,8 +156,14 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
             kind: SideKind::History,
             path: plan.dataset.display().to_string(),
             run_id: None,
+            report_sha256: None,
         },
     };
+    let history = match against {
+        Against::History(plan) => Some(dataset_location(&plan.dataset)),
+        Against::Baseline(_) => None,
+    };
+    let export = cand.export.as_ref().map(|e| dataset_location(&e.dataset));
     let (mut comparison, baseline) = match against {
         Against::Baseline(path) => {
             let base = read_baseline(path)?;
@@ -176,6 +194,8 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
     comparison.source = Some(ComparisonSource {
         baseline: baseline_source,
         candidate: cand.source,
+        history,
+        export,
     });
     comparison.warnings.extend(cand.warnings);
     Ok(Compared {
@@ -198,6 +218,8 @@ pub fn diff(
     let source = ComparisonSource {
         baseline: side_source(a),
         candidate: side_source(b),
+        history: None,
+        export: None,
     };
     let (a, mut warnings) = record::side(a, plan)?;
     let (b, more) = record::side(b, plan)?;

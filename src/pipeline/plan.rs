@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::categories::Categorizer;
 use crate::roofline::options::{GpuOptions, ModelOptions};
 use crate::source::LoadOptions;
-use crate::timing::steps::StepOptions;
+use crate::timing::steps::{StepOptions, StepSource};
 use crate::wire::attribution::LaunchCost;
 use crate::wire::roofline::{FloorOptions, MoeRouting};
 use crate::wire::steps::StepKind;
@@ -42,6 +42,7 @@ impl StepsPlan {
             calls: true,
             ranges: filter.is_some(),
             range_filter: filter,
+            range_filter_domains: matches!(self.find.source, StepSource::Regex(_)),
             // DRAM-throughput samples, where the report has them: the per-class shape
             // then rests on a counter.
             gpu_metrics: true,

@@ -57,6 +57,9 @@ pub struct LoadOptions {
     pub ranges: bool,
     /// Keep only nsys ranges whose name matches (e.g. engine step patterns); `None` keeps all.
     pub range_filter: Option<regex::Regex>,
+    /// Keep the nsys ranges of a named domain whatever `range_filter` says of their bare
+    /// name: a `--steps REGEX` may match their `Domain:Name`, which discovery tests.
+    pub range_filter_domains: bool,
     /// Kernel grid and block dimensions as six u32 op columns (`trace::col::GRID_X` …).
     pub geometry: bool,
     /// nsys GPU metrics (DRAM bandwidth, SM activity) into `Trace::gpu_metrics`.
@@ -119,6 +122,7 @@ impl LoadOptions {
             calls: true,
             ranges: true,
             range_filter: None,
+            range_filter_domains: false,
             geometry: false,
             gpu_metrics: false,
             shapes: false,

@@ -128,7 +128,20 @@ impl TraceMeta {
             origin_epoch_ns: None,
             distributed: None,
             warnings: Vec::new(),
+            nvtx_domains: Vec::new(),
         }
+    }
+
+    /// The name of range domain `domain_id` in process `pid`, when it is a named domain
+    /// the report names (nsys: a domain-create row; 0 and -1 are the default domain).
+    pub fn domain_name(&self, pid: i64, domain_id: i64) -> Option<&str> {
+        if domain_id <= 0 {
+            return None;
+        }
+        self.nvtx_domains
+            .iter()
+            .find(|d| d.pid == pid && d.id == domain_id)
+            .map(|d| d.name.as_str())
     }
 }
 

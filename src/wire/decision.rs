@@ -1,6 +1,8 @@
 //! A decision on a comparison (`stepgate accept` / `reject`): who decided what, when and
 //! why, about which comparison (its content hash) and which run. Stored in the history
 //! dataset (`decisions/`) or beside the comparison; a later `gate --history` reads them.
+//! The run decided on is identified by its report's content (`report_sha256`), so a
+//! report exported after the decision, under any labels, is the decided run.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +47,11 @@ pub struct Decision {
     pub comparison_sha256: String,
     /// The candidate's run id the comparison names (gates with `--history` or `--export`).
     pub run_id: Option<String>,
+    /// sha256 of the candidate report's bytes, as the comparison names it: the decided
+    /// run is every export of that report, under any labels, before or after the
+    /// decision. Absent in records written before it (matched by `run_id` alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_sha256: Option<String>,
     /// The comparison's verdict and the reasons it gave, as they were.
     pub verdict: String,
     pub covers: Vec<String>,

@@ -32,6 +32,15 @@ impl Tool {
 pub struct ComparisonSource {
     pub baseline: SideSource,
     pub candidate: SideSource,
+    /// The history dataset the baseline side was built from (`gate --history DS`), as an
+    /// absolute path or URL: where `accept` and `reject` record a decision on this
+    /// comparison unless their own `--history` names another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+    /// The dataset the candidate was exported to (`gate --export DS`), likewise absolute:
+    /// where a decision is recorded when the comparison read no history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<String>,
 }
 
 /// One side of a comparison: what kind of input it was and its path.
@@ -44,6 +53,10 @@ pub struct SideSource {
     /// `stepgate accept` records, so a later history gate can start from this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// sha256 of the report's bytes (`gate --history` or `--export`): the run's identity in
+    /// any history, whatever labels it is exported under; what a decision is matched by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_sha256: Option<String>,
 }
 
 /// What a side of a comparison was read from.

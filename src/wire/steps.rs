@@ -224,6 +224,10 @@ pub struct Step {
     pub tid: Option<i64>,
     pub device: Option<i64>,
     pub name: String,
+    /// The named NVTX domain of the step's range (nsys shows the range as `Domain:Name`;
+    /// `--steps REGEX` matches either); absent in the default domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// How this step was found.
     #[serde(default)]
     pub found_by: FoundBy,
@@ -602,6 +606,7 @@ pub(crate) mod tests {
             tid: Some(1),
             device: Some(0),
             name: format!("s{index}"),
+            domain: None,
             found_by: super::FoundBy::Marker,
             kind: StepKind::Decode,
             kind_guess: None,

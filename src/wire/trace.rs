@@ -131,4 +131,16 @@ pub struct TraceMeta {
     pub distributed: Option<Distributed>,
     /// Things the loader noticed and the user should know (schema newer than tested…).
     pub warnings: Vec<String>,
+    /// The named NVTX domains (nsys: the domain-create rows), by process and id: a range
+    /// in one is named `Domain:Name`, as nsys shows it. Empty for formats without domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_domains: Vec<NvtxDomain>,
+}
+
+/// A named NVTX domain: ranges of process `pid` with `domain_id == id` are in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvtxDomain {
+    pub pid: i64,
+    pub id: i64,
+    pub name: String,
 }

@@ -11,18 +11,21 @@
 //! skip into a failure.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stepgate::probe::cuda::{device_status, DeviceStatus};
-use stepgate::source::nsys::export::{ensure_sqlite, find_program, ExportOptions};
+use stepgate::source::nsys::export::{ensure_sqlite, ExportOptions};
 use stepgate::synth::augment::{augment, Spec};
 use stepgate::synth::writer::GpuRec;
 use stepgate::synth::Layout;
 
 use crate::common;
+use crate::nsys_env::{
+    gated_on_domain_enabled, need, profile_emit, python, read_log, standin, Needs,
+};
 
 /// Steps each stand-in run emits.
 const STEPS: usize = 6;
@@ -32,173 +35,6 @@ const KERNEL_NS: i64 = 200_000;
 /// The stand-in's host time per step range (tests/standin/engine.py, STEP_SECONDS).
 const STEP_NS: i64 = 4_000_000;
 
-fn standin() -> PathBuf {
-    common::root()
-        .join("tests")
-        .join("standin")
-        .join("engine.py")
-}
-
-/// The python that runs the stand-in: `STEPGATE_TEST_PYTHON` (`.ci/run` points it at the
-/// virtualenv `.ci/install_nsys.sh` makes, with an nvtx that records under nsys 2022.4),
-/// else `python3` on PATH.
-fn python() -> String {
-    std::env::var("STEPGATE_TEST_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".to_owned())
-}
-
-/// The installed nvtx version, as the package metadata says (the module has no
-/// `__version__`), or None when it does not import.
-fn nvtx_version(python: &str) -> Option<String> {
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import importlib.metadata as m, nvtx; print(m.version('nvtx'))",
-        ])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    (out.status.success() && !v.is_empty()).then_some(v)
-}
-
-/// Whether an nvtx version is one of those that record nothing under nsys 2022.4: from
-/// 0.2.12 a domain is created only when `nvtxDomainIsEnabled` returns non-zero, and
-/// 2022.4's injection library answers 0.
-fn gated_on_domain_enabled(version: &str) -> bool {
-    let n: Vec<u32> = version
-        .split('.')
-        .take(3)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    n.as_slice() >= [0, 2, 12].as_slice()
-}
-
-/// The range the probe pushes.
-const PROBE_RANGE: &str = "stepgate-nvtx-probe";
-
-/// Profile one `nvtx.push_range`/`pop_range` under nsys and count the rows of that name
-/// in the export: the proof that this nsys and this nvtx record ranges at all (a version
-/// check alone cannot tell for an nsys other than 2022.4). Err is the reason it could not
-/// be run.
-fn probe_records_a_range(nsys: &Path, python: &str) -> Result<bool, String> {
-    let t = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let code = format!("import nvtx; nvtx.push_range('{PROBE_RANGE}'); nvtx.pop_range()");
-    let out = Command::new(nsys)
-        .args(["profile", "-t", "nvtx", "--sample=none", "--cpuctxsw=none"])
-        .arg("-o")
-        .arg(t.path().join("p"))
-        .args([python, "-c", &code])
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", nsys.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "nsys profile of the nvtx probe failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let rep = ["p.nsys-rep", "p.qdstrm"]
-        .iter()
-        .map(|f| t.path().join(f))
-        .find(|p| p.is_file())
-        .ok_or("nsys wrote no report for the nvtx probe")?;
-    let sqlite = ensure_sqlite(&rep, &ExportOptions::from_env()).map_err(|e| e.message)?;
-    let db = rusqlite::Connection::open(&sqlite).map_err(|e| e.to_string())?;
-    // No NVTX_EVENTS table at all is what an export with no NVTX row looks like.
-    let n: i64 = db
-        .query_row(
-            "SELECT count(*) FROM NVTX_EVENTS e LEFT JOIN StringIds s ON e.textId = s.id \
-             WHERE coalesce(e.text, s.value) = ?1",
-            [PROBE_RANGE],
-            |r| r.get(0),
-        )
-        .unwrap_or(0);
-    Ok(n > 0)
-}
-
-/// What a test needs of nsys and the stand-in's python.
-#[derive(Clone, Copy, PartialEq)]
-enum Needs {
-    /// nsys, and a python that imports `nvtx` (the stand-in imports it): the capture tests,
-    /// whose checks are the server's lifecycle, not its ranges.
-    Import,
-    /// Also NVTX ranges recorded under this nsys, proved by the probe: the step tests.
-    Ranges,
-}
-
-/// nsys on PATH and a python whose `nvtx` does what `needs` says (the range probe runs
-/// once per test process), or why not (printed as the skip line).
-fn prerequisites(needs: Needs) -> Result<PathBuf, String> {
-    static FOUND: std::sync::OnceLock<Result<(PathBuf, String, String), String>> =
-        std::sync::OnceLock::new();
-    static RECORDS: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    let (nsys, python, version) = FOUND
-        .get_or_init(|| {
-            let nsys = find_program("nsys", std::env::var_os("PATH").as_deref()).ok_or(
-                "nsys is not on PATH (.ci/install_nsys.sh installs Nsight Systems 2022.4 from Debian)",
-            )?;
-            let python = python();
-            let version = nvtx_version(&python).ok_or_else(|| {
-                format!(
-                    "{python} cannot import nvtx (.ci/install_nsys.sh makes a virtualenv with \
-                     nvtx<0.2.12; point STEPGATE_TEST_PYTHON at its python3)"
-                )
-            })?;
-            Ok((nsys, python, version))
-        })
-        .clone()?;
-    if needs == Needs::Import {
-        return Ok(nsys);
-    }
-    RECORDS
-        .get_or_init(|| {
-            if probe_records_a_range(&nsys, &python)? {
-                return Ok(());
-            }
-            let why = if gated_on_domain_enabled(&version) {
-                " (nvtx 0.2.12 and later create a domain only when nvtxDomainIsEnabled \
-                 returns non-zero, which nsys 2022.4 answers 0)"
-            } else {
-                ""
-            };
-            Err(format!(
-                "nsys recorded no NVTX range from nvtx {version} under {python}{why}: \
-                 install nvtx<0.2.12 (.ci/install_nsys.sh makes a virtualenv with it; point \
-                 STEPGATE_TEST_PYTHON at its python3)"
-            ))
-        })
-        .clone()
-        .map(|()| nsys)
-}
-
-/// One nsys session at a time: two `nsys profile` launched together in one process tree
-/// can fail in nsys 2022.4's launcher (`sem_open ... No such file or directory`).
-static NSYS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The nsys lock (a failed test before us does not poison it for the rest) and nsys, or
-/// the skip line and return; with `STEPGATE_REQUIRE_NSYS=1` (`.ci/run`) a skip is a
-/// failure, so CI cannot go green without having run these tests.
-macro_rules! need_nsys {
-    ($test:literal, $needs:expr) => {{
-        let one = NSYS.lock().unwrap_or_else(|e| e.into_inner());
-        match prerequisites($needs) {
-            Ok(n) => (one, n),
-            Err(why) => {
-                if std::env::var("STEPGATE_REQUIRE_NSYS").as_deref() == Ok("1") {
-                    panic!("real_nsys::{}: STEPGATE_REQUIRE_NSYS=1, but {why}", $test);
-                }
-                // Straight to stderr: libtest captures eprintln! of a passing test, and
-                // the skip must be seen in a plain `cargo test`.
-                use std::io::Write;
-                let _ = writeln!(std::io::stderr(), "real_nsys::{}: skipped: {why}", $test);
-                return;
-            }
-        }
-    }};
-}
-
 #[test]
 fn nvtx_versions_from_0_2_12_are_the_ones_gated_on_domain_enabled() {
     for v in ["0.2.12", "0.2.17", "0.3.0", "1.0"] {
@@ -207,15 +43,6 @@ fn nvtx_versions_from_0_2_12_are_the_ones_gated_on_domain_enabled() {
     for v in ["0.2.11", "0.2.8", "0.2.10", "0.1.9"] {
         assert!(!gated_on_domain_enabled(v), "{v}");
     }
-}
-
-/// The stand-in's log: one JSON object per line.
-fn read_log(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Whether any live process is in process group `pgid` (zombies count as gone).
@@ -232,48 +59,10 @@ fn group_alive(pgid: i64) -> bool {
     })
 }
 
-/// Profile `engine.py emit --engine ENGINE` under nsys in `dir`; returns the report nsys
-/// left (`e.nsys-rep`, or `e.qdstrm` where nsys cannot find its importer) and the log.
-fn profile_emit(nsys: &Path, dir: &Path, engine: &str) -> (PathBuf, Vec<Value>) {
-    let log = dir.join("e.log");
-    let out = Command::new(nsys)
-        .args([
-            "profile",
-            "-t",
-            "nvtx,osrt",
-            "--sample=none",
-            "--cpuctxsw=none",
-            "-o",
-        ])
-        .arg(dir.join("e"))
-        .arg(python())
-        .arg(standin())
-        .args([
-            "emit",
-            "--engine",
-            engine,
-            "--steps",
-            &STEPS.to_string(),
-            "--log",
-        ])
-        .arg(&log)
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "nsys profile failed: {said}");
-    let rep = ["e.nsys-rep", "e.qdstrm"]
-        .iter()
-        .map(|f| dir.join(f))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("nsys wrote no report: {said}"));
-    (rep, read_log(&log))
-}
-
 /// One engine's NVTX step ranges, through the real nsys, found as steps.
 fn steps_match_what_the_standin_emitted(nsys: &Path, engine: &str, found_by: &str) {
     let t = tempfile::tempdir().unwrap();
-    let (rep, log) = profile_emit(nsys, t.path(), engine);
+    let (rep, log) = profile_emit(nsys, t.path(), engine, STEPS);
     let emitted: Vec<&Value> = log
         .iter()
         .filter(|r| r["event"] == "range" && r["step"] == true)
@@ -300,6 +89,7 @@ fn steps_match_what_the_standin_emitted(nsys: &Path, engine: &str, found_by: &st
                 total_memory_bytes: 85_520_809_984,
             },
             layout: Layout::Nsys2022_2,
+            crossing_end: &|_| false,
         },
     )
     .unwrap();
@@ -350,23 +140,35 @@ fn steps_match_what_the_standin_emitted(nsys: &Path, engine: &str, found_by: &st
 
 #[test]
 fn vllm_detailed_step_ranges_under_real_nsys() {
-    let (_one, nsys) = need_nsys!("vllm_detailed_step_ranges_under_real_nsys", Needs::Ranges);
+    let Some((_one, nsys)) = need(
+        "real_nsys::vllm_detailed_step_ranges_under_real_nsys",
+        Needs::Ranges,
+    ) else {
+        return;
+    };
     steps_match_what_the_standin_emitted(&nsys, "vllm", "marker");
 }
 
 #[test]
 fn sglang_scheduler_ranges_under_real_nsys() {
-    let (_one, nsys) = need_nsys!("sglang_scheduler_ranges_under_real_nsys", Needs::Ranges);
+    let Some((_one, nsys)) = need(
+        "real_nsys::sglang_scheduler_ranges_under_real_nsys",
+        Needs::Ranges,
+    ) else {
+        return;
+    };
     // SGLang's scheduler stages are a family of their own: run_batch is the step.
     steps_match_what_the_standin_emitted(&nsys, "sglang", "scheduler");
 }
 
 #[test]
 fn trtllm_executor_ranges_in_their_domain_under_real_nsys() {
-    let (_one, nsys) = need_nsys!(
-        "trtllm_executor_ranges_in_their_domain_under_real_nsys",
-        Needs::Ranges
-    );
+    let Some((_one, nsys)) = need(
+        "real_nsys::trtllm_executor_ranges_in_their_domain_under_real_nsys",
+        Needs::Ranges,
+    ) else {
+        return;
+    };
     steps_match_what_the_standin_emitted(&nsys, "trtllm", "marker");
 }
 
@@ -474,10 +276,12 @@ fn capture_under_real_nsys(engine: &str, ready: &str, generate: &str, server_fla
 
 #[test]
 fn vllm_capture_under_real_nsys_leaves_no_process() {
-    let (_one, _nsys) = need_nsys!(
-        "vllm_capture_under_real_nsys_leaves_no_process",
-        Needs::Import
-    );
+    let Some((_one, _nsys)) = need(
+        "real_nsys::vllm_capture_under_real_nsys_leaves_no_process",
+        Needs::Import,
+    ) else {
+        return;
+    };
     capture_under_real_nsys(
         "vllm",
         "/health",
@@ -488,9 +292,11 @@ fn vllm_capture_under_real_nsys_leaves_no_process() {
 
 #[test]
 fn sglang_capture_under_real_nsys_leaves_no_process() {
-    let (_one, _nsys) = need_nsys!(
-        "sglang_capture_under_real_nsys_leaves_no_process",
-        Needs::Import
-    );
+    let Some((_one, _nsys)) = need(
+        "real_nsys::sglang_capture_under_real_nsys_leaves_no_process",
+        Needs::Import,
+    ) else {
+        return;
+    };
     capture_under_real_nsys("sglang", "/ready", "/generate", &[]);
 }

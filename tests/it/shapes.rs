@@ -31,6 +31,7 @@ fn step(s: S) -> Step {
         tid: Some(1),
         device: Some(0),
         name: "execute_context_0(0)_generation_32(32)".to_owned(),
+        domain: None,
         kind: StepKind::Decode,
         kind_guess: None,
         kind_evidence: None,

@@ -6,8 +6,11 @@ names and domains (docs/engines.md, docs/steps.md), through the `nvtx` PyPI pack
 logs what it emitted (one JSON object per line) so a test can check what stepgate found
 against what was really there.
 
-    engine.py emit  --engine vllm|sglang|trtllm --steps N --log FILE
-        Emit N engine steps on the main thread and exit.
+    engine.py emit  --engine vllm|sglang|trtllm|tensorrt --steps N --log FILE
+        Emit N engine steps on the main thread and exit. `tensorrt`: each step an
+        `enqueue` range holding per-layer ranges in the NVTX domain `TensorRT` (as
+        TensorRT's profiler names them, `TensorRT:layer_k` in nsys), then two start/end
+        `request` ranges: one ended on a second thread, one on the thread that started it.
     engine.py serve --engine vllm|sglang --port P --log FILE [engine flags ...]
         An HTTP server with the engine's routes: vLLM /health, /v1/models,
         /v1/completions, /start_profile, /stop_profile; SGLang /ready, /model_info,
@@ -34,6 +37,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import nvtx
 
 TRTLLM_DOMAIN = "TensorRT-LLM"
+TENSORRT_DOMAIN = "TensorRT"
+TENSORRT_LAYERS = 3
 STEP_SECONDS = 0.004
 
 
@@ -129,6 +134,8 @@ def emit(engine, n, log):
     elif engine == "trtllm":
         for s in trtllm_schedule(n):
             emit_range(log, s["name"], TRTLLM_DOMAIN, step=True, **{k: v for k, v in s.items() if k != "name"})
+    elif engine == "tensorrt":
+        emit_tensorrt(n, log)
     elif engine == "sglang":
         # SGLANG_ENABLE_NVTX_SCHEDULER=1: every scheduler stage is an NVTX range in the
         # default domain (sglang/srt/utils/nvtx_utils.py); run_batch is the step.
@@ -138,6 +145,38 @@ def emit(engine, n, log):
                 emit_range(log, f"scheduler.{stage}", seconds=secs, step=stage == "run_batch")
     else:
         raise SystemExit(f"unknown engine {engine}")
+
+
+def emit_tensorrt(n, log):
+    """Per-layer ranges in the TensorRT domain inside each step, and start/end ranges, one
+    ended on another thread (nsys records that thread as the range's endGlobalTid)."""
+    for i in range(n):
+        t0 = time.perf_counter_ns()
+        nvtx.push_range("enqueue")
+        for k in range(TENSORRT_LAYERS):
+            name = f"layer_{k}"
+            with nvtx.annotate(name, domain=TENSORRT_DOMAIN):
+                time.sleep(STEP_SECONDS)
+            log.write(event="range", name=name, domain=TENSORRT_DOMAIN, layer=True)
+        nvtx.pop_range()
+        log.write(event="range", name="enqueue", domain=None, step=True,
+                  dur_ns=time.perf_counter_ns() - t0)
+    for elsewhere in (True, False):
+        name = "request_ended_elsewhere" if elsewhere else "request_ended_here"
+        rid = nvtx.start_range(name)
+        time.sleep(STEP_SECONDS)
+        ender = {}
+        if elsewhere:
+            def end():
+                ender["tid"] = threading.get_native_id()
+                nvtx.end_range(rid)
+            t = threading.Thread(target=end)
+            t.start()
+            t.join()
+        else:
+            ender["tid"] = threading.get_native_id()
+            nvtx.end_range(rid)
+        log.write(event="range", name=name, domain=None, start_end=True, ended_on=ender["tid"])
 
 
 # ---- the HTTP server
@@ -243,7 +282,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     e = sub.add_parser("emit")
-    e.add_argument("--engine", required=True, choices=["vllm", "sglang", "trtllm"])
+    e.add_argument("--engine", required=True, choices=["vllm", "sglang", "trtllm", "tensorrt"])
     e.add_argument("--steps", type=int, default=6)
     e.add_argument("--log", required=True)
     s = sub.add_parser("serve")

@@ -60,6 +60,7 @@ pub fn assemble(
                 tid: r.tid,
                 device,
                 name: r.name,
+                domain: r.domain,
                 found_by: r.found_by,
                 kind: r.kind,
                 kind_guess: r.kind_guess,

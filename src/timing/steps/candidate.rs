@@ -14,6 +14,8 @@ pub struct Candidate {
     pub end: i64,
     /// The range's interned name (for the GPU-annotation lookup), when it is a range.
     pub name_id: Option<u32>,
+    /// The named NVTX domain the range is in (None: the default domain, or no range).
+    pub domain: Option<String>,
     /// A made-up name (graph groups, sync segments); else the range name is used.
     pub label: Option<String>,
     pub parsed: Option<stepname::ParsedStep>,
@@ -41,6 +43,7 @@ impl Candidate {
             start,
             end,
             name_id: None,
+            domain: None,
             label: None,
             parsed: None,
             exact_call: None,

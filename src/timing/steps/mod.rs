@@ -20,6 +20,7 @@ mod discover;
 mod found;
 mod index;
 mod measure;
+mod nvtxproj;
 mod options;
 mod project;
 mod summary;
@@ -30,6 +31,7 @@ use crate::trace::Trace;
 use crate::wire::steps::StepsReport;
 
 pub use found::{Found, Meta};
+pub use nvtxproj::{project_ranges, RangeProjection};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 pub use summary::{median_step, percentile, summarize};
 

@@ -12,6 +12,27 @@ use super::{cursor_rows, gid_pid, gid_tid, id_or_missing, int, times, TICK};
 use crate::exit::Result;
 use crate::source::prefilter::RangeFilter;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
+use crate::wire::trace::NvtxDomain;
+
+/// `eventType` of a named domain's create row (docs/nsys-format.md §4).
+const DOMAIN_CREATE: i64 = 75;
+
+/// One NVTX slice's result: its ranges, the named domains it met (create rows), and how
+/// many start/end ranges it left out because another thread ended them.
+#[derive(Default)]
+pub(super) struct RangesPart {
+    pub(super) b: RangesBuilder,
+    pub(super) domains: Vec<NvtxDomain>,
+    pub(super) ended_elsewhere: u64,
+}
+
+impl RangesPart {
+    pub(super) fn append(&mut self, other: &mut Self) {
+        self.b.append(&mut other.b);
+        self.domains.append(&mut other.domains);
+        self.ended_elsewhere += other.ended_elsewhere;
+    }
+}
 
 pub(super) fn load_calls(
     db: &Db,
@@ -65,13 +86,14 @@ pub(super) fn load_ranges(
     schema: &Schema,
     table: &StringTable,
     filter: Option<&regex::Regex>,
+    in_domains: bool,
     rows: Option<(i64, i64)>,
     progress: &Progress,
-) -> Result<(RangesBuilder, Vec<String>, u64)> {
+) -> Result<(RangesPart, Vec<String>, u64)> {
     let path = db.shown.as_path();
     let conn = db.open()?;
     let mut names = LocalNames::new(table);
-    let mut b = RangesBuilder::default();
+    let mut part = RangesPart::default();
     // Filter verdict once per distinct StringIds name (0 unknown, 1 keep, 2 drop), by its
     // position in the table; slot 0 is an id missing from StringIds (filtered as "": its
     // name is a placeholder).
@@ -91,6 +113,35 @@ pub(super) fn load_ranges(
                 progress.inc(TICK);
             }
             let rd = |i| int(r, i).map_err(err);
+            let event = rd(2)?;
+            if event == Some(DOMAIN_CREATE) {
+                let name = match r.cell(4).map_err(err)? {
+                    ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    _ => table
+                        .value(rd(5)?.unwrap_or(-1))
+                        .map_or_else(String::new, |(_, s)| s.to_owned()),
+                };
+                if let (Some(g), Some(id), false) = (rd(3)?, rd(6)?, name.is_empty()) {
+                    part.domains.push(NvtxDomain {
+                        pid: gid_pid(g),
+                        id,
+                        name,
+                    });
+                }
+                continue;
+            }
+            // A start/end range another thread ended brackets no work of the thread it
+            // started on: left out, as nsys' own projection leaves it out (docs/nvtx.md).
+            let gtid = rd(3)?;
+            if rd(7)?.is_some_and(|e| Some(e) != gtid) {
+                part.ended_elsewhere += 1;
+                continue;
+            }
+            // A range in a named domain may be selected by `Domain:Name` (`--steps
+            // REGEX`, `in_domains`), which only discovery can test once the domain's
+            // create row is read: the bare-name filter does not drop it here.
+            let domain = rd(6)?.unwrap_or(-1);
+            let filter = filter.filter(|_| !(in_domains && domain > 0));
             // The name first (COALESCE(text, StringIds[textId]), docs/nsys-format.md §4):
             // a row the filter drops is read no further — most rows of an annotated
             // capture — so its times are never read, nor counted as damaged.
@@ -109,16 +160,16 @@ pub(super) fn load_ranges(
                     let id = rd(5)?.unwrap_or(-1);
                     let found = table.value(id);
                     let k = found.map_or(0, |(p, _)| p as usize + 1);
-                    if keep[k] == 0 {
-                        let s = found.map_or("", |(_, s)| s);
-                        keep[k] = if filter.is_none_or(|f| f.is_match(s)) {
-                            1
-                        } else {
-                            2
-                        };
-                    }
-                    if keep[k] != 1 {
-                        continue;
+                    // Without a filter (none given, or a named domain's row kept for
+                    // discovery) nothing is tested, and no verdict is cached.
+                    if let Some(f) = filter {
+                        if keep[k] == 0 {
+                            let s = found.map_or("", |(_, s)| s);
+                            keep[k] = if f.is_match(s) { 1 } else { 2 };
+                        }
+                        if keep[k] != 1 {
+                            continue;
+                        }
                     }
                     Name::Id(id)
                 }
@@ -131,24 +182,23 @@ pub(super) fn load_ranges(
                 Name::Text(t) => names.text_bytes(t),
                 Name::Id(id) => names.id(id),
             };
-            let gtid = rd(3)?;
-            let kind = match rd(2)? {
+            let kind = match event {
                 Some(60 | 71) => RangeKind::HostStartEnd,
                 _ => RangeKind::HostPushPop,
             };
-            b.push(RangeRow {
+            part.b.push(RangeRow {
                 pid: gtid.map(gid_pid).unwrap_or(-1),
                 tid: gtid.map(gid_tid).unwrap_or(-1),
                 start_ns,
                 end_ns,
                 name_id,
-                domain_id: rd(6)?.unwrap_or(-1),
+                domain_id: domain,
                 kind,
             });
         }
     }
     progress.inc(n % TICK);
-    Ok((b, names.finish(), n_bad))
+    Ok((part, names.finish(), n_bad))
 }
 
 /// An NVTX row's name as the filter kept it: its inline text, or its StringIds id.

@@ -10,13 +10,13 @@ use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::StringTable;
-use super::host::{load_calls, load_ranges};
+use super::host::{load_calls, load_ranges, RangesPart};
 use super::ops::{load_ops, OpsOut, OpsPart};
 use super::split::Split;
 use super::{Db, Dropped};
 use crate::exit::{Error, Result};
 use crate::source::LoadOptions;
-use crate::trace::{remap, CallsBuilder, Interner, OpsBuilder, RangesBuilder};
+use crate::trace::{remap, CallsBuilder, Interner, OpsBuilder};
 
 /// A host reader's result: its rows, its local names, rows dropped for bad times.
 type HostPart<B> = Result<(B, Vec<String>, u64)>;
@@ -26,7 +26,7 @@ type HostPart<B> = Result<(B, Vec<String>, u64)>;
 pub(super) struct Read {
     pub(super) ops: Vec<Result<OpsOut>>,
     pub(super) calls: Vec<HostPart<CallsBuilder>>,
-    pub(super) ranges: Vec<HostPart<RangesBuilder>>,
+    pub(super) ranges: Vec<HostPart<RangesPart>>,
 }
 
 /// One read: a kernel slice (with the small op tables on the last), a runtime slice or
@@ -42,7 +42,7 @@ enum Task {
 enum Done {
     Ops(usize, Box<Result<OpsOut>>),
     Calls(usize, HostPart<CallsBuilder>),
-    Ranges(usize, HostPart<RangesBuilder>),
+    Ranges(usize, HostPart<RangesPart>),
 }
 
 /// Run every reader `opts` asks for, each on its own connection, on at most
@@ -114,7 +114,15 @@ pub(super) fn read(
         Task::Calls(k) => Done::Calls(k, load_calls(db, schema, table, call_slices[k], progress)),
         Task::Ranges(k) => Done::Ranges(
             k,
-            load_ranges(db, schema, table, filter, range_slices[k], progress),
+            load_ranges(
+                db,
+                schema,
+                table,
+                filter,
+                opts.range_filter_domains,
+                range_slices[k],
+                progress,
+            ),
         ),
     };
     let workers = opts.threads.clamp(1, tasks.len());
@@ -215,10 +223,10 @@ impl Merged {
     pub(super) fn host(
         &mut self,
         calls: Vec<HostPart<CallsBuilder>>,
-        ranges: Vec<HostPart<RangesBuilder>>,
-    ) -> Result<(CallsBuilder, RangesBuilder)> {
+        ranges: Vec<HostPart<RangesPart>>,
+    ) -> Result<(CallsBuilder, RangesPart)> {
         let calls = self.concat(calls, "runtime", |b| &mut b.name_id, CallsBuilder::append)?;
-        let ranges = self.concat(ranges, "nvtx", |b| &mut b.name_id, RangesBuilder::append)?;
+        let ranges = self.concat(ranges, "nvtx", |p| &mut p.b.name_id, RangesPart::append)?;
         Ok((calls, ranges))
     }
 

@@ -71,7 +71,12 @@ pub(super) struct Tiles {
 
 /// Host ranges (no GPU annotations, no python-stack spans) whose name passes `keep`,
 /// grouped per thread and per name with the emit_nvtx suffix stripped.
-pub(super) fn threads(ix: &Index<'_>, mut keep: impl FnMut(&str) -> bool) -> Result<Vec<Thread>> {
+/// `keep` sees a range's bare name and its named domain, if any (see
+/// [`super::ranges::host_ranges_in`]).
+pub(super) fn threads(
+    ix: &Index<'_>,
+    mut keep: impl FnMut(&str, Option<&str>) -> bool,
+) -> Result<Vec<Thread>> {
     let t = ix.trace;
     let r = t.ranges_view()?;
     let mut key_of: HashMap<&str, u32> = HashMap::new();
@@ -84,7 +89,7 @@ pub(super) fn threads(ix: &Index<'_>, mut keep: impl FnMut(&str) -> bool) -> Res
             continue;
         }
         let raw = t.name(r.name_id[i]);
-        if !keep(raw) {
+        if !keep(raw, t.meta.domain_name(i64::from(r.pid[i]), r.domain_id[i])) {
             continue;
         }
         let name = strip_emit_nvtx(raw);

@@ -7,10 +7,21 @@ use crate::trace::RangeKind;
 
 use super::{Candidate, Index};
 
-/// Host ranges (no GPU annotations, no python-stack spans) whose name passes `keep`.
+/// Host ranges (no GPU annotations, no python-stack spans) whose bare name passes `keep`
+/// (the engines' markers are matched by their own names, whatever domain they are in).
 pub(super) fn host_ranges(
     ix: &Index<'_>,
     mut keep: impl FnMut(&str) -> bool,
+) -> Result<Vec<Candidate>> {
+    host_ranges_in(ix, |n, _| keep(n))
+}
+
+/// Host ranges that `keep` accepts given the bare name and the range's named domain, if
+/// any: nsys names a range pushed in a named domain `Domain:Name`, so a user's pattern may
+/// be written either way ([`matches_range`]). The candidate carries the domain.
+pub(super) fn host_ranges_in(
+    ix: &Index<'_>,
+    mut keep: impl FnMut(&str, Option<&str>) -> bool,
 ) -> Result<Vec<Candidate>> {
     let trace = ix.trace;
     let r = trace.ranges_view()?;
@@ -21,17 +32,22 @@ pub(super) fn host_ranges(
         {
             continue;
         }
-        if keep(trace.name(r.name_id[i])) {
-            out.push(Candidate::range(
-                i64::from(r.pid[i]),
-                r.tid[i],
-                r.start_ns[i],
-                r.end_ns[i],
-                r.name_id[i],
-            ));
+        let pid = i64::from(r.pid[i]);
+        let domain = trace.meta.domain_name(pid, r.domain_id[i]);
+        if keep(trace.name(r.name_id[i]), domain) {
+            out.push(Candidate {
+                domain: domain.map(str::to_owned),
+                ..Candidate::range(pid, r.tid[i], r.start_ns[i], r.end_ns[i], r.name_id[i])
+            });
         }
     }
     Ok(out)
+}
+
+/// Whether a `--steps REGEX` selects a range: its bare name matches, or, in a named
+/// domain, the `Domain:Name` nsys shows (`nsys stats -r nvtxgpuproj`, the timeline).
+pub(super) fn matches_range(re: &regex::Regex, name: &str, domain: Option<&str>) -> bool {
+    re.is_match(name) || domain.is_some_and(|d| re.is_match(&format!("{d}:{name}")))
 }
 
 /// Host ranges that are steps: the outermost match per thread; an enclosed parsable
@@ -60,6 +76,7 @@ pub(super) fn outermost(mut cands: Vec<Candidate>) -> Vec<Candidate> {
                         last.parsed = Some(merged);
                         last.name_id = c.name_id;
                         last.label = c.label;
+                        last.domain = c.domain;
                         inner_named[idx] = true;
                     }
                 }

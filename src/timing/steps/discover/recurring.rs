@@ -49,7 +49,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     // Marker-API ranges are only what the program pushed: of those, only training-rank
     // names recur as steps (profiler annotations recur for every operator).
     let nsys = ix.trace.meta.format.capabilities().marker_api.is_some();
-    let threads = cycle::threads(ix, |n| eligible(n, nsys))?;
+    let threads = cycle::threads(ix, |n, _| eligible(n, nsys))?;
     let mut chosen: Vec<Chosen<'_>> = Vec::new();
     let mut lo = 0;
     while lo < threads.len() {

@@ -1,4 +1,5 @@
-//! A user's `--steps REGEX`: any host range whose name matches is a step. By default a
+//! A user's `--steps REGEX`: any host range whose name matches is a step (a range in a
+//! named NVTX domain matches by its bare name or by `Domain:Name`, as nsys shows it). By default a
 //! step is the matched range itself on its own thread (its tail runs to the next match);
 //! `--steps-extent cycle` makes it the whole cycle from one match of the opener to the
 //! next (a training loop's `Optimizer.step#…` span is a fraction of its iteration), and
@@ -11,19 +12,20 @@ use crate::exit::{Error, Result};
 use crate::timing::steps::{Extent, StepOptions, Threads};
 use crate::wire::steps::{FoundBy, StepMethod};
 
-use super::{cycle, host_ranges, outermost, Candidate, Found, Index};
+use super::ranges::{host_ranges_in, matches_range};
+use super::{cycle, outermost, Candidate, Found, Index};
 
 pub(super) fn find(ix: &Index<'_>, re: &Regex, opts: &StepOptions) -> Result<Found> {
     let process = opts.threads.unwrap_or_default() == Threads::Process;
     let c: Vec<Candidate> = match opts.extent.unwrap_or_default() {
         Extent::Span => {
-            let mut c = outermost(host_ranges(ix, |n| re.is_match(n))?);
+            let mut c = outermost(host_ranges_in(ix, |n, d| matches_range(re, n, d))?);
             for x in &mut c {
                 x.all_threads = process;
             }
             c
         }
-        Extent::Cycle => cycle::threads(ix, |n| re.is_match(n))?
+        Extent::Cycle => cycle::threads(ix, |n, d| matches_range(re, n, d))?
             .iter()
             .flat_map(|t| {
                 cycle::loose_tiles(t)
