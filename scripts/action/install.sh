@@ -3,7 +3,8 @@
 # the steps after it, from a wheel, without a Rust toolchain.
 #
 # STEPGATE_VERSION (the action's `version` input) is one of:
-#   0.1.0            the release of that version from the package index (wheels only:
+#   0.1.0            the release of that version from the package index, distribution
+#                    `stepgate-gpu` (`stepgate` there is another project) (wheels only:
 #                    --only-binary, so pip never falls back to compiling the source); a
 #                    PEP 440 release (1.2, 1.2.3rc1, 1.2.3.post1, 1.2.3.dev4), nothing else
 #   ./dist/x.whl     a wheel file, e.g. built earlier in the same workflow (a path that
@@ -31,7 +32,7 @@ if [ "$version" = "preinstalled" ]; then
 else
   pep440='^[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$'
   if [[ "$version" =~ $pep440 ]]; then
-    spec="stepgate==$version"
+    spec="stepgate-gpu==$version"
   elif [[ "$version" == *.whl && "$version" != -* && "$version" != *$'\n'* ]] \
     && { [[ "$version" == https://* ]] || [[ "$version" != *://* ]]; }; then
     spec="$version"

@@ -70,7 +70,7 @@ const MAX_RPS: f64 = 1e9;
 const MAX_USD_PER_GPU_HOUR: f64 = 1e6;
 
 /// Every numeric flag, in its own unit, before anything is computed.
-fn validate(args: &Args) -> Result<()> {
+pub fn validate(args: &Args) -> Result<()> {
     numbers::real("--input-tokens", "tokens", args.input_tokens, MAX_TOKENS)?;
     numbers::real("--output-tokens", "tokens", args.output_tokens, MAX_TOKENS)?;
     numbers::real_opt(

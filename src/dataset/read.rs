@@ -80,7 +80,7 @@ fn missing(name: &str) -> Error {
 }
 
 /// Decode one Parquet object, only the `columns` given (all when empty).
-pub(crate) fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame> {
+pub fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame> {
     let mut r = ParquetReader::new(std::io::Cursor::new(bytes));
     if columns.is_empty() {
         return r.finish().map_err(|e| damaged(name, &reason(&e)));

@@ -1,0 +1,64 @@
+"""From an nsys SQLite export to a per-kernel DataFrame: stepgate against pandas, one run each.
+
+    python python/bench/bench_kernels.py REPORT.sqlite
+
+Rows, in one run on the same machine and input:
+  stepgate   stepgate.analyze(p, no_steps=True).kernels into polars: per device and kernel
+             name, instances, total, mean/median/min/max and *exclusive* time (overlap
+             resolved), the strings joined
+  pandas     pandas.read_sql of the same tables (kernels + StringIds), joined and grouped
+             per device and name: instances and total only (no exclusive time: pandas has
+             no interval sweep, so it does less work than stepgate here)
+Then the ratio, and a check that both agree on instances and total per name.
+HTA and TraceLens read Kineto traces, not nsys exports, so they are not rows here
+(scripts/bench_kineto.sh compares HTA on Kineto traces).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+
+
+def main() -> None:
+    import pandas as pd
+    import polars as pl
+
+    import stepgate
+
+    path = sys.argv[1]
+
+    t0 = time.perf_counter()
+    sg = pl.DataFrame(stepgate.analyze(path, no_steps=True).kernels)
+    t_sg = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    con = sqlite3.connect(path)
+    k = pd.read_sql(
+        "SELECT start, end, deviceId, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL", con
+    )
+    names = pd.read_sql("SELECT id, value FROM StringIds", con)
+    con.close()
+    k = k.merge(names, left_on="demangledName", right_on="id")
+    k["dur"] = k["end"] - k["start"]
+    pd_frame = (
+        k.groupby(["deviceId", "value"])["dur"].agg(["count", "sum"]).reset_index()
+    )
+    t_pd = time.perf_counter() - t0
+
+    kernels = int(pd_frame["count"].sum())
+    # Both sides agree on what they both compute (memcpy/memset rows are stepgate's only).
+    mine = sg.group_by("name").agg(pl.col("total_ns").sum(), pl.col("instances").sum())
+    mine = {n: (t, c) for n, t, c in mine.iter_rows()}
+    per_name = pd_frame.groupby("value")[["sum", "count"]].sum()
+    theirs = {n: (int(r["sum"]), int(r["count"])) for n, r in per_name.iterrows()}
+    agree = all(mine.get(n) == v for n, v in theirs.items())
+    print(f"input: {path}: {kernels:,} kernels, {len(theirs):,} names")
+    print(f"stepgate.analyze(p).kernels -> polars: {t_sg:.2f} s ({sg.height:,} rows)")
+    print(f"pandas read_sql + merge + groupby:     {t_pd:.2f} s ({len(pd_frame):,} rows)")
+    print(f"ratio pandas/stepgate: {t_pd / t_sg:.2f}x; totals per name agree: {agree}")
+
+
+if __name__ == "__main__":
+    main()

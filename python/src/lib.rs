@@ -1,0 +1,167 @@
+//! `stepgate._native`: the stepgate library as a Python extension module. The Python
+//! package (python/stepgate) builds each call's command line from keyword arguments and
+//! calls [`run`]; the console command calls [`main`]. Work runs with the GIL released.
+
+mod cli;
+mod commands;
+mod history_tables;
+mod table;
+
+use std::path::PathBuf;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+use stepgate::exit::{self, Error};
+
+create_exception!(
+    _native,
+    NativeError,
+    PyException,
+    "A stepgate error: args are (exit_code, message)."
+);
+
+/// One command's result, as the Python package wraps it.
+#[pyclass(module = "stepgate._native", frozen)]
+struct Outcome {
+    #[pyo3(get)]
+    json: String,
+    #[pyo3(get)]
+    exit_code: u8,
+    #[pyo3(get)]
+    markdown: Option<String>,
+    #[pyo3(get)]
+    notes: Vec<String>,
+    tables: Vec<(String, Py<table::Table>)>,
+}
+
+#[pymethods]
+impl Outcome {
+    /// The report's tables, in order, as (name, table).
+    #[getter]
+    fn tables(&self, py: Python<'_>) -> Vec<(String, Py<table::Table>)> {
+        self.tables
+            .iter()
+            .map(|(n, t)| (n.clone(), t.clone_ref(py)))
+            .collect()
+    }
+}
+
+/// The error as Python sees it: its exit code and the CLI's one line.
+fn to_py(e: &Error) -> PyErr {
+    let message = match e.kind {
+        exit::Kind::Internal => exit::recorded_panic().map_or_else(
+            || exit::panic_line(&e.message, None),
+            |p| p.line(Some(&e.message)),
+        ),
+        _ => stepgate::report::one_line(&e.message),
+    };
+    NativeError::new_err((e.exit_code(), message))
+}
+
+/// Run the work of one call with the GIL released; a panic is exit 70, as in the CLI.
+fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> stepgate::exit::Result<T> + Send,
+) -> PyResult<T> {
+    let out = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    match out {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(to_py(&e)),
+        Err(_) => {
+            let line = exit::recorded_panic().map_or_else(
+                || exit::panic_line("a panic without a message", None),
+                |p| p.line(None),
+            );
+            Err(NativeError::new_err((exit::INTERNAL, line)))
+        }
+    }
+}
+
+/// Run one command line (argv[0] is the program name) the way the Python functions do:
+/// the report as JSON text, the tables built from it.
+#[pyfunction]
+fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
+    let cli = match cli::parse(&argv) {
+        cli::Parsed::Cli(c) => c,
+        cli::Parsed::Shown(e) => {
+            return Err(NativeError::new_err((exit::INPUT, e.render().to_string())))
+        }
+        cli::Parsed::Refused(msg) => return Err(NativeError::new_err((exit::INPUT, msg))),
+    };
+    let cli = *cli;
+    // `--threads` is process-wide in the library; a call without it gets the default
+    // back (the cores this process may use), not the previous call's count.
+    let threads = cli.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let (out, tables) = detached(py, move || {
+        stepgate::source::set_threads(threads);
+        let out = commands::run(cli.command)?;
+        let value: serde_json::Value = serde_json::from_str(&out.json)
+            .map_err(|e| Error::internal(format!("the JSON report did not parse back: {e}")))?;
+        let tables = table::from_report(&value, out.tables);
+        Ok((out, tables))
+    })?;
+    let tables = tables
+        .into_iter()
+        .map(|(n, t)| Ok((n, Py::new(py, t)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Outcome {
+        json: out.json,
+        exit_code: out.exit_code,
+        markdown: out.markdown,
+        notes: out.notes,
+        tables,
+    })
+}
+
+/// The tables of a run-history dataset and the warnings about runs left out.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn history(
+    py: Python<'_>,
+    dataset: PathBuf,
+) -> PyResult<(Vec<(String, Py<table::Table>)>, Vec<String>)> {
+    let (tables, warnings) = detached(py, move || history_tables::read(&dataset))?;
+    let tables = tables
+        .into_iter()
+        .map(|(n, t)| Ok((n, Py::new(py, t)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((tables, warnings))
+}
+
+/// The `stepgate` console command: the binary's main on these arguments; its exit code.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(move || cli::main(&argv))
+}
+
+/// A subcommand's `--help` text (the docstrings of the Python functions).
+#[pyfunction]
+fn help(command: &str) -> Option<String> {
+    let mut cmd = <stepgate::cli::Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let sub = cmd.find_subcommand_mut(command)?;
+    Some(sub.render_long_help().to_string())
+}
+
+/// The version `stepgate --version` prints.
+#[pyfunction]
+fn version() -> &'static str {
+    stepgate::cli::VERSION
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativeError", m.py().get_type::<NativeError>())?;
+    m.add_class::<Outcome>()?;
+    m.add_class::<table::Table>()?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(history, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(help, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
