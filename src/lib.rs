@@ -27,6 +27,7 @@ pub mod report;
 pub mod roofline;
 pub mod schema;
 pub mod source;
+pub mod stats;
 pub mod store;
 pub mod suggest;
 // Synthetic nsys/Kineto captures with ground truth, for tests and benchmarks

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::wire::attribution::{ClassExcessChange, ClassSamples, KernelClass};
 
-fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
+use crate::stats::mean;
 
 /// The change of each class's mean excess, for the classes both sides priced, in table
 /// order. Empty when either side was recorded without a model.

@@ -1,7 +1,7 @@
 //! The run-level medians the steps report prints (launches, exposed communication, the
 //! floor): one pass over the attributed steps, so the renderers only format them.
 
-use crate::timing::steps::percentile;
+use crate::stats::percentile;
 use crate::wire::run_medians::{ExposedCommMedians, FloorMedians, LaunchMedians, RunMedians};
 use crate::wire::steps::Step;
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::categories::class_of;
-use crate::timing::steps::percentile;
+use crate::stats::percentile;
 use crate::wire::attribution::{ClassSpread, GroupSpread, KernelClass, StepTime};
 use crate::wire::steps::{KindLabel, Step, StepKind};
 

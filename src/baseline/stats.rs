@@ -13,38 +13,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-/// Median of an unsorted slice (reorders it; selection, not a full sort). NaN-free input.
-pub fn median_in_place(xs: &mut [f64]) -> Option<f64> {
-    let n = xs.len();
-    if n == 0 {
-        return None;
-    }
-    let m = n / 2;
-    let (lo, mid, _) = xs.select_nth_unstable_by(m, f64::total_cmp);
-    let upper = *mid;
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    let lower = lo.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((lower + upper) / 2.0)
-}
-
-/// Median of a sorted slice.
-pub fn median_sorted(sorted: &[f64]) -> Option<f64> {
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
-}
-
-/// A sorted copy (NaNs, which JSON cannot carry anyway, sort last).
-pub fn sorted(xs: &[f64]) -> Vec<f64> {
-    let mut v = xs.to_vec();
-    v.sort_unstable_by(f64::total_cmp);
-    v
-}
+pub use crate::stats::{median_in_place, median_sorted, sorted};
 
 /// A standard normal variate (Box–Muller; one of the pair is dropped for simplicity).
 fn normal(rng: &mut SmallRng) -> f64 {

@@ -15,13 +15,7 @@ use crate::wire::gate::{
     Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
 };
 
-fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        0.0
-    } else {
-        xs.iter().sum::<f64>() / xs.len() as f64
-    }
-}
+use crate::stats::mean_or_zero as mean;
 
 /// Mean floor per step: floor_i = MBU_i × wall_i (MBU = floor / wall).
 fn mean_floor(g: &Group) -> Option<f64> {

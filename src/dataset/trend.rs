@@ -102,7 +102,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The same percentile `steps` reports (numpy's linear interpolation), so a run's median
 /// here equals the one in its `steps` summary.
-pub use crate::timing::steps::percentile;
+pub use crate::stats::percentile;
 
 /// Mark change points in one series of run medians (in time order): point i changed when
 /// |m_i − ref| crosses both the absolute and the relative threshold, ref being the median of

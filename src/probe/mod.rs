@@ -100,9 +100,7 @@ impl MeasuredLaunchCost {
 /// Median of a non-empty slice of per-launch values (upper median for even counts, as the
 /// seed's `sorted(x)[len(x)//2]`).
 pub fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    crate::stats::upper_median(values).unwrap_or(f64::NAN)
 }
 
 /// Run the probe on this machine; exit-4 error when there is no driver or device.

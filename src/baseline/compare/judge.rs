@@ -114,10 +114,4 @@ pub(super) fn judge(
     out
 }
 
-pub(super) fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        0.0
-    } else {
-        xs.iter().sum::<f64>() / xs.len() as f64
-    }
-}
+pub(super) use crate::stats::mean_or_zero as mean;

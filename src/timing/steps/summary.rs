@@ -3,16 +3,7 @@
 
 use crate::wire::steps::{KindLabel, KindSummary, Spread, Step, StepAt, StepKind};
 
-/// Linear-interpolated percentile (numpy's default) of sorted values.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
+pub use crate::stats::percentile;
 
 fn spread(mut v: Vec<f64>) -> Option<Spread> {
     if v.is_empty() {
