@@ -18,7 +18,7 @@ pub fn threads() -> usize {
 pub const MIN_CHUNK_VAR: &str = "STEPGATE_TEST_MIN_CHUNK";
 
 /// A stage's floor on chunk length, unless the test hook replaces it.
-fn floor(min: usize) -> usize {
+pub fn min_chunk(min: usize) -> usize {
     static HOOK: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     HOOK.get_or_init(|| {
         std::env::var(MIN_CHUNK_VAR)
@@ -82,7 +82,7 @@ pub fn map_chunks<R: Send>(
     min: usize,
     f: impl Fn(Range<usize>) -> Vec<R> + Sync,
 ) -> Result<Vec<R>> {
-    let parts = map_ranges(&ranges(n, threads, floor(min)), f)?;
+    let parts = map_ranges(&ranges(n, threads, min_chunk(min)), f)?;
     let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
     for p in parts {
         out.extend(p);
@@ -100,7 +100,7 @@ pub fn map_vec<T: Send, R: Send>(
     min: usize,
     f: impl Fn(Vec<T>) -> Vec<R> + Sync,
 ) -> Result<Vec<R>> {
-    let rs = ranges(items.len(), threads, floor(min));
+    let rs = ranges(items.len(), threads, min_chunk(min));
     if rs.len() <= 1 {
         return Ok(f(items));
     }
