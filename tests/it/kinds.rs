@@ -21,7 +21,7 @@ fn write(dir: &Path, case: KindCase, steps: usize) -> PathBuf {
 
 /// Llama-3-8B's parameters that run per token besides lm_head, and lm_head's, from
 /// `stepgate floor` (its count is a golden case: `llama3_8b.*` in tests/golden).
-fn llama3_8b_params() -> (f64, f64) {
+pub(crate) fn llama3_8b_params() -> (f64, f64) {
     let (code, out, err) = run(&["floor", "--model", "llama-3-8b", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_str(&out).unwrap();
@@ -70,7 +70,9 @@ fn an_unmarked_fa2_prefill_is_a_prefill_of_its_tokens_priced_at_the_compute_roof
     let blocks = PREFILL_TOKENS.div_ceil(FA2_BLOCK_M);
     assert_eq!(blocks, 17);
     assert!(
-        why.starts_with("1049 tokens written (1049 token(s) written by reshape_and_cache_flash_kernel"),
+        why.starts_with(
+            "1049 tokens written (1049 token(s) written by reshape_and_cache_flash_kernel"
+        ),
         "{why}"
     );
     assert!(
@@ -94,8 +96,15 @@ fn an_unmarked_fa2_prefill_is_a_prefill_of_its_tokens_priced_at_the_compute_roof
     }
     // The decodes are decodes of one request (their grids write 1 token).
     for (i, s) in steps.iter().enumerate().skip(1) {
-        assert_eq!(planted_kinds::tokens_of(KindCase::Fa2PrefillThenDecodes, i), 1);
-        assert_eq!(s["kind_guess"], "decode", "step {i}: {}", s["kind_evidence"]);
+        assert_eq!(
+            planted_kinds::tokens_of(KindCase::Fa2PrefillThenDecodes, i),
+            1
+        );
+        assert_eq!(
+            s["kind_guess"], "decode",
+            "step {i}: {}",
+            s["kind_evidence"]
+        );
         assert_eq!(s["attribution"]["floor"]["bound"], "memory", "step {i}");
     }
 }
@@ -106,7 +115,15 @@ fn an_fa3_prefill_without_a_sequence_count_stays_unknown_with_the_reason_and_unp
     let path = write(dir.path(), KindCase::Fa3PrefillThenDecodes, 4);
     let p = path.to_str().unwrap();
     // --batch 1 would price a step of no kind as a decode of one request.
-    let j = steps_json(&[p, "--model", "llama-3-8b", "--context", "1010", "--batch", "1"]);
+    let j = steps_json(&[
+        p,
+        "--model",
+        "llama-3-8b",
+        "--context",
+        "1010",
+        "--batch",
+        "1",
+    ]);
     let pre = &j["steps"][0];
     let why = pre["kind_evidence"].as_str().unwrap();
     assert!(pre["kind_guess"].is_null(), "{why}");

@@ -35,6 +35,7 @@ mod hostile_pr;
 mod hostile_reports;
 mod html;
 mod install;
+mod item_rules;
 mod kernel_families;
 mod kinds;
 mod kineto;
