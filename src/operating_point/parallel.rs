@@ -429,7 +429,7 @@ pub fn collectives_seen(found: &Found) -> Option<String> {
             None => counts.push((k.instances, what, k.short_name.to_string())),
         }
     }
-    counts.sort_by(|a, b| b.0.cmp(&a.0));
+    counts.sort_by_key(|c| std::cmp::Reverse(c.0));
     let parts: Vec<String> = counts
         .iter()
         .map(|(n, what, eg)| format!("{n} {what} (e.g. {eg})"))
