@@ -89,13 +89,21 @@ pub fn resolve(
             None => parallel::infer_tp(found, dist),
         },
     };
-    let tp = flag_over(
+    let mut tp = flag_over(
         given.tp,
         captured_tp,
         "--tp",
         default_tp(),
         &mut found.meta.warnings,
     );
+    if tp.basis == Basis::Default {
+        // Unknown, not "nothing": the collectives the steps run are named beside it.
+        if let Some(seen) = parallel::collectives_seen(found) {
+            tp.evidence = format!(
+                "not given, and the steps' collectives are not tensor parallelism's all-reduces inside every layer: {seen}; priced at TP 1"
+            );
+        }
+    }
     let pp = side
         .and_then(|s| s.pp)
         .map(|p| Sourced {

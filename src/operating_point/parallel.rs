@@ -408,6 +408,59 @@ pub fn data_parallel(
     }))
 }
 
+/// What the steps' collectives are, by kind, for a TP no reading took: each kind with its
+/// launches and what it is the sign of, so "TP 1" says what it is set beside. None when
+/// the steps run no collective.
+pub fn collectives_seen(found: &Found) -> Option<String> {
+    let kinds: &[(Regex, &str)] = &COLLECTIVE_KINDS;
+    let mut counts: Vec<(u64, &str, String)> = Vec::new();
+    for k in found
+        .steps
+        .iter()
+        .flat_map(|s| &s.all_kernels)
+        .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
+    {
+        let what = kinds
+            .iter()
+            .find(|(re, _)| re.is_match(&k.name))
+            .map_or("collective", |(_, w)| *w);
+        match counts.iter_mut().find(|c| c.1 == what) {
+            Some(c) => c.0 += k.instances,
+            None => counts.push((k.instances, what, k.short_name.to_string())),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.0));
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(n, what, eg)| format!("{n} {what} (e.g. {eg})"))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Collective kinds by name, first match wins, with what each is the sign of.
+static COLLECTIVE_KINDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    const KINDS: [(&str, &str); 5] = [
+        (
+            r"(?i)send_?recv|sendrecv|\bsend\b|\brecv\b",
+            "point-to-point send/recv (pipeline stages, or an all-to-all built of sends and receives)",
+        ),
+        (
+            r"(?i)all_?to_?all|alltoall",
+            "all-to-all (expert or sequence parallelism)",
+        ),
+        (
+            r"(?i)all_?gather|allgather|reduce_?scatter|reducescatter",
+            "all-gather/reduce-scatter (sharded parameters: FSDP/ZeRO)",
+        ),
+        (r"(?i)all_?reduce|allreduce|cross_device_reduce", "all-reduce"),
+        (r"(?i)broadcast", "broadcast"),
+    ];
+    KINDS
+        .iter()
+        .map(|(re, what)| (Regex::new(re).expect("static pattern"), *what))
+        .collect()
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ fn write(dir: &Path, case: KindCase, steps: usize) -> PathBuf {
 
 /// Llama-3-8B's parameters that run per token besides lm_head, and lm_head's, from
 /// `stepgate floor` (its count is a golden case: `llama3_8b.*` in tests/golden).
-fn llama3_8b_params() -> (f64, f64) {
+pub(crate) fn llama3_8b_params() -> (f64, f64) {
     let (code, out, err) = run(&["floor", "--model", "llama-3-8b", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_str(&out).unwrap();

@@ -36,6 +36,7 @@ mod hostile_pr;
 mod hostile_reports;
 mod html;
 mod install;
+mod item_rules;
 mod kernel_families;
 mod kinds;
 mod kineto;

@@ -86,7 +86,7 @@ fn llama3_8b_mi300x_floor_ns(batch: u64, context: u64) -> f64 {
 }
 
 #[test]
-fn a_prefill_that_launches_decode_attention_is_a_prefill_and_is_not_priced_as_a_decode() {
+fn a_prefill_that_launches_decode_attention_is_a_prefill_priced_as_a_prefill_not_a_decode() {
     let dir = tempfile::tempdir().unwrap();
     let n = 8;
     let path = write(dir.path(), PointCase::PrefillWithDecodeAttention, n);
@@ -114,9 +114,21 @@ fn a_prefill_that_launches_decode_attention_is_a_prefill_and_is_not_priced_as_a_
                 why.contains("the attention family alone would say decode"),
                 "{why}"
             );
+            // Priced as what it is, a prefill of 2,048 tokens in the 1 sequence its grid
+            // counts, not as a decode: 2 FLOPs per parameter per token, lm_head once,
+            // causal attention over 2048·2049/2 pairs at 4·32·128·32 FLOPs each, over the
+            // MI300X's 1,307.4 TFLOP/s (the weights' 16 GB over 5.3 TB/s take 3 ms: FLOPs
+            // bind).
+            assert_eq!(s["batch_guess"], 1, "step {i}");
+            assert_eq!(f["bound"], "compute", "step {i}: {f}");
+            let (dense, lm_head) = crate::kinds::llama3_8b_params();
+            let pairs = (2048.0 * 2048.0 + 2048.0) / 2.0;
+            let flops = 2.0 * dense * 2048.0 + 2.0 * lm_head + 4.0 * 32.0 * 128.0 * 32.0 * pairs;
+            let want = flops / 1307.4e12 * 1e9;
+            let got = f["floor_ns"].as_f64().unwrap();
             assert!(
-                f.is_null(),
-                "step {i}: a prefill is not priced as a decode: {f}"
+                (got - want).abs() <= 1e-9 * want,
+                "step {i}: {got} vs {want}"
             );
         } else {
             assert_eq!(s["kind_guess"], "decode", "step {i}: {why}");
