@@ -16,6 +16,7 @@ mod cli;
 mod common;
 mod dataset;
 mod decisions;
+mod decisions_order;
 mod decisions_trend;
 mod device_filter;
 mod diagnosis;
