@@ -45,6 +45,7 @@ mod layers_moe;
 mod no_correlation;
 mod nsys_env;
 mod nsys_ingest;
+mod nvtx_domains;
 mod nvtx_projection;
 mod object_store;
 mod object_store_proxy;
