@@ -110,6 +110,15 @@ fn accepted_change_is_the_reference(order: Order) {
         assert_eq!(code, 1, "{out}");
         // Exported now, under labels the comparison never saw (another run id).
         export(&["branch=main", "pr=42"]);
+        // trend marks that run with the decision, as it marks a run decided by id.
+        let (code, out, err) = stepgate(&["trend", &ds, "--format", "json"]);
+        assert_eq!(code, 0, "{err}");
+        let t: Value = serde_json::from_str(&out).unwrap();
+        let points = t["series"][0]["points"].as_array().unwrap();
+        let decided: Vec<&Value> = points.iter().filter(|p| !p["decision"].is_null()).collect();
+        assert_eq!(decided.len(), 1, "{points:?}");
+        assert_eq!(decided[0]["labels"]["pr"], "42", "{:?}", decided[0]);
+        assert_eq!(decided[0]["decision"]["outcome"], "accepted");
     }
     let (code, out, err) = gate_main(&ds, &p("rerun.sqlite"), &["--format", "json"]);
     assert_eq!(
