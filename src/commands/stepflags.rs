@@ -18,7 +18,8 @@ use crate::wire::steps::StepKind;
 #[command(next_help_heading = crate::commands::headings::STEPS)]
 pub struct StepFlags {
     /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
-    /// gaps, or a regex over range names.
+    /// gaps, or a regex over range names (a range in a named NVTX domain matches as
+    /// `Domain:Name`, as nsys shows it, or by its bare name).
     #[arg(long = "steps", default_value = "auto")]
     pub steps: String,
     /// With --steps REGEX: a step is the matched range (span, the default) or the whole

@@ -24,7 +24,8 @@ const EXAMPLE: &str = "Examples:
   sync       recurring host syncs on each process's busiest launching thread
   graphs     CUDA-graph launches, back-to-back launches of different graphs grouped
   gaps       GPU activity split at idle gaps (--gap-us)
-or give any of those names, or a regex over NVTX/annotation range names.";
+or give any of those names, or a regex over NVTX/annotation range names (a range in
+a named NVTX domain matches as Domain:Name, as nsys shows it, or by its bare name).";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXAMPLE)]

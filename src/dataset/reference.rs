@@ -26,7 +26,7 @@ pub struct AcceptedSelf {
 
 /// Whether decision `d` is on run `r`: the same report (its content), or, for records that
 /// name no report digest, the same run id.
-fn names_run(d: &Decision, r: &RunRow) -> bool {
+pub(crate) fn names_run(d: &Decision, r: &RunRow) -> bool {
     match (&d.report_sha256, &r.report_sha256) {
         (Some(a), Some(b)) if a == b => true,
         _ => d.run_id.as_deref() == Some(r.run_id.as_str()),

@@ -374,7 +374,18 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     }
     let threshold = threshold.unwrap_or(policy.kernel);
     let decisions = crate::dataset::decisions::read(&store, &mut warnings)?;
-    let by_run = decisions_by_run(&decisions);
+    let mut by_run = decisions_by_run(&decisions);
+    // A decision on a report (its digest) marks every run of that report, under any
+    // labels, exported before or after it; the newest decision on a run wins.
+    for r in &runs {
+        if let Some(d) = decisions
+            .iter()
+            .rev()
+            .find(|d| crate::dataset::reference::names_run(d, r))
+        {
+            by_run.insert(r.run_id.as_str(), d);
+        }
+    }
     let mut out = Vec::with_capacity(series.len());
     for (key, mut points) in series {
         // Runs were read in time order and cells keep that order per key.

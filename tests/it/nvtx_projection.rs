@@ -58,7 +58,7 @@ fn nsys_rows(nsys: &Path, sqlite: &Path) -> Vec<Row> {
     let csv_at = text
         .find("Name,Projected Start")
         .unwrap_or_else(|| panic!("no nvtxgpuproj table in: {text}"));
-    let mut rd = csv::Reader::from_reader(text[csv_at..].as_bytes());
+    let mut rd = csv::Reader::from_reader(&text.as_bytes()[csv_at..]);
     let mut rows = Vec::new();
     for rec in rd.records() {
         let r = rec.unwrap();

@@ -130,17 +130,11 @@ pub(super) fn load_ranges(
                 }
                 continue;
             }
-            // A start/end range another thread ended brackets no work of the thread it
-            // started on: left out, as nsys' own projection leaves it out (docs/nvtx.md).
-            let gtid = rd(3)?;
-            if rd(7)?.is_some_and(|e| Some(e) != gtid) {
-                part.ended_elsewhere += 1;
-                continue;
-            }
             // A range in a named domain may be selected by `Domain:Name` (`--steps
             // REGEX`, `in_domains`), which only discovery can test once the domain's
-            // create row is read: the bare-name filter does not drop it here.
-            let domain = rd(6)?.unwrap_or(-1);
+            // create row is read: the bare-name filter does not drop it here. (Without
+            // `in_domains` the domain is read only for the rows the filter keeps.)
+            let domain = if in_domains { rd(6)?.unwrap_or(-1) } else { -1 };
             let filter = filter.filter(|_| !(in_domains && domain > 0));
             // The name first (COALESCE(text, StringIds[textId]), docs/nsys-format.md §4):
             // a row the filter drops is read no further — most rows of an annotated
@@ -173,6 +167,18 @@ pub(super) fn load_ranges(
                     }
                     Name::Id(id)
                 }
+            };
+            // A start/end range another thread ended brackets no work of the thread it
+            // started on: left out, as nsys' own projection leaves it out (docs/nvtx.md).
+            let gtid = rd(3)?;
+            if rd(7)?.is_some_and(|e| Some(e) != gtid) {
+                part.ended_elsewhere += 1;
+                continue;
+            }
+            let domain = if in_domains {
+                domain
+            } else {
+                rd(6)?.unwrap_or(-1)
             };
             let Some((start_ns, end_ns)) = times(r).map_err(err)? else {
                 n_bad += 1;
