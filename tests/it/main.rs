@@ -51,6 +51,7 @@ mod perfetto;
 mod policy_check;
 mod real_nsys;
 mod rocpd;
+mod rocpd_truncated;
 mod schema;
 mod shapes;
 mod steps;
