@@ -36,6 +36,7 @@ mod hostile_pr;
 mod hostile_reports;
 mod html;
 mod install;
+mod io_faults;
 mod kernel_families;
 mod kineto;
 mod kineto2021;
