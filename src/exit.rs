@@ -4,6 +4,7 @@
 //! 6 incomparable gate (the sides' GPU, model, TP or step kinds differ) ·
 //! 4 environment missing (no CUDA driver, no nsys, engine not reachable or not profiling) ·
 //! 5 an output could not be written · 70 internal error (a bug in stepgate) ·
+//! An I/O failure on a path is answered by [`io_fault`] alone, for every command.
 //! 130 interrupted (Ctrl-C) while writing output files, which were removed.
 //!
 //! An [`Error`] says what failed ([`Kind`]), one line for the user, and keeps the error
@@ -125,13 +126,14 @@ impl Error {
         Error::new(Kind::Environment, message)
     }
 
-    /// `path` could not be written (exit code 5).
+    /// `path` could not be written: classified by [`io_fault`] (exit 5 when the place
+    /// refuses the write, 2 when the path is wrong).
     pub fn output(path: &Path, e: std::io::Error) -> Self {
-        Error::new(
-            Kind::Output,
-            format!("cannot write {}: {e}", path.display()),
+        io_fault(
+            Access::Write,
+            &format!("cannot write {}", path.display()),
+            &e,
         )
-        .with_source(e)
     }
 
     /// Standard output could not be written (exit code 5).
@@ -191,6 +193,134 @@ impl From<std::io::Error> for Error {
 
 /// The result type used across stepgate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// What stepgate was doing with a path when an I/O call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reading an input: a report, a baseline, a dataset.
+    Read,
+    /// Writing an output: a file, a dataset, a baseline.
+    Write,
+}
+
+/// The few kinds of I/O failure a user can act on, whatever the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The path, or a directory on it, does not exist.
+    NotFound,
+    /// A component of the path is a file, not a directory.
+    NotADirectory,
+    /// A symbolic link on the path loops (ELOOP).
+    Loop,
+    /// The user may not read or write there.
+    PermissionDenied,
+    /// The file system is mounted read-only.
+    ReadOnly,
+    /// The disk, the quota or the file-size limit is full.
+    NoSpace,
+    /// The network or the store does not answer.
+    Unreachable,
+    /// Anything else.
+    Other,
+}
+
+/// ELOOP, which `std::io::ErrorKind` names only on nightly (`FilesystemLoop`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) const ELOOP: i32 = 40;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) const ELOOP: i32 = 62;
+
+impl Fault {
+    /// The fault an I/O error is.
+    pub fn of(e: &std::io::Error) -> Fault {
+        use std::io::ErrorKind as K;
+        // A wrapped error (tempfile's, with the path) keeps its kind but not the OS code.
+        if e.raw_os_error() == Some(ELOOP) || format!("{:?}", e.kind()) == "FilesystemLoop" {
+            return Fault::Loop;
+        }
+        match e.kind() {
+            K::NotFound => Fault::NotFound,
+            K::NotADirectory => Fault::NotADirectory,
+            K::PermissionDenied => Fault::PermissionDenied,
+            K::ReadOnlyFilesystem => Fault::ReadOnly,
+            K::StorageFull | K::QuotaExceeded | K::FileTooLarge => Fault::NoSpace,
+            K::ConnectionRefused
+            | K::ConnectionReset
+            | K::ConnectionAborted
+            | K::NotConnected
+            | K::TimedOut
+            | K::HostUnreachable
+            | K::NetworkUnreachable
+            | K::NetworkDown => Fault::Unreachable,
+            _ => Fault::Other,
+        }
+    }
+
+    /// The one rule (README, Exit codes): a path that names nothing usable (missing, a
+    /// file where a directory is needed, a symlink loop) is the user's input, 2; a place
+    /// that refuses a write (permission, read-only, full) is an output error, 5; a store
+    /// that does not answer is the environment, 4. A read that is refused is an input
+    /// that cannot be read, 2.
+    pub fn kind(self, access: Access) -> Kind {
+        match (self, access) {
+            (Fault::NotFound | Fault::NotADirectory | Fault::Loop, _) => Kind::Input,
+            (Fault::Unreachable, _) => Kind::Environment,
+            (_, Access::Read) => Kind::Input,
+            (_, Access::Write) => Kind::Output,
+        }
+    }
+
+    /// What is wrong and what to do, after the path.
+    fn sentence(self, access: Access, e: &std::io::Error) -> String {
+        let verb = match access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        match (self, access) {
+            (Fault::NotFound, Access::Read) => "does not exist: check the path".to_owned(),
+            (Fault::NotFound, Access::Write) => {
+                "a directory on the path does not exist: create it first".to_owned()
+            }
+            (Fault::NotADirectory, _) => {
+                "a part of the path is a file, not a directory: give a path through directories"
+                    .to_owned()
+            }
+            (Fault::Loop, _) => "a symbolic link on the path loops (too many levels of \
+                 symbolic links): point the link at a real directory"
+                .to_owned(),
+            (Fault::PermissionDenied, _) => {
+                format!("permission denied: {verb} as a user allowed to, or choose another path")
+            }
+            (Fault::ReadOnly, _) => {
+                "the file system is read-only: write to a writable directory".to_owned()
+            }
+            (Fault::NoSpace, _) => "no space left (disk, quota or file-size limit): free some \
+                 space or write elsewhere"
+                .to_owned(),
+            (Fault::Unreachable, _) => {
+                format!("cannot be reached ({e}): check the network and the endpoint")
+            }
+            (Fault::Other, _) => e.to_string(),
+        }
+    }
+}
+
+/// The one answer to an I/O failure on a path, for every command and output: `what`
+/// says what was done to which path ("cannot write out/g.md", "cannot read the dataset
+/// DS"), [`Fault`] says what
+/// went wrong in one sentence, and [`Fault::kind`] alone picks the exit code.
+pub fn io_fault(access: Access, what: &str, e: &std::io::Error) -> Error {
+    let fault = Fault::of(e);
+    let cause = e.raw_os_error().map_or_else(
+        || std::io::Error::new(e.kind(), e.to_string()),
+        std::io::Error::from_raw_os_error,
+    );
+    Error::new(
+        fault.kind(access),
+        format!("{what}: {}", fault.sentence(access, e)),
+    )
+    .with_source(cause)
+}
 
 /// The one line a panic prints (through the hook `main` installs): what panicked, where,
 /// and that it is a bug.
@@ -292,7 +422,11 @@ mod tests {
         let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
         let e = Error::output(Path::new("out/g.md"), io);
         assert_eq!(e.kind, Kind::Output);
-        assert_eq!(e.message, "cannot write out/g.md: denied");
+        assert_eq!(
+            e.message,
+            "cannot write out/g.md: permission denied: write as a user allowed to, or choose \
+             another path"
+        );
         let src = e.source().expect("the io error is kept");
         assert_eq!(
             src.downcast_ref::<std::io::Error>()

@@ -89,7 +89,8 @@ pub struct HistoryFlags {
     #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;
-    /// comma-separated or repeated.
+    /// comma-separated or repeated. A comma inside a value stays in it (label.k=a,b) unless
+    /// what follows holds `=`: write that comma as \, (label.k=a\,b=c).
     #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history", value_parser = where_clauses)]
     pub where_: Vec<String>,
     /// How many of the newest matching runs (at least 1).

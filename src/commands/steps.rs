@@ -51,11 +51,21 @@ pub struct Args {
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub perfetto: Option<PathBuf>,
     /// Only steps A to B−1 of each series (and what runs meanwhile) in --perfetto.
-    #[arg(long, value_name = "A..B", requires = "perfetto", help_heading = OUTPUT)]
+    // A value that starts with `-` (`-1..3`) is this flag's to refuse, naming itself, not
+    // clap's "unexpected argument".
+    #[arg(long, value_name = "A..B", requires = "perfetto", help_heading = OUTPUT,
+          allow_hyphen_values = true, value_parser = perfetto_steps_flag)]
     pub perfetto_steps: Option<String>,
     /// Also write a self-contained HTML report with charts.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
+}
+
+/// Check `--perfetto-steps` while parsing flags: the error names the flag and `A..B`.
+fn perfetto_steps_flag(s: &str) -> std::result::Result<String, String> {
+    report::perfetto::StepWindow::parse(s)
+        .map(|_| s.to_owned())
+        .map_err(|e| e.message)
 }
 
 pub fn run(args: &Args) -> Result<u8> {

@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(long, default_value = "wall_ns", help_heading = INPUT)]
     pub metric: String,
     /// Which runs: gpu=…, model=… (substring), engine=…, run_id=…, label.NAME=… (exact),
-    /// kind=… (steps); comma-separated or repeated.
+    /// kind=… (steps); comma-separated or repeated. A comma inside a value stays in it
+    /// (label.k=a,b) unless what follows holds `=`: write that comma as \, (label.k=a\,b=c).
     #[arg(long = "where", value_name = "KEY=VALUE,…", value_parser = where_clauses, help_heading = INPUT)]
     pub where_: Vec<String>,
     /// One series per value of these keys (gpu, model, engine, kind, label.NAME, …).

@@ -1,6 +1,7 @@
 //! `--where key=value,…`: which runs (and, with `kind=`, which steps) `trend` and
 //! `gate --history` read. Clauses are separated by commas or by repeating the flag; a
-//! comma or backslash inside a value is written `\,` or `\\`.
+//! comma or backslash inside a value is written `\,` or `\\`, and a comma followed by a
+//! piece without `=` is kept in the value as it is.
 
 use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
@@ -41,22 +42,45 @@ fn clauses(item: &str) -> Vec<String> {
 }
 
 impl Filter {
-    /// Parse `--where` values (each may hold several comma-separated clauses).
+    /// Parse `--where` values (each may hold several comma-separated clauses). A piece
+    /// without `=` after a clause is part of that clause's value (`label.k=a,b` selects the
+    /// value `a,b` that `--label k=a,b` stored): only a piece that looks like a clause
+    /// starts one, so a comma needs its escape `\,` only before something holding `=`.
     pub fn parse(items: &[String]) -> Result<Filter> {
         let mut f = Filter::default();
         for item in items {
-            for clause in clauses(item) {
+            let mut joined: Vec<String> = Vec::new();
+            for piece in clauses(item) {
+                match joined.last_mut() {
+                    Some(last) if !piece.contains('=') && !piece.trim().is_empty() => {
+                        last.push(',');
+                        last.push_str(&piece);
+                    }
+                    _ => joined.push(piece),
+                }
+            }
+            let after_first = joined.len() > 1;
+            for clause in joined {
                 let clause = clause.trim();
                 if clause.is_empty() {
                     continue;
                 }
                 let Some((k, v)) = clause.split_once('=') else {
                     return Err(Error::input(format!(
-                        "--where {clause:?} is not key=value (e.g. --where gpu=h100,label.branch=main)"
+                        "--where {clause:?} is not key=value (e.g. --where \
+                         gpu=h100,label.branch=main; a comma inside a value is written \\,)"
                     )));
                 };
                 let (k, v) = (k.trim(), v.trim());
-                check_key(k, "--where")?;
+                check_key(k, "--where").map_err(|mut e| {
+                    if after_first {
+                        e.message.push_str(&format!(
+                            " (if {clause:?} is part of the value before it, write that \
+                             comma as \\,: --where 'label.K=A\\,{clause}')"
+                        ));
+                    }
+                    e
+                })?;
                 if v.is_empty() {
                     return Err(Error::input(format!(
                         "--where {k}= has no value, which would match nothing or everything: \
@@ -148,6 +172,28 @@ mod tests {
         assert!(!f.matches(&run(&[("workload", "sharegpt")])));
         let f = Filter::parse(&[r"label.path=a\\b\,c\d".into()]).unwrap();
         assert_eq!(f.clauses[0].1, r"a\b,c\d");
+    }
+
+    #[test]
+    fn a_comma_before_a_piece_without_equals_is_part_of_the_value() {
+        // `--label workload=sharegpt,c32` stored "sharegpt,c32".
+        let f = Filter::parse(&["label.workload=sharegpt,c32,gpu=h100".into()]).unwrap();
+        assert_eq!(
+            f.clauses,
+            vec![
+                ("label.workload".to_owned(), "sharegpt,c32".to_owned()),
+                ("gpu".to_owned(), "h100".to_owned())
+            ]
+        );
+        assert!(f.matches(&run(&[("workload", "sharegpt,c32")])));
+        let f = Filter::parse(&["label.k=a, b,c".into()]).unwrap();
+        assert_eq!(f.clauses[0].1, "a, b,c");
+        // A piece that holds `=` starts a clause: its error shows the escape.
+        let e = Filter::parse(&["label.k=a,b=c".into()]).unwrap_err();
+        assert!(e.message.contains(r"label.K=A\,b=c"), "{}", e.message);
+        // Nothing to join to: the error shows the escape too.
+        let e = Filter::parse(&["b".into()]).unwrap_err();
+        assert!(e.message.contains(r"written \,"), "{}", e.message);
     }
 
     #[test]

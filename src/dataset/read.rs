@@ -118,9 +118,31 @@ pub fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame>
     Ok(df)
 }
 
+/// A data object (steps, kernels, …) written by a newer stepgate than this build reads is
+/// refused by name: its runs row said this build could read the run, so the dataset was
+/// mixed or edited, and reading columns whose meaning changed would be a silent guess.
+fn newer_refused(name: &str, df: &DataFrame) -> Result<()> {
+    let v = match df.column("schema_version")?.dtype() {
+        DataType::Int32 | DataType::Int64 => ints(df, "schema_version")?.max(),
+        _ => return Err(damaged(name, "column schema_version is not an integer")),
+    };
+    match v {
+        Some(v) if v > i64::from(SCHEMA_VERSION) => Err(Error::input(format!(
+            "dataset file {name} was written by a newer stepgate (schema_version {v}; this \
+             build reads up to {SCHEMA_VERSION}): upgrade stepgate to read it, or move the \
+             file's run aside"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Columns an object may lack without being damaged ([`crate::dataset::schema::NULL_WHEN_ABSENT`]),
 /// with their type: an object that lacks one reads it as nulls.
 fn null_when_absent(column: &str) -> Option<Ty> {
+    if column == "schema_version" {
+        // Checked where present ([`scan_files`]); the `runs` row's is required.
+        return Some(Ty::Int);
+    }
     crate::dataset::schema::NULL_WHEN_ABSENT
         .iter()
         .find(|(c, _)| *c == column)
@@ -155,16 +177,24 @@ pub(crate) fn scan_files(
     want: &[(&str, Ty)],
     each: &mut dyn FnMut(DataFrame) -> Result<()>,
 ) -> Result<()> {
-    let cols: Vec<&str> = want.iter().map(|(c, _)| *c).collect();
+    let mut cols: Vec<&str> = want.iter().map(|(c, _)| *c).collect();
+    let versioned = !cols.contains(&"schema_version");
+    if versioned {
+        cols.push("schema_version");
+    }
     for (b, chunk) in keys.chunks(BATCH).enumerate() {
         let got = store.get_many(chunk)?;
         let mut frames = Vec::with_capacity(chunk.len());
         for (j, (key, bytes)) in chunk.iter().zip(got).enumerate() {
             let name = store.name_of(key);
             let bytes = bytes.ok_or_else(|| missing(&name))?;
-            let df = decode(&name, bytes, &cols)?;
+            let mut df = decode(&name, bytes, &cols)?;
             if let Some(why) = type_error(&df, want) {
                 return Err(damaged(&name, &why));
+            }
+            if versioned {
+                newer_refused(&name, &df)?;
+                df = df.drop("schema_version")?;
             }
             let i = (b * BATCH + j) as u32;
             let df = build(df.lazy())
@@ -404,12 +434,7 @@ pub fn in_order(mut runs: Vec<RunRow>, store: &Store, warnings: &mut Vec<String>
 /// empty list (the caller says what that means for it).
 pub fn read_runs(store: &Store, warnings: &mut Vec<String>) -> Result<Vec<RunRow>> {
     if let Some(d) = store.local_dir() {
-        if std::fs::metadata(d).is_ok_and(|m| !m.is_dir()) {
-            return Err(Error::input(format!(
-                "{} is not a directory: pass a dataset written by `stepgate export`",
-                d.display()
-            )));
-        }
+        crate::dataset::store::local_root(d, crate::exit::Access::Read)?;
     }
     let objs = list_runs(store, &Prune::default(), &Prune::default(), &[], warnings)?;
     let rows = read_rows(store, &objs, warnings)?;

@@ -163,10 +163,12 @@ pub fn select_runs(
     warnings: &mut Vec<String>,
 ) -> Result<Vec<RunRow>> {
     let name = store.name();
-    if store.local_dir().is_some_and(|d| !d.is_dir()) {
-        return Err(Error::input(format!(
-            "{name} is not a directory: pass a dataset written by `stepgate export`"
-        )));
+    if let Some(d) = store.local_dir() {
+        if !crate::dataset::store::local_root(d, crate::exit::Access::Read)? {
+            return Err(Error::input(format!(
+                "{name} does not exist: pass a dataset written by `stepgate export`"
+            )));
+        }
     }
     // Partitions no run of which can pass `--where gpu=`/`model=` are not listed.
     let prune = |key: &str| Prune {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{TMP_PREFIX, TMP_SUFFIX};
-use crate::exit::{Error, Result};
+use crate::exit::{io_fault, Access, Error, Fault, Result};
 
 /// One file a command will write: the flag that named it and its path.
 #[derive(Debug, Clone)]
@@ -222,11 +222,11 @@ fn absolute(p: &Path) -> PathBuf {
 pub fn create_parent(path: &Path) -> Result<()> {
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir).map_err(|e| {
-        Error::new(
-            crate::exit::Kind::Output,
-            format!("cannot create directory {}: {e}", dir.display()),
+        io_fault(
+            Access::Write,
+            &format!("cannot create directory {}", dir.display()),
+            &e,
         )
-        .with_source(e)
     })
 }
 
@@ -279,12 +279,23 @@ pub(super) fn parent_dir(p: &Path) -> &Path {
 
 fn check_target(o: &Planned, target: &Path) -> Result<()> {
     let (flag, given, create_dirs) = (o.flag, o.path.as_path(), o.create_dirs);
-    if let Ok(m) = existing(target, o.entry) {
-        if !m.is_file() && !m.file_type().is_symlink() {
-            return Err(Error::usage(format!(
-                "{flag} {} exists and is not a regular file: refusing to replace it; choose a file path",
-                given.display()
-            )));
+    special(
+        &format!("{flag} {}", given.display()),
+        given,
+        target,
+        o.entry,
+    )
+    .map_err(|e| Error::usage(format!("{e}; choose a file path")))?;
+    if !o.entry {
+        // A path that loops or runs through a file is answered as every other path.
+        if let Err(e) = std::fs::metadata(given) {
+            if matches!(Fault::of(&e), Fault::Loop | Fault::NotADirectory) {
+                return Err(io_fault(
+                    Access::Write,
+                    &format!("{flag} {}", given.display()),
+                    &e,
+                ));
+            }
         }
     }
     let mut dir = parent_dir(target);
@@ -310,12 +321,19 @@ fn check_target(o: &Planned, target: &Path) -> Result<()> {
                 dir.display()
             )))
         }
-        Err(_) => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::usage(format!(
                 "{flag} {}: directory {} does not exist; create it first",
                 given.display(),
                 dir.display()
             )))
+        }
+        Err(e) => {
+            return Err(io_fault(
+                Access::Write,
+                &format!("{flag} {}: directory {}", given.display(), dir.display()),
+                &e,
+            ))
         }
     }
     // Probe writability with a real temporary file: permission bits lie under root,
@@ -332,17 +350,54 @@ fn check_target(o: &Planned, target: &Path) -> Result<()> {
         ));
     }
     if let Err(e) = probe {
-        return Err(Error::new(
-            crate::exit::Kind::Output,
-            format!(
-                "{flag} {}: cannot write in {}: {e}",
+        return Err(io_fault(
+            Access::Write,
+            &format!(
+                "{flag} {}: cannot write in {}",
                 given.display(),
                 dir.display()
             ),
-        )
-        .with_source(e));
+            &e,
+        ));
     }
     Ok(())
+}
+
+/// Refuse an output whose target exists and is not a regular file (a directory, a FIFO,
+/// a device, a terminal), looked at both through the resolved link chain and as the
+/// kernel follows the path: `/dev/stdout` names `/proc/self/fd/1`, whose link text
+/// (`pipe:[…]`) is no path, yet the kernel opens the pipe. The message starts with `what`.
+pub(super) fn special(what: &str, given: &Path, target: &Path, entry: bool) -> Result<()> {
+    let seen = [existing(target, entry), existing(given, entry)];
+    for m in seen.into_iter().flatten() {
+        if !m.is_file() && !m.file_type().is_symlink() {
+            let ft = m.file_type();
+            let is = if m.is_dir() {
+                "a directory"
+            } else if is_pipe(&ft) {
+                "a pipe"
+            } else {
+                "a device or other special file"
+            };
+            return Err(Error::usage(format!(
+                "{what} is {is}, not a regular file: refusing to write it (outputs are \
+                 written whole to a file and renamed into place; to print a report, use \
+                 --format)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn is_pipe(ft: &std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    ft.is_fifo() || ft.is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_pipe(_: &std::fs::FileType) -> bool {
+    false
 }
 
 /// What is at `target` now; for a directory entry the link itself, not what it names.

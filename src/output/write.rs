@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::plan::{existing, parent_dir, resolve};
+use super::plan::{parent_dir, resolve, special};
 use super::{TMP_PREFIX, TMP_SUFFIX};
 use crate::exit::{Error, Result};
 
@@ -134,14 +134,7 @@ fn stage(path: &Path, fill: Fill<'_>, entry: bool) -> Result<tempfile::NamedTemp
     } else {
         resolve(path)
     };
-    if let Ok(m) = existing(&target, entry) {
-        if !m.is_file() && !m.file_type().is_symlink() {
-            return Err(Error::usage(format!(
-                "{} exists and is not a regular file: refusing to replace it",
-                path.display()
-            )));
-        }
-    }
+    special(&path.display().to_string(), path, &target, entry)?;
     let fail = |e: std::io::Error| Error::output(path, e);
     let mut tmp = tempfile::Builder::new()
         .prefix(TMP_PREFIX)

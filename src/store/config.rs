@@ -270,24 +270,6 @@ pub(crate) fn short(e: &object_store::Error) -> String {
     scrub(&one)
 }
 
-/// Whether the error comes from a full disk (ENOSPC, or a quota).
-pub(crate) fn full_disk(e: &object_store::Error) -> bool {
-    use std::error::Error as _;
-    let mut src: Option<&dyn std::error::Error> = e.source();
-    while let Some(x) = src {
-        if let Some(io) = x.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            ) {
-                return true;
-            }
-        }
-        src = x.source();
-    }
-    e.to_string().contains("No space left on device")
-}
-
 /// The store's settings from the environment, as object_store's `from_env` reads them
 /// (`AWS_*`, `GOOGLE_*`, `AZURE_*`, lower-cased into config keys), except that an empty
 /// value counts as unset: CI systems expand an unset variable to "" (GitHub's

@@ -18,10 +18,10 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::store::config::{config, full_disk, remote, short};
+use crate::store::config::{config, remote, short};
 pub use crate::store::config::{configure, parse_options, scrub, StoreConfig};
 
-use crate::exit::{Error, Result};
+use crate::exit::{io_fault, Access, Error, Fault, Result};
 
 /// Where a dataset lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,10 +228,16 @@ impl Store {
         Some(parts.join("/"))
     }
 
-    /// The error of a failed request, one line naming the object and the store.
+    /// The error of a failed request, one line naming the object and the store. A local
+    /// dataset's failure is a file system's, answered as every other path's
+    /// ([`crate::exit::io_fault`]); a remote store's is about credentials, a missing
+    /// bucket or prefix, or the store not answering.
     fn fail(&self, op: &str, rel: &str, e: &object_store::Error) -> Error {
         let what = self.name_of(rel);
         let why = short(e);
+        if self.local.is_some() {
+            return local_fault(op, &what, e, &why);
+        }
         match e {
             object_store::Error::PermissionDenied { .. } => Error::environment(format!(
                 "{op} {what}: access denied ({why}): check the credentials and that they may \
@@ -247,10 +253,6 @@ impl Store {
                 "{op} {what}: not found ({why}): check the bucket and prefix of {}",
                 self.name
             )),
-            _ if full_disk(e) => Error::environment(format!(
-                "{op} {what}: no space left on the device: free some space (or export \
-                 elsewhere); nothing was committed"
-            )),
             _ => Error::environment(format!(
                 "{op} {what} failed ({why}); nothing was committed: check that the store is \
                  reachable (retried {} times; --io-timeout sets the wait per request)",
@@ -264,12 +266,7 @@ impl Store {
     /// removed).
     pub fn check_writable(&self) -> Result<()> {
         if let Some(d) = &self.local {
-            if std::fs::metadata(d).is_ok_and(|m| !m.is_dir()) {
-                return Err(Error::usage(format!(
-                    "{} exists and is not a directory: give a dataset directory",
-                    d.display()
-                )));
-            }
+            local_root(d, Access::Write)?;
             // Directories made only for the probe are removed after it: a dataset that
             // does not exist yet still does not until its first run.
             let mut made = Vec::new();
@@ -281,10 +278,11 @@ impl Store {
                 }
             }
             std::fs::create_dir_all(d).map_err(|e| {
-                Error::input(format!(
-                    "cannot create the dataset directory {}: {e}",
-                    d.display()
-                ))
+                io_fault(
+                    Access::Write,
+                    &format!("cannot create the dataset directory {}", d.display()),
+                    &e,
+                )
             })?;
             let r = self.probe();
             for m in &made {
@@ -316,10 +314,11 @@ impl Store {
         }
     }
 
-    /// Whether anything is stored under the root.
+    /// Whether anything is stored under the root. A local root that is a file, a symlink
+    /// loop or cannot be looked at is an error (the same for every command that reads).
     pub fn exists(&self) -> Result<bool> {
         if let Some(d) = &self.local {
-            return Ok(d.is_dir());
+            return local_root(d, Access::Read);
         }
         let mut s = self.inner.list(Some(&self.root));
         match self.rt.block_on(s.next()) {
@@ -493,6 +492,73 @@ impl Store {
             Err(e) => Err(self.fail("list", prefix, &e)),
         }
     }
+}
+
+/// What is at a local dataset's root: `Ok(true)` a directory, `Ok(false)` nothing yet.
+/// A file there, a symlink loop, a path through a file or a refused look is one error,
+/// the same for every command ([`io_fault`]; a file there is exit 2).
+pub fn local_root(d: &Path, access: Access) -> Result<bool> {
+    match std::fs::metadata(d) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(_) => Err(Error::input(format!(
+            "{} exists and is not a directory: pass a dataset directory (one `stepgate \
+             export` writes)",
+            d.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => {
+            let verb = match access {
+                Access::Read => "read",
+                Access::Write => "write",
+            };
+            Err(io_fault(
+                access,
+                &format!("cannot {verb} the dataset {}", d.display()),
+                &e,
+            ))
+        }
+    }
+}
+
+/// Whether `op` only reads.
+fn access_of(op: &str) -> Access {
+    match op {
+        "read" | "list" => Access::Read,
+        _ => Access::Write,
+    }
+}
+
+/// A local dataset's failed request: the OS error inside it classified as any path's
+/// ([`io_fault`]); a write adds that nothing was committed (the export removes what it
+/// wrote before the failure). Without an OS error (a walk that found a loop by itself),
+/// the reason as the store gives it, with the same exit code a read or write gets.
+fn local_fault(op: &str, what: &str, e: &object_store::Error, why: &str) -> Error {
+    use std::error::Error as _;
+    let access = access_of(op);
+    let mut src: Option<&dyn std::error::Error> = e.source();
+    let mut found = None;
+    while let Some(x) = src {
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            found = Some(io);
+        }
+        src = x.source();
+    }
+    let mut err = match found {
+        Some(io) => io_fault(access, &format!("cannot {op} {what}"), io),
+        None if why.contains("loop") => io_fault(
+            access,
+            &format!("cannot {op} {what}"),
+            &std::io::Error::from_raw_os_error(crate::exit::ELOOP),
+        ),
+        None => Error::new(
+            Fault::Other.kind(access),
+            format!("cannot {op} {what}: {why}"),
+        ),
+    };
+    if access == Access::Write {
+        err.message.push_str("; nothing was committed");
+    }
+    err
 }
 
 #[cfg(test)]

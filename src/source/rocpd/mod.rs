@@ -8,6 +8,7 @@
 //! the capture's clock (CLOCK_BOOTTIME for rocpd), made relative to the earliest event.
 
 mod rpd;
+mod sigbus;
 mod v3;
 
 use std::path::Path;
@@ -305,8 +306,15 @@ fn ops_and_host<O>(
         read_host(conn, &mut local).map(|h| (h, local))
     };
     let (ops, host) = if opts.threads >= 2 {
+        // The regions' connection is memory-mapped: a file that shrinks meanwhile is one
+        // line and exit 2, not a SIGBUS ([`sigbus`]).
+        let _bus = sigbus::guard(&db.shown);
         std::thread::scope(|scope| {
-            let host = scope.spawn(|| apart(&db.open_mapped()?));
+            let host = scope.spawn(|| {
+                let mapped = db.open_mapped()?;
+                truncate_hook(&mapped, &db.shown)?;
+                apart(&mapped)
+            });
             let ops = read_ops(conn, &mut names);
             let host = host.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (ops, host)
@@ -321,6 +329,38 @@ fn ops_and_host<O>(
     remap(&mut host.calls.name_id, &map);
     remap(&mut host.ranges.name_id, &map);
     Ok((ops, host, names))
+}
+
+/// Test hook (`tests/it/rocpd_truncated.rs`): with `STEPGATE_TEST_TRUNCATE_MAPPED=BYTES`
+/// the database is cut to BYTES right after the mapped connection has mapped it, as
+/// another process truncating the file would; nothing else reads the variable.
+fn truncate_hook(conn: &Connection, path: &Path) -> Result<()> {
+    let Some(to) = std::env::var("STEPGATE_TEST_TRUNCATE_MAPPED")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return Ok(());
+    };
+    // The first read maps the file at its size then, inside a read transaction left open
+    // (SQLite takes the page count at a transaction's start: a truncation between two
+    // statements is seen as a short file, one during a read is what the map meets).
+    conn.execute_batch("BEGIN")
+        .and_then(|()| {
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+        })
+        .map_err(|e| sql_error(path, "reading", e))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(to))
+        .map_err(|e| {
+            Error::internal(format!(
+                "test hook: cannot truncate {}: {e}",
+                path.display()
+            ))
+        })
 }
 
 /// The one-line error for a database that holds no GPU work.
