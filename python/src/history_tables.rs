@@ -57,7 +57,7 @@ pub fn read(dataset: &Path) -> Result<(Vec<(String, Table)>, Vec<String>)> {
         }
         let t = match frame {
             Some(f) => Table::from_frame(f).map_err(Error::internal)?,
-            None => Table::from_rows(&[]),
+            None => Table::from_rows(&[], &[]),
         };
         out.push((table.to_owned(), t));
     }

@@ -57,7 +57,8 @@ pub fn from_report(report: &Value, specs: &[Spec]) -> Vec<(String, Table)> {
                     }
                 }
             }
-            (s.name.to_owned(), Table::from_rows(&rows))
+            let lead: Vec<&str> = s.keep.iter().map(|(_, col)| *col).collect();
+            (s.name.to_owned(), Table::from_rows(&rows, &lead))
         })
         .collect()
 }
@@ -150,8 +151,20 @@ fn column(values: &[&Value]) -> Box<dyn Array> {
 }
 
 impl Table {
-    /// A table of flat rows; columns in first-seen order, absent fields null.
-    pub fn from_rows(rows: &[Map<String, Value>]) -> Table {
+    /// A table of flat rows, absent fields null. Column order: `lead` (the keys repeated
+    /// from a parent row), then the row's identifying fields, then the rest by name (the
+    /// JSON maps here are sorted, not in the report's field order).
+    pub fn from_rows(rows: &[Map<String, Value>], lead: &[&str]) -> Table {
+        const IDS: [&str; 8] = [
+            "index",
+            "device",
+            "label",
+            "metric",
+            "check",
+            "class",
+            "name",
+            "short_name",
+        ];
         let mut names: Vec<&String> = Vec::new();
         for r in rows {
             for k in r.keys() {
@@ -160,6 +173,13 @@ impl Table {
                 }
             }
         }
+        let rank = |n: &str| {
+            lead.iter()
+                .position(|l| *l == n)
+                .or_else(|| IDS.iter().position(|l| *l == n).map(|i| i + lead.len()))
+                .unwrap_or(usize::MAX)
+        };
+        names.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
         let mut fields = Vec::with_capacity(names.len());
         let mut arrays = Vec::with_capacity(names.len());
         for name in names {

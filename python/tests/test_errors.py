@@ -8,7 +8,16 @@ import warnings
 import pytest
 
 import stepgate
-from conftest import EXAMPLE_BASELINE, EXAMPLE_SQLITE, KINETO_SGLANG, cli, error_line
+from conftest import (
+    EXAMPLE_BASELINE,
+    EXAMPLE_SQLITE,
+    FIXTURES,
+    KINETO_SGLANG,
+    cli,
+    error_line,
+)
+
+KINETO_WARNS = FIXTURES / "kineto" / "kineto2021_resnet50_nw4_v100_profilerstep_operator.pt.trace.json.gz"
 
 
 def test_garbage_file_is_exit_2_with_the_cli_message(tmp_path):
@@ -40,8 +49,9 @@ def test_missing_baseline_and_bad_flag_values(tmp_path):
     assert (e.value.exit_code, e.value.message) == (code, error_line(err))
 
 
-def test_unwritable_output_is_the_cli_exit_code(tmp_path):
-    # A --markdown file whose directory is a file: refused before any work, as the CLI does.
+def test_a_refused_output_is_the_cli_exit_code(tmp_path):
+    # A --markdown file whose directory is a file: refused before any work, as the CLI does
+    # (exit 2; exit 5 needs a write that fails, which root in CI cannot be denied).
     blocker = tmp_path / "file"
     blocker.write_text("x")
     out = blocker / "gate.md"
@@ -62,20 +72,30 @@ def test_format_is_refused_and_paths_may_be_pathlike():
 
 
 def test_report_warnings_are_python_warnings():
-    code, _, err = cli("steps", KINETO_SGLANG, "--format", "json")
+    # A 2021 Kineto trace the loader warns about (the CLI's `warning: ` line on stderr).
+    code, _, err = cli("steps", KINETO_WARNS, "--format", "json")
     expected = [l[len("warning: "):] for l in err.splitlines() if l.startswith("warning: ")]
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        r = stepgate.steps(KINETO_SGLANG)
+        r = stepgate.steps(KINETO_WARNS)
     mine = [str(w.message) for w in got if issubclass(w.category, stepgate.StepgateWarning)]
-    assert code == 0
-    assert mine == r.report.get("warnings", []) == expected
+    assert code == 0 and len(expected) == 1
+    assert mine == r.report["warnings"] == expected
+    # A capture without any: no warning at all.
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        stepgate.steps(KINETO_SGLANG)
+    assert [w for w in got if issubclass(w.category, stepgate.StepgateWarning)] == []
 
 
 def test_version_matches_the_command():
     code, out, _ = cli("--version")
     assert code == 0
     assert out.split()[:2] == ["stepgate", stepgate.__version__]
+    # The wheel's version (python/Cargo.toml) is the command's (the root crate's).
+    from importlib.metadata import version
+
+    assert version("stepgate-gpu") == stepgate.__version__
 
 
 def test_docstrings_are_the_help_text():
