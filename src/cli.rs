@@ -27,6 +27,8 @@ pub const VERSION: &str = concat!(
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Threads a report is read on (default: the cores this process may use).
+    ///
     /// Threads a report is read on (nsys: its tables and rowid slices of the big ones, on
     /// separate connections; Kineto: byte ranges of the events, a gzipped trace's once
     /// inflated; rocpd: host regions beside GPU ops). Default: the cores this process may
@@ -38,7 +40,8 @@ pub struct Cli {
         value_name = "N",
         allow_negative_numbers = true,
         value_parser = commands::numbers::threads_flag,
-        help_heading = commands::headings::GLOBAL
+        help_heading = commands::headings::GLOBAL,
+        hide_short_help = true
     )]
     pub threads: Option<usize>,
 }
@@ -97,6 +100,8 @@ pub enum Command {
     /// The GPU and model presets (--gpu, --model) with their numbers and sources.
     #[command(allow_negative_numbers = true)]
     Presets(commands::presets::Args),
+    /// What a word of the outputs means (β, MBU, "of roof", shape 2/4, …); alone, every term.
+    Explain(commands::explain::Args),
     /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
     #[command(allow_negative_numbers = true)]
     Completions(commands::completions::Args),
@@ -139,6 +144,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Dataset(a) => commands::dataset::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
         Command::Presets(a) => commands::presets::run(&a),
+        Command::Explain(a) => commands::explain::run(&a),
         Command::Completions(a) => {
             commands::completions::run(&a, <Cli as clap::CommandFactory>::command())
         }

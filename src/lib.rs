@@ -16,6 +16,7 @@ pub mod cli;
 pub mod commands;
 pub mod dataset;
 pub mod exit;
+pub mod glossary;
 pub mod limits;
 pub mod operating_point;
 pub mod output;

@@ -15,7 +15,8 @@ const EXAMPLE: &str = "Examples:
   stepgate reject cmp.json --reason 'regression from the new scheduler; do not use as reference'";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     /// The comparison `gate --json FILE` wrote.
     pub comparison: PathBuf,

@@ -29,7 +29,8 @@ threshold, or no group in common) · 5 an output could not be written (none was)
 6 incomparable (GPU, model, TP or step kinds differ; --allow-incomparable compares anyway). Policy file format: docs/gate.md.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = GATE_HELP)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = GATE_HELP)]
 pub struct Args {
     /// The candidate: a report (nsys SQLite export, Kineto trace) or a baseline .json.
     pub report: PathBuf,
@@ -56,17 +57,17 @@ pub struct Args {
     pub inconclusive_fails: bool,
     /// Compare sides whose GPU, model, TP or step kinds differ instead of exiting 6
     /// (incomparable); the differences lead the report as warnings.
-    #[arg(long, help_heading = THRESHOLDS)]
+    #[arg(long, help_heading = THRESHOLDS, hide_short_help = true)]
     pub allow_incomparable: bool,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub waterfall_top: usize,
     /// Full kernel names in the tables (default: shortened to fit a terminal, full names
     /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub wide: bool,
     #[command(flatten)]
     pub report_args: StepFlags,

@@ -13,6 +13,7 @@ pub mod hfconfig;
 pub mod model;
 pub mod options;
 pub mod presets;
+pub mod unsolved;
 pub mod vllm;
 
 /// Cited driver-only `cudaLaunchKernel` cost on H100 / CUDA 12.6: Vellaisamy et al.,
