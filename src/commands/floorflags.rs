@@ -17,8 +17,9 @@ use crate::wire::roofline::{FloorOptions, MoeRouting};
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::FLOOR)]
 pub struct ModelFlags {
-    /// Model preset, e.g. llama-3-8b, qwen3-8b, deepseek-v3 (`stepgate presets` lists them).
+    /// Model preset (`stepgate presets` lists them).
     ///
+    /// For example llama-3-8b, qwen3-8b, deepseek-v3.
     /// `floor` and `capacity` default to llama-3-8b; the step commands price floors only
     /// when a model is given.
     #[arg(long, conflicts_with = "model_config")]
@@ -26,8 +27,9 @@ pub struct ModelFlags {
     /// A Hugging Face config.json to read the geometry from, instead of a preset.
     #[arg(long, value_name = "PATH", hide_short_help = true)]
     pub model_config: Option<PathBuf>,
-    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x (`stepgate presets` lists them).
+    /// GPU preset (`stepgate presets` lists them).
     ///
+    /// For example h100-sxm, a100-80gb, l40s, mi300x.
     /// Default: h100-sxm for `floor` and `capacity`, the GPU the report names for the step
     /// commands.
     #[arg(long, alias = "card")]
@@ -38,9 +40,9 @@ pub struct ModelFlags {
     /// KV-cache dtype.
     #[arg(long, value_parser = ["bf16", "fp16", "fp8"], hide_short_help = true)]
     pub kv_dtype: Option<String>,
-    /// Tensor-parallel degree (default: what the capture says, else 1).
+    /// Tensor-parallel degree.
     ///
-    /// Bytes and FLOPs are priced per GPU.
+    /// Default: what the capture says, else 1. Bytes and FLOPs are priced per GPU.
     #[arg(long, allow_negative_numbers = true, value_parser = tp_flag)]
     pub tp: Option<u32>,
     /// HBM bandwidth in TB/s; a measured number beats the datasheet.

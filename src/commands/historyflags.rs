@@ -14,9 +14,10 @@ use crate::pipeline::plan::ExportPlan;
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::EXPORT)]
 pub struct ExportFlags {
-    /// Also append this run to a Parquet dataset (see `stepgate export`); a run already
-    /// there is not added again.
-    #[arg(long, value_name = "DATASET")]
+    /// Also append this run to a Parquet dataset.
+    ///
+    /// As `stepgate export`; a run already there is not added again.
+    #[arg(long, value_name = "DATASET", hide_short_help = true)]
     pub export: Option<PathBuf>,
     /// A label stored with the exported run; repeatable (needs --export).
     #[arg(
@@ -93,8 +94,10 @@ impl ExportFlags {
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::HISTORY)]
 pub struct HistoryFlags {
-    /// Gate against the last runs of this dataset instead of a baseline file (only runs on
-    /// the candidate's GPU, and for its model when --model is given).
+    /// Gate against the last runs of this dataset.
+    ///
+    /// Instead of a baseline file; only runs on the candidate's GPU, and for its model
+    /// when --model is given.
     #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;

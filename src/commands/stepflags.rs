@@ -17,8 +17,10 @@ use crate::wire::steps::StepKind;
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::STEPS)]
 pub struct StepFlags {
-    /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
-    /// gaps, or a regex over range names.
+    /// How to find steps.
+    ///
+    /// auto, marker, scheduler, python, recurring, sync, graphs, gaps, or a regex over
+    /// range names.
     #[arg(long = "steps", default_value = "auto", value_name = "METHOD|REGEX")]
     pub steps: String,
     /// With --steps REGEX: a step is the matched range (span, the default) or the whole
@@ -30,7 +32,9 @@ pub struct StepFlags {
     #[arg(long, value_name = "own|process", hide_short_help = true)]
     pub steps_threads: Option<steps::Threads>,
     /// Only steps of this kind.
-    #[arg(long, value_enum, default_value_t = KindFilter::All)]
+    ///
+    /// all, decode, prefill, mixed, verify, draft, idle or unknown.
+    #[arg(long, value_enum, default_value_t = KindFilter::All, hide_possible_values = true)]
     pub kind: KindFilter,
     /// Idle gap that separates steps with --steps gaps, µs.
     #[arg(
@@ -57,11 +61,15 @@ pub struct StepFlags {
     pub categories: Option<PathBuf>,
     #[command(flatten)]
     pub floor: ModelFlags,
-    /// Requests per step, for steps whose names do not say (graphs, gaps, regex).
-    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag, help_heading = crate::commands::headings::FLOOR)]
+    /// Requests per step, where step names do not say.
+    ///
+    /// For steps found by graphs, gaps or a regex.
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag, help_heading = crate::commands::headings::FLOOR, hide_short_help = true)]
     pub batch: Option<u64>,
-    /// Context per request (keys attended, new token included) when names lack ΣN_KV.
-    #[arg(long, allow_negative_numbers = true, value_parser = context_flag, help_heading = crate::commands::headings::FLOOR)]
+    /// Context per request, where step names do not say.
+    ///
+    /// Keys attended, the new token included, when names lack ΣN_KV.
+    #[arg(long, allow_negative_numbers = true, value_parser = context_flag, help_heading = crate::commands::headings::FLOOR, hide_short_help = true)]
     pub context: Option<u64>,
 }
 
