@@ -41,17 +41,30 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// `s` in at most `width` characters, cut with "…" at the end.
+fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
 pub fn run(args: &Args) -> Result<u8> {
     let text = if args.term.is_empty() {
         let mut out = String::from("Terms (stepgate explain TERM for one):\n");
         for e in GLOSSARY {
-            // The first sentence: the list stays one or two lines a term.
-            let first = e.meaning.split(". ").next().unwrap_or(e.meaning);
-            out.push_str(&wrap(
-                &format!("  {:<16} {}", e.term, first.trim_end_matches('.')),
-                WIDTH,
-                &" ".repeat(19),
-            ));
+            // The gloss up to its first colon or full stop, cut to one line.
+            let end = [": ", ". "]
+                .iter()
+                .filter_map(|p| e.meaning.find(p))
+                .min()
+                .unwrap_or(e.meaning.len());
+            let gloss = e.meaning[..end].trim_end_matches('.');
+            let line = format!("  {:<16} {gloss}", e.term);
+            out.push_str(&cut(&line, WIDTH));
+            out.push('\n');
         }
         out
     } else {

@@ -289,10 +289,10 @@ fn headline(c: &Context, p: &CapacityPlan) -> String {
             u.step - 1
         ),
         (None, Some(f), _) => format!(
-            "{} req/s per {per} at a {} ITL and {} p99 TTFT{}, ${:.4} per M output tokens.",
+            "{} req/s per {per} at a {} ms ITL and {} ms p99 TTFT{}, ${:.4} per M output tokens.",
             num(f.lambda_rps, 2),
-            ms(f.itl_target_ns),
-            ms(i.ttft_p99_target_s * 1e9),
+            num(f.itl_target_ns / 1e6, 0),
+            num(i.ttft_p99_target_s * 1e3, 0),
             f.replicas
                 .map(|r| format!(
                     "; {r} replicas for {} req/s",
@@ -302,9 +302,9 @@ fn headline(c: &Context, p: &CapacityPlan) -> String {
             f.usd_per_million_output_tokens
         ),
         (None, None, Some(s)) => format!(
-            "{} req/s per {per} at a {} p99 TTFT (M/M/1 screen).",
+            "{} req/s per {per} at a {} ms p99 TTFT (M/M/1 screen).",
             num(s.lambda_rps, 2),
-            ms(i.ttft_p99_target_s * 1e9)
+            num(i.ttft_p99_target_s * 1e3, 0)
         ),
         (None, None, None) => String::new(),
     };

@@ -68,7 +68,7 @@ fn llama_70b_tp4_prints_steps_1_to_5_and_marks_step_6() {
     let streamed = (total - embed) / 4.0; // the embedding is looked up, not streamed
     let resident = 2.0 * total / 4.0;
     // KV per token per GPU: K and V × 80 layers × 8/4 heads × 128 × 2 B.
-    let k = 2.0 * 80.0 * 2.0 * 128.0 * 2.0;
+    let k: f64 = 2.0 * 80.0 * 2.0 * 128.0 * 2.0;
     let pool = ((80e9 * 0.9 - resident) / k).floor();
     assert!(
         close(f(&j["kv_pool_tokens"]), pool, 1e-4),
@@ -98,8 +98,9 @@ fn llama_70b_tp4_prints_steps_1_to_5_and_marks_step_6() {
     // Step 5 has an answer: ρ solves S·ln(100ρ)/(1−ρ) = 0.9 − prefill.
     let rho = f(&j["fixed_batch"]["rho"]);
     let wait = service * (100.0 * rho).ln() / (1.0 - rho);
+    // 1e-4: the hand-priced S above, not the plan's own, feeds this check.
     assert!(
-        close(wait + pre, 0.9, 1e-6),
+        close(wait + pre, 0.9, 1e-4),
         "TTFT at ρ {rho}: {}",
         wait + pre
     );

@@ -64,29 +64,12 @@ fn core(cell: &str) -> String {
         }
         s.replace_range(a..=b, "");
     }
+    for phrase in ["per step", "per layer"] {
+        s = s.replace(phrase, "");
+    }
     let drop = [
-        "µs",
-        "ms",
-        "GB",
-        "MB",
-        "TB/s",
-        "%",
-        "p50",
-        "p10",
-        "p90",
-        "q1",
-        "q3",
-        "of",
-        "per step",
-        "per layer",
-        "total",
-        "median",
-        "mean",
-        "min",
-        "max",
-        "most",
-        "least",
-        "share",
+        "µs", "ms", "GB", "MB", "TB/s", "%", "p50", "p10", "p90", "q1", "q3", "of", "total",
+        "median", "mean", "min", "max", "most", "least", "share",
     ];
     let words: Vec<&str> = s.split_whitespace().filter(|w| !drop.contains(w)).collect();
     words.join(" ")
