@@ -5,7 +5,8 @@
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
 use crate::report::capacity::Context;
-use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
+use crate::roofline::capacity::{prefill_attention_coeff, CapacityInputs};
+use crate::roofline::capacity_plan::plan;
 use crate::wire::capacity::CapacityPlan;
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec};
 

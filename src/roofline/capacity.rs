@@ -6,7 +6,8 @@
 //! TTFT depends on chunking and queue discipline, live occupancy is length-biased. Steps
 //! are priced with the chapter's bytes (weights + KV read, no KV write), as its golden
 //! cases are. Infeasible inputs are `Error::input`, never NaN; targets no load meets leave
-//! the plan's steps 1–4 priced and mark the step without a solution (`roofline::unsolved`).
+//! the plan's steps 1–4 priced and name the step without a solution ([`Unmet`]);
+//! `roofline::capacity_plan` says why in words and what would change it.
 
 use crate::exit::{Error, Result};
 use crate::wire::capacity::{CapacityPlan, FixedBatch, Fluid};
@@ -316,9 +317,24 @@ pub fn fluid_outcome(inp: &FluidInputs) -> Result<std::result::Result<Fluid, NoR
     }))
 }
 
+/// The step of the plan without a solution, with what explaining it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unmet {
+    /// Step 5: the prefill (seconds) is not under the TTFT target.
+    Screen { prefill_s: f64 },
+    /// Step 6: the fluid model has no operating point, for `why`; `prefill_share` is the
+    /// prefill's share of the service time of step 4.
+    Fluid {
+        inputs: FluidInputs,
+        why: NoRoot,
+        prefill_share: f64,
+    },
+}
+
 /// Run steps 1–6. A step 5 or 6 without a solution (a target no load meets) is no error:
-/// the plan keeps every step before it and [`CapacityPlan::unsolved`] says why.
-pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
+/// the plan keeps every step before it (its `unsolved` left empty) and [`Unmet`] names
+/// the step; `roofline::capacity_plan::plan` fills in why.
+pub fn plan_steps(inp: &CapacityInputs) -> Result<(CapacityPlan, Option<Unmet>)> {
     positive("KV pool (tokens)", inp.kv_pool_tokens)?;
     positive("KV cell bytes", inp.kv_cell_bytes)?;
     positive("input tokens", inp.input_tokens)?;
@@ -380,7 +396,7 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
             gpus_per_replica: inp.gpus_per_replica,
         })?)
     } else {
-        unsolved = Some(super::unsolved::screen(inp, prefill_s));
+        unsolved = Some(Unmet::Screen { prefill_s });
         None
     };
     // Step 6: the fluid ITL closure.
@@ -403,19 +419,18 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
             match fluid_outcome(&f)? {
                 Ok(root) => Some(root),
                 Err(why) => {
-                    unsolved = Some(super::unsolved::fluid(
-                        &f,
+                    unsolved = Some(Unmet::Fluid {
+                        inputs: f,
                         why,
-                        prefill_s / service_s,
-                        inp.prefill_mfu,
-                    ));
+                        prefill_share: prefill_s / service_s,
+                    });
                     None
                 }
             }
         }
         _ => None,
     };
-    Ok(CapacityPlan {
+    let plan = CapacityPlan {
         kv_pool_tokens: inp.kv_pool_tokens,
         mean_context,
         b_max: b_max as u64,
@@ -432,8 +447,9 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
         decode_fraction: decode_share_s / service_s,
         fixed_batch,
         fluid,
-        unsolved,
-    })
+        unsolved: None,
+    };
+    Ok((plan, unsolved))
 }
 
 /// The caveats the source attaches to this model, printed with every plan.

@@ -6,6 +6,7 @@
 //! Conventions and tolerances are pinned by `tests/golden/*.json` (see its README).
 
 pub mod capacity;
+pub mod capacity_plan;
 pub mod classes;
 pub mod floor;
 pub mod gpu;
@@ -13,7 +14,6 @@ pub mod hfconfig;
 pub mod model;
 pub mod options;
 pub mod presets;
-pub mod unsolved;
 pub mod vllm;
 
 /// Cited driver-only `cudaLaunchKernel` cost on H100 / CUDA 12.6: Vellaisamy et al.,

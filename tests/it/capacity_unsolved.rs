@@ -36,20 +36,34 @@ fn close(got: f64, want: f64, rel: f64) -> bool {
 /// The fluid model's p99 TTFT at rate λ, written out again from docs/method.md §7 step 6:
 /// B = ITL·out·λ, t = (W + B·ctx·k)/β, S = t_pre + out·t/B, ρ = λS,
 /// TTFT = S·ln(100ρ)/(1−ρ) + t_pre (no wait at ρ ≤ 0.01).
-fn ttft(w: f64, ctx: f64, k: f64, beta: f64, pre: f64, out: f64, itl: f64, lambda: f64) -> f64 {
-    let b = itl * out * lambda;
-    let t = (w + b * ctx * k) / beta;
-    let s = pre + out * t / b;
-    let rho = lambda * s;
-    if rho >= 1.0 {
-        return f64::INFINITY;
+struct FluidModel {
+    /// Weight bytes per step, context tokens, KV bytes per token, bytes/s, prefill s,
+    /// output tokens, ITL target s.
+    w: f64,
+    ctx: f64,
+    k: f64,
+    beta: f64,
+    pre: f64,
+    out: f64,
+    itl: f64,
+}
+
+impl FluidModel {
+    fn ttft(&self, lambda: f64) -> f64 {
+        let b = self.itl * self.out * lambda;
+        let t = (self.w + b * self.ctx * self.k) / self.beta;
+        let s = self.pre + self.out * t / b;
+        let rho = lambda * s;
+        if rho >= 1.0 {
+            return f64::INFINITY;
+        }
+        let wait = if rho <= 0.01 {
+            0.0
+        } else {
+            s * (100.0 * rho).ln() / (1.0 - rho)
+        };
+        wait + self.pre
     }
-    let wait = if rho <= 0.01 {
-        0.0
-    } else {
-        s * (100.0 * rho).ln() / (1.0 - rho)
-    };
-    wait + pre
 }
 
 #[test]
@@ -112,7 +126,16 @@ fn llama_70b_tp4_prints_steps_1_to_5_and_marks_step_6() {
     let lowest = f(&u["lowest_ttft_p99_ns"]) / 1e9;
     let at = f(&u["lowest_at_lambda_rps"]);
     let w = streamed * 2.0;
-    let g = |l: f64| ttft(w, ctx, k, 3.35e12, pre, 220.0, 0.06, l);
+    let model = FluidModel {
+        w,
+        ctx,
+        k,
+        beta: 3.35e12,
+        pre,
+        out: 220.0,
+        itl: 0.06,
+    };
+    let g = |l: f64| model.ttft(l);
     assert!(close(g(at), lowest, 1e-3), "{} vs {lowest}", g(at));
     assert!(lowest > 0.9, "{lowest}");
     // No load on an independent grid does better (to the grid's resolution).
@@ -123,15 +146,15 @@ fn llama_70b_tp4_prints_steps_1_to_5_and_marks_step_6() {
     assert!(u["changes"].as_array().unwrap().len() >= 2, "{u}");
 }
 
-/// The number after `flag ` or before ` ms (flag)` in the suggestions.
+/// The value a suggestion gives `flag`: `--tp N: …`, or `… VALUE [ms] (flag)`.
 fn suggested(u: &Value, flag: &str) -> Option<String> {
     u["changes"].as_array()?.iter().find_map(|c| {
         let c = c.as_str()?;
         if let Some(rest) = c.strip_prefix(&format!("{flag} ")) {
             return rest.split(':').next().map(str::to_owned);
         }
-        let tail = format!(" ms ({flag})");
-        let head = c.strip_suffix(&tail)?;
+        let head = c.strip_suffix(&format!(" ({flag})"))?;
+        let head = head.strip_suffix(" ms").unwrap_or(head);
         head.rsplit(' ').next().map(str::to_owned)
     })
 }
@@ -142,6 +165,14 @@ fn each_suggested_change_gives_the_plan_a_solution() {
     let u = &j["unsolved"];
     let ttft = suggested(u, "--ttft-ms").expect("a TTFT target is suggested");
     let tp = suggested(u, "--tp");
+    // The other levers named with a value: each one alone, the rest as given.
+    for flag in ["--itl-ms", "--prefill-mfu"] {
+        let v = suggested(u, flag).unwrap_or_else(|| panic!("no {flag} in {u}"));
+        let mut a = L70.to_vec();
+        a.extend([flag, &v]);
+        let (code, _, err) = run_json(&a);
+        assert_eq!(code, 0, "{flag} {v}: {err}");
+    }
     let mut a = L70.to_vec();
     a.extend(["--ttft-ms", &ttft]);
     let (code, j2, err) = run_json(&a);

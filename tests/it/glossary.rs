@@ -52,6 +52,7 @@ const PLAIN: &[&str] = &[
     "weights",
     "attention",
     "part",
+    "×",
 ];
 
 /// A heading cell without its units, statistics and basis label: `floor µs (derived)` →

@@ -297,7 +297,7 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
             gpus_per_replica: num(i, "gpus_per_replica")?,
             batch: None,
         };
-        let p = capacity::plan(&inp).map_err(|e| e.to_string())?;
+        let p = stepgate::roofline::capacity_plan::plan(&inp).map_err(|e| e.to_string())?;
         put(&mut c, "mean_context", p.mean_context);
         put(&mut c, "B_max", p.b_max);
         put(&mut c, "step_bytes", p.step_bytes);

@@ -1,12 +1,30 @@
-//! Why a step of the capacity plan has no solution, in the model's own terms, and what
-//! would give it one: each suggested change is solved again with the same model and kept
-//! only when it does give a solution, so no suggestion is a guess.
+//! The capacity plan as a user gets it: steps 1–6 (`roofline::capacity`) and, when a step
+//! has no solution, why in the model's own terms and what would give it one. Each
+//! suggested change is solved again with the same model and kept only when it does give a
+//! solution, so no suggestion is a guess.
 
+use crate::exit::Result;
 use crate::roofline::capacity::{
-    fluid_lambda_bounds, fluid_outcome, fluid_ttft_s, CapacityInputs, FluidInputs, NoRoot,
-    FLUID_GRID,
+    fluid_lambda_bounds, fluid_outcome, fluid_ttft_s, plan_steps, CapacityInputs, FluidInputs,
+    NoRoot, Unmet, FLUID_GRID,
 };
-use crate::wire::capacity::Unsolved;
+use crate::wire::capacity::{CapacityPlan, Unsolved};
+
+/// Steps 1–6 of the plan; a step without a solution is kept in
+/// [`CapacityPlan::unsolved`] with its reason and the changes that would solve it.
+pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
+    let (mut p, unmet) = plan_steps(inp)?;
+    p.unsolved = match unmet {
+        None => None,
+        Some(Unmet::Screen { prefill_s }) => Some(screen(inp, prefill_s)),
+        Some(Unmet::Fluid {
+            inputs,
+            why,
+            prefill_share,
+        }) => Some(fluid(&inputs, why, prefill_share, inp.prefill_mfu)),
+    };
+    Ok(p)
+}
 
 const SCREEN: &str = "fixed-batch M/M/1 screen";
 const FLUID: &str = "fluid ITL closure";
