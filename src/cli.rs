@@ -23,10 +23,18 @@ pub const VERSION: &str = concat!(
 /// Where each decode step's GPU time went, how far it is from the roofline floor, and
 /// whether a change made it slower.
 #[derive(Debug, Parser)]
-#[command(name = "stepgate", version = VERSION, about, after_help = EXIT_CODES)]
+#[command(
+    name = "stepgate",
+    version = VERSION,
+    about,
+    after_help = "Exit codes and every option: --help · what a word means: stepgate explain",
+    after_long_help = EXIT_CODES
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Threads a report is read on (default: the cores this process may use).
+    ///
     /// Threads a report is read on (nsys: its tables and rowid slices of the big ones, on
     /// separate connections; Kineto: byte ranges of the events, a gzipped trace's once
     /// inflated; rocpd: host regions beside GPU ops). Default: the cores this process may
@@ -38,7 +46,8 @@ pub struct Cli {
         value_name = "N",
         allow_negative_numbers = true,
         value_parser = commands::numbers::threads_flag,
-        help_heading = commands::headings::GLOBAL
+        help_heading = commands::headings::GLOBAL,
+        hide_short_help = true
     )]
     pub threads: Option<usize>,
 }
@@ -47,10 +56,15 @@ pub struct Cli {
 /// what a valid value is) instead of clap's "unexpected argument '-1'".
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Per-GPU busy and idle time and kernels ranked by non-overlapped time.
+    /// Per-GPU busy and idle time, kernels by exclusive time.
+    ///
+    /// Exclusive time: what a kernel alone kept the GPU busy (`stepgate explain exclusive`).
     #[command(allow_negative_numbers = true)]
     Analyze(commands::analyze::Args),
-    /// Find every engine step, project it onto the GPU and price it against its floor.
+    /// Every engine step on the GPU, priced against its floor.
+    ///
+    /// Finds every engine step, projects it onto the GPU, prices it against its roofline
+    /// floor and names its shape and next action.
     #[command(allow_negative_numbers = true)]
     Steps(commands::steps::Args),
     /// The analytic roofline floor of one decode step (no trace needed).
@@ -65,42 +79,64 @@ pub enum Command {
     /// Compare a report with a baseline and fail on a real regression.
     #[command(allow_negative_numbers = true)]
     Gate(commands::gate::Args),
-    /// Accept a gate's comparison (a reason is mandatory): its run becomes the reference
-    /// of later `gate --history` runs.
+    /// Accept a gate's comparison (a reason is mandatory).
+    ///
+    /// Its run becomes the reference of later `gate --history` runs.
     Accept(commands::decide::Args),
-    /// Reject a gate's comparison (a reason is mandatory): its run never serves as a
-    /// reference of later `gate --history` runs.
+    /// Reject a gate's comparison (a reason is mandatory).
+    ///
+    /// Its run never serves as a reference of later `gate --history` runs.
     Reject(commands::decide::Args),
     /// A markdown/JSON comparison of two reports or baselines.
     #[command(allow_negative_numbers = true)]
     Diff(commands::diff::Args),
-    /// Check a capture before a gate reads it: GPU work, step markers, graph mode, window.
+    /// Check a capture before a gate reads it.
+    ///
+    /// GPU work, step markers, graph mode, the captured window.
     #[command(allow_negative_numbers = true)]
     Doctor(commands::doctor::Args),
-    /// Check a gate policy against a report or baseline: which rules select nothing.
+    /// Which rules of a gate policy select nothing on a report.
+    ///
+    /// A rule that selects nothing on a report or baseline is likely a typo.
     #[command(subcommand)]
     Policy(commands::policy::Command),
-    /// Arm the engine's profiler over HTTP, optionally around `nsys profile`.
+    /// Arm the engine's profiler over HTTP (or around nsys).
+    ///
+    /// Optionally runs the engine under `nsys profile`.
     #[command(allow_negative_numbers = true)]
     Capture(commands::capture::Args),
     /// Measure this machine's per-launch cost with a null kernel.
     #[command(allow_negative_numbers = true)]
     LaunchProbe(commands::launch_probe::Args),
-    /// Append a run to a Parquet dataset (run history any engine can read).
+    /// Append a run to a Parquet dataset (run history).
+    ///
+    /// Parquet: the run history other tools can read too.
     #[command(allow_negative_numbers = true)]
     Export(commands::export::Args),
     /// Housekeeping of a run-history dataset (`dataset vacuum`).
     Dataset(commands::dataset::Args),
-    /// One metric per run over time from a dataset, with change points marked.
+    /// One metric per run over time, change points marked.
+    ///
+    /// Read from a dataset `export` appended to.
     #[command(allow_negative_numbers = true)]
     Trend(commands::trend::Args),
-    /// The GPU and model presets (--gpu, --model) with their numbers and sources.
+    /// The GPU and model presets (--gpu, --model).
+    ///
+    /// With their numbers and sources.
     #[command(allow_negative_numbers = true)]
     Presets(commands::presets::Args),
-    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    /// What a word of the outputs means (β, MBU, "of roof", …).
+    ///
+    /// Without a term: every term, one line each.
+    Explain(commands::explain::Args),
+    /// Print a shell completion script.
+    ///
+    /// For bash, zsh, fish, elvish or PowerShell.
     #[command(allow_negative_numbers = true)]
     Completions(commands::completions::Args),
-    /// Print the manual page (roff), or write one per subcommand with --dir.
+    /// Print the manual page (roff), or one per subcommand.
+    ///
+    /// One per subcommand with --dir.
     #[command(allow_negative_numbers = true)]
     Man(commands::man::Args),
 }
@@ -139,6 +175,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Dataset(a) => commands::dataset::run(&a),
         Command::Trend(a) => commands::trend::run(&a),
         Command::Presets(a) => commands::presets::run(&a),
+        Command::Explain(a) => commands::explain::run(&a),
         Command::Completions(a) => {
             commands::completions::run(&a, <Cli as clap::CommandFactory>::command())
         }

@@ -17,6 +17,7 @@ pub mod commands;
 pub mod dataset;
 pub mod exit;
 pub mod interrupt;
+pub mod glossary;
 pub mod limits;
 pub mod operating_point;
 pub mod output;

@@ -14,7 +14,8 @@ const EXAMPLE: &str = "Examples:
   stepgate analyze trace.pt.trace.json.gz --format json > analysis.json";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     /// nsys SQLite export (.sqlite), .nsys-rep/.qdrep (needs nsys on PATH), Kineto
     /// .json/.json.gz, or a directory of per-rank Kineto traces.
@@ -23,13 +24,13 @@ pub struct Args {
     #[arg(long, allow_negative_numbers = true, help_heading = INPUT)]
     pub device: Option<i64>,
     /// Kernel rows per device in table and markdown output (JSON and CSV have all).
-    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
     pub format: Format,
     /// Full kernel names in the tables (default: shortened to fit a terminal, full names
     /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub wide: bool,
     #[command(flatten)]
     pub step: StepFlags,
@@ -37,7 +38,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
     /// Leave step finding out (faster on huge reports when only kernels matter).
-    #[arg(long, help_heading = STEPS)]
+    #[arg(long, help_heading = STEPS, hide_short_help = true)]
     pub no_steps: bool,
 }
 

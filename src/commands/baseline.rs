@@ -17,7 +17,8 @@ use crate::report::{fmt_int, fmt_us};
 pub enum Command {
     /// Record a baseline from a report (an nsys SQLite export or a Kineto trace).
     #[command(
-        after_help = "Examples:
+        after_help = crate::commands::headings::MORE,
+    after_long_help = "Examples:
   stepgate baseline record run.sqlite -o baselines/h100-llama-3-8b-vllm-decode.json --model llama-3-8b
   stepgate baseline record trace_dir/ -o baselines/mi300x-qwen3-8b-sglang.json --kind decode",
         allow_negative_numbers = true
@@ -44,7 +45,8 @@ pub enum Command {
     },
     /// Show what a baseline file holds.
     #[command(
-        after_help = "Example:\n  stepgate baseline show baselines/example-h100-vllm-decode.json"
+        after_help = crate::commands::headings::MORE,
+    after_long_help = "Example:\n  stepgate baseline show baselines/example-h100-vllm-decode.json"
     )]
     Show {
         /// The baseline file.

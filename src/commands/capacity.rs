@@ -15,46 +15,51 @@ Example (the worked plan of docs/method.md §7: Llama-3-8B bf16 on one H100 SXM,
 
 KV pool: --kv-pool-tokens, or --kv-pool-gib, or (default) GPU memory × --gpu-mem-util
 minus the resident weights. A screening model, not a capacity guarantee; prefill MFU is
-the softest input. Steps are priced with weights + KV read (no KV write), as the seed does.";
+the softest input. Steps are priced with weights + KV read (no KV write), as the seed does.
+
+Exit codes: 0 every step has a solution · 2 bad input, or a target no load meets: the plan
+is printed with the step that has no solution marked, why, and what would give it one.
+Words: stepgate explain (B_max, service time, ρ, λ, M/M/1 screen, fluid root, …).";
 
 /// Capacity planning: batch, step time, queueing, replicas and cost.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     #[command(flatten)]
     pub mg: ModelGpuArgs,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 1800.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1800.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub input_tokens: f64,
     /// Output tokens per request.
-    #[arg(long, default_value_t = 220.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 220.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub output_tokens: f64,
     /// KV pool in tokens (the seed's 428,569).
-    #[arg(long, conflicts_with = "kv_pool_gib", allow_negative_numbers = true)]
+    #[arg(long, conflicts_with = "kv_pool_gib", allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub kv_pool_tokens: Option<f64>,
     /// KV pool in GiB (2^30 B).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub kv_pool_gib: Option<f64>,
     /// Without an explicit pool: this fraction of GPU memory, minus weights, holds KV.
-    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub gpu_mem_util: f64,
     /// Price the step at this batch instead of B_max.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub batch: Option<f64>,
     /// Assumed prefill MFU (fraction of peak): the softest input.
-    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub prefill_mfu: f64,
     /// p99 TTFT target, ms.
-    #[arg(long, default_value_t = 900.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 900.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub ttft_ms: f64,
     /// Inter-token latency target for the fluid model, ms.
-    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub itl_ms: f64,
     /// Fleet request rate to size replicas for, req/s.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub fleet_rps: Option<f64>,
     /// GPU-hour price, USD (illustrative).
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub usd_per_gpu_hour: f64,
     #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
     pub format: Format,
@@ -118,5 +123,13 @@ pub fn run(args: &Args) -> Result<u8> {
         &mg.source(),
         args.format,
     ))?;
-    Ok(crate::exit::OK)
+    // The plan is printed either way; a step no load solves is exit 2 (the targets given
+    // cannot be met), with the reason on stderr as every refusal is.
+    match &p.unsolved {
+        Some(u) => Err(crate::exit::Error::input(format!(
+            "capacity step {} ({}) has no solution: {}; the plan above marks it",
+            u.step, u.name, u.reason
+        ))),
+        None => Ok(crate::exit::OK),
+    }
 }

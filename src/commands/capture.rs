@@ -28,7 +28,8 @@ pub enum Then {
 /// server, or `stepgate capture --engine sglang --nsys-out run -- python3 -m
 /// sglang.launch_server ...` to start one under nsys.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = "Examples:
   stepgate capture --engine vllm --url http://localhost:8000 --num-steps 5 --drive --concurrency 32
   stepgate capture --engine vllm --nsys-out runs/pr1 --then steps -- vllm serve MODEL --profiler-config.profiler=cuda
   VLLM_TORCH_CUDA_PROFILE=1 stepgate capture --engine vllm --nsys-out runs/pr1 -- vllm serve MODEL   (vLLM 0.12)
@@ -71,16 +72,16 @@ pub struct CaptureArgs {
     pub num_steps: i64,
     /// Skip this many steps first: vLLM delay_iterations, SGLang start_step; TensorRT-LLM:
     /// the first profiled iteration (default 10).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub start_step: Option<i64>,
     /// SGLang activities (default CUDA_PROFILER under nsys, else CPU,GPU).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', hide_short_help = true)]
     pub activities: Option<Vec<String>>,
     /// SGLang profile_by_stage: separate prefill and decode traces (needs --num-steps).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub by_stage: bool,
     /// SGLang detailed_annotations: step spans carry their roofline inputs.
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub detailed_annotations: bool,
     /// Keep --concurrency requests in flight so the capture lands on steady decode.
     #[arg(long)]
@@ -90,7 +91,8 @@ pub struct CaptureArgs {
         long,
         default_value_t = 8,
         requires = "drive",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        hide_short_help = true
     )]
     pub concurrency: i64,
     /// max_tokens of each driven request.
@@ -98,43 +100,79 @@ pub struct CaptureArgs {
         long,
         default_value_t = 128,
         requires = "drive",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        hide_short_help = true
     )]
     pub max_tokens: i64,
     /// Model name for vLLM's /v1/completions (default: the first of GET /v1/models).
     #[arg(long, requires = "drive")]
     pub model: Option<String>,
     /// Seconds of load before arming, with --drive.
-    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 5.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub warmup: f64,
     /// Seconds armed before POST /stop_profile, when the engine does not stop by itself;
     /// TensorRT-LLM: seconds of load before the server is shut down.
-    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 2.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub hold: f64,
     /// HTTP timeout per request, seconds (SGLang's /start_profile blocks until the steps ran).
-    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 600.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub timeout: f64,
     /// Seconds to wait for the server to become ready.
-    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 600.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub ready_timeout: f64,
     /// The server's torch-profiler trace directory on this machine (SGLang: sent as
     /// output_dir); new traces there are checked for and listed.
     #[arg(long)]
     pub trace_dir: Option<PathBuf>,
     /// Seconds to wait for a trace to appear in --trace-dir after the profiler stopped.
-    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 60.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub trace_wait: f64,
     /// Start the server command under nsys, writing BASE.nsys-rep and BASE.sqlite.
     #[arg(long, value_name = "BASE", requires = "server")]
     pub nsys_out: Option<PathBuf>,
     /// The nsys program.
-    #[arg(long, default_value = "nsys")]
+    #[arg(long, default_value = "nsys", hide_short_help = true)]
     pub nsys: String,
     /// Seconds nsys may take to write its report after the server is told to stop.
-    #[arg(long, default_value_t = 120.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 120.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub shutdown_grace: f64,
     /// Seconds `nsys export` may take.
-    #[arg(long, default_value_t = 600.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 600.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub export_timeout: f64,
     /// Hand the SQLite export to this subcommand.
     #[arg(long, value_enum, requires = "nsys_out")]
@@ -143,7 +181,12 @@ pub struct CaptureArgs {
     #[arg(long, requires = "then")]
     pub baseline: Option<PathBuf>,
     /// One more argument for the --then subcommand (repeat for several).
-    #[arg(long, allow_hyphen_values = true, requires = "then")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        requires = "then",
+        hide_short_help = true
+    )]
     pub then_arg: Vec<String>,
     /// Output format of the capture summary.
     #[arg(long, value_enum, default_value_t = Format::Table)]

@@ -19,7 +19,8 @@ the dataset it exported to (--export DS), else beside the comparison. It is on t
 content: an export of the same report later, under any labels, is the decided run.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     /// The comparison `gate --json FILE` wrote.
     pub comparison: PathBuf,

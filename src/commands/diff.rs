@@ -12,7 +12,8 @@ use crate::report::gate::{markdown, render, RenderOptions};
 use crate::report::Format;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = "Examples:
   stepgate diff before.sqlite after.sqlite --format markdown
   stepgate diff baselines/old.json baselines/new.json --verdict
 
@@ -40,14 +41,14 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
     pub format: Format,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub waterfall_top: usize,
     /// Full kernel names in the tables (default: shortened to fit a terminal, full names
     /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub wide: bool,
     #[command(flatten)]
     pub report_args: StepFlags,

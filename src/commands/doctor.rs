@@ -17,7 +17,8 @@ Exit codes: 0 passed, 1 a finding at the failing severity (error; warning with -
 2 the report cannot be read.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     /// nsys export or report, Kineto trace (or directory of rank traces), rocpd/RPD database.
     pub report: PathBuf,

@@ -25,7 +25,8 @@ AWS_REGION, AWS_ACCESS_KEY_ID, …) or with --storage-option. Schema, commit pro
 SQL examples: docs/dataset.md.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXPORT_HELP)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXPORT_HELP)]
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
@@ -37,7 +38,7 @@ pub struct Args {
     #[arg(long = "label", value_name = "KEY=VALUE", help_heading = OUTPUT)]
     pub labels: Vec<String>,
     /// Replace the run if it is already in the dataset (default: refuse).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub replace: bool,
     #[command(flatten)]
     pub storage: StorageFlags,

@@ -25,7 +25,8 @@ deepseek-v3 kimi-k2.";
 
 /// The analytic roofline floor of one decode step at batch B and context s.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     #[command(flatten)]
     pub mg: ModelGpuArgs,
@@ -36,14 +37,19 @@ pub struct Args {
     #[arg(long, alias = "seq", default_value_t = 2048, allow_negative_numbers = true, value_parser = context_flag)]
     pub context: u64,
     /// Kernel launches per step (330: TP=1 Llama-3-8B, docs/method.md).
-    #[arg(long, default_value_t = DEFAULT_LAUNCHES, allow_negative_numbers = true, value_parser = launches_flag)]
+    #[arg(long, default_value_t = DEFAULT_LAUNCHES, allow_negative_numbers = true, value_parser = launches_flag, hide_short_help = true)]
     pub launches: u64,
     /// Per-launch cost in µs (default the cited 2.374; use `stepgate launch-probe`).
-    #[arg(long, alias = "launchcost", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        alias = "launchcost",
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub launch_cost_us: Option<f64>,
     /// Price every layer as full attention, as vLLM serves the model with its
     /// --disable-sliding-window.
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub disable_sliding_window: bool,
     #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
     pub format: Format,

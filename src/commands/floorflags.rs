@@ -17,35 +17,40 @@ use crate::wire::roofline::{FloorOptions, MoeRouting};
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::FLOOR)]
 pub struct ModelFlags {
-    /// Model preset (e.g. llama-3-8b, qwen3-8b, deepseek-v3; `stepgate presets` lists them
-    /// all with their numbers). `floor` and `capacity` default to llama-3-8b; the step
-    /// commands price floors only when a model is given.
+    /// Model preset (`stepgate presets` lists them).
+    ///
+    /// For example llama-3-8b, qwen3-8b, deepseek-v3.
+    /// `floor` and `capacity` default to llama-3-8b; the step commands price floors only
+    /// when a model is given.
     #[arg(long, conflicts_with = "model_config")]
     pub model: Option<String>,
     /// A Hugging Face config.json to read the geometry from, instead of a preset.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", hide_short_help = true)]
     pub model_config: Option<PathBuf>,
-    /// GPU preset, e.g. h100-sxm, a100-80gb, l40s, mi300x (`stepgate presets` lists them
-    /// all with their numbers and sources). Default: h100-sxm for `floor` and `capacity`,
-    /// the GPU the report names for the step commands.
+    /// GPU preset (`stepgate presets` lists them).
+    ///
+    /// For example h100-sxm, a100-80gb, l40s, mi300x.
+    /// Default: h100-sxm for `floor` and `capacity`, the GPU the report names for the step
+    /// commands.
     #[arg(long, alias = "card")]
     pub gpu: Option<String>,
     /// Weight storage: bf16, fp16, fp8, int8, int4 (group 128 scales), int4-gN, mxfp4.
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub weight_dtype: Option<String>,
     /// KV-cache dtype.
-    #[arg(long, value_parser = ["bf16", "fp16", "fp8"])]
+    #[arg(long, value_parser = ["bf16", "fp16", "fp8"], hide_short_help = true)]
     pub kv_dtype: Option<String>,
-    /// Tensor-parallel degree: per-GPU bytes and FLOPs (default: what the capture says,
-    /// else 1).
+    /// Tensor-parallel degree.
+    ///
+    /// Default: what the capture says, else 1. Bytes and FLOPs are priced per GPU.
     #[arg(long, allow_negative_numbers = true, value_parser = tp_flag)]
     pub tp: Option<u32>,
     /// HBM bandwidth in TB/s; a measured number beats the datasheet.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub hbm_tb_s: Option<f64>,
     /// How a step's tokens spread over MoE experts: uniform (expected count), spread
     /// (min(B·k, E), vLLM's convention) or packed (k, the lower bound).
-    #[arg(long, value_enum, default_value_t = MoeRouting::Uniform)]
+    #[arg(long, value_enum, default_value_t = MoeRouting::Uniform, hide_short_help = true)]
     pub moe_routing: MoeRouting,
 }
 
@@ -125,28 +130,28 @@ pub struct ModelGpuArgs {
     #[command(flatten)]
     pub common: ModelFlags,
     /// Bytes per KV element (overrides --kv-dtype).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub kv_dtype_bytes: Option<f64>,
     /// Pipeline-parallel degree (the last stage: layers/pp plus lm_head).
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag, hide_short_help = true)]
     pub pp: u32,
     /// Streamed weight bytes per step in GB (1e9), replacing the count from the geometry.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub weights_gb: Option<f64>,
     /// Streamed parameter count in billions for FLOPs (2·P per token).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub params_b: Option<f64>,
     /// Override the layer count L.
-    #[arg(long, allow_negative_numbers = true, value_parser = layers_flag)]
+    #[arg(long, allow_negative_numbers = true, value_parser = layers_flag, hide_short_help = true)]
     pub layers: Option<u64>,
     /// Override the KV heads h_kv.
-    #[arg(long, allow_negative_numbers = true, value_parser = kv_heads_flag)]
+    #[arg(long, allow_negative_numbers = true, value_parser = kv_heads_flag, hide_short_help = true)]
     pub kv_heads: Option<u64>,
     /// Override the head dimension d_h.
-    #[arg(long, allow_negative_numbers = true, value_parser = head_dim_flag)]
+    #[arg(long, allow_negative_numbers = true, value_parser = head_dim_flag, hide_short_help = true)]
     pub head_dim: Option<u64>,
     /// Peak dense tensor TFLOP/s; a measured number beats the datasheet.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
     pub peak_tflops: Option<f64>,
 }
 

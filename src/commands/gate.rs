@@ -29,44 +29,53 @@ threshold, or no group in common) · 5 an output could not be written (none was)
 6 incomparable (GPU, model, TP or step kinds differ; --allow-incomparable compares anyway). Policy file format: docs/gate.md.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = GATE_HELP)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = GATE_HELP)]
 pub struct Args {
-    /// The candidate: a report (nsys SQLite export, Kineto trace) or a baseline .json.
+    /// The candidate: a report or a baseline .json.
+    ///
+    /// A report: an nsys SQLite export, a Kineto trace, a rocpd database.
     pub report: PathBuf,
-    /// The stored baseline to compare against (or --history DATASET).
+    /// The baseline to compare against (or --history).
     #[arg(long, value_name = "FILE", required_unless_present = "history", help_heading = INPUT)]
     pub baseline: Option<PathBuf>,
-    /// Thresholds and overrides (TOML or JSON); defaults when absent.
+    /// Thresholds and overrides (TOML or JSON).
+    ///
+    /// Defaults when absent.
     #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]
     pub policy: Option<PathBuf>,
-    /// Also write the markdown report here (for $GITHUB_STEP_SUMMARY or a PR comment).
+    /// Also write the markdown report (a PR comment).
+    ///
+    /// For $GITHUB_STEP_SUMMARY or a PR comment.
     #[arg(long, value_name = "OUT", help_heading = OUTPUT)]
     pub markdown: Option<PathBuf>,
-    /// Also write the full JSON comparison here (a CI artifact).
+    /// Also write the JSON comparison (a CI artifact).
     #[arg(long, value_name = "OUT", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
-    /// Also write a self-contained HTML report with charts (waterfall, distributions).
+    /// Also write an HTML report with charts.
+    ///
+    /// Self-contained: the waterfall and the distributions.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
     pub format: Format,
-    /// Treat inconclusive as a failure (exit 1 instead of 3).
+    /// Inconclusive fails (exit 1, not 3).
     #[arg(long, help_heading = THRESHOLDS)]
     pub inconclusive_fails: bool,
     /// Compare sides whose GPU, model, TP or step kinds differ instead of exiting 6
     /// (incomparable); the differences lead the report as warnings.
-    #[arg(long, help_heading = THRESHOLDS)]
+    #[arg(long, help_heading = THRESHOLDS, hide_short_help = true)]
     pub allow_incomparable: bool,
     /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub waterfall_top: usize,
     /// Full kernel names in the tables (default: shortened to fit a terminal, full names
     /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub wide: bool,
     #[command(flatten)]
     pub report_args: StepFlags,

@@ -10,3 +10,9 @@ pub const THRESHOLDS: &str = "Thresholds";
 pub const OUTPUT: &str = "Output";
 pub const EXPORT: &str = "Export (append this run to a dataset)";
 pub const GLOBAL: &str = "Global (every command)";
+
+/// What `-h` ends with: the rest is one `--help` away.
+pub const MORE: &str = "Examples, details and every option: --help";
+
+/// `capacity`'s request shape, KV pool and latency targets.
+pub const WORKLOAD: &str = "Workload and targets";

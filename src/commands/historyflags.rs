@@ -14,12 +14,18 @@ use crate::pipeline::plan::ExportPlan;
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::EXPORT)]
 pub struct ExportFlags {
-    /// Also append this run to a Parquet dataset (see `stepgate export`); a run already
-    /// there is not added again.
-    #[arg(long, value_name = "DATASET")]
+    /// Also append this run to a Parquet dataset.
+    ///
+    /// As `stepgate export`; a run already there is not added again.
+    #[arg(long, value_name = "DATASET", hide_short_help = true)]
     pub export: Option<PathBuf>,
     /// A label stored with the exported run; repeatable (needs --export).
-    #[arg(long = "label", value_name = "KEY=VALUE", requires = "export")]
+    #[arg(
+        long = "label",
+        value_name = "KEY=VALUE",
+        requires = "export",
+        hide_short_help = true
+    )]
     pub labels: Vec<String>,
     #[command(flatten)]
     pub storage: StorageFlags,
@@ -32,11 +38,15 @@ pub struct StorageFlags {
     /// An object_store option for s3://, gs:// or az:// (aws_endpoint=…, aws_region=…,
     /// google_service_account=…), or aws_profile=NAME (a named AWS profile, as AWS_PROFILE);
     /// repeatable. Secrets are better left in the environment.
-    #[arg(long = "storage-option", value_name = "KEY=VALUE")]
+    #[arg(
+        long = "storage-option",
+        value_name = "KEY=VALUE",
+        hide_short_help = true
+    )]
     pub storage_options: Vec<String>,
     /// Seconds one request to object storage may take before it is retried (failed
     /// requests are retried 4 times with backoff, then the command fails).
-    #[arg(long, value_name = "SECONDS", default_value = "30",
+    #[arg(long, value_name = "SECONDS", default_value = "30", hide_short_help = true,
           value_parser = crate::commands::historyflags::io_timeout)]
     pub io_timeout: std::time::Duration,
 }
@@ -84,24 +94,32 @@ impl ExportFlags {
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::HISTORY)]
 pub struct HistoryFlags {
-    /// Gate against the last runs of this dataset instead of a baseline file (only runs on
-    /// the candidate's GPU, and for its model when --model is given).
+    /// Gate against the last runs of this dataset.
+    ///
+    /// Instead of a baseline file; only runs on the candidate's GPU, and for its model
+    /// when --model is given.
     #[arg(long, value_name = "DATASET", conflicts_with = "baseline")]
     pub history: Option<PathBuf>,
     /// Which runs: gpu=…, model=… (substring), engine=…, label.NAME=… (exact), kind=…;
     /// comma-separated or repeated. A comma inside a value stays in it (label.k=a,b) unless
     /// what follows holds `=`: write that comma as \, (label.k=a\,b=c).
-    #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history", value_parser = where_clauses)]
+    #[arg(long = "where", value_name = "KEY=VALUE,…", requires = "history", value_parser = where_clauses, hide_short_help = true)]
     pub where_: Vec<String>,
     /// How many of the newest matching runs (at least 1).
-    #[arg(long, default_value = "20", requires = "history",
+    #[arg(long, default_value = "20", requires = "history", hide_short_help = true,
           value_parser = crate::commands::numbers::last_runs_flag)]
     pub last: usize,
     /// steps: pool every step of those runs; runs: one median per run.
-    #[arg(long, value_enum, default_value_t, requires = "history")]
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        requires = "history",
+        hide_short_help = true
+    )]
     pub history_mode: HistoryMode,
     /// Fewer matching runs than this: inconclusive.
-    #[arg(long, default_value = "3", requires = "history",
+    #[arg(long, default_value = "3", requires = "history", hide_short_help = true,
           value_parser = crate::commands::numbers::min_runs_flag)]
     pub min_runs: usize,
 }

@@ -9,7 +9,8 @@ use crate::probe::{self, ProbeParams};
 use crate::report::{probe as render, Format};
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = "Examples:
   stepgate launch-probe
   stepgate launch-probe --format json -o launch.json && stepgate steps run.sqlite --launch-cost launch.json
 
@@ -20,16 +21,16 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     /// Null-kernel launches per burst.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..), hide_short_help = true)]
     pub iters: u32,
     /// Bursts (min and median are over these).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..), hide_short_help = true)]
     pub repeats: u32,
     /// Null kernels in the CUDA graph (default: 330, the launches (docs/method.md §8.2) per TP=1 Llama-3-8B step).
-    #[arg(long, default_value_t = 330, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 330, value_parser = clap::value_parser!(u32).range(1..), hide_short_help = true)]
     pub graph_nodes: u32,
     /// Graph launches per burst.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..), hide_short_help = true)]
     pub graph_launches: u32,
     /// Output format; `json` is the file `steps --launch-cost` reads.
     #[arg(long, value_enum, default_value_t = Format::Table)]

@@ -15,7 +15,8 @@ pub enum Command {
     /// List every rule of a policy with what it selects on a report or baseline; exit 1
     /// when a rule selects nothing (and is not `optional`).
     #[command(
-        after_help = "Examples:
+        after_help = crate::commands::headings::MORE,
+    after_long_help = "Examples:
   stepgate policy check examples/policy.toml baselines/example-h100-vllm-decode.json
   stepgate policy check policy.toml run.sqlite --format json",
         allow_negative_numbers = true

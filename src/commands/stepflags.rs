@@ -17,42 +17,60 @@ use crate::wire::steps::StepKind;
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = crate::commands::headings::STEPS)]
 pub struct StepFlags {
-    /// How to find steps: auto, marker, scheduler, python, recurring, sync, graphs,
-    /// gaps, or a regex over range names (a range in a named NVTX domain matches as
-    /// `Domain:Name`, as nsys shows it, or by its bare name).
-    #[arg(long = "steps", default_value = "auto")]
+    /// How to find steps.
+    ///
+    /// auto, marker, scheduler, python, recurring, sync, graphs, gaps, or a regex over
+    /// range names (a range in a named NVTX domain matches as `Domain:Name`, as nsys shows
+    /// it, or by its bare name).
+    #[arg(long = "steps", default_value = "auto", value_name = "METHOD|REGEX")]
     pub steps: String,
     /// With --steps REGEX: a step is the matched range (span, the default) or the whole
     /// cycle from one match of the opener to the next (cycle).
-    #[arg(long, value_name = "span|cycle")]
+    #[arg(long, value_name = "span|cycle", hide_short_help = true)]
     pub steps_extent: Option<steps::Extent>,
     /// With --steps REGEX: project the calls of the range's own thread (own, the
     /// default) or of every thread of its process (process).
-    #[arg(long, value_name = "own|process")]
+    #[arg(long, value_name = "own|process", hide_short_help = true)]
     pub steps_threads: Option<steps::Threads>,
     /// Only steps of this kind.
-    #[arg(long, value_enum, default_value_t = KindFilter::All)]
+    ///
+    /// all, decode, prefill, mixed, verify, draft, idle or unknown.
+    #[arg(long, value_enum, default_value_t = KindFilter::All, hide_possible_values = true)]
     pub kind: KindFilter,
     /// Idle gap that separates steps with --steps gaps, µs.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 100.0,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub gap_us: f64,
     /// Measured per-launch cost, µs (default: the cited 2.374 µs).
-    #[arg(long, conflicts_with = "launch_cost", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        conflicts_with = "launch_cost",
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
     pub launch_cost_us: Option<f64>,
     /// JSON written by `stepgate launch-probe --format json` (its minimum end-to-end
     /// per-launch figure replaces the cited 2.374 µs).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub launch_cost: Option<PathBuf>,
     /// TOML file of extra kernel-category rules.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub categories: Option<PathBuf>,
     #[command(flatten)]
     pub floor: ModelFlags,
-    /// Requests per step, for steps whose names do not say (graphs, gaps, regex).
-    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag)]
+    /// Requests per step, where step names do not say.
+    ///
+    /// For steps found by graphs, gaps or a regex.
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_flag, help_heading = crate::commands::headings::FLOOR, hide_short_help = true)]
     pub batch: Option<u64>,
-    /// Context per request (keys attended, new token included) when names lack ΣN_KV.
-    #[arg(long, allow_negative_numbers = true, value_parser = context_flag)]
+    /// Context per request, where step names do not say.
+    ///
+    /// Keys attended, the new token included, when names lack ΣN_KV.
+    #[arg(long, allow_negative_numbers = true, value_parser = context_flag, help_heading = crate::commands::headings::FLOOR, hide_short_help = true)]
     pub context: Option<u64>,
 }
 

@@ -28,13 +28,14 @@ or give any of those names, or a regex over NVTX/annotation range names (a range
 a named NVTX domain matches as Domain:Name, as nsys shows it, or by its bare name).";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXAMPLE)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = EXAMPLE)]
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
     /// Full kernel names in the tables (default: shortened to fit a terminal, full names
     /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub wide: bool,
     #[command(flatten)]
     pub step: StepFlags,
@@ -42,7 +43,7 @@ pub struct Args {
     #[arg(long, help_heading = OUTPUT)]
     pub each: bool,
     /// Kernel rows kept per step in JSON.
-    #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT)]
+    #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
     pub format: Format,
@@ -54,7 +55,7 @@ pub struct Args {
     // A value that starts with `-` (`-1..3`) is this flag's to refuse, naming itself, not
     // clap's "unexpected argument".
     #[arg(long, value_name = "A..B", requires = "perfetto", help_heading = OUTPUT,
-          allow_hyphen_values = true, value_parser = perfetto_steps_flag)]
+          allow_hyphen_values = true, value_parser = perfetto_steps_flag, hide_short_help = true)]
     pub perfetto_steps: Option<String>,
     /// Also write a self-contained HTML report with charts.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]

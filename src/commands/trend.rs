@@ -25,7 +25,8 @@ in `gate`) relative to the median of the previous --window runs. A run that a de
 the table, whole in JSON), and a marker on the --html chart.";
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = TREND_HELP)]
+#[command(after_help = crate::commands::headings::MORE,
+    after_long_help = TREND_HELP)]
 pub struct Args {
     /// The dataset written by `stepgate export`: a directory or a URL (s3://bucket/prefix,
     /// gs://…, az://…, file://…).
@@ -49,7 +50,7 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = crate::commands::numbers::last_runs_flag, help_heading = INPUT)]
     pub last: Option<usize>,
     /// Previous runs a change point is measured against.
-    #[arg(long, default_value = "5", value_parser = crate::commands::numbers::window_flag, help_heading = THRESHOLDS)]
+    #[arg(long, default_value = "5", value_parser = crate::commands::numbers::window_flag, help_heading = THRESHOLDS, hide_short_help = true)]
     pub window: usize,
     /// Thresholds (TOML or JSON, as for `gate`); defaults when absent.
     #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]

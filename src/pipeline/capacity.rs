@@ -5,9 +5,10 @@
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
 use crate::report::capacity::Context;
-use crate::roofline::capacity::{plan, prefill_attention_coeff, CapacityInputs};
+use crate::roofline::capacity::{prefill_attention_coeff, CapacityInputs};
+use crate::roofline::capacity_plan::plan;
 use crate::wire::capacity::CapacityPlan;
-use crate::wire::roofline::FloorOptions;
+use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec};
 
 /// The workload and targets to plan for, in the flags' units (checked by the caller).
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +30,9 @@ pub struct CapacityRequest {
     pub usd_per_gpu_hour: f64,
 }
 
-/// The plan, and what it was derived from for the report.
+/// The plan, and what it was derived from for the report. A step without a solution is
+/// in the plan ([`CapacityPlan::unsolved`]); when a larger `--tp` would give it one (the
+/// same model solved again), that is among its changes.
 pub fn run(mg: &ModelGpu, req: &CapacityRequest) -> Result<(Context, CapacityPlan)> {
     let m = mg.model.resolve()?;
     let g = mg.gpu.resolve()?;
@@ -39,6 +42,75 @@ pub fn run(mg: &ModelGpu, req: &CapacityRequest) -> Result<(Context, CapacityPla
         ));
     }
     let tp = mg.floor.tp;
+    let (inputs, mut p) = plan_at(&m, &g, mg, req, tp)?;
+    if let Some(u) = &mut p.unsolved {
+        // A pool given in tokens is the user's, not the GPUs': more GPUs would not change it.
+        if req.kv_pool_tokens.is_none() {
+            if let Some((n, q)) = more_tp(&m, &g, mg, req, tp) {
+                let at = match (&q.fluid, &q.fixed_batch) {
+                    (Some(f), _) => f.lambda_rps,
+                    (None, Some(s)) => s.lambda_rps,
+                    (None, None) => 0.0,
+                };
+                u.changes.push(format!(
+                    "--tp {n}: the plan has a solution ({at:.2} req/s per {n}-GPU replica)"
+                ));
+            }
+        }
+    }
+    let ctx = Context {
+        model: m.name.clone(),
+        gpu: g.key.to_owned(),
+        gpu_source: g.source.to_owned(),
+        hbm_basis: if mg.gpu.hbm_bytes_per_s.is_some() {
+            "input"
+        } else {
+            "cited"
+        },
+        peak_basis: if mg.gpu.peak_flops_per_s.is_some() {
+            "input"
+        } else {
+            "cited"
+        },
+        kv_pool_basis: if req.kv_pool_tokens.is_some() || req.kv_pool_gib.is_some() {
+            "input"
+        } else {
+            "derived"
+        },
+        inputs,
+    };
+    Ok((ctx, p))
+}
+
+/// The smallest power-of-two multiple of `tp` (up to 64 GPUs) whose plan has every step
+/// solved, with that plan.
+fn more_tp(
+    m: &ModelSpec,
+    g: &GpuSpec,
+    mg: &ModelGpu,
+    req: &CapacityRequest,
+    tp: u32,
+) -> Option<(u32, CapacityPlan)> {
+    let mut n = tp.checked_mul(2)?;
+    while n <= 64 {
+        if let Ok((_, q)) = plan_at(m, g, mg, req, n) {
+            if q.unsolved.is_none() {
+                return Some((n, q));
+            }
+        }
+        n = n.checked_mul(2)?;
+    }
+    None
+}
+
+/// Steps 1–6 at `tp` GPUs per replica.
+fn plan_at(
+    m: &ModelSpec,
+    g: &GpuSpec,
+    mg: &ModelGpu,
+    req: &CapacityRequest,
+    tp: u32,
+) -> Result<(CapacityInputs, CapacityPlan)> {
     let cell = m.kv_cell_bytes(tp, 1);
     let kv_pool_tokens = match (req.kv_pool_tokens, req.kv_pool_gib) {
         (Some(t), _) => t,
@@ -73,7 +145,7 @@ pub fn run(mg: &ModelGpu, req: &CapacityRequest) -> Result<(Context, CapacityPla
     };
     let weights = m.streamed_weight_bytes(b_guess, opts.moe_routing, tp, 1);
     let tpf = f64::from(tp);
-    let coeff = prefill_attention_coeff(&m, tp);
+    let coeff = prefill_attention_coeff(m, tp);
     let inputs = CapacityInputs {
         kv_pool_tokens,
         kv_cell_bytes: cell,
@@ -93,26 +165,5 @@ pub fn run(mg: &ModelGpu, req: &CapacityRequest) -> Result<(Context, CapacityPla
         batch: req.batch,
     };
     let p = plan(&inputs)?;
-    let ctx = Context {
-        model: m.name.clone(),
-        gpu: g.key.to_owned(),
-        gpu_source: g.source.to_owned(),
-        hbm_basis: if mg.gpu.hbm_bytes_per_s.is_some() {
-            "input"
-        } else {
-            "cited"
-        },
-        peak_basis: if mg.gpu.peak_flops_per_s.is_some() {
-            "input"
-        } else {
-            "cited"
-        },
-        kv_pool_basis: if req.kv_pool_tokens.is_some() || req.kv_pool_gib.is_some() {
-            "input"
-        } else {
-            "derived"
-        },
-        inputs,
-    };
-    Ok((ctx, p))
+    Ok((inputs, p))
 }

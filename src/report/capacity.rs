@@ -33,12 +33,8 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
     let mut row = |step: &str, q: &str, val: String, basis: &str| {
         v.push([step.into(), q.into(), val, basis.into()]);
     };
-    row(
-        "in",
-        "model / GPU",
-        format!("{} / {}", c.model, c.gpu),
-        "input",
-    );
+    row("in", "model", c.model.clone(), "input");
+    row("in", "GPU", c.gpu.clone(), "input");
     row(
         "in",
         "HBM β / peak π",
@@ -73,7 +69,7 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
     );
     row(
         "1",
-        "mean resident context in + out/2",
+        "mean context in + out/2",
         num(p.mean_context, 1),
         "derived",
     );
@@ -95,7 +91,7 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
     );
     row(
         "2",
-        "step bytes W + B·s̄·k (no KV write)",
+        "step bytes W+B·s̄·k (no KV write)",
         format!("{} GB", num(p.step_bytes / 1e9, 2)),
         "derived",
     );
@@ -108,7 +104,7 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
     );
     row(
         "3",
-        "prefill FLOPs 2PS + causal attention",
+        "prefill FLOPs 2PS + causal attn",
         format!("{:.4e}", p.prefill_flops),
         "derived",
     );
@@ -127,7 +123,7 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
     );
     row(
         "4",
-        "GPU service time S per request",
+        "service time S per request",
         ms(p.service_ns),
         "derived",
     );
@@ -153,31 +149,40 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
         ms(i.ttft_p99_target_s * 1e9),
         "input",
     );
-    let f = &p.fixed_batch;
-    row(
-        "5",
-        "M/M/1 screen at B: ρ",
-        format!("{:.4}", f.rho),
-        "derived",
-    );
-    row(
-        "5",
-        "M/M/1 screen at B: λ",
-        format!("{} req/s", num(f.lambda_rps, 4)),
-        "derived",
-    );
-    if let Some(r) = f.replicas {
-        row("5", "M/M/1 screen: replicas", r.to_string(), "derived");
+    match &p.fixed_batch {
+        Some(f) => {
+            row(
+                "5",
+                "M/M/1 screen at B: ρ",
+                format!("{:.4}", f.rho),
+                "derived",
+            );
+            row(
+                "5",
+                "M/M/1 screen at B: λ",
+                format!("{} req/s", num(f.lambda_rps, 4)),
+                "derived",
+            );
+            if let Some(r) = f.replicas {
+                row("5", "M/M/1 screen: replicas", r.to_string(), "derived");
+            }
+            row(
+                "5",
+                "M/M/1 screen: cost",
+                format!("${:.4} per M out tokens", f.usd_per_million_output_tokens),
+                "derived",
+            );
+        }
+        None => row("5", "M/M/1 screen", NO_SOLUTION.into(), "derived"),
     }
-    row(
-        "5",
-        "M/M/1 screen: cost",
-        format!(
-            "${:.4} per M output tokens",
-            f.usd_per_million_output_tokens
-        ),
-        "derived",
-    );
+    if let (Some(itl), None) = (i.itl_target_s, &p.fluid) {
+        row("6", "ITL target", ms(itl * 1e9), "input");
+        let step6 = match &p.unsolved {
+            Some(u) if u.step == 6 => NO_SOLUTION,
+            _ => "not solved (step 5 has none)",
+        };
+        row("6", "fluid root", step6.into(), "derived");
+    }
     if let Some(fl) = &p.fluid {
         row("6", "ITL target", ms(fl.itl_target_ns), "input");
         row(
@@ -205,16 +210,13 @@ fn rows(c: &Context, p: &CapacityPlan) -> Vec<[String; 4]> {
         row(
             "6",
             "fluid root: cost",
-            format!(
-                "${:.4} per M output tokens",
-                fl.usd_per_million_output_tokens
-            ),
+            format!("${:.4} per M out tokens", fl.usd_per_million_output_tokens),
             "derived",
         );
         if let (Some(l), Some(b)) = (fl.lower_root_lambda_rps, fl.lower_root_batch) {
             row(
                 "6",
-                "other (low-load) root, not used",
+                "other (low-load) root, unused",
                 format!("λ {} req/s, B {}", num(l, 4), num(b, 2)),
                 "derived",
             );
@@ -245,8 +247,101 @@ fn table(c: &Context, p: &CapacityPlan) -> Table {
     t
 }
 
+/// The marker of a step without a solution; the reason follows the table.
+const NO_SOLUTION: &str = "no solution, see below";
+
+/// The widest line of the text output (a model path the user typed aside).
+pub const WIDTH: usize = 80;
+
+/// Words of `text` on lines of at most `width` columns, the first prefixed by `first`,
+/// the rest by `rest` (a word longer than a line stays whole).
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for w in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + w.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = rest.to_owned();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(w);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The first line: the operating point, or which step has no solution.
+fn headline(c: &Context, p: &CapacityPlan) -> String {
+    let i = &c.inputs;
+    let per = format!("{}-GPU replica", i.gpus_per_replica);
+    let what = match (&p.unsolved, &p.fluid, &p.fixed_batch) {
+        (Some(u), _, _) => format!(
+            "step {} ({}) has no solution; steps 1–{} are priced below.",
+            u.step,
+            u.name,
+            u.step - 1
+        ),
+        (None, Some(f), _) => format!(
+            "{} req/s per {per} at a {} ms ITL and {} ms p99 TTFT{}, ${:.4} per M output tokens.",
+            num(f.lambda_rps, 2),
+            num(f.itl_target_ns / 1e6, 0),
+            num(i.ttft_p99_target_s * 1e3, 0),
+            f.replicas
+                .map(|r| format!(
+                    "; {r} replicas for {} req/s",
+                    num(i.fleet_rps.unwrap_or(0.0), 1)
+                ))
+                .unwrap_or_default(),
+            f.usd_per_million_output_tokens
+        ),
+        (None, None, Some(s)) => format!(
+            "{} req/s per {per} at a {} ms p99 TTFT (M/M/1 screen).",
+            num(s.lambda_rps, 2),
+            num(i.ttft_p99_target_s * 1e3, 0)
+        ),
+        (None, None, None) => String::new(),
+    };
+    wrap(
+        &format!("Capacity: {what} A derived screening model, nothing measured."),
+        WIDTH,
+        "",
+        "",
+    )
+}
+
+/// The step without a solution: why, and what would give it one.
+fn unsolved_text(p: &CapacityPlan, bullet: &str) -> String {
+    let Some(u) = &p.unsolved else {
+        return String::new();
+    };
+    let mut out = wrap(
+        &format!(
+            "Step {} ({}) has no solution: {}.",
+            u.step, u.name, u.reason
+        ),
+        WIDTH,
+        "",
+        "",
+    );
+    if !u.changes.is_empty() {
+        out.push_str("It would have one with any of:\n");
+        for ch in &u.changes {
+            out.push_str(&wrap(ch, WIDTH, bullet, "  "));
+        }
+    }
+    out.push('\n');
+    out
+}
+
 fn caveats() -> String {
-    CAVEATS.iter().map(|c| format!("- {c}\n")).collect()
+    CAVEATS.iter().map(|c| wrap(c, WIDTH, "- ", "  ")).collect()
 }
 
 /// Version of the `capacity --format json` document (docs/schema/README.md).
@@ -256,12 +351,16 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub fn render(c: &Context, p: &CapacityPlan, source: &ModelSource, fmt: Format) -> String {
     match fmt {
         Format::Table => format!(
-            "Capacity plan: derived screening model, nothing measured\n\n{}\nCaveats:\n{}",
+            "{}\n{}{}\nCaveats:\n{}",
+            headline(c, p),
+            unsolved_text(p, "- "),
             table(c, p).to_text(),
             caveats()
         ),
         Format::Markdown => format!(
-            "### stepgate capacity (derived screening model)\n\n{}\n**Caveats**\n\n{}",
+            "### stepgate capacity (derived screening model)\n\n{}\n{}{}\n**Caveats**\n\n{}",
+            headline(c, p),
+            unsolved_text(p, "- "),
             table(c, p).to_markdown(),
             caveats()
         ),

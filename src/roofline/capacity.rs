@@ -5,7 +5,9 @@
 //! A screening model, not a capacity guarantee: batching changes service distributions,
 //! TTFT depends on chunking and queue discipline, live occupancy is length-biased. Steps
 //! are priced with the chapter's bytes (weights + KV read, no KV write), as its golden
-//! cases are. Infeasible inputs are `Error::input`, never NaN.
+//! cases are. Infeasible inputs are `Error::input`, never NaN; targets no load meets leave
+//! the plan's steps 1–4 priced and name the step without a solution ([`Unmet`]);
+//! `roofline::capacity_plan` says why in words and what would change it.
 
 use crate::exit::{Error, Result};
 use crate::wire::capacity::{CapacityPlan, FixedBatch, Fluid};
@@ -182,10 +184,75 @@ pub struct FluidInputs {
     pub gpus_per_replica: f64,
 }
 
+/// Why the fluid model of step 6 has no operating point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoRoot {
+    /// Streaming the weights alone (this many seconds) takes longer than the ITL target.
+    WeightsAboveItl(f64),
+    /// The higher-load root needs a live batch above B_max (the KV pool binds).
+    BatchCap,
+    /// The p99 TTFT stays above the target at every load.
+    TtftAboveTarget,
+}
+
+/// The fluid model's p99 TTFT at request rate `lambda`: B = ITL·out·λ, t(B) = (W +
+/// B·ctx·k)/β, S(B) = t_pre + out·t(B)/B, W_q99(S, λS) + t_pre (0 at λS ≤ 0.01, as
+/// [`wq99_s`]; infinite at λS ≥ 1).
+pub fn fluid_ttft_s(inp: &FluidInputs, lambda: f64) -> f64 {
+    let b = inp.itl_target_s * inp.output_tokens * lambda;
+    let t = (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
+    let s = inp.prefill_s + inp.output_tokens * t / b;
+    let rho = lambda * s;
+    let w = if rho >= 1.0 {
+        f64::INFINITY
+    } else if rho <= 0.01 {
+        0.0
+    } else {
+        s * (100.0 * rho).ln() / (1.0 - rho)
+    };
+    w + inp.prefill_s
+}
+
+/// The highest request rate the fluid model admits: ρ(λ) = λ·S is affine in λ (ρ0 + a·λ
+/// with ρ0 = (W/β)/ITL), so ρ < 1 below (1 − ρ0)/a, and B ≤ B_cap below B_cap/(ITL·out).
+/// Returns (λ at ρ = 1, λ at B_cap, ρ0).
+pub fn fluid_lambda_bounds(inp: &FluidInputs) -> (f64, f64, f64) {
+    let rho0 = inp.weights_bytes / inp.hbm_bytes_per_s / inp.itl_target_s;
+    let a = inp.prefill_s
+        + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
+    let per_lambda_b = inp.itl_target_s * inp.output_tokens;
+    ((1.0 - rho0) / a, inp.b_cap / per_lambda_b, rho0)
+}
+
+/// Grid points of the fluid model's root scan over (0, λ_max).
+pub const FLUID_GRID: usize = 20_000;
+
 /// Solve the fluid model: B = ITL·out·λ, t(B) = (W + B·ctx·k)/β, S(B) = t_pre + out·t(B)/B,
 /// and S·ln(100·λS)/(1−λS) + t_pre = TTFT with 0 < λS < 1, B ≤ B_cap. The equation has two
-/// roots (S(B) → ∞ as B → 0); the higher-load one is reported, the other noted.
+/// roots (S(B) → ∞ as B → 0); the higher-load one is reported, the other noted. No root is
+/// an input error; [`fluid_outcome`] says which kind.
 pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
+    match fluid_outcome(inp)? {
+        Ok(f) => Ok(f),
+        Err(NoRoot::WeightsAboveItl(w)) => Err(Error::input(format!(
+            "streaming the weights alone takes {:.2} ms, above the {:.1} ms ITL target: no batch meets it",
+            w * 1e3,
+            inp.itl_target_s * 1e3
+        ))),
+        Err(NoRoot::BatchCap) => Err(Error::input(format!(
+            "the ITL model's higher-load root needs a batch above B_max = {}: the KV pool, not the TTFT target, limits this deployment; lower --itl-ms or add KV memory",
+            inp.b_cap
+        ))),
+        Err(NoRoot::TtftAboveTarget) => Err(Error::input(format!(
+            "no load meets both the {:.0} ms p99 TTFT and the {:.0} ms ITL target (the fluid model has no root); relax one of them",
+            inp.ttft_p99_target_s * 1e3,
+            inp.itl_target_s * 1e3
+        ))),
+    }
+}
+
+/// [`fluid`], with "no operating point" kept apart from bad inputs: `Ok(Err(why))`.
+pub fn fluid_outcome(inp: &FluidInputs) -> Result<std::result::Result<Fluid, NoRoot>> {
     positive("ITL target", inp.itl_target_s)?;
     positive("output tokens", inp.output_tokens)?;
     let per_lambda_b = inp.itl_target_s * inp.output_tokens;
@@ -195,31 +262,15 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
             (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
         inp.prefill_s + inp.output_tokens * t / b
     };
-    // ρ(λ) = λ·S is affine in λ: ρ0 + a·λ with ρ0 = (W/β)/ITL.
-    let rho0 = inp.weights_bytes / inp.hbm_bytes_per_s / inp.itl_target_s;
-    let a = inp.prefill_s
-        + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
+    let (lambda_rho1, lambda_cap, rho0) = fluid_lambda_bounds(inp);
     if rho0 >= 1.0 {
-        return Err(Error::input(format!(
-            "streaming the weights alone takes {:.2} ms, above the {:.1} ms ITL target: no batch meets it",
-            inp.weights_bytes / inp.hbm_bytes_per_s * 1e3,
-            inp.itl_target_s * 1e3
+        return Ok(Err(NoRoot::WeightsAboveItl(
+            inp.weights_bytes / inp.hbm_bytes_per_s,
         )));
     }
-    let lambda_rho1 = (1.0 - rho0) / a;
-    let lambda_cap = inp.b_cap / per_lambda_b;
     let lambda_max = lambda_rho1.min(lambda_cap);
-    let g = |lambda: f64| -> f64 {
-        let s = service(lambda);
-        let rho = lambda * s;
-        let w = if rho <= 0.01 {
-            0.0
-        } else {
-            s * (100.0 * rho).ln() / (1.0 - rho)
-        };
-        w + inp.prefill_s - inp.ttft_p99_target_s
-    };
-    const N: usize = 20_000;
+    let g = |lambda: f64| fluid_ttft_s(inp, lambda) - inp.ttft_p99_target_s;
+    const N: usize = FLUID_GRID;
     let mut roots = Vec::new();
     let mut prev_x = lambda_max / N as f64;
     let mut prev = g(prev_x);
@@ -242,21 +293,14 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
         prev = y;
     }
     if lambda_cap < lambda_rho1 && prev < 0.0 {
-        return Err(Error::input(format!(
-            "the ITL model's higher-load root needs a batch above B_max = {}: the KV pool, not the TTFT target, limits this deployment; lower --itl-ms or add KV memory",
-            inp.b_cap
-        )));
+        return Ok(Err(NoRoot::BatchCap));
     }
     let Some(&hi) = roots.last() else {
-        return Err(Error::input(format!(
-            "no load meets both the {:.0} ms p99 TTFT and the {:.0} ms ITL target (the fluid model has no root); relax one of them",
-            inp.ttft_p99_target_s * 1e3,
-            inp.itl_target_s * 1e3
-        )));
+        return Ok(Err(NoRoot::TtftAboveTarget));
     };
     let lower = (roots.len() >= 2).then(|| roots[roots.len() - 2]);
     let s = service(hi);
-    Ok(Fluid {
+    Ok(Ok(Fluid {
         itl_target_ns: inp.itl_target_s * 1e9,
         lambda_rps: hi,
         batch: per_lambda_b * hi,
@@ -270,11 +314,27 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
         ),
         lower_root_lambda_rps: lower,
         lower_root_batch: lower.map(|l| per_lambda_b * l),
-    })
+    }))
 }
 
-/// Run steps 1–6.
-pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
+/// The step of the plan without a solution, with what explaining it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unmet {
+    /// Step 5: the prefill (seconds) is not under the TTFT target.
+    Screen { prefill_s: f64 },
+    /// Step 6: the fluid model has no operating point, for `why`; `prefill_share` is the
+    /// prefill's share of the service time of step 4.
+    Fluid {
+        inputs: FluidInputs,
+        why: NoRoot,
+        prefill_share: f64,
+    },
+}
+
+/// Run steps 1–6. A step 5 or 6 without a solution (a target no load meets) is no error:
+/// the plan keeps every step before it (its `unsolved` left empty) and [`Unmet`] names
+/// the step; `roofline::capacity_plan::plan` fills in why.
+pub fn plan_steps(inp: &CapacityInputs) -> Result<(CapacityPlan, Option<Unmet>)> {
     positive("KV pool (tokens)", inp.kv_pool_tokens)?;
     positive("KV cell bytes", inp.kv_cell_bytes)?;
     positive("input tokens", inp.input_tokens)?;
@@ -322,35 +382,55 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
     // Step 4: GPU service time per request.
     let decode_share_s = inp.output_tokens / tok_s;
     let service_s = prefill_s + decode_share_s;
-    // Step 5: the fixed-batch M/M/1 screen.
-    let fixed_batch = fixed_batch_screen(&ScreenInputs {
-        service_s,
-        prefill_s,
-        ttft_p99_target_s: inp.ttft_p99_target_s,
-        output_tokens: inp.output_tokens,
-        fleet_rps: inp.fleet_rps,
-        price_usd_per_gpu_hour: inp.price_usd_per_gpu_hour,
-        gpus_per_replica: inp.gpus_per_replica,
-    })?;
-    // Step 6: the fluid ITL closure.
-    let fluid = match inp.itl_target_s {
-        Some(itl) => Some(fluid(&FluidInputs {
-            weights_bytes: inp.weights_bytes,
-            mean_context,
-            kv_cell_bytes: inp.kv_cell_bytes,
-            hbm_bytes_per_s: inp.hbm_bytes_per_s,
+    // Step 5: the fixed-batch M/M/1 screen; a prefill at or above the TTFT target leaves
+    // it (and step 6, whose TTFT has the same prefill offset) without a solution.
+    let mut unsolved = None;
+    let fixed_batch = if inp.ttft_p99_target_s > prefill_s {
+        Some(fixed_batch_screen(&ScreenInputs {
+            service_s,
             prefill_s,
-            output_tokens: inp.output_tokens,
-            itl_target_s: itl,
             ttft_p99_target_s: inp.ttft_p99_target_s,
-            b_cap: b_max,
+            output_tokens: inp.output_tokens,
             fleet_rps: inp.fleet_rps,
             price_usd_per_gpu_hour: inp.price_usd_per_gpu_hour,
             gpus_per_replica: inp.gpus_per_replica,
-        })?),
-        None => None,
+        })?)
+    } else {
+        unsolved = Some(Unmet::Screen { prefill_s });
+        None
     };
-    Ok(CapacityPlan {
+    // Step 6: the fluid ITL closure.
+    let fluid = match (inp.itl_target_s, &unsolved) {
+        (Some(itl), None) => {
+            let f = FluidInputs {
+                weights_bytes: inp.weights_bytes,
+                mean_context,
+                kv_cell_bytes: inp.kv_cell_bytes,
+                hbm_bytes_per_s: inp.hbm_bytes_per_s,
+                prefill_s,
+                output_tokens: inp.output_tokens,
+                itl_target_s: itl,
+                ttft_p99_target_s: inp.ttft_p99_target_s,
+                b_cap: b_max,
+                fleet_rps: inp.fleet_rps,
+                price_usd_per_gpu_hour: inp.price_usd_per_gpu_hour,
+                gpus_per_replica: inp.gpus_per_replica,
+            };
+            match fluid_outcome(&f)? {
+                Ok(root) => Some(root),
+                Err(why) => {
+                    unsolved = Some(Unmet::Fluid {
+                        inputs: f,
+                        why,
+                        prefill_share: prefill_s / service_s,
+                    });
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let plan = CapacityPlan {
         kv_pool_tokens: inp.kv_pool_tokens,
         mean_context,
         b_max: b_max as u64,
@@ -367,7 +447,9 @@ pub fn plan(inp: &CapacityInputs) -> Result<CapacityPlan> {
         decode_fraction: decode_share_s / service_s,
         fixed_batch,
         fluid,
-    })
+        unsolved: None,
+    };
+    Ok((plan, unsolved))
 }
 
 /// The caveats the source attaches to this model, printed with every plan.

@@ -6,6 +6,7 @@
 //! Conventions and tolerances are pinned by `tests/golden/*.json` (see its README).
 
 pub mod capacity;
+pub mod capacity_plan;
 pub mod classes;
 pub mod floor;
 pub mod gpu;

@@ -29,6 +29,27 @@ pub struct Fluid {
     pub lower_root_batch: Option<f64>,
 }
 
+/// The step of the plan that has no solution under the inputs given: which step, why in
+/// the model's own terms, and what would give it one (the steps before it are priced).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Unsolved {
+    /// 5 (fixed-batch M/M/1 screen) or 6 (fluid ITL closure).
+    pub step: u8,
+    /// The step's name.
+    pub name: String,
+    /// Why no load meets the targets, with the numbers that decide it (derived).
+    pub reason: String,
+    /// What would give the step a solution, each checked by solving the model again.
+    pub changes: Vec<String>,
+    /// Step 6 without a root: the lowest p99 TTFT any load reaches at the ITL target, ns
+    /// (derived), and the request rate where it does.
+    pub lowest_ttft_p99_ns: Option<f64>,
+    pub lowest_at_lambda_rps: Option<f64>,
+    /// The longest prefill at which the step has a solution, other inputs unchanged, ns
+    /// (derived).
+    pub prefill_at_most_ns: Option<f64>,
+}
+
 /// The whole chain's result. Times in ns (f64, derived).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CapacityPlan {
@@ -46,8 +67,13 @@ pub struct CapacityPlan {
     pub saturation_rps: f64,
     pub prefill_fraction: f64,
     pub decode_fraction: f64,
-    pub fixed_batch: FixedBatch,
+    /// Step 5; null when it has no solution ([`Unsolved`] says why).
+    pub fixed_batch: Option<FixedBatch>,
+    /// Step 6; null without an ITL target, or when step 5 or 6 has no solution.
     pub fluid: Option<Fluid>,
+    /// The first step without a solution; absent when every step has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsolved: Option<Unsolved>,
 }
 
 /// JSON wire form: the plan, what it was priced on, and the basis of each row.

@@ -172,11 +172,15 @@ fn infeasible_capacity_inputs_exit_2_without_nan() {
     batch.extend(["--batch", "500"]);
     let mut itl = CAP_SEED.to_vec();
     itl.extend(["--itl-ms", "4"]);
-    for args in [&ttft[..], &batch[..], &itl[..]] {
+    for (args, plan) in [(&ttft[..], true), (&batch[..], false), (&itl[..], true)] {
         let (code, out, err) = common::run(args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(out.is_empty() && !err.contains("NaN"), "{err}");
+        assert!(!err.contains("NaN") && !out.contains("NaN"), "{err}");
         assert!(err.starts_with("stepgate: error: "), "{err}");
+        // A target no load meets still prints the plan with the step marked; a bad input
+        // (a batch above B_max) prints nothing.
+        assert_eq!(out.contains("no solution, see below"), plan, "{out}");
+        assert_eq!(out.is_empty(), !plan, "{out}");
     }
     let (code, _, err) = common::run(&["floor", "--gpu", "v100"]);
     assert_eq!(code, 2);

@@ -297,7 +297,7 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
             gpus_per_replica: num(i, "gpus_per_replica")?,
             batch: None,
         };
-        let p = capacity::plan(&inp).map_err(|e| e.to_string())?;
+        let p = stepgate::roofline::capacity_plan::plan(&inp).map_err(|e| e.to_string())?;
         put(&mut c, "mean_context", p.mean_context);
         put(&mut c, "B_max", p.b_max);
         put(&mut c, "step_bytes", p.step_bytes);
@@ -310,12 +310,13 @@ fn capacity_case(id: &str, i: &Value) -> Result<Computed, String> {
         put(&mut c, "saturation_rps", p.saturation_rps);
         put(&mut c, "prefill_fraction", p.prefill_fraction);
         put(&mut c, "decode_fraction", p.decode_fraction);
-        put(&mut c, "rho", p.fixed_batch.rho);
-        put(&mut c, "lambda_rps", p.fixed_batch.lambda_rps);
+        let fb = p.fixed_batch.ok_or("the plan has no fixed-batch screen")?;
+        put(&mut c, "rho", fb.rho);
+        put(&mut c, "lambda_rps", fb.lambda_rps);
         put(
             &mut c,
             "cost_usd_per_m_out",
-            p.fixed_batch.usd_per_million_output_tokens,
+            fb.usd_per_million_output_tokens,
         );
     } else if i.get("itl_target_s").is_some() {
         let f = capacity::fluid(&FluidInputs {
