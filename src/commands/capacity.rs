@@ -29,38 +29,39 @@ pub struct Args {
     #[command(flatten)]
     pub mg: ModelGpuArgs,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 1800.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "TOKENS", default_value_t = 1800.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub input_tokens: f64,
     /// Output tokens per request.
-    #[arg(long, default_value_t = 220.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "TOKENS", default_value_t = 220.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub output_tokens: f64,
     /// KV pool in tokens (the seed's 428,569).
-    #[arg(long, conflicts_with = "kv_pool_gib", allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "TOKENS", conflicts_with = "kv_pool_gib", allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub kv_pool_tokens: Option<f64>,
     /// KV pool in GiB (2^30 B).
-    #[arg(long, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "GIB", allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub kv_pool_gib: Option<f64>,
     /// Without an explicit pool: this fraction of GPU memory, minus weights, holds KV.
-    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.9, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub gpu_mem_util: f64,
     /// Price the step at this batch instead of B_max.
-    #[arg(long, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub batch: Option<f64>,
     /// Assumed prefill MFU (fraction of peak): the softest input.
-    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.4, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub prefill_mfu: f64,
     /// p99 TTFT target, ms.
-    #[arg(long, default_value_t = 900.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "MS", default_value_t = 900.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub ttft_ms: f64,
     /// Inter-token latency target for the fluid model, ms.
-    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "MS", default_value_t = 60.0, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub itl_ms: f64,
     /// Fleet request rate to size replicas for, req/s.
-    #[arg(long, allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "REQ_PER_S", allow_negative_numbers = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub fleet_rps: Option<f64>,
     /// GPU-hour price, USD (illustrative).
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
+    #[arg(long, value_name = "USD", default_value_t = 3.0, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub usd_per_gpu_hour: f64,
+    /// What to print on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
     pub format: Format,
 }
