@@ -12,7 +12,7 @@ use super::{cursor_rows, gid_pid, gid_tid, id_or_missing, int, times, TICK};
 use crate::exit::Result;
 use crate::source::prefilter::RangeFilter;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
-use crate::wire::trace::NvtxDomain;
+use crate::wire::trace::{NvtxDomain, TraceMeta};
 
 /// `eventType` of a named domain's create row (docs/nsys-format.md §4).
 const DOMAIN_CREATE: i64 = 75;
@@ -205,6 +205,26 @@ pub(super) fn load_ranges(
     }
     progress.inc(n % TICK);
     Ok((part, names.finish(), n_bad))
+}
+
+/// The NVTX part's named domains into the metadata (one per process and id, the first
+/// create row's name, as nsys' projection takes it), and a warning counting the start/end
+/// ranges left out because another thread ended them.
+pub(super) fn domains_into(part: RangesPart, meta: &mut TraceMeta) -> RangesBuilder {
+    let mut domains = part.domains;
+    // Slices are in rowid order, so the stable sort keeps the first create row first.
+    domains.sort_by_key(|d| (d.pid, d.id));
+    domains.dedup_by_key(|d| (d.pid, d.id));
+    meta.nvtx_domains = domains;
+    if part.ended_elsewhere > 0 {
+        meta.warnings.push(format!(
+            "{} NVTX start/end range(s) were ended on another thread than the one that \
+             started them: left out, as `nsys stats -r nvtxgpuproj` leaves them out (a \
+             range must bracket its own thread's launches; docs/nvtx.md)",
+            part.ended_elsewhere
+        ));
+    }
+    part.b
 }
 
 /// An NVTX row's name as the filter kept it: its inline text, or its StringIds id.

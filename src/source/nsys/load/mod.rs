@@ -273,7 +273,7 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     }
     let (calls, ranges) = merged.host(read.calls, read.ranges)?;
     meta.warnings.extend(merged.bad.warnings(&schema));
-    let ranges = domains_into(ranges, &mut meta);
+    let ranges = host::domains_into(ranges, &mut meta);
 
     let (mut devices, pw_ids) = load_devices(&conn, &schema, path)?;
     for id in distinct_devices(&merged.ops.device) {
@@ -312,26 +312,6 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
         strings: merged.names.into_strings(),
         meta,
     })
-}
-
-/// The NVTX part's named domains into the metadata (one per process and id, the first
-/// create row's name, as nsys' projection takes it), and a warning counting the start/end
-/// ranges left out because another thread ended them.
-fn domains_into(part: host::RangesPart, meta: &mut TraceMeta) -> crate::trace::RangesBuilder {
-    let mut domains = part.domains;
-    // Slices are in rowid order, so the stable sort keeps the first create row first.
-    domains.sort_by_key(|d| (d.pid, d.id));
-    domains.dedup_by_key(|d| (d.pid, d.id));
-    meta.nvtx_domains = domains;
-    if part.ended_elsewhere > 0 {
-        meta.warnings.push(format!(
-            "{} NVTX start/end range(s) were ended on another thread than the one that \
-             started them: left out, as `nsys stats -r nvtxgpuproj` leaves them out (a \
-             range must bracket its own thread's launches; docs/nvtx.md)",
-            part.ended_elsewhere
-        ));
-    }
-    part.b
 }
 
 /// Distinct devices, looked up only where the device changes (ops come in runs of one

@@ -144,7 +144,7 @@ mod tests {
         assert!(queries::NVTX
             .render(&schema)
             .unwrap()
-            .contains("NOT NULL AND 1"));
+            .contains("eventType = 75) AND 1"));
     }
 
     #[test]
