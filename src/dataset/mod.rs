@@ -14,6 +14,7 @@ pub mod filter;
 pub mod flatten;
 pub mod history;
 pub mod layout;
+pub mod localfs;
 pub mod read;
 pub mod reads;
 pub mod reference;
