@@ -13,6 +13,7 @@ pub mod filter;
 pub mod flatten;
 pub mod history;
 pub mod layout;
+pub mod localfs;
 pub mod read;
 pub mod reference;
 pub mod rows;

@@ -118,24 +118,6 @@ pub fn decode(name: &str, bytes: Vec<u8>, columns: &[&str]) -> Result<DataFrame>
     Ok(df)
 }
 
-/// A data object (steps, kernels, …) written by a newer stepgate than this build reads is
-/// refused by name: its runs row said this build could read the run, so the dataset was
-/// mixed or edited, and reading columns whose meaning changed would be a silent guess.
-fn newer_refused(name: &str, df: &DataFrame) -> Result<()> {
-    let v = match df.column("schema_version")?.dtype() {
-        DataType::Int32 | DataType::Int64 => ints(df, "schema_version")?.max(),
-        _ => return Err(damaged(name, "column schema_version is not an integer")),
-    };
-    match v {
-        Some(v) if v > i64::from(SCHEMA_VERSION) => Err(Error::input(format!(
-            "dataset file {name} was written by a newer stepgate (schema_version {v}; this \
-             build reads up to {SCHEMA_VERSION}): upgrade stepgate to read it, or move the \
-             file's run aside"
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// Columns an object may lack without being damaged ([`crate::dataset::schema::NULL_WHEN_ABSENT`]),
 /// with their type: an object that lacks one reads it as nulls.
 fn null_when_absent(column: &str) -> Option<Ty> {
@@ -193,7 +175,7 @@ pub(crate) fn scan_files(
                 return Err(damaged(&name, &why));
             }
             if versioned {
-                newer_refused(&name, &df)?;
+                crate::dataset::schema::newer_refused(&name, &df)?;
                 df = df.drop("schema_version")?;
             }
             let i = (b * BATCH + j) as u32;

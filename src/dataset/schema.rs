@@ -81,6 +81,31 @@ pub struct Ids<'a> {
     pub export: &'a str,
 }
 
+/// A data object (steps, kernels, …) written by a newer stepgate than this build reads is
+/// refused by name: its runs row said this build could read the run, so the dataset was
+/// mixed or edited, and reading columns whose meaning changed would be a silent guess.
+pub(crate) fn newer_refused(name: &str, df: &DataFrame) -> Result<()> {
+    let v = match df.column("schema_version")?.dtype() {
+        DataType::Int32 | DataType::Int64 => {
+            crate::dataset::read::ints(df, "schema_version")?.max()
+        }
+        _ => {
+            return Err(crate::exit::Error::input(format!(
+                "dataset file {name}: column schema_version is not an integer: move it aside and \
+                 re-export that run"
+            )))
+        }
+    };
+    match v {
+        Some(v) if v > i64::from(SCHEMA_VERSION) => Err(crate::exit::Error::input(format!(
+            "dataset file {name} was written by a newer stepgate (schema_version {v}; this \
+             build reads up to {SCHEMA_VERSION}): upgrade stepgate to read it, or move the \
+             file's run aside"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `schema_version`, `run_id` and `export_id`, the columns every table starts with.
 pub(crate) fn leading(ids: Ids<'_>, n: usize) -> Vec<Column> {
     let run_id = ids.run;

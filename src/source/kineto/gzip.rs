@@ -126,7 +126,9 @@ impl<R: BufRead> Read for Members<R> {
                 Ok(0) => {
                     // This member's trailer matched. Another member follows unless the
                     // file ends here (as gzip and flate2's MultiGzDecoder read it).
-                    let mut counted = self.dec.take().map(GzDecoder::into_inner).unwrap();
+                    let Some(mut counted) = self.dec.take().map(GzDecoder::into_inner) else {
+                        return Ok(0);
+                    };
                     if counted.fill_buf()?.is_empty() {
                         return Ok(0);
                     }
