@@ -138,13 +138,20 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(move || cli::main(&argv))
 }
 
-/// A subcommand's `--help` text (the docstrings of the Python functions).
+/// Subcommands' `--help` texts (the docstrings of the Python functions), the command
+/// tree built once; an unknown name gives "".
 #[pyfunction]
-fn help(command: &str) -> Option<String> {
+fn help_all(commands: Vec<String>) -> Vec<String> {
     let mut cmd = <stepgate::cli::Cli as clap::CommandFactory>::command();
     cmd.build();
-    let sub = cmd.find_subcommand_mut(command)?;
-    Some(sub.render_long_help().to_string())
+    commands
+        .iter()
+        .map(|c| {
+            cmd.find_subcommand_mut(c)
+                .map(|s| s.render_long_help().to_string())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The version `stepgate --version` prints.
@@ -161,7 +168,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(history, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
-    m.add_function(wrap_pyfunction!(help, m)?)?;
+    m.add_function(wrap_pyfunction!(help_all, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -8,43 +8,22 @@ dict) and tables that implement the Arrow PyCapsule interface (``polars.DataFram
 ``pyarrow.table(t)``, ``t.to_pandas()``). Failures raise :class:`StepgateError` with the
 CLI's exit code and one-line message; report warnings go through :mod:`warnings`.
 The GIL is released while stepgate works. Install: ``pip install stepgate-gpu``.
+Guide: docs/python.md.
 """
 
-from __future__ import annotations
-
-import os
-import warnings as _warnings
-from typing import Any, List, Mapping, Sequence, Union
+# Importing the package loads only the extension: the `stepgate` console command enters
+# through `stepgate._cli`, which imports this file first, and must start as fast as the
+# native binary (docs/performance.md, Python). The API (stepgate._api: typing, the result
+# classes, docstrings rendered from --help) loads on first use of any of its names.
 
 try:
     from . import _native
-except ImportError as _e:  # pragma: no cover - exercised by the wheel check
+except ImportError as _e:
     raise ImportError(
         "stepgate: this `stepgate` module has no native part (stepgate._native): another "
         "package named `stepgate` shares the name; run `pip uninstall -y stepgate stepgate-gpu` "
         "then `pip install stepgate-gpu`"
     ) from _e
-
-from ._errors import (
-    EnvironmentMissingError,
-    InputError,
-    InternalError,
-    InterruptedWhileWriting,
-    OutputError,
-    StepgateError,
-    StepgateWarning,
-    error_for,
-)
-from ._results import (
-    AnalyzeResult,
-    DoctorResult,
-    ExportResult,
-    GateResult,
-    History,
-    Result,
-    StepsResult,
-)
-from ._table import Table
 
 __all__ = [
     "steps", "analyze", "floor", "capacity", "gate", "diff", "doctor", "export", "history",
@@ -54,145 +33,18 @@ __all__ = [
 ]
 
 #: The package version (``stepgate --version`` prints it with the commit).
-__version__: str = _native.version().split(" ", 1)[0]
-
-Path = Union[str, "os.PathLike[str]"]
+__version__ = _native.version().split(" ", 1)[0]
 
 
-def _value(v: Any) -> str:
-    if isinstance(v, os.PathLike):
-        return os.fspath(v)
-    return str(v)
+def __getattr__(name):
+    if name in __all__:
+        from . import _api
+
+        value = getattr(_api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'stepgate' has no attribute {name!r}")
 
 
-def _argv(command: str, positional: Sequence[Any], flags: Mapping[str, Any]) -> List[str]:
-    argv = ["stepgate", command]
-    argv += [_value(p) for p in positional]
-    for key, v in flags.items():
-        if key == "format":
-            raise TypeError(
-                "stepgate: format= is not an option here: results carry the JSON report "
-                "(.report), the tables and, for gate/diff, .markdown"
-            )
-        flag = "--" + key.replace("_", "-")
-        if v is None or v is False:
-            continue
-        if v is True:
-            argv.append(flag)
-        elif isinstance(v, Mapping):
-            for k, x in v.items():
-                argv += [flag, f"{k}={_value(x)}"]
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                argv += [flag, _value(x)]
-        else:
-            argv += [flag, _value(v)]
-    return argv
-
-
-def _call(command: str, positional: Sequence[Any], flags: Mapping[str, Any]) -> Any:
-    try:
-        out = _native.run(_argv(command, positional, flags))
-    except _native.NativeError as e:
-        code, message = e.args
-        raise error_for(code, message) from None
-    return out
-
-
-def _warn(result: Result, notes: Sequence[str]) -> None:
-    for w in result.report.get("warnings", []) or []:
-        _warnings.warn(str(w), StepgateWarning, stacklevel=3)
-    for n in notes:
-        _warnings.warn(n, StepgateWarning, stacklevel=3)
-
-
-def steps(report: Path, **flags: Any) -> StepsResult:
-    out = _call("steps", [report], flags)
-    r = StepsResult("steps", out)
-    _warn(r, out.notes)
-    return r
-
-
-def analyze(report: Path, **flags: Any) -> AnalyzeResult:
-    out = _call("analyze", [report], flags)
-    r = AnalyzeResult("analyze", out)
-    _warn(r, out.notes)
-    return r
-
-
-def floor(**flags: Any) -> Result:
-    out = _call("floor", [], flags)
-    r = Result("floor", out)
-    _warn(r, out.notes)
-    return r
-
-
-def capacity(**flags: Any) -> Result:
-    out = _call("capacity", [], flags)
-    r = Result("capacity", out)
-    _warn(r, out.notes)
-    return r
-
-
-def gate(report: Path, **flags: Any) -> GateResult:
-    out = _call("gate", [report], flags)
-    r = GateResult("gate", out)
-    _warn(r, out.notes)
-    return r
-
-
-def diff(a: Path, b: Path, **flags: Any) -> GateResult:
-    out = _call("diff", [a, b], flags)
-    r = GateResult("diff", out)
-    _warn(r, out.notes)
-    return r
-
-
-def doctor(report: Path, **flags: Any) -> DoctorResult:
-    out = _call("doctor", [report], flags)
-    r = DoctorResult("doctor", out)
-    _warn(r, out.notes)
-    return r
-
-
-def export(report: Path, **flags: Any) -> ExportResult:
-    out = _call("export", [report], flags)
-    r = ExportResult("export", out)
-    _warn(r, out.notes)
-    return r
-
-
-def history(dataset: Path) -> History:
-    """The tables of a run-history dataset written by ``stepgate export``: ``runs``,
-    ``steps``, ``step_kernels``, ``kernels``, ``devices`` (committed runs only)."""
-    try:
-        tables, warns = _native.history(_value(dataset))
-    except _native.NativeError as e:
-        code, message = e.args
-        raise error_for(code, message) from None
-    for w in warns:
-        _warnings.warn(w, StepgateWarning, stacklevel=2)
-    return History(_value(dataset), tables)
-
-
-def _document() -> None:
-    # The docstrings are the commands' --help text, from the same clap definitions.
-    calls = {
-        "steps": "steps(report, **flags)",
-        "analyze": "analyze(report, **flags)",
-        "floor": "floor(**flags)",
-        "capacity": "capacity(**flags)",
-        "gate": "gate(report, **flags)",
-        "diff": "diff(a, b, **flags)",
-        "doctor": "doctor(report, **flags)",
-        "export": "export(report, output=DATASET, **flags)",
-    }
-    for name, call in calls.items():
-        text = _native.help(name) or ""
-        globals()[name].__doc__ = (
-            f"stepgate.{call}: the `stepgate {name}` command; flags as keyword arguments "
-            f"(--flag-name → flag_name=...; format= is fixed to the JSON report).\n\n{text}"
-        )
-
-
-_document()
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -52,3 +52,30 @@ def test_steps_of_several_captures_into_one_frame():
     all_steps = pl.concat(frames, how="diagonal_relaxed")
     assert all_steps.height == sum(f.height for f in frames)
     assert all_steps["capture"].n_unique() == 2
+
+
+def test_the_gil_is_released_while_stepgate_works():
+    # With a switch interval of 1000 s this thread runs again only when the worker gives
+    # the GIL up by itself: if the Rust call kept it, the worker would be done by then.
+    import sys
+    import threading
+
+    state = {"done": False}
+    started = threading.Event()
+
+    def work():
+        started.set()
+        stepgate.analyze(NSYS_FASTVIDEO)
+        state["done"] = True
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        started.wait()
+        seen_while_running = not state["done"]
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert seen_while_running and state["done"]
