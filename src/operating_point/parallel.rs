@@ -420,10 +420,10 @@ pub fn collectives_seen(found: &Found) -> Option<String> {
         .flat_map(|s| &s.all_kernels)
         .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
     {
-        let what = kinds
-            .iter()
-            .find(|(re, _)| re.is_match(&k.name))
-            .map_or("collective", |(_, w)| *w);
+        let what = kinds.iter().find(|(re, _)| re.is_match(&k.name)).map_or(
+            "collective(s) whose name does not say their kind",
+            |(_, w)| *w,
+        );
         match counts.iter_mut().find(|c| c.1 == what) {
             Some(c) => c.0 += k.instances,
             None => counts.push((k.instances, what, k.short_name.to_string())),

@@ -91,13 +91,10 @@ pub enum Shape {
     /// Dense GPU lane, no dominant kernel, and measured below the floor: the floor is wrong.
     BelowFloor,
     NoGpuWork,
-    /// An opaque CUDA-graph replay (`[cuda graph N]`) holds more than half of the busy
-    /// time: no kernel to profile until the capture traces the graph's nodes.
+    /// An opaque `[cuda graph N]` replay holds > 50% of busy: trace the graph's nodes.
     OneGraphDominant,
-    /// A collective holds more than half of the busy time: the link and the other ranks,
-    /// not a kernel to profile.
+    /// A collective holds > 50% of busy: the link and the other ranks, not a kernel.
     OneCollectiveDominant,
-    /// Dense GPU lane within 1.3× of a floor that FLOPs bind (a prefill's GEMMs).
     AtComputeRoof,
 }
 

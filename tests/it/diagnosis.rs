@@ -555,12 +555,19 @@ fn a_prefill_among_unmarked_decodes_is_its_own_inferred_group() {
             .as_str()
             .unwrap()
             .contains("duration cluster"));
-        // A prefill is never priced as the decode --batch/--context describe.
-        assert_eq!(
-            s["attribution"]["floor"].is_null(),
-            want == "prefill",
-            "step {i}"
-        );
+        // A prefill is never priced as the decode --batch/--context describe: it is
+        // priced as a prefill of the tokens its KV-cache writes count, which FLOPs bind.
+        let f = &s["attribution"]["floor"];
+        assert!(!f.is_null(), "step {i}");
+        if want == "prefill" {
+            assert!(
+                s["tokens_guess"].as_u64().is_some_and(|t| t > 32),
+                "step {i}"
+            );
+            assert_eq!(f["bound"], "compute", "step {i}: {f}");
+        } else {
+            assert_eq!(f["bound"], "memory", "step {i}: {f}");
+        }
     }
     let groups: Vec<(&str, u64)> = j["groups"]
         .as_array()
@@ -568,12 +575,13 @@ fn a_prefill_among_unmarked_decodes_is_its_own_inferred_group() {
         .iter()
         .map(|g| (g["group"].as_str().unwrap(), g["steps"].as_u64().unwrap()))
         .collect();
-    assert_eq!(groups, vec![("decode (inferred)", 10)]);
-    let notes = j["notes"].to_string();
-    assert!(
-        notes.contains("2 step(s) have no floor: they are inferred prefills"),
-        "{notes}"
+    // The prefills are priced from their tokens: a group of their own.
+    assert_eq!(
+        groups,
+        vec![("decode (inferred)", 10), ("prefill (inferred)", 2)]
     );
+    let notes = j["notes"].to_string();
+    assert!(!notes.contains("have no floor"), "{notes}");
     let summary: Vec<(&str, &str, u64)> = j["summary"]
         .as_array()
         .unwrap()
