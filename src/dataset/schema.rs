@@ -86,9 +86,11 @@ pub struct Ids<'a> {
 /// mixed or edited, and reading columns whose meaning changed would be a silent guess.
 pub(crate) fn newer_refused(name: &str, df: &DataFrame) -> Result<()> {
     let v = match df.column("schema_version")?.dtype() {
-        DataType::Int32 | DataType::Int64 => {
-            crate::dataset::read::ints(df, "schema_version")?.max()
-        }
+        DataType::Int32 | DataType::Int64 => df
+            .column("schema_version")?
+            .cast(&DataType::Int64)?
+            .i64()?
+            .max(),
         _ => {
             return Err(crate::exit::Error::input(format!(
                 "dataset file {name}: column schema_version is not an integer: move it aside and \
