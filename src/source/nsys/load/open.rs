@@ -114,7 +114,8 @@ impl Db {
     /// group behind one mutex, and two such readers spend their time waiting on it (rocpd
     /// `analyze` at 2 threads: 2.40 s through the cache, 1.47 s mapped; 2.08 s on one
     /// thread, docs/rocpd-format.md). A file truncated by another process while it is mapped
-    /// can stop the process (SIGBUS), as SQLite documents; a finished capture is not.
+    /// raises SIGBUS, as SQLite documents; the rocpd reader, the one caller, answers it with
+    /// one line and exit 2 while the mapped read runs (`source::rocpd`).
     pub fn open_mapped(&self) -> Result<Connection> {
         let conn = self.open()?;
         conn.execute_batch("PRAGMA mmap_size = 1099511627776")
