@@ -10,10 +10,10 @@ use stepgate::dataset::schema::TABLES;
 use stepgate::dataset::store::Store;
 use stepgate::exit::{Error, Result};
 
-use crate::table::Table;
+use crate::table::{Named, Table};
 
 /// The dataset's tables (in [`TABLES`] order) and the warnings about runs left out.
-pub fn read(dataset: &Path) -> Result<(Vec<(String, Table)>, Vec<String>)> {
+pub fn read(dataset: &Path) -> Result<(Named, Vec<String>)> {
     let store = Store::open(dataset)?;
     let mut warnings = Vec::new();
     if !store.exists()? {

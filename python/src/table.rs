@@ -17,6 +17,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use serde_json::{Map, Value};
 
+/// Tables by name, in order.
+pub type Named = Vec<(String, Table)>;
+
 /// One table: a struct array (its fields are the columns) and its row count.
 #[pyclass(module = "stepgate._native", frozen)]
 pub struct Table {
@@ -34,7 +37,7 @@ pub struct Spec {
 }
 
 /// The tables `specs` describe, from the parsed report.
-pub fn from_report(report: &Value, specs: &[Spec]) -> Vec<(String, Table)> {
+pub fn from_report(report: &Value, specs: &[Spec]) -> Named {
     specs
         .iter()
         .map(|s| {
