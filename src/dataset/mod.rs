@@ -13,7 +13,6 @@ pub mod filter;
 pub mod flatten;
 pub mod history;
 pub mod layout;
-pub mod localfs;
 pub mod read;
 pub mod reference;
 pub mod rows;
@@ -27,6 +26,7 @@ pub mod write;
 pub use crate::store;
 pub use crate::store::awsprofile;
 pub use crate::store::config as storeconfig;
+pub use crate::store::localfs;
 pub use crate::store::reads;
 
 pub use filter::Filter;

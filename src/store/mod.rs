@@ -9,6 +9,7 @@
 
 pub mod awsprofile;
 pub mod config;
+pub mod localfs;
 pub mod reads;
 
 use std::path::{Path, PathBuf};
@@ -21,8 +22,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::store::config::{config, remote, short};
 pub use crate::store::config::{configure, parse_options, scrub, StoreConfig};
 
-use crate::dataset::localfs::local_fault;
-pub use crate::dataset::localfs::local_root;
+use self::localfs::local_fault;
+pub use self::localfs::local_root;
 use crate::exit::{io_fault, Access, Error, Result};
 
 /// Where a dataset lives.
