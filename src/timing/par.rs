@@ -154,8 +154,10 @@ mod tests {
             })
             .unwrap();
             assert_eq!(got, serial, "{threads} threads");
-            let got = map_vec(items.clone(), threads, 1, |c| c.iter().map(|x| x * x).collect())
-                .unwrap();
+            let got = map_vec(items.clone(), threads, 1, |c| {
+                c.iter().map(|x| x * x).collect()
+            })
+            .unwrap();
             assert_eq!(got, serial, "{threads} threads, owned");
         }
     }

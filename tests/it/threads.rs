@@ -217,7 +217,12 @@ fn stages_after_loading_print_the_same_at_every_thread_count() {
         for cmd in ["steps", "analyze"] {
             let one = run(cmd, f, 1, None);
             let what = format!("{cmd} {}", f.display());
-            assert_eq!(one.0, Some(0), "{what}: {}", String::from_utf8_lossy(&one.2));
+            assert_eq!(
+                one.0,
+                Some(0),
+                "{what}: {}",
+                String::from_utf8_lossy(&one.2)
+            );
             for n in [2, 8] {
                 for chunk in [None, Some("1"), Some("7")] {
                     let many = run(cmd, f, n, chunk);

@@ -7,10 +7,10 @@ use super::found::{Found, Meta};
 use super::index::{gpu_annotations, union_ns};
 use super::project::Raw;
 use super::StepOptions;
-use crate::timing::overlap::category_totals;
-use crate::trace::{OpsView, Trace};
 use crate::exit::Result;
+use crate::timing::overlap::category_totals;
 use crate::timing::par;
+use crate::trace::{OpsView, Trace};
 use crate::wire::steps::{AlignedStep, OutsideSteps, Series, Step};
 
 /// Fewest steps (or ops, ×4096) worth a thread of their own.
@@ -39,75 +39,77 @@ pub fn assemble(
     let gpu_ann = gpu_annotations(trace);
     // Each raw record made a step on its own: in chunks of steps on the stage threads.
     let mut steps: Vec<Step> = par::map_vec(raws, par::threads(), MIN_CHUNK, |chunk| {
-        chunk.into_iter().map(|r| {
-            let device = dev_of(&r);
-            let series = keys.binary_search(&(r.pid, device)).unwrap_or(0);
-            let wall = match (r.m.gpu_start, r.m.gpu_end) {
-                (Some(s), Some(e)) => Some(e - s),
-                _ => None,
-            };
-            let (ann_s, ann_e) = match (r.name_id, r.m.device, r.m.gpu_start, r.m.gpu_end) {
-                (Some(id), Some(d), Some(s), Some(e)) => gpu_ann
-                    .get(&(d, id))
-                    .and_then(|v| v.iter().find(|(a, b)| *a < e && *b > s).copied())
-                    .map_or((None, None), |(a, b)| (Some(a), Some(b))),
-                _ => (None, None),
-            };
-            Step {
-                index: 0,
-                series,
-                pid: r.pid,
-                tid: r.tid,
-                device,
-                name: r.name,
-                found_by: r.found_by,
-                kind: r.kind,
-                kind_guess: r.kind_guess,
-                kind_evidence: None,
-                batch_guess: None,
-                batch_evidence: None,
-                tokens_guess: None,
-                tokens_evidence: None,
-                composition: r.composition,
-                cpu_start_ns: r.cpu.map(|c| c.0),
-                cpu_end_ns: r.cpu.map(|c| c.1),
-                cpu_ns: r.cpu.map(|c| c.1 - c.0),
-                gpu_start_ns: r.m.gpu_start,
-                gpu_end_ns: r.m.gpu_end,
-                wall_ns: wall,
-                period_ns: None,
-                idle_before_ns: None,
-                busy_ns: r.m.busy,
-                gap_ns: wall.map(|w| w - r.m.busy),
-                kernels: r.m.kernels,
-                ops: r.m.all_kernels.iter().map(|k| k.instances).sum(),
-                tail_busy_ns: r.tail.busy,
-                tail_kernels: r.tail.kernels,
-                tail_ops: r.tail.ops,
-                graph_replays: r.m.graph_replays,
-                launches: r.launches,
-                launch_host_ns: r.launch_host_ns,
-                exposed_comm_ns: r.m.exposed_comm,
-                longest_host_call: r.longest,
-                annotation_gpu_start_ns: ann_s,
-                annotation_gpu_end_ns: ann_e,
-                top_kernels: r
-                    .m
-                    .all_kernels
-                    .iter()
-                    .take(opts.top_kernels)
-                    .cloned()
-                    .collect(),
-                categories: category_totals(
-                    r.m.all_kernels
+        chunk
+            .into_iter()
+            .map(|r| {
+                let device = dev_of(&r);
+                let series = keys.binary_search(&(r.pid, device)).unwrap_or(0);
+                let wall = match (r.m.gpu_start, r.m.gpu_end) {
+                    (Some(s), Some(e)) => Some(e - s),
+                    _ => None,
+                };
+                let (ann_s, ann_e) = match (r.name_id, r.m.device, r.m.gpu_start, r.m.gpu_end) {
+                    (Some(id), Some(d), Some(s), Some(e)) => gpu_ann
+                        .get(&(d, id))
+                        .and_then(|v| v.iter().find(|(a, b)| *a < e && *b > s).copied())
+                        .map_or((None, None), |(a, b)| (Some(a), Some(b))),
+                    _ => (None, None),
+                };
+                Step {
+                    index: 0,
+                    series,
+                    pid: r.pid,
+                    tid: r.tid,
+                    device,
+                    name: r.name,
+                    found_by: r.found_by,
+                    kind: r.kind,
+                    kind_guess: r.kind_guess,
+                    kind_evidence: None,
+                    batch_guess: None,
+                    batch_evidence: None,
+                    tokens_guess: None,
+                    tokens_evidence: None,
+                    composition: r.composition,
+                    cpu_start_ns: r.cpu.map(|c| c.0),
+                    cpu_end_ns: r.cpu.map(|c| c.1),
+                    cpu_ns: r.cpu.map(|c| c.1 - c.0),
+                    gpu_start_ns: r.m.gpu_start,
+                    gpu_end_ns: r.m.gpu_end,
+                    wall_ns: wall,
+                    period_ns: None,
+                    idle_before_ns: None,
+                    busy_ns: r.m.busy,
+                    gap_ns: wall.map(|w| w - r.m.busy),
+                    kernels: r.m.kernels,
+                    ops: r.m.all_kernels.iter().map(|k| k.instances).sum(),
+                    tail_busy_ns: r.tail.busy,
+                    tail_kernels: r.tail.kernels,
+                    tail_ops: r.tail.ops,
+                    graph_replays: r.m.graph_replays,
+                    launches: r.launches,
+                    launch_host_ns: r.launch_host_ns,
+                    exposed_comm_ns: r.m.exposed_comm,
+                    longest_host_call: r.longest,
+                    annotation_gpu_start_ns: ann_s,
+                    annotation_gpu_end_ns: ann_e,
+                    top_kernels: r
+                        .m
+                        .all_kernels
                         .iter()
-                        .map(|k| (&*k.category, k.instances, k.total_ns, k.exclusive_ns)),
-                ),
-                attribution: None,
-                all_kernels: r.m.all_kernels,
-            }
-        })
-        .collect()
+                        .take(opts.top_kernels)
+                        .cloned()
+                        .collect(),
+                    categories: category_totals(
+                        r.m.all_kernels
+                            .iter()
+                            .map(|k| (&*k.category, k.instances, k.total_ns, k.exclusive_ns)),
+                    ),
+                    attribution: None,
+                    all_kernels: r.m.all_kernels,
+                }
+            })
+            .collect()
     })?;
     time_order(&mut steps);
     // Period and idle-before within each series, over steps with GPU work.
