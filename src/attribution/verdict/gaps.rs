@@ -184,10 +184,16 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
         }
         vec![(all, g)]
     })?;
-    let mut all = Vec::with_capacity(walked.iter().map(|w| w.0.len()).sum());
+    // The first chunk's gaps taken as they are (one thread: no copy of millions of
+    // gaps), the rest appended in order.
+    let mut all: Vec<i64> = Vec::new();
     let mut g = Gaps::default();
     for (mut gaps, part) in walked {
-        all.append(&mut gaps);
+        if all.is_empty() {
+            all = gaps;
+        } else {
+            all.append(&mut gaps);
+        }
         if part.longest_ns() > g.longest_ns() {
             g.longest_at = part.longest_at;
             g.longest_step = part.longest_step;
