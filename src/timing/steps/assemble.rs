@@ -226,13 +226,12 @@ fn outside(
     let chunks = par::map_chunks(claimed.len(), par::threads(), MIN_CHUNK << 12, |r| {
         vec![sort_out(o, r, claimed, &key, &bounds, series.len())]
     })?;
-    let mut lists: Vec<[Vec<u32>; 4]> = vec![Default::default(); series.len()];
-    for (k, l) in lists.iter_mut().enumerate() {
-        for (p, part) in l.iter_mut().enumerate() {
-            let n = chunks.iter().map(|c| c[k][p].len()).sum();
-            part.reserve_exact(n);
-        }
-    }
+    // The first chunk's lists are taken as they are (one thread: no copy), the rest
+    // appended in order.
+    let mut chunks = chunks.into_iter();
+    let mut lists: Vec<[Vec<u32>; 4]> = chunks
+        .next()
+        .unwrap_or_else(|| vec![Default::default(); series.len()]);
     for mut c in chunks {
         for (k, l) in lists.iter_mut().enumerate() {
             for (p, part) in l.iter_mut().enumerate() {

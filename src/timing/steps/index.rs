@@ -25,6 +25,9 @@ pub struct Index<'a> {
     name_rank: Vec<u32>,
 }
 
+/// One chunk's placement: its first row, each row's group rank, its piece of each group.
+type Fill<'o> = (usize, Vec<u32>, Vec<&'o mut [u32]>);
+
 /// Fewest rows worth a thread of their own in the index's sorts.
 const MIN_ROWS: usize = 1 << 16;
 
@@ -121,7 +124,7 @@ fn grouped_order_in(
             }
         }
         bounds.push(at);
-        let work: Vec<(usize, Vec<u32>, Vec<&mut [u32]>)> = rs
+        let work: Vec<Fill<'_>> = rs
             .iter()
             .zip(ranked.iter_mut())
             .zip(pieces)
