@@ -36,6 +36,10 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::Plan::new().check(&inputs)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let d = crate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
-    crate::output::print(&report::doctor::render(&d, args.format))?;
+    crate::output::print(&report::doctor::render(
+        &d,
+        args.format,
+        report::fit::Fit::terminal(false),
+    ))?;
     Ok(if d.passed { OK } else { DOCTOR_FAILED })
 }

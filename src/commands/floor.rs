@@ -69,6 +69,7 @@ pub fn run(args: &Args) -> Result<u8> {
         &geometry,
         &mg.source(),
         args.format,
+        crate::report::fit::Fit::terminal(false),
     ))?;
     Ok(crate::exit::OK)
 }

@@ -243,9 +243,11 @@ fn steps_page_carries_the_terminal_notes_and_calls_measured_numbers_measured() {
     let rep = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("steps.html");
+    // --wide: whole lines, so each note is one line to find on the page.
     let (code, text, err) = common::run(&[
         "steps",
         rep.to_str().unwrap(),
+        "--wide",
         "--html",
         out.to_str().unwrap(),
     ]);
