@@ -6,6 +6,7 @@
 use crate::report::escape::{md_inline, md_text, terminal_block};
 use crate::report::escape_control;
 use crate::report::fit::Fit;
+use crate::report::html::esc;
 use crate::report::table::Table;
 
 /// The parts a report is made of, in the order a walk calls them.
@@ -157,6 +158,64 @@ impl Markup for Markdown {
     }
     fn close_detail(&mut self) {
         self.out.push_str("\n</details>\n");
+    }
+    fn hint(&mut self, _s: &str) {}
+    fn finish(self) -> String {
+        self.out
+    }
+}
+
+/// An HTML page's body: the same walk as the terminal's, every string escaped by
+/// [`crate::report::html::esc`], tables through the page's sortable table, detail in an
+/// open `<details>` (a page has room for it).
+#[derive(Default)]
+pub struct Html {
+    out: String,
+}
+
+impl Markup for Html {
+    fn title(&mut self, s: &str) {
+        self.out
+            .push_str(&format!("<p class=\"muted\">{}</p>\n", esc(s)));
+    }
+    fn answer(&mut self, label: &str, s: &str) {
+        self.out.push_str(&format!(
+            "<p class=\"answer\"><strong>{}:</strong> {}</p>\n",
+            esc(label),
+            esc(s)
+        ));
+    }
+    fn ranked(&mut self, figure: &str, s: &str) {
+        self.out.push_str(&format!(
+            "<p class=\"ranked\"><strong>{}</strong> {}</p>\n",
+            esc(figure),
+            esc(s)
+        ));
+    }
+    fn line(&mut self, s: &str) {
+        self.out.push_str(&format!("<p>{}</p>\n", esc(s)));
+    }
+    fn note(&mut self, s: &str) {
+        self.out
+            .push_str(&format!("<p class=\"note\">{}</p>\n", esc(s)));
+    }
+    fn warning(&mut self, s: &str) {
+        self.note(&format!("warning: {s}"));
+    }
+    fn heading(&mut self, s: &str) {
+        self.out.push_str(&format!("<h2>{}</h2>\n", esc(s)));
+    }
+    fn table(&mut self, t: &Table) {
+        self.out.push_str(&crate::report::html::table(t, None));
+    }
+    fn open_detail(&mut self, summary: &str) {
+        self.out.push_str(&format!(
+            "<details open><summary>{}</summary>\n",
+            esc(summary)
+        ));
+    }
+    fn close_detail(&mut self) {
+        self.out.push_str("</details>\n");
     }
     fn hint(&mut self, _s: &str) {}
     fn finish(self) -> String {

@@ -53,8 +53,9 @@ fn steps_and_analyze_fit_80_and_120_columns_on_every_fixture() {
     for cap in &caps {
         for w in [80usize, 120] {
             let cols = w.to_string();
+            // --detail --each prints every line the default does (the hint aside) and
+            // every table besides.
             for args in [
-                vec!["steps", cap.as_str()],
                 vec!["steps", cap.as_str(), "--detail", "--each"],
                 vec!["analyze", cap.as_str()],
             ] {
