@@ -58,6 +58,7 @@ mod steps;
 mod steps_real;
 mod steps_synth;
 mod steps_train;
+mod terminal;
 mod threads;
 mod token_copy;
 mod verdict_excess;
