@@ -39,7 +39,7 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::print(&report::doctor::render(
         &d,
         args.format,
-        report::fit::Fit::terminal(false),
+        report::fit::Fit::terminal(false, crate::commands::stdout_columns),
     ))?;
     Ok(if d.passed { OK } else { DOCTOR_FAILED })
 }

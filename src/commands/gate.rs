@@ -124,7 +124,7 @@ pub fn run(args: &Args) -> Result<u8> {
         waterfall_top: args.waterfall_top,
         command: "gate",
         wide: args.wide,
-        fit: crate::report::fit::Fit::terminal(args.wide),
+        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

@@ -106,7 +106,7 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::print(&render(
         &presets(args.kind)?,
         args.format,
-        crate::report::fit::Fit::terminal(false),
+        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
     ))?;
     Ok(OK)
 }

@@ -111,7 +111,7 @@ pub fn run(args: &Args) -> Result<u8> {
             each: args.each,
             wide: args.wide,
             detail: args.detail,
-            fit: report::fit::Fit::terminal(args.wide),
+            fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
         },
     ))?;
     crate::phases::mark("output written");

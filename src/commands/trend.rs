@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::print(&crate::report::trend::render(
         &t,
         args.format,
-        crate::report::fit::Fit::terminal(false),
+        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
     ))?;
     Ok(OK)
 }

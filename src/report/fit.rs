@@ -29,10 +29,11 @@ impl Default for Fit {
 }
 
 impl Fit {
-    /// The terminal's width, or whole lines with `wide`.
-    pub fn terminal(wide: bool) -> Self {
+    /// The terminal's width, or whole lines with `wide`; `tty` asks stdout's terminal
+    /// for its columns (the commands do: only they touch stdout).
+    pub fn terminal(wide: bool, tty: impl FnOnce() -> Option<usize>) -> Self {
         Fit {
-            width: (!wide).then(terminal_width),
+            width: (!wide).then(|| terminal_width(tty)),
         }
     }
 
@@ -92,9 +93,8 @@ impl Fit {
 /// `COLUMNS` when set to a number, else stdout's terminal size, else [`PIPED_WIDTH`].
 /// Only stdout's tty counts: a report piped to a file keeps 120 even when stderr is a
 /// terminal.
-pub fn terminal_width() -> usize {
+pub fn terminal_width(tty: impl FnOnce() -> Option<usize>) -> usize {
     let env = std::env::var("COLUMNS").ok();
-    let tty = || terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize);
     width_from(env.as_deref(), tty)
 }
 
