@@ -155,6 +155,10 @@ MEASURE=$(cat <<'JS'
     });
     if (new Set(fills).size < fills.length) out.colours.push(name + ': legend colours ' + fills.join(' '));
   });
+  // The answer first: the verdict's top against the first table's and the window's.
+  var a = document.querySelector('p.answer'), t = document.querySelector('table');
+  out.answerTop = a ? Math.round(a.getBoundingClientRect().top) : null;
+  out.tableTop = t ? Math.round(t.getBoundingClientRect().top) : null;
   var pre = document.createElement('pre');
   pre.id = 'stepgate-check';
   pre.textContent = JSON.stringify(out);
@@ -257,6 +261,13 @@ else:
     r = json.loads(htmllib.unescape(m.group(1)))
     if r["height"] > max_height:
         problems.append(f"page is {r['height']} px tall (at most {max_height})")
+    # A steps page opens with its verdict: above the first table, in the first screen.
+    if kind.startswith("steps") and 'class="answer"' in dom:
+        at, tt = r.get("answerTop"), r.get("tableTop")
+        if at is None or at > 700:
+            problems.append(f"the verdict is not in the first screen (top {at} px)")
+        elif tt is not None and at > tt:
+            problems.append(f"the verdict ({at} px) comes after the first table ({tt} px)")
     for key, what in [("tallRows", "table row too tall"), ("overflow", "runs out of its card"),
                       ("clipped", "text clipped"), ("ticks", "repeated tick labels"),
                       ("colours", "two series share a colour")]:

@@ -58,6 +58,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let view = report::analyze::Options {
         top: args.top,
         wide: args.wide,
+        fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
     };
     crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
     crate::phases::mark("output written");

@@ -69,12 +69,13 @@ pub fn run(args: &Args) -> Result<u8> {
     let cmp = &run.comparison;
     let ro = RenderOptions {
         show_verdict: args.verdict,
-        baseline_name: args.a.display().to_string(),
-        candidate_name: args.b.display().to_string(),
+        baseline_name: crate::report::gate::input_label(&args.a),
+        candidate_name: crate::report::gate::input_label(&args.b),
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "diff",
         wide: args.wide,
+        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

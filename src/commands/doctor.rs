@@ -37,6 +37,10 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::output::Plan::new().check(&inputs)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let d = crate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
-    crate::output::print(&report::doctor::render(&d, args.format))?;
+    crate::output::print(&report::doctor::render(
+        &d,
+        args.format,
+        report::fit::Fit::terminal(false, crate::commands::stdout_columns),
+    ))?;
     Ok(if d.passed { OK } else { DOCTOR_FAILED })
 }

@@ -75,6 +75,7 @@ pub fn run(args: &Args) -> Result<u8> {
         &geometry,
         &mg.source(),
         args.format,
+        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
     ))?;
     Ok(crate::exit::OK)
 }

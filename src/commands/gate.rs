@@ -116,8 +116,11 @@ pub fn run(args: &Args) -> Result<u8> {
         history.is_some(),
     )?;
     let (against, base_name) = match (&history, &args.baseline) {
-        (Some(h), _) => (Against::History(h), h.dataset.display().to_string()),
-        (None, Some(b)) => (Against::Baseline(b), b.display().to_string()),
+        (Some(h), _) => (
+            Against::History(h),
+            crate::report::gate::input_label(&h.dataset),
+        ),
+        (None, Some(b)) => (Against::Baseline(b), crate::report::gate::input_label(b)),
         (None, None) => return Err(Error::usage("give --baseline FILE or --history DATASET")),
     };
     let run = gate(cand, against, &policy)?;
@@ -125,11 +128,12 @@ pub fn run(args: &Args) -> Result<u8> {
     let opts = RenderOptions {
         show_verdict: true,
         baseline_name: base_name,
-        candidate_name: args.report.display().to_string(),
+        candidate_name: crate::report::gate::input_label(&args.report),
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "gate",
         wide: args.wide,
+        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
     };
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();

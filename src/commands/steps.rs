@@ -42,6 +42,10 @@ pub struct Args {
     /// One row per step after the summary.
     #[arg(long, help_heading = OUTPUT)]
     pub each: bool,
+    /// After the answer: the diagnosis, per-class tables, layers and spread (JSON, HTML
+    /// and markdown always have them).
+    #[arg(long, help_heading = OUTPUT)]
+    pub detail: bool,
     /// Kernel rows kept per step in JSON.
     #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
@@ -118,6 +122,8 @@ pub fn run(args: &Args) -> Result<u8> {
         &report::steps::Options {
             each: args.each,
             wide: args.wide,
+            detail: args.detail,
+            fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
         },
     ))?;
     crate::phases::mark("output written");

@@ -90,6 +90,10 @@ pub fn run(args: &Args) -> Result<u8> {
         let page = crate::report::html::trend::render(&args.dataset.display().to_string(), &t);
         crate::output::write_atomic(p, page.as_bytes())?;
     }
-    crate::output::print(&crate::report::trend::render(&t, args.format))?;
+    crate::output::print(&crate::report::trend::render(
+        &t,
+        args.format,
+        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
+    ))?;
     Ok(OK)
 }

@@ -1,7 +1,9 @@
 //! Rendering of `analyze`: per-GPU totals, top kernels by exclusive time, categories.
 
+use crate::report::fit::Fit;
+use crate::report::markup::{Markdown, Markup, Text};
 use crate::report::table::{Align, Table};
-use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, truncate, Format, NAME_WIDTH};
+use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
 use crate::wire::analysis::{Analysis, DeviceSummary};
 
 /// What an analyze rendering shows.
@@ -11,6 +13,8 @@ pub struct Options {
     pub top: usize,
     /// Kernel names in full instead of their labels cut to the terminal's column.
     pub wide: bool,
+    /// The terminal's width (text only).
+    pub fit: Fit,
 }
 
 /// Render an analysis.
@@ -119,10 +123,11 @@ fn device_kernels(d: &DeviceSummary, o: &Options) -> Table {
     for (i, k) in d.kernels_by_name.iter().take(o.top).enumerate() {
         t.row(vec![
             (i + 1).to_string(),
+            // Whole: the terminal's table shortens it in the middle to fit.
             if o.wide {
                 k.name.clone()
             } else {
-                truncate(&k.short_name, NAME_WIDTH)
+                k.short_name.clone()
             },
             k.category.clone(),
             fmt_int(k.instances as i64),
@@ -164,63 +169,56 @@ fn share(part: i64, whole: i64) -> f64 {
     }
 }
 
-fn text(a: &Analysis, o: &Options) -> String {
-    let mut out = format!("stepgate analyze: {}\n", header_line(a));
+/// The analysis, walked once: per device its title, totals and what dominates it (the
+/// answer), the top kernels, then the categories; the steps found, last.
+fn walk<M: Markup>(m: &mut M, a: &Analysis, o: &Options) {
     for w in &a.warnings {
-        out.push_str(&format!("warning: {w}\n"));
+        m.warning(w);
     }
     for d in &a.devices {
-        out.push_str(&format!("\n{}\n{}\n", device_title(d), totals_line(d)));
+        m.heading(&device_title(d));
+        m.line(&totals_line(d));
         if let Some(l) = dominated_by(d) {
-            out.push_str(&l);
-            out.push('\n');
+            m.answer("verdict", &l);
         }
-        out.push('\n');
-        out.push_str(&device_kernels(d, o).to_text());
+        m.blank();
+        m.table(&device_kernels(d, o));
         if d.kernels_by_name.len() > o.top {
-            out.push_str(&format!(
-                "… {} more names (--top N to show more)\n",
+            m.hint(&format!(
+                "… {} more names (--top N to show more)",
                 d.kernels_by_name.len() - o.top
             ));
         }
-        out.push('\n');
-        out.push_str(&device_categories(d).to_text());
+        m.blank();
+        m.table(&device_categories(d));
     }
     if let Some(s) = &a.steps {
-        out.push_str(&format!("\nsteps ({}): ", s.method));
+        m.blank();
         let parts: Vec<String> = s
             .summary
             .iter()
             .map(|k| format!("{} {}", k.count, k.kind.as_str()))
             .collect();
-        out.push_str(&parts.join(", "));
-        out.push_str(" — `stepgate steps` for the per-step breakdown\n");
+        m.line(&format!(
+            "steps ({}): {} — `stepgate steps` for the per-step breakdown",
+            s.method,
+            parts.join(", ")
+        ));
     }
-    out
+}
+
+fn text(a: &Analysis, o: &Options) -> String {
+    let mut m = Text::new(o.fit);
+    m.title(&format!("stepgate analyze: {}", header_line(a)));
+    walk(&mut m, a, o);
+    m.finish()
 }
 
 fn markdown(a: &Analysis, o: &Options) -> String {
-    let mut out = format!(
-        "## stepgate analyze\n\n{}\n",
-        crate::report::escape::md_code(&header_line(a))
-    );
-    for w in &a.warnings {
-        out.push_str(&format!("\n> warning: {w}\n"));
-    }
-    for d in &a.devices {
-        out.push_str(&format!(
-            "\n### {}\n\n{}\n\n",
-            device_title(d),
-            totals_line(d)
-        ));
-        if let Some(l) = dominated_by(d) {
-            out.push_str(&format!("{l}\n\n"));
-        }
-        out.push_str(&device_kernels(d, o).to_markdown());
-        out.push('\n');
-        out.push_str(&device_categories(d).to_markdown());
-    }
-    out
+    let mut m = Markdown::with_heading("stepgate analyze");
+    m.title(&header_line(a));
+    walk(&mut m, a, o);
+    m.finish()
 }
 
 /// Every (device, name) row for CSV: raw integer ns, no formatting.

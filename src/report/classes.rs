@@ -104,7 +104,7 @@ pub fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
 pub fn layer_table(l: &LayerMap) -> Table {
     let mut t = Table::new(&[
         ("layer GEMM", Align::Left),
-        ("kernel", Align::Left),
+        ("kernel", Align::Wrap),
         ("µs per layer (measured)", Align::Right),
         ("bytes MB (derived)", Align::Right),
         ("achieved (derived)", Align::Right),
@@ -118,13 +118,10 @@ pub fn layer_table(l: &LayerMap) -> Table {
         x(b).total_cmp(&x(a))
     });
     for g in rows {
+        // Whole names: the terminal's table shortens them in the middle to fit.
         let kernel = match &g.split_k_reduction {
-            Some(r) => format!(
-                "{} + {}",
-                super::truncate(&g.kernel, 40),
-                super::truncate(r, 28)
-            ),
-            None => super::truncate(&g.kernel, 48),
+            Some(r) => format!("{} + {r}", g.kernel),
+            None => g.kernel.clone(),
         };
         t.row(vec![
             g.role.clone().unwrap_or_else(|| "?".into()),
@@ -300,6 +297,20 @@ pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
         }
     }
     out
+}
+
+/// Every group's class table, waterfall, actions and layer view, through a [`Markup`].
+pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttribution]) {
+    for g in groups {
+        m.heading(&group_heading(g));
+        m.table(&class_table(&g.classes));
+        for l in group_lines(g) {
+            m.line(&l);
+        }
+        if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
+            m.table(&layer_table(l));
+        }
+    }
 }
 
 /// CSV columns per class (time, floor, bytes) and the time of kernels in no class,

@@ -70,15 +70,18 @@ fn verdict(d: &Doctor) -> String {
 }
 
 /// Render in the requested format.
-pub fn render(d: &Doctor, format: Format) -> String {
+pub fn render(d: &Doctor, format: Format, fit: crate::report::fit::Fit) -> String {
     match format {
         Format::Json => to_json(d),
         Format::Table => format!(
             "stepgate doctor: {}\n\n{}{}\n{}\n",
             d.source.path,
-            table(d, false).to_text(),
-            actions(d),
-            verdict(d)
+            table(d, false).to_text_fit(fit),
+            actions(d)
+                .lines()
+                .map(|l| format!("{}\n", fit.wrap(l, 2)))
+                .collect::<String>(),
+            fit.wrap(&verdict(d), 2)
         ),
         Format::Markdown => format!(
             "{}\n{}\n",

@@ -284,12 +284,19 @@ the chapter's variant without it is the 'chapter floor' row. Arithmetic only: no
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Render the floor report.
-pub fn render(r: &FloorReport, model: &ModelGeometry, source: &ModelSource, fmt: Format) -> String {
+pub fn render(
+    r: &FloorReport,
+    model: &ModelGeometry,
+    source: &ModelSource,
+    fmt: Format,
+    fit: crate::report::fit::Fit,
+) -> String {
     match fmt {
         Format::Table => format!(
-            "Derived floor: arithmetic only, nothing measured\n\n{}\n{NOTE}\nGPU peaks: {}.\n",
-            table(r).to_text(),
-            r.gpu_source
+            "Derived floor: arithmetic only, nothing measured\n\n{}\n{}\n{}\n",
+            table(r).to_text_fit(fit),
+            fit.wrap(NOTE, 0),
+            fit.wrap(&format!("GPU peaks: {}.", r.gpu_source), 2)
         ),
         Format::Markdown => format!(
             "### stepgate floor (derived, nothing measured)\n\n{}\n{NOTE}\nGPU peaks: {}.\n",

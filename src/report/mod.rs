@@ -1,15 +1,18 @@
 //! Rendering finished values: only this module knows how output looks. It never computes.
 
 pub mod analyze;
+pub mod answer;
 pub mod capacity;
 pub mod capture;
 pub mod charts;
 pub mod classes;
 pub mod doctor;
 pub mod escape;
+pub mod fit;
 pub mod floor;
 pub mod gate;
 pub mod html;
+pub mod markup;
 pub mod perfetto;
 pub mod policy;
 pub mod presets;

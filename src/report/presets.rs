@@ -88,7 +88,7 @@ pub fn model_table(models: &[ModelPreset]) -> Table {
 }
 
 /// Render in the requested format. CSV holds one table: the caller asks for one kind.
-pub fn render(p: &Presets, format: Format) -> String {
+pub fn render(p: &Presets, format: Format, fit: crate::report::fit::Fit) -> String {
     let tables: Vec<(&str, Table)> = [
         p.gpus.as_deref().map(|g| (GPU_TITLE, gpu_table(g))),
         p.models.as_deref().map(|m| (MODEL_TITLE, model_table(m))),
@@ -101,7 +101,7 @@ pub fn render(p: &Presets, format: Format) -> String {
         Format::Csv => tables.iter().map(|(_, t)| t.to_csv()).collect(),
         Format::Table => tables
             .iter()
-            .map(|(title, t)| format!("{title}\n\n{}", t.to_text()))
+            .map(|(title, t)| format!("{}\n\n{}", fit.wrap(title, 2), t.to_text_fit(fit)))
             .collect::<Vec<_>>()
             .join("\n"),
         Format::Markdown => tables

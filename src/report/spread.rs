@@ -69,3 +69,11 @@ pub fn groups_text(groups: &[GroupSpread], markdown: bool) -> String {
     }
     out
 }
+
+/// Every group's table with its heading, through a [`Markup`](super::markup::Markup).
+pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupSpread]) {
+    for g in groups {
+        m.heading(&heading(g));
+        m.table(&table(g));
+    }
+}

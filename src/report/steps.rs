@@ -1,6 +1,8 @@
 //! Rendering of `steps`: per-kind summary first (readable at 10,000 steps), shapes and
 //! the run's diagnosis, then per-step rows only with `--each`.
 
+use crate::report::fit::Fit;
+use crate::report::markup::{Markup, Text};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us, to_json, Format};
 use crate::wire::steps::{Spread, Step, StepKind, StepsReport};
@@ -12,6 +14,11 @@ pub struct Options {
     pub each: bool,
     /// Step names in full instead of cut to 48 characters.
     pub wide: bool,
+    /// The diagnosis, per-class tables, layers and spread after the answer (text; markdown
+    /// always has them, folded).
+    pub detail: bool,
+    /// The terminal's width (text only).
+    pub fit: Fit,
 }
 
 /// Render a steps report.
@@ -139,7 +146,7 @@ pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
             if wide {
                 s.name.clone()
             } else {
-                crate::report::truncate(&s.name, 48)
+                crate::report::fit::shorten_middle(&s.name, 48)
             },
             num(s.wall_ns),
             num(Some(s.busy_ns)),
@@ -369,61 +376,71 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
     out
 }
 
-fn text(path: &str, r: &StepsReport, o: &Options) -> String {
-    let mut out = format!("stepgate steps: {}\n", headline(path, r));
+/// The steps document, walked once: the answer (verdict, next action, where the wall
+/// goes, the other actions ranked), the step-group table, the capture's notes; then the
+/// detail (diagnosis, per-class tables, layers, spread), in text only with `--detail`.
+fn walk<M: Markup>(m: &mut M, path: &str, r: &StepsReport, o: &Options, long: bool) {
+    let head = headline(path, r);
+    m.title(&if long {
+        head
+    } else {
+        format!("stepgate steps: {head}")
+    });
+    let detail = o.detail || long;
+    crate::report::answer::walk(m, r, detail);
+    m.heading("measured, µs:");
+    m.table(&summary_table(r));
     for l in hint_and_warnings(r) {
-        out.push_str(&l);
-        out.push('\n');
+        match l.strip_prefix("warning: ") {
+            Some(w) => m.warning(w),
+            None => m.line(&l),
+        }
     }
     for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
+        m.note(n);
     }
-    for l in crate::report::classes::point_lines(r) {
-        out.push_str(&l);
-        out.push('\n');
+    if detail {
+        m.open_detail("diagnosis");
+        for l in crate::report::classes::point_lines(r)
+            .into_iter()
+            .chain(accounting_lines(r))
+            .chain(diagnosis_lines(r))
+        {
+            m.line(&l);
+        }
+        crate::report::classes::walk_groups(m, &r.groups);
+        crate::report::spread::walk_groups(m, &r.class_spread);
+        m.close_detail();
     }
-    out.push_str("\nmeasured, µs:\n");
-    out.push_str(&summary_table(r).to_text());
-    out.push('\n');
-    for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    out.push_str(&crate::report::classes::groups_text(&r.groups, false));
-    out.push_str(&crate::report::spread::groups_text(&r.class_spread, false));
     if o.each {
-        out.push('\n');
-        out.push_str(&steps_table(&r.steps, false, o.wide).to_text());
-    } else if r.steps.len() > 1 {
-        out.push_str("\n(--each for one row per step)\n");
+        m.open_detail("every step");
+        m.table(&steps_table(&r.steps, false, o.wide || !long));
+        m.close_detail();
     }
-    out
+    let more: Vec<&str> = [
+        (
+            !detail,
+            "--detail for the diagnosis, per-class tables and layers",
+        ),
+        (!o.each && r.steps.len() > 1, "--each for one row per step"),
+    ]
+    .iter()
+    .filter(|x| x.0)
+    .map(|x| x.1)
+    .collect();
+    if !more.is_empty() && !long {
+        m.hint(&format!("({})", more.join("; ")));
+    }
+}
+
+fn text(path: &str, r: &StepsReport, o: &Options) -> String {
+    let mut m = Text::new(o.fit);
+    walk(&mut m, path, r, o, false);
+    m.finish()
 }
 
 fn markdown(path: &str, r: &StepsReport, o: &Options) -> String {
-    // The path, step and kernel names in these lines come from the capture or the user.
-    use crate::report::escape::md_inline;
-    let mut out = format!("## stepgate steps\n\n{}\n", md_inline(&headline(path, r)));
-    for l in hint_and_warnings(r) {
-        out.push_str(&format!("\n> {}\n", md_inline(&l)));
-    }
-    for n in &r.notes {
-        out.push_str(&format!("\n> note: {}\n", md_inline(n)));
-    }
-    for l in crate::report::classes::point_lines(r) {
-        out.push_str(&format!("\n> {}\n", md_inline(&l)));
-    }
-    out.push_str("\nMeasured, µs:\n\n");
-    out.push_str(&summary_table(r).to_markdown());
-    out.push('\n');
-    for l in accounting_lines(r).into_iter().chain(diagnosis_lines(r)) {
-        out.push_str(&format!("- {}\n", md_inline(&l)));
-    }
-    out.push_str(&crate::report::classes::groups_text(&r.groups, true));
-    out.push_str(&crate::report::spread::groups_text(&r.class_spread, true));
-    if o.each {
-        out.push('\n');
-        out.push_str(&steps_table(&r.steps, false, o.wide).to_markdown());
-    }
-    out
+    let mut m = crate::report::markup::Markdown::with_heading("stepgate steps");
+    walk(&mut m, path, r, o, true);
+    m.finish()
 }

@@ -2,6 +2,7 @@
 //! headers and rows, so the three never drift apart.
 
 use crate::report::escape_control;
+use crate::report::fit::{self, Fit, MIN_NAME};
 
 /// Column alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,43 +57,92 @@ impl Table {
         self
     }
 
-    fn widths(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate() {
-                w[i] = w[i].max(escape_control(c).chars().count());
-            }
-        }
-        w
+    /// Space-aligned text with a dashed rule under the header, every cell whole.
+    pub fn to_text(&self) -> String {
+        self.to_text_fit(Fit::wide())
     }
 
-    /// Space-aligned text with a dashed rule under the header.
-    pub fn to_text(&self) -> String {
-        let w = self.widths();
-        let mut out = String::new();
-        let line = |cells: &[String], out: &mut String| {
-            let mut parts = Vec::with_capacity(cells.len());
-            for (i, c) in cells.iter().enumerate() {
-                let c = escape_control(c);
-                let pad = w[i].saturating_sub(c.chars().count());
-                let cell = match self.align[i] {
-                    Align::Left | Align::Wrap => format!("{c}{}", " ".repeat(pad)),
-                    Align::Right => format!("{}{c}", " ".repeat(pad)),
-                };
-                parts.push(cell);
+    /// Space-aligned text that fits `fit`'s width: the long-name (`Wrap`) columns are
+    /// shortened in the middle first (never below [`MIN_NAME`] columns); a table still
+    /// too wide is printed in bands of columns, each repeating the first column, so no
+    /// number is dropped. With `Fit::wide()` every cell is whole on one line.
+    pub fn to_text_fit(&self, fit: Fit) -> String {
+        let mut cells: Vec<Vec<String>> = std::iter::once(&self.headers)
+            .chain(&self.rows)
+            .map(|r| r.iter().map(|c| escape_control(c).into_owned()).collect())
+            .collect();
+        let mut w = widths(&cells);
+        let bands = match fit.width {
+            Some(limit) => {
+                // Bands as if every name column had NAME_ROOM; then, in each band,
+                // names shortened only as far as that band needs.
+                let last = w.len().saturating_sub(1);
+                let floor: Vec<usize> = (0..w.len())
+                    .map(|i| match self.align[i] {
+                        Align::Wrap => w[i].min(fit::width(&cells[0][i]).max(NAME_ROOM)),
+                        // Prose in the last column wraps onto more lines.
+                        Align::Left if i == last && i > 0 => {
+                            w[i].min(fit::width(&cells[0][i]).max(PROSE_ROOM))
+                        }
+                        _ => w[i],
+                    })
+                    .collect();
+                let bands = bands(&floor, limit);
+                for b in &bands {
+                    shrink_names(&mut cells, &mut w, &self.align, b, limit);
+                    if b.last() == Some(&last) && last > 0 && self.align[last] == Align::Left {
+                        let others: usize = b[..b.len() - 1].iter().map(|&i| w[i] + 2).sum();
+                        w[last] = w[last].min(limit.saturating_sub(others).max(PROSE_ROOM));
+                    }
+                }
+                bands
             }
-            // A row that starts with a name must not read as a CI workflow command.
-            out.push_str(&crate::report::escape::terminal_line(
-                parts.join("  ").trim_end(),
-            ));
-            out.push('\n');
+            None => vec![(0..w.len()).collect()],
         };
-        line(&self.headers, &mut out);
-        let rule: Vec<String> = w.iter().map(|n| "-".repeat(*n)).collect();
-        out.push_str(&rule.join("  "));
-        out.push('\n');
-        for r in &self.rows {
-            line(r, &mut out);
+        let mut out = String::new();
+        for (b, cols) in bands.iter().enumerate() {
+            if b > 0 {
+                out.push('\n');
+            }
+            for (r, row) in cells.iter().enumerate() {
+                // A last cell wider than its column (prose) continues on lines of its own,
+                // under its column.
+                let &lc = cols.last().unwrap_or(&0);
+                let words: Vec<String> = row[lc]
+                    .split(' ')
+                    .map(|x| fit::shorten_middle(x, w[lc].max(2)))
+                    .collect();
+                let wrapped = fit::wrap(&words.join(" "), w[lc], 0);
+                let mut more = wrapped.lines();
+                let first = more.next().unwrap_or("").to_owned();
+                let parts: Vec<String> = cols
+                    .iter()
+                    .map(|&i| {
+                        let c = if i == lc { &first } else { &row[i] };
+                        let pad = " ".repeat(w[i].saturating_sub(fit::width(c)));
+                        match self.align[i] {
+                            Align::Left | Align::Wrap => format!("{c}{pad}"),
+                            Align::Right => format!("{pad}{c}"),
+                        }
+                    })
+                    .collect();
+                // A row that starts with a name must not read as a CI workflow command.
+                out.push_str(&crate::report::escape::terminal_line(
+                    parts.join("  ").trim_end(),
+                ));
+                out.push('\n');
+                let indent: usize = cols[..cols.len() - 1].iter().map(|&i| w[i] + 2).sum();
+                for l in more {
+                    out.push_str(&" ".repeat(indent));
+                    out.push_str(l);
+                    out.push('\n');
+                }
+                if r == 0 {
+                    let rule: Vec<String> = cols.iter().map(|&i| "-".repeat(w[i])).collect();
+                    out.push_str(&rule.join("  "));
+                    out.push('\n');
+                }
+            }
         }
         out
     }
@@ -148,6 +198,75 @@ impl Table {
     }
 }
 
+/// The room a name column is planned with before the others are banded: shorter names
+/// lose the middle that tells two GEMM tiles apart, so a number column moves to the next
+/// band first.
+const NAME_ROOM: usize = 36;
+/// The room a last column of prose (a detail, a source) is planned with: it wraps.
+const PROSE_ROOM: usize = 30;
+
+/// Each column's display width over the header and every row.
+fn widths(cells: &[Vec<String>]) -> Vec<usize> {
+    let mut w = vec![0; cells.first().map_or(0, Vec::len)];
+    for r in cells {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(fit::width(c));
+        }
+    }
+    w
+}
+
+/// Shorten the `Wrap` columns' cells of one band in the middle, widest column first,
+/// until the band fits `limit` or every such column is at its floor (its header, or
+/// [`MIN_NAME`]).
+fn shrink_names(
+    cells: &mut [Vec<String>],
+    w: &mut [usize],
+    align: &[Align],
+    band: &[usize],
+    limit: usize,
+) {
+    let total =
+        |w: &[usize]| band.iter().map(|&i| w[i]).sum::<usize>() + 2 * band.len().saturating_sub(1);
+    let mut over = total(w).saturating_sub(limit);
+    while over > 0 {
+        let floor = |i: usize| fit::width(&cells[0][i]).max(MIN_NAME);
+        let Some(i) = band
+            .iter()
+            .copied()
+            .filter(|&i| align[i] == Align::Wrap && w[i] > floor(i))
+            .max_by_key(|&i| w[i])
+        else {
+            break;
+        };
+        let to = w[i].saturating_sub(over).max(floor(i));
+        for row in cells.iter_mut().skip(1) {
+            row[i] = fit::shorten_middle(&row[i], to);
+        }
+        over -= w[i] - to;
+        w[i] = to;
+    }
+}
+
+/// The columns of each band: the first column starts every band (it names the row), the
+/// others follow in order while the band fits `limit`. One column always goes in, so a
+/// band never comes out empty.
+fn bands(w: &[usize], limit: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur = vec![0];
+    let mut used = w.first().copied().unwrap_or(0);
+    for (i, &cw) in w.iter().enumerate().skip(1) {
+        if cur.len() > 1 && used + 2 + cw > limit {
+            out.push(std::mem::replace(&mut cur, vec![0]));
+            used = w[0];
+        }
+        cur.push(i);
+        used += 2 + cw;
+    }
+    out.push(cur);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +317,48 @@ mod tests {
             txt.lines().nth(2).unwrap(),
             "evil\\r\\n| x | 1 |\\x1b[2J   5"
         );
+    }
+
+    #[test]
+    fn a_long_name_is_shortened_in_the_middle_to_fit() {
+        let mut t = Table::new(&[("kernel", Align::Wrap), ("µs", Align::Right)]);
+        let name = "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8>";
+        t.row(vec![name.into(), "12,345.6".into()]);
+        let txt = t.to_text_fit(Fit::columns(60));
+        for l in txt.lines() {
+            assert!(fit::width(l) <= 60, "{l}");
+        }
+        let row = txt.lines().nth(2).unwrap();
+        // The family at the front, the tile and dtype at the end, the number whole.
+        assert!(row.starts_with("void cutlass::"), "{row}");
+        assert!(row.contains("_tn_align8>"), "{row}");
+        assert!(row.ends_with("12,345.6"), "{row}");
+        // Wide: the whole name, the line as long as it takes.
+        assert!(t.to_text_fit(Fit::wide()).contains(name));
+    }
+
+    #[test]
+    fn a_table_too_wide_for_its_numbers_is_banded_not_cut() {
+        let cols: Vec<(String, Align)> = (0..8)
+            .map(|i| (format!("column {i}"), Align::Right))
+            .collect();
+        let refs: Vec<(&str, Align)> = cols.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+        let mut t = Table::new(&refs);
+        t.row((0..8).map(|i| format!("{}", 1_000_000 + i)).collect());
+        // 8 columns of 8 plus 7 gaps of 2 = 78 columns: one band at 80, two at 40.
+        assert_eq!(t.to_text_fit(Fit::columns(80)).lines().count(), 3);
+        let txt = t.to_text_fit(Fit::columns(40));
+        for l in txt.lines() {
+            assert!(fit::width(l) <= 40, "{l}");
+        }
+        // Every value is still there, and each band repeats the first column.
+        for i in 0..8 {
+            assert!(txt.contains(&format!("{}", 1_000_000 + i)), "{txt}");
+        }
+        assert_eq!(
+            txt.matches("1000000").count(),
+            txt.matches("column 0").count()
+        );
+        assert!(txt.matches("column 0").count() >= 2, "{txt}");
     }
 }

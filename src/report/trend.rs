@@ -128,7 +128,7 @@ pub(crate) fn heading(t: &Trend) -> String {
 }
 
 /// The trend as a table, markdown, CSV or JSON.
-pub fn render(t: &Trend, format: Format) -> String {
+pub fn render(t: &Trend, format: Format, fit: crate::report::fit::Fit) -> String {
     if format == Format::Json {
         return to_json(t);
     }
@@ -137,7 +137,7 @@ pub fn render(t: &Trend, format: Format) -> String {
     match format {
         Format::Csv => table.to_csv(),
         Format::Markdown => format!("**{head}**\n\n{}", table.to_markdown()),
-        _ => format!("{head}\n{}", table.to_text()),
+        _ => format!("{}\n{}", fit.wrap(&head, 2), table.to_text_fit(fit)),
     }
 }
 

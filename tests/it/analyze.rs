@@ -165,9 +165,10 @@ fn analyze(args: &[&str]) -> (i32, String, String) {
 fn output_formats_are_pinned() {
     // Relative path so the snapshot does not depend on where the repo is checked out.
     let rel = "tests/fixtures/nsys/saxpy_mpi_a100_nsys2022.2.sqlite";
-    let go = |fmt: &str| {
+    let at = |columns: &str, fmt: &str| {
         let out = std::process::Command::new(crate::common::bin())
             .current_dir(root())
+            .env("COLUMNS", columns)
             .args(["analyze", rel, "--format", fmt])
             .output()
             .unwrap();
@@ -179,7 +180,9 @@ fn output_formats_are_pinned() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    let go = |fmt: &str| at("120", fmt);
     insta::assert_snapshot!("analyze_saxpy_table", go("table"));
+    insta::assert_snapshot!("analyze_saxpy_table_80", at("80", "table"));
     insta::assert_snapshot!("analyze_saxpy_markdown", go("markdown"));
     insta::assert_snapshot!("analyze_saxpy_csv", go("csv"));
     let mut json: serde_json::Value = serde_json::from_str(&go("json")).unwrap();

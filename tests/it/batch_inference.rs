@@ -99,7 +99,16 @@ fn an_unannotated_sglang_decode_gets_its_batch_from_the_input_shapes() {
     assert!(close(floor, want), "{floor} vs {want}");
 
     // The text says the batch is inferred, and from what.
-    let (code, out, err) = run(&["steps", p, "--model", "qwen3-8b", "--context", "1025"]);
+    // What each inferred value rests on is part of the --detail diagnosis.
+    let (code, out, err) = run(&[
+        "steps",
+        p,
+        "--model",
+        "qwen3-8b",
+        "--context",
+        "1025",
+        "--detail",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("batch: 32 (inferred) for 1 step(s), e.g. 32 "),
@@ -168,6 +177,7 @@ fn unmarked_decodes_get_their_batch_from_the_paged_attention_grid() {
         "llama-3-8b",
         "--context",
         "1010",
+        "--detail",
         "--html",
         html.to_str().unwrap(),
     ]);

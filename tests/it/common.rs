@@ -42,7 +42,11 @@ pub fn bin() -> PathBuf {
 
 /// Run the binary with args; returns (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (i32, String, String) {
+    // A fixed width, never the terminal's: wide enough that no line wraps, for the tests
+    // that read values off a line; the layout tests (fits_terminal, snapshots) set 80 and
+    // 120 themselves.
     let out = std::process::Command::new(bin())
+        .env("COLUMNS", "1000")
         .args(args)
         .output()
         .expect("spawn stepgate");

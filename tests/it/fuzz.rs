@@ -65,6 +65,7 @@ fn exercise(path: &Path) -> Result<bool, String> {
                         &stepgate::report::analyze::Options {
                             top: 5,
                             wide: false,
+                            fit: stepgate::report::fit::Fit::columns(80),
                         },
                     );
                 }
@@ -95,6 +96,8 @@ fn exercise(path: &Path) -> Result<bool, String> {
                             &stepgate::report::steps::Options {
                                 each: true,
                                 wide: false,
+                                detail: true,
+                                fit: stepgate::report::fit::Fit::columns(80),
                             },
                         );
                     }
@@ -671,7 +674,11 @@ fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                         }
                     }
                     for f in [Format::Table, Format::Json, Format::Markdown, Format::Csv] {
-                        let _ = stepgate::report::trend::render(&t, f);
+                        let _ = stepgate::report::trend::render(
+                            &t,
+                            f,
+                            stepgate::report::fit::Fit::columns(80),
+                        );
                     }
                 }
                 Err(e) => named(&e)?,

@@ -57,7 +57,8 @@ fn exposed_communication_equals_the_raw_traces_comm_time_no_other_op_hides() {
     // The steps table says the median (10,432.1 µs) and the median share of busy
     // (10,432,089 / 49,728,926 = 21.0% on the middle step).
     let f = fixture("kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz");
-    let (_, out, _) = run(&["steps", f.to_str().unwrap()]);
+    // The diagnosis lines are behind --detail (the answer comes first).
+    let (_, out, _) = run(&["steps", f.to_str().unwrap(), "--detail"]);
     assert!(
         out.contains("exposed communication (median of 3 step(s) that communicate, measured): 10,432.1 µs per step, 21% of busy"),
         "{out}"

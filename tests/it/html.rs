@@ -243,9 +243,11 @@ fn steps_page_carries_the_terminal_notes_and_calls_measured_numbers_measured() {
     let rep = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("steps.html");
+    // --wide: whole lines, so each note is one line to find on the page.
     let (code, text, err) = common::run(&[
         "steps",
         rep.to_str().unwrap(),
+        "--wide",
         "--html",
         out.to_str().unwrap(),
     ]);
@@ -315,4 +317,39 @@ fn analyze_says_what_dominates_a_device() {
     let saxpy = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
     let (_, text, _) = common::run(&["analyze", saxpy.to_str().unwrap()]);
     assert!(!text.contains("dominated by"), "{text}");
+}
+
+#[test]
+fn steps_page_opens_with_the_verdict_and_its_next_action() {
+    // The README's first capture: a host stall. The page says the verdict and its next
+    // action before any caveat note or table, and the same words as the terminal.
+    let rep = common::fixture("kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("steps.html");
+    let args = [
+        "steps",
+        rep.to_str().unwrap(),
+        "--model",
+        "qwen3-8b",
+        "--gpu",
+        "mi300x",
+        "--wide",
+    ];
+    let (code, text, err) = common::run(&[&args[..], &["--html", out.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{err}");
+    let html = read(&out);
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not on the page"))
+    };
+    let verdict = at("<strong>verdict:</strong>");
+    let next = at("<strong>next:</strong>");
+    assert!(verdict < next);
+    assert!(next < at("class=\"note\""), "the answer before the notes");
+    assert!(next < at("<table"), "the answer before the first table");
+    for label in ["verdict: ", "next: "] {
+        let line = text.lines().find(|l| l.starts_with(label)).unwrap();
+        let words = line.strip_prefix(label).unwrap();
+        assert!(html.contains(&escaped(words)), "{words:?} not on the page");
+    }
 }

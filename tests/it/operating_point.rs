@@ -235,6 +235,7 @@ fn a_ddp_world_is_data_parallel_not_tp() {
         why.ends_with("per-GPU bytes are not divided by the 2 ranks"),
         "{why}"
     );
+    // The operating point's lines are behind --detail in text.
     let (code, out, err) = run(&[
         "steps",
         f.to_str().unwrap(),
@@ -242,6 +243,7 @@ fn a_ddp_world_is_data_parallel_not_tp() {
         "llama-3-8b",
         "--gpu",
         "a100-80gb",
+        "--detail",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("operating point: TP 1 (inferred: distributedInfo.world_size = 2, but the ranks are data parallel"), "{out}");

@@ -1054,11 +1054,12 @@ mod generated {
 #[test]
 fn steps_output_is_pinned() {
     let rel = "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
-    let go = |extra: &[&str]| {
+    let at = |columns: &str, extra: &[&str]| {
         let mut args = vec!["steps", rel, "--model", "qwen3-8b", "--gpu", "mi300x"];
         args.extend_from_slice(extra);
         let out = std::process::Command::new(crate::common::bin())
             .current_dir(crate::common::root())
+            .env("COLUMNS", columns)
             .args(&args)
             .output()
             .unwrap();
@@ -1070,7 +1071,11 @@ fn steps_output_is_pinned() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    let go = |extra: &[&str]| at("120", extra);
+    // As a user sees it: the answer first, fitted to 120 and to 80 columns.
     insta::assert_snapshot!("steps_sglang_table", go(&["--each"]));
+    insta::assert_snapshot!("steps_sglang_table_80", at("80", &[]));
+    insta::assert_snapshot!("steps_sglang_detail_120", at("120", &["--detail"]));
     insta::assert_snapshot!(
         "steps_sglang_markdown",
         go(&["--format", "markdown", "--each"])
@@ -1155,7 +1160,7 @@ fn each_row_carries_found_by_tail_and_guessed_kind_as_in_json() {
             a.extend_from_slice(args);
             crate::common::run(&a).1
         };
-        assert!(text.contains("(--each for one row per step)") || steps.len() < 2);
+        assert!(text.contains("--each for one row per step)") || steps.len() < 2);
         for s in steps.iter().filter(|s| !s["kind_guess"].is_null()) {
             let shown = format!("{} (inferred)", s["kind_guess"].as_str().unwrap());
             assert!(

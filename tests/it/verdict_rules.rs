@@ -23,6 +23,10 @@ pub(crate) fn steps(path: &Path, extra: &[&str], format: &str) -> String {
     let mut a = vec!["steps", path.to_str().unwrap()];
     a.extend_from_slice(extra);
     a.extend_from_slice(&["--format", format]);
+    // The diagnosis these tests read is behind --detail in text (the answer comes first).
+    if format == "table" {
+        a.push("--detail");
+    }
     let (code, out, err) = run(&a);
     assert_eq!(code, 0, "{a:?}: {err}");
     out

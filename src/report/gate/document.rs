@@ -56,6 +56,10 @@ pub(crate) trait Markup {
     fn group_charts(&mut self, _i: usize, _g: &GroupComparison) {}
     /// The waterfall chart, before the waterfall's table (a page draws it).
     fn waterfall_chart(&mut self, _g: &GroupComparison, _names: Names<'_>) {}
+    /// The start and end of the per-group detail: a PR comment folds it under
+    /// `<details>` so the verdict and its largest contributor are what a reviewer sees.
+    fn open_fold(&mut self, _summary: &str) {}
+    fn close_fold(&mut self) {}
 }
 
 struct Markdown(String);
@@ -64,7 +68,8 @@ impl Markup for Markdown {
     const STYLE: Style = Style::Markdown;
     fn title(&mut self, s: &str) {
         // The verdict line quotes the reasons, which quote kernel names: plain text.
-        self.0.push_str(&format!("### {}\n\n", md_text(s)));
+        // No blank line: the largest contributor is the comment's second line.
+        self.0.push_str(&format!("### {}\n", md_text(s)));
     }
     fn line(&mut self, s: &str) {
         // Sides and policy lines: names in code spans, file and GPU names as text.
@@ -132,6 +137,13 @@ impl Markup for Markdown {
     fn footnote(&mut self, s: &str) {
         self.0.push_str(&format!("\n<sub>{s}</sub>\n"));
     }
+    fn open_fold(&mut self, summary: &str) {
+        self.0
+            .push_str(&format!("\n<details><summary>{summary}</summary>\n"));
+    }
+    fn close_fold(&mut self) {
+        self.0.push_str("\n</details>\n");
+    }
 }
 
 /// The one-sided groups as the long form lists them after "Not compared … :", or None.
@@ -153,7 +165,7 @@ pub(crate) fn one_sided_items(groups: &[OneSided]) -> Option<String> {
     Some(items.join(";"))
 }
 
-struct Text(String);
+struct Text(String, crate::report::fit::Fit);
 
 impl Markup for Text {
     const STYLE: Style = Style::Text;
@@ -161,41 +173,41 @@ impl Markup for Text {
         self.line(s);
     }
     fn line(&mut self, s: &str) {
-        self.0.push_str(s);
+        self.0.push_str(&self.1.wrap_keeping_words(s, 2));
         self.0.push('\n');
     }
     fn reasons(&mut self, reasons: &[String], _show_verdict: bool) {
         for r in reasons.iter().skip(1) {
-            self.0.push_str(&format!("  also: {}\n", escape_control(r)));
+            let l = self.1.wrap(&format!("  also: {}", escape_control(r)), 4);
+            self.0.push_str(&format!("{l}\n"));
         }
     }
     fn warning(&mut self, s: &str) {
-        self.0.push_str(&format!("warning: {s}\n"));
+        self.line(&format!("warning: {s}"));
     }
     fn heading(&mut self, s: &str) {
-        self.0.push_str(&format!("\n== {s}\n"));
+        self.0.push('\n');
+        self.line(&format!("== {s}"));
     }
     fn note(&mut self, s: &str) {
-        self.0.push_str(&format!("note: {s}\n"));
+        self.line(&format!("note: {s}"));
     }
     fn paragraph(&mut self, s: &str) {
         self.line(s);
     }
     fn remark(&mut self, _s: &str) {}
     fn table(&mut self, t: &Table) {
-        self.0.push_str(&t.to_text());
+        self.0.push_str(&t.to_text_fit(self.1));
     }
     fn titled_table(&mut self, title: &Titled, t: &Table) {
-        self.0.push_str(&format!(
-            "\n{} ({})\n",
-            title.title.to_lowercase(),
-            title.short
-        ));
+        self.0.push('\n');
+        self.line(&format!("{} ({})", title.title.to_lowercase(), title.short));
         self.table(t);
     }
     fn folded_table(&mut self, title: &str, t: &Table) {
         // No folding in a terminal: the table as it is.
-        self.0.push_str(&format!("\n{}\n", title.to_lowercase()));
+        self.0.push('\n');
+        self.line(&title.to_lowercase());
         self.table(t);
     }
     fn not_compared(&mut self, groups: &[OneSided]) {
@@ -228,7 +240,12 @@ pub fn markdown(c: &Comparison, o: &RenderOptions) -> String {
 
 /// Aligned text for the terminal.
 pub fn text(c: &Comparison, o: &RenderOptions) -> String {
-    let mut m = Text(String::new());
+    let fit = if o.wide {
+        crate::report::fit::Fit::wide()
+    } else {
+        o.fit
+    };
+    let mut m = Text(String::new(), fit);
     walk(c, o, &mut m);
     // CI logs run a line that starts with `::` as a workflow command.
     crate::report::escape::terminal_block(&m.0)
@@ -249,6 +266,9 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
         wide: o.wide,
     };
     m.title(&verdict_line(c, o));
+    if let Some(l) = super::headline::largest_contributor(c, names) {
+        m.paragraph(&l);
+    }
     m.line(&sides_line(c, o, style));
     if let Some(l) = comparability_line(c) {
         m.line(&l);
@@ -261,6 +281,9 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
         m.warning(&escape_control(w));
     }
     let mut full_names: Vec<(&str, &str)> = Vec::new();
+    if !c.groups.is_empty() {
+        m.open_fold("Step metrics, waterfall and kernel tables per step group");
+    }
     for (i, g) in c.groups.iter().enumerate() {
         m.heading(&group_heading(g, o.show_verdict));
         for n in &g.notes {
@@ -382,6 +405,9 @@ pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
                 }
             }
         }
+    }
+    if !c.groups.is_empty() {
+        m.close_fold();
     }
     m.not_compared(&c.one_sided);
     m.full_names(&full_names);

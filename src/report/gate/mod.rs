@@ -8,6 +8,7 @@ use crate::timing::labels::NameLabels;
 use crate::wire::gate::{Comparison, GroupComparison, SideInfo, Verdict};
 
 pub(crate) mod document;
+pub(crate) mod headline;
 pub(crate) mod tables;
 
 pub use document::{markdown, text};
@@ -30,6 +31,8 @@ pub struct RenderOptions {
     /// Tables name kernels by their full demangled names instead of their labels (and the
     /// terminal does not cut them to its column).
     pub wide: bool,
+    /// The terminal's width (text only).
+    pub fit: crate::report::fit::Fit,
 }
 
 impl Default for RenderOptions {
@@ -42,6 +45,8 @@ impl Default for RenderOptions {
             command: "gate",
             waterfall_top: 8,
             wide: false,
+            // Whole lines for a library caller; the commands fit the terminal.
+            fit: crate::report::fit::Fit::wide(),
         }
     }
 }
@@ -55,6 +60,19 @@ pub(crate) enum Style {
     Markdown,
     /// An HTML page: the page escapes and styles the text itself.
     Html,
+}
+
+/// How a report file is named in a rendering: its file name, never the directory it
+/// sits in (on a CI runner that is an absolute path nobody reading a PR comment needs);
+/// a URL or a name without a file part as it was given.
+pub fn input_label(p: &std::path::Path) -> String {
+    let s = p.display().to_string();
+    if s.contains("://") {
+        return s;
+    }
+    p.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or(s)
 }
 
 /// Render in one of the shared formats.
@@ -79,8 +97,12 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
         fmt_int(steps.0 as i64),
         fmt_int(steps.1 as i64)
     );
+    // The change that proves the verdict, with its interval, on the same line.
+    let change = headline::headline_change(c)
+        .map(|ch| format!(" · {ch}"))
+        .unwrap_or_default();
     if !o.show_verdict {
-        return format!("stepgate {}: {scope}", o.command);
+        return format!("stepgate {}: {scope}{change}", o.command);
     }
     let (icon, word) = verdict_word(c.verdict);
     let why = match c.reasons.as_slice() {
@@ -111,7 +133,7 @@ pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
     };
     // Reasons quote kernel names from the reports: one line, whatever the names hold.
     format!(
-        "{icon} {word}{fails} — {}{resolved}",
+        "{icon} {word}{fails} — {}{change}{resolved}",
         crate::report::escape_control(&why)
     )
 }

@@ -5,7 +5,7 @@
 use crate::baseline::waterfall::summarize;
 use crate::report::table::{Align, Table};
 use crate::report::words::{fmt_rel, metric_name};
-use crate::report::{fmt_pct, fmt_us, group_thousands, truncate, NAME_WIDTH};
+use crate::report::{fmt_pct, fmt_us, group_thousands, NAME_WIDTH};
 use crate::timing::labels::NameLabels;
 use crate::wire::baseline::metric;
 use crate::wire::gate::{
@@ -81,7 +81,7 @@ fn cell_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "–".to_owned())
 }
 
-fn fmt_change(unit: &str, ch: &Change) -> String {
+pub(super) fn fmt_change(unit: &str, ch: &Change) -> String {
     match (ch.change_rel, ch.change) {
         (Some(r), Some(d)) => format!("{} ({})", fmt_rel(Some(r)), fmt_delta(unit, d)),
         (None, Some(d)) => fmt_delta(unit, d),
@@ -89,7 +89,7 @@ fn fmt_change(unit: &str, ch: &Change) -> String {
     }
 }
 
-fn fmt_interval(unit: &str, ch: &Change) -> String {
+pub(super) fn fmt_interval(unit: &str, ch: &Change) -> String {
     match (ch.interval_rel, ch.interval) {
         (Some([a, b]), _) => format!("{} … {}", fmt_rel(Some(a)), fmt_rel(Some(b))),
         (None, Some([a, b])) => format!("{} … {}", fmt_delta(unit, a), fmt_delta(unit, b)),
@@ -192,7 +192,7 @@ impl Names<'_> {
         };
         match self.style {
             Style::Markdown => code(name),
-            Style::Text if !self.wide => truncate(name, NAME_WIDTH),
+            Style::Text if !self.wide => crate::report::fit::shorten_middle(name, NAME_WIDTH),
             Style::Text | Style::Html => name.to_owned(),
         }
     }

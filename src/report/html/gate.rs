@@ -105,6 +105,16 @@ impl Markup for Html<'_> {
             esc(s)
         ));
     }
+    fn open_fold(&mut self, summary: &str) {
+        // A page has room: the detail is open, its summary a handle to fold it.
+        self.out.push_str(&format!(
+            "<details open><summary>{}</summary>\n",
+            esc(summary)
+        ));
+    }
+    fn close_fold(&mut self) {
+        self.out.push_str("</details>\n");
+    }
     fn group_charts(&mut self, i: usize, g: &GroupComparison) {
         // The pairs are the comparison's groups in order; a label that differs means the
         // samples are not the ones compared (never drawn then).

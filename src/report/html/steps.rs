@@ -339,14 +339,31 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         "<h1>stepgate steps</h1>\n<p class=\"muted\">{}</p>\n",
         esc(&crate::report::steps::headline(path, r)),
     ));
-    // The terminal's lines under its headline: the heuristic-steps hint, the warnings, the
-    // notes, and the operating point with what each inferred kind and batch rests on.
-    for n in crate::report::steps::hint_and_warnings(r)
-        .iter()
-        .chain(&r.notes)
-        .chain(&crate::report::classes::point_lines(r))
+    // The answer first, by the same walk as the terminal's: the verdict, its next action,
+    // where the median step's wall goes, the other actions ranked by what each can win.
     {
-        b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
+        use crate::report::markup::Markup;
+        let mut h = crate::report::markup::Html::default();
+        crate::report::answer::walk(&mut h, r, true);
+        b.push_str(&h.finish());
+    }
+    // Then the terminal's lines under its headline, folded: the heuristic-steps hint, the
+    // warnings, the notes, and the operating point with what each inferred kind and batch
+    // rests on.
+    let notes: Vec<String> = crate::report::steps::hint_and_warnings(r)
+        .into_iter()
+        .chain(r.notes.iter().cloned())
+        .chain(crate::report::classes::point_lines(r))
+        .collect();
+    if !notes.is_empty() {
+        b.push_str(&format!(
+            "<details><summary>Notes and caveats ({})</summary>\n",
+            notes.len()
+        ));
+        for n in &notes {
+            b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
+        }
+        b.push_str("</details>\n");
     }
     b.push_str("<h2>Summary by kind</h2>\n");
     b.push_str(&table(
