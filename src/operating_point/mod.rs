@@ -14,6 +14,7 @@ pub mod kind;
 pub mod parallel;
 pub mod sidecar;
 pub mod tokens;
+pub mod training;
 
 use std::path::Path;
 
@@ -84,7 +85,7 @@ pub fn resolve(
             basis: s.basis,
             evidence: s.evidence,
         }),
-        None => match parallel::data_parallel(trace, found, dist)? {
+        None => match training::data_parallel(trace, found, dist)? {
             Some(dp) => Some(dp),
             None => parallel::infer_tp(found, dist),
         },

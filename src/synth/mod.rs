@@ -7,7 +7,7 @@
 //! ([`planted_point`]: an operating point only the launch grids show; [`planted_moe`]:
 //! MoE and MLA decodes),
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
-//! kernels with names of megabytes, [`rocpd`] writes AMD rocpd databases from
+//! kernels with names of megabytes, [`training`] writes training ranks of every parallelism, [`rocpd`] writes AMD rocpd databases from
 //! rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
 //! without a GPU.
 
@@ -21,6 +21,7 @@ pub mod planted_point;
 pub mod replicate;
 pub mod rocpd;
 pub mod steps;
+pub mod training;
 pub mod uncorrelated;
 pub mod workload;
 pub mod writer;
