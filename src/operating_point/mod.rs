@@ -180,8 +180,8 @@ pub fn resolve(
 fn prompts_of_prefills(steps: &mut [crate::wire::steps::Step], counts: &[tokens::StepCounts]) {
     use crate::wire::steps::StepKind;
     for (s, c) in steps.iter_mut().zip(counts) {
-        let inferred_prefill =
-            s.kind == StepKind::Unknown && s.kind_guess == Some(StepKind::Prefill);
+        let inferred_prefill = s.kind == StepKind::Unknown
+            && matches!(s.kind_guess, Some(StepKind::Prefill | StepKind::Mixed));
         if !inferred_prefill || s.batch_guess.is_some() || s.tokens_guess.is_none() {
             continue;
         }
@@ -189,15 +189,29 @@ fn prompts_of_prefills(steps: &mut [crate::wire::steps::Step], counts: &[tokens:
             Some(r) => {
                 s.batch_guess = Some(r.value);
                 s.batch_evidence = Some(format!(
-                    "{} prompt(s) in this prefill ({})",
-                    r.value, r.evidence
+                    "{} {} in this {} ({})",
+                    r.value,
+                    if s.kind_guess == Some(StepKind::Mixed) {
+                        "sequence(s), prefill chunks and decodes,"
+                    } else {
+                        "prompt(s)"
+                    },
+                    if s.kind_guess == Some(StepKind::Mixed) {
+                        "mixed step"
+                    } else {
+                        "prefill"
+                    },
+                    r.evidence
                 ));
             }
             None => {
+                let prefill = s.kind_guess == Some(StepKind::Prefill);
                 if let Some(e) = s.kind_evidence.as_mut() {
-                    e.push_str(
-                        "; its prompts are not counted: its floor takes the split of its tokens into prompts that costs least",
-                    );
+                    e.push_str(if prefill {
+                        "; its prompts are not counted: its floor takes the split of its tokens into prompts that costs least"
+                    } else {
+                        "; its sequences are not counted, so it is not priced"
+                    });
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Parallelism from what the ranks do: DDP read as data parallel on the MI300X (RCCL,
-//! every collective `ncclDevKernel_Generic`) and A100 captures, and on synthetic ranks of
+//! every collective `ncclDevKernel_Generic`) capture (the A100 one is in item_rules.rs), and on synthetic ranks of
 //! every parallelism (`synth::training`) the one their collectives show, or unknown with
 //! the collectives named. The counts are derived by hand: per step, from python3 over the
 //! fixtures' JSON (kernels in each ProfilerStep's GPU window, their launching thread via
@@ -40,18 +40,6 @@ fn the_mi300x_ddp_rank_is_data_parallel_with_its_broadcasts_named_as_the_sync() 
         why.contains("the other 6 collective(s) are launched from the step's own thread among the first 10% of the (at most 218) kernels before its backward"),
         "{why}"
     );
-}
-
-#[test]
-fn the_a100_ddp_rank_stays_data_parallel() {
-    let p = fixture("kineto/hta_a100_ddp_rank0_of2_profilerstep.json.gz");
-    let (v, basis, why) = tp_of(&steps_json(&[p.to_str().unwrap()]));
-    assert_eq!((v, basis.as_str()), (1, "inferred"), "{why}");
-    assert!(
-        why.contains("DP 2 (DDP): 15 all-reduce(s) in 3 training step(s)"),
-        "{why}"
-    );
-    assert!(!why.contains("the other"), "no broadcast is counted: {why}");
 }
 
 const WORLD: i64 = 4;
