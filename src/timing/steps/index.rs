@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use crate::exit::Result;
-use crate::timing::overlap::name_ranks;
 use crate::timing::par;
+use crate::timing::overlap::name_ranks;
 use crate::trace::{OpsView, RangeKind, Trace};
 
 /// Indexes built once per trace so each step's projection is a few binary searches.
@@ -144,11 +144,14 @@ fn grouped_order_in(
     // the threads) is all it usually costs.
     for w in bounds.windows(2) {
         let part = &mut out[w[0]..w[1]];
-        let sorted = par::map_ranges(&par::ranges(part.len(), threads, min), |r| {
-            // Each chunk checks its pairs, the last one reaching into the next chunk.
-            let hi = (r.end + 1).min(part.len());
-            part[r.start..hi].is_sorted_by_key(|&i| key(i as usize))
-        })?;
+        let sorted = par::map_ranges(
+            &par::ranges(part.len(), threads, min),
+            |r| {
+                // Each chunk checks its pairs, the last one reaching into the next chunk.
+                let hi = (r.end + 1).min(part.len());
+                part[r.start..hi].is_sorted_by_key(|&i| key(i as usize))
+            },
+        )?;
         if sorted.iter().any(|s| !s) {
             // Stable: equal keys keep index order.
             part.sort_by_key(|&i| key(i as usize));
@@ -393,10 +396,7 @@ mod tests {
                     min,
                 )
                 .unwrap();
-                assert_eq!(
-                    got, want,
-                    "n = {n}, shuffled = {shuffled}, {threads} threads"
-                );
+                assert_eq!(got, want, "n = {n}, shuffled = {shuffled}, {threads} threads");
             }
         }
     }
