@@ -7,8 +7,8 @@
 //! ([`planted_point`]: an operating point only the launch grids show; [`planted_moe`]:
 //! MoE and MLA decodes),
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
-//! kernels with names of megabytes, [`training`] writes training ranks of every parallelism, [`rocpd`] writes AMD rocpd databases from
-//! rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
+//! kernels with names of megabytes, [`training`] writes training ranks of every
+//! parallelism, [`rocpd`] writes AMD rocpd databases from rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
 //! without a GPU.
 
 pub mod augment;
