@@ -5,7 +5,7 @@
 //! TensorRT-LLM, PyTorch, none) in both formats, [`replicate`] scales a real fixture in time,
 //! [`planted`] writes decode and prefill steps with one diagnosable cause planted
 //! ([`planted_point`]: an operating point only the launch grids show; [`planted_moe`]:
-//! MoE and MLA decodes),
+//! MoE and MLA decodes; [`planted_mixed`]: a prefill chunk beside decodes),
 //! [`uncorrelated`] writes ops and calls of correlation id 0 in both formats, [`long_names`]
 //! kernels with names of megabytes, [`training`] writes training ranks of every
 //! parallelism, [`rocpd`] writes AMD rocpd databases from rocprofiler-sdk's DDL, [`augment`] adds GPU work to a real export captured
@@ -16,6 +16,7 @@ pub mod kineto;
 pub mod long_names;
 pub mod planted;
 pub mod planted_kinds;
+pub mod planted_mixed;
 pub mod planted_moe;
 pub mod planted_point;
 pub mod replicate;

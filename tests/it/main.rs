@@ -44,6 +44,7 @@ mod item_rules;
 mod io_faults;
 mod kernel_families;
 mod kinds;
+mod mixed;
 mod kineto;
 mod kineto2021;
 mod label_pruning;
