@@ -58,7 +58,7 @@ pub fn resolve(
     let llm = kind::llm_evidence(&found.steps, given.model);
     kind::infer(&mut found.steps, counts, llm);
     if let Some(c) = counts {
-        prompts_of_prefills(&mut found.steps, c);
+        kind::prompts_of_prefills(&mut found.steps, c);
     }
     let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
     let side = sidecar.as_ref().map(|(_, s)| s);
@@ -172,50 +172,6 @@ pub fn resolve(
         sidecar: sidecar.map(|(p, _)| p.display().to_string()),
     };
     Ok(point)
-}
-
-/// The prompts of every inferred prefill whose counts say how many sequences it ran
-/// (its `batch_guess`, which prices it with its tokens); where none say, its evidence
-/// says how it is priced.
-fn prompts_of_prefills(steps: &mut [crate::wire::steps::Step], counts: &[tokens::StepCounts]) {
-    use crate::wire::steps::StepKind;
-    for (s, c) in steps.iter_mut().zip(counts) {
-        let inferred_prefill = s.kind == StepKind::Unknown
-            && matches!(s.kind_guess, Some(StepKind::Prefill | StepKind::Mixed));
-        if !inferred_prefill || s.batch_guess.is_some() || s.tokens_guess.is_none() {
-            continue;
-        }
-        match &c.requests {
-            Some(r) => {
-                s.batch_guess = Some(r.value);
-                s.batch_evidence = Some(format!(
-                    "{} {} in this {} ({})",
-                    r.value,
-                    if s.kind_guess == Some(StepKind::Mixed) {
-                        "sequence(s), prefill chunks and decodes,"
-                    } else {
-                        "prompt(s)"
-                    },
-                    if s.kind_guess == Some(StepKind::Mixed) {
-                        "mixed step"
-                    } else {
-                        "prefill"
-                    },
-                    r.evidence
-                ));
-            }
-            None => {
-                let prefill = s.kind_guess == Some(StepKind::Prefill);
-                if let Some(e) = s.kind_evidence.as_mut() {
-                    e.push_str(if prefill {
-                        "; its prompts are not counted: its floor takes the split of its tokens into prompts that costs least"
-                    } else {
-                        "; its sequences are not counted, so it is not priced"
-                    });
-                }
-            }
-        }
-    }
 }
 
 /// The operating point of the flags alone (no capture read): what a caller without a

@@ -6,8 +6,9 @@ use std::fmt;
 
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::FloorPlan;
-use crate::roofline::floor::{least_mixed, step_floor};
+use crate::roofline::floor::step_floor;
 use crate::roofline::gpu;
+use crate::roofline::mixed::least_mixed;
 use crate::roofline::options::GpuOptions;
 use crate::wire::attribution::{Basis, FloorInput, OperatingPoint};
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
