@@ -284,3 +284,46 @@ fn set(step: &mut Step, kind: Option<StepKind>, evidence: String) {
     step.kind_guess = kind;
     step.kind_evidence = Some(evidence);
 }
+
+/// The prompts of every inferred prefill, and the sequences of every inferred mixed step,
+/// whose counts say how many it ran (its `batch_guess`, which prices it with its tokens);
+/// where none say, its evidence says how it is priced (a mixed step is then not).
+pub(super) fn prompts_of_prefills(steps: &mut [Step], counts: &[StepCounts]) {
+    for (s, c) in steps.iter_mut().zip(counts) {
+        let inferred_prefill = s.kind == StepKind::Unknown
+            && matches!(s.kind_guess, Some(StepKind::Prefill | StepKind::Mixed));
+        if !inferred_prefill || s.batch_guess.is_some() || s.tokens_guess.is_none() {
+            continue;
+        }
+        match &c.requests {
+            Some(r) => {
+                s.batch_guess = Some(r.value);
+                s.batch_evidence = Some(format!(
+                    "{} {} in this {} ({})",
+                    r.value,
+                    if s.kind_guess == Some(StepKind::Mixed) {
+                        "sequence(s), prefill chunks and decodes,"
+                    } else {
+                        "prompt(s)"
+                    },
+                    if s.kind_guess == Some(StepKind::Mixed) {
+                        "mixed step"
+                    } else {
+                        "prefill"
+                    },
+                    r.evidence
+                ));
+            }
+            None => {
+                let prefill = s.kind_guess == Some(StepKind::Prefill);
+                if let Some(e) = s.kind_evidence.as_mut() {
+                    e.push_str(if prefill {
+                        "; its prompts are not counted: its floor takes the split of its tokens into prompts that costs least"
+                    } else {
+                        "; its sequences are not counted, so it is not priced"
+                    });
+                }
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ pub mod kind;
 pub mod parallel;
 pub mod sidecar;
 pub mod tokens;
+pub mod training;
 
 use std::path::Path;
 
@@ -57,7 +58,7 @@ pub fn resolve(
     let llm = kind::llm_evidence(&found.steps, given.model);
     kind::infer(&mut found.steps, counts, llm);
     if let Some(c) = counts {
-        prompts_of_prefills(&mut found.steps, c);
+        kind::prompts_of_prefills(&mut found.steps, c);
     }
     let sidecar = sidecar::read_beside(Path::new(&trace.meta.path))?;
     let side = sidecar.as_ref().map(|(_, s)| s);
@@ -84,7 +85,7 @@ pub fn resolve(
             basis: s.basis,
             evidence: s.evidence,
         }),
-        None => match parallel::data_parallel(trace, found, dist)? {
+        None => match training::data_parallel(trace, found, dist)? {
             Some(dp) => Some(dp),
             None => parallel::infer_tp(found, dist),
         },
@@ -171,36 +172,6 @@ pub fn resolve(
         sidecar: sidecar.map(|(p, _)| p.display().to_string()),
     };
     Ok(point)
-}
-
-/// The prompts of every inferred prefill whose counts say how many sequences it ran
-/// (its `batch_guess`, which prices it with its tokens); where none say, its evidence
-/// says how it is priced.
-fn prompts_of_prefills(steps: &mut [crate::wire::steps::Step], counts: &[tokens::StepCounts]) {
-    use crate::wire::steps::StepKind;
-    for (s, c) in steps.iter_mut().zip(counts) {
-        let inferred_prefill =
-            s.kind == StepKind::Unknown && s.kind_guess == Some(StepKind::Prefill);
-        if !inferred_prefill || s.batch_guess.is_some() || s.tokens_guess.is_none() {
-            continue;
-        }
-        match &c.requests {
-            Some(r) => {
-                s.batch_guess = Some(r.value);
-                s.batch_evidence = Some(format!(
-                    "{} prompt(s) in this prefill ({})",
-                    r.value, r.evidence
-                ));
-            }
-            None => {
-                if let Some(e) = s.kind_evidence.as_mut() {
-                    e.push_str(
-                        "; its prompts are not counted: its floor takes the split of its tokens into prompts that costs least",
-                    );
-                }
-            }
-        }
-    }
 }
 
 /// The operating point of the flags alone (no capture read): what a caller without a

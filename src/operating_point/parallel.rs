@@ -5,16 +5,15 @@
 //! `{one,two}ShotAllReduceKernel<T, RANKS_PER_NODE>`), else the number of ranks in the
 //! capture that run the same steps with all-reduces inside them. A world whose
 //! collectives are data parallel (DDP's gradient all-reduces after the backward starts,
-//! FSDP's all-gathers and reduce-scatters) is said so, and is TP 1 ([`data_parallel`]).
+//! FSDP's all-gathers and reduce-scatters) is said so, and is TP 1
+//! ([`super::training::data_parallel`]).
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::exit::Result;
 use crate::timing::steps::Found;
-use crate::trace::{OpKind, Trace};
 use crate::wire::attribution::{Basis, Sourced};
 use crate::wire::trace::Distributed;
 
@@ -236,176 +235,6 @@ fn from_ranks(found: &Found) -> Option<Sourced<u32>> {
             found.series[with_gpu[0]].steps
         ),
     })
-}
-
-/// The collectives data parallelism runs: all-reduce (DDP's gradient buckets), all-gather
-/// and reduce-scatter (FSDP's per-unit parameter gathers and gradient reductions), and
-/// RCCL's `ncclDevKernel_Generic`, which runs them all under one name. Broadcasts (DDP's
-/// buffers before the forward) are not counted.
-static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|ncclDevKernel_Generic")
-        .expect("static pattern")
-});
-
-/// FSDP's collectives (sharded parameters gathered, gradients reduce-scattered).
-static SHARDED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?gather|allgather|reduce_?scatter|reducescatter").expect("static pattern")
-});
-
-/// Kernels only a backward pass runs (autograd's `…_backward_…`, cuDNN/MIOpen `wgrad`/`dgrad`,
-/// `bwd` GEMMs and convolutions).
-static BACKWARD_KERNEL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)backward|bwd|wgrad|dgrad").expect("static pattern"));
-
-/// What one step's collectives and backward kernels show.
-#[derive(Debug, Default)]
-struct StepCollectives {
-    collectives: usize,
-    after_backward: usize,
-    sharded: usize,
-    /// Launched from a host thread other than the step's (DDP's reducer hooks run on the
-    /// autograd engine's thread during backward).
-    other_thread: usize,
-}
-
-/// The host thread that launched each of `wanted` (pid, correlation id), where a launch
-/// call with that id is in the trace.
-fn launch_threads(
-    trace: &Trace,
-    wanted: &std::collections::HashSet<(i64, i32)>,
-) -> Result<std::collections::HashMap<(i64, i32), i64>> {
-    let c = trace.calls_view()?;
-    let mut out = std::collections::HashMap::new();
-    for i in 0..c.start_ns.len() {
-        let key = (i64::from(c.pid[i]), c.correlation_id[i]);
-        if c.correlation_id[i] >= 0 && wanted.contains(&key) {
-            out.insert(key, c.tid[i]);
-        }
-    }
-    Ok(out)
-}
-
-/// For a world of several ranks that no TP reading took: TP 1, inferred, where the steps'
-/// collectives are those of data parallelism (every step with collectives runs a backward
-/// pass; FSDP where they include all-gathers or reduce-scatters, DDP where they are
-/// all-reduces that all start after the step's first backward kernel). The evidence names
-/// DP/FSDP and the world size, which per-GPU bytes are not divided by.
-pub fn data_parallel(
-    trace: &Trace,
-    found: &Found,
-    distributed: Option<&Distributed>,
-) -> Result<Option<Sourced<u32>>> {
-    let Some(world) = distributed
-        .and_then(|d| d.world_size)
-        .filter(|&n| (2..=1 << 16).contains(&n))
-    else {
-        return Ok(None);
-    };
-    // 0: neither, 1: backward kernel, 2: collective, 3: sharded collective.
-    let class: Vec<u8> = trace
-        .strings
-        .iter()
-        .map(|n| {
-            if SHARDED.is_match(n) {
-                3
-            } else if COLLECTIVE.is_match(n) {
-                2
-            } else {
-                u8::from(BACKWARD_KERNEL.is_match(n))
-            }
-        })
-        .collect();
-    let o = trace.ops_view()?;
-    let mut rows: Vec<(i64, i64, i64, u8, i32)> = (0..o.start_ns.len())
-        .filter(|&i| OpKind::from_u32(o.kind[i]) == OpKind::Kernel)
-        .filter_map(|i| {
-            let c = *class.get(o.name_id[i] as usize)?;
-            (c > 0).then_some((
-                i64::from(o.device[i]),
-                o.start_ns[i],
-                i64::from(o.pid[i]),
-                c,
-                o.correlation_id[i],
-            ))
-        })
-        .collect();
-    rows.sort_unstable();
-    let wanted: std::collections::HashSet<(i64, i32)> = rows
-        .iter()
-        .filter(|r| r.3 >= 2 && r.4 >= 0)
-        .map(|r| (r.2, r.4))
-        .collect();
-    let threads = launch_threads(trace, &wanted)?;
-    let mut per_step: Vec<StepCollectives> = Vec::new();
-    for s in &found.steps {
-        let (Some(dev), Some(gs), Some(ge)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
-            continue;
-        };
-        let lo = rows.partition_point(|r| (r.0, r.1) < (dev, gs));
-        let hi = rows.partition_point(|r| (r.0, r.1) <= (dev, ge));
-        let mine = rows[lo..hi.max(lo)].iter().filter(|r| r.2 == s.pid);
-        let first_backward = mine.clone().filter(|r| r.3 == 1).map(|r| r.1).min();
-        let mut c = StepCollectives::default();
-        for r in mine.filter(|r| r.3 >= 2) {
-            c.collectives += 1;
-            c.sharded += usize::from(r.3 == 3);
-            c.after_backward += usize::from(first_backward.is_some_and(|b| r.1 >= b));
-            let launcher = threads.get(&(r.2, r.4));
-            c.other_thread += usize::from(
-                s.tid
-                    .zip(launcher)
-                    .is_some_and(|(step_tid, &t)| t != step_tid),
-            );
-        }
-        if c.collectives > 0 {
-            if first_backward.is_none() {
-                // Collectives in a step with no backward pass: not a training step's.
-                return Ok(None);
-            }
-            per_step.push(c);
-        }
-    }
-    if per_step.is_empty() {
-        return Ok(None);
-    }
-    let total: usize = per_step.iter().map(|c| c.collectives).sum();
-    let steps = per_step.len();
-    let sharded: usize = per_step.iter().map(|c| c.sharded).sum();
-    let name = found
-        .steps
-        .iter()
-        .flat_map(|s| &s.all_kernels)
-        .find(|k| COLLECTIVE.is_match(&k.name))
-        .map(|k| k.short_name.to_string())
-        .unwrap_or_default();
-    let why = if sharded > 0 {
-        format!(
-            "FSDP {world}: {sharded} of {total} collectives in {steps} training step(s) are all-gathers or reduce-scatters (sharded parameters and gradients, e.g. {name})"
-        )
-    } else if per_step.iter().all(|c| c.after_backward == c.collectives) {
-        let other: usize = per_step.iter().map(|c| c.other_thread).sum();
-        let thread = if other == total {
-            ", each launched from a host thread other than the step's (the autograd engine's)"
-        } else {
-            ""
-        };
-        format!(
-            "DP {world} (DDP): {total} all-reduce(s) in {steps} training step(s) (e.g. {name}), every one after the step's first backward kernel{thread}: gradient buckets"
-        )
-    } else if per_step.iter().all(|c| c.other_thread == c.collectives) {
-        format!(
-            "DP {world} (DDP): {total} all-reduce(s) in {steps} training step(s) (e.g. {name}), every one launched from a host thread other than the step's (the autograd engine's, as DDP's gradient hooks are) during a backward pass"
-        )
-    } else {
-        return Ok(None);
-    };
-    Ok(Some(Sourced {
-        value: 1,
-        basis: Basis::Inferred,
-        evidence: format!(
-            "distributedInfo.world_size = {world}, but the ranks are data parallel, not tensor parallel: {why}; per-GPU bytes are not divided by the {world} ranks"
-        ),
-    }))
 }
 
 /// What the steps' collectives are, by kind, for a TP no reading took: each kind with its

@@ -8,6 +8,7 @@ use crate::exit::{Error, Result};
 use crate::pipeline::plan::FloorPlan;
 use crate::roofline::floor::step_floor;
 use crate::roofline::gpu;
+use crate::roofline::mixed::least_mixed;
 use crate::roofline::options::GpuOptions;
 use crate::wire::attribution::{Basis, FloorInput, OperatingPoint};
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
@@ -149,7 +150,7 @@ impl Pricing {
     /// The step's composition for its floor: its name's; for a step inferred to be a
     /// prefill, the tokens its KV-cache writes count ([`prefill`]); else its own batch
     /// guess (from its shapes or grid; never made when `--batch` is given) or the operating
-    /// point's batch, with the point's context, as a decode — never for a mixed step, nor
+    /// point's batch, with the point's context, as a decode; a mixed step from its tokens and sequences ([`least_mixed`]) — never
     /// for one whose counted tokens are not that batch, which a decode would misprice.
     pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
         // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
@@ -163,7 +164,13 @@ impl Pricing {
                     None => self.least_prefill(t),
                 };
             }
-            (None, StepKind::Mixed) => return None,
+            // A mixed step from its tokens and sequences, split the way that costs least;
+            // its decodes attend the point's context where one is known, else one key.
+            (None, StepKind::Mixed) => {
+                let (t, r) = (step.tokens_guess?, step.batch_guess?);
+                let ctx = self.context.unwrap_or(1);
+                return least_mixed(&self.model, &self.gpu, &self.opts, t, r, ctx);
+            }
             // A step of no known kind whose KV-cache writes count other tokens than the
             // decode batch it would be priced at is not that decode.
             (None, StepKind::Unknown)

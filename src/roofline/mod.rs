@@ -11,6 +11,7 @@ pub mod classes;
 pub mod floor;
 pub mod gpu;
 pub mod hfconfig;
+pub mod mixed;
 pub mod model;
 pub mod options;
 pub mod presets;
