@@ -107,7 +107,7 @@ fn every_jargon_heading_of_the_outputs_has_an_entry() {
     let (s, n) = (sglang.to_str().unwrap(), nsys.to_str().unwrap());
     let outputs = [
         ok(&[
-            "steps", s, "--model", "qwen3-8b", "--gpu", "mi300x", "--each",
+            "steps", s, "--model", "qwen3-8b", "--gpu", "mi300x", "--each", "--detail",
         ]),
         ok(&["analyze", n]),
         ok(&["floor"]),
