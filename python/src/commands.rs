@@ -159,6 +159,8 @@ fn steps(args: &commands::steps::Args) -> Result<Outcome> {
     let opts = report::steps::Options {
         each: args.each,
         wide: args.wide,
+        detail: args.detail,
+        fit: report::fit::Fit::wide(),
     };
     let path = args.report.display().to_string();
     let json = report::steps::render(&path, r, Format::Json, &opts);
@@ -182,6 +184,7 @@ fn analyze(args: &commands::analyze::Args) -> Result<Outcome> {
     let view = report::analyze::Options {
         top: args.top,
         wide: args.wide,
+        fit: report::fit::Fit::wide(),
     };
     let json = report::analyze::render(&analysis, Format::Json, &view);
     Ok(outcome(json, OK, ANALYZE_TABLES))
@@ -203,7 +206,13 @@ fn floor(args: &commands::floor::Args) -> Result<Outcome> {
         disable_sliding_window: args.disable_sliding_window,
     };
     let (r, geometry) = stepgate::pipeline::floor::decode(&mg, &req)?;
-    let json = report::floor::render(&r, &geometry, &mg.source(), Format::Json);
+    let json = report::floor::render(
+        &r,
+        &geometry,
+        &mg.source(),
+        Format::Json,
+        report::fit::Fit::wide(),
+    );
     Ok(outcome(json, OK, &[]))
 }
 
@@ -224,6 +233,13 @@ fn capacity(args: &commands::capacity::Args) -> Result<Outcome> {
         usd_per_gpu_hour: args.usd_per_gpu_hour,
     };
     let (ctx, p) = stepgate::pipeline::capacity::run(&mg, &req)?;
+    // As the command line: a step no load solves is exit 2, with its one-line reason.
+    if let Some(u) = &p.unsolved {
+        return Err(stepgate::exit::Error::input(format!(
+            "capacity step {} ({}) has no solution: {}; the plan above marks it",
+            u.step, u.name, u.reason
+        )));
+    }
     let json = report::capacity::render(&ctx, &p, &mg.source(), Format::Json);
     Ok(outcome(json, OK, &[]))
 }
@@ -254,8 +270,8 @@ fn gate(args: &commands::gate::Args) -> Result<Outcome> {
         history.is_some(),
     )?;
     let (against, base_name) = match (&history, &args.baseline) {
-        (Some(h), _) => (Against::History(h), h.dataset.display().to_string()),
-        (None, Some(b)) => (Against::Baseline(b), b.display().to_string()),
+        (Some(h), _) => (Against::History(h), report::gate::input_label(&h.dataset)),
+        (None, Some(b)) => (Against::Baseline(b), report::gate::input_label(b)),
         (None, None) => return Err(Error::usage("give --baseline FILE or --history DATASET")),
     };
     let run = gate(cand, against, &policy)?;
@@ -263,11 +279,12 @@ fn gate(args: &commands::gate::Args) -> Result<Outcome> {
     let opts = report::gate::RenderOptions {
         show_verdict: true,
         baseline_name: base_name,
-        candidate_name: args.report.display().to_string(),
+        candidate_name: report::gate::input_label(&args.report),
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "gate",
         wide: args.wide,
+        fit: report::fit::Fit::wide(),
     };
     let md = report::gate::markdown(cmp, &opts);
     let json = report::to_json(cmp);
@@ -310,12 +327,13 @@ fn diff(args: &commands::diff::Args) -> Result<Outcome> {
     let cmp = &run.comparison;
     let ro = report::gate::RenderOptions {
         show_verdict: args.verdict,
-        baseline_name: args.a.display().to_string(),
-        candidate_name: args.b.display().to_string(),
+        baseline_name: report::gate::input_label(&args.a),
+        candidate_name: report::gate::input_label(&args.b),
         top: args.top,
         waterfall_top: args.waterfall_top,
         command: "diff",
         wide: args.wide,
+        fit: report::fit::Fit::wide(),
     };
     let md = report::gate::markdown(cmp, &ro);
     let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
@@ -344,7 +362,7 @@ fn doctor(args: &commands::doctor::Args) -> Result<Outcome> {
     let d = stepgate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
     let code = if d.passed { OK } else { DOCTOR_FAILED };
     Ok(outcome(
-        report::doctor::render(&d, Format::Json),
+        report::doctor::render(&d, Format::Json, report::fit::Fit::wide()),
         code,
         DOCTOR_TABLES,
     ))
