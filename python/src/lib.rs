@@ -2,7 +2,6 @@
 //! package (python/stepgate) builds each call's command line from keyword arguments and
 //! calls [`run`]; the console command calls [`main`]. Work runs with the GIL released.
 
-mod cli;
 mod commands;
 mod history_tables;
 mod table;
@@ -83,12 +82,14 @@ fn detached<T: Send>(
 /// the report as JSON text, the tables built from it.
 #[pyfunction]
 fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
-    let cli = match cli::parse(&argv) {
-        cli::Parsed::Cli(c) => c,
-        cli::Parsed::Shown(e) => {
+    let cli = match stepgate::entry::parse(&argv) {
+        stepgate::entry::Parsed::Cli(c) => c,
+        stepgate::entry::Parsed::Shown(e) => {
             return Err(NativeError::new_err((exit::INPUT, e.render().to_string())))
         }
-        cli::Parsed::Refused(msg) => return Err(NativeError::new_err((exit::INPUT, msg))),
+        stepgate::entry::Parsed::Refused(msg) => {
+            return Err(NativeError::new_err((exit::INPUT, msg)))
+        }
     };
     let cli = *cli;
     // `--threads` is process-wide in the library; a call without it gets the default
@@ -135,7 +136,7 @@ fn history(
 /// The `stepgate` console command: the binary's main on these arguments; its exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(move || cli::main(&argv))
+    py.detach(move || stepgate::entry::main(&argv))
 }
 
 /// Subcommands' `--help` texts (the docstrings of the Python functions), the command

@@ -1,13 +1,12 @@
-//! The `stepgate` console command of the wheel: the binary's `main` (src/main.rs), entered
-//! through the extension with the arguments Python hands over instead of the process's
-//! own (which start with the Python interpreter's). Same parsing, same one-line errors,
-//! same exit codes.
+//! The program's entry, one for the binary (src/main.rs) and the wheel's console command
+//! (the Python extension hands over its own arguments): parse flags with the binary's rules
+//! for refusals, run one subcommand, print the outcome's one line, return the exit code.
 
 use std::io::Write;
 
+use crate::cli::Cli;
+use crate::exit::{self, Kind};
 use clap::Parser;
-use stepgate::cli::Cli;
-use stepgate::exit::{self, Kind};
 
 /// One line on stderr; a closed or full stderr must not turn an exit code into a panic.
 fn line(text: &str) {
@@ -16,7 +15,7 @@ fn line(text: &str) {
 
 /// An error as the binary prints it.
 fn error_line(msg: &str) -> String {
-    format!("stepgate: error: {}", stepgate::report::one_line(msg))
+    format!("stepgate: error: {}", crate::text::one_line(msg))
 }
 
 /// A command line parsed as the binary parses it.
@@ -29,7 +28,11 @@ pub enum Parsed {
 }
 
 /// Parse `argv` (argv[0] is the program name) with the binary's rules for refusals.
-pub fn parse(argv: &[String]) -> Parsed {
+pub fn parse<I, T>(argv: I) -> Parsed
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     match Cli::try_parse_from(argv) {
         Ok(c) => Parsed::Cli(Box::new(c)),
         // A numeric flag our own parser refused: its message names the flag and the unit.
@@ -81,14 +84,27 @@ fn first_paragraph(e: &clap::Error) -> String {
     format!("{first}{tip} (see --help)")
 }
 
-/// The binary's `main` on `argv`; the exit code to leave with.
-pub fn main(argv: &[String]) -> u8 {
+/// Test hook (documented in docs/hostile-inputs.md): when this variable is set, the run
+/// panics on purpose after parsing its flags, so the tests can check what a bug looks like
+/// to a user (one line, exit 70).
+const PANIC_HOOK_VAR: &str = "STEPGATE_TEST_PANIC";
+
+/// `main` on `argv`; the exit code to leave with. A panic is a bug: one line and exit 70,
+/// never a backtrace and exit 101. The hook only records it; the line is printed once the
+/// panic has unwound (running the destructors that remove temporary files).
+pub fn main<I, T>(argv: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     std::panic::set_hook(Box::new(exit::record_panic));
     let cli = match parse(argv) {
         Parsed::Cli(c) => c,
+        // Help and version as clap prints them (stdout; a bare `stepgate` shows help on
+        // stderr with clap's usage code).
         Parsed::Shown(e) => {
             let _ = e.print();
-            return exit::OK;
+            return u8::try_from(e.exit_code()).unwrap_or(exit::INPUT);
         }
         Parsed::Refused(msg) => {
             line(&error_line(&msg));
@@ -96,12 +112,14 @@ pub fn main(argv: &[String]) -> u8 {
         }
     };
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if std::env::var_os("STEPGATE_TEST_PANIC").is_some() {
-            panic!("STEPGATE_TEST_PANIC is set: panicking on purpose (a test hook)");
+        if std::env::var_os(PANIC_HOOK_VAR).is_some() {
+            panic!("{PANIC_HOOK_VAR} is set: panicking on purpose (a test hook)");
         }
-        stepgate::cli::run(*cli)
+        crate::cli::run(*cli)
     }));
-    for l in stepgate::dataset::reads::take_read_counts() {
+    // The dataset stores' read counts (STEPGATE_DEBUG_READS), recorded by the library as
+    // each store closed, printed here before the outcome's line.
+    for l in crate::store::reads::take_read_counts() {
         line(&format!("stepgate: debug: {l}"));
     }
     match run {
