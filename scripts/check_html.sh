@@ -39,7 +39,9 @@ done
 
 # Page kinds, each with the height (px at 1280 px wide) it must stay under.
 KINDS="steps steps-series analyze gate diff diff-same trend"
-declare -A MAX_HEIGHT=([steps]=4000 [steps-series]=4000 [analyze]=5000 [gate]=5500 [diff]=5500
+# (steps-series: the answer block — verdict, next, waterfall, ranked actions — opens the
+# page above the tables it summarises.)
+declare -A MAX_HEIGHT=([steps]=4000 [steps-series]=4700 [analyze]=5000 [gate]=5500 [diff]=5500
   [diff-same]=4500 [trend]=3000)
 OUT=target/html-check
 

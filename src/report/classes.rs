@@ -101,7 +101,10 @@ pub fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
 
 /// The per-layer GEMM table, where the decode layer could be mapped: largest excess per
 /// step first (what a faster GEMM could win), a folded split-K reduction named with its GEMM.
-pub fn layer_table(l: &LayerMap) -> Table {
+/// `name_max`: kernel names shortened in the middle to this many characters (the page's
+/// fixed-width cell; the family and the tile shape stay), or whole (the terminal's table
+/// shortens them to its width itself).
+pub fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
     let mut t = Table::new(&[
         ("layer GEMM", Align::Left),
         ("kernel", Align::Wrap),
@@ -119,9 +122,14 @@ pub fn layer_table(l: &LayerMap) -> Table {
     });
     for g in rows {
         // Whole names: the terminal's table shortens them in the middle to fit.
+        let cut = |n: &str, max: usize| match name_max {
+            Some(_) => crate::report::fit::shorten_middle(n, max),
+            None => n.to_owned(),
+        };
+        let max = name_max.unwrap_or(usize::MAX);
         let kernel = match &g.split_k_reduction {
-            Some(r) => format!("{} + {r}", g.kernel),
-            None => g.kernel.clone(),
+            Some(r) => format!("{} + {}", cut(&g.kernel, max * 5 / 8), cut(r, max * 3 / 8)),
+            None => cut(&g.kernel, max),
         };
         t.row(vec![
             g.role.clone().unwrap_or_else(|| "?".into()),
@@ -285,7 +293,7 @@ pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
             }
         }
         if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
-            let t = layer_table(l);
+            let t = layer_table(l, None);
             out.push_str(&if markdown {
                 format!("\n\n{}", t.to_markdown())
             } else {
@@ -308,7 +316,7 @@ pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttributi
             m.line(&l);
         }
         if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
-            m.table(&layer_table(l));
+            m.table(&layer_table(l, None));
         }
     }
 }

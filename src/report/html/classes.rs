@@ -94,7 +94,7 @@ pub fn section(groups: &[GroupAttribution]) -> String {
             out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
         }
         if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
-            out.push_str(&table(&layer_table(l), None));
+            out.push_str(&table(&layer_table(l, Some(48)), None));
         }
     }
     out
