@@ -27,7 +27,7 @@ pub enum Parsed {
     Refused(String),
 }
 
-/// Parse `argv` (argv[0] is the program name) with the binary's rules for refusals.
+/// Parse `argv` (`argv[0]` is the program name) with the binary's rules for refusals.
 pub fn parse<I, T>(argv: I) -> Parsed
 where
     I: IntoIterator<Item = T>,

@@ -307,7 +307,7 @@ pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
     out
 }
 
-/// Every group's class table, waterfall, actions and layer view, through a [`Markup`].
+/// Every group's class table, waterfall, actions and layer view, through a [`Markup`](crate::report::markup::Markup).
 pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttribution]) {
     for g in groups {
         m.heading(&group_heading(g));
