@@ -122,14 +122,14 @@ pub fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
     });
     for g in rows {
         // Whole names: the terminal's table shortens them in the middle to fit.
-        let cut = |n: &str, max: usize| match name_max {
-            Some(_) => crate::report::fit::shorten_middle(n, max),
+        // A split-K pair shares the cell: five eighths for the GEMM, the rest its reduction.
+        let cut = |n: &str, eighths: usize| match name_max {
+            Some(max) => crate::report::fit::shorten_middle(n, max * eighths / 8),
             None => n.to_owned(),
         };
-        let max = name_max.unwrap_or(usize::MAX);
         let kernel = match &g.split_k_reduction {
-            Some(r) => format!("{} + {}", cut(&g.kernel, max * 5 / 8), cut(r, max * 3 / 8)),
-            None => cut(&g.kernel, max),
+            Some(r) => format!("{} + {}", cut(&g.kernel, 5), cut(r, 3)),
+            None => cut(&g.kernel, 8),
         };
         t.row(vec![
             g.role.clone().unwrap_or_else(|| "?".into()),
