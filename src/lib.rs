@@ -15,7 +15,6 @@ pub mod categories;
 pub mod cli;
 pub mod commands;
 pub mod dataset;
-pub mod entry;
 pub mod exit;
 pub mod glossary;
 pub mod interrupt;

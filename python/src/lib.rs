@@ -82,12 +82,12 @@ fn detached<T: Send>(
 /// the report as JSON text, the tables built from it.
 #[pyfunction]
 fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
-    let cli = match stepgate::entry::parse(&argv) {
-        stepgate::entry::Parsed::Cli(c) => c,
-        stepgate::entry::Parsed::Shown(e) => {
+    let cli = match stepgate::cli::entry::parse(&argv) {
+        stepgate::cli::entry::Parsed::Cli(c) => c,
+        stepgate::cli::entry::Parsed::Shown(e) => {
             return Err(NativeError::new_err((exit::INPUT, e.render().to_string())))
         }
-        stepgate::entry::Parsed::Refused(msg) => {
+        stepgate::cli::entry::Parsed::Refused(msg) => {
             return Err(NativeError::new_err((exit::INPUT, msg)))
         }
     };
@@ -136,7 +136,7 @@ fn history(
 /// The `stepgate` console command: the binary's main on these arguments; its exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(move || stepgate::entry::main(&argv))
+    py.detach(move || stepgate::cli::entry::main(&argv))
 }
 
 /// Subcommands' `--help` texts (the docstrings of the Python functions), the command

@@ -181,7 +181,7 @@ fn a_panic_is_one_line_and_exit_70_never_a_backtrace() {
         line.starts_with("stepgate: internal error: STEPGATE_TEST_PANIC is set"),
         "{line}"
     );
-    assert!(line.contains(" at src/entry.rs:"), "{line}");
+    assert!(line.contains(" at src/cli/entry.rs:"), "{line}");
     assert!(
         line.ends_with("this is a bug in stepgate — please report it with the command line"),
         "{line}"

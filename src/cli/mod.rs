@@ -1,6 +1,8 @@
 //! The top-level command line and its dispatch: one subcommand per capability, each
 //! defined in `commands/`.
 
+pub mod entry;
+
 use clap::{Parser, Subcommand};
 
 use crate::commands;
