@@ -294,22 +294,36 @@ fn faults_are_retried_to_a_bound_named_in_one_line_and_never_half_committed() {
     let o = sg(p.port, &["export", rs, "-o", url, "--label", "try=2"]);
     assert!(o.status.success(), "{}", err(&o));
 
-    // The server goes away mid-export (after the probe, its removal, the commit check
-    // under both names — with label digests and without — and two tables): one line, and
-    // once it is back no half run is visible.
-    p.set(Mode::DieAfter(6));
+    // The server goes away mid-export, six requests in (the probe, its removal, the
+    // listing of committed runs, then tables): one line, and once it is back no half run
+    // is visible.
+    p.set(Mode::DieAfter(6)); // also forgets the requests seen so far
     let o = sg(p.port, &["export", rs, "-o", url, "--label", "try=3"]);
     assert_eq!(o.status.code(), Some(4), "{}", err(&o));
     one_line(&o);
+    // The tables that reached the server: the PUTs of table files among the six
+    // requests the proxy forwarded (the probe's key starts with a dot, the commit's with
+    // `runs/`, and neither was among them or the run would be visible).
+    let landed = p.seen()[..6]
+        .iter()
+        .filter(|(m, path)| m == "PUT" && path.ends_with(".parquet"))
+        .count();
+    assert!(
+        landed >= 1,
+        "the export died before any table: {:?}",
+        p.seen()
+    );
     p.set(Mode::Pass);
     let got = points(p.port, url);
     assert_eq!(got.len(), 1, "only the run that committed: {got:?}");
-    // Its two written tables are objects no runs row names: vacuum counts them as young.
+    // Its written tables are objects no runs row names: vacuum counts them as young.
     let o = sg(p.port, &["dataset", "vacuum", url, "--older-than", "1h"]);
     assert!(o.status.success(), "{}", err(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("kept 1 committed run(s) and 2 unnamed object(s)"),
+        out.contains(&format!(
+            "kept 1 committed run(s) and {landed} unnamed object(s)"
+        )),
         "{out}"
     );
 
