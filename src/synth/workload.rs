@@ -16,172 +16,17 @@ use crate::exit::{Error, Result};
 
 use super::writer::{
     event_class, event_type, CallRec, GpuMetricsRec, GpuRec, GraphNodeRec, GraphTraceRec,
-    KernelRec, Layout, MemcpyRec, NsysWriter, NvtxName, NvtxRec, ThroughputWindow,
+    KernelRec, MemcpyRec, NsysWriter, NvtxName, NvtxRec, ThroughputWindow,
 };
 use crate::wire::synth::{DeviceExpect, Expected, StepExpect};
 
-/// How a step's kernels reach the GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LaunchMode {
-    /// One `cudaLaunchKernel` per kernel.
-    Eager,
-    /// One `cudaGraphLaunch`; node-mode tracing: every kernel row carries the launch's
-    /// correlation id, a `graphNodeId` and the `graphId`.
-    GraphNode,
-    /// One `cudaGraphLaunch`; graph-mode tracing: no kernel rows, one opaque
-    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` interval from the first kernel's start to the last's end.
-    GraphOpaque,
-    /// Piecewise graphs (node mode): consecutive non-eager kernels form one graph launch,
-    /// kernels marked `eager` (attention) are launched one by one in between.
-    Piecewise,
-}
+mod names;
+mod spec;
 
-/// How the step's NVTX range is recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NvtxStyle {
-    /// eventType 59 with the name in `text`.
-    PushPop,
-    /// eventType 60 with the name in `text`.
-    StartEnd,
-    /// eventType 59 with the name registered in StringIds (`textId`).
-    Registered,
-}
-
-#[derive(Debug, Clone)]
-pub struct KernelSpec {
-    pub name: String,
-    pub duration_ns: i64,
-    /// Launched eagerly inside a [`LaunchMode::Piecewise`] step (ignored otherwise).
-    pub eager: bool,
-    /// The launch grid (x, y, z) the kernel is written with; None: one 132-block wave.
-    pub grid: Option<[u32; 3]>,
-}
-
-impl KernelSpec {
-    pub fn new(name: &str, duration_ns: i64) -> Self {
-        KernelSpec {
-            name: name.to_owned(),
-            duration_ns,
-            eager: false,
-            grid: None,
-        }
-    }
-
-    /// This kernel launched with `grid`.
-    pub fn with_grid(self, grid: [u32; 3]) -> Self {
-        KernelSpec {
-            grid: Some(grid),
-            ..self
-        }
-    }
-
-    pub fn eager(name: &str, duration_ns: i64) -> Self {
-        KernelSpec {
-            eager: true,
-            ..KernelSpec::new(name, duration_ns)
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct StepSpec {
-    /// NVTX range names, outermost first (nested ranges share the thread; each inner one
-    /// opens 100 ns after and closes 100 ns before its parent). Empty: no range at all.
-    pub names: Vec<String>,
-    pub nvtx: NvtxStyle,
-    pub mode: LaunchMode,
-    pub kernels: Vec<KernelSpec>,
-    /// Host idle time before the step's range opens.
-    pub host_gap_before_ns: i64,
-    /// A `cudaMemcpyAsync` HtoD of this many bytes first in the step (not a launch).
-    pub memcpy_h2d_bytes: Option<i64>,
-    /// A `cudaMemcpyAsync` DtoH of this many bytes last in the step, after its kernels
-    /// (as an engine copies the sampled token ids to the host).
-    pub memcpy_d2h_bytes: Option<i64>,
-    /// Extra `cudaLaunchKernel` calls inside the range whose kernels never appear.
-    pub launches_without_kernels: u32,
-    /// Kernels with no launching call, run on the GPU right after this step's work
-    /// (counted on the device, never in a step).
-    pub kernels_without_launch_after: u32,
-    /// A host stall after this launch group (its index: one kernel each in eager mode): a
-    /// `cudaStreamSynchronize` that waits for the GPU to drain and returns `ns` later (the
-    /// host's own work after the sync), so the GPU idles for `ns` plus one launch.
-    pub host_stall: Option<HostStall>,
-}
-
-/// Where a step's host stalls and for how long (see [`StepSpec::host_stall`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostStall {
-    pub after_group: usize,
-    pub ns: i64,
-}
-
-impl StepSpec {
-    pub fn new(name: Option<&str>, mode: LaunchMode, kernels: Vec<KernelSpec>) -> Self {
-        StepSpec {
-            names: name.map(|n| vec![n.to_owned()]).unwrap_or_default(),
-            nvtx: NvtxStyle::PushPop,
-            mode,
-            kernels,
-            host_gap_before_ns: 20_000,
-            memcpy_h2d_bytes: None,
-            memcpy_d2h_bytes: None,
-            launches_without_kernels: 0,
-            kernels_without_launch_after: 0,
-            host_stall: None,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    pub layout: Layout,
-    /// Tensor-parallel ranks: rank r is pid 1000 + r, tid = pid, device r.
-    pub ranks: u32,
-    pub steps: Vec<StepSpec>,
-    pub launch_ns: i64,
-    pub launch_gap_ns: i64,
-    pub launch_latency_ns: i64,
-    pub kernel_gap_ns: i64,
-    /// Added to every kernel's duration on rank r (a slower rank); missing ranks get 0.
-    pub rank_extra_ns: Vec<i64>,
-    /// Also write an eventClass-67 backtrace duplicate of every launch (2022.2 files do).
-    pub backtrace_duplicates: bool,
-    pub start_ns: i64,
-    /// `TARGET_INFO_GPU.name` of every rank's device.
-    pub gpu_name: String,
-    /// GPU metrics to write for every rank's device (none: the report has no counters).
-    pub counters: Option<Counters>,
-}
-
-/// DRAM counters planted per kernel: while a kernel runs, the sampled DRAM read
-/// throughput is the percentage of the first rule whose text its name contains (write
-/// 0%); between kernels 0%.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Counters {
-    pub interval_ns: i64,
-    /// (name substring, DRAM read % of peak).
-    pub dram_read_pct: Vec<(String, f64)>,
-}
-
-impl Scenario {
-    pub fn new(layout: Layout, ranks: u32, steps: Vec<StepSpec>) -> Self {
-        Scenario {
-            layout,
-            ranks,
-            steps,
-            launch_ns: 4_000,
-            launch_gap_ns: 1_000,
-            launch_latency_ns: 3_000,
-            kernel_gap_ns: 500,
-            rank_extra_ns: Vec::new(),
-            backtrace_duplicates: false,
-            start_ns: 1_000_000_000,
-            gpu_name: "NVIDIA H100 80GB HBM3".to_owned(),
-            counters: None,
-        }
-    }
-}
+pub use names::{
+    decode_benchmark, decode_kernels, sglang_step, vllm_execute, vllm_execute_detailed,
+};
+pub use spec::{Counters, HostStall, KernelSpec, LaunchMode, NvtxStyle, Scenario, StepSpec};
 
 const STREAM: i64 = 7;
 const LAUNCH: &str = "cudaLaunchKernel_v7000";
@@ -189,7 +34,6 @@ const GRAPH_LAUNCH: &str = "cudaGraphLaunch_v10000";
 const MEMCPY_ASYNC: &str = "cudaMemcpyAsync_v3020";
 const STREAM_SYNC: &str = "cudaStreamSynchronize_v3020";
 
-/// Write `scn` to `path` and return what it must measure.
 /// One `cudaMemcpyAsync`: its call on the host and its copy on the GPU.
 struct CopyRow {
     call: (i64, i64),
@@ -231,6 +75,7 @@ impl CopyRow {
     }
 }
 
+/// Write `scn` to `path` and return what it must measure.
 pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
     if scn.kernel_gap_ns < 0 || scn.launch_ns <= 0 || scn.ranks == 0 {
         return Err(Error::input(
@@ -609,64 +454,4 @@ pub fn build(scn: &Scenario, path: &Path) -> Result<Expected> {
     }
     w.finish()?;
     Ok(exp)
-}
-
-/// vLLM's plain step annotation (`vllm/v1/worker/gpu_worker.py`, ≥ 0.14): `execute_context_N(T)_generation_M(U)`.
-pub fn vllm_execute(ctx_reqs: u64, ctx_toks: u64, gen_reqs: u64, gen_toks: u64) -> String {
-    format!("execute_context_{ctx_reqs}({ctx_toks})_generation_{gen_reqs}({gen_toks})")
-}
-
-/// vLLM's detailed step annotation (`detailed_trace_annotation`), e.g.
-/// `execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)`.
-/// Each side is (requests, Σsq, Σsk, Σsq², Σsq·sk).
-pub fn vllm_execute_detailed(total: u64, ctx: [u64; 5], gen: [u64; 5]) -> String {
-    format!(
-        "execute_{total}_context_{}(sq{}sk{}sqsq{}sqsk{})_generation_{}(sq{}sk{}sqsq{}sqsk{})",
-        ctx[0], ctx[1], ctx[2], ctx[3], ctx[4], gen[0], gen[1], gen[2], gen[3], gen[4]
-    )
-}
-
-/// SGLang's step annotation (`sglang/srt/utils/profile_utils.py`): `step[DECODE bs=32]`, `step[EXTEND bs=2 toks=12]`.
-pub fn sglang_step(mode: &str, bs: u64, toks: Option<u64>) -> String {
-    match toks {
-        Some(t) => format!("step[{mode} bs={bs} toks={t}]"),
-        None => format!("step[{mode} bs={bs}]"),
-    }
-}
-
-/// Kernel names and durations of one decode layer stack, looped to `n` kernels: the mix a
-/// vLLM CUDA-graph decode step of a dense model launches (names as they appear in traces).
-pub fn decode_kernels(n: usize) -> Vec<KernelSpec> {
-    const MIX: [(&str, i64); 8] = [
-        ("void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, int, int)", 2_100),
-        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 9_800),
-        ("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)", 1_900),
-        ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false, true, false, false, true, false, false, false>(flash::Flash_fwd_params)", 7_400),
-        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 6_300),
-        ("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)", 2_300),
-        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 15_200),
-        ("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)", 2_700),
-    ];
-    (0..n)
-        .map(|i| {
-            let (name, d) = MIX[i % MIX.len()];
-            KernelSpec::new(name, d)
-        })
-        .collect()
-}
-
-/// `steps` CUDA-graph decode steps (node-mode tracing) of `kernels` kernels each, with vLLM
-/// detailed `execute_…` annotations: the `steps` benchmark (10,000 × 400 = 4M kernels).
-pub fn decode_benchmark(layout: Layout, ranks: u32, steps: usize, kernels: usize) -> Scenario {
-    let ks = decode_kernels(kernels);
-    let step_specs = (0..steps)
-        .map(|i| {
-            let sk = 55_000 + i as u64 % 1000;
-            let name = vllm_execute_detailed(32, [0; 5], [32, 32, sk, 32, sk]);
-            let mut s = StepSpec::new(Some(&name), LaunchMode::GraphNode, ks.clone());
-            s.host_gap_before_ns = 150_000;
-            s
-        })
-        .collect();
-    Scenario::new(layout, ranks, step_specs)
 }

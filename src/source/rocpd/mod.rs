@@ -7,6 +7,7 @@
 //! (`rocpd_op`, `rocpd_api`, linked by `rocpd_api_ops`). Times are integer nanoseconds of
 //! the capture's clock (CLOCK_BOOTTIME for rocpd), made relative to the earliest event.
 
+mod queries;
 mod rpd;
 mod sigbus;
 mod v3;
@@ -67,11 +68,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 /// The layout from `schema_version`, or one line saying why the file is not readable.
 fn layout(conn: &Connection, path: &Path) -> Result<Layout> {
     let version: Option<String> = conn
-        .query_row(
-            "SELECT value FROM rocpd_metadata WHERE tag = 'schema_version' LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(queries::SCHEMA_VERSION, [], |r| r.get(0))
         .ok();
     let v3 = has_object(conn, "rocpd_kernel_dispatch");
     let v2 = has_object(conn, "rocpd_op");
@@ -97,12 +94,8 @@ fn layout(conn: &Connection, path: &Path) -> Result<Layout> {
 
 /// Whether a table or view of that name exists.
 fn has_object(conn: &Connection, name: &str) -> bool {
-    conn.query_row(
-        "SELECT 1 FROM sqlite_master WHERE name = ?1 AND type IN ('table', 'view')",
-        [name],
-        |_| Ok(()),
-    )
-    .is_ok()
+    conn.query_row(queries::TABLE_EXISTS, [name], |_| Ok(()))
+        .is_ok()
 }
 
 /// The earliest timestamp of the given `(table, column)` pairs: the trace's time zero.

@@ -14,23 +14,7 @@ use crate::source::LoadOptions;
 use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{SourceFormat, TraceMeta};
 
-/// GPU ops with their launching call (the smallest linked api id: an op has one), the
-/// process of that call, and the copy size where the call was a copy.
-const OPS: &str = r#"
-SELECT O.start, O."end", O.gpuId, O.queueId, COALESCE(D.string, ''), COALESCE(T.string, ''),
-       COALESCE(L.api_id, -1), COALESCE(A.pid, -1), COALESCE(C.size, 0)
-FROM rocpd_op O
-LEFT JOIN rocpd_string D ON D.id = O.description_id
-LEFT JOIN rocpd_string T ON T.id = O.opType_id
-LEFT JOIN (SELECT op_id, MIN(api_id) AS api_id FROM rocpd_api_ops GROUP BY op_id) L ON L.op_id = O.id
-LEFT JOIN rocpd_api A ON A.id = L.api_id
-LEFT JOIN rocpd_copyapi C ON C.api_ptr_id = L.api_id"#;
-
-const APIS: &str = r#"
-SELECT A.start, A."end", A.pid, A.tid, COALESCE(N.string, ''), COALESCE(G.string, ''), A.id
-FROM rocpd_api A
-LEFT JOIN rocpd_string N ON N.id = A.apiName_id
-LEFT JOIN rocpd_string G ON G.id = A.args_id"#;
+use super::queries::{RPD_APIS, RPD_OPS};
 
 /// The op kind an RPD `opType` names (`KernelExecution`, `CopyHostToDevice`…,
 /// `FillBuffer`); barriers and markers are not GPU work.
@@ -80,7 +64,7 @@ fn read_ops(
         OpsBuilder::default()
     };
     let mut skipped = 0u64;
-    let mut st = conn.prepare(OPS).map_err(err("reading rocpd_op"))?;
+    let mut st = conn.prepare(RPD_OPS).map_err(err("reading rocpd_op"))?;
     let mut rows = st.query([]).map_err(err("reading rocpd_op"))?;
     while let Some(r) = rows.next().map_err(err("reading rocpd_op"))? {
         let op_type: String = r.get(5).map_err(err("reading rocpd_op"))?;
@@ -141,7 +125,7 @@ fn read_apis(
 ) -> Result<super::Host> {
     let err = |what: &'static str| move |e| sql_error(path, what, e);
     let mut host = super::Host::default();
-    let mut st = conn.prepare(APIS).map_err(err("reading rocpd_api"))?;
+    let mut st = conn.prepare(RPD_APIS).map_err(err("reading rocpd_api"))?;
     let mut rows = st.query([]).map_err(err("reading rocpd_api"))?;
     while let Some(r) = rows.next().map_err(err("reading rocpd_api"))? {
         let name: String = r.get(4).map_err(err("reading rocpd_api"))?;

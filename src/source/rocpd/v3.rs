@@ -17,46 +17,7 @@ use crate::source::LoadOptions;
 use crate::trace::{Interner, Launch, OpKind, OpRow, OpsBuilder, Trace};
 use crate::wire::trace::{DeviceInfo, SourceFormat, TraceMeta};
 
-/// Kernel dispatches: device = the GPU agent's `type_index` (GPU 0..n-1), the launching
-/// process's OS pid, the demangled name, the link id, and the launch geometry (rocpd's
-/// grid is in work-items; the model's grid counts workgroups, as CUDA's does).
-const DISPATCHES: &str = r#"
-SELECT K.start, K."end", COALESCE(A.type_index, A.logical_index, K.agent_id),
-       K.stream_id, COALESCE(P.pid, K.pid),
-       COALESCE(NULLIF(S.display_name, ''), S.kernel_name, ''),
-       COALESCE(E.stack_id, -1),
-       K.grid_size_x, K.grid_size_y, K.grid_size_z,
-       K.workgroup_size_x, K.workgroup_size_y, K.workgroup_size_z
-FROM rocpd_kernel_dispatch K
-LEFT JOIN rocpd_info_agent A ON A.id = K.agent_id
-LEFT JOIN rocpd_info_process P ON P.id = K.pid
-LEFT JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id
-LEFT JOIN rocpd_event E ON E.id = K.event_id"#;
-
-/// Memory copies, on the GPU that receives them (or sends them, for device → host).
-const COPIES: &str = r#"
-SELECT M.start, M."end",
-       CASE WHEN DA.type = 'GPU' THEN DA.type_index WHEN SA.type = 'GPU' THEN SA.type_index END,
-       COALESCE(M.stream_id, -1), COALESCE(P.pid, M.pid), COALESCE(N.string, 'MEMORY_COPY'),
-       COALESCE(E.stack_id, -1), M.size
-FROM rocpd_memory_copy M
-LEFT JOIN rocpd_info_agent DA ON DA.id = M.dst_agent_id
-LEFT JOIN rocpd_info_agent SA ON SA.id = M.src_agent_id
-LEFT JOIN rocpd_string N ON N.id = M.name_id
-LEFT JOIN rocpd_info_process P ON P.id = M.pid
-LEFT JOIN rocpd_event E ON E.id = M.event_id"#;
-
-/// Host regions: HIP calls and ROCTx ranges, told apart by their event's category.
-const REGIONS: &str = r#"
-SELECT R.start, R."end", COALESCE(P.pid, R.pid), COALESCE(T.tid, R.tid),
-       COALESCE(N.string, ''), COALESCE(E.stack_id, R.id), COALESCE(C.string, ''),
-       json_extract(E.extdata, '$.message')
-FROM rocpd_region R
-LEFT JOIN rocpd_string N ON N.id = R.name_id
-LEFT JOIN rocpd_event E ON E.id = R.event_id
-LEFT JOIN rocpd_string C ON C.id = E.category_id
-LEFT JOIN rocpd_info_process P ON P.id = R.pid
-LEFT JOIN rocpd_info_thread T ON T.id = R.tid"#;
+use super::queries::{V3_COPIES, V3_DISPATCHES, V3_GPUS, V3_PROCESSES, V3_REGIONS};
 
 pub(super) fn load(db: &Db, conn: &Connection, path: &Path, opts: &LoadOptions) -> Result<Trace> {
     let t0 = super::origin(
@@ -104,7 +65,7 @@ fn read_ops(
         OpsBuilder::default()
     };
     let mut st = conn
-        .prepare(DISPATCHES)
+        .prepare(V3_DISPATCHES)
         .map_err(sql("reading dispatches"))?;
     let mut rows = st.query([]).map_err(sql("reading dispatches"))?;
     while let Some(r) = rows.next().map_err(sql("reading dispatches"))? {
@@ -127,7 +88,9 @@ fn read_ops(
     }
     drop(rows);
     let mut dropped = 0u64;
-    let mut st = conn.prepare(COPIES).map_err(sql("reading memory copies"))?;
+    let mut st = conn
+        .prepare(V3_COPIES)
+        .map_err(sql("reading memory copies"))?;
     let mut rows = st.query([]).map_err(sql("reading memory copies"))?;
     while let Some(r) = rows.next().map_err(sql("reading memory copies"))? {
         let Some(device) = r
@@ -173,7 +136,7 @@ fn read_regions(
 ) -> Result<super::Host> {
     let sql = |what: &'static str| move |e| sql_error(path, what, e);
     let mut host = super::Host::default();
-    let mut st = conn.prepare(REGIONS).map_err(sql("reading regions"))?;
+    let mut st = conn.prepare(V3_REGIONS).map_err(sql("reading regions"))?;
     let mut rows = st.query([]).map_err(sql("reading regions"))?;
     while let Some(r) = rows.next().map_err(sql("reading regions"))? {
         let category: String = r.get(6).map_err(sql("reading regions"))?;
@@ -218,10 +181,7 @@ fn geometry(r: &Row<'_>) -> rusqlite::Result<Launch> {
 /// process, so one per `type_index`).
 fn gpus(conn: &Connection, path: &Path) -> Result<Vec<DeviceInfo>> {
     let mut st = conn
-        .prepare(
-            "SELECT type_index, COALESCE(NULLIF(product_name, ''), NULLIF(model_name, ''), name) \
-             FROM rocpd_info_agent WHERE type = 'GPU' AND type_index IS NOT NULL ORDER BY type_index",
-        )
+        .prepare(V3_GPUS)
         .map_err(|e| sql_error(path, "reading agents", e))?;
     let rows = st
         .query_map([], |r| {
@@ -239,7 +199,7 @@ fn gpus(conn: &Connection, path: &Path) -> Result<Vec<DeviceInfo>> {
 /// OS pid → command line, where the database records it.
 fn processes(conn: &Connection, path: &Path) -> Result<Vec<(i64, String)>> {
     let mut st = conn
-        .prepare("SELECT pid, command FROM rocpd_info_process WHERE command IS NOT NULL")
+        .prepare(V3_PROCESSES)
         .map_err(|e| sql_error(path, "reading processes", e))?;
     let rows = st
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
