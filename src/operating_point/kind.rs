@@ -298,7 +298,9 @@ fn decode_count<'c>(
     let s = &steps[j];
     let decode = s.kind == StepKind::Decode
         || (s.kind == StepKind::Unknown && s.kind_guess == Some(StepKind::Decode));
-    decode.then(|| counts.get(j).and_then(tokens::decode_requests)).flatten()
+    decode
+        .then(|| counts.get(j).and_then(tokens::decode_requests))
+        .flatten()
 }
 
 /// A prefill inferred for step `i`, whose tokens the counts read but whose sequences they

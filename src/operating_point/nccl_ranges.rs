@@ -34,7 +34,10 @@ impl Enclosing {
 
 /// Whether any interned name is a c10d collective range.
 fn has_ranges(trace: &Trace) -> bool {
-    trace.strings.iter().any(|s| collective_of_range(s).is_some())
+    trace
+        .strings
+        .iter()
+        .any(|s| collective_of_range(s).is_some())
 }
 
 /// The capture's `nccl:` ranges alone, read again from an nsys export whose first load
@@ -144,7 +147,9 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
         tally
             .into_iter()
             .filter_map(|(kernel, ops)| {
-                let (op, n) = ops.into_iter().max_by_key(|&(op, n)| (n, std::cmp::Reverse(op)))?;
+                let (op, n) = ops
+                    .into_iter()
+                    .max_by_key(|&(op, n)| (n, std::cmp::Reverse(op)))?;
                 let all = found_calls.get(kernel).copied().unwrap_or(n);
                 Some((kernel.to_owned(), (op.to_owned(), n, all)))
             })
@@ -162,7 +167,10 @@ mod tests {
             collective_of_range("nccl:all_to_all, op_id = 999762"),
             Some("nccl:all_to_all")
         );
-        assert_eq!(collective_of_range("nccl:all_reduce"), Some("nccl:all_reduce"));
+        assert_eq!(
+            collective_of_range("nccl:all_reduce"),
+            Some("nccl:all_reduce")
+        );
         assert_eq!(collective_of_range("ncclSend"), None);
         assert_eq!(collective_of_range("ncclGroupStart"), None);
         assert_eq!(collective_of_range("nccl:"), None);

@@ -253,7 +253,12 @@ pub fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String> {
         .flat_map(|s| &s.all_kernels)
         .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
     {
-        let kind_of = |name: &str| kinds.iter().find(|(re, _)| re.is_match(name)).map(|(_, w)| *w);
+        let kind_of = |name: &str| {
+            kinds
+                .iter()
+                .find(|(re, _)| re.is_match(name))
+                .map(|(_, w)| *w)
+        };
         let by_range = nvtx
             .of(&k.name)
             .and_then(|(op, n, all)| Some((kind_of(op.strip_prefix("nccl:")?)?, op, n, all)));

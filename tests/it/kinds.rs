@@ -126,11 +126,11 @@ fn an_fa3_prefill_before_decodes_is_inferred_a_prefill_from_the_decode_after_it(
         why.starts_with("inferred from the neighbouring steps, not read: 1049 tokens written (1049 token(s) written by reshape_and_cache_flash_kernel"),
         "{why}"
     );
-    assert_eq!(planted_kinds::tokens_of(KindCase::Fa3PrefillThenDecodes, 1), 1);
-    assert!(
-        why.contains("the step after decodes 1 request(s)"),
-        "{why}"
+    assert_eq!(
+        planted_kinds::tokens_of(KindCase::Fa3PrefillThenDecodes, 1),
+        1
     );
+    assert!(why.contains("the step after decodes 1 request(s)"), "{why}");
     assert!(why.contains("1048 requests finish at once"), "{why}");
     // Priced as the prefill of its tokens, as the FA2 prefill read from its grid is.
     let f = &pre["attribution"]["floor"];

@@ -13,7 +13,9 @@ use super::batch;
 
 mod shapes;
 
-use shapes::{kv_write_op, requests_from_sampler, sampler_shapes, tokens_from_shapes, write_shapes};
+use shapes::{
+    kv_write_op, requests_from_sampler, sampler_shapes, tokens_from_shapes, write_shapes,
+};
 
 /// KV-cache write kernels whose grid x is the number of tokens written, as vLLM's
 /// `csrc/cache_kernels.cu` launches them: `dim3 grid(num_tokens)` in `reshape_and_cache`,

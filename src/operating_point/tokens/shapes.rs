@@ -142,4 +142,3 @@ pub(super) fn requests_from_sampler(step: &Step, rows: &[Shaped<'_>]) -> Option<
         ),
     })
 }
-

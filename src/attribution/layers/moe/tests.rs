@@ -52,8 +52,7 @@ fn deepseek_v2_lites_layers_add_up_to_the_floor_dense_first_layer_included() {
     let g = geometry(&m);
     let t = 8.0;
     let n = 64.0 * (1.0 - (1.0f64 - 6.0 / 64.0).powi(8));
-    let attn =
-        2.0 * (2048.0 * 576.0 + 2048.0 * 3072.0 + 2.0 * 512.0 * 2048.0 + 2048.0 * 2048.0);
+    let attn = 2.0 * (2048.0 * 576.0 + 2048.0 * 3072.0 + 2.0 * 512.0 * 2048.0 + 2048.0 * 2048.0);
     let moe = 2.0 * (3.0 * 2048.0 * 2816.0 + 2048.0 * 64.0 + n * 3.0 * 2048.0 * 1408.0);
     let dense = 2.0 * 3.0 * 2048.0 * 10944.0;
     let post = g.post_attention();
