@@ -32,6 +32,9 @@ impl Enclosing {
     }
 }
 
+/// One `nccl:` range on a host thread: start, end, the collective.
+type Span<'t> = (i64, i64, &'t str);
+
 /// Whether any interned name is a c10d collective range.
 fn has_ranges(trace: &Trace) -> bool {
     trace
@@ -113,7 +116,7 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
     }
     // NCCL ranges per host thread, by start.
     let r = rt.ranges_view()?;
-    let mut ranges: HashMap<(i32, i64), Vec<(i64, i64, &str)>> = HashMap::new();
+    let mut ranges: HashMap<(i32, i64), Vec<Span<'_>>> = HashMap::new();
     for i in 0..r.start_ns.len() {
         if let Some(op) = range_op.get(&r.name_id[i]) {
             ranges
