@@ -272,12 +272,80 @@ pub fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
             set(&mut steps[i], Some(k), why);
         }
     }
-    // A step the counts left open and nothing after them decided: unknown, with why.
+    // A step the counts left open and nothing after them decided: its neighbours' decodes
+    // may still bound it (inferred, and said so); else unknown, with why.
+    let mut inferred: Vec<(usize, String)> = Vec::new();
     for (i, why) in undecided {
         if steps[i].kind_guess.is_none() && steps[i].kind_evidence.is_none() {
-            set(&mut steps[i], None, why);
+            match counts.and_then(|c| from_neighbours(steps, c, i)) {
+                Some(how) => inferred.push((i, how)),
+                None => set(&mut steps[i], None, why),
+            }
         }
     }
+    for (i, how) in inferred {
+        set(&mut steps[i], Some(StepKind::Prefill), how);
+    }
+}
+
+/// The request count of step `j` where it is a decode (marked or inferred from its
+/// counts) whose requests are counted.
+fn decode_count<'c>(
+    steps: &[Step],
+    counts: &'c [StepCounts],
+    j: usize,
+) -> Option<&'c tokens::Count> {
+    let s = &steps[j];
+    let decode = s.kind == StepKind::Decode
+        || (s.kind == StepKind::Unknown && s.kind_guess == Some(StepKind::Decode));
+    decode
+        .then(|| counts.get(j).and_then(tokens::decode_requests))
+        .flatten()
+}
+
+/// A prefill inferred for step `i`, whose tokens the counts read but whose sequences they
+/// do not, from the decodes beside it in its series: a decode batch grows only by requests
+/// whose prompts were prefilled first, and shrinks only by requests that finish, so a
+/// step that wrote more tokens than the decode before it ran requests (or than the one
+/// after it, unless that many finished at once) wrote prompt tokens. None where no
+/// neighbour is a decode of fewer requests than the step's tokens.
+fn from_neighbours(steps: &[Step], counts: &[StepCounts], i: usize) -> Option<String> {
+    let t = counts.get(i)?.tokens.as_ref()?;
+    if counts[i].requests.is_some() {
+        return None;
+    }
+    let same = |j: &usize| steps[*j].series == steps[i].series && steps[*j].pid == steps[i].pid;
+    let before = (0..i).rev().find(same);
+    let after = (i + 1..steps.len()).find(same);
+    let prev = before.and_then(|j| decode_count(steps, counts, j));
+    let next = after.and_then(|j| decode_count(steps, counts, j));
+    let fewer = |c: &&tokens::Count| c.value < t.value;
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(p) = prev.filter(fewer) {
+        parts.push(format!(
+            "the step before decodes {} request(s) ({}), and a decode batch grows only by requests prefilled first",
+            p.value, p.evidence
+        ));
+    }
+    if let Some(n) = next.filter(fewer) {
+        parts.push(format!(
+            "the step after decodes {} request(s) ({}), so a decode of {} would have {} requests finish at once",
+            n.value,
+            n.evidence,
+            t.value,
+            t.value - n.value
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "inferred from the neighbouring steps, not read: {} tokens written ({}) with no count of sequences; {}: a prefill of up to {} tokens (decodes of running requests beside it are not excluded)",
+        t.value,
+        t.evidence,
+        parts.join("; "),
+        t.value
+    ))
 }
 
 fn set(step: &mut Step, kind: Option<StepKind>, evidence: String) {

@@ -11,6 +11,7 @@ pub mod batch;
 pub mod context;
 pub mod copies;
 pub mod kind;
+pub mod nccl_ranges;
 pub mod parallel;
 pub mod sidecar;
 pub mod tokens;
@@ -99,7 +100,8 @@ pub fn resolve(
     );
     if tp.basis == Basis::Default {
         // Unknown, not "nothing": the collectives the steps run are named beside it.
-        if let Some(seen) = parallel::collectives_seen(found) {
+        let nvtx = nccl_ranges::read(trace, found)?;
+        if let Some(seen) = parallel::collectives_seen(found, &nvtx) {
             tp.evidence = format!(
                 "not given, and the steps' collectives are not tensor parallelism's all-reduces inside every layer: {seen}; priced at TP 1"
             );

@@ -17,6 +17,8 @@ use crate::timing::steps::Found;
 use crate::wire::attribution::{Basis, Sourced};
 use crate::wire::trace::Distributed;
 
+use super::nccl_ranges::Enclosing;
+
 /// Custom all-reduce kernels whose second template argument is the rank count
 /// (`template <typename T, int ngpus>` in vLLM `csrc/custom_all_reduce.cuh`;
 /// `template <typename T, int RANKS_PER_NODE, …>` in TensorRT-LLM
@@ -238,9 +240,11 @@ fn from_ranks(found: &Found) -> Option<Sourced<u32>> {
 }
 
 /// What the steps' collectives are, by kind, for a TP no reading took: each kind with its
-/// launches and what it is the sign of, so "TP 1" says what it is set beside. None when
-/// the steps run no collective.
-pub fn collectives_seen(found: &Found) -> Option<String> {
+/// launches and what it is the sign of, so "TP 1" says what it is set beside. A kernel
+/// launched inside a c10d `nccl:<op>` NVTX range is named by the range (an all-to-all runs
+/// as send/recv kernels), the kernel's name otherwise. None when the steps run no
+/// collective.
+pub fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String> {
     let kinds: &[(Regex, &str)] = &COLLECTIVE_KINDS;
     let mut counts: Vec<(u64, &str, String)> = Vec::new();
     for k in found
@@ -249,13 +253,31 @@ pub fn collectives_seen(found: &Found) -> Option<String> {
         .flat_map(|s| &s.all_kernels)
         .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
     {
-        let what = kinds.iter().find(|(re, _)| re.is_match(&k.name)).map_or(
-            "collective(s) whose name does not say their kind",
-            |(_, w)| *w,
-        );
+        let kind_of = |name: &str| {
+            kinds
+                .iter()
+                .find(|(re, _)| re.is_match(name))
+                .map(|(_, w)| *w)
+        };
+        let by_range = nvtx
+            .of(&k.name)
+            .and_then(|(op, n, all)| Some((kind_of(op.strip_prefix("nccl:")?)?, op, n, all)));
+        let (what, eg) = match by_range {
+            Some((what, op, n, all)) => (
+                what,
+                format!(
+                    "{}, launched inside the NVTX range {op}: {n} of its {all} recorded launches",
+                    k.short_name
+                ),
+            ),
+            None => (
+                kind_of(&k.name).unwrap_or("collective(s) whose name does not say their kind"),
+                k.short_name.to_string(),
+            ),
+        };
         match counts.iter_mut().find(|c| c.1 == what) {
             Some(c) => c.0 += k.instances,
-            None => counts.push((k.instances, what, k.short_name.to_string())),
+            None => counts.push((k.instances, what, eg)),
         }
     }
     counts.sort_by_key(|c| std::cmp::Reverse(c.0));

@@ -60,7 +60,10 @@ pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
     if let Some(v) = &r.verdict {
         let (sentence, action) = split(v);
         match r.shapes.first() {
-            Some(s) => m.answer("verdict", &format!("{} — {sentence}", s.shape.as_str())),
+            Some(s) => {
+                let label = crate::attribution::items::claim_label(&v.rule, s.shape);
+                m.answer("verdict", &format!("{label} — {sentence}"));
+            }
             None => m.answer("verdict", sentence),
         }
         if let Some(a) = action {

@@ -1,10 +1,11 @@
 //! Generated captures whose step kinds show only in what the kernels were launched with,
 //! as vLLM V1 runs them on an H100 with no step marker: a 1,049-token prefill then
 //! decodes of one request, with FlashAttention 2 (its grid counts query blocks: a prefill
-//! shows as more than one) or FlashAttention 3 (its grid says nothing, so the prefill's
-//! kind stays unknown with the reason), and the same decodes as opaque CUDA-graph replays
-//! (graph-level tracing: one `[cuda graph N]` item). Written as nsys exports through
-//! [`super::workload`], the kernels and their durations from [`super::planted`].
+//! shows as more than one) or FlashAttention 3 (its grid says nothing: the prefill's kind
+//! is inferred from the decodes beside it, or stays unknown with the reason where only
+//! prefills run), and the same decodes as opaque CUDA-graph replays (graph-level tracing:
+//! one `[cuda graph N]` item). Written as nsys exports through [`super::workload`], the
+//! kernels and their durations from [`super::planted`].
 
 use super::planted::{self, Dense, Speeds, ATTENTION};
 use super::workload::{KernelSpec, LaunchMode, Scenario};
@@ -32,6 +33,9 @@ pub enum KindCase {
     /// As above with FlashAttention 3, whose persistent grid counts neither queries nor
     /// sequences.
     Fa3PrefillThenDecodes,
+    /// Only prefills of [`PREFILL_TOKENS`] with FlashAttention 3: no decode beside any
+    /// step to bound what it is.
+    Fa3PrefillsOnly,
     /// Decodes of one request replayed as one CUDA graph per step, traced at graph level:
     /// no kernel rows, one opaque replay.
     OpaqueGraphDecodes,
@@ -43,6 +47,7 @@ pub fn tokens_of(case: KindCase, i: usize) -> u64 {
         KindCase::Fa2PrefillThenDecodes | KindCase::Fa3PrefillThenDecodes if i == 0 => {
             PREFILL_TOKENS
         }
+        KindCase::Fa3PrefillsOnly => PREFILL_TOKENS,
         _ => 1,
     }
 }

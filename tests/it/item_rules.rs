@@ -134,7 +134,7 @@ fn a_ddp_rank_is_data_parallel_not_tensor_parallel() {
 }
 
 #[test]
-fn collectives_that_are_not_tensor_parallel_are_named_beside_an_unknown_tp() {
+fn collectives_that_are_not_tensor_parallel_are_named_beside_an_unknown_tp_by_their_nvtx_range() {
     // fastvideo_train_2gpu: the only NCCL kernels are 66 ncclDevKernel_SendRecv (33 per
     // GPU, under ncclGroupStart/ncclSend/ncclRecv ranges), no all-reduce: not TP.
     let j = steps_json(&[fixture("nsys/fastvideo_train_2gpu_nsys2026.2.sqlite")
@@ -144,6 +144,14 @@ fn collectives_that_are_not_tensor_parallel_are_named_beside_an_unknown_tp() {
     assert_eq!(tp["value"], 1);
     assert_eq!(tp["basis"], "default");
     let why = tp["evidence"].as_str().unwrap();
-    assert!(why.contains("point-to-point send/recv"), "{why}");
-    assert!(why.contains("ncclDevKernel_SendRecv"), "{why}");
+    // Each of those launches lies in a PyTorch c10d `nccl:all_to_all, op_id = N` NVTX
+    // range on its launching thread, so they are an all-to-all, not pipeline send/recv.
+    // By hand (sqlite3): 66 ncclDevKernel_SendRecv kernels, 64 of them with a
+    // cudaLaunchKernel of the same correlationId, all 64 inside an `nccl:all_to_all`
+    // range of that call's globalTid (start ≤ call start ≤ end); the steps hold 64.
+    assert!(
+        why.contains("64 all-to-all (expert or sequence parallelism) (e.g. ncclDevKernel_SendRecv, launched inside the NVTX range nccl:all_to_all: 64 of its 64 recorded launches)"),
+        "{why}"
+    );
+    assert!(!why.contains("point-to-point send/recv"), "{why}");
 }

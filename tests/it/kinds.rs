@@ -2,7 +2,8 @@
 //! capture with no step marker (its KV-cache writes' grid of 1,049 tokens, cross-checked
 //! with FlashAttention 2's query blocks) is a prefill with its token count, priced at the
 //! compute roof, and its advice names no decode-only cause; with FlashAttention 3 (no
-//! grid that counts) it stays unknown with the reason and is not priced as a decode. The
+//! grid that counts) it is inferred from the decode after it, and said so, or where no
+//! decode runs beside it stays unknown with the reason and is not priced as a decode. The
 //! expected values are the generator's truth (`synth::planted_kinds`) and hand formulas.
 
 use std::path::{Path, PathBuf};
@@ -110,9 +111,43 @@ fn an_unmarked_fa2_prefill_is_a_prefill_of_its_tokens_priced_at_the_compute_roof
 }
 
 #[test]
-fn an_fa3_prefill_without_a_sequence_count_stays_unknown_with_the_reason_and_unpriced() {
+fn an_fa3_prefill_before_decodes_is_inferred_a_prefill_from_the_decode_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), KindCase::Fa3PrefillThenDecodes, 4);
+    let p = path.to_str().unwrap();
+    let j = steps_json(&[p, "--model", "llama-3-8b", "--context", "1010"]);
+    let pre = &j["steps"][0];
+    let why = pre["kind_evidence"].as_str().unwrap();
+    assert_eq!(pre["kind_guess"], "prefill", "{why}");
+    assert_eq!(pre["tokens_guess"], PREFILL_TOKENS);
+    // Said to be inferred, with the evidence: step 1 writes 1 token (a decode of one
+    // request), so a decode of 1,049 would have 1,049 − 1 requests finish at once.
+    assert!(
+        why.starts_with("inferred from the neighbouring steps, not read: 1049 tokens written (1049 token(s) written by reshape_and_cache_flash_kernel"),
+        "{why}"
+    );
+    assert_eq!(
+        planted_kinds::tokens_of(KindCase::Fa3PrefillThenDecodes, 1),
+        1
+    );
+    assert!(why.contains("the step after decodes 1 request(s)"), "{why}");
+    assert!(why.contains("1048 requests finish at once"), "{why}");
+    // Priced as the prefill of its tokens, as the FA2 prefill read from its grid is.
+    let f = &pre["attribution"]["floor"];
+    assert_eq!(f["bound"], "compute", "{f}");
+    let got = f["floor_ns"].as_f64().unwrap();
+    let want = least_prefill_floor_ns(PREFILL_TOKENS);
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    // A decode between decodes of as many requests as its tokens is not touched.
+    for s in &j["steps"].as_array().unwrap()[1..] {
+        assert_eq!(s["kind_guess"], "decode", "{}", s["kind_evidence"]);
+    }
+}
+
+#[test]
+fn an_fa3_prefill_with_no_decode_beside_it_stays_unknown_with_the_reason_and_unpriced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), KindCase::Fa3PrefillsOnly, 4);
     let p = path.to_str().unwrap();
     // --batch 1 would price a step of no kind as a decode of one request.
     let j = steps_json(&[
@@ -124,20 +159,24 @@ fn an_fa3_prefill_without_a_sequence_count_stays_unknown_with_the_reason_and_unp
         "--batch",
         "1",
     ]);
-    let pre = &j["steps"][0];
-    let why = pre["kind_evidence"].as_str().unwrap();
-    assert!(pre["kind_guess"].is_null(), "{why}");
-    assert_eq!(pre["tokens_guess"], PREFILL_TOKENS);
-    assert!(
-        why.contains("a prefill of 1049 tokens and a decode of 1049 requests cannot be told apart"),
-        "{why}"
-    );
-    assert!(
-        pre["attribution"]["floor"].is_null(),
-        "1,049 tokens are not a decode of --batch 1: {}",
-        pre["attribution"]["floor"]
-    );
-    assert_eq!(j["steps"][1]["kind_guess"], "decode");
+    let steps = j["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    for pre in steps {
+        let why = pre["kind_evidence"].as_str().unwrap();
+        assert!(pre["kind_guess"].is_null(), "{why}");
+        assert_eq!(pre["tokens_guess"], PREFILL_TOKENS);
+        assert!(
+            why.contains(
+                "a prefill of 1049 tokens and a decode of 1049 requests cannot be told apart"
+            ),
+            "{why}"
+        );
+        assert!(
+            pre["attribution"]["floor"].is_null(),
+            "1,049 tokens are not a decode of --batch 1: {}",
+            pre["attribution"]["floor"]
+        );
+    }
 }
 
 #[test]

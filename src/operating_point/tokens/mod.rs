@@ -11,15 +11,26 @@ use crate::wire::steps::{Step, StepKind};
 
 use super::batch;
 
+mod shapes;
+
+use shapes::{
+    kv_write_op, requests_from_sampler, sampler_shapes, tokens_from_shapes, write_shapes,
+};
+
 /// KV-cache write kernels whose grid x is the number of tokens written, as vLLM's
 /// `csrc/cache_kernels.cu` launches them: `dim3 grid(num_tokens)` in `reshape_and_cache`,
 /// `reshape_and_cache_flash`, `concat_and_cache_mla` and `concat_and_cache_ds_mla` (MLA's
 /// latent cache; `num_tokens = slot_mapping.size(0)`, the tokens before CUDA-graph
 /// padding). ROCm vLLM builds the same source (hipified) and aiter's
 /// `csrc/kernels/cache_kernels.cu` keeps the launchers, so `…<__hip_bfloat16, …>` and
-/// `aiter::…` are read alike. SGLang's `store_kvcache` is not: its launcher gives each
-/// token a warp and packs several warps per block, so its grid is not the token count (its
-/// steps get their tokens from the recorded shapes of the operator, where recorded).
+/// `aiter::…` are read alike. The other engines' KV stores do not launch a grid of their
+/// tokens: SGLang's `store_kvcache<bytes, split, …>` launches ⌈tokens · split / warps per
+/// block⌉ blocks (a warp per token and split), FlashInfer's `AppendPagedKVCacheKernel`
+/// (SGLang's and vLLM's FlashInfer backends) fills the SMs (SMs × min(occupancy,
+/// ⌈tokens / SMs⌉) blocks), and SGLang's CUDA-graph decodes write the cache with plain
+/// `index_put_` copies. Their steps get tokens from recorded operator shapes where
+/// recorded, else their kind from the attention kernels and the neighbouring decodes
+/// ([`super::kind`]), else stay unknown with the reason.
 const KV_WRITE: [&str; 4] = [
     "reshape_and_cache_kernel",
     "reshape_and_cache_flash_kernel",
@@ -27,54 +38,9 @@ const KV_WRITE: [&str; 4] = [
     "concat_and_cache_ds_mla_kernel",
 ];
 
-/// KV-cache write operators as vLLM registers them (`csrc/torch_bindings.cpp`), with the
-/// position of their `slot_mapping` input, whose one dimension is the tokens written (the
-/// launchers' `num_tokens`): `reshape_and_cache{,_flash}(key, value, key_cache,
-/// value_cache, slot_mapping, …)`, `concat_and_cache_mla(kv_c, k_pe, kv_cache,
-/// slot_mapping, …)`. Read from Kineto's `record_shapes` where the grid is not recorded.
-const KV_WRITE_OPS: [(&str, usize); 3] = [
-    ("_C_cache_ops::reshape_and_cache", 4),
-    ("_C_cache_ops::reshape_and_cache_flash", 4),
-    ("_C_cache_ops::concat_and_cache_mla", 3),
-];
-
 /// Whether `name` is a KV-cache write kernel whose grid x counts tokens.
 pub fn is_kv_write(name: &str) -> bool {
     KV_WRITE.iter().any(|k| name.contains(k))
-}
-
-/// The slot-mapping input of a KV-cache write operator, by the operator's exact name.
-fn kv_write_op(op: &str) -> Option<usize> {
-    KV_WRITE_OPS.iter().find(|(n, _)| *n == op).map(|&(_, i)| i)
-}
-
-/// The first dimension of input `n` of a compact `[[a,…],[b,…],…]` dims text (`[]` and
-/// scalars have none).
-fn nth_first_dim(dims: &str, n: usize) -> Option<u64> {
-    let inner = dims.strip_prefix('[')?.strip_suffix(']')?;
-    let (mut depth, mut start, mut k) = (0usize, 0usize, 0usize);
-    for (i, c) in inner.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                if k == n {
-                    return first_of(&inner[start..i]);
-                }
-                k += 1;
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    (k == n).then(|| first_of(&inner[start..])).flatten()
-}
-
-/// The first whole number of one input's `[a,b,…]`.
-fn first_of(input: &str) -> Option<u64> {
-    let r = input.strip_prefix('[')?;
-    let end = r.find([',', ']'])?;
-    r[..end].parse().ok()
 }
 
 /// Whether the trace names a kernel whose grid this module reads (a KV-cache write or a
@@ -146,61 +112,8 @@ fn write_rows(trace: &Trace) -> Result<Vec<batch::Counted<'_>>> {
     )
 }
 
-/// One recorded operator whose input shape counts something: where it ran on the host,
-/// the count, the operator.
-struct Shaped<'t> {
-    pid: i64,
-    tid: i64,
-    start: i64,
-    value: u64,
-    op: &'t str,
-}
-
-/// The recorded operators `pick` counts (`pick(op, dims)`), in (pid, start) order.
-fn shaped_rows<'t>(
-    trace: &'t Trace,
-    pick: impl Fn(&str, &str) -> Option<u64>,
-) -> Result<Vec<Shaped<'t>>> {
-    let v = trace.shapes_view()?;
-    let mut rows: Vec<Shaped<'t>> = (0..v.start_ns.len())
-        .filter_map(|i| {
-            let op = trace.name(v.name_id[i]);
-            let value = pick(op, trace.name(v.dims_id[i])).filter(|&n| n > 0)?;
-            Some(Shaped {
-                pid: i64::from(v.pid[i]),
-                tid: v.tid[i],
-                start: v.start_ns[i],
-                value,
-                op,
-            })
-        })
-        .collect();
-    rows.sort_by_key(|r| (r.pid, r.start));
-    Ok(rows)
-}
-
-/// The tokens each recorded KV-cache write operator wrote: its slot mapping's length.
-fn write_shapes(trace: &Trace) -> Result<Vec<Shaped<'_>>> {
-    shaped_rows(trace, |op, dims| nth_first_dim(dims, kv_write_op(op)?))
-}
-
-/// The sampler's `aten::argmax` over the `[requests, vocab]` logits (vLLM V1 samples
-/// every request's next token, greedy or by `probs.div_(q).argmax(-1)`): its first
-/// dimension is the requests of the step, prefill and decode alike.
-fn sampler_shapes(trace: &Trace) -> Result<Vec<Shaped<'_>>> {
-    shaped_rows(trace, |op, dims| {
-        if op != "aten::argmax" {
-            return None;
-        }
-        let first = dims.strip_prefix("[[")?.split(']').next()?;
-        (first.split(',').count() == 2)
-            .then(|| first_of(&format!("[{first}]")))
-            .flatten()
-    })
-}
-
 /// The most frequent value of `values` with the line saying how often, and what else.
-fn most_often(values: impl Iterator<Item = u64>) -> Option<(u64, usize, usize, String)> {
+pub(super) fn most_often(values: impl Iterator<Item = u64>) -> Option<(u64, usize, usize, String)> {
     let t = batch::tally(values);
     let &(v, n) = t.first()?;
     let all = t.iter().map(|(_, k)| k).sum();
@@ -215,42 +128,6 @@ fn most_often(values: impl Iterator<Item = u64>) -> Option<(u64, usize, usize, S
         String::new()
     };
     Some((v, n, all, others))
-}
-
-/// The recorded operators of `rows` inside the step's host range, on its thread.
-fn in_step<'r, 't>(step: &Step, rows: &'r [Shaped<'t>]) -> Vec<&'r Shaped<'t>> {
-    let (Some(cs), Some(ce)) = (step.cpu_start_ns, step.cpu_end_ns) else {
-        return Vec::new();
-    };
-    batch::window(rows, |r| (r.pid, r.start), step.pid, cs, ce)
-        .iter()
-        .filter(|r| step.tid.is_none_or(|t| t == r.tid))
-        .collect()
-}
-
-/// The step's token count from the recorded shapes of its KV-cache write operators.
-fn tokens_from_shapes(step: &Step, rows: &[Shaped<'_>]) -> Option<Count> {
-    let mine = in_step(step, rows);
-    let (v, n, all, others) = most_often(mine.iter().map(|r| r.value))?;
-    let op = mine.first().map_or("", |r| r.op);
-    Some(Count {
-        value: v,
-        evidence: format!(
-            "{v} token(s) written by {op} (its slot_mapping input is [{v}] in the recorded shapes; {n} of {all} calls){others}"
-        ),
-    })
-}
-
-/// The step's requests from the sampler's recorded logits shape.
-fn requests_from_sampler(step: &Step, rows: &[Shaped<'_>]) -> Option<Count> {
-    let mine = in_step(step, rows);
-    let (v, n, all, others) = most_often(mine.iter().map(|r| r.value))?;
-    Some(Count {
-        value: v,
-        evidence: format!(
-            "{v} request(s) sampled (aten::argmax over [{v}, vocab] logits in the recorded shapes; {n} of {all} calls){others}"
-        ),
-    })
 }
 
 /// The step's token count from its KV-cache writes: the value most launches carry (one
@@ -416,6 +293,7 @@ pub fn decode_requests(c: &StepCounts) -> Option<&Count> {
 
 #[cfg(test)]
 mod tests {
+    use super::shapes::nth_first_dim;
     use super::*;
 
     fn count(v: u64) -> Option<Count> {
