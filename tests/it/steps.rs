@@ -4,7 +4,7 @@
 use stepgate::categories::Categorizer;
 use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
 use stepgate::trace::*;
-use stepgate::wire::steps::{FoundBy, StepKind, StepMethod};
+use stepgate::wire::steps::{FoundBy, StepKind};
 use stepgate::wire::trace::{SourceFormat, TraceMeta};
 
 struct B {
@@ -125,7 +125,7 @@ fn hand_trace() -> Trace {
 fn hand_built_steps_match_hand_computed_values() {
     let t = hand_trace();
     let r = find_steps(&t, &StepOptions::default(), &Categorizer::default()).unwrap();
-    assert_eq!(r.method, StepMethod::Engine);
+    assert_eq!(r.method.method_str(), "engine");
     assert_eq!(r.steps.len(), 3);
     assert_eq!(r.steps_without_gpu_work, 1);
     let a = &r.steps[0];
@@ -517,7 +517,7 @@ fn scheduler_scopes_are_steps_and_the_sample_scope_is_the_tail() {
     }
     let r = auto(&b.trace());
     assert_eq!(r.found_by, FoundBy::Scheduler);
-    assert_eq!(r.method, StepMethod::Scheduler);
+    assert_eq!(r.method, FoundBy::Scheduler);
     assert!(r
         .exact_steps_hint
         .as_deref()
@@ -809,7 +809,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Engine);
+        assert_eq!(r.method, FoundBy::Marker);
         check(&exp, &r);
         let kinds: Vec<StepKind> = r.steps.iter().map(|s| s.kind).collect();
         assert_eq!(
@@ -901,7 +901,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
+        assert_eq!(r.method, FoundBy::Graphs);
         assert_eq!(r.found_by, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 5);
         // One full graph per step: each launch one step, kind only guessed.
@@ -957,7 +957,7 @@ mod generated {
             &StepOptions::default(),
         );
         assert_eq!(r.found_by, FoundBy::Graphs);
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
+        assert_eq!(r.method, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(
