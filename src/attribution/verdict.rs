@@ -11,9 +11,7 @@ use crate::categories::class_of;
 use crate::exit::Result;
 use crate::timing::labels::NameLabels;
 use crate::trace::Trace;
-use crate::wire::attribution::{
-    GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape, ShapeCount,
-};
+use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
 use crate::wire::steps::Step;
 
 use super::items::{self, Item};
@@ -415,12 +413,11 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, Item, S
     ))
 }
 
-/// What the verdict reads, the values the stages before it returned (so it cannot be
-/// decided before one of them is): every attributed step, the shape counts, the groups
-/// with the trace's detail, their class spread, and the capture's GPU vendor.
+/// What the verdict reads: the values the stages before it returned (so it cannot be
+/// decided before one of them), the attributed steps, shapes, groups, spread and vendor.
 pub struct Attributed<'a> {
     pub steps: &'a [Step],
-    pub shapes: &'a [ShapeCount],
+    pub shapes: &'a [crate::wire::attribution::ShapeCount],
     pub groups: &'a [GroupAttribution],
     pub spread: &'a [GroupSpread],
     pub vendor: Option<&'a str>,
