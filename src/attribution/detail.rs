@@ -1,15 +1,15 @@
-//! What the trace itself adds to the attribution once the steps are priced: each step's
-//! measured DRAM throughput from the GPU's counters (nsys `--gpu-metrics-devices`), and
-//! for each group's median step its kernels in launch order — the measured DRAM
-//! throughput per class (which then decides shape 2 vs 4, not the byte model) and the
-//! per-layer view.
+//! What the trace itself adds to the attribution once the steps are priced, as values the
+//! report is assembled from: each step's measured DRAM throughput from the GPU's counters
+//! (nsys `--gpu-metrics-devices`), and each group with its median step's kernels in launch
+//! order read — the measured DRAM throughput per class (which then decides shape 2 vs 4,
+//! not the byte model) and the per-layer view.
 
 use crate::categories::{class_of, Categorizer};
 use crate::exit::Result;
 use crate::timing::overlap::exclusive_in_order;
 use crate::trace::{GpuMetric, GpuMetricSeries, OpKind, Trace};
-use crate::wire::attribution::{ClassAttribution, ClassShape, KernelClass};
-use crate::wire::steps::{Step, StepKind, StepsReport};
+use crate::wire::attribution::{ClassAttribution, ClassShape, GroupAttribution, KernelClass};
+use crate::wire::steps::{Step, StepKind};
 
 use super::layers::{self, Geometry, Kernel};
 use super::AT_ROOF_FACTOR;
@@ -164,65 +164,81 @@ fn by_counter(c: &mut ClassAttribution, measured: f64) {
     });
 }
 
-/// Fill each step's measured DRAM throughput and each group's per-class counters and
-/// layer view, then the run verdict. `geometry` is the priced model (None: no layer view),
-/// `tokens` a step's new tokens as the floor priced them (its MoE layers' experts);
-/// `frames` reads the capture's Python frames for a long stall.
-pub fn detail(
+/// Per step, the DRAM throughput the GPU's counters measured over its GPU span (read +
+/// write as a fraction of peak); None where the trace has no counters for its device.
+pub fn step_dram(trace: &Trace, steps: &[Step]) -> Vec<Option<f64>> {
+    steps
+        .iter()
+        .map(|s| {
+            let (Some(d), Some(a), Some(b)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
+                return None;
+            };
+            dram(trace, d).and_then(|(r, w)| dram_over(r, w, a, b))
+        })
+        .collect()
+}
+
+/// Each group with what the trace adds to it: its classes' measured DRAM counters and,
+/// for a decode group of a priced model, the per-layer view of its median step.
+/// `geometry` is the priced model (None: no layer view), `tokens` a step's new tokens as
+/// the floor priced them (its MoE layers' experts).
+pub fn groups(
     trace: &Trace,
-    report: &mut StepsReport,
+    steps: &[Step],
+    groups: Vec<GroupAttribution>,
     cats: &Categorizer,
     geometry: Option<&Geometry<'_>>,
     tokens: &dyn Fn(&Step) -> Option<f64>,
-    frames: super::verdict::FrameLoader<'_>,
-) -> Result<()> {
-    if !trace.gpu_metrics.is_empty() {
-        for s in &mut report.steps {
-            let (Some(d), Some(a), Some(b)) = (s.device, s.gpu_start_ns, s.gpu_end_ns) else {
-                continue;
-            };
-            if let (Some((r, w)), Some(at)) = (dram(trace, d), s.attribution.as_mut()) {
-                at.measured_dram_of_peak = dram_over(r, w, a, b);
-            }
-        }
-    }
-    for gi in 0..report.groups.len() {
-        let (series, index) = (report.groups[gi].series, report.groups[gi].index);
-        let Some(step) = report
-            .steps
-            .iter()
-            .find(|s| s.series == series && s.index == index)
-        else {
-            continue;
-        };
-        let ops = ops_of(trace, step, cats)?;
-        if let Some((r, w)) = step.device.and_then(|d| dram(trace, d)) {
-            let spans: Vec<(i64, i64, Option<KernelClass>)> =
-                ops.iter().map(|o| (o.start, o.end, o.class)).collect();
-            let measured = per_class(r, w, &spans);
-            for c in &mut report.groups[gi].classes {
-                if let Some(m) = measured[c.class as usize] {
-                    by_counter(c, m);
-                }
-            }
-        }
-        let decode = step.kind_label().kind == StepKind::Decode;
-        if let (Some(g), true) = (geometry, decode) {
-            let kernels: Vec<Kernel<'_>> = ops
-                .iter()
-                .filter(|o| o.kernel)
-                .map(|o| Kernel {
-                    name: o.name,
-                    class: o.class,
-                    exclusive_ns: o.exclusive_ns,
-                })
-                .collect();
-            report.groups[gi].layers = Some(layers::map(&kernels, g, tokens(step)));
-        }
-    }
+) -> Result<Vec<GroupAttribution>> {
+    let out = groups
+        .into_iter()
+        .map(|g| group(trace, steps, g, cats, geometry, tokens))
+        .collect();
     crate::phases::mark("steps: group detail");
-    report.verdict = super::verdict::decide(trace, report, frames)?;
-    Ok(())
+    out
+}
+
+/// One group with the trace's detail on its median step (unchanged when that step is not
+/// among `steps`).
+fn group(
+    trace: &Trace,
+    steps: &[Step],
+    mut g: GroupAttribution,
+    cats: &Categorizer,
+    geometry: Option<&Geometry<'_>>,
+    tokens: &dyn Fn(&Step) -> Option<f64>,
+) -> Result<GroupAttribution> {
+    let Some(step) = steps
+        .iter()
+        .find(|s| s.series == g.series && s.index == g.index)
+    else {
+        return Ok(g);
+    };
+    let ops = ops_of(trace, step, cats)?;
+    if let Some((r, w)) = step.device.and_then(|d| dram(trace, d)) {
+        let spans: Vec<(i64, i64, Option<KernelClass>)> =
+            ops.iter().map(|o| (o.start, o.end, o.class)).collect();
+        let measured = per_class(r, w, &spans);
+        for c in &mut g.classes {
+            if let Some(m) = measured[c.class as usize] {
+                by_counter(c, m);
+            }
+        }
+    }
+    let decode = step.kind_label().kind == StepKind::Decode;
+    if let (Some(geo), true) = (geometry, decode) {
+        let kernels: Vec<Kernel<'_>> = ops
+            .iter()
+            .filter(|o| o.kernel)
+            .map(|o| Kernel {
+                name: o.name,
+                class: o.class,
+                exclusive_ns: o.exclusive_ns,
+            })
+            .collect();
+        g.layers = Some(layers::map(&kernels, geo, tokens(step)));
+    }
+    Ok(g)
 }
 
 #[cfg(test)]

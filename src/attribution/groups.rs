@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::timing::steps::KindLabel;
 use crate::wire::attribution::{GroupAttribution, StepAttribution};
-use crate::wire::steps::{KindLabel, Step};
+use crate::wire::steps::Step;
 
 /// Per group with at least one priced step, its median step by wall (the lower median
 /// for an even count) and that step's classes. `attributions` is parallel to `steps`.

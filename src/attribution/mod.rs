@@ -352,8 +352,8 @@ pub fn copy_action(
 }
 
 /// Attribute every step and count shapes (steps with GPU work only). Reads the steps,
-/// changes nothing: [`StepsReport::join`](crate::wire::steps::StepsReport::join) puts the
-/// result into the report.
+/// changes nothing: `pipeline::steps::attach` puts each attribution on its step, and the
+/// report is built from them once.
 pub fn attribute_all(
     steps: &[Step],
     floor_of: &dyn Fn(&Step) -> Option<FloorInput>,

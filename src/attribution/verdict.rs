@@ -12,7 +12,7 @@ use crate::exit::Result;
 use crate::timing::labels::NameLabels;
 use crate::trace::Trace;
 use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
-use crate::wire::steps::{Step, StepsReport};
+use crate::wire::steps::Step;
 
 use super::items::{self, Item};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
@@ -413,12 +413,22 @@ fn run_top(steps: &[&Step]) -> Option<(String, i64, Option<KernelClass>, Item, S
     ))
 }
 
-/// Read the evidence of a finished report and try the rules in order. `frames` reads the
-/// capture's Python frames when the idle time is one long stall (a second load, made only
-/// then).
+/// What the verdict reads: the values the stages before it returned (so it cannot be
+/// decided before one of them), the attributed steps, shapes, groups, spread and vendor.
+pub struct Attributed<'a> {
+    pub steps: &'a [Step],
+    pub shapes: &'a [crate::wire::attribution::ShapeCount],
+    pub groups: &'a [GroupAttribution],
+    pub spread: &'a [GroupSpread],
+    pub vendor: Option<&'a str>,
+}
+
+/// Read the evidence of the attributed steps and try the rules in order. `frames` reads
+/// the capture's Python frames when the idle time is one long stall (a second load, made
+/// only then).
 pub fn decide(
     trace: &Trace,
-    r: &StepsReport,
+    r: &Attributed<'_>,
     frames: FrameLoader<'_>,
 ) -> Result<Option<RunVerdict>> {
     let steps: Vec<&Step> = r.steps.iter().filter(|s| s.wall_ns.is_some()).collect();
@@ -455,10 +465,8 @@ pub fn decide(
         shape,
         median_action,
         group: r.groups.iter().max_by_key(|g| g.steps),
-        spread: r.class_spread.iter().max_by_key(|g| g.steps),
-        profiler: super::kernel_profiler(
-            r.operating_point.as_ref().and_then(|p| p.vendor.as_deref()),
-        ),
+        spread: r.spread.iter().max_by_key(|g| g.steps),
+        profiler: super::kernel_profiler(r.vendor),
         steps,
     };
     Ok(RULES.iter().find_map(|rule| {

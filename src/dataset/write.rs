@@ -385,7 +385,7 @@ pub fn export_run(
             .iter()
             .find_map(|s| s.composition.as_ref().map(|c| c.engine.clone())),
         labels_json: serde_json::to_string(labels).unwrap_or_else(|_| "{}".into()),
-        method: report.method.as_str().to_owned(),
+        method: report.method.method_str().to_owned(),
         found_by,
         steps: report.steps.len() as i64,
         steps_with_gpu_work: (report.steps.len() - report.steps_without_gpu_work) as i64,

@@ -37,7 +37,7 @@ pub fn run(
         device,
         ..plan.clone()
     };
-    let steps = || crate::pipeline::steps::run(&trace, &steps_plan);
+    let steps = || crate::pipeline::steps::run_nested(&trace, &steps_plan);
     // The per-device sweep and the steps read the trace and nothing of each other: with a
     // second thread allowed they run at once, except on reports so big that their working
     // sets (the sweep's 12 bytes an op beside the steps' index) would add up past the
@@ -61,11 +61,9 @@ pub fn run(
         (Ok(analysis), steps())
     };
     let mut analysis = analysis?;
-    let mut r = run?.report;
-    // The analysis says which tool read which report, once, at its top.
-    r.tool = None;
-    r.source = None;
-    analysis.steps = Some(r);
+    // The analysis says which tool read which report, once, at its top: the nested steps
+    // report says it nowhere.
+    analysis.steps = Some(run?.report);
     crate::phases::mark("steps: attribution and assembly");
     Ok(analysis)
 }

@@ -184,7 +184,7 @@ pub fn export(
         return Err(Error::input(format!(
             "{}: no steps were found (method {}): check --steps and --kind",
             report.display(),
-            steps.method
+            steps.method.method_str()
         )));
     }
     write::export_run(&to.dataset, report, &sha, &to.labels, &src, &steps, options)

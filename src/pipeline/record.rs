@@ -37,7 +37,7 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
         return Err(Error::input(format!(
             "{}: no steps with GPU work were found (method {}): check --steps and --kind",
             path.display(),
-            report.method
+            report.method.method_str()
         )));
     }
     let meta = BaselineMeta {

@@ -5,13 +5,15 @@
 use std::path::Path;
 
 use crate::attribution;
-use crate::exit::Result;
+use crate::exit::{Error, Result};
 use crate::operating_point;
 use crate::operating_point::tokens::StepCounts;
 use crate::pipeline::plan::StepsPlan;
 use crate::pipeline::pricing::Pricing;
-use crate::timing::steps::{self, Found};
+use crate::timing::steps::{self, Found, Stages};
 use crate::trace::Trace;
+use crate::wire::attribution::{Attributions, OperatingPoint, StepAttribution};
+use crate::wire::meta::{SourceInfo, Tool};
 use crate::wire::steps::{Step, StepKind, StepsReport};
 
 /// The complete steps of one report and the pricing they were attributed with.
@@ -88,6 +90,25 @@ fn infer_batches(
 /// capture under the plan's flags first, so `--kind` keeps inferred kinds and the floor
 /// prices what the capture ran.
 pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
+    run_as(trace, plan, Header::Own)
+}
+
+/// [`run`] for a report nested in a document that says once at its top which stepgate
+/// read which report (`analyze`): the report carries no `tool` and `source` of its own.
+pub fn run_nested(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
+    run_as(trace, plan, Header::Nested)
+}
+
+/// Whether the report says which stepgate read which report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Header {
+    Own,
+    Nested,
+}
+
+/// The steps as step finding leaves them, kept by `--device` and `--kind`, with their
+/// operating point, inferred kinds and batches: the steps every later stage reads.
+fn prepared(trace: &Trace, plan: &StepsPlan) -> Result<(Found, OperatingPoint)> {
     // The working state is the steps as found (not the wire document): filtered, given
     // their kinds, batches and operating point, then made into the report once.
     let mut found = steps::find(trace, &plan.find, &plan.categories)?;
@@ -122,26 +143,41 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     if let Some(kind) = plan.kind {
         found.steps.retain(|s| s.kind_label().kind == kind);
     }
+    Ok((found, point))
+}
+
+/// Each stage returns a value computed from the final steps; the report is built from
+/// them once, at the end ([`Found::into_report`]). The verdict takes the class spread and
+/// the detailed groups as arguments, so it cannot be decided before them.
+fn run_as(trace: &Trace, plan: &StepsPlan, header: Header) -> Result<StepsRun> {
+    let (found, point) = prepared(trace, plan)?;
     let cost = attribution::for_vendor(plan.launch_cost.clone(), point.vendor.as_deref());
     let profiler = attribution::kernel_profiler(point.vendor.as_deref());
     let pricing = Pricing::resolve(&plan.floor, &point)?;
-    let a = match &pricing {
+    let Attributions {
+        steps: each,
+        shapes,
+        launch_cost,
+        groups,
+    } = match &pricing {
         Some(p) => p.with_pricer(|pr| {
             attribution::attribute_priced(&found.steps, Some(pr), &cost, profiler)
         }),
         None => attribution::attribute_priced(&found.steps, None, &cost, profiler),
     };
-    // The document, built once from the final steps (its summary and median step after
-    // every filter and inferred kind), joined to their attributions.
-    let mut r = StepsReport {
-        tool: Some(crate::wire::meta::Tool::current()),
-        source: Some(crate::wire::meta::SourceInfo::from(&trace.meta)),
-        operating_point: Some(point.clone()),
-        ..found.into_report()
-    }
-    .join(a)?;
+    // What the GPU's DRAM counters measured over each step belongs to its attribution.
+    let dram = attribution::detail::step_dram(trace, &found.steps);
+    let each = each
+        .into_iter()
+        .zip(dram)
+        .map(|(a, d)| StepAttribution {
+            measured_dram_of_peak: d,
+            ..a
+        })
+        .collect();
+    let steps = attach(found.steps, each)?;
     crate::phases::mark("steps: priced and joined");
-    r.class_spread = attribution::spread::by_group(&r.steps);
+    let class_spread = attribution::spread::by_group(&steps);
     let geometry = pricing.as_ref().map(|p| attribution::layers::Geometry {
         model: &p.model,
         tp: p.opts.tp,
@@ -149,27 +185,124 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
         roof_bytes_per_s: p.gpu.hbm_bytes_per_s,
         routing: p.opts.moe_routing,
     });
-    let tokens = |s: &crate::wire::steps::Step| {
+    let tokens = |s: &Step| {
         pricing
             .as_ref()
             .and_then(|p| p.composition_of(s))
             .map(|c| c.sq as f64)
     };
-    let frames = |min_ns| python_frames(trace, min_ns);
-    attribution::detail::detail(
+    let groups = attribution::detail::groups(
         trace,
-        &mut r,
+        &steps,
+        groups,
         &plan.categories,
         geometry.as_ref(),
         &tokens,
+    )?;
+    let frames = |min_ns| python_frames(trace, min_ns);
+    let verdict = attribution::verdict::decide(
+        trace,
+        &attribution::verdict::Attributed {
+            steps: &steps,
+            shapes: &shapes,
+            groups: &groups,
+            spread: &class_spread,
+            vendor: point.vendor.as_deref(),
+        },
         &frames,
     )?;
     crate::phases::mark("steps: detail");
-    r.medians = Some(attribution::medians::run_medians(&r.steps));
-    if let Some(p) = &pricing {
-        r.notes.push(format!("floor: {}", p.basis));
-        let notes = attribution::missing_floor_notes(&r.steps, &point);
-        r.notes.extend(notes);
+    let medians = attribution::medians::run_medians(&steps);
+    let notes = match &pricing {
+        Some(p) => std::iter::once(format!("floor: {}", p.basis))
+            .chain(attribution::missing_floor_notes(&steps, &point))
+            .collect(),
+        None => Vec::new(),
+    };
+    let (tool, source) = match header {
+        Header::Own => (Some(Tool::current()), Some(SourceInfo::from(&trace.meta))),
+        Header::Nested => (None, None),
+    };
+    let report = Found { steps, ..found }.into_report(Stages {
+        tool,
+        source,
+        operating_point: Some(point),
+        launch_cost: Some(launch_cost),
+        shapes,
+        groups,
+        class_spread,
+        verdict,
+        medians: Some(medians),
+        notes,
+    });
+    Ok(StepsRun { report, pricing })
+}
+
+/// The one place steps and their attributions meet: step finding leaves every
+/// `attribution` empty, attribution returns one per step computed from the same steps
+/// (same order), and this puts each on its own step.
+///
+/// Attributions of other steps (a different count) are a bug in the caller, refused as an
+/// internal error rather than joined to the wrong steps.
+pub fn attach(steps: Vec<Step>, each: Vec<StepAttribution>) -> Result<Vec<Step>> {
+    if each.len() != steps.len() {
+        return Err(Error::internal(format!(
+            "{} attributions for {} steps: attributions must be computed from the report's own steps",
+            each.len(),
+            steps.len()
+        )));
     }
-    Ok(StepsRun { report: r, pricing })
+    Ok(steps
+        .into_iter()
+        .zip(each)
+        .map(|(s, a)| Step {
+            attribution: Some(a),
+            ..s
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attach;
+    use crate::wire::attribution::Shape;
+    use crate::wire::steps::tests::{attribution, step};
+
+    #[test]
+    fn attach_puts_each_attribution_on_its_own_step() {
+        // Steps told apart by their launch count; each attribution carries the same count,
+        // so a shifted or reversed join shows.
+        let steps = attach(
+            vec![step(0, 7), step(1, 3)],
+            vec![
+                attribution(7, Shape::LaunchBound),
+                attribution(3, Shape::HostStall),
+            ],
+        )
+        .unwrap();
+        for s in &steps {
+            let a = s.attribution.as_ref().unwrap();
+            assert_eq!(a.launch.launches, s.launches, "step {}", s.index);
+        }
+        let shapes: Vec<Shape> = steps
+            .iter()
+            .map(|s| s.attribution.as_ref().unwrap().shape)
+            .collect();
+        assert_eq!(shapes, [Shape::LaunchBound, Shape::HostStall]);
+    }
+
+    #[test]
+    fn attach_refuses_attributions_of_other_steps() {
+        let e = attach(
+            vec![step(0, 1), step(1, 1)],
+            vec![attribution(1, Shape::Undetermined)],
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::INTERNAL);
+        assert!(
+            e.message.starts_with("1 attributions for 2 steps"),
+            "{}",
+            e.message
+        );
+    }
 }

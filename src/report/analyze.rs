@@ -201,7 +201,7 @@ fn walk<M: Markup>(m: &mut M, a: &Analysis, o: &Options) {
             .collect();
         m.line(&format!(
             "steps ({}): {} — `stepgate steps` for the per-step breakdown",
-            s.method,
+            s.method.method_str(),
             parts.join(", ")
         ));
     }

@@ -143,7 +143,7 @@ pub struct StepAttribution {
 
 /// What attribution returns for a list of steps: one attribution per step (same order,
 /// same length) and the report-level fields. Not serialized itself:
-/// [`StepsReport::join`](super::steps::StepsReport::join) places it.
+/// `pipeline::steps::attach` puts each on its step, the report takes the rest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attributions {
     /// Parallel to the steps it was computed from.

@@ -1,13 +1,14 @@
 //! The wire types: every type stepgate serializes (the JSON documents it prints, the files
 //! it stores and reads back, the rows it exports), as plain data in one leaf module.
 //!
-//! Like ripgrep's `jsont`, this module depends on no other module of the crate but
-//! `exit` (the error of `StepsReport::join`): `timing`, `roofline`, `attribution`,
-//! `baseline`, `dataset`, `report` and the rest depend on it, never the other way, so the
-//! steps ↔ attribution join happens in one place (`pipeline::steps::run`) and not by one
-//! module filling the other's struct. A type here holds fields, derives and serde
-//! attributes; what computes with it (constructors, arithmetic, parsing, checks) is an
-//! `impl` in its domain module. Nothing outside `wire` re-exports these types: every use
+//! Like ripgrep's `jsont`, this module depends on no other module of the crate: `timing`,
+//! `roofline`, `attribution`, `baseline`, `dataset`, `report` and the rest depend on it,
+//! never the other way, so the steps ↔ attribution join happens in one place
+//! (`pipeline::steps::attach`) and not by one module filling the other's struct. A type
+//! here holds fields, derives, serde attributes and the words it is serialized as (an
+//! enum's `as_str`, its serde value); what computes with it (constructors, arithmetic,
+//! parsing, checks, group keys, the words of a headline) is an `impl` in its domain
+//! module. Nothing outside `wire` re-exports these types: every use
 //! names `crate::wire::…`, so a document's contract is read in one place.
 //!
 //! One file per area: `analysis` (`analyze`), `steps` and `attribution` (`steps`, and

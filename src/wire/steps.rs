@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{
-    Attributions, GroupAttribution, LaunchCost, OperatingPoint, ShapeCount, StepAttribution,
+    GroupAttribution, LaunchCost, OperatingPoint, ShapeCount, StepAttribution,
 };
 
 /// What kind of engine step a span is.
@@ -88,15 +88,6 @@ pub struct BatchComposition {
     pub iteration: Option<u64>,
 }
 
-impl BatchComposition {
-    /// Whether the name counted any requests (a `ProfilerStep#N` composition counts none).
-    pub fn counts_requests(&self) -> bool {
-        self.requests.is_some()
-            || self.context.requests.is_some()
-            || self.generation.requests.is_some()
-    }
-}
-
 /// How a step was found, most certain first.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
@@ -124,7 +115,8 @@ pub enum FoundBy {
 }
 
 impl FoundBy {
-    pub fn as_str(self) -> &'static str {
+    /// The JSON word of `found_by` (its serde value).
+    pub const fn as_str(self) -> &'static str {
         match self {
             FoundBy::Marker => "marker",
             FoundBy::Scheduler => "scheduler",
@@ -137,28 +129,12 @@ impl FoundBy {
         }
     }
 
-    /// Words for the first output line, naming the engine the family identifies:
-    /// "python-stack spans (heuristic: vLLM V1 without step annotation)".
-    pub fn describe_for(self, engine: Option<&str>) -> String {
-        match (self, engine) {
-            (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
-            (FoundBy::Recurring, Some(e)) => format!("recurring annotations (heuristic: {e})"),
-            (FoundBy::Scheduler, Some(e)) => format!("scheduler scopes ({e})"),
-            _ => self.describe().to_owned(),
-        }
-    }
-
-    /// Words for the first output line.
-    pub fn describe(self) -> &'static str {
+    /// The JSON word of a report's `method`: `found_by`'s, but `engine` for markers (the
+    /// word `method` carried before `found_by` existed).
+    pub const fn method_str(self) -> &'static str {
         match self {
-            FoundBy::Marker => "engine step markers",
-            FoundBy::Scheduler => "scheduler scopes",
-            FoundBy::Python => "python-stack spans (heuristic)",
-            FoundBy::Recurring => "recurring annotations (heuristic)",
-            FoundBy::Sync => "host sync points (heuristic)",
-            FoundBy::Graphs => "CUDA-graph launch groups (heuristic)",
-            FoundBy::Gaps => "idle-gap splits (heuristic)",
-            FoundBy::Regex => "--steps regex",
+            FoundBy::Marker => "engine",
+            other => other.as_str(),
         }
     }
 }
@@ -314,54 +290,6 @@ pub struct Step {
     pub all_kernels: Vec<StepKernel>,
 }
 
-/// A step's kind as groups key it: the marker's kind, else the inferred one, marked so
-/// that an inferred decode never matches an exact one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KindLabel {
-    pub kind: StepKind,
-    pub inferred: bool,
-}
-
-impl KindLabel {
-    /// `decode`, or `decode (inferred)` for a guess: the group key a baseline stores.
-    pub fn as_str(self) -> &'static str {
-        if !self.inferred {
-            return self.kind.as_str();
-        }
-        match self.kind {
-            StepKind::Decode => "decode (inferred)",
-            StepKind::Prefill => "prefill (inferred)",
-            StepKind::Mixed => "mixed (inferred)",
-            StepKind::Verify => "verify (inferred)",
-            StepKind::Draft => "draft (inferred)",
-            StepKind::Idle => "idle (inferred)",
-            StepKind::Unknown => "unknown",
-        }
-    }
-}
-
-impl std::fmt::Display for KindLabel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Step {
-    /// The kind groups and `--kind` use: the marker's, else the inferred guess.
-    pub fn kind_label(&self) -> KindLabel {
-        match (self.kind, self.kind_guess) {
-            (StepKind::Unknown, Some(g)) => KindLabel {
-                kind: g,
-                inferred: true,
-            },
-            (k, _) => KindLabel {
-                kind: k,
-                inferred: false,
-            },
-        }
-    }
-}
-
 /// The steps of one rank: one process on one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Series {
@@ -424,49 +352,7 @@ pub struct AlignedStep {
     pub min_wall_ns: i64,
 }
 
-/// Which step finder produced a report (`method` in JSON, the word in "steps (…)").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum StepMethod {
-    /// Engine step markers.
-    Engine,
-    /// Scheduler scopes.
-    Scheduler,
-    /// Python-stack step functions (heuristic).
-    Python,
-    /// Recurring annotation cycles (heuristic).
-    Recurring,
-    /// Host sync points (heuristic).
-    Sync,
-    /// A user-given regex over range names.
-    Regex,
-    /// CUDA-graph launch groups (heuristic).
-    Graphs,
-    /// Idle-gap splits (heuristic).
-    Gaps,
-}
-
-impl StepMethod {
-    /// The wire string (the same as the JSON value).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepMethod::Engine => "engine",
-            StepMethod::Scheduler => "scheduler",
-            StepMethod::Python => "python",
-            StepMethod::Recurring => "recurring",
-            StepMethod::Sync => "sync",
-            StepMethod::Regex => "regex",
-            StepMethod::Graphs => "graphs",
-            StepMethod::Gaps => "gaps",
-        }
-    }
-}
-
-impl std::fmt::Display for StepMethod {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub mod method;
 
 /// Version of the `steps` JSON document: additive fields keep it, a removed or renamed
 /// field or a changed meaning bumps it (docs/reports.md).
@@ -484,7 +370,9 @@ pub struct StepsReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<super::meta::SourceInfo>,
     /// `engine`, `scheduler`, `python`, `recurring`, `sync`, `regex`, `graphs` or `gaps`.
-    pub method: StepMethod,
+    #[serde(with = "method")]
+    #[schemars(with = "method::Schema")]
+    pub method: FoundBy,
     /// How the steps were found (the same for every step).
     #[serde(default)]
     pub found_by: FoundBy,
@@ -542,222 +430,5 @@ pub struct StepAt {
     pub index: usize,
 }
 
-impl StepsReport {
-    /// The one place steps and their attributions meet: step finding returns the report
-    /// with every `attribution` empty, attribution returns [`Attributions`] computed from
-    /// `self.steps` (same order), and this puts them together.
-    ///
-    /// Attributions of other steps (a different count) are a bug in the caller, refused as
-    /// an internal error rather than joined to the wrong steps.
-    pub fn join(mut self, a: Attributions) -> crate::exit::Result<StepsReport> {
-        if a.steps.len() != self.steps.len() {
-            return Err(crate::exit::Error::internal(format!(
-                "{} attributions for {} steps: attributions must be computed from the report's own steps",
-                a.steps.len(),
-                self.steps.len()
-            )));
-        }
-        for (s, at) in self.steps.iter_mut().zip(a.steps) {
-            s.attribution = Some(at);
-        }
-        self.shapes = a.shapes;
-        self.launch_cost = Some(a.launch_cost);
-        self.groups = a.groups;
-        Ok(self)
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::{ShapeCount, Step, StepKind, StepMethod, StepsReport};
-    use crate::wire::attribution::{
-        Attributions, LaunchAttribution, LaunchCost, Shape, StepAttribution,
-    };
-
-    #[test]
-    fn step_method_serializes_to_the_strings_reports_always_carried() {
-        // The strings `method` had while it was a String: the JSON must not change.
-        let cases = [
-            (StepMethod::Engine, "engine"),
-            (StepMethod::Scheduler, "scheduler"),
-            (StepMethod::Python, "python"),
-            (StepMethod::Sync, "sync"),
-            (StepMethod::Regex, "regex"),
-            (StepMethod::Graphs, "graphs"),
-            (StepMethod::Gaps, "gaps"),
-        ];
-        for (m, s) in cases {
-            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{s}\""));
-            assert_eq!(m.to_string(), s);
-            assert_eq!(
-                serde_json::from_str::<StepMethod>(&format!("\"{s}\"")).unwrap(),
-                m
-            );
-        }
-        assert!(serde_json::from_str::<StepMethod>("\"marker\"").is_err());
-    }
-
-    /// A decode step of wall 10 ns, busy 10, no gap (for tests elsewhere in the crate).
-    pub(crate) fn step(index: usize, launches: u64) -> Step {
-        Step {
-            index,
-            series: 0,
-            pid: 1,
-            tid: Some(1),
-            device: Some(0),
-            name: format!("s{index}"),
-            domain: None,
-            found_by: super::FoundBy::Marker,
-            kind: StepKind::Decode,
-            kind_guess: None,
-            kind_evidence: None,
-            batch_guess: None,
-            batch_evidence: None,
-            tokens_guess: None,
-            tokens_evidence: None,
-            composition: None,
-            cpu_start_ns: None,
-            cpu_end_ns: None,
-            cpu_ns: None,
-            gpu_start_ns: Some(0),
-            gpu_end_ns: Some(10),
-            wall_ns: Some(10),
-            period_ns: None,
-            idle_before_ns: None,
-            busy_ns: 10,
-            gap_ns: Some(0),
-            kernels: 1,
-            ops: 1,
-            tail_busy_ns: 0,
-            tail_kernels: 0,
-            tail_ops: 0,
-            graph_replays: 0,
-            launches,
-            launch_host_ns: 0,
-            exposed_comm_ns: None,
-            longest_host_call: None,
-            annotation_gpu_start_ns: None,
-            annotation_gpu_end_ns: None,
-            top_kernels: Vec::new(),
-            categories: Vec::new(),
-            attribution: None,
-            all_kernels: Vec::new(),
-        }
-    }
-
-    /// An attribution without a floor (for tests elsewhere in the crate).
-    pub(crate) fn attribution(launches: u64, shape: Shape) -> StepAttribution {
-        StepAttribution {
-            floor: None,
-            launch: LaunchAttribution {
-                launches,
-                host_ns: 0,
-                driver_floor_ns: 0.0,
-                framework_ns: 0.0,
-                host_to_gap_ratio: None,
-            },
-            shape,
-            action: String::new(),
-            classes: Vec::new(),
-            waterfall: None,
-            plausible_with: Vec::new(),
-            measured_dram_of_peak: None,
-        }
-    }
-
-    /// A report of `steps` with every other field empty (for tests elsewhere in the crate).
-    pub(crate) fn report(steps: Vec<Step>) -> StepsReport {
-        StepsReport {
-            schema_version: super::SCHEMA_VERSION,
-            tool: None,
-            source: None,
-            method: StepMethod::Engine,
-            found_by: super::FoundBy::Marker,
-            exact_steps_hint: None,
-            found_by_engine: None,
-            launch_cost: None,
-            shapes: Vec::new(),
-            notes: Vec::new(),
-            warnings: Vec::new(),
-            series: Vec::new(),
-            outside_steps: Vec::new(),
-            steps_without_gpu_work: 0,
-            summary: Vec::new(),
-            ranks: Vec::new(),
-            operating_point: None,
-            groups: Vec::new(),
-            class_spread: Vec::new(),
-            median_step: None,
-            medians: None,
-            verdict: None,
-            steps,
-        }
-    }
-
-    #[test]
-    fn join_puts_each_attribution_on_its_own_step_and_sets_the_report_fields() {
-        // Steps told apart by their launch count; each attribution carries the same count,
-        // so a shifted or reversed join shows.
-        let r = report(vec![step(0, 7), step(1, 3)]);
-        let cost = LaunchCost {
-            per_launch_ns: 2500.0,
-            source: "measured".to_owned(),
-        };
-        let shapes = vec![
-            ShapeCount {
-                shape: Shape::LaunchBound,
-                steps: 1,
-            },
-            ShapeCount {
-                shape: Shape::HostStall,
-                steps: 1,
-            },
-        ];
-        let j = r
-            .join(Attributions {
-                steps: vec![
-                    attribution(7, Shape::LaunchBound),
-                    attribution(3, Shape::HostStall),
-                ],
-                shapes: shapes.clone(),
-                launch_cost: cost.clone(),
-                groups: Vec::new(),
-            })
-            .unwrap();
-        for s in &j.steps {
-            let a = s.attribution.as_ref().unwrap();
-            assert_eq!(a.launch.launches, s.launches, "step {}", s.index);
-        }
-        assert_eq!(
-            j.steps[0].attribution.as_ref().unwrap().shape,
-            Shape::LaunchBound
-        );
-        assert_eq!(
-            j.steps[1].attribution.as_ref().unwrap().shape,
-            Shape::HostStall
-        );
-        assert_eq!(j.shapes, shapes);
-        assert_eq!(j.launch_cost, Some(cost));
-    }
-
-    #[test]
-    fn join_refuses_attributions_of_other_steps() {
-        let e = report(vec![step(0, 1), step(1, 1)])
-            .join(Attributions {
-                steps: vec![attribution(1, Shape::Undetermined)],
-                shapes: Vec::new(),
-                launch_cost: LaunchCost {
-                    per_launch_ns: 1.0,
-                    source: "cited".to_owned(),
-                },
-                groups: Vec::new(),
-            })
-            .unwrap_err();
-        assert_eq!(e.exit_code(), crate::exit::INTERNAL);
-        assert!(
-            e.message.starts_with("1 attributions for 2 steps"),
-            "{}",
-            e.message
-        );
-    }
-}
+pub(crate) mod tests;

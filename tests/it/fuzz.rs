@@ -15,7 +15,7 @@ use stepgate::attribution::attribute_all;
 use stepgate::categories::Categorizer;
 use stepgate::report::Format;
 use stepgate::source;
-use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
+use stepgate::timing::steps::{find, Found, Stages, StepOptions, StepSource};
 use stepgate::wire::attribution::LaunchCost;
 
 use crate::common::{fixture, gunzip};
@@ -82,15 +82,22 @@ fn exercise(path: &Path) -> Result<bool, String> {
                 top_kernels: 3,
                 ..Default::default()
             };
-            match find_steps(&t, &opts, &cats) {
-                Ok(r) => {
+            match find(&t, &opts, &cats) {
+                Ok(f) => {
                     let a = attribute_all(
-                        &r.steps,
+                        &f.steps,
                         &|_| None,
                         &LaunchCost::default(),
                         stepgate::attribution::NSIGHT_COMPUTE,
                     );
-                    let r = r.join(a).map_err(|e| format!("join: {}", e.message))?;
+                    let steps = stepgate::pipeline::steps::attach(f.steps, a.steps)
+                        .map_err(|e| format!("join: {}", e.message))?;
+                    let r = Found { steps, ..f }.into_report(Stages {
+                        launch_cost: Some(a.launch_cost),
+                        shapes: a.shapes,
+                        groups: a.groups,
+                        ..Stages::default()
+                    });
                     for f in [Format::Table, Format::Json, Format::Markdown] {
                         let _ = stepgate::report::steps::render(
                             "r",

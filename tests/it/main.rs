@@ -69,6 +69,7 @@ mod rocpd_truncated;
 mod schema;
 mod shapes;
 mod steps;
+mod steps_assembly;
 mod steps_real;
 mod steps_synth;
 mod steps_train;

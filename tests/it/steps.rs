@@ -7,7 +7,7 @@ mod generated_captures;
 use stepgate::categories::Categorizer;
 use stepgate::timing::steps::{find_steps, StepOptions, StepSource};
 use stepgate::trace::*;
-use stepgate::wire::steps::{FoundBy, StepKind, StepMethod};
+use stepgate::wire::steps::{FoundBy, StepKind};
 use stepgate::wire::trace::{SourceFormat, TraceMeta};
 
 struct B {
@@ -128,7 +128,7 @@ fn hand_trace() -> Trace {
 fn hand_built_steps_match_hand_computed_values() {
     let t = hand_trace();
     let r = find_steps(&t, &StepOptions::default(), &Categorizer::default()).unwrap();
-    assert_eq!(r.method, StepMethod::Engine);
+    assert_eq!(r.method.method_str(), "engine");
     assert_eq!(r.steps.len(), 3);
     assert_eq!(r.steps_without_gpu_work, 1);
     let a = &r.steps[0];

@@ -9,7 +9,7 @@ use polars::prelude::*;
 use stepgate::categories::Categorizer;
 use stepgate::timing::steps::{find_steps, StepOptions};
 use stepgate::trace::{RangeKind, Trace};
-use stepgate::wire::steps::{FoundBy, StepKind, StepMethod, StepsReport};
+use stepgate::wire::steps::{FoundBy, StepKind, StepsReport};
 
 use crate::common::{fixture, union_ns};
 
@@ -141,7 +141,7 @@ fn annotation_less_vllm_and_sglang_traces_give_the_same_steps_from_python_spans(
         let bare = without_annotations(full);
         let r = steps(&bare);
         assert_eq!(r.found_by, FoundBy::Python, "{rel}");
-        assert_eq!(r.method, StepMethod::Python);
+        assert_eq!(r.method, FoundBy::Python);
         assert!(
             r.exact_steps_hint
                 .as_deref()

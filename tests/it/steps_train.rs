@@ -16,7 +16,7 @@ use std::io::Read;
 use serde_json::Value;
 use stepgate::categories::Categorizer;
 use stepgate::timing::steps::{find_steps, Extent, StepOptions, StepSource, Threads};
-use stepgate::wire::steps::{FoundBy, StepMethod, StepsReport};
+use stepgate::wire::steps::{FoundBy, StepsReport};
 
 use crate::common::{fixture, run, union_ns};
 
@@ -206,7 +206,7 @@ fn training_loops_without_profilerstep_give_one_step_per_iteration() {
         let raw = raw(rel);
         assert_eq!((raw.spans(zg).len(), raw.spans(st).len()), (5, 5), "{rel}");
         let r = steps_with(rel, &StepOptions::default());
-        assert_eq!(r.method, StepMethod::Recurring, "{rel}");
+        assert_eq!(r.method, FoundBy::Recurring, "{rel}");
         assert_eq!(r.found_by, FoundBy::Recurring);
         assert!(r.steps.iter().all(|s| s.found_by == FoundBy::Recurring));
         assert_eq!(

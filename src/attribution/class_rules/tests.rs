@@ -181,9 +181,14 @@ fn report(probe_ns: &[i64]) -> StepsReport {
         &LaunchCost::default(),
         NSIGHT_COMPUTE,
     );
-    let mut r = crate::wire::steps::tests::report(steps).join(a).unwrap();
-    r.class_spread = spread::by_group(&r.steps);
-    r
+    let steps = crate::pipeline::steps::attach(steps, a.steps).unwrap();
+    StepsReport {
+        class_spread: spread::by_group(&steps),
+        shapes: a.shapes,
+        launch_cost: Some(a.launch_cost),
+        groups: a.groups,
+        ..crate::wire::steps::tests::report(steps)
+    }
 }
 
 /// The cells of the text table's row that starts with `first`.

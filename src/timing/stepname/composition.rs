@@ -5,6 +5,13 @@ use super::MAX_COUNT;
 use crate::wire::steps::{BatchComposition, GroupAggregates};
 
 impl BatchComposition {
+    /// Whether the name counted any requests (a `ProfilerStep#N` composition counts none).
+    pub fn counts_requests(&self) -> bool {
+        self.requests.is_some()
+            || self.context.requests.is_some()
+            || self.generation.requests.is_some()
+    }
+
     /// Σ over both groups of a field, when every present group has it.
     pub(super) fn sum(&self, f: impl Fn(&GroupAggregates) -> Option<u64>) -> Option<u64> {
         let groups = [&self.context, &self.generation];

@@ -3,7 +3,7 @@
 //! project), or groups of ops for the idle-gap fallback, and how sure the method is.
 
 use crate::timing::stepname;
-use crate::wire::steps::{FoundBy, StepKind, StepMethod};
+use crate::wire::steps::{FoundBy, StepKind};
 
 /// A host span chosen as a step, before projection.
 #[derive(Debug, Clone)]
@@ -79,7 +79,6 @@ pub enum Items {
 
 /// What discovery found and how sure it is.
 pub struct Found {
-    pub method: StepMethod,
     pub found_by: FoundBy,
     pub hint: Option<String>,
     /// The engine (and version range) the winning family identifies, for the headline.
@@ -90,9 +89,8 @@ pub struct Found {
 }
 
 impl Found {
-    pub(super) fn spans(method: StepMethod, found_by: FoundBy, c: Vec<Candidate>) -> Self {
+    pub(super) fn spans(found_by: FoundBy, c: Vec<Candidate>) -> Self {
         Found {
-            method,
             found_by,
             hint: None,
             detail: None,

@@ -1,17 +1,20 @@
 //! The steps of a report as step finding leaves them: the pipeline's working state
 //! (filtered by device, given kinds, batches and an operating point) before the wire
-//! document is built from it once (`Found::into_report`).
+//! document is built from it and what the later stages returned, once, in one place
+//! (`Found::into_report`).
 
-use crate::wire::steps::{
-    AlignedStep, FoundBy, OutsideSteps, Series, Step, StepMethod, StepsReport,
+use crate::wire::attribution::{
+    GroupAttribution, GroupSpread, LaunchCost, OperatingPoint, RunVerdict, ShapeCount,
 };
+use crate::wire::meta::{SourceInfo, Tool};
+use crate::wire::run_medians::RunMedians;
+use crate::wire::steps::{AlignedStep, FoundBy, OutsideSteps, Series, Step, StepsReport};
 
 use super::summary::{median_step, summarize};
 
 /// What discovery says about the whole report.
 #[derive(Debug, Clone)]
 pub struct Meta {
-    pub method: StepMethod,
     pub found_by: FoundBy,
     pub hint: Option<String>,
     pub engine: Option<&'static str>,
@@ -46,11 +49,12 @@ impl Found {
         self.ranks.clear();
     }
 
-    /// The wire document of these steps, built once: the kind summary, the median step
+    /// The wire document of these steps and of what the stages after step finding
+    /// returned: the one place a `StepsReport` is built. The kind summary, the median step
     /// and the count of steps without GPU work are taken from the steps as they are now
-    /// (after every filter and inferred kind). Attribution, groups, verdict and medians
-    /// are unset until the attribution is joined.
-    pub fn into_report(self) -> StepsReport {
+    /// (after every filter and inferred kind, each with its attribution where it has
+    /// one). `Stages::default()` gives step finding's own document (nothing priced).
+    pub fn into_report(self, stages: Stages) -> StepsReport {
         let Found {
             meta,
             series,
@@ -58,30 +62,63 @@ impl Found {
             ranks,
             steps,
         } = self;
+        let Stages {
+            tool,
+            source,
+            operating_point,
+            launch_cost,
+            shapes,
+            groups,
+            class_spread,
+            verdict,
+            medians,
+            notes,
+        } = stages;
         StepsReport {
             schema_version: crate::wire::steps::SCHEMA_VERSION,
-            tool: None,
-            source: None,
-            method: meta.method,
+            tool,
+            source,
+            method: meta.found_by,
             found_by: meta.found_by,
             exact_steps_hint: meta.hint,
             found_by_engine: meta.engine.map(str::to_owned),
-            launch_cost: None,
-            shapes: Vec::new(),
-            notes: meta.notes,
+            launch_cost,
+            shapes,
+            notes: meta.notes.into_iter().chain(notes).collect(),
             warnings: meta.warnings,
             summary: summarize(&steps),
             outside_steps,
             series,
             steps_without_gpu_work: steps.iter().filter(|s| s.wall_ns.is_none()).count(),
             ranks,
-            operating_point: None,
-            groups: Vec::new(),
-            class_spread: Vec::new(),
-            verdict: None,
+            operating_point,
+            groups,
+            class_spread,
+            verdict,
             median_step: median_step(&steps),
-            medians: None,
+            medians,
             steps,
         }
     }
+}
+
+/// What the stages after step finding returned, each a finished value (the verdict took
+/// the spread and the groups as arguments, so it was decided after them): the report is
+/// built from these and the found steps once, and nothing writes into it afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct Stages {
+    /// Which stepgate read which report; None where the report is nested in a document
+    /// that says it once at its top (`analyze`).
+    pub tool: Option<Tool>,
+    pub source: Option<SourceInfo>,
+    pub operating_point: Option<OperatingPoint>,
+    pub launch_cost: Option<LaunchCost>,
+    pub shapes: Vec<ShapeCount>,
+    /// Per group of like steps, its median step's classes with the trace's detail.
+    pub groups: Vec<GroupAttribution>,
+    pub class_spread: Vec<GroupSpread>,
+    pub verdict: Option<RunVerdict>,
+    pub medians: Option<RunMedians>,
+    /// Notes after step finding's own: the floor's basis, the steps it could not price.
+    pub notes: Vec<String>,
 }

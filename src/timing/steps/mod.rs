@@ -19,6 +19,7 @@ mod candidate;
 mod discover;
 mod found;
 mod index;
+mod kind;
 mod measure;
 mod nvtxproj;
 mod options;
@@ -30,7 +31,8 @@ use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::StepsReport;
 
-pub use found::{Found, Meta};
+pub use found::{Found, Meta, Stages};
+pub use kind::KindLabel;
 pub use nvtxproj::{project_ranges, RangeProjection};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 pub use summary::{median_step, percentile, summarize};
@@ -39,7 +41,7 @@ pub use summary::{median_step, percentile, summarize};
 /// ([`Found`]), which the pipeline filters and gives their operating point before it
 /// builds the wire document ([`Found::into_report`]). Steps carry no attribution: step
 /// finding knows nothing of it; `crate::attribution::attribute_priced` prices the steps
-/// and [`StepsReport::join`] puts the two together.
+/// and `crate::pipeline::steps::attach` puts the two together.
 pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Found> {
     let ix = index::Index::new(trace)?;
     crate::phases::mark("steps: index");
@@ -75,7 +77,6 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
         trace,
         &ops,
         Meta {
-            method: found.method,
             found_by: found.found_by,
             hint: found.hint,
             engine: found.detail,
@@ -93,5 +94,5 @@ pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Fou
 /// [`find`] made into the wire document at once (no filter, no operating point): what a
 /// caller that only reads the steps wants.
 pub fn find_steps(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<StepsReport> {
-    find(trace, opts, cats).map(Found::into_report)
+    find(trace, opts, cats).map(|f| f.into_report(Stages::default()))
 }

@@ -148,7 +148,7 @@ fn scheduler_scopes_are_steps_and_the_sample_scope_is_the_tail() {
     }
     let r = auto(&b.trace());
     assert_eq!(r.found_by, FoundBy::Scheduler);
-    assert_eq!(r.method, StepMethod::Scheduler);
+    assert_eq!(r.method, FoundBy::Scheduler);
     assert!(r
         .exact_steps_hint
         .as_deref()

@@ -74,7 +74,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Engine);
+        assert_eq!(r.method, FoundBy::Marker);
         check(&exp, &r);
         let kinds: Vec<StepKind> = r.steps.iter().map(|s| s.kind).collect();
         assert_eq!(
@@ -166,7 +166,7 @@ mod generated {
             &Scenario::new(Layout::Nsys2026_2, 1, steps),
             &StepOptions::default(),
         );
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
+        assert_eq!(r.method, FoundBy::Graphs);
         assert_eq!(r.found_by, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 5);
         // One full graph per step: each launch one step, kind only guessed.
@@ -222,7 +222,7 @@ mod generated {
             &StepOptions::default(),
         );
         assert_eq!(r.found_by, FoundBy::Graphs);
-        assert_eq!(r.method, stepgate::wire::steps::StepMethod::Graphs);
+        assert_eq!(r.method, FoundBy::Graphs);
         assert_eq!(r.steps.len(), 4, "one step per engine step, not per piece");
         for (s, e) in r.steps.iter().zip(&exp.steps) {
             assert_eq!(

@@ -4,7 +4,7 @@
 use super::{Found, GapGroup, Index, Items};
 use crate::exit::Result;
 use crate::timing::steps::StepOptions;
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> {
     let threshold = opts.gap_threshold_ns;
@@ -62,7 +62,6 @@ pub(super) fn find(ix: &Index<'_>, opts: &StepOptions) -> Result<Option<Found>> 
         lo = hi;
     }
     Ok(Some(Found {
-        method: StepMethod::Gaps,
         found_by: FoundBy::Gaps,
         hint: None,
         detail: None,

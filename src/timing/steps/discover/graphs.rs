@@ -12,7 +12,7 @@
 //! full-graph decode reading) and a note says so.
 
 use crate::trace::is_graph_launch_call;
-use crate::wire::steps::{FoundBy, StepKind, StepMethod};
+use crate::wire::steps::{FoundBy, StepKind};
 
 use super::hostcalls::{graph_of, is_sync_call};
 use super::{Candidate, Found, Index};
@@ -76,7 +76,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         return Ok(None);
     }
     let grouped = out.iter().filter(|c| c.exact_call.is_none()).count();
-    let mut f = Found::spans(StepMethod::Graphs, FoundBy::Graphs, out);
+    let mut f = Found::spans(FoundBy::Graphs, out);
     f.notes.push(if grouped == 0 {
         "steps found from CUDA-graph launches: each replay counted as one step (one full graph per step, as in full-graph decode: kind_guess decode)".to_owned()
     } else {

@@ -9,7 +9,7 @@ use crate::timing::stepname::{self, Marker};
 
 use super::{host_ranges, outermost, Candidate, Found, Index};
 use crate::timing::steps::StepOptions;
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 /// How many steps have context requests with no context-token count (none: `None`).
 fn untokened(f: &Found) -> Option<usize> {
@@ -68,7 +68,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         return Ok(None);
     }
     let (cands, enclosing) = drop_enclosing(ix, cands);
-    let mut f = Found::spans(StepMethod::Engine, FoundBy::Marker, outermost(cands));
+    let mut f = Found::spans(FoundBy::Marker, outermost(cands));
     if let Some(n) = untokened(&f) {
         f.notes.push(format!(
             "{n} step(s) name context (prefill) requests but not their token count (TensorRT-LLM's older `_forward_step N: n ctx reqs, m gen reqs`, vLLM `execute_new_N_cached_M`): no floor can be priced for them (a prefill's floor scales with its tokens; --context is the decode KV length); TensorRT-LLM with `ctx tokens` in the name and vLLM ≥ 0.14 `execute_context_N(T)` carry it"

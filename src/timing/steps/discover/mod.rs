@@ -6,6 +6,7 @@
 //! that slice.
 
 mod cycle;
+mod describe;
 mod gaps;
 mod graphs;
 mod hint;

@@ -13,7 +13,7 @@ use crate::trace::RangeKind;
 
 use super::{outermost, Candidate, Found, Index};
 use crate::timing::steps::StepOptions;
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 /// What each family says about the engine, for the headline (index = family).
 const ENGINE: [&str; 6] = [
@@ -87,7 +87,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         if launches == 0 {
             continue;
         }
-        let mut f = Found::spans(StepMethod::Python, FoundBy::Python, c);
+        let mut f = Found::spans(FoundBy::Python, c);
         f.detail = Some(ENGINE[fi]);
         f.notes.push(format!(
             "steps are the python-stack spans of {}.py {} (outermost per thread): a heuristic, the engine wrote no step marker",

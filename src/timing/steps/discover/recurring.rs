@@ -20,7 +20,7 @@
 use crate::exit::Result;
 use crate::timing::stepname::{is_engine_step_name, is_never_step, strip_emit_nvtx};
 use crate::timing::steps::StepOptions;
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 use super::cycle::{self, training_rank, Cycle, Thread};
 use super::{Candidate, Found, Index};
@@ -74,7 +74,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
         }));
     }
     let training = chosen.iter().any(|c| known(c.thread, &c.cycle));
-    let mut f = Found::spans(StepMethod::Recurring, FoundBy::Recurring, out);
+    let mut f = Found::spans(FoundBy::Recurring, out);
     f.detail = training.then_some("PyTorch training loop without ProfilerStep");
     let first = &chosen[0];
     let names: Vec<&str> = first

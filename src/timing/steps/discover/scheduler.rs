@@ -10,7 +10,7 @@ use crate::timing::stepname::strip_emit_nvtx;
 
 use super::{host_ranges, outermost, Found, Index};
 use crate::timing::steps::StepOptions;
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 /// The range names an nsys read keeps for scheduler scopes (vLLM 0.11.0 `Preprocess` marks
 /// `Forward`).
@@ -39,7 +39,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
             None => {}
         }
     }
-    let mut f = Found::spans(StepMethod::Scheduler, FoundBy::Scheduler, c);
+    let mut f = Found::spans(FoundBy::Scheduler, c);
     f.detail = match (sglang, vllm) {
         (true, false) => Some("SGLang scheduler.run_batch"),
         (false, true) => Some("vLLM custom profiling scopes"),

@@ -20,7 +20,7 @@ use super::{Candidate, Found, Index};
 use crate::exit::Result;
 use crate::timing::steps::StepOptions;
 use crate::trace::is_graph_launch_call;
-use crate::wire::steps::{FoundBy, StepKind, StepMethod};
+use crate::wire::steps::{FoundBy, StepKind};
 
 /// Minimum boundaries for a recurring sync.
 const MIN_BOUNDARIES: usize = 3;
@@ -198,7 +198,7 @@ pub(super) fn find(ix: &Index<'_>, _: &StepOptions) -> Result<Option<Found>> {
     if out.is_empty() {
         return Ok(None);
     }
-    let mut f = Found::spans(StepMethod::Sync, FoundBy::Sync, out);
+    let mut f = Found::spans(FoundBy::Sync, out);
     f.notes.push(format!(
         "steps found between recurring host syncs ({}) on each process's busiest launching thread: a heuristic",
         sync_name.unwrap_or_default()

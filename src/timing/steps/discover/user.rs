@@ -10,7 +10,7 @@ use regex::Regex;
 
 use crate::exit::{Error, Result};
 use crate::timing::steps::{Extent, StepOptions, Threads};
-use crate::wire::steps::{FoundBy, StepMethod};
+use crate::wire::steps::FoundBy;
 
 use super::ranges::{host_ranges_in, matches_range};
 use super::{cycle, outermost, Candidate, Found, Index};
@@ -45,7 +45,7 @@ pub(super) fn find(ix: &Index<'_>, re: &Regex, opts: &StepOptions) -> Result<Fou
             re.as_str()
         )));
     }
-    let mut f = Found::spans(StepMethod::Regex, FoundBy::Regex, c);
+    let mut f = Found::spans(FoundBy::Regex, c);
     if opts.extent == Some(Extent::Cycle) {
         f.notes.push(format!(
             "--steps-extent cycle: each step runs from one match of the opener (the matched name PyTorch writes first in an iteration, else the one that recurs most) to the next; the last to the end of the last match after it{}",
