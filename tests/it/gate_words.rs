@@ -381,6 +381,7 @@ fn an_unavailable_baseline_claims_no_missing_group() {
             model: None,
             candidate: None,
             classes: false,
+            metrics: Default::default(),
         },
     )
     .unwrap();
