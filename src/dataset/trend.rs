@@ -409,6 +409,9 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             dataset: dataset.display().to_string(),
         },
         metric: q.metric.name(),
+        label: crate::baseline::metrics::Metrics::builtin()
+            .label(&q.metric.name())
+            .into_owned(),
         unit: q.metric.unit(),
         window: q.window,
         threshold_rel: threshold.rel,

@@ -697,7 +697,7 @@ fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                 model: None,
                 candidate: None,
                 classes: true,
-                metrics: Default::default(),
+                metrics: stepgate::baseline::metrics::Metrics::default(),
             };
             match stepgate::dataset::history_baseline(ds, &q) {
                 Ok(h) => {

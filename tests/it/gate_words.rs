@@ -381,7 +381,7 @@ fn an_unavailable_baseline_claims_no_missing_group() {
             model: None,
             candidate: None,
             classes: false,
-            metrics: Default::default(),
+            metrics: stepgate::baseline::metrics::Metrics::default(),
         },
     )
     .unwrap();
