@@ -8,31 +8,20 @@ use std::borrow::Cow;
 use crate::text::group_thousands;
 use crate::wire::baseline::metric;
 
-/// The display name of a step metric (`wall_ns` → `wall`); `kernel:NAME` and
-/// `category:NAME` (trend's metrics) read `kernel NAME`; a metric no table knows keeps
-/// its field name.
+/// The display name of a metric no row of the step-metric table declares (a step
+/// metric's label is its row's, `baseline::metrics`): `excess_ns.CLASS` reads `CLASS
+/// excess (derived)`, `kernel:NAME` and `category:NAME` (trend's metrics) read `kernel
+/// NAME`; any other keeps its field name.
 pub fn metric_name(name: &str) -> Cow<'_, str> {
-    Cow::Borrowed(match name {
-        metric::WALL_NS => "wall",
-        metric::PERIOD_NS => "period",
-        metric::BUSY_NS => "busy",
-        metric::GAP_NS => "gap",
-        metric::GAP_FRACTION => "gap fraction",
-        metric::LAUNCHES => "launches",
-        metric::MBU => "MBU (derived)",
-        metric::EXPOSED_COMM_NS => "exposed communication",
-        other => {
-            if let Some(class) = other.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
-                return Cow::Owned(format!("{class} excess (derived)"));
-            }
-            for prefix in ["kernel:", "category:"] {
-                if let Some(rest) = other.strip_prefix(prefix) {
-                    return Cow::Owned(format!("{} {rest}", &prefix[..prefix.len() - 1]));
-                }
-            }
-            other
+    if let Some(class) = name.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
+        return Cow::Owned(format!("{class} excess (derived)"));
+    }
+    for prefix in ["kernel:", "category:"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return Cow::Owned(format!("{} {rest}", &prefix[..prefix.len() - 1]));
         }
-    })
+    }
+    Cow::Borrowed(name)
 }
 
 /// A relative change with one decimal, signed with + or − (U+2212), thousands separated:
@@ -57,9 +46,7 @@ mod tests {
 
     #[test]
     fn one_name_per_metric() {
-        assert_eq!(metric_name("wall_ns"), "wall");
-        assert_eq!(metric_name("mbu"), "MBU (derived)");
-        assert_eq!(metric_name("gap_fraction"), "gap fraction");
+        assert_eq!(metric_name("excess_ns.weights"), "weights excess (derived)");
         assert_eq!(metric_name("kernel:fused_moe"), "kernel fused_moe");
         assert_eq!(metric_name("category:attention"), "category attention");
         assert_eq!(metric_name("tokens_per_s"), "tokens_per_s");

@@ -172,7 +172,11 @@ pub fn validate(b: &Baseline, name: &str) -> Result<()> {
             }
         }
         for (m, v) in &g.metrics {
-            check(&format!("metric {m}"), v, bounds::of_metric(m))?;
+            check(
+                &format!("metric {m}"),
+                v,
+                crate::baseline::metrics::of_metric(m),
+            )?;
         }
         for (k, s) in &g.kernels {
             if s.exclusive_ns.len() != n || s.instances.len() != n {

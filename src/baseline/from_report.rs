@@ -6,8 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
-use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use crate::baseline::metrics::{Metrics, StepSample};
+use crate::baseline::model::bounds::{self, OutOfRange};
+use crate::wire::baseline::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::wire::steps::{Step, StepsReport};
 
 /// Where a pushed step landed: its group and its position in the group.
@@ -32,12 +33,28 @@ struct Building {
 /// of the group, 0 where a step lacks that kernel (filled in by [`GroupBuilder::finish`]).
 #[derive(Debug, Default)]
 pub struct GroupBuilder {
+    /// Metric names kept where only some steps of a group have them (the table's
+    /// `partial` rows).
+    partial: Vec<&'static str>,
     /// kind → batch size → index into `groups` (borrowed-key lookups, no allocation per step).
     index: HashMap<String, HashMap<Option<u32>, usize>>,
     groups: Vec<Building>,
 }
 
 impl GroupBuilder {
+    /// A builder for samples read through `table`.
+    pub fn new(table: &Metrics) -> Self {
+        GroupBuilder {
+            partial: table
+                .rows()
+                .iter()
+                .filter(|r| r.partial)
+                .map(|r| r.name)
+                .collect(),
+            ..GroupBuilder::default()
+        }
+    }
+
     /// Add one step's metric samples; the caller has held them to [`bounds`].
     pub fn push(&mut self, kind: &str, batch: Option<u32>, s: &StepSample) -> Slot {
         let next = self.groups.len();
@@ -62,19 +79,10 @@ impl GroupBuilder {
                 b.group.metrics.insert(name.to_owned(), vec![v]);
             }
         };
-        push(metric::WALL_NS, s.wall_ns);
-        if let Some(p) = s.period_ns {
-            push(metric::PERIOD_NS, p);
-        }
-        push(metric::BUSY_NS, s.busy_ns);
-        push(metric::GAP_NS, s.gap_ns);
-        push(metric::GAP_FRACTION, s.gap_fraction());
-        push(metric::LAUNCHES, s.launches);
-        if let Some(x) = s.exposed_comm_ns {
-            push(metric::EXPOSED_COMM_NS, x);
-        }
-        if let Some(m) = s.mbu {
-            push(metric::MBU, m);
+        for &(name, v) in &s.values {
+            if let Some(v) = v {
+                push(name, v);
+            }
         }
         if let Some(c) = s.mean_context {
             b.context_sum += c;
@@ -143,8 +151,10 @@ impl GroupBuilder {
 
     /// The groups in (kind, batch size) order. A metric present on only some steps (MBU
     /// where a floor exists) is dropped rather than compared over a different set of
-    /// steps; `period_ns` may have one sample fewer per series (the last step has none).
+    /// steps; a `partial` one (`period_ns`) may have one sample fewer per series (the last
+    /// step has none).
     pub fn finish(self) -> Vec<Group> {
+        let partial = self.partial;
         let mut out: Vec<Group> = self
             .groups
             .into_iter()
@@ -152,7 +162,7 @@ impl GroupBuilder {
                 let n = b.steps;
                 let mut g = b.group;
                 g.metrics
-                    .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+                    .retain(|k, v| partial.contains(&k.as_str()) || v.len() == n);
                 for k in g.kernels.values_mut() {
                     k.exclusive_ns.resize(n, 0.0);
                     k.instances.resize(n, 0.0);
@@ -199,24 +209,6 @@ impl Tally {
     }
 }
 
-/// The samples of one found step as bounds see them.
-fn sample(s: &Step) -> StepSample {
-    StepSample {
-        wall_ns: s.wall_ns.unwrap_or(0) as f64,
-        period_ns: s.period_ns.map(|p| p as f64),
-        busy_ns: s.busy_ns as f64,
-        gap_ns: s.gap_ns.unwrap_or(0) as f64,
-        launches: s.launches as f64,
-        exposed_comm_ns: s.exposed_comm_ns.map(|x| x as f64),
-        mbu: s
-            .attribution
-            .as_ref()
-            .and_then(|a| a.floor.as_ref())
-            .map(|f| f.mbu),
-        mean_context: s.composition.as_ref().and_then(|c| c.mean_context()),
-    }
-}
-
 /// The first kernel or category sample of a step out of range.
 fn bad_kernel(s: &Step) -> Option<OutOfRange> {
     let bad = |field: String, v: i64, range: bounds::Range| {
@@ -254,31 +246,36 @@ fn bad_kernel(s: &Step) -> Option<OutOfRange> {
         })
 }
 
-/// Samples of every step with GPU work, grouped so that only like steps are compared.
-/// Kernel and category vectors hold one value per step (0 where absent). A step with a
-/// measured sample outside [`bounds`] is left out, and an MBU or mean context outside them
-/// is dropped from its step; the returned lines say so (empty when nothing was).
+/// Samples of every step with GPU work, grouped so that only like steps are compared:
+/// [`samples_from_steps_with`] the built-in metrics.
 pub fn samples_from_steps(report: &StepsReport, meta: BaselineMeta) -> (Baseline, Vec<String>) {
-    let mut b = GroupBuilder::default();
+    samples_from_steps_with(report, meta, &Metrics::builtin())
+}
+
+/// Samples of every step with GPU work, each step's metrics read through `table`, grouped
+/// so that only like steps are compared. Kernel and category vectors hold one value per
+/// step (0 where absent). A step with a measured sample outside [`bounds`] is left out,
+/// and a derived sample (MBU) or mean context outside them is dropped from its step; the
+/// returned lines say so (empty when nothing was).
+pub fn samples_from_steps_with(
+    report: &StepsReport,
+    meta: BaselineMeta,
+    table: &Metrics,
+) -> (Baseline, Vec<String>) {
+    let mut b = GroupBuilder::new(table);
     let (mut left_out, mut dropped) = (Tally::default(), Tally::default());
     let at = |s: &Step| format!("step {} of series {}", s.index, s.series);
     for s in report.steps.iter().filter(|s| s.wall_ns.is_some()) {
-        let mut x = sample(s);
-        if let Some(bad) = x.bad_measurement().or_else(|| bad_kernel(s)) {
+        let mut x = table.sample(s, s.composition.as_ref().and_then(|c| c.mean_context()));
+        if let Some(bad) = x.bad_measurement(table).or_else(|| bad_kernel(s)) {
             left_out.note(|| format!("{}: {bad}", at(s)));
             continue;
         }
-        for bad in x.drop_bad_derived() {
+        for bad in x.drop_bad_derived(table) {
             dropped.note(|| format!("{}: {bad}", at(s)));
         }
-        // Below its floor a step has no MBU (the floor is wrong, not a result); the steps
-        // report already warns of it.
-        if s.attribution
-            .as_ref()
-            .and_then(|a| a.floor.as_ref())
-            .is_some_and(|f| f.below_floor)
-        {
-            x.mbu = None;
+        for r in table.rows().iter().filter(|r| !(r.valid_on)(s)) {
+            x.set(r.name, None);
         }
         let batch = s
             .composition

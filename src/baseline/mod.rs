@@ -11,6 +11,7 @@ pub mod check;
 pub mod compare;
 pub mod file;
 pub mod from_report;
+pub mod metrics;
 pub mod model;
 pub mod policy;
 pub mod select;

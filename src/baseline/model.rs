@@ -71,18 +71,6 @@ pub mod bounds {
         what: "a finite number within ±1e15",
     };
 
-    /// The range of a step metric (see [`crate::wire::baseline::metric`]).
-    pub fn of_metric(metric: &str) -> Range {
-        use crate::wire::baseline::metric as m;
-        match metric {
-            m::GAP_FRACTION => FRACTION,
-            m::MBU => MBU,
-            m::LAUNCHES => COUNT,
-            n if m::in_ns(n) => TIME,
-            _ => OTHER,
-        }
-    }
-
     /// A number as a person reads it: 1e308, not 309 digits.
     pub fn show(v: f64) -> String {
         if v.is_finite() && v != 0.0 && !(1e-4..1e9).contains(&v.abs()) {
@@ -109,78 +97,6 @@ pub mod bounds {
                 show(self.value),
                 self.range.what
             )
-        }
-    }
-
-    /// The measured samples of one step (times, counts) and the derived ones (MBU from a
-    /// floor, mean context from the step's name), as every reader of steps sees them.
-    #[derive(Debug, Clone, Copy, Default, PartialEq)]
-    pub struct StepSample {
-        pub wall_ns: f64,
-        pub period_ns: Option<f64>,
-        pub busy_ns: f64,
-        pub gap_ns: f64,
-        pub launches: f64,
-        /// Measured, for steps that communicate.
-        pub exposed_comm_ns: Option<f64>,
-        pub mbu: Option<f64>,
-        pub mean_context: Option<f64>,
-    }
-
-    impl StepSample {
-        /// The first measured sample out of range. A step with one is not a measurement
-        /// (a sign-flipped or overflowed column): it is left out, never compared.
-        pub fn bad_measurement(&self) -> Option<OutOfRange> {
-            use crate::wire::baseline::metric as m;
-            let measured = [
-                (m::WALL_NS, Some(self.wall_ns)),
-                (m::PERIOD_NS, self.period_ns),
-                (m::BUSY_NS, Some(self.busy_ns)),
-                (m::GAP_NS, Some(self.gap_ns)),
-                (m::GAP_FRACTION, Some(self.gap_fraction())),
-                (m::LAUNCHES, Some(self.launches)),
-                (m::EXPOSED_COMM_NS, self.exposed_comm_ns),
-            ];
-            measured.into_iter().find_map(|(name, v)| {
-                let v = v?;
-                let range = of_metric(name);
-                (!range.holds(v)).then(|| OutOfRange {
-                    field: name.to_owned(),
-                    value: v,
-                    range,
-                })
-            })
-        }
-
-        /// Derived samples out of range are set absent (the floor or the step name was
-        /// absurd, not the step): returns what was dropped.
-        pub fn drop_bad_derived(&mut self) -> Vec<OutOfRange> {
-            let mut out = Vec::new();
-            for (field, v, range) in [
-                (crate::wire::baseline::metric::MBU, &mut self.mbu, MBU),
-                ("mean_context", &mut self.mean_context, CONTEXT),
-            ] {
-                if let Some(x) = *v {
-                    if !range.holds(x) {
-                        out.push(OutOfRange {
-                            field: field.to_owned(),
-                            value: x,
-                            range,
-                        });
-                        *v = None;
-                    }
-                }
-            }
-            out
-        }
-
-        /// `gap / wall` (0 for a zero-length step).
-        pub fn gap_fraction(&self) -> f64 {
-            if self.wall_ns > 0.0 {
-                self.gap_ns / self.wall_ns
-            } else {
-                0.0
-            }
         }
     }
 }

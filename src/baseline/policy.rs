@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::baseline::metrics::Metrics;
 pub use crate::baseline::select::Selector;
 use crate::exit::{Error, Result};
 use crate::wire::baseline::metric;
@@ -24,11 +25,6 @@ impl Threshold {
             gate: true,
         }
     }
-}
-
-/// Which way is worse for a step metric.
-pub fn higher_is_worse(metric_name: &str) -> bool {
-    metric_name != metric::MBU
 }
 
 /// A partial threshold from a policy file.
@@ -94,6 +90,9 @@ pub struct Policy {
     pub context_shift: f64,
     /// Step metrics by name; a metric not listed is reported, not gated.
     pub metrics: BTreeMap<String, Threshold>,
+    /// The step metrics: what is sampled, how each is judged and shown; the defaults of
+    /// `metrics` are its rows' thresholds.
+    pub table: Metrics,
     /// Default for every kernel's exclusive ns per step.
     pub kernel: Threshold,
     /// Default for every category's ns per step.
@@ -111,22 +110,19 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        let step = Threshold::new(0.03, 20_000.0);
-        let metrics = [
-            (metric::WALL_NS, step),
-            (metric::PERIOD_NS, step),
-            (metric::BUSY_NS, step),
-            (metric::GAP_NS, step),
-            // One percentage point of the step: smaller gap-fraction moves are noise.
-            (metric::GAP_FRACTION, Threshold::new(0.03, 0.01)),
-            // At least one more launch per step.
-            (metric::LAUNCHES, Threshold::new(0.03, 1.0)),
-            // One percentage point of bandwidth utilisation.
-            (metric::MBU, Threshold::new(0.03, 0.01)),
-        ]
-        .into_iter()
-        .map(|(k, t)| (k.to_owned(), t))
-        .collect();
+        Policy::with_table(Metrics::builtin())
+    }
+}
+
+impl Policy {
+    /// The default policy over a metric table: each row's threshold (a row without one is
+    /// reported, not gated).
+    pub fn with_table(table: Metrics) -> Self {
+        let metrics = table
+            .rows()
+            .iter()
+            .filter_map(|r| Some((r.name.to_owned(), r.threshold?)))
+            .collect();
         Policy {
             small_baseline: SmallBaseline::Refuse,
             inconclusive_fails: false,
@@ -143,6 +139,7 @@ impl Default for Policy {
             new_kernels_fail: true,
             kernel_rules: Vec::new(),
             category_rules: BTreeMap::new(),
+            table,
         }
     }
 }

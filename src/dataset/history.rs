@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::baseline::from_report::{GroupBuilder, Slot};
+use crate::baseline::metrics::Metrics;
 use crate::baseline::stats::median_in_place;
 use crate::dataset::filter::Filter;
 use crate::dataset::layout::Prune;
@@ -17,7 +18,7 @@ use crate::dataset::read;
 use crate::dataset::rows::{self, KernelName, KernelPick, StepKernelRow, StepRow};
 use crate::dataset::store::Store;
 use crate::exit::Result;
-use crate::wire::baseline::{metric, Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
+use crate::wire::baseline::{Baseline, BaselineMeta, Group, KernelSamples, SampleSet};
 use crate::wire::dataset::RunRow;
 
 use super::reference::{decide, merge_reference, AcceptedSelf, Moved};
@@ -57,6 +58,8 @@ pub struct HistoryQuery {
     pub candidate: Option<Candidate>,
     /// Read each step's class floors and excess (a policy gates a class excess).
     pub classes: bool,
+    /// The step metrics read from each run's steps (the gate policy's table).
+    pub metrics: crate::baseline::metrics::Metrics,
 }
 
 /// The baseline and how it was made.
@@ -183,6 +186,7 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             q.filter.kind.as_deref(),
             Some(&KernelPick::All),
             q.classes,
+            &q.metrics,
             &mut warnings,
         )?
     } else {
@@ -251,8 +255,14 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
             .copied()
             .collect();
         match q.mode {
-            HistoryMode::Steps => groups_of(&steps, &kernels, &data.kernels.names),
-            HistoryMode::Runs => run_medians(&steps, &kernels, &data.kernels.names, runs.len()),
+            HistoryMode::Steps => groups_of(&steps, &kernels, &data.kernels.names, &q.metrics),
+            HistoryMode::Runs => run_medians(
+                &steps,
+                &kernels,
+                &data.kernels.names,
+                runs.len(),
+                &q.metrics,
+            ),
         }
     };
     let mut groups = build(0);
@@ -299,8 +309,13 @@ pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
 
 /// Per-step samples grouped by (kind, batch size) through the same [`GroupBuilder`] that
 /// groups a report: kernel and category vectors hold one value per step, 0 where absent.
-fn groups_of(steps: &[StepRow], kernels: &[StepKernelRow], names: &[KernelName]) -> Vec<Group> {
-    let mut b = GroupBuilder::default();
+fn groups_of(
+    steps: &[StepRow],
+    kernels: &[StepKernelRow],
+    names: &[KernelName],
+    table: &Metrics,
+) -> Vec<Group> {
+    let mut b = GroupBuilder::new(table);
     let mut at: HashMap<(usize, i64, i64), Slot> = HashMap::with_capacity(steps.len());
     for s in steps {
         let slot = b.push(&s.kind, s.batch, &s.sample);
@@ -333,6 +348,7 @@ fn run_medians(
     kernels: &[StepKernelRow],
     names: &[KernelName],
     runs: usize,
+    table: &Metrics,
 ) -> Vec<Group> {
     let mut out: BTreeMap<(String, Option<u32>), Group> = BTreeMap::new();
     // Per group: the runs seen, in order, to pad kernels a later run adds.
@@ -351,7 +367,7 @@ fn run_medians(
         }
     }
     for (s, k) in steps_of.iter().zip(&kernels_of) {
-        for g in groups_of(s, k, names) {
+        for g in groups_of(s, k, names, table) {
             let key = (g.step_kind.clone(), g.batch_size);
             let n = *seen.get(&key).unwrap_or(&0);
             let acc = out
@@ -406,7 +422,7 @@ fn run_medians(
     for (key, mut g) in out {
         let n = seen.get(&key).copied().unwrap_or(0);
         g.metrics
-            .retain(|k, v| k == metric::PERIOD_NS || v.len() == n);
+            .retain(|k, v| table.get(k).is_some_and(|r| r.partial) || v.len() == n);
         g.classes.retain(|_, v| v.excess_ns.len() == n);
         let c = ctxs.remove(&key).unwrap_or_default();
         if !c.is_empty() && c.iter().all(Option::is_some) {
@@ -420,6 +436,7 @@ fn run_medians(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::baseline::metric;
 
     fn step(run: usize, index: i64, wall: f64) -> StepRow {
         StepRow {
@@ -427,13 +444,16 @@ mod tests {
             index,
             kind: std::sync::Arc::from("decode"),
             batch: Some(8),
-            sample: crate::baseline::model::bounds::StepSample {
-                wall_ns: wall,
-                busy_ns: wall - 10.0,
-                gap_ns: 10.0,
-                launches: 1.0,
-                ..Default::default()
-            },
+            sample: Metrics::builtin().sample_from_columns(
+                |c| match c {
+                    "wall_ns" => Some(wall),
+                    "busy_ns" => Some(wall - 10.0),
+                    "gap_ns" => Some(10.0),
+                    "launches" => Some(1.0),
+                    _ => None,
+                },
+                None,
+            ),
             ..StepRow::default()
         }
     }
@@ -472,7 +492,7 @@ mod tests {
             step(1, 1, 210.0),
         ];
         let ks = vec![kern(0, 0, 0, 5.0), kern(1, 1, 0, 7.0), kern(1, 0, 1, 3.0)];
-        let g = groups_of(&steps, &ks, &names());
+        let g = groups_of(&steps, &ks, &names(), &Metrics::builtin());
         assert_eq!(g.len(), 1);
         assert_eq!(
             g[0].metrics[metric::WALL_NS],
@@ -488,7 +508,7 @@ mod tests {
         );
         assert_eq!(g[0].categories["gemm"], vec![5.0, 0.0, 0.0, 3.0, 7.0]);
 
-        let r = run_medians(&steps, &ks, &names(), 2);
+        let r = run_medians(&steps, &ks, &names(), 2, &Metrics::builtin());
         // Medians: run 0 walls → 110; run 1 → 205. Kernel a: run 0 (5,0,0) → 0; run 1
         // (0,7) → 3.5. Kernel b: absent from run 0 → 0; run 1 (3,0) → 1.5.
         assert_eq!(r[0].metrics[metric::WALL_NS], vec![110.0, 205.0]);

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use crate::baseline::model::bounds::{self, OutOfRange, StepSample};
+use crate::baseline::metrics::{Metrics, StepSample};
+use crate::baseline::model::bounds::{self, OutOfRange};
 use crate::dataset::read::{ints, scan_files, str_col, TAG};
 use crate::dataset::schema::Ty;
 use crate::dataset::store::Store;
@@ -137,20 +138,22 @@ impl Verdicts {
     }
 }
 
-/// Read the steps with GPU work of `runs` (optionally of one kind) and, when `pick` is
-/// given, their step kernels. A run with a measured sample out of [`bounds`] in either
-/// table is left out of both, with a warning naming the file.
+/// Read the steps with GPU work of `runs` (optionally of one kind), their step metrics
+/// through `table`, and, when `pick` is given, their step kernels. A run with a measured
+/// sample out of [`bounds`] in either table is left out of both, with a warning naming the
+/// file.
 pub fn read_run_data(
     store: &Store,
     runs: &[RunRow],
     kind: Option<&str>,
     pick: Option<&KernelPick>,
     classes: bool,
+    table: &Metrics,
     warnings: &mut Vec<String>,
 ) -> Result<RunData> {
     let mut v = Verdicts::default();
     let mut out = RunData {
-        steps: read_steps(store, runs, kind, classes, &mut v)?,
+        steps: read_steps(store, runs, kind, classes, table, &mut v)?,
         ..RunData::default()
     };
     if let Some(p) = pick {
@@ -200,13 +203,30 @@ fn scan_table(
     scan_files(store, &keys, build, want, each)
 }
 
-/// The steps of `runs`; with `classes`, each step's class floors and excess too (a JSON
-/// cell of a few KB per step, so read only where a gate judges a class excess).
+/// A step metric's column as read: integers or floats, as f64.
+enum MetricColumn {
+    Int(Int64Chunked),
+    Float(Float64Chunked),
+}
+
+impl MetricColumn {
+    fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            MetricColumn::Int(c) => c.get(i).map(|x| x as f64),
+            MetricColumn::Float(c) => c.get(i),
+        }
+    }
+}
+
+/// The steps of `runs`, their step metrics read from the columns `table` names; with
+/// `classes`, each step's class floors and excess too (a JSON cell of a few KB per step,
+/// so read only where a gate judges a class excess).
 fn read_steps(
     store: &Store,
     runs: &[RunRow],
     kind: Option<&str>,
     classes: bool,
+    table: &Metrics,
     v: &mut Verdicts,
 ) -> Result<Vec<StepRow>> {
     let mut want: Vec<(&str, Ty)> = vec![
@@ -215,14 +235,12 @@ fn read_steps(
         ("kind", Ty::Str),
         ("composition_requests", Ty::Int),
         ("mean_context", Ty::Float),
-        ("wall_ns", Ty::Int),
-        ("period_ns", Ty::Int),
-        ("busy_ns", Ty::Int),
-        ("gap_ns", Ty::Int),
-        ("launches", Ty::Int),
-        ("exposed_comm_ns", Ty::Int),
-        ("attribution_floor_mbu", Ty::Float),
     ];
+    for (c, float) in table.columns() {
+        if !want.iter().any(|(w, _)| *w == c) {
+            want.push((c, if float { Ty::Float } else { Ty::Int }));
+        }
+    }
     if classes {
         want.push(("attribution_classes", Ty::Str));
     }
@@ -246,37 +264,39 @@ fn read_steps(
         let kcol = str_col(&df, "kind")?;
         let req = ints(&df, "composition_requests")?;
         let ctx = df.column("mean_context")?.f64()?;
-        let wall = ints(&df, "wall_ns")?;
-        let period = ints(&df, "period_ns")?;
-        let busy = ints(&df, "busy_ns")?;
-        let gap = ints(&df, "gap_ns")?;
-        let launches = ints(&df, "launches")?;
-        let exposed = ints(&df, "exposed_comm_ns")?;
+        let mut metric_cols: Vec<(&str, MetricColumn)> = Vec::new();
+        for (c, float) in table.columns() {
+            let col = if float {
+                MetricColumn::Float(df.column(c)?.f64()?.clone())
+            } else {
+                MetricColumn::Int(ints(&df, c)?)
+            };
+            metric_cols.push((c, col));
+        }
         let cells = if classes {
             Some(str_col(&df, "attribution_classes")?)
         } else {
             None
         };
-        let mbu = df.column("attribution_floor_mbu")?.f64()?;
         out.reserve(df.height());
         for i in 0..df.height() {
             let r = run.get(i).unwrap_or(0) as usize;
-            let mut sample = StepSample {
-                wall_ns: wall.get(i).unwrap_or(0) as f64,
-                period_ns: period.get(i).map(|p| p as f64),
-                // A missing busy, gap or launch count is no measurement: NaN fails bounds.
-                busy_ns: busy.get(i).map_or(f64::NAN, |x| x as f64),
-                gap_ns: gap.get(i).map_or(f64::NAN, |x| x as f64),
-                launches: launches.get(i).map_or(f64::NAN, |x| x as f64),
-                exposed_comm_ns: exposed.get(i).map(|x| x as f64),
-                mbu: mbu.get(i),
-                mean_context: ctx.get(i),
-            };
-            if let Some(why) = sample.bad_measurement() {
+            // A missing busy, gap or launch count (a required metric) is no measurement:
+            // it reads NaN, which fails bounds.
+            let mut sample: StepSample = table.sample_from_columns(
+                |c| {
+                    metric_cols
+                        .iter()
+                        .find(|(n, _)| *n == c)
+                        .and_then(|(_, col)| col.get(i))
+                },
+                ctx.get(i),
+            );
+            if let Some(why) = sample.bad_measurement(table) {
                 v.bad(r, "steps", why);
                 continue;
             }
-            for why in sample.drop_bad_derived() {
+            for why in sample.drop_bad_derived(table) {
                 let e = v.dropped.entry(r).or_insert((0, why));
                 e.0 += 1;
             }

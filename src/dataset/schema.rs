@@ -324,3 +324,29 @@ pub fn runs_frame(m: &RunMeta) -> Result<DataFrame> {
     ]);
     Ok(DataFrame::new_infer_height(cols)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The history reads each built-in step metric from a steps-table column its row in
+    /// `baseline::metrics` names: every such column is a core column of that type, so a
+    /// run whose steps all lack the value still has it (and a row naming a column no
+    /// export writes fails here, not in a user's gate).
+    #[test]
+    fn every_metric_column_is_a_core_column() {
+        let table = crate::baseline::metrics::Metrics::builtin();
+        let mut n = 0;
+        for (column, float) in table.columns() {
+            let want = if float { Ty::Float } else { Ty::Int };
+            assert!(
+                STEP_CORE.contains(&(column, want)),
+                "{column} ({want:?}) is not in STEP_CORE"
+            );
+            n += 1;
+        }
+        // wall, period, busy, gap, launches, exposed communication, MBU (gap fraction is
+        // computed from wall and gap).
+        assert_eq!(n, 7);
+    }
+}

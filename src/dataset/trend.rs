@@ -278,6 +278,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             q.filter.kind.as_deref(),
             pick.as_ref(),
             false,
+            &crate::baseline::metrics::Metrics::builtin(),
             &mut warnings,
         )?;
         let steps = &data.steps;
@@ -290,12 +291,15 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             | Metric::Mbu
             | Metric::ExposedCommNs => steps
                 .iter()
-                .map(|s| match q.metric {
-                    Metric::WallNs => Some(s.sample.wall_ns),
-                    Metric::BusyNs => Some(s.sample.busy_ns),
-                    Metric::GapNs => Some(s.sample.gap_ns),
-                    Metric::ExposedCommNs => s.sample.exposed_comm_ns,
-                    _ => s.sample.mbu,
+                .map(|s| {
+                    use crate::wire::baseline::metric as m;
+                    s.sample.get(match q.metric {
+                        Metric::WallNs => m::WALL_NS,
+                        Metric::BusyNs => m::BUSY_NS,
+                        Metric::GapNs => m::GAP_NS,
+                        Metric::ExposedCommNs => m::EXPOSED_COMM_NS,
+                        _ => m::MBU,
+                    })
                 })
                 .collect(),
             Metric::Kernel(_) | Metric::Category(_) => {
@@ -405,6 +409,9 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             dataset: dataset.display().to_string(),
         },
         metric: q.metric.name(),
+        label: crate::baseline::metrics::Metrics::builtin()
+            .label(&q.metric.name())
+            .into_owned(),
         unit: q.metric.unit(),
         window: q.window,
         threshold_rel: threshold.rel,

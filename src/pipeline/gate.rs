@@ -170,12 +170,7 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
             (compare(&base, &cand.baseline, policy)?, base)
         }
         Against::History(plan) => {
-            let h = history_side(
-                plan,
-                &cand.baseline,
-                cand.own_run.clone(),
-                policy.gates_class_excess(),
-            )?;
+            let h = history_side(plan, &cand.baseline, cand.own_run.clone(), policy)?;
             // Too few runs matched: there is no baseline side, and nothing is compared
             // (an empty one would claim the candidate's groups are missing from it).
             let cmp = if h.too_few {

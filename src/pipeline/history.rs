@@ -204,12 +204,13 @@ pub struct HistoryPlan {
 
 /// The baseline from the dataset for this candidate: runs on its GPU, priced for its model,
 /// never the candidate's own earlier export (`candidate`: its run id and report hash).
-/// `classes`: read the runs' class floors and excess (the policy gates a class excess).
+/// The runs' steps are read through the policy's metric table, and their class floors and
+/// excess only where the policy gates a class excess.
 pub fn history_side(
     plan: &HistoryPlan,
     cand: &Baseline,
     candidate: Option<dataset::Candidate>,
-    classes: bool,
+    policy: &crate::baseline::Policy,
 ) -> Result<History> {
     let q = HistoryQuery {
         filter: plan.filter.clone(),
@@ -219,7 +220,8 @@ pub fn history_side(
         gpu: cand.meta.gpu_name.clone(),
         model: cand.meta.model.clone(),
         candidate,
-        classes,
+        classes: policy.gates_class_excess(),
+        metrics: policy.table.clone(),
     };
     let mut h = dataset::history_baseline(&plan.dataset, &q)?;
     // The candidate's own run was accepted: the reviewer made it the reference of its

@@ -121,9 +121,7 @@ pub(crate) fn heading(t: &Trend) -> String {
     let unit = if t.unit == "ns" { " µs" } else { "" };
     format!(
         "{} per step{unit} over {} run(s); change points: {}",
-        crate::report::words::metric_name(&t.metric),
-        t.runs_matched,
-        t.change_rule
+        &t.label, t.runs_matched, t.change_rule
     )
 }
 

@@ -14,7 +14,25 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// another tool's output) is told apart from a damaged baseline.
 pub const FORMAT: &str = "stepgate-baseline";
 
-/// Names of the step metrics (keys of [`Group::metrics`]). Times are ns per step.
+/// How a step metric's values are shown and what range they fall in (a row of
+/// `baseline::metrics` says which).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetricUnit {
+    /// ns per step, shown in µs.
+    #[default]
+    Ns,
+    /// A count per step, shown with one decimal.
+    Count,
+    /// A share from 0 to 1, shown in percent (changes in points).
+    Fraction,
+    /// A utilisation (above 1 possible), shown in percent (changes in points).
+    Utilisation,
+}
+
+/// Names of the built-in step metrics (keys of [`Group::metrics`]); each is declared once,
+/// as a row of `baseline::metrics` (unit, direction, how read, gated and shown), and named
+/// here for the code that means that metric (the waterfall, the launch-mode note). Times
+/// are ns per step.
 pub mod metric {
     /// GPU-projected span of the step.
     pub const WALL_NS: &str = "wall_ns";

@@ -78,6 +78,14 @@ pub struct MetricRow {
     pub metric: String,
     #[serde(flatten)]
     pub change: Change,
+    /// How the gate's renderings name it (its `baseline::metrics` row); not serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub label: String,
+    /// How its values are shown; not serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unit: super::baseline::MetricUnit,
 }
 
 /// A kernel's exclusive ns per step.

@@ -78,6 +78,10 @@ pub struct Trend {
     pub tool: super::meta::Tool,
     pub source: super::meta::DatasetSource,
     pub metric: String,
+    /// How the renderings name the metric (its `baseline::metrics` row); not serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub label: String,
     pub unit: &'static str,
     pub window: usize,
     /// The threshold a change must cross (relative and absolute, as `gate` uses it).

@@ -50,6 +50,7 @@ mod kineto2021;
 mod label_pruning;
 mod launch_probe;
 mod layers_moe;
+mod metric_rows;
 mod mixed;
 mod no_correlation;
 mod nsys_env;

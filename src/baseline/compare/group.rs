@@ -1,8 +1,9 @@
 //! One group on both sides: is the context like for like, judge its step metrics, kernels
 //! and categories, then reach the group's verdict.
 
+use crate::baseline::metrics::Metrics;
 use crate::baseline::model::group_label;
-use crate::baseline::policy::{higher_is_worse, Policy};
+use crate::baseline::policy::Policy;
 use crate::timing::labels::NameLabels;
 use crate::wire::baseline::{metric, Group, KernelSamples};
 use crate::wire::gate::{
@@ -29,7 +30,7 @@ pub(super) fn compare_group(
     let metrics = judge_metrics(b, c, &label, policy, &ctx, scratch);
     notes.extend(launch_mode_note(&metrics));
     notes.extend(unjudged_class_notes(b, c, policy));
-    one_sided_metric_notes(b, c, &mut notes);
+    one_sided_metric_notes(b, c, &policy.table, &mut notes);
     let kernels = judge_kernels(b, c, &label, policy, &ctx, scratch);
     let categories = judge_categories(b, c, &label, policy, &ctx, scratch);
     let rows = Rows {
@@ -108,25 +109,6 @@ impl ContextShift {
     }
 }
 
-/// Step metrics in reading order, then any others by name.
-const METRIC_ORDER: [&str; 8] = [
-    metric::WALL_NS,
-    metric::PERIOD_NS,
-    metric::BUSY_NS,
-    metric::GAP_NS,
-    metric::GAP_FRACTION,
-    metric::LAUNCHES,
-    metric::EXPOSED_COMM_NS,
-    metric::MBU,
-];
-
-fn metric_rank(name: &str) -> usize {
-    METRIC_ORDER
-        .iter()
-        .position(|m| *m == name)
-        .unwrap_or(METRIC_ORDER.len())
-}
-
 /// Every step metric both sides measure, in reading order.
 fn judge_metrics(
     b: &Group,
@@ -148,7 +130,8 @@ fn judge_metrics(
                 && c.metric_samples(k).is_some()
         }))
         .collect();
-    names.sort_by_key(|n| (metric_rank(n), n.as_str()));
+    // The table's order, then any others by name.
+    names.sort_by_key(|n| (policy.table.rank(n), n.as_str()));
     let mut metrics = Vec::with_capacity(names.len());
     for name in names {
         let (Some(bs), Some(cs)) = (b.metric_samples(name), c.metric_samples(name)) else {
@@ -158,16 +141,19 @@ fn judge_metrics(
             bs,
             cs,
             policy.metric_threshold(name),
-            higher_is_worse(name),
+            policy.table.higher_is_worse(name),
             policy,
             &|| format!("{label}/metric:{name}"),
             true,
             scratch,
         );
         ch.gated = ch.gated && ctx.allows_gate(name == metric::MBU);
+        let (label, unit) = policy.table.shown(name);
         metrics.push(MetricRow {
             metric: name.clone(),
             change: ch,
+            label,
+            unit,
         });
     }
     metrics
@@ -235,13 +221,13 @@ fn unjudged_class_notes(b: &Group, c: &Group, policy: &Policy) -> Vec<String> {
 }
 
 /// A note for each metric measured on one side only.
-fn one_sided_metric_notes(b: &Group, c: &Group, notes: &mut Vec<String>) {
+fn one_sided_metric_notes(b: &Group, c: &Group, table: &Metrics, notes: &mut Vec<String>) {
     for (side, g, other) in [("baseline", b, c), ("candidate", c, b)] {
         for k in g.metrics.keys() {
             if !other.metrics.contains_key(k) {
                 notes.push(format!(
                     "{} is measured in the {side} only: not compared",
-                    metric_name(k)
+                    table.label(k)
                 ));
             }
         }
@@ -407,11 +393,7 @@ fn group_verdict(
     let mut reasons = Vec::new();
     for m in metrics {
         if regress(&m.change) {
-            reasons.push(format!(
-                "{} {}",
-                metric_name(&m.metric),
-                fmt_rel(m.change.change_rel)
-            ));
+            reasons.push(format!("{} {}", m.label, fmt_rel(m.change.change_rel)));
         }
     }
     for k in &kernels.both {
@@ -444,7 +426,7 @@ fn group_verdict(
     let inconclusive: Vec<String> = metrics
         .iter()
         .filter(|m| m.change.gated && m.change.verdict == RowVerdict::Inconclusive)
-        .map(|m| inconclusive_reason(&metric_name(&m.metric), &m.change, policy))
+        .map(|m| inconclusive_reason(&m.label, &m.change, policy))
         .collect();
     let other_inconclusive = kernels
         .both

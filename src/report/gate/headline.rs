@@ -3,7 +3,6 @@
 //! (line 2). Selection only: every figure is one the comparison holds.
 
 use super::tables::{fmt_change, fmt_interval, fmt_signed_us, Names};
-use crate::report::words::metric_name;
 use crate::wire::baseline::metric;
 use crate::wire::gate::{Comparison, GroupComparison, RowVerdict, GAP_ROW};
 
@@ -26,7 +25,7 @@ pub(crate) fn headline_change(c: &Comparison) -> Option<String> {
         .iter()
         .find(|m| m.change.verdict != RowVerdict::Ok)
         .or_else(|| g.metrics.iter().find(|m| m.metric == metric::WALL_NS))?;
-    let u = m.metric.as_str();
+    let u = m.unit;
     m.change.change?;
     let interval = match fmt_interval(u, &m.change) {
         i if i == "–" => String::new(),
@@ -39,7 +38,7 @@ pub(crate) fn headline_change(c: &Comparison) -> Option<String> {
     };
     Some(format!(
         "{group}{} {}{interval}",
-        metric_name(u),
+        m.label,
         fmt_change(u, &m.change)
     ))
 }

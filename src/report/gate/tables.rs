@@ -4,10 +4,10 @@
 
 use crate::baseline::waterfall::summarize;
 use crate::report::table::{Align, Table};
-use crate::report::words::{fmt_rel, metric_name};
+use crate::report::words::fmt_rel;
 use crate::report::{fmt_pct, fmt_us, group_thousands, NAME_WIDTH};
 use crate::timing::labels::NameLabels;
-use crate::wire::baseline::metric;
+use crate::wire::baseline::{metric, MetricUnit};
 use crate::wire::gate::{
     Change, GroupComparison, KernelPresence, KernelRow, RowVerdict, Verdict, Waterfall,
     WaterfallRow, GAP_ROW,
@@ -49,39 +49,35 @@ fn row_verdict(ch: &Change, judge: bool) -> String {
 }
 
 /// A value of a metric in its unit.
-fn fmt_value(metric_name: &str, v: f64) -> String {
-    if metric::in_ns(metric_name) {
-        format!("{} µs", fmt_us(v))
-    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
-        fmt_pct(v)
-    } else {
-        group_thousands(&format!("{v:.1}"))
+fn fmt_value(unit: MetricUnit, v: f64) -> String {
+    match unit {
+        MetricUnit::Ns => format!("{} µs", fmt_us(v)),
+        MetricUnit::Fraction | MetricUnit::Utilisation => fmt_pct(v),
+        MetricUnit::Count => group_thousands(&format!("{v:.1}")),
     }
 }
 
 /// A change in the metric's unit, signed with + or − (U+2212, the same as percentages).
-fn fmt_delta(metric_name: &str, d: f64) -> String {
+fn fmt_delta(unit: MetricUnit, d: f64) -> String {
     let sign = if d >= 0.0 { "+" } else { "−" };
     let d = d.abs();
-    if metric::in_ns(metric_name) {
-        format!("{sign}{} µs", fmt_us(d))
-    } else if metric_name == metric::GAP_FRACTION || metric_name == metric::MBU {
-        format!("{sign}{:.1} pt", d * 100.0)
-    } else {
-        format!("{sign}{}", group_thousands(&format!("{d:.1}")))
+    match unit {
+        MetricUnit::Ns => format!("{sign}{} µs", fmt_us(d)),
+        MetricUnit::Fraction | MetricUnit::Utilisation => format!("{sign}{:.1} pt", d * 100.0),
+        MetricUnit::Count => format!("{sign}{}", group_thousands(&format!("{d:.1}"))),
     }
 }
 
 /// A signed µs change with U+2212 for minus.
 pub(crate) fn fmt_signed_us(d: f64) -> String {
-    fmt_delta("_ns", d)
+    fmt_delta(MetricUnit::Ns, d)
 }
 
 fn cell_opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "–".to_owned())
 }
 
-pub(super) fn fmt_change(unit: &str, ch: &Change) -> String {
+pub(super) fn fmt_change(unit: MetricUnit, ch: &Change) -> String {
     match (ch.change_rel, ch.change) {
         (Some(r), Some(d)) => format!("{} ({})", fmt_rel(Some(r)), fmt_delta(unit, d)),
         (None, Some(d)) => fmt_delta(unit, d),
@@ -89,7 +85,7 @@ pub(super) fn fmt_change(unit: &str, ch: &Change) -> String {
     }
 }
 
-pub(super) fn fmt_interval(unit: &str, ch: &Change) -> String {
+pub(super) fn fmt_interval(unit: MetricUnit, ch: &Change) -> String {
     match (ch.interval_rel, ch.interval) {
         (Some([a, b]), _) => format!("{} … {}", fmt_rel(Some(a)), fmt_rel(Some(b))),
         (None, Some([a, b])) => format!("{} … {}", fmt_delta(unit, a), fmt_delta(unit, b)),
@@ -99,7 +95,7 @@ pub(super) fn fmt_interval(unit: &str, ch: &Change) -> String {
 
 /// The smallest change the samples could tell from none (half the interval's width),
 /// relative where there is a ratio.
-fn fmt_visible(unit: &str, ch: &Change) -> String {
+fn fmt_visible(unit: MetricUnit, ch: &Change) -> String {
     match (ch.detectable_rel, ch.detectable) {
         (Some(r), _) => format!("±{}", fmt_pct(r)),
         (None, Some(d)) => format!("±{}", fmt_delta(unit, d).trim_start_matches('+')),
@@ -107,14 +103,12 @@ fn fmt_visible(unit: &str, ch: &Change) -> String {
     }
 }
 
-fn fmt_threshold(unit: &str, ch: &Change) -> String {
+fn fmt_threshold(unit: MetricUnit, ch: &Change) -> String {
     let t = ch.threshold;
-    let abs = if metric::in_ns(unit) {
-        format!("{} µs", fmt_us(t.abs))
-    } else if unit == metric::GAP_FRACTION || unit == metric::MBU {
-        format!("{:.1} pt", t.abs * 100.0)
-    } else {
-        group_thousands(&format!("{:.1}", t.abs))
+    let abs = match unit {
+        MetricUnit::Ns => format!("{} µs", fmt_us(t.abs)),
+        MetricUnit::Fraction | MetricUnit::Utilisation => format!("{:.1} pt", t.abs * 100.0),
+        MetricUnit::Count => group_thousands(&format!("{:.1}", t.abs)),
     };
     let s = format!("{} & {abs}", fmt_pct(t.rel).replace(".0%", "%"));
     if t.gate {
@@ -150,11 +144,12 @@ pub(crate) fn metrics_table(g: &GroupComparison, name: &str, judge: bool) -> Tab
         ("threshold", Align::Right),
         ("verdict", Align::Left),
     ]);
+    // Each row as its metric's table row says: label and unit.
     for m in &g.metrics {
         let ch = &m.change;
-        let u = m.metric.as_str();
+        let u = m.unit;
         t.row(vec![
-            metric_name(u).into_owned(),
+            m.label.clone(),
             median_mean(ch.baseline_median, ch.baseline_mean, |v| fmt_value(u, v)),
             median_mean(ch.candidate_median, ch.candidate_mean, |v| fmt_value(u, v)),
             fmt_change(u, ch),
@@ -208,7 +203,7 @@ pub(crate) fn kernel_table(rows: &[&KernelRow], judge: bool, names: Names<'_>) -
         ("95% interval", Align::Right),
         ("verdict", Align::Left),
     ]);
-    let u = "exclusive_ns";
+    let u = MetricUnit::Ns;
     for k in rows {
         let ch = &k.change;
         t.row(vec![
@@ -263,8 +258,8 @@ pub(crate) fn categories_table(g: &GroupComparison, judge: bool) -> Table {
             c.category.clone(),
             median_mean(ch.baseline_median, ch.baseline_mean, fmt_us),
             median_mean(ch.candidate_median, ch.candidate_mean, fmt_us),
-            fmt_change("exclusive_ns", ch),
-            fmt_interval("exclusive_ns", ch),
+            fmt_change(MetricUnit::Ns, ch),
+            fmt_interval(MetricUnit::Ns, ch),
             row_verdict(ch, judge),
         ]);
     }
@@ -301,9 +296,9 @@ pub(crate) fn threshold_notes(g: &GroupComparison, names: Names<'_>) -> Vec<Stri
              the kernel threshold {}, its category against the category threshold {}",
             c.category,
             row_verdict(&c.change, true),
-            fmt_change("exclusive_ns", &first.change),
-            fmt_threshold("exclusive_ns", &first.change),
-            fmt_threshold("exclusive_ns", &c.change),
+            fmt_change(MetricUnit::Ns, &first.change),
+            fmt_threshold(MetricUnit::Ns, &first.change),
+            fmt_threshold(MetricUnit::Ns, &c.change),
         ));
     }
     out
@@ -326,7 +321,7 @@ pub(crate) fn mbu_line(g: &GroupComparison, style: Style, judge: bool) -> String
                 cell_opt(ch.baseline_median, fmt_pct),
                 cell_opt(ch.candidate_median, fmt_pct),
                 ch.change
-                    .map(|d| fmt_delta(metric::MBU, d))
+                    .map(|d| fmt_delta(m.unit, d))
                     .unwrap_or_default(),
                 row_verdict(ch, judge)
             )

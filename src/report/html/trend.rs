@@ -26,7 +26,7 @@ pub fn render(dataset: &str, t: &Trend) -> String {
     );
     // Charted in µs for ns metrics, as the table prints them.
     let scale = if t.unit == "ns" { 1e-3 } else { 1.0 };
-    let name = crate::report::words::metric_name(&t.metric);
+    let name = &t.label;
     let y_desc = if t.unit == "ns" {
         format!("{name} per step, run median (µs)")
     } else {

@@ -336,6 +336,7 @@ pub(super) fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                 model: None,
                 candidate: None,
                 classes: true,
+                metrics: stepgate::baseline::metrics::Metrics::default(),
             };
             match stepgate::dataset::history_baseline(ds, &q) {
                 Ok(h) => {

@@ -33,6 +33,7 @@ fn an_unavailable_baseline_claims_no_missing_group() {
             model: None,
             candidate: None,
             classes: false,
+            metrics: stepgate::baseline::metrics::Metrics::default(),
         },
     )
     .unwrap();
