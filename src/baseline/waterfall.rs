@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 
 use crate::wire::baseline::{metric, Group};
 use crate::wire::gate::{
-    Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
+    LargestContributor, Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow,
+    EXACT_TOLERANCE_NS, GAP_ROW,
 };
 
 use crate::stats::mean_or_zero as mean;
@@ -91,7 +92,9 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
         }),
         _ => None,
     };
+    let largest_contributor = largest(&rows, delta);
     Waterfall {
+        largest_contributor,
         waterfall: rows,
         waterfall_check: Some(WaterfallCheck {
             baseline_mean_wall_ns: mean(wb),
@@ -104,6 +107,18 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
         waterfall_note: note,
         class_excess: crate::attribution::compare::excess_change(&b.classes, &c.classes),
     }
+}
+
+/// The row with the largest |Δ| (the last of equal ones) and its Δ over the wall's.
+fn largest(rows: &[WaterfallRow], delta_wall_ns: f64) -> Option<LargestContributor> {
+    let (row, r) = rows
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.delta_ns.abs().total_cmp(&b.1.delta_ns.abs()))?;
+    Some(LargestContributor {
+        row,
+        share_of_change: (delta_wall_ns != 0.0).then(|| r.delta_ns / delta_wall_ns),
+    })
 }
 
 fn unavailable(why: &str) -> Waterfall {

@@ -316,6 +316,17 @@ pub struct WaterfallFloor {
     pub delta_floor_ns: f64,
 }
 
+/// The waterfall row that moved most.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LargestContributor {
+    /// Its index in `waterfall`.
+    pub row: usize,
+    /// Its Δ mean over the Δ of the mean wall (derived): above 1 when other rows moved the
+    /// other way, negative when it moved against the wall. Absent when the wall held still.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_of_change: Option<f64>,
+}
+
 /// The waterfall parts a group comparison carries (flattened into its JSON).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Waterfall {
@@ -325,6 +336,10 @@ pub struct Waterfall {
     pub waterfall_floor: Option<WaterfallFloor>,
     /// Why there is no waterfall, or why the sum check fails.
     pub waterfall_note: Option<String>,
+    /// The row that moved most (the gap included), with its share of the change of the
+    /// mean wall: what the PR comment's second line names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest_contributor: Option<LargestContributor>,
     /// The change of each kernel class's excess over its floor (means per step, derived),
     /// for the classes both sides priced; absent without a model on both sides.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -26,11 +26,6 @@ const COMPUTING: &[&str] = &[
 /// (file, module reached, why it is still there). Each is a debt, not a licence.
 const KNOWN: &[(&str, &str, &str)] = &[
     (
-        "src/report/spread.rs",
-        "attribution",
-        "the 'varies' thresholds the heading quotes",
-    ),
-    (
         "src/report/gate/tables.rs",
         "baseline",
         "summarize folds the rows past the top N",
@@ -49,21 +44,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "src/report/gate/mod.rs",
         "timing",
         "NameLabels tells apart names sharing a label",
-    ),
-    (
-        "src/report/perfetto.rs",
-        "timing",
-        "the Perfetto export writes the trace's ops",
-    ),
-    (
-        "src/report/perfetto.rs",
-        "trace",
-        "the Perfetto export writes the trace's ops",
-    ),
-    (
-        "src/report/capacity.rs",
-        "roofline",
-        "the capacity model's caveats and inputs",
     ),
 ];
 
