@@ -49,7 +49,10 @@ pub(crate) fn headline_change(c: &Comparison) -> Option<String> {
 pub(crate) fn largest_contributor(c: &Comparison, names: Names<'_>) -> Option<String> {
     let g = deciding_group(c)?;
     let w = &g.explain;
-    let largest = w.largest_contributor.as_ref()?;
+    w.waterfall_check.as_ref()?;
+    let Some(largest) = w.largest_contributor.as_ref() else {
+        return Some("Largest contributor: none (no row of the waterfall moved).".to_owned());
+    };
     let row = w.waterfall.get(largest.row)?;
     let name = if row.name == GAP_ROW {
         "the gap (wall − busy)".to_owned()
