@@ -18,11 +18,13 @@ use super::items::{self, Item};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 mod classes;
+mod fired;
 mod frames;
 mod gaps;
 mod gemms;
 
 pub use classes::at_roof_action;
+pub use fired::{Fired, DASH};
 pub use frames::{FrameLoader, StallFrame};
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
@@ -71,65 +73,6 @@ pub struct Evidence<'a> {
     /// The innermost Python frame over the longest gap, where that gap is a long stall
     /// and the capture has frames (read from a second load).
     pub stall_frame: Option<StallFrame>,
-}
-
-/// What a rule says when it fires: the sentence and the action apart, so that no reader
-/// has to find the action in the line.
-pub struct Fired {
-    pub sentence: String,
-    /// What joins the action to the sentence in the run line (" — ", or ": " where the
-    /// table's wording reads "…: take it to Nsight Compute").
-    pub joiner: &'static str,
-    pub action: Option<String>,
-    pub held_back: Vec<String>,
-}
-
-/// The separator the verdict table puts before an action (docs/verdict-rules.md).
-pub const DASH: &str = " — ";
-
-impl Fired {
-    /// A sentence with its action.
-    pub fn act(sentence: String, joiner: &'static str, action: String) -> Fired {
-        Fired {
-            sentence,
-            joiner,
-            action: Some(action),
-            held_back: Vec::new(),
-        }
-    }
-
-    /// A sentence with no action.
-    pub fn bare(sentence: String) -> Fired {
-        Fired {
-            sentence,
-            joiner: "",
-            action: None,
-            held_back: Vec::new(),
-        }
-    }
-
-    /// A line another module wrote whole (a step's action, an item's): every such text
-    /// puts its action after its last " — " (docs/verdict-rules.md), so it is split once
-    /// here, where it is made, and never by a reader. A text without one is all sentence.
-    pub fn whole(text: &str) -> Fired {
-        match text.rsplit_once(DASH) {
-            Some((s, a)) if !a.trim().is_empty() => Fired::act(s.to_owned(), DASH, a.to_owned()),
-            _ => Fired::bare(text.to_owned()),
-        }
-    }
-
-    pub fn held(mut self, held_back: Vec<String>) -> Fired {
-        self.held_back = held_back;
-        self
-    }
-
-    /// The run line: the sentence and the action as the verdict table words them.
-    pub fn line(&self) -> String {
-        match &self.action {
-            Some(a) => format!("{}{}{a}", self.sentence, self.joiner),
-            None => self.sentence.clone(),
-        }
-    }
 }
 
 /// One row of the verdict table.
