@@ -12,7 +12,7 @@ use crate::wire::steps::{KindLabel, Step, StepKind};
 /// Fewer like steps than this have no spread worth a percentile.
 pub const MIN_STEPS: usize = 5;
 // What "varies" means is part of the document (the report's heading quotes it).
-pub use crate::wire::attribution::{VARIES_OF_WALL, VARIES_RATIO};
+use crate::wire::attribution::{VARIES_OF_WALL, VARIES_RATIO};
 
 /// Exclusive ns per class in one step (the class table's `time`, measured), and whether
 /// the step runs a kernel of the class at all: one pass over its kernels.

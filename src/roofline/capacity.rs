@@ -12,7 +12,7 @@
 use crate::exit::{Error, Result};
 use crate::wire::capacity::{CapacityPlan, FixedBatch, Fluid};
 // The inputs and the caveats are part of the capacity document (what a renderer shows).
-pub use crate::wire::capacity::{CapacityInputs, CAVEATS};
+use crate::wire::capacity::CapacityInputs;
 
 fn positive(name: &str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {
