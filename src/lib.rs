@@ -16,6 +16,7 @@ pub mod cli;
 pub mod commands;
 pub mod dataset;
 pub mod exit;
+pub mod export;
 pub mod glossary;
 pub mod interrupt;
 pub mod limits;

@@ -127,7 +127,7 @@ fn steps(args: &commands::steps::Args) -> Result<Outcome> {
     let window = args
         .perfetto_steps
         .as_deref()
-        .map(report::perfetto::StepWindow::parse)
+        .map(stepgate::export::perfetto::StepWindow::parse)
         .transpose()?;
     let mut plan = output::Plan::new();
     plan.add("--perfetto", args.perfetto.as_deref())
@@ -141,7 +141,10 @@ fn steps(args: &commands::steps::Args) -> Result<Outcome> {
     let r = &run.report;
     let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
-        files.push((p, report::perfetto::render(&trace, r, window)?.into_bytes()));
+        files.push((
+            p,
+            stepgate::export::perfetto::render(&trace, r, window)?.into_bytes(),
+        ));
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();

@@ -12,11 +12,8 @@ use crate::wire::steps::{Step, StepKind};
 
 /// Fewer like steps than this have no spread worth a percentile.
 pub const MIN_STEPS: usize = 5;
-/// A class varies when its p90 is at least this multiple of its p10 …
-pub const VARIES_RATIO: f64 = 2.0;
-/// … and p90 − p10 is at least this share of the group's median wall, so a 2 µs kernel
-/// that sometimes takes 5 µs is not named.
-pub const VARIES_OF_WALL: f64 = 0.1;
+// What "varies" means is part of the document (the report's heading quotes it).
+use crate::wire::attribution::{VARIES_OF_WALL, VARIES_RATIO};
 
 /// Exclusive ns per class in one step (the class table's `time`, measured), and whether
 /// the step runs a kernel of the class at all: one pass over its kernels.
@@ -129,6 +126,11 @@ fn ms_or_us(ns: f64) -> String {
 /// The `class-varies` rule's line: the varying class with the widest p10–p90 of the
 /// group, where its least and most were, and what to compare; None when no class varies.
 pub fn varies_line(g: &GroupSpread) -> Option<String> {
+    varies_parts(g).map(|(s, a)| format!("{s} — {a}"))
+}
+
+/// [`varies_line`] as its sentence (what varies, and why it may) and its action.
+pub fn varies_parts(g: &GroupSpread) -> Option<(String, String)> {
     let c = g
         .classes
         .iter()
@@ -151,12 +153,18 @@ pub fn varies_line(g: &GroupSpread) -> Option<String> {
     );
     // A collective's time is mostly waiting for the last rank to arrive; other classes
     // vary with the work the step was given.
-    let then = if c.class == KernelClass::Communication {
-        "the collectives wait on other ranks in some steps — compare the ranks' traces at the slow steps (the class table shows the median step, not them)"
+    let (why, then) = if c.class == KernelClass::Communication {
+        (
+            "the collectives wait on other ranks in some steps",
+            "compare the ranks' traces at the slow steps (the class table shows the median step, not them)",
+        )
     } else {
-        "like steps do unequal work (batch or context) or wait — compare the two steps (--each)"
+        (
+            "like steps do unequal work (batch or context) or wait",
+            "compare the two steps (--each)",
+        )
     };
-    Some(format!("{head}: {then}"))
+    Some((format!("{head}: {why}"), then.to_owned()))
 }
 
 #[cfg(test)]

@@ -18,11 +18,13 @@ use super::items::{self, Item};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
 
 mod classes;
+mod fired;
 mod frames;
 mod gaps;
 mod gemms;
 
 pub use classes::at_roof_action;
+pub use fired::{Fired, DASH};
 pub use frames::{FrameLoader, StallFrame};
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
@@ -71,12 +73,6 @@ pub struct Evidence<'a> {
     /// The innermost Python frame over the longest gap, where that gap is a long stall
     /// and the capture has frames (read from a second load).
     pub stall_frame: Option<StallFrame>,
-}
-
-/// What a rule says when it fires.
-pub struct Fired {
-    pub line: String,
-    pub held_back: Vec<String>,
 }
 
 /// One row of the verdict table.
@@ -136,22 +132,29 @@ fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
         pct(share)
     );
     if e.graph_replays > 0 {
-        return Some(Fired {
-            line: format!(
-                "{head} — {} already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
-                e.profiler.graphs,
-                e.graph_replays
-            ),
-            held_back: vec![format!("{} (already replayed in the trace)", e.profiler.graphs)],
-        });
+        return Some(
+            Fired::act(
+                head,
+                DASH,
+                format!(
+                    "{} already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
+                    e.profiler.graphs, e.graph_replays
+                ),
+            )
+            .held(vec![format!(
+                "{} (already replayed in the trace)",
+                e.profiler.graphs
+            )]),
+        );
     }
-    Some(Fired {
-        line: format!(
-            "{head} — capture the step in {} or use torch.compile",
+    Some(Fired::act(
+        head,
+        DASH,
+        format!(
+            "capture the step in {} or use torch.compile",
             e.profiler.graphs
         ),
-        held_back: Vec::new(),
-    })
+    ))
 }
 
 fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
@@ -187,15 +190,16 @@ fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
             )
         })
         .unwrap_or_default();
-    Some(Fired {
-        line: format!(
-            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call}{frame} — find what the host waits on there",
+    Some(Fired::act(
+        format!(
+            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call}{frame}",
             us(g.longest_ns()),
             pct(g.longest_ns() as f64 / g.total_ns as f64),
             pct(g.longest_ns() as f64 / e.wall_ns.max(1) as f64)
         ),
-        held_back: Vec::new(),
-    })
+        DASH,
+        "find what the host waits on there".to_owned(),
+    ))
 }
 
 fn sync_per_step(e: &Evidence<'_>) -> Option<Fired> {
@@ -203,20 +207,19 @@ fn sync_per_step(e: &Evidence<'_>) -> Option<Fired> {
     if idle_share(e) <= GAPPY_FRACTION || n < 2 || e.gaps.steps_one_gap < n {
         return None;
     }
-    Some(Fired {
-        line: format!(
-            "a host sync each step: in all {n} steps one gap holds more than half of the step's idle time ({} of wall idle, measured) — look for a .item(), .cpu() or synchronize between the step's launches",
+    Some(Fired::act(
+        format!(
+            "a host sync each step: in all {n} steps one gap holds more than half of the step's idle time ({} of wall idle, measured)",
             pct(idle_share(e))
         ),
-        held_back: Vec::new(),
-    })
+        DASH,
+        "look for a .item(), .cpu() or synchronize between the step's launches".to_owned(),
+    ))
 }
 
 fn class_varies(e: &Evidence<'_>) -> Option<Fired> {
-    Some(Fired {
-        line: super::spread::varies_line(e.spread?)?,
-        held_back: Vec::new(),
-    })
+    let (sentence, action) = super::spread::varies_parts(e.spread?)?;
+    Some(Fired::act(sentence, DASH, action))
 }
 
 fn gappy(e: &Evidence<'_>) -> Option<Fired> {
@@ -288,42 +291,47 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
     }
     let (name, share, roof) = dominant(e)?;
     let roof = roof.filter(|r| r.fraction >= AT_ROOF_OF_BETA)?;
-    Some(Fired {
-        line: format!(
-            "{name} is {} of busy time over {} steps (measured) and {}: at the roof — only fewer bytes help (quantize, or batch more per step){}",
-            pct(share),
-            e.steps.len(),
-            roof.words(),
-            by_excess_suffix(e)
-        ),
-        held_back: vec![format!(
+    Some(
+        Fired::act(
+            format!(
+                "{name} is {} of busy time over {} steps (measured) and {}: at the roof",
+                pct(share),
+                e.steps.len(),
+                roof.words(),
+            ),
+            DASH,
+            format!(
+                "only fewer bytes help (quantize, or batch more per step){}",
+                by_excess_suffix(e)
+            ),
+        )
+        .held(vec![format!(
             "{} for {name} (at {} of its roof)",
             e.profiler.name,
             pct(roof.fraction)
-        )],
-    })
+        )]),
+    )
 }
 
 fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
     let (name, share, roof) = dominant(e)?;
     if e.top_item != Item::Kernel {
         let rule = items::rule(e.top_item);
-        return Some(Fired {
-            line: (rule.action)(name, share, Some(e.steps.len()), e.profiler),
-            held_back: (rule.held_back)(name, e.profiler).into_iter().collect(),
-        });
+        return Some(
+            Fired::whole(&(rule.action)(name, share, Some(e.steps.len()), e.profiler))
+                .held((rule.held_back)(name, e.profiler).into_iter().collect()),
+        );
     }
     let at = roof.map(|r| format!(", {}", r.words())).unwrap_or_default();
-    Some(Fired {
-        line: format!(
-            "{name} is {} of busy time over {} steps (measured){at}: take it to {}{}",
+    Some(Fired::act(
+        format!(
+            "{name} is {} of busy time over {} steps (measured){at}",
             pct(share),
             e.steps.len(),
-            e.profiler.name,
-            by_excess_suffix(e)
         ),
-        held_back: Vec::new(),
-    })
+        ": ",
+        format!("take it to {}{}", e.profiler.name, by_excess_suffix(e)),
+    ))
 }
 
 fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
@@ -357,37 +365,30 @@ fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
     }
     // The GEMMs of the layer map by their own excess (time − floor), not by time.
     line.push_str(&by_excess_suffix(e));
-    let held_back = if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
-        line.push_str(" — at the roof: only fewer bytes help");
-        vec![format!(
+    if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
+        let held = vec![format!(
             "{} for {} (at the roof)",
             e.profiler.name,
             c.class.as_str()
-        )]
-    } else {
-        line.push_str(" — start there");
-        Vec::new()
-    };
-    Some(Fired { line, held_back })
+        )];
+        return Some(
+            Fired::act(line, DASH, "at the roof: only fewer bytes help".to_owned()).held(held),
+        );
+    }
+    Some(Fired::act(line, DASH, "start there".to_owned()))
 }
 
 fn median_step(e: &Evidence<'_>) -> Option<Fired> {
     if e.shape == Some(Shape::OneKernelDominant) {
         // Each such step has its own top kernel; the run's is over every step.
         let (name, ns, _) = e.top.as_ref()?;
-        return Some(Fired {
-            line: format!(
-                "single kernels dominate single steps, but no kernel is more than half of the run's busy time: the run's top kernel {name} is {} of it over {} steps (measured)",
-                pct(*ns as f64 / e.busy_ns.max(1) as f64),
-                e.steps.len()
-            ),
-            held_back: Vec::new(),
-        });
+        return Some(Fired::bare(format!(
+            "single kernels dominate single steps, but no kernel is more than half of the run's busy time: the run's top kernel {name} is {} of it over {} steps (measured)",
+            pct(*ns as f64 / e.busy_ns.max(1) as f64),
+            e.steps.len()
+        )));
     }
-    Some(Fired {
-        line: e.median_action.clone()?,
-        held_back: Vec::new(),
-    })
+    Some(Fired::whole(e.median_action.as_deref()?))
 }
 
 /// The run's top kernel by exclusive time summed over every step, named as the step
@@ -472,7 +473,9 @@ pub fn decide(
     Ok(RULES.iter().find_map(|rule| {
         (rule.fire)(&e).map(|f| RunVerdict {
             rule: rule.id.to_owned(),
-            line: f.line,
+            line: f.line(),
+            sentence: f.sentence,
+            action: f.action,
             held_back: f.held_back,
         })
     }))

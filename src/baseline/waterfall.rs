@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 
 use crate::wire::baseline::{metric, Group};
 use crate::wire::gate::{
-    Waterfall, WaterfallCheck, WaterfallFloor, WaterfallRow, EXACT_TOLERANCE_NS, GAP_ROW,
+    LargestContributor, Waterfall, WaterfallCheck, WaterfallFloor, WaterfallFold, WaterfallRow,
+    EXACT_TOLERANCE_NS, GAP_ROW,
 };
 
 use crate::stats::mean_or_zero as mean;
@@ -91,7 +92,10 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
         }),
         _ => None,
     };
+    let largest_contributor = largest(&rows, delta);
     Waterfall {
+        largest_contributor,
+        folds: folds(&rows),
         waterfall: rows,
         waterfall_check: Some(WaterfallCheck {
             baseline_mean_wall_ns: mean(wb),
@@ -106,6 +110,20 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
     }
 }
 
+/// The row with the largest |Δ| (the last of equal ones) and its Δ over the wall's; none
+/// when no row moved (a run compared with itself).
+fn largest(rows: &[WaterfallRow], delta_wall_ns: f64) -> Option<LargestContributor> {
+    let (row, r) = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.delta_ns != 0.0)
+        .max_by(|a, b| a.1.delta_ns.abs().total_cmp(&b.1.delta_ns.abs()))?;
+    Some(LargestContributor {
+        row,
+        share_of_change: (delta_wall_ns != 0.0).then(|| r.delta_ns / delta_wall_ns),
+    })
+}
+
 fn unavailable(why: &str) -> Waterfall {
     Waterfall {
         waterfall_note: Some(format!("waterfall unavailable: {why}")),
@@ -113,33 +131,18 @@ fn unavailable(why: &str) -> Waterfall {
     }
 }
 
-/// The top `n` rows by |Δ| (gap excluded), the rest folded into one sum, and the gap row.
-pub struct Summary<'a> {
-    pub top: Vec<&'a WaterfallRow>,
-    /// (count, Δ sum, baseline mean sum, candidate mean sum) of the rows not in `top`.
-    pub others: Option<(usize, f64, f64, f64)>,
-    pub gap: Option<&'a WaterfallRow>,
-}
-
-/// Cut a waterfall for a table: top `n` kernels, "N others", gap.
-pub fn summarize(w: &Waterfall, n: usize) -> Summary<'_> {
-    let (kernels, gap): (Vec<&WaterfallRow>, Vec<&WaterfallRow>) =
-        w.waterfall.iter().partition(|r| r.name != GAP_ROW);
-    let top: Vec<&WaterfallRow> = kernels.iter().take(n).copied().collect();
-    let rest = &kernels[top.len()..];
-    let others = (!rest.is_empty()).then(|| {
-        rest.iter().fold((0, 0.0, 0.0, 0.0), |a, r| {
-            (
-                a.0 + 1,
-                a.1 + r.delta_ns,
-                a.2 + r.baseline_mean_ns,
-                a.3 + r.candidate_mean_ns,
-            )
-        })
-    });
-    Summary {
-        top,
-        others,
-        gap: gap.first().copied(),
+/// For every cut `n`, the kernel rows from the `n`-th on folded into one (the gap row
+/// left out): suffix sums, so any `--waterfall-top` reads its "N others" row.
+fn folds(rows: &[WaterfallRow]) -> Vec<WaterfallFold> {
+    let kernels: Vec<&WaterfallRow> = rows.iter().filter(|r| r.name != GAP_ROW).collect();
+    let mut out = vec![WaterfallFold::default(); kernels.len()];
+    let mut acc = WaterfallFold::default();
+    for (i, r) in kernels.iter().enumerate().rev() {
+        acc.rows += 1;
+        acc.delta_ns += r.delta_ns;
+        acc.baseline_mean_ns += r.baseline_mean_ns;
+        acc.candidate_mean_ns += r.candidate_mean_ns;
+        out[i] = acc;
     }
+    out
 }

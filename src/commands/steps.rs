@@ -68,7 +68,7 @@ pub struct Args {
 
 /// Check `--perfetto-steps` while parsing flags: the error names the flag and `A..B`.
 fn perfetto_steps_flag(s: &str) -> std::result::Result<String, String> {
-    report::perfetto::StepWindow::parse(s)
+    crate::export::perfetto::StepWindow::parse(s)
         .map(|_| s.to_owned())
         .map_err(|e| e.message)
 }
@@ -77,7 +77,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let window = args
         .perfetto_steps
         .as_deref()
-        .map(report::perfetto::StepWindow::parse)
+        .map(crate::export::perfetto::StepWindow::parse)
         .transpose()?;
     let mut plan = crate::output::Plan::new();
     plan.add("--perfetto", args.perfetto.as_deref())
@@ -102,7 +102,10 @@ pub fn run(args: &Args) -> Result<u8> {
     crate::phases::mark("steps: attribution and assembly");
     let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
-        files.push((p, report::perfetto::render(&trace, r, window)?.into_bytes()));
+        files.push((
+            p,
+            crate::export::perfetto::render(&trace, r, window)?.into_bytes(),
+        ));
     }
     if let Some(p) = &args.html {
         let path = args.report.display().to_string();

@@ -5,8 +5,9 @@
 use crate::exit::{Error, Result};
 use crate::pipeline::plan::ModelGpu;
 use crate::report::capacity::Context;
-use crate::roofline::capacity::{prefill_attention_coeff, CapacityInputs};
+use crate::roofline::capacity::prefill_attention_coeff;
 use crate::roofline::capacity_plan::plan;
+use crate::wire::capacity::CapacityInputs;
 use crate::wire::capacity::CapacityPlan;
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec};
 

@@ -19,15 +19,6 @@ pub struct Ranked<'a> {
     pub action: &'a str,
 }
 
-/// The verdict's sentence and its action: the verdict table writes the action after the
-/// last ` — ` (docs/verdict-rules.md); a line without one is all sentence.
-pub fn split(v: &RunVerdict) -> (&str, Option<&str>) {
-    match v.line.rsplit_once(" — ") {
-        Some((s, a)) if !a.trim().is_empty() => (s, Some(a)),
-        _ => (v.line.as_str(), None),
-    }
-}
-
 /// Every class action of every group, largest excess first; an action the verdict already
 /// gives, and one without a priced excess, left out (it cannot be ranked against it).
 pub fn ranked<'a>(groups: &'a [GroupAttribution], verdict: Option<&RunVerdict>) -> Vec<Ranked<'a>> {
@@ -58,7 +49,7 @@ pub fn ranked<'a>(groups: &'a [GroupAttribution], verdict: Option<&RunVerdict>) 
 /// [`RANKED_SHOWN`], all with `all`).
 pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
     if let Some(v) = &r.verdict {
-        let (sentence, action) = split(v);
+        let sentence = v.sentence.as_str();
         match r.shapes.first() {
             Some(s) => {
                 let label = crate::attribution::items::claim_label(&v.rule, s.shape);
@@ -66,7 +57,7 @@ pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
             }
             None => m.answer("verdict", sentence),
         }
-        if let Some(a) = action {
+        if let Some(a) = &v.action {
             m.answer("next", a);
         }
     }

@@ -3,8 +3,7 @@
 
 use super::table::{Align, Table};
 use super::{fmt_pct, group_thousands, to_json, Format};
-use crate::roofline::capacity::{CapacityInputs, CAVEATS};
-use crate::wire::capacity::{CapacityDocument, CapacityPlan};
+use crate::wire::capacity::{CapacityDocument, CapacityInputs, CapacityPlan, CAVEATS};
 use crate::wire::meta::{ModelSource, Tool};
 
 /// What the plan was computed for (labels and inputs; nothing computed here).

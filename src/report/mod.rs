@@ -13,7 +13,6 @@ pub mod floor;
 pub mod gate;
 pub mod html;
 pub mod markup;
-pub mod perfetto;
 pub mod policy;
 pub mod presets;
 pub mod probe;

@@ -3,8 +3,7 @@
 
 use super::fmt_us;
 use super::table::{Align, Table};
-use crate::attribution::spread::{VARIES_OF_WALL, VARIES_RATIO};
-use crate::wire::attribution::GroupSpread;
+use crate::wire::attribution::{GroupSpread, VARIES_OF_WALL, VARIES_RATIO};
 
 /// "9,012.0 (series 0 step 3)".
 fn at(t: &crate::wire::attribution::StepTime) -> String {

@@ -94,6 +94,15 @@ impl Table {
                         let others: usize = b[..b.len() - 1].iter().map(|&i| w[i] + 2).sum();
                         w[last] = w[last].min(limit.saturating_sub(others).max(PROSE_ROOM));
                     }
+                    // A band of the key column and one wide column (a value in words)
+                    // still too wide: that column wraps onto more lines, whatever its
+                    // alignment.
+                    let others: usize = b[..b.len() - 1].iter().map(|&i| w[i] + 2).sum();
+                    if let Some(&lc) = b.last().filter(|_| b.len() > 1) {
+                        if others + w[lc] > limit {
+                            w[lc] = w[lc].min(limit.saturating_sub(others).max(PROSE_ROOM));
+                        }
+                    }
                 }
                 bands
             }
@@ -134,6 +143,9 @@ impl Table {
                 let indent: usize = cols[..cols.len() - 1].iter().map(|&i| w[i] + 2).sum();
                 for l in more {
                     out.push_str(&" ".repeat(indent));
+                    if self.align[lc] == Align::Right {
+                        out.push_str(&" ".repeat(w[lc].saturating_sub(fit::width(l))));
+                    }
                     out.push_str(l);
                     out.push('\n');
                 }
@@ -360,5 +372,40 @@ mod tests {
             txt.matches("column 0").count()
         );
         assert!(txt.matches("column 0").count() >= 2, "{txt}");
+    }
+
+    #[test]
+    fn a_value_in_words_too_wide_beside_its_key_wraps_right_aligned() {
+        let mut t = Table::new(&[
+            ("quantity", Align::Left),
+            ("value", Align::Right),
+            ("basis", Align::Left),
+        ]);
+        let key = "FA2 decode grid B × heads/GPU (a long quantity)";
+        t.row(vec![
+            key.into(),
+            "16 blocks on 132 SMs (under-filled: one partial wave)".into(),
+            "derived".into(),
+        ]);
+        t.row(vec![
+            "decode ceiling".into(),
+            "457 tok/s".into(),
+            "derived".into(),
+        ]);
+        let txt = t.to_text_fit(Fit::columns(80));
+        for l in txt.lines() {
+            assert!(fit::width(l) <= 80, "{l}\n{txt}");
+        }
+        // Every word of the value is still there, right-aligned on its lines.
+        let joined: String = txt.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(joined.contains("16 blocks on 132 SMs"), "{txt}");
+        assert!(joined.contains("one partial wave)"), "{txt}");
+        let value_lines: Vec<&str> = txt
+            .lines()
+            .filter(|l| l.contains("blocks") || l.contains("wave"))
+            .collect();
+        let ends: Vec<usize> = value_lines.iter().map(|l| fit::width(l)).collect();
+        assert!(ends.windows(2).all(|p| p[0] == p[1]), "{txt}");
+        assert!(txt.contains("457 tok/s"), "{txt}");
     }
 }

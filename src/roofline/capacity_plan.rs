@@ -5,9 +5,10 @@
 
 use crate::exit::Result;
 use crate::roofline::capacity::{
-    fluid_lambda_bounds, fluid_outcome, fluid_ttft_s, plan_steps, CapacityInputs, FluidInputs,
-    NoRoot, Unmet, FLUID_GRID,
+    fluid_lambda_bounds, fluid_outcome, fluid_ttft_s, plan_steps, FluidInputs, NoRoot, Unmet,
+    FLUID_GRID,
 };
+use crate::wire::capacity::CapacityInputs;
 use crate::wire::capacity::{CapacityPlan, Unsolved};
 
 /// Steps 1–6 of the plan; a step without a solution is kept in

@@ -130,6 +130,12 @@ impl NameLabels {
         self.by_full.get(full).map_or(short, String::as_str)
     }
 
+    /// The labels by full name (only the names that needed telling apart), for the
+    /// document a renderer reads.
+    pub fn into_map(self) -> std::collections::BTreeMap<String, String> {
+        self.by_full.into_iter().collect()
+    }
+
     /// Whether any name needed telling apart.
     pub fn is_empty(&self) -> bool {
         self.by_full.is_empty()

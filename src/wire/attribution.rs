@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::verdict::{RunVerdict, VARIES_OF_WALL, VARIES_RATIO};
+
 /// Which roof binds. Serialized as `memory` / `compute`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -254,21 +256,6 @@ pub enum KernelClass {
     /// Test builds only: a throwaway class (`probe`) that proves a class is one row.
     #[cfg(test)]
     Probe,
-}
-
-/// The run's verdict: the first rule of the verdict table (`attribution::verdict`,
-/// docs/verdict-rules.md) that fires on the capture, with its line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunVerdict {
-    /// The rule's id (`dispatch-bound`, `one-kernel-at-roof`, …).
-    pub rule: String,
-    /// The run line, in the tool's words, with its numbers labelled measured or derived.
-    pub line: String,
-    /// Advice held back because the capture shows it already runs or cannot help (a
-    /// custom all-reduce already running, CUDA graphs already replayed, a kernel at the
-    /// roof).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub held_back: Vec<String>,
 }
 
 /// Shape 2 or shape 4 of docs/method.md §4, decided per class from its achieved bandwidth.

@@ -92,3 +92,40 @@ pub(crate) struct CapacityDocument<'a> {
     pub(crate) basis: Vec<(String, String)>,
     pub(crate) caveats: &'static [&'static str],
 }
+
+/// Everything the chain needs, as plain numbers (SI units: bytes, seconds, FLOP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityInputs {
+    pub kv_pool_tokens: f64,
+    pub kv_cell_bytes: f64,
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+    pub weights_bytes: f64,
+    /// P for the 2·P·S prefill term.
+    pub params_streamed: f64,
+    /// c in the causal attention term c·S² (2·L·h·d_h for standard attention).
+    pub prefill_attention_coeff: f64,
+    pub hbm_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    /// The softest input: prefill runs at this fraction of peak.
+    pub prefill_mfu: f64,
+    pub ttft_p99_target_s: f64,
+    /// Run the fluid ITL closure at this inter-token-latency target.
+    pub itl_target_s: Option<f64>,
+    /// Fleet request rate to size replicas for.
+    pub fleet_rps: Option<f64>,
+    pub price_usd_per_gpu_hour: f64,
+    pub gpus_per_replica: f64,
+    /// Price the step at this batch instead of B_max (must not exceed B_max).
+    pub batch: Option<f64>,
+}
+
+/// The caveats the source attaches to this model, printed with every plan.
+pub const CAVEATS: &[&str] = &[
+    "A screening model, not a measured capacity or a capacity guarantee.",
+    "Step time is the roofline floor (weights + KV read at B, no KV write): real steps are slower.",
+    "Prefill MFU is an assumption and the softest input; measure it under a realistic workload.",
+    "M/M/1 p99 TTFT is a proxy: batching changes service distributions, TTFT depends on chunking and queue discipline.",
+    "The fluid ITL root is a stationary average; live occupancy is length-biased. Recheck a nearest-integer batch on the real scheduler.",
+    "The price is illustrative; a real TCO adds CPU, RAM, network, idle reserve and failure capacity.",
+];

@@ -252,6 +252,27 @@ pub struct Comparison {
     /// How many kernels each `[[kernel]]` rule of the policy selected, in policy order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub policy_rules: Vec<RuleMatches>,
+    /// Labels that tell apart distinct kernels sharing a short name (full name → label),
+    /// over every name the comparison shows, so one kernel reads the same everywhere.
+    #[serde(skip_serializing_if = "NameLabelMap::is_empty")]
+    pub name_labels: NameLabelMap,
+}
+
+/// Full kernel name → the label reports show for it; a name not here reads as its short
+/// name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct NameLabelMap(pub std::collections::BTreeMap<String, String>);
+
+impl NameLabelMap {
+    /// The label of `full`, else `short`.
+    pub fn get<'a>(&'a self, full: &str, short: &'a str) -> &'a str {
+        self.0.get(full).map_or(short, String::as_str)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// A policy `[[kernel]]` rule and the kernels it selected among both sides' kernels.
@@ -324,6 +345,26 @@ pub struct WaterfallFloor {
     pub delta_floor_ns: f64,
 }
 
+/// Waterfall rows folded into one: how many, and the sums of their Δ and means (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WaterfallFold {
+    pub rows: usize,
+    pub delta_ns: f64,
+    pub baseline_mean_ns: f64,
+    pub candidate_mean_ns: f64,
+}
+
+/// The waterfall row that moved most.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LargestContributor {
+    /// Its index in `waterfall`.
+    pub row: usize,
+    /// Its Δ mean over the Δ of the mean wall (derived): above 1 when other rows moved the
+    /// other way, negative when it moved against the wall. Absent when the wall held still.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_of_change: Option<f64>,
+}
+
 /// The waterfall parts a group comparison carries (flattened into its JSON).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Waterfall {
@@ -333,6 +374,15 @@ pub struct Waterfall {
     pub waterfall_floor: Option<WaterfallFloor>,
     /// Why there is no waterfall, or why the sum check fails.
     pub waterfall_note: Option<String>,
+    /// The row that moved most (the gap included), with its share of the change of the
+    /// mean wall: what the PR comment's second line names. Absent when no row moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest_contributor: Option<LargestContributor>,
+    /// For each cut `n`, the kernel rows from the `n`-th on (gap excluded) folded into one
+    /// "N others" row: what a table showing the top `n` prints below them. Not in the JSON,
+    /// which has every row.
+    #[serde(skip)]
+    pub folds: Vec<WaterfallFold>,
     /// The change of each kernel class's excess over its floor (means per step, derived),
     /// for the classes both sides priced; absent without a model on both sides.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -40,3 +40,4 @@ pub mod steps;
 pub mod synth;
 pub mod trace;
 pub mod trend;
+pub mod verdict;

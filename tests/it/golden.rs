@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use stepgate::attribution;
-use stepgate::roofline::capacity::{self, CapacityInputs, FluidInputs};
+use stepgate::roofline::capacity::{self, FluidInputs};
 use stepgate::roofline::floor;
 use stepgate::roofline::gpu;
 use stepgate::roofline::hfconfig;
@@ -22,6 +22,7 @@ use stepgate::roofline::presets;
 use stepgate::roofline::vllm::{
     AttnCfg, Batch, Breakdown, FfnCfg, MlaCfg, ModelComponents, Request, UnembedCfg,
 };
+use stepgate::wire::capacity::CapacityInputs;
 use stepgate::wire::roofline::{
     FloorOptions, GpuSpec, MlaSpec, ModelSpec, MoeRouting, StepComposition, StepFloor,
 };

@@ -54,14 +54,15 @@ pub(super) fn class_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     let g = e.group?;
     let wall = g.waterfall.wall_ns;
     let c = below_roof(&g.classes, wall)?;
-    Some(Fired {
-        line: format!(
+    // The class's action is its own text (class_rules), whole: split where it is made.
+    Some(
+        Fired::whole(&format!(
             "within 1.3x of the floor overall, but in the median {} step {}",
             g.group,
             holds(c, wall, "its")
-        ),
-        held_back: vec![
+        ))
+        .held(vec![
             "\"at the roof — only fewer bytes help\" (a class runs below its roof)".to_owned(),
-        ],
-    })
+        ]),
+    )
 }

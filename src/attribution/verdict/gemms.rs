@@ -2,7 +2,7 @@
 //! in): the GEMMs below the roof ranked by their excess per step, not by their time, and a
 //! dominant kernel's own fraction of β.
 
-use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA};
+use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA, DASH};
 use crate::wire::attribution::{LayerGemm, LayerMap, Shape};
 
 /// "; GEMMs by excess: …" when the largest group's layers were mapped.
@@ -91,17 +91,18 @@ pub(super) fn gemms_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     } else {
         ""
     };
-    Some(Fired {
-        line: format!(
-            "{but}GEMMs below {} of β hold {} per step of the median {} step ({} of its wall, derived): {} — {how}",
+    Some(Fired::act(
+        format!(
+            "{but}GEMMs below {} of β hold {} per step of the median {} step ({} of its wall, derived): {}",
             pct(AT_ROOF_OF_BETA),
             us(total.round() as i64),
             g.group,
             pct(total / wall),
             gemms_by_excess(&below).join(", "),
         ),
-        held_back: Vec::new(),
-    })
+        DASH,
+        how,
+    ))
 }
 
 /// The dominant kernel's own row in the largest group's layer map, when it was mapped to

@@ -17,7 +17,9 @@ mod matching;
 mod power;
 pub mod types;
 
-use crate::wire::gate::{Comparison, GroupComparison, Method, RuleMatches, SideInfo, Verdict};
+use crate::wire::gate::{
+    Comparison, GroupComparison, Method, NameLabelMap, RuleMatches, SideInfo, Verdict,
+};
 
 use crate::baseline::policy::Policy;
 use crate::exit::Result;
@@ -128,11 +130,38 @@ fn compare_inner(
         baseline: identity::side_info(baseline),
         candidate: identity::side_info(candidate),
         method: method(policy),
-        groups,
         one_sided: matched.one_sided,
         baseline_unavailable: None,
         policy_rules,
+        name_labels: shown_labels(&groups),
+        groups,
     })
+}
+
+/// Labels that tell apart distinct kernels sharing a short name, over every name the
+/// comparison can show (both sides, every group: kernel rows, new and vanished kernels,
+/// waterfall rows), so one kernel reads the same everywhere.
+fn shown_labels(groups: &[GroupComparison]) -> NameLabelMap {
+    NameLabelMap(
+        NameLabels::new(groups.iter().flat_map(|g| {
+            g.kernels
+                .iter()
+                .map(|k| (k.name.as_str(), k.short_name.as_str()))
+                .chain(
+                    g.new_kernels
+                        .iter()
+                        .chain(&g.vanished_kernels)
+                        .map(|k| (k.name.as_str(), k.short_name.as_str())),
+                )
+                .chain(
+                    g.explain
+                        .waterfall
+                        .iter()
+                        .map(|r| (r.name.as_str(), r.short_name.as_str())),
+                )
+        }))
+        .into_map(),
+    )
 }
 
 /// Nothing to compare with: inconclusive, for the reason given, and no group is said to
@@ -167,6 +196,7 @@ fn unavailable(why: &str, candidate: &Baseline, policy: &Policy) -> Comparison {
         one_sided: Vec::new(),
         baseline_unavailable: Some(why.to_owned()),
         policy_rules: Vec::new(),
+        name_labels: NameLabelMap::default(),
     }
 }
 
@@ -205,6 +235,7 @@ fn incomparable(
         one_sided: Vec::new(),
         baseline_unavailable: None,
         policy_rules: Vec::new(),
+        name_labels: NameLabelMap::default(),
     }
 }
 

@@ -14,8 +14,8 @@ use super::tables::{
     waterfall_table, waterfall_table_rows, Names,
 };
 use super::{
-    comparability_line, group_heading, name_labels, policy_rules_line, sides_line, titles,
-    verdict_line, RenderOptions, Style,
+    comparability_line, group_heading, policy_rules_line, sides_line, titles, verdict_line,
+    RenderOptions, Style,
 };
 
 /// A titled table: the long form (markdown, HTML) says more in its parenthesis than the
@@ -259,9 +259,9 @@ const PER_STEP: &str = "exclusive time per step; change of the median";
 pub(crate) fn walk<M: Markup>(c: &Comparison, o: &RenderOptions, m: &mut M) {
     let style = M::STYLE;
     let long = style != Style::Text;
-    let labels = name_labels(c);
+    let labels = &c.name_labels;
     let names = Names {
-        labels: &labels,
+        labels,
         style,
         wide: o.wide,
     };

@@ -44,31 +44,41 @@ pub(crate) fn headline_change(c: &Comparison) -> Option<String> {
 }
 
 /// Line 2: the waterfall row that moved most in the deciding group (the gap included),
-/// beside the change of the mean wall it is part of.
+/// with its share of the change of the mean wall (both from the comparison).
 pub(crate) fn largest_contributor(c: &Comparison, names: Names<'_>) -> Option<String> {
     let g = deciding_group(c)?;
     let w = &g.explain;
-    let row = w
-        .waterfall
-        .iter()
-        .max_by(|a, b| a.delta_ns.abs().total_cmp(&b.delta_ns.abs()))?;
+    w.waterfall_check.as_ref()?;
+    let Some(largest) = w.largest_contributor.as_ref() else {
+        return Some("Largest contributor: none (no row of the waterfall moved).".to_owned());
+    };
+    let row = w.waterfall.get(largest.row)?;
     let name = if row.name == GAP_ROW {
         "the gap (wall − busy)".to_owned()
     } else {
         names.cell(&row.name, &row.short_name)
     };
-    let of = w
-        .waterfall_check
-        .as_ref()
-        .map(|k| {
-            format!(
-                ", of a {} change in the mean wall",
-                fmt_signed_us(k.delta_mean_wall_ns)
-            )
-        })
-        .unwrap_or_default();
+    let of = match (largest.share_of_change, &w.waterfall_check) {
+        (Some(share), Some(k)) => format!(
+            ": {} of the {} change in the mean wall",
+            fmt_share(share),
+            fmt_signed_us(k.delta_mean_wall_ns)
+        ),
+        (None, Some(_)) => ", with the mean wall unchanged".to_owned(),
+        _ => String::new(),
+    };
     Some(format!(
         "Largest contributor: {name} {} per step (mean){of}.",
         fmt_signed_us(row.delta_ns)
     ))
+}
+
+/// A share as a whole percent; "−20%" where the row moved against the wall.
+fn fmt_share(share: f64) -> String {
+    let pct = (share * 100.0).round();
+    if pct < 0.0 {
+        format!("−{}%", -pct)
+    } else {
+        format!("{}%", pct.abs())
+    }
 }

@@ -4,7 +4,6 @@
 
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, to_json, Format};
-use crate::timing::labels::NameLabels;
 use crate::wire::gate::{Comparison, GroupComparison, SideInfo, Verdict};
 
 pub(crate) mod document;
@@ -248,28 +247,6 @@ pub(crate) fn policy_rules_line(c: &Comparison, style: Style) -> Option<String> 
         })
         .collect();
     Some(format!("Policy [[kernel]] rules: {}.", rules.join("; ")))
-}
-
-/// Labels that tell apart distinct kernels sharing a short name, over every name the
-/// comparison can show (both sides, every group), so one kernel reads the same everywhere.
-pub fn name_labels(c: &Comparison) -> NameLabels {
-    NameLabels::new(c.groups.iter().flat_map(|g| {
-        g.kernels
-            .iter()
-            .map(|k| (k.name.as_str(), k.short_name.as_str()))
-            .chain(
-                g.new_kernels
-                    .iter()
-                    .chain(&g.vanished_kernels)
-                    .map(|k| (k.name.as_str(), k.short_name.as_str())),
-            )
-            .chain(
-                g.explain
-                    .waterfall
-                    .iter()
-                    .map(|r| (r.name.as_str(), r.short_name.as_str())),
-            )
-    }))
 }
 
 pub(crate) fn group_heading(g: &GroupComparison, show_verdict: bool) -> String {

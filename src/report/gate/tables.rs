@@ -2,15 +2,13 @@
 //! one-sided kernels, categories, the waterfall, and the lines beside them (MBU, floor,
 //! thresholds that disagree). Every rendering (text, markdown, HTML) takes them from here.
 
-use crate::baseline::waterfall::summarize;
 use crate::report::table::{Align, Table};
 use crate::report::words::fmt_rel;
 use crate::report::{fmt_pct, fmt_us, group_thousands, NAME_WIDTH};
-use crate::timing::labels::NameLabels;
 use crate::wire::baseline::{metric, MetricUnit};
 use crate::wire::gate::{
-    Change, GroupComparison, KernelPresence, KernelRow, RowVerdict, Verdict, Waterfall,
-    WaterfallRow, GAP_ROW,
+    Change, GroupComparison, KernelPresence, KernelRow, NameLabelMap, RowVerdict, Verdict,
+    Waterfall, WaterfallFold, WaterfallRow, GAP_ROW,
 };
 
 use super::Style;
@@ -171,7 +169,7 @@ pub(crate) fn code(s: &str) -> String {
 /// name told apart) or, `wide`, the full demangled names.
 #[derive(Clone, Copy)]
 pub(crate) struct Names<'a> {
-    pub labels: &'a NameLabels,
+    pub labels: &'a NameLabelMap,
     pub style: Style,
     pub wide: bool,
 }
@@ -337,7 +335,7 @@ pub(crate) fn mbu_line(g: &GroupComparison, style: Style, judge: bool) -> String
 /// check in the last row.
 pub(crate) fn waterfall_table(w: &Waterfall, top: usize, names: Names<'_>) -> Option<Table> {
     let check = w.waterfall_check.as_ref()?;
-    let s = summarize(w, top);
+    let s = cut(w, top);
     let mut t = Table::new(&[
         ("contributor", Align::Wrap),
         ("category", Align::Left),
@@ -354,7 +352,13 @@ pub(crate) fn waterfall_table(w: &Waterfall, top: usize, names: Names<'_>) -> Op
             fmt_signed_us(r.delta_ns),
         ]);
     }
-    if let Some((n, d, b, c)) = s.others {
+    if let Some(&WaterfallFold {
+        rows: n,
+        delta_ns: d,
+        baseline_mean_ns: b,
+        candidate_mean_ns: c,
+    }) = s.others
+    {
         t.row(vec![
             format!("{n} other{}", if n == 1 { "" } else { "s" }),
             "–".to_owned(),
@@ -391,6 +395,23 @@ pub(crate) fn waterfall_table(w: &Waterfall, top: usize, names: Names<'_>) -> Op
 }
 
 /// The kernel rows a waterfall table shows (for the full-names details).
+/// The top `n` rows by |Δ| (gap excluded), the rest as the comparison folded them, and the
+/// gap row: selection only.
+pub(crate) struct Cut<'a> {
+    pub top: Vec<&'a WaterfallRow>,
+    pub others: Option<&'a WaterfallFold>,
+    pub gap: Option<&'a WaterfallRow>,
+}
+
+/// Cut a waterfall for a table or chart: top `n` kernels, "N others", gap.
+pub(crate) fn cut(w: &Waterfall, n: usize) -> Cut<'_> {
+    Cut {
+        top: waterfall_table_rows(w, n).collect(),
+        others: w.folds.get(n),
+        gap: w.waterfall.iter().find(|r| r.name == GAP_ROW),
+    }
+}
+
 pub(crate) fn waterfall_table_rows(
     w: &Waterfall,
     top: usize,

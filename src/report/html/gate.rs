@@ -3,7 +3,6 @@
 //! step-wall distributions with the verdict and the interval in the title, and the
 //! waterfall from the baseline's mean step wall to the candidate's.
 
-use crate::baseline::waterfall::summarize;
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
 use crate::report::gate::document::{one_sided_items, walk, Markup, Titled};
 use crate::report::gate::tables::fmt_signed_us;
@@ -133,7 +132,7 @@ impl Markup for Html<'_> {
 
 fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<String> {
     let check = g.explain.waterfall_check.as_ref()?;
-    let s = summarize(&g.explain, top);
+    let s = crate::report::gate::tables::cut(&g.explain, top);
     let us = |ns: f64| ns / 1e3;
     let mut rows = Vec::new();
     let mut cum = check.baseline_mean_wall_ns;
@@ -166,8 +165,8 @@ fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<
             &mut rows,
         );
     }
-    if let Some((n, d, _, _)) = s.others {
-        step(format!("{n} others"), d, &mut rows);
+    if let Some(o) = s.others {
+        step(format!("{} others", o.rows), o.delta_ns, &mut rows);
     }
     if let Some(gap) = s.gap {
         step("gap (wall − busy)".into(), gap.delta_ns, &mut rows);
