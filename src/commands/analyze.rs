@@ -3,6 +3,7 @@
 use crate::commands::headings::{INPUT, OUTPUT, STEPS};
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
@@ -42,7 +43,9 @@ pub struct Args {
     pub no_steps: bool,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// Per-GPU busy and idle time and the kernels ranked, its `--html` page written,
+/// rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     crate::output::Plan::new()
@@ -58,9 +61,15 @@ pub fn run(args: &Args) -> Result<u8> {
     let view = report::analyze::Options {
         top: args.top,
         wide: args.wide,
-        fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        fit: shown.fit,
     };
-    crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
+    let text = report::analyze::render(&analysis, shown.format, &view);
+    Ok(Document::new(text, OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
-    Ok(OK)
+    Ok(doc.exit_code)
 }

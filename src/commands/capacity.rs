@@ -1,6 +1,7 @@
 //! `stepgate capacity`: the six-step capacity plan (KV pool → B_max, step time,
 //! prefill, service time, M/M/1 TTFT screen, fluid ITL closure, replicas, cost).
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::floorflags::ModelGpuArgs;
 use crate::commands::numbers;
 use crate::exit::Result;
@@ -76,7 +77,7 @@ const MAX_RPS: f64 = 1e9;
 const MAX_USD_PER_GPU_HOUR: f64 = 1e6;
 
 /// Every numeric flag, in its own unit, before anything is computed.
-pub fn validate(args: &Args) -> Result<()> {
+fn validate(args: &Args) -> Result<()> {
     numbers::real("--input-tokens", "tokens", args.input_tokens, MAX_TOKENS)?;
     numbers::real("--output-tokens", "tokens", args.output_tokens, MAX_TOKENS)?;
     numbers::real_opt(
@@ -101,7 +102,9 @@ pub fn validate(args: &Args) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The capacity plan, rendered as `shown` asks; a step no load solves is the
+/// document's refusal (exit 2), raised once the plan that marks it is out.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     validate(args)?;
     let mg = args.mg.into_parts()?;
     let req = CapacityRequest {
@@ -118,19 +121,21 @@ pub fn run(args: &Args) -> Result<u8> {
         usd_per_gpu_hour: args.usd_per_gpu_hour,
     };
     let (ctx, p) = crate::pipeline::capacity::run(&mg, &req)?;
-    crate::output::print(&crate::report::capacity::render(
-        &ctx,
-        &p,
-        &mg.source(),
-        args.format,
-    ))?;
-    // The plan is printed either way; a step no load solves is exit 2 (the targets given
-    // cannot be met), with the reason on stderr as every refusal is.
-    match &p.unsolved {
-        Some(u) => Err(crate::exit::Error::input(format!(
+    let text = crate::report::capacity::render(&ctx, &p, &mg.source(), shown.format);
+    // The targets given cannot be met: the reason goes on stderr as every refusal does.
+    let refusal = p.unsolved.as_ref().map(|u| {
+        crate::exit::Error::input(format!(
             "capacity step {} ({}) has no solution: {}; the plan above marks it",
             u.step, u.name, u.reason
-        ))),
-        None => Ok(crate::exit::OK),
-    }
+        ))
+    });
+    Ok(Document::new(text, crate::exit::OK).then_refuse(refusal))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let mut doc = document(args, Shown::cli(args.format, false))?;
+    // The plan is printed either way, the step that has no solution marked.
+    crate::output::print(&doc.text)?;
+    doc.finish()?;
+    Ok(doc.exit_code)
 }

@@ -5,6 +5,7 @@ use crate::commands::headings::{OUTPUT, THRESHOLDS};
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
 use crate::pipeline::plan::TOP_KERNELS;
@@ -54,7 +55,9 @@ pub struct Args {
     pub report_args: StepFlags,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The comparison of the two sides, its files written (`--markdown`, `--html`) all or
+/// none, rendered as `shown` asks; exit 0 unless `--verdict` judges.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut plan = crate::output::Plan::new();
     plan.add("--markdown", args.markdown.as_deref())
         .add("--html", args.html.as_deref());
@@ -75,22 +78,31 @@ pub fn run(args: &Args) -> Result<u8> {
         waterfall_top: args.waterfall_top,
         command: "diff",
         wide: args.wide,
-        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        fit: shown.fit,
     };
+    let md = markdown(cmp, &ro);
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();
     if let Some(p) = &args.markdown {
-        files.push((p, markdown(cmp, &ro)));
+        files.push((p, md.clone()));
     }
     if let Some(p) = &args.html {
         let page = crate::report::html::gate::render(cmp, &ro, run.pairs());
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;
-    crate::output::print(&render(cmp, args.format, &ro))?;
-    Ok(if args.verdict {
+    let code = if args.verdict {
         cmp.exit_code
     } else {
         crate::exit::OK
-    })
+    };
+    let mut doc = Document::new(render(cmp, shown.format, &ro), code);
+    doc.markdown = Some(md);
+    Ok(doc)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::headings::OUTPUT;
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, DOCTOR_FAILED, OK};
@@ -31,16 +32,23 @@ pub struct Args {
     pub step: StepFlags,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The preflight's findings, rendered as `shown` asks; exit 1 on a finding at the
+/// failing severity.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     crate::output::Plan::new().check(&inputs)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let d = crate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
-    crate::output::print(&report::doctor::render(
-        &d,
-        args.format,
-        report::fit::Fit::terminal(false, crate::commands::stdout_columns),
-    ))?;
-    Ok(if d.passed { OK } else { DOCTOR_FAILED })
+    let text = report::doctor::render(&d, shown.format, shown.fit);
+    Ok(Document::new(
+        text,
+        if d.passed { OK } else { DOCTOR_FAILED },
+    ))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.format, false))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

@@ -1,5 +1,6 @@
 //! `stepgate floor`: the analytic roofline floor of one decode step (no trace needed).
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::floorflags::{batch_flag, context_flag, launches_flag, ModelGpuArgs};
 use crate::commands::numbers;
 use crate::exit::Result;
@@ -55,7 +56,8 @@ pub struct Args {
     pub format: Format,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The floor of one decode step, rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mg = args.mg.into_parts()?;
     let launch_cost_ns = args
         .launch_cost_us
@@ -70,12 +72,12 @@ pub fn run(args: &Args) -> Result<u8> {
         disable_sliding_window: args.disable_sliding_window,
     };
     let (r, geometry) = decode(&mg, &req)?;
-    crate::output::print(&crate::report::floor::render(
-        &r,
-        &geometry,
-        &mg.source(),
-        args.format,
-        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
-    ))?;
-    Ok(crate::exit::OK)
+    let text = crate::report::floor::render(&r, &geometry, &mg.source(), shown.format, shown.fit);
+    Ok(Document::new(text, crate::exit::OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.format, false))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

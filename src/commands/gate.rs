@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::io::Write;
 
 use crate::baseline::Policy;
+use crate::commands::document::{Document, Shown};
 use crate::commands::historyflags::{ExportFlags, HistoryFlags};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Error, Result};
@@ -101,7 +102,10 @@ fn plan(args: &Args) -> Result<()> {
     plan.check(&inputs)
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The comparison with the baseline or history, its files written (`--markdown`,
+/// `--json`, `--html`) all or none, rendered as `shown` asks; `--export`'s run is
+/// appended by [`Document::finish`], after the result is out.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     plan(args)?;
     let steps_plan = args.report_args.plan(TOP_KERNELS)?;
     let export = args.export.plan()?;
@@ -133,12 +137,13 @@ pub fn run(args: &Args) -> Result<u8> {
         waterfall_top: args.waterfall_top,
         command: "gate",
         wide: args.wide,
-        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        fit: shown.fit,
     };
+    let md = markdown(cmp, &opts);
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();
     if let Some(p) = &args.markdown {
-        files.push((p, markdown(cmp, &opts)));
+        files.push((p, md.clone()));
     }
     if let Some(p) = &args.json {
         files.push((p, to_json(cmp)));
@@ -148,12 +153,18 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;
+    let mut doc = Document::new(render(cmp, shown.format, &opts), cmp.exit_code);
+    doc.markdown = Some(md);
+    Ok(doc.then_append(run.export))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let mut doc = document(args, Shown::cli(args.format, args.wide))?;
     // A closed pipe keeps the verdict's exit code; a failed write is exit 5, never 101.
-    output::print(&render(cmp, args.format, &opts))?;
-    // Appended after the comparison, so a run is never part of its own history.
-    if let Some(pending) = &run.export {
-        let appended = pending.append()?;
-        let _ = writeln!(std::io::stderr(), "{appended}");
+    output::print(&doc.text)?;
+    doc.finish()?;
+    for n in &doc.notes {
+        let _ = writeln!(std::io::stderr(), "{n}");
     }
-    Ok(cmp.exit_code)
+    Ok(doc.exit_code)
 }

@@ -4,6 +4,7 @@
 use crate::commands::headings::OUTPUT;
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
@@ -73,7 +74,9 @@ fn perfetto_steps_flag(s: &str) -> std::result::Result<String, String> {
         .map_err(|e| e.message)
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The steps report: read, found, priced, its files written (`--perfetto`, `--html`),
+/// rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let window = args
         .perfetto_steps
         .as_deref()
@@ -88,8 +91,8 @@ pub fn run(args: &Args) -> Result<u8> {
     let steps_plan = args.step.plan(args.top)?;
     let trace = crate::pipeline::steps::load(&args.report, &steps_plan)?;
     // Table and markdown print the loader's warnings under the headline; JSON and CSV
-    // carry them in the document, so say them on stderr too.
-    if matches!(args.format, Format::Json | Format::Csv) {
+    // carry them in the document, so the command line says them on stderr too.
+    if shown.cli && matches!(shown.format, Format::Json | Format::Csv) {
         use std::io::Write;
         let mut err = std::io::stderr().lock();
         for w in &trace.meta.warnings {
@@ -100,12 +103,12 @@ pub fn run(args: &Args) -> Result<u8> {
     let run = crate::pipeline::steps::run(&trace, &steps_plan)?;
     let r = &run.report;
     crate::phases::mark("steps: attribution and assembly");
+    let path = args.report.display().to_string();
     let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
         files.push((p, report::perfetto::render(&trace, r, window)?.into_bytes()));
     }
     if let Some(p) = &args.html {
-        let path = args.report.display().to_string();
         let roofs = run.pricing.as_ref().map(|p| report::html::steps::Roofs {
             gpu_name: p.gpu.name,
             bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
@@ -115,17 +118,19 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, page.into_bytes()));
     }
     crate::commands::write_files(&files)?;
-    crate::output::print(&report::steps::render(
-        &args.report.display().to_string(),
-        r,
-        args.format,
-        &report::steps::Options {
-            each: args.each,
-            wide: args.wide,
-            detail: args.detail,
-            fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
-        },
-    ))?;
+    let opts = report::steps::Options {
+        each: args.each,
+        wide: args.wide,
+        detail: args.detail,
+        fit: shown.fit,
+    };
+    let text = report::steps::render(&path, r, shown.format, &opts);
+    Ok(Document::new(text, OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
-    Ok(OK)
+    Ok(doc.exit_code)
 }
