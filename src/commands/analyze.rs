@@ -1,13 +1,14 @@
 //! `stepgate analyze`: per-GPU busy and idle time and kernels ranked by exclusive time.
 
 use crate::commands::headings::{INPUT, OUTPUT, STEPS};
+use crate::commands::viewflags::{FormatFlag, WideFlag};
 use std::path::PathBuf;
 
 use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
-use crate::report::{self, Format};
+use crate::report;
 
 const EXAMPLE: &str = "Examples:
   stepgate analyze report.sqlite
@@ -27,12 +28,10 @@ pub struct Args {
     /// Kernel rows per device in table and markdown output (JSON and CSV have all).
     #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub output: FormatFlag,
+    #[command(flatten)]
+    pub names: WideFlag,
     #[command(flatten)]
     pub step: StepFlags,
     /// Also write a self-contained HTML report with charts (busy/idle, categories).
@@ -60,7 +59,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     }
     let view = report::analyze::Options {
         top: args.top,
-        wide: args.wide,
+        wide: args.names.wide,
         fit: shown.fit,
     };
     let text = report::analyze::render(&analysis, shown.format, &view);
@@ -68,7 +67,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
     crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
     Ok(doc.exit_code)

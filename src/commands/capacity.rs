@@ -4,9 +4,9 @@
 use crate::commands::document::{Document, Shown};
 use crate::commands::floorflags::ModelGpuArgs;
 use crate::commands::numbers;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::Result;
 use crate::pipeline::capacity::CapacityRequest;
-use crate::report::Format;
 
 const EXAMPLE: &str = "\
 Example (the worked plan of docs/method.md §7: Llama-3-8B bf16 on one H100 SXM, 1800 in / 220 out):
@@ -62,9 +62,8 @@ pub struct Args {
     /// GPU-hour price, USD (illustrative).
     #[arg(long, value_name = "USD", default_value_t = 3.0, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub usd_per_gpu_hour: f64,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
 }
 
 /// Upper bounds: far beyond any deployment, low enough that replicas and costs stay exact.
@@ -133,7 +132,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let mut doc = document(args, Shown::cli(args.format, false))?;
+    let mut doc = document(args, Shown::cli(args.output.format, false))?;
     // The plan is printed either way, the step that has no solution marked.
     crate::output::print(&doc.text)?;
     doc.finish()?;

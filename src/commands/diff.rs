@@ -2,6 +2,7 @@
 //! report without a verdict unless `--verdict` asks for one.
 
 use crate::commands::headings::{OUTPUT, THRESHOLDS};
+use crate::commands::viewflags::{ComparisonRows, FormatFlag};
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
@@ -10,7 +11,6 @@ use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
 use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::gate::{markdown, render, RenderOptions};
-use crate::report::Format;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = crate::commands::headings::MORE,
@@ -38,19 +38,10 @@ pub struct Args {
     /// Also write a self-contained HTML report with charts (waterfall, distributions).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
-    pub format: Format,
-    /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub top: usize,
-    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub waterfall_top: usize,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub output: FormatFlag,
+    #[command(flatten)]
+    pub rows: ComparisonRows,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
@@ -74,10 +65,10 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
         show_verdict: args.verdict,
         baseline_name: crate::report::gate::input_label(&args.a),
         candidate_name: crate::report::gate::input_label(&args.b),
-        top: args.top,
-        waterfall_top: args.waterfall_top,
+        top: args.rows.top,
+        waterfall_top: args.rows.waterfall_top,
         command: "diff",
-        wide: args.wide,
+        wide: args.rows.names.wide,
         fit: shown.fit,
     };
     let md = markdown(cmp, &ro);
@@ -102,7 +93,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    let doc = document(args, Shown::cli(args.output.format, args.rows.names.wide))?;
     crate::output::print(&doc.text)?;
     Ok(doc.exit_code)
 }

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use crate::commands::document::{Document, Shown};
-use crate::commands::headings::OUTPUT;
 use crate::commands::stepflags::StepFlags;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::{Result, DOCTOR_FAILED, OK};
 use crate::pipeline::plan::TOP_KERNELS;
-use crate::report::{self, Format};
+use crate::report;
 
 const EXAMPLE: &str = "Examples:
   stepgate doctor run.sqlite
@@ -26,8 +26,8 @@ pub struct Args {
     /// Fail on warnings too (graph-mode tracing, heuristic steps, a cut window, no GPU name).
     #[arg(long)]
     pub strict: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     #[command(flatten)]
     pub step: StepFlags,
 }
@@ -48,7 +48,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let doc = document(args, Shown::cli(args.format, false))?;
+    let doc = document(args, Shown::cli(args.output.format, false))?;
     crate::output::print(&doc.text)?;
     Ok(doc.exit_code)
 }

@@ -30,6 +30,7 @@ pub mod stepflags;
 pub mod steps;
 pub mod trend;
 pub mod values;
+pub mod viewflags;
 
 use std::path::Path;
 

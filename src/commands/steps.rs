@@ -2,6 +2,7 @@
 //! its floor and name its shape.
 
 use crate::commands::headings::OUTPUT;
+use crate::commands::viewflags::{FormatFlag, WideFlag};
 use std::path::PathBuf;
 
 use crate::commands::document::{Document, Shown};
@@ -14,7 +15,7 @@ const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite
   stepgate steps report.sqlite --kind decode --each
   stepgate steps report.sqlite --steps 'FSDP::.*' --format json
-  stepgate steps report.sqlite --steps graphs --launch-cost-us 4.1
+  stepgate steps report.sqlite --steps graphs --launch-cost 4.1
   stepgate steps trace.pt.trace.json.gz --format markdown
 
 --steps: auto tries, in order, and keeps the first that finds steps:
@@ -34,10 +35,8 @@ a named NVTX domain matches as Domain:Name, as nsys shows it, or by its bare nam
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub names: WideFlag,
     #[command(flatten)]
     pub step: StepFlags,
     /// One row per step after the summary.
@@ -50,8 +49,8 @@ pub struct Args {
     /// Kernel rows kept per step in JSON.
     #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     /// Also write the steps and the GPU work under them as a Chrome/Perfetto trace JSON
     /// (opens in ui.perfetto.dev and chrome://tracing).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
@@ -120,7 +119,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     crate::commands::write_files(&files)?;
     let opts = report::steps::Options {
         each: args.each,
-        wide: args.wide,
+        wide: args.names.wide,
         detail: args.detail,
         fit: shown.fit,
     };
@@ -129,7 +128,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 }
 
 pub fn run(args: &Args) -> Result<u8> {
-    let doc = document(args, Shown::cli(args.format, args.wide))?;
+    let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
     crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
     Ok(doc.exit_code)

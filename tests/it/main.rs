@@ -68,6 +68,7 @@ mod rocpd;
 mod rocpd_truncated;
 mod schema;
 mod shapes;
+mod spellings;
 mod steps;
 mod steps_real;
 mod steps_synth;
