@@ -185,23 +185,13 @@ fn step_finding_numbers_are_bounded() {
     for v in ["0", "-2", "nan", "1e300"] {
         let e = refused(&["steps", r, &format!("--launch-cost={v}")]);
         assert!(e.contains("--launch-cost"), "{v}: {e}");
-        // The old spelling: its warning, then the refusal naming it.
-        let (code, _, err) = run(&["floor", &format!("--launch-cost-us={v}")]);
-        assert_eq!(code, 2, "{v}: {err}");
-        assert!(
-            err.lines()
-                .nth(1)
-                .is_some_and(|l| l.contains("--launch-cost-us")),
-            "{v}: {err}"
-        );
-        let (code, _, err) = run(&["floor", &format!("--kv-dtype-bytes={v}")]);
-        assert_eq!(code, 2, "{v}: {err}");
-        assert!(
-            err.lines()
-                .nth(1)
-                .is_some_and(|l| l.contains("--kv-dtype-bytes")),
-            "{v}: {err}"
-        );
+        // The old spellings: the warning, then the refusal naming the flag given.
+        for old in ["--launch-cost-us", "--kv-dtype-bytes"] {
+            let (code, _, err) = run(&["floor", &format!("{old}={v}")]);
+            assert_eq!(code, 2, "{old}={v}: {err}");
+            let refusal = err.lines().nth(1);
+            assert!(refusal.is_some_and(|l| l.contains(old)), "{old}={v}: {err}");
+        }
     }
     let e = refused(&[
         "steps",

@@ -45,17 +45,7 @@ fn the_old_launch_cost_spelling_warns_once_and_prices_the_same() {
 fn launch_cost_takes_a_probe_file_where_it_is_not_a_number() {
     // A probe file as `launch-probe --format json` writes one, by hand: its fastest burst
     // is 10,000 ns for 4 launches, 2,500 ns a launch.
-    let probe = r#"{
-  "schema_version": 1, "measured": true, "device_ordinal": 0,
-  "device_name": "NVIDIA H200", "compute_capability": "9.0",
-  "driver_version": "570.124.06", "cuda_version": "12.8",
-  "iters_per_burst": 4, "repeats": 2,
-  "end_to_end_per_launch_ns": {"min": 2500.0, "median": 2750.0, "bursts_ns": [10000, 11000]},
-  "submit_only_per_launch_ns": 1800.0,
-  "graph": {"nodes": 10, "launches_per_burst": 2, "per_graph_launch_ns": 9000.0,
-            "per_node_ns": 900.0, "bursts_ns": [18000, 19000]},
-  "cited_driver_only_ns": 2374.0, "cited_source": "arXiv:2504.11750 Table V"
-}"#;
+    let probe = crate::launch_probe::HAND_WRITTEN;
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("probe.json");
     std::fs::write(&p, probe).unwrap();
