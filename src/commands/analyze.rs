@@ -1,12 +1,14 @@
 //! `stepgate analyze`: per-GPU busy and idle time and kernels ranked by exclusive time.
 
 use crate::commands::headings::{INPUT, OUTPUT, STEPS};
+use crate::commands::viewflags::{FormatFlag, WideFlag};
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
-use crate::report::{self, Format};
+use crate::report;
 
 const EXAMPLE: &str = "Examples:
   stepgate analyze report.sqlite
@@ -26,12 +28,10 @@ pub struct Args {
     /// Kernel rows per device in table and markdown output (JSON and CSV have all).
     #[arg(long, default_value_t = 15, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub output: FormatFlag,
+    #[command(flatten)]
+    pub names: WideFlag,
     #[command(flatten)]
     pub step: StepFlags,
     /// Also write a self-contained HTML report with charts (busy/idle, categories).
@@ -42,7 +42,9 @@ pub struct Args {
     pub no_steps: bool,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// Per-GPU busy and idle time and the kernels ranked, its `--html` page written,
+/// rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     crate::output::Plan::new()
@@ -57,10 +59,16 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     let view = report::analyze::Options {
         top: args.top,
-        wide: args.wide,
-        fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        wide: args.names.wide,
+        fit: shown.fit,
     };
-    crate::output::print(&report::analyze::render(&analysis, args.format, &view))?;
+    let text = report::analyze::render(&analysis, shown.format, &view);
+    Ok(Document::new(text, OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
+    crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
-    Ok(OK)
+    Ok(doc.exit_code)
 }

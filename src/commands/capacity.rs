@@ -1,11 +1,12 @@
 //! `stepgate capacity`: the six-step capacity plan (KV pool → B_max, step time,
 //! prefill, service time, M/M/1 TTFT screen, fluid ITL closure, replicas, cost).
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::floorflags::ModelGpuArgs;
 use crate::commands::numbers;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::Result;
 use crate::pipeline::capacity::CapacityRequest;
-use crate::report::Format;
 
 const EXAMPLE: &str = "\
 Example (the worked plan of docs/method.md §7: Llama-3-8B bf16 on one H100 SXM, 1800 in / 220 out):
@@ -61,9 +62,8 @@ pub struct Args {
     /// GPU-hour price, USD (illustrative).
     #[arg(long, value_name = "USD", default_value_t = 3.0, allow_negative_numbers = true, hide_short_help = true, help_heading = crate::commands::headings::WORKLOAD)]
     pub usd_per_gpu_hour: f64,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
 }
 
 /// Upper bounds: far beyond any deployment, low enough that replicas and costs stay exact.
@@ -76,7 +76,7 @@ const MAX_RPS: f64 = 1e9;
 const MAX_USD_PER_GPU_HOUR: f64 = 1e6;
 
 /// Every numeric flag, in its own unit, before anything is computed.
-pub fn validate(args: &Args) -> Result<()> {
+fn validate(args: &Args) -> Result<()> {
     numbers::real("--input-tokens", "tokens", args.input_tokens, MAX_TOKENS)?;
     numbers::real("--output-tokens", "tokens", args.output_tokens, MAX_TOKENS)?;
     numbers::real_opt(
@@ -101,7 +101,9 @@ pub fn validate(args: &Args) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The capacity plan, rendered as `shown` asks; a step no load solves is the
+/// document's refusal (exit 2), raised once the plan that marks it is out.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     validate(args)?;
     let mg = args.mg.into_parts()?;
     let req = CapacityRequest {
@@ -118,19 +120,21 @@ pub fn run(args: &Args) -> Result<u8> {
         usd_per_gpu_hour: args.usd_per_gpu_hour,
     };
     let (ctx, p) = crate::pipeline::capacity::run(&mg, &req)?;
-    crate::output::print(&crate::report::capacity::render(
-        &ctx,
-        &p,
-        &mg.source(),
-        args.format,
-    ))?;
-    // The plan is printed either way; a step no load solves is exit 2 (the targets given
-    // cannot be met), with the reason on stderr as every refusal is.
-    match &p.unsolved {
-        Some(u) => Err(crate::exit::Error::input(format!(
+    let text = crate::report::capacity::render(&ctx, &p, &mg.source(), shown.format);
+    // The targets given cannot be met: the reason goes on stderr as every refusal does.
+    let refusal = p.unsolved.as_ref().map(|u| {
+        crate::exit::Error::input(format!(
             "capacity step {} ({}) has no solution: {}; the plan above marks it",
             u.step, u.name, u.reason
-        ))),
-        None => Ok(crate::exit::OK),
-    }
+        ))
+    });
+    Ok(Document::new(text, crate::exit::OK).then_refuse(refusal))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let mut doc = document(args, Shown::cli(args.output.format, false))?;
+    // The plan is printed either way, the step that has no solution marked.
+    crate::output::print(&doc.text)?;
+    doc.finish()?;
+    Ok(doc.exit_code)
 }

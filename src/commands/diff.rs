@@ -2,14 +2,15 @@
 //! report without a verdict unless `--verdict` asks for one.
 
 use crate::commands::headings::{OUTPUT, THRESHOLDS};
+use crate::commands::viewflags::{ComparisonRows, FormatFlag};
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::Result;
 use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::gate::{markdown, render, RenderOptions};
-use crate::report::Format;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = crate::commands::headings::MORE,
@@ -37,24 +38,17 @@ pub struct Args {
     /// Also write a self-contained HTML report with charts (waterfall, distributions).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
-    pub format: Format,
-    /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub top: usize,
-    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub waterfall_top: usize,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub output: FormatFlag,
+    #[command(flatten)]
+    pub rows: ComparisonRows,
     #[command(flatten)]
     pub report_args: StepFlags,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The comparison of the two sides, its files written (`--markdown`, `--html`) all or
+/// none, rendered as `shown` asks; exit 0 unless `--verdict` judges.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut plan = crate::output::Plan::new();
     plan.add("--markdown", args.markdown.as_deref())
         .add("--html", args.html.as_deref());
@@ -71,26 +65,35 @@ pub fn run(args: &Args) -> Result<u8> {
         show_verdict: args.verdict,
         baseline_name: crate::report::gate::input_label(&args.a),
         candidate_name: crate::report::gate::input_label(&args.b),
-        top: args.top,
-        waterfall_top: args.waterfall_top,
+        top: args.rows.top,
+        waterfall_top: args.rows.waterfall_top,
         command: "diff",
-        wide: args.wide,
-        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        wide: args.rows.names.wide,
+        fit: shown.fit,
     };
+    let md = markdown(cmp, &ro);
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();
     if let Some(p) = &args.markdown {
-        files.push((p, markdown(cmp, &ro)));
+        files.push((p, md.clone()));
     }
     if let Some(p) = &args.html {
         let page = crate::report::html::gate::render(cmp, &ro, run.pairs());
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;
-    crate::output::print(&render(cmp, args.format, &ro))?;
-    Ok(if args.verdict {
+    let code = if args.verdict {
         cmp.exit_code
     } else {
         crate::exit::OK
-    })
+    };
+    let mut doc = Document::new(render(cmp, shown.format, &ro), code);
+    doc.markdown = Some(md);
+    Ok(doc)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.output.format, args.rows.names.wide))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use crate::commands::headings::OUTPUT;
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::{Result, DOCTOR_FAILED, OK};
 use crate::pipeline::plan::TOP_KERNELS;
-use crate::report::{self, Format};
+use crate::report;
 
 const EXAMPLE: &str = "Examples:
   stepgate doctor run.sqlite
@@ -25,22 +26,29 @@ pub struct Args {
     /// Fail on warnings too (graph-mode tracing, heuristic steps, a cut window, no GPU name).
     #[arg(long)]
     pub strict: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     #[command(flatten)]
     pub step: StepFlags,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The preflight's findings, rendered as `shown` asks; exit 1 on a finding at the
+/// failing severity.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mut inputs = vec![crate::output::Input::report(&args.report)];
     inputs.extend(args.step.inputs());
     crate::output::Plan::new().check(&inputs)?;
     let plan = args.step.plan(TOP_KERNELS)?;
     let d = crate::pipeline::doctor::run(&args.report, &plan, args.strict)?;
-    crate::output::print(&report::doctor::render(
-        &d,
-        args.format,
-        report::fit::Fit::terminal(false, crate::commands::stdout_columns),
-    ))?;
-    Ok(if d.passed { OK } else { DOCTOR_FAILED })
+    let text = report::doctor::render(&d, shown.format, shown.fit);
+    Ok(Document::new(
+        text,
+        if d.passed { OK } else { DOCTOR_FAILED },
+    ))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.output.format, false))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

@@ -3,12 +3,13 @@
 use crate::commands::headings::OUTPUT;
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::historyflags::StorageFlags;
 use crate::commands::stepflags::StepFlags;
 use crate::dataset::write::parse_labels;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::{ExportPlan, TOP_KERNELS};
-use crate::report::fmt_int;
+use crate::report::{fmt_int, Format};
 
 const EXPORT_HELP: &str = "Examples:
   stepgate export run.sqlite -o history/ --label branch=main --label git_sha=$GITHUB_SHA
@@ -46,7 +47,9 @@ pub struct Args {
     pub step: StepFlags,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The run appended; the result as a line (`shown` table) or a small JSON document of
+/// the same facts (`export` prints no report), the repairs made on the way as notes.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     args.storage.install()?;
     let to = ExportPlan {
         dataset: args.dataset.clone(),
@@ -61,18 +64,44 @@ pub fn run(args: &Args) -> Result<u8> {
         replace: args.replace,
     };
     let o = crate::pipeline::history::export(&args.report, &plan, &to, &options)?;
-    o.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
-    let rows: Vec<String> = o
-        .rows
-        .iter()
-        .map(|(t, n)| format!("{t} {}", fmt_int(*n as i64)))
-        .collect();
-    crate::output::print(&format!(
-        "{} run {} to {}: {}\n",
-        if o.replaced { "replaced" } else { "exported" },
-        o.run_id,
-        args.dataset.display(),
-        rows.join(", ")
-    ))?;
-    Ok(OK)
+    let text = match shown.format {
+        Format::Json => {
+            let rows: serde_json::Map<String, serde_json::Value> = o
+                .rows
+                .iter()
+                .map(|(t, n)| ((*t).to_string(), serde_json::Value::from(*n)))
+                .collect();
+            serde_json::json!({
+                "run_id": o.run_id,
+                "replaced": o.replaced,
+                "dataset": args.dataset.display().to_string(),
+                "rows": rows,
+            })
+            .to_string()
+        }
+        _ => {
+            let rows: Vec<String> = o
+                .rows
+                .iter()
+                .map(|(t, n)| format!("{t} {}", fmt_int(*n as i64)))
+                .collect();
+            format!(
+                "{} run {} to {}: {}\n",
+                if o.replaced { "replaced" } else { "exported" },
+                o.run_id,
+                args.dataset.display(),
+                rows.join(", ")
+            )
+        }
+    };
+    let mut doc = Document::new(text, OK);
+    doc.notes = o.notes.iter().map(ToString::to_string).collect();
+    Ok(doc)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(Format::Table, false))?;
+    doc.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

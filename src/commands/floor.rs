@@ -1,10 +1,11 @@
 //! `stepgate floor`: the analytic roofline floor of one decode step (no trace needed).
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::floorflags::{batch_flag, context_flag, launches_flag, ModelGpuArgs};
-use crate::commands::numbers;
+use crate::commands::stepflags::LaunchCostFlags;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::Result;
 use crate::pipeline::floor::{decode, FloorRequest};
-use crate::report::Format;
 use crate::roofline::DEFAULT_LAUNCHES;
 
 const EXAMPLE: &str = "\
@@ -39,29 +40,20 @@ pub struct Args {
     /// Kernel launches per step (330: TP=1 Llama-3-8B, docs/method.md).
     #[arg(long, default_value_t = DEFAULT_LAUNCHES, allow_negative_numbers = true, value_parser = launches_flag, hide_short_help = true)]
     pub launches: u64,
-    /// Per-launch cost in µs (default the cited 2.374; use `stepgate launch-probe`).
-    #[arg(
-        long,
-        alias = "launchcost",
-        allow_negative_numbers = true,
-        hide_short_help = true
-    )]
-    pub launch_cost_us: Option<f64>,
+    #[command(flatten)]
+    pub launch: LaunchCostFlags,
     /// Price every layer as full attention, as vLLM serves the model with its
     /// --disable-sliding-window.
     #[arg(long, hide_short_help = true)]
     pub disable_sliding_window: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = crate::commands::headings::OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The floor of one decode step, rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let mg = args.mg.into_parts()?;
-    let launch_cost_ns = args
-        .launch_cost_us
-        .map(|us| numbers::real("--launch-cost-us", "µs", us, numbers::MAX_LAUNCH_COST_US))
-        .transpose()?
-        .map(|us| us * 1e3);
+    let launch_cost_ns = args.launch.cost()?.map(|c| c.per_launch_ns);
     let req = FloorRequest {
         batch: args.batch,
         context: args.context,
@@ -70,12 +62,12 @@ pub fn run(args: &Args) -> Result<u8> {
         disable_sliding_window: args.disable_sliding_window,
     };
     let (r, geometry) = decode(&mg, &req)?;
-    crate::output::print(&crate::report::floor::render(
-        &r,
-        &geometry,
-        &mg.source(),
-        args.format,
-        crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
-    ))?;
-    Ok(crate::exit::OK)
+    let text = crate::report::floor::render(&r, &geometry, &mg.source(), shown.format, shown.fit);
+    Ok(Document::new(text, crate::exit::OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.output.format, false))?;
+    crate::output::print(&doc.text)?;
+    Ok(doc.exit_code)
 }

@@ -37,9 +37,10 @@ pub struct ModelFlags {
     /// Weight storage: bf16, fp16, fp8, int8, int4 (group 128 scales), int4-gN, mxfp4.
     #[arg(long, hide_short_help = true)]
     pub weight_dtype: Option<String>,
-    /// KV-cache dtype.
-    #[arg(long, value_parser = ["bf16", "fp16", "fp8"], hide_short_help = true)]
-    pub kv_dtype: Option<String>,
+    /// KV-cache element: bf16, fp16, fp8, or its size in bytes (a number, at most 16).
+    #[arg(long, value_name = "bf16|fp16|fp8|BYTES", value_parser = kv_dtype_flag,
+          allow_negative_numbers = true, hide_short_help = true)]
+    pub kv_dtype: Option<f64>,
     /// Tensor-parallel degree.
     ///
     /// Default: what the capture says, else 1. Bytes and FLOPs are priced per GPU.
@@ -61,10 +62,7 @@ impl ModelFlags {
             preset: self.model.clone(),
             config: self.model_config.clone(),
             weight_dtype: self.weight_dtype.clone(),
-            kv_dtype_bytes: self
-                .kv_dtype
-                .as_deref()
-                .map(|k| if k == "fp8" { 1.0 } else { 2.0 }),
+            kv_dtype_bytes: self.kv_dtype,
             ..ModelOptions::default()
         }
     }
@@ -102,6 +100,23 @@ impl ModelFlags {
     }
 }
 
+/// `--kv-dtype`: a dtype's name, or bytes per element (0 < n ≤ 16).
+fn kv_dtype_flag(s: &str) -> std::result::Result<f64, String> {
+    match s.trim() {
+        "bf16" | "fp16" => Ok(2.0),
+        "fp8" => Ok(1.0),
+        t => match t.parse::<f64>() {
+            Ok(b) => {
+                numbers::real("--kv-dtype", "bytes", b, MAX_KV_DTYPE_BYTES).map_err(|e| e.message)
+            }
+            Err(_) => Err(
+                "give 'bf16', 'fp16', 'fp8' or the bytes per element (a number, at most 16)"
+                    .to_owned(),
+            ),
+        },
+    }
+}
+
 /// `--batch`: requests per step, 1 ..= [`numbers::MAX_BATCH`].
 pub fn batch_flag(s: &str) -> std::result::Result<u64, String> {
     numbers::count("--batch", "requests", s, 1, numbers::MAX_BATCH)
@@ -129,8 +144,13 @@ pub fn pp_flag(s: &str) -> std::result::Result<u32, String> {
 pub struct ModelGpuArgs {
     #[command(flatten)]
     pub common: ModelFlags,
-    /// Bytes per KV element (overrides --kv-dtype).
-    #[arg(long, allow_negative_numbers = true, hide_short_help = true)]
+    /// The old spelling of `--kv-dtype BYTES` (warns).
+    #[arg(
+        long,
+        hide = true,
+        conflicts_with = "kv_dtype",
+        allow_negative_numbers = true
+    )]
     pub kv_dtype_bytes: Option<f64>,
     /// Pipeline-parallel degree (the last stage: layers/pp plus lm_head).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = pp_flag, hide_short_help = true)]
@@ -210,6 +230,7 @@ impl ModelGpuArgs {
         let f = &self.common;
         let mut model = f.model_options();
         if let Some(b) = self.kv_dtype_bytes {
+            numbers::deprecated("--kv-dtype-bytes", &format!("--kv-dtype {b}"));
             model.kv_dtype_bytes = Some(numbers::real(
                 "--kv-dtype-bytes",
                 "bytes",

@@ -2,11 +2,13 @@
 //! regression (exit 1), never on noise; inconclusive (too few steps) is exit 3.
 
 use crate::commands::headings::{INPUT, OUTPUT, THRESHOLDS};
+use crate::commands::viewflags::{ComparisonRows, FormatFlag};
 use std::path::PathBuf;
 
 use std::io::Write;
 
 use crate::baseline::Policy;
+use crate::commands::document::{Document, Shown};
 use crate::commands::historyflags::{ExportFlags, HistoryFlags};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Error, Result};
@@ -14,7 +16,7 @@ use crate::output;
 use crate::pipeline::gate::{gate, Against, Candidate};
 use crate::pipeline::plan::TOP_KERNELS;
 use crate::report::gate::{markdown, render, RenderOptions};
-use crate::report::{to_json, Format};
+use crate::report::to_json;
 
 const GATE_HELP: &str = "Examples:
   stepgate gate run.sqlite --baseline baselines/h100-llama-3-8b-decode.json
@@ -57,9 +59,8 @@ pub struct Args {
     /// Self-contained: the waterfall and the distributions.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
-    /// What to print on stdout.
-    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     /// Inconclusive fails (exit 1, not 3).
     #[arg(long, help_heading = THRESHOLDS)]
     pub inconclusive_fails: bool,
@@ -67,16 +68,8 @@ pub struct Args {
     /// (incomparable); the differences lead the report as warnings.
     #[arg(long, help_heading = THRESHOLDS, hide_short_help = true)]
     pub allow_incomparable: bool,
-    /// Kernel rows per list in the report.
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub top: usize,
-    /// Waterfall rows (largest |Δ mean| first) before the rest fold into "N others".
-    #[arg(long, default_value_t = 8, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::numbers::waterfall_rows_flag, help_heading = OUTPUT, hide_short_help = true)]
-    pub waterfall_top: usize,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub rows: ComparisonRows,
     #[command(flatten)]
     pub report_args: StepFlags,
     #[command(flatten)]
@@ -101,7 +94,10 @@ fn plan(args: &Args) -> Result<()> {
     plan.check(&inputs)
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The comparison with the baseline or history, its files written (`--markdown`,
+/// `--json`, `--html`) all or none, rendered as `shown` asks; `--export`'s run is
+/// appended by [`Document::finish`], after the result is out.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     plan(args)?;
     let steps_plan = args.report_args.plan(TOP_KERNELS)?;
     let export = args.export.plan()?;
@@ -129,16 +125,17 @@ pub fn run(args: &Args) -> Result<u8> {
         show_verdict: true,
         baseline_name: base_name,
         candidate_name: crate::report::gate::input_label(&args.report),
-        top: args.top,
-        waterfall_top: args.waterfall_top,
+        top: args.rows.top,
+        waterfall_top: args.rows.waterfall_top,
         command: "gate",
-        wide: args.wide,
-        fit: crate::report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
+        wide: args.rows.names.wide,
+        fit: shown.fit,
     };
+    let md = markdown(cmp, &opts);
     // Every file of this run is written together or not at all.
     let mut files: Vec<(&std::path::Path, String)> = Vec::new();
     if let Some(p) = &args.markdown {
-        files.push((p, markdown(cmp, &opts)));
+        files.push((p, md.clone()));
     }
     if let Some(p) = &args.json {
         files.push((p, to_json(cmp)));
@@ -148,12 +145,18 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, page));
     }
     crate::commands::write_files(&files)?;
+    let mut doc = Document::new(render(cmp, shown.format, &opts), cmp.exit_code);
+    doc.markdown = Some(md);
+    Ok(doc.then_append(run.export))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let mut doc = document(args, Shown::cli(args.output.format, args.rows.names.wide))?;
     // A closed pipe keeps the verdict's exit code; a failed write is exit 5, never 101.
-    output::print(&render(cmp, args.format, &opts))?;
-    // Appended after the comparison, so a run is never part of its own history.
-    if let Some(pending) = &run.export {
-        let appended = pending.append()?;
-        let _ = writeln!(std::io::stderr(), "{appended}");
+    output::print(&doc.text)?;
+    doc.finish()?;
+    for n in &doc.notes {
+        let _ = writeln!(std::io::stderr(), "{n}");
     }
-    Ok(cmp.exit_code)
+    Ok(doc.exit_code)
 }

@@ -13,6 +13,7 @@ pub mod dataset;
 pub mod decide;
 pub mod diff;
 pub mod doctor;
+pub mod document;
 pub mod explain;
 pub mod export;
 pub mod floor;
@@ -29,6 +30,7 @@ pub mod stepflags;
 pub mod steps;
 pub mod trend;
 pub mod values;
+pub mod viewflags;
 
 use std::path::Path;
 

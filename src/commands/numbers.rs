@@ -89,10 +89,15 @@ pub fn threads_flag(s: &str) -> std::result::Result<usize, String> {
     count("--threads", "threads", s, 1, MAX_THREADS).map(|v| v as usize)
 }
 
-/// `--lock-timeout`: whole seconds to wait for another export's lock, 0 (do not wait)
-/// ..= one day.
-pub fn lock_timeout_flag(s: &str) -> std::result::Result<std::time::Duration, String> {
-    count("--lock-timeout", "seconds", s, 0, 86_400).map(std::time::Duration::from_secs)
+/// Say on stderr, in one line, that `old` is an old spelling and what to write instead;
+/// the old spelling still works.
+pub fn deprecated(old: &str, instead: &str) {
+    use std::io::Write;
+    // A failed stderr write must not turn a result into a crash.
+    let _ = writeln!(
+        std::io::stderr(),
+        "warning: {old} is deprecated and will be removed: write {instead}"
+    );
 }
 
 /// A real flag that must be finite, above zero and at most `max`. `unit` is appended to

@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::commands::headings::OUTPUT;
 use crate::commands::stepflags::StepFlags;
+use crate::commands::viewflags::FormatFlag;
 use crate::exit::{Result, OK, POLICY_DEAD_RULES};
 use crate::pipeline::plan::TOP_KERNELS;
-use crate::report::{self, Format};
+use crate::report;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -30,8 +30,8 @@ pub struct CheckArgs {
     pub policy: PathBuf,
     /// A report (recorded as `gate` would) or a baseline file.
     pub against: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     #[command(flatten)]
     pub step: StepFlags,
 }
@@ -49,7 +49,7 @@ pub fn run(c: &Command) -> Result<u8> {
     for w in &warnings {
         let _ = writeln!(std::io::stderr(), "warning: {w}");
     }
-    crate::output::print(&report::policy::render(&check, a.format))?;
+    crate::output::print(&report::policy::render(&check, a.output.format))?;
     Ok(if check.dead == 0 {
         OK
     } else {

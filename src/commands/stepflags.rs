@@ -45,18 +45,8 @@ pub struct StepFlags {
         hide_short_help = true
     )]
     pub gap_us: f64,
-    /// Measured per-launch cost, µs (default: the cited 2.374 µs).
-    #[arg(
-        long,
-        conflicts_with = "launch_cost",
-        allow_negative_numbers = true,
-        hide_short_help = true
-    )]
-    pub launch_cost_us: Option<f64>,
-    /// JSON written by `stepgate launch-probe --format json` (its minimum end-to-end
-    /// per-launch figure replaces the cited 2.374 µs).
-    #[arg(long, value_name = "FILE", hide_short_help = true)]
-    pub launch_cost: Option<PathBuf>,
+    #[command(flatten)]
+    pub launch: LaunchCostFlags,
     /// TOML file of extra kernel-category rules.
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub categories: Option<PathBuf>,
@@ -72,6 +62,83 @@ pub struct StepFlags {
     /// Keys attended, the new token included, when names lack ΣN_KV.
     #[arg(long, allow_negative_numbers = true, value_parser = context_flag, help_heading = crate::commands::headings::FLOOR, hide_short_help = true)]
     pub context: Option<u64>,
+}
+
+/// The per-launch cost, one flag for a number or a probe file (`steps`, `floor` and every
+/// step-finding command).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LaunchCostFlags {
+    /// Measured per-launch cost: µs, or the JSON `stepgate launch-probe --format json`
+    /// wrote (its minimum end-to-end per-launch figure). Default: the cited 2.374 µs.
+    ///
+    /// A value that reads as a number is µs; a file named like a number: ./4.1.
+    #[arg(
+        long,
+        alias = "launchcost",
+        value_name = "µs|FILE",
+        value_parser = launch_cost_flag,
+        allow_negative_numbers = true,
+        hide_short_help = true
+    )]
+    pub launch_cost: Option<LaunchCostArg>,
+    /// The old spelling of `--launch-cost µs` (warns).
+    #[arg(
+        long,
+        hide = true,
+        conflicts_with = "launch_cost",
+        allow_negative_numbers = true
+    )]
+    pub launch_cost_us: Option<f64>,
+}
+
+/// `--launch-cost`'s value: µs, or a launch-probe JSON file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LaunchCostArg {
+    Us(f64),
+    File(PathBuf),
+}
+
+/// `--launch-cost`: a number is µs (checked with the other numbers, naming the flag),
+/// anything else the path of a probe file.
+fn launch_cost_flag(s: &str) -> std::result::Result<LaunchCostArg, String> {
+    Ok(match s.trim().parse::<f64>() {
+        Ok(us) => LaunchCostArg::Us(us),
+        Err(_) => LaunchCostArg::File(PathBuf::from(s)),
+    })
+}
+
+impl LaunchCostFlags {
+    /// The measured per-launch cost these flags give; None for the cited default.
+    pub fn cost(&self) -> Result<Option<LaunchCost>> {
+        let (flag, us) = match (&self.launch_cost, self.launch_cost_us) {
+            (_, Some(us)) => {
+                numbers::deprecated("--launch-cost-us", &format!("--launch-cost {us}"));
+                ("--launch-cost-us", us)
+            }
+            (Some(LaunchCostArg::Us(us)), None) => ("--launch-cost", *us),
+            (Some(LaunchCostArg::File(p)), None) => {
+                let c = crate::probe::MeasuredLaunchCost::from_file(p)?;
+                return Ok(Some(LaunchCost {
+                    per_launch_ns: c.per_launch_ns,
+                    source: c.label(),
+                }));
+            }
+            (None, None) => return Ok(None),
+        };
+        let us = numbers::real(flag, "µs", us, numbers::MAX_LAUNCH_COST_US)?;
+        Ok(Some(LaunchCost {
+            per_launch_ns: us * 1e3,
+            source: format!("given with {flag}"),
+        }))
+    }
+
+    /// The probe file `--launch-cost` names, an input no output may overwrite.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match &self.launch_cost {
+            Some(LaunchCostArg::File(p)) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// `--kind`.
@@ -127,7 +194,7 @@ impl StepFlags {
             },
             kind: self.kind.kind(),
             device: None,
-            launch_cost: self.launch_cost()?,
+            launch_cost: self.launch.cost()?.unwrap_or_default(),
             floor: self.floor.floor_plan(self.batch, self.context)?,
             categories: match &self.categories {
                 Some(p) => Categorizer::with_user_file(p)?,
@@ -136,31 +203,12 @@ impl StepFlags {
         })
     }
 
-    /// The per-launch cost: measured (flag or probe file) or the cited default.
-    fn launch_cost(&self) -> Result<LaunchCost> {
-        if let Some(us) = self.launch_cost_us {
-            let us = numbers::real("--launch-cost-us", "µs", us, numbers::MAX_LAUNCH_COST_US)?;
-            return Ok(LaunchCost {
-                per_launch_ns: us * 1e3,
-                source: "given with --launch-cost-us".to_owned(),
-            });
-        }
-        if let Some(p) = &self.launch_cost {
-            let c = crate::probe::MeasuredLaunchCost::from_file(p)?;
-            return Ok(LaunchCost {
-                per_launch_ns: c.per_launch_ns,
-                source: c.label(),
-            });
-        }
-        Ok(LaunchCost::default())
-    }
-
     /// The files a step-finding command reads besides its report (categories, launch-cost
     /// probe, model config): no output may overwrite one of them.
     pub fn inputs(&self) -> Vec<crate::output::Input<'_>> {
         [
             self.categories.as_deref(),
-            self.launch_cost.as_deref(),
+            self.launch.file(),
             self.floor.model_config.as_deref(),
         ]
         .into_iter()

@@ -2,8 +2,10 @@
 //! its floor and name its shape.
 
 use crate::commands::headings::OUTPUT;
+use crate::commands::viewflags::{FormatFlag, WideFlag};
 use std::path::PathBuf;
 
+use crate::commands::document::{Document, Shown};
 use crate::commands::stepflags::StepFlags;
 use crate::exit::{Result, OK};
 use crate::pipeline::plan::TOP_KERNELS;
@@ -13,7 +15,7 @@ const EXAMPLE: &str = "Examples:
   stepgate steps report.sqlite
   stepgate steps report.sqlite --kind decode --each
   stepgate steps report.sqlite --steps 'FSDP::.*' --format json
-  stepgate steps report.sqlite --steps graphs --launch-cost-us 4.1
+  stepgate steps report.sqlite --steps graphs --launch-cost 4.1
   stepgate steps trace.pt.trace.json.gz --format markdown
 
 --steps: auto tries, in order, and keeps the first that finds steps:
@@ -33,10 +35,8 @@ a named NVTX domain matches as Domain:Name, as nsys shows it, or by its bare nam
 pub struct Args {
     /// nsys SQLite export, .nsys-rep, Kineto .json/.json.gz, or a directory of ranks.
     pub report: PathBuf,
-    /// Full kernel names in the tables (default: shortened to fit a terminal, full names
-    /// listed below the table where they were cut).
-    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
-    pub wide: bool,
+    #[command(flatten)]
+    pub names: WideFlag,
     #[command(flatten)]
     pub step: StepFlags,
     /// One row per step after the summary.
@@ -49,8 +49,8 @@ pub struct Args {
     /// Kernel rows kept per step in JSON.
     #[arg(long, default_value_t = TOP_KERNELS, allow_negative_numbers = true, value_parser = crate::commands::numbers::rows_flag, help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
-    #[arg(long, value_enum, default_value_t = Format::Table, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     /// Also write the steps and the GPU work under them as a Chrome/Perfetto trace JSON
     /// (opens in ui.perfetto.dev and chrome://tracing).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
@@ -73,7 +73,9 @@ fn perfetto_steps_flag(s: &str) -> std::result::Result<String, String> {
         .map_err(|e| e.message)
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// The steps report: read, found, priced, its files written (`--perfetto`, `--html`),
+/// rendered as `shown` asks.
+pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     let window = args
         .perfetto_steps
         .as_deref()
@@ -88,8 +90,8 @@ pub fn run(args: &Args) -> Result<u8> {
     let steps_plan = args.step.plan(args.top)?;
     let trace = crate::pipeline::steps::load(&args.report, &steps_plan)?;
     // Table and markdown print the loader's warnings under the headline; JSON and CSV
-    // carry them in the document, so say them on stderr too.
-    if matches!(args.format, Format::Json | Format::Csv) {
+    // carry them in the document, so the command line says them on stderr too.
+    if shown.cli && matches!(shown.format, Format::Json | Format::Csv) {
         use std::io::Write;
         let mut err = std::io::stderr().lock();
         for w in &trace.meta.warnings {
@@ -100,6 +102,7 @@ pub fn run(args: &Args) -> Result<u8> {
     let run = crate::pipeline::steps::run(&trace, &steps_plan)?;
     let r = &run.report;
     crate::phases::mark("steps: attribution and assembly");
+    let path = args.report.display().to_string();
     let mut files: Vec<(&std::path::Path, Vec<u8>)> = Vec::new();
     if let Some(p) = &args.perfetto {
         files.push((
@@ -108,7 +111,6 @@ pub fn run(args: &Args) -> Result<u8> {
         ));
     }
     if let Some(p) = &args.html {
-        let path = args.report.display().to_string();
         let roofs = run.pricing.as_ref().map(|p| report::html::steps::Roofs {
             gpu_name: p.gpu.name,
             bandwidth_bytes_per_s: p.gpu.hbm_bytes_per_s,
@@ -118,17 +120,19 @@ pub fn run(args: &Args) -> Result<u8> {
         files.push((p, page.into_bytes()));
     }
     crate::commands::write_files(&files)?;
-    crate::output::print(&report::steps::render(
-        &args.report.display().to_string(),
-        r,
-        args.format,
-        &report::steps::Options {
-            each: args.each,
-            wide: args.wide,
-            detail: args.detail,
-            fit: report::fit::Fit::terminal(args.wide, crate::commands::stdout_columns),
-        },
-    ))?;
+    let opts = report::steps::Options {
+        each: args.each,
+        wide: args.names.wide,
+        detail: args.detail,
+        fit: shown.fit,
+    };
+    let text = report::steps::render(&path, r, shown.format, &opts);
+    Ok(Document::new(text, OK))
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
+    crate::output::print(&doc.text)?;
     crate::phases::mark("output written");
-    Ok(OK)
+    Ok(doc.exit_code)
 }

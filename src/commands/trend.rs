@@ -2,6 +2,7 @@
 //! change points and the decisions on record marked.
 
 use crate::commands::headings::{INPUT, OUTPUT, THRESHOLDS};
+use crate::commands::viewflags::FormatFlag;
 use std::path::PathBuf;
 
 use crate::baseline::Policy;
@@ -9,7 +10,6 @@ use crate::commands::historyflags::where_clauses;
 use crate::dataset::trend::{trend, Metric, TrendQuery};
 use crate::dataset::{dates::parse_date, Filter};
 use crate::exit::{Result, OK};
-use crate::report::Format;
 
 const TREND_HELP: &str = "Examples:
   stepgate trend history/ --metric kernel:fused_moe_kernel --by gpu,model --since 2026-01-01
@@ -55,8 +55,8 @@ pub struct Args {
     /// Thresholds (TOML or JSON, as for `gate`); defaults when absent.
     #[arg(long, value_name = "FILE", help_heading = THRESHOLDS)]
     pub policy: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t, help_heading = OUTPUT)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: FormatFlag,
     /// Also write a self-contained HTML page with one chart per group.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub html: Option<PathBuf>,
@@ -92,7 +92,7 @@ pub fn run(args: &Args) -> Result<u8> {
     }
     crate::output::print(&crate::report::trend::render(
         &t,
-        args.format,
+        args.output.format,
         crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),
     ))?;
     Ok(OK)

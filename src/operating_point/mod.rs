@@ -176,23 +176,6 @@ pub fn resolve(
     Ok(point)
 }
 
-/// The operating point of the flags alone (no capture read): what a caller without a
-/// report prices at.
-pub fn from_flags(given: &Given) -> OperatingPoint {
-    OperatingPoint {
-        tp: match given.tp {
-            Some(t) => input(t, "--tp"),
-            None => default_tp(),
-        },
-        pp: None,
-        gpu: given.gpu.clone().map(|g| input(g, "--gpu")),
-        batch: given.batch.map(|b| input(b, "--batch")),
-        context: given.context.map(|c| input(c, "--context")),
-        vendor: None,
-        sidecar: None,
-    }
-}
-
 fn default_tp() -> Sourced<u32> {
     Sourced {
         value: 1,

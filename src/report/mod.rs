@@ -71,11 +71,6 @@ pub fn fmt_us(ns: f64) -> String {
     group_thousands(&format!("{:.1}", ns / 1e3))
 }
 
-/// Nanoseconds as milliseconds with three decimals.
-pub fn fmt_ms(ns: f64) -> String {
-    group_thousands(&format!("{:.3}", ns / 1e6))
-}
-
 /// A fraction as a percentage with one decimal: `12.3%`.
 pub fn fmt_pct(frac: f64) -> String {
     format!("{:.1}%", frac * 100.0)

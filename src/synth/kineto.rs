@@ -196,10 +196,6 @@ impl KinetoWriter {
         self.events.push(e);
     }
 
-    pub fn event_count(&self) -> usize {
-        self.events.len()
-    }
-
     /// Write the trace to `path` (gzip when it ends in `.gz`).
     pub fn finish(self, path: &Path) -> Result<()> {
         let mut head = String::from("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");

@@ -198,12 +198,12 @@ fn floor_mode(i: &Value) -> Result<Computed, String> {
     flag("layers", "layers");
     flag("kv-heads", "kv_heads");
     flag("head-dim", "head_dim");
-    flag("kv-dtype-bytes", "kv_dtype_bytes");
+    flag("kv-dtype", "kv_dtype_bytes");
     flag("weights-gb", "weights_gb");
     flag("gpu", "card");
     flag("hbm-tb-s", "hbm_tb_s");
     flag("launches", "launches");
-    flag("launch-cost-us", "launchcost");
+    flag("launch-cost", "launchcost");
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = common::run(&argv);
     if code != 0 {

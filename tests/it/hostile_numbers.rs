@@ -67,13 +67,15 @@ fn the_issue_examples_say_what_is_wrong_in_the_flags_unit() {
 
 #[test]
 fn every_real_flag_of_floor_and_capacity_refuses_nan_inf_negative_zero_and_huge() {
+    // The old spellings (`--kv-dtype-bytes`, `--launch-cost-us`) warn first, so they
+    // are checked with the step flags below.
     let floor_flags = [
-        "--kv-dtype-bytes",
+        "--kv-dtype",
         "--weights-gb",
         "--params-b",
         "--hbm-tb-s",
         "--peak-tflops",
-        "--launch-cost-us",
+        "--launch-cost",
     ];
     let capacity_flags = [
         "--input-tokens",
@@ -181,8 +183,15 @@ fn step_finding_numbers_are_bounded() {
         assert!(e.contains("--gap-us"), "{v}: {e}");
     }
     for v in ["0", "-2", "nan", "1e300"] {
-        let e = refused(&["steps", r, &format!("--launch-cost-us={v}")]);
-        assert!(e.contains("--launch-cost-us"), "{v}: {e}");
+        let e = refused(&["steps", r, &format!("--launch-cost={v}")]);
+        assert!(e.contains("--launch-cost"), "{v}: {e}");
+        // The old spellings: the warning, then the refusal naming the flag given.
+        for old in ["--launch-cost-us", "--kv-dtype-bytes"] {
+            let (code, _, err) = run(&["floor", &format!("{old}={v}")]);
+            assert_eq!(code, 2, "{old}={v}: {err}");
+            let refusal = err.lines().nth(1);
+            assert!(refusal.is_some_and(|l| l.contains(old)), "{old}={v}: {err}");
+        }
     }
     let e = refused(&[
         "steps",
@@ -353,7 +362,8 @@ fn usage_errors_are_one_line_too() {
         "{e}"
     );
     let e = refused(&["floor", "--kv-dtype", "fp4"]);
-    assert!(e.contains("'fp4'") && e.contains("'fp8'"), "{e}");
+    // The value refused, and the choices.
+    assert!(e.contains("\"fp4\"") && e.contains("'fp8'"), "{e}");
     let e = refused(&["launch-probe", "--iters", "0"]);
     assert!(e.contains("--iters"), "{e}");
     // Help is not an error.

@@ -121,7 +121,7 @@ fn table_mode_exit_4_without_a_driver_else_a_measured_table() {
 
 /// A probe file written by hand (not by stepgate's serializer): the reader must take the
 /// min end-to-end figure from it.
-const HAND_WRITTEN: &str = r#"{
+pub(crate) const HAND_WRITTEN: &str = r#"{
   "schema_version": 1, "measured": true, "device_ordinal": 0,
   "device_name": "NVIDIA H200", "compute_capability": "9.0",
   "driver_version": "570.124.06", "cuda_version": "12.8",

@@ -71,6 +71,7 @@ mod rocpd;
 mod rocpd_truncated;
 mod schema;
 mod shapes;
+mod spellings;
 mod steps;
 mod steps_assembly;
 mod steps_real;
