@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::timing::steps::KindLabel;
 use crate::wire::attribution::{GroupAttribution, StepAttribution};
+use crate::wire::steps::KindLabel;
 use crate::wire::steps::Step;
 
 /// Per group with at least one priced step, its median step by wall (the lower median

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::categories::class_of;
 use crate::stats::percentile;
-use crate::timing::steps::KindLabel;
 use crate::wire::attribution::{ClassSpread, GroupSpread, KernelClass, StepTime};
+use crate::wire::steps::KindLabel;
 use crate::wire::steps::{Step, StepKind};
 
 /// Fewer like steps than this have no spread worth a percentile.

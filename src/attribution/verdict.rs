@@ -23,7 +23,7 @@ mod frames;
 mod gaps;
 mod gemms;
 
-pub use classes::at_roof_action;
+pub use classes::{at_roof_action, dominant_at_roof};
 pub use fired::{Fired, DASH};
 pub use frames::{FrameLoader, StallFrame};
 pub use gaps::Gaps;
@@ -473,6 +473,7 @@ pub fn decide(
     Ok(RULES.iter().find_map(|rule| {
         (rule.fire)(&e).map(|f| RunVerdict {
             rule: rule.id.to_owned(),
+            label: shape.map(|s| items::claim_label(rule.id, s).to_owned()),
             line: f.line(),
             sentence: f.sentence,
             action: f.action,
@@ -481,27 +482,8 @@ pub fn decide(
     }))
 }
 
-/// A step's one-kernel-dominant action, checked against the class it belongs to: at the
-/// roof (≥ 80% of β) it says so instead of sending the kernel to `profiler`.
-pub fn dominant_at_roof(
-    action: &str,
-    top_class: Option<KernelClass>,
-    roof: Option<f64>,
-    profiler: KernelProfiler,
-) -> Option<String> {
-    let r = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
-    let head = action.strip_suffix(&format!(": take it to {}", profiler.name))?;
-    let class = top_class?;
-    Some(format!(
-        "{head}, and {} run at {} of their roof (derived): at the roof — only fewer bytes help",
-        class.as_str(),
-        pct(r)
-    ))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::{NSIGHT_COMPUTE, ROCPROF_COMPUTE};
     use super::*;
 
     #[test]
@@ -512,25 +494,5 @@ mod tests {
         d.dedup();
         assert_eq!(d.len(), ids.len());
         assert_eq!(ids.last(), Some(&"median-step"));
-    }
-
-    #[test]
-    fn a_dominant_kernel_at_the_roof_is_not_sent_to_nsight_compute() {
-        let a = "gemm_x is 90% of busy time: take it to Nsight Compute";
-        let got =
-            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.85), NSIGHT_COMPUTE).unwrap();
-        assert_eq!(
-            got,
-            "gemm_x is 90% of busy time, and weight GEMMs run at 85% of their roof (derived): at the roof — only fewer bytes help"
-        );
-        assert!(
-            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.6), NSIGHT_COMPUTE).is_none()
-        );
-        // An AMD step's action names AMD's profiler; the check reads that name.
-        let amd = "gemm_x is 90% of busy time: take it to rocprof-compute";
-        assert!(
-            dominant_at_roof(amd, Some(KernelClass::Weights), Some(0.85), ROCPROF_COMPUTE)
-                .is_some()
-        );
     }
 }

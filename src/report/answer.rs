@@ -50,11 +50,8 @@ pub fn ranked<'a>(groups: &'a [GroupAttribution], verdict: Option<&RunVerdict>) 
 pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
     if let Some(v) = &r.verdict {
         let sentence = v.sentence.as_str();
-        match r.shapes.first() {
-            Some(s) => {
-                let label = crate::attribution::items::claim_label(&v.rule, s.shape);
-                m.answer("verdict", &format!("{label} — {sentence}"));
-            }
+        match &v.label {
+            Some(label) => m.answer("verdict", &format!("{label} — {sentence}")),
             None => m.answer("verdict", sentence),
         }
         if let Some(a) = &v.action {

@@ -352,7 +352,10 @@ pub struct AlignedStep {
     pub min_wall_ns: i64,
 }
 
+mod kind;
 pub mod method;
+
+pub use kind::KindLabel;
 
 /// Version of the `steps` JSON document: additive fields keep it, a removed or renamed
 /// field or a changed meaning bumps it (docs/reports.md).

@@ -15,6 +15,11 @@ pub const VARIES_OF_WALL: f64 = 0.1;
 pub struct RunVerdict {
     /// The rule's id (`dispatch-bound`, `one-kernel-at-roof`, …).
     pub rule: String,
+    /// What the claim is about, as the answer's first word: the run's step shape, or
+    /// what the rule speaks of where that differs from it (a class, a kernel at its roof,
+    /// in a run whose steps are one kernel dominant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The run line, in the tool's words, with its numbers labelled measured or derived:
     /// the sentence and the action joined (kept for readers of older reports).
     pub line: String,

@@ -66,7 +66,30 @@ fn sources() -> Vec<Source> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
     walk(&root.join("src"), root, &mut out);
+    // A module's tests moved to a file of their own (`#[cfg(test)] mod tests;`) are test
+    // code, as a `#[cfg(test)] mod tests { … }` block is: left out like one.
+    let tests = test_module_files(&out);
+    out.retain(|s| !tests.contains(&s.path));
     out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The files of modules declared `#[cfg(test)] mod NAME;`: `DIR/NAME.rs` beside a
+/// `mod.rs`, `lib.rs` or `main.rs`, else `FILE_STEM/NAME.rs`.
+fn test_module_files(sources: &[Source]) -> std::collections::BTreeSet<String> {
+    let decl = Regex::new(r"#\[cfg\(test\)\]\s*(pub(\([^)]*\))?\s+)?mod\s+(\w+)\s*;").unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    for s in sources {
+        for c in decl.captures_iter(&s.text) {
+            let name = &c[3];
+            let (dir, file) = s.path.rsplit_once('/').unwrap_or(("", &s.path));
+            let base = match file {
+                "mod.rs" | "lib.rs" | "main.rs" => dir.to_owned(),
+                f => format!("{dir}/{}", f.trim_end_matches(".rs")),
+            };
+            out.insert(format!("{base}/{name}.rs"));
+        }
+    }
     out
 }
 

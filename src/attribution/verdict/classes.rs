@@ -5,6 +5,8 @@
 use crate::wire::attribution::{ClassAttribution, Shape};
 
 use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA, GEMM_EXCESS_SHARE};
+use crate::attribution::KernelProfiler;
+use crate::wire::attribution::KernelClass;
 
 /// The priced class below [`AT_ROOF_OF_BETA`] of its roof with the largest excess, when
 /// that excess is at least [`GEMM_EXCESS_SHARE`] of the step's wall (derived): the
@@ -65,4 +67,48 @@ pub(super) fn class_below_roof(e: &Evidence<'_>) -> Option<Fired> {
             "\"at the roof — only fewer bytes help\" (a class runs below its roof)".to_owned(),
         ]),
     )
+}
+
+/// A step's one-kernel-dominant action, checked against the class it belongs to: at the
+/// roof (≥ 80% of β) it says so instead of sending the kernel to `profiler`.
+pub fn dominant_at_roof(
+    action: &str,
+    top_class: Option<KernelClass>,
+    roof: Option<f64>,
+    profiler: KernelProfiler,
+) -> Option<String> {
+    let r = roof.filter(|&r| r >= AT_ROOF_OF_BETA)?;
+    let head = action.strip_suffix(&format!(": take it to {}", profiler.name))?;
+    let class = top_class?;
+    Some(format!(
+        "{head}, and {} run at {} of their roof (derived): at the roof — only fewer bytes help",
+        class.as_str(),
+        pct(r)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attribution::{NSIGHT_COMPUTE, ROCPROF_COMPUTE};
+
+    #[test]
+    fn a_dominant_kernel_at_the_roof_is_not_sent_to_nsight_compute() {
+        let a = "gemm_x is 90% of busy time: take it to Nsight Compute";
+        let got =
+            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.85), NSIGHT_COMPUTE).unwrap();
+        assert_eq!(
+            got,
+            "gemm_x is 90% of busy time, and weight GEMMs run at 85% of their roof (derived): at the roof — only fewer bytes help"
+        );
+        assert!(
+            dominant_at_roof(a, Some(KernelClass::Weights), Some(0.6), NSIGHT_COMPUTE).is_none()
+        );
+        // An AMD step's action names AMD's profiler; the check reads that name.
+        let amd = "gemm_x is 90% of busy time: take it to rocprof-compute";
+        assert!(
+            dominant_at_roof(amd, Some(KernelClass::Weights), Some(0.85), ROCPROF_COMPUTE)
+                .is_some()
+        );
+    }
 }

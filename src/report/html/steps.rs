@@ -7,7 +7,7 @@ use crate::report::charts::{
 use crate::report::html::{esc, figure, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
-use crate::timing::steps::KindLabel;
+use crate::wire::steps::KindLabel;
 use crate::wire::steps::{Step, StepsReport};
 
 /// Steps per series drawn and listed; beyond this the page says how many were left out

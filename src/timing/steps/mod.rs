@@ -19,7 +19,6 @@ mod candidate;
 mod discover;
 mod found;
 mod index;
-mod kind;
 mod measure;
 mod nvtxproj;
 mod options;
@@ -32,7 +31,6 @@ use crate::trace::Trace;
 use crate::wire::steps::StepsReport;
 
 pub use found::{Found, Meta, Stages};
-pub use kind::KindLabel;
 pub use nvtxproj::{project_ranges, RangeProjection};
 pub use options::{Extent, StepOptions, StepSource, Threads};
 pub use summary::{median_step, percentile, summarize};

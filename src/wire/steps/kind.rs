@@ -1,8 +1,9 @@
 //! A step's kind as groups key it: the marker's kind, else the inferred one, marked so
 //! that an inferred decode never matches an exact one (the key groups, `--kind`, the
-//! class spread and a baseline's groups share).
+//! class spread and a baseline's groups share): a projection of two fields, vocabulary
+//! every layer (the renderers included) reads.
 
-use crate::wire::steps::{Step, StepKind};
+use super::{Step, StepKind};
 
 /// A step's kind as groups key it: the marker's kind, else the inferred one, marked so
 /// that an inferred decode never matches an exact one.
