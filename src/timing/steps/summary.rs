@@ -1,7 +1,7 @@
 //! The summaries of a set of steps: percentiles, the per-kind summary and the median
 //! step, which the steps report carries and the pipeline takes after every filter.
 
-use super::KindLabel;
+use crate::wire::steps::KindLabel;
 use crate::wire::steps::{KindSummary, Spread, Step, StepAt, StepKind};
 
 pub use crate::stats::percentile;
