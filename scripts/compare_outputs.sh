@@ -70,7 +70,7 @@ for r in "${REPORTS[@]}"; do
     c "steps-$n-priced-json" steps "$r" --model llama-3-8b --gpu h100-sxm --context 1024 --batch 8 --format json
     c "steps-$n-files" steps "$r" --model qwen3-8b --gpu h100-sxm --html @F@/s.html --perfetto @F@/s.json
     c "steps-$n-gaps" steps "$r" --steps gaps --gap-us 50 --format json --top 2
-    c "steps-$n-decode" steps "$r" --kind decode --launch-cost-us 4.1 --each
+    c "steps-$n-decode" steps "$r" --kind decode --launch-cost 4.1 --each
     c "baseline-$n" baseline record "$r" -o @F@/b.json --model llama-3-8b --gpu h100-sxm
     c "baseline-$n-nomodel" baseline record "$r" -o @F@/b.json
 done

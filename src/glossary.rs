@@ -84,7 +84,7 @@ pub const GLOSSARY: &[Entry] = &[
     e(
         "launch cost",
         &["per-launch cost", "driver floor"],
-        "The host time one kernel launch costs in the driver: the cited 2.374 µs (H100, CUDA 12.6) unless --launch-cost-us or a launch-probe file gives one measured here.",
+        "The host time one kernel launch costs in the driver: the cited 2.374 µs (H100, CUDA 12.6) unless --launch-cost gives one (µs or a launch-probe file) measured here.",
         "docs/method.md §8.1",
     ),
     e(

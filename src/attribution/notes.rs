@@ -95,7 +95,7 @@ pub fn for_vendor(cost: LaunchCost, vendor: Option<&str>) -> LaunchCost {
     if vendor == Some("amd") && cost.source.starts_with("cited") {
         return LaunchCost {
             source: format!(
-                "cited for NVIDIA's CUDA driver, {CITED_LAUNCH_SOURCE}; not this AMD HIP trace's driver, and no public HIP figure is cited here: pass --launch-cost-us with one measured on this machine"
+                "cited for NVIDIA's CUDA driver, {CITED_LAUNCH_SOURCE}; not this AMD HIP trace's driver, and no public HIP figure is cited here: pass --launch-cost with one measured on this machine"
             ),
             ..cost
         };

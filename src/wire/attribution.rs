@@ -18,7 +18,7 @@ pub enum Bound {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LaunchCost {
     pub per_launch_ns: f64,
-    /// `cited` (arXiv:2504.11750) or `measured` (launch-probe / --launch-cost-us).
+    /// `cited` (arXiv:2504.11750) or `measured` (launch-probe / --launch-cost).
     pub source: String,
 }
 

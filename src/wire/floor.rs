@@ -52,7 +52,7 @@ pub struct FloorReport {
     pub experts_touched: Option<f64>,
     pub launches: u64,
     pub launch_cost_ns: f64,
-    /// "cited" (arXiv:2504.11750) or "input" (a measured --launch-cost-us).
+    /// "cited" (arXiv:2504.11750) or "input" (a measured --launch-cost).
     pub launch_cost_basis: &'static str,
     pub launch_budget_ns: f64,
     pub launch_share_of_floor: f64,
