@@ -196,17 +196,21 @@ pub fn is_code_span(s: &str) -> bool {
 /// Text for HTML element content or a quoted attribute value.
 pub fn html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    s.chars().for_each(|c| push_html(&mut out, c));
     out
+}
+
+/// One character of [`html`]'s escaping, for writers that interleave markup (a kernel
+/// name's line-break opportunities) with the escaped text.
+pub fn push_html(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c => out.push(c),
+    }
 }
 
 /// A line of terminal text that is also safe in a CI log: no control characters (visible

@@ -16,17 +16,6 @@ pub fn esc(s: &str) -> String {
     crate::report::escape::html(s)
 }
 
-fn push_esc(out: &mut String, c: char) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        '"' => out.push_str("&quot;"),
-        '\'' => out.push_str("&#39;"),
-        c => out.push(c),
-    }
-}
-
 const CSS: &str = r#"
 :root { color-scheme: light dark; --fg:#1b1b1b; --bg:#ffffff; --muted:#5c5c5c; --line:#d9d9d9;
   --head:#f3f3f3; --pass:#0a7a3d; --fail:#b3261e; --warn:#8a5a00; }
@@ -134,7 +123,7 @@ pub fn marks(s: &str) -> String {
 pub fn name(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 4);
     for c in s.chars() {
-        push_esc(&mut out, c);
+        crate::report::escape::push_html(&mut out, c);
         if matches!(c, '_' | ',' | '<' | '(' | ':') {
             out.push_str("<wbr>");
         }
