@@ -176,7 +176,7 @@ impl Categorizer {
 
     /// Defaults, with the rules of a user TOML file tried first:
     /// `[[rule]]` tables of `category = "…"` and `pattern = "regex"`.
-    pub fn with_user_file(path: &Path) -> Result<Self> {
+    pub(crate) fn with_user_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::input(format!(
                 "cannot read categories file {}: {e}",

@@ -101,7 +101,7 @@ impl Error {
 
     /// Keep the error that caused this one.
     #[must_use]
-    pub fn with_source(mut self, source: impl Into<Source>) -> Self {
+    pub(crate) fn with_source(mut self, source: impl Into<Source>) -> Self {
         self.source = Some(source.into());
         self
     }
@@ -309,7 +309,7 @@ impl Fault {
 /// says what was done to which path ("cannot write out/g.md", "cannot read the dataset
 /// DS"), [`Fault`] says what
 /// went wrong in one sentence, and [`Fault::kind`] alone picks the exit code.
-pub fn io_fault(access: Access, what: &str, e: &std::io::Error) -> Error {
+pub(crate) fn io_fault(access: Access, what: &str, e: &std::io::Error) -> Error {
     let fault = Fault::of(e);
     let cause = e.raw_os_error().map_or_else(
         || std::io::Error::new(e.kind(), e.to_string()),
@@ -369,7 +369,7 @@ impl PanicRecord {
 static FIRST_PANIC: Mutex<Option<PanicRecord>> = Mutex::new(None);
 
 /// Record a panic (called by the panic hook; keeps the first).
-pub fn record_panic(info: &std::panic::PanicHookInfo<'_>) {
+pub(crate) fn record_panic(info: &std::panic::PanicHookInfo<'_>) {
     let payload = info.payload();
     let message = payload
         .downcast_ref::<&str>()

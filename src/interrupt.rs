@@ -27,6 +27,7 @@ mod imp {
         // libc's signal(2); std links libc already, so no new dependency. glibc gives it BSD
         // semantics (handler stays installed, SA_RESTART).
         fn signal(signum: i32, handler: usize) -> usize;
+        #[cfg(test)]
         pub fn raise(sig: i32) -> i32;
     }
 
@@ -52,7 +53,7 @@ mod imp {
     /// restores, so overlapping writers (threads) never leave the flag handler behind.
     static DEFER: Mutex<(usize, usize, usize)> = Mutex::new((0, 0, 0));
 
-    pub fn defer_begin() {
+    pub(crate) fn defer_begin() {
         let mut d = DEFER.lock().unwrap_or_else(|e| e.into_inner());
         if d.0 == 0 {
             // Safety: as in `install`; the previous handlers are kept to restore.
@@ -64,7 +65,7 @@ mod imp {
         d.0 += 1;
     }
 
-    pub fn defer_end() {
+    pub(crate) fn defer_end() {
         let mut d = DEFER.lock().unwrap_or_else(|e| e.into_inner());
         d.0 = d.0.saturating_sub(1);
         if d.0 == 0 {
@@ -90,7 +91,7 @@ pub struct Deferred {
 }
 
 /// Defer SIGINT/SIGTERM until the returned guard is dropped.
-pub fn defer() -> Deferred {
+pub(crate) fn defer() -> Deferred {
     #[cfg(unix)]
     imp::defer_begin();
     Deferred {
@@ -114,7 +115,8 @@ impl Drop for Deferred {
 
 /// Send this process SIGINT (what Ctrl-C does), for tests of the cleanup.
 #[cfg(unix)]
-pub fn raise_sigint() {
+#[cfg(test)]
+pub(crate) fn raise_sigint() {
     // Safety: raise(3) with a valid signal number.
     unsafe {
         imp::raise(imp::SIGINT);

@@ -9,7 +9,7 @@ pub fn mean(xs: &[f64]) -> Option<f64> {
 
 /// The arithmetic mean, 0 when empty (a sum of means over groups where an empty side adds
 /// nothing).
-pub fn mean_or_zero(xs: &[f64]) -> f64 {
+pub(crate) fn mean_or_zero(xs: &[f64]) -> f64 {
     mean(xs).unwrap_or(0.0)
 }
 
@@ -59,7 +59,7 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 /// The upper median (`sorted(x)[len(x)//2]`, the launch probe's definition, kept so its
 /// figures compare with the method's), None when empty.
-pub fn upper_median(values: &[f64]) -> Option<f64> {
+pub(crate) fn upper_median(values: &[f64]) -> Option<f64> {
     let v = sorted(values);
     v.get(v.len() / 2).copied()
 }

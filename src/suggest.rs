@@ -13,7 +13,7 @@ fn bound(len: usize) -> usize {
 
 /// Optimal string alignment distance between two strings, on lower-cased characters.
 /// O(|a|·|b|) time and three rows of memory: names are short.
-pub fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
     let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
     // prev2 = row i-2, prev = row i-1, cur = row i; cell j = distance(a[..i], b[..j]).
@@ -38,7 +38,10 @@ pub fn distance(a: &str, b: &str) -> usize {
 
 /// The known name closest to `input`, if one is within the typo bound; ties go to the
 /// first in `known` (tables list the common parts first).
-pub fn closest<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(
+    input: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let input = input.trim();
     let limit = bound(input.chars().count());
     let mut best: Option<(usize, &'a str)> = None;
@@ -53,7 +56,7 @@ pub fn closest<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
 
 /// `" (did you mean `x`?)"` for the closest known name, or `""`: ready to splice into an
 /// "unknown …" error message after the name.
-pub fn did_you_mean<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(input: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(input, known)
         .map(|k| format!(" (did you mean `{k}`?)"))
         .unwrap_or_default()

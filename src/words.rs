@@ -12,7 +12,7 @@ use crate::wire::baseline::metric;
 /// metric's label is its row's, `baseline::metrics`): `excess_ns.CLASS` reads `CLASS
 /// excess (derived)`, `kernel:NAME` and `category:NAME` (trend's metrics) read `kernel
 /// NAME`; any other keeps its field name.
-pub fn metric_name(name: &str) -> Cow<'_, str> {
+pub(crate) fn metric_name(name: &str) -> Cow<'_, str> {
     if let Some(class) = name.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
         return Cow::Owned(format!("{class} excess (derived)"));
     }
@@ -26,7 +26,7 @@ pub fn metric_name(name: &str) -> Cow<'_, str> {
 
 /// A relative change with one decimal, signed with + or − (U+2212), thousands separated:
 /// `+4,700.0%`, `−9.1%`; infinite changes as `+∞`; no ratio (a zero baseline) as `from 0`.
-pub fn fmt_rel(r: Option<f64>) -> String {
+pub(crate) fn fmt_rel(r: Option<f64>) -> String {
     match r {
         None => "from 0".to_owned(),
         Some(r) if r.is_infinite() => if r > 0.0 { "+∞" } else { "−∞" }.to_owned(),

@@ -76,7 +76,7 @@ impl Family {
     }
 
     /// The family of the step's attention kernel with the most exclusive time.
-    pub fn of_step(step: &Step) -> Option<Family> {
+    pub(crate) fn of_step(step: &Step) -> Option<Family> {
         step.all_kernels
             .iter()
             .filter(|k| class_of(&k.category) == Some(KernelClass::Attention))
@@ -99,7 +99,7 @@ pub struct Grid {
 
 /// The attention class's next action below the roof, in the words of the family that
 /// runs; `at` is " at N% of β", `profiler` where DRAM throughput per kernel is read.
-pub fn below_roof(family: Option<Family>, at: &str, g: &Grid, profiler: &str) -> String {
+pub(crate) fn below_roof(family: Option<Family>, at: &str, g: &Grid, profiler: &str) -> String {
     let (sms, word) = (g.sms, g.sm_word);
     let check =
         format!("check the KV layout and page size ({profiler}'s DRAM throughput per kernel)");

@@ -10,7 +10,7 @@ use crate::stats::mean;
 
 /// The change of each class's mean excess, for the classes both sides priced, in table
 /// order. Empty when either side was recorded without a model.
-pub fn excess_change(
+pub(crate) fn excess_change(
     baseline: &BTreeMap<String, ClassSamples>,
     candidate: &BTreeMap<String, ClassSamples>,
 ) -> Vec<ClassExcessChange> {

@@ -166,7 +166,7 @@ fn by_counter(c: &mut ClassAttribution, measured: f64) {
 
 /// Per step, the DRAM throughput the GPU's counters measured over its GPU span (read +
 /// write as a fraction of peak); None where the trace has no counters for its device.
-pub fn step_dram(trace: &Trace, steps: &[Step]) -> Vec<Option<f64>> {
+pub(crate) fn step_dram(trace: &Trace, steps: &[Step]) -> Vec<Option<f64>> {
     steps
         .iter()
         .map(|s| {

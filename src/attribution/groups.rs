@@ -10,7 +10,10 @@ use crate::wire::steps::Step;
 
 /// Per group with at least one priced step, its median step by wall (the lower median
 /// for an even count) and that step's classes. `attributions` is parallel to `steps`.
-pub fn median_steps(steps: &[Step], attributions: &[StepAttribution]) -> Vec<GroupAttribution> {
+pub(crate) fn median_steps(
+    steps: &[Step],
+    attributions: &[StepAttribution],
+) -> Vec<GroupAttribution> {
     let mut by: BTreeMap<KindLabel, Vec<usize>> = BTreeMap::new();
     for (i, (s, a)) in steps.iter().zip(attributions).enumerate() {
         if a.waterfall.is_some() {

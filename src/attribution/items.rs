@@ -31,7 +31,7 @@ pub enum Item {
 pub const NODE_TRACE_FLAG: &str = "nsys profile --cuda-graph-trace=node";
 
 /// What an item of `name` in `category` is.
-pub fn item_of(name: &str, category: &str) -> Item {
+pub(crate) fn item_of(name: &str, category: &str) -> Item {
     if super::is_copy(category) {
         Item::Copy
     } else if name.starts_with("[cuda graph") {
@@ -99,7 +99,7 @@ pub fn rule(item: Item) -> &'static ItemRule {
 /// "one kernel dominant" and the claim is not about a dominant kernel below its roof — a
 /// claim about a class (its excess, its roof, its spread), about GEMMs, or about one
 /// kernel at its roof is then labelled by what it is about.
-pub fn claim_label(rule: &str, run_shape: Shape) -> &'static str {
+pub(crate) fn claim_label(rule: &str, run_shape: Shape) -> &'static str {
     if run_shape != Shape::OneKernelDominant {
         return run_shape.as_str();
     }

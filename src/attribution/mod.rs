@@ -323,13 +323,13 @@ fn classify(s: Subject<'_>, floor: Option<&FloorAttribution>) -> (Shape, String)
 
 /// A copy or memset (`[memcpy …]`, `[memset]`, category `memory`): GPU time that is no
 /// kernel, so no kernel profiler can speed it up.
-pub fn is_copy(category: &str) -> bool {
+pub(crate) fn is_copy(category: &str) -> bool {
     category == "memory"
 }
 
 /// The action when a copy holds most of the busy time (of one step, or over `steps`): a
 /// host copy can overlap compute, a device copy or memset can only be avoided.
-pub fn copy_action(
+pub(crate) fn copy_action(
     name: &str,
     share: f64,
     steps: Option<usize>,
@@ -368,7 +368,7 @@ pub fn attribute_all(
 /// [`attribute_all`] with the floor of each step from `pricer`, split per kernel class,
 /// the inputs that would make an undercut floor plausible named, and the class split of
 /// each group's median step.
-pub fn attribute_priced(
+pub(crate) fn attribute_priced(
     steps: &[Step],
     pricer: Option<&Pricer<'_>>,
     cost: &LaunchCost,

@@ -125,12 +125,13 @@ fn ms_or_us(ns: f64) -> String {
 
 /// The `class-varies` rule's line: the varying class with the widest p10–p90 of the
 /// group, where its least and most were, and what to compare; None when no class varies.
-pub fn varies_line(g: &GroupSpread) -> Option<String> {
+#[cfg(test)]
+pub(crate) fn varies_line(g: &GroupSpread) -> Option<String> {
     varies_parts(g).map(|(s, a)| format!("{s} — {a}"))
 }
 
 /// [`varies_line`] as its sentence (what varies, and why it may) and its action.
-pub fn varies_parts(g: &GroupSpread) -> Option<(String, String)> {
+pub(crate) fn varies_parts(g: &GroupSpread) -> Option<(String, String)> {
     let c = g
         .classes
         .iter()

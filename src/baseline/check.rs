@@ -45,7 +45,7 @@ fn listed(names: &[String]) -> String {
 }
 
 /// A group's label as the gate's tables print it.
-pub fn group_label(g: &crate::wire::baseline::Group) -> String {
+pub(crate) fn group_label(g: &crate::wire::baseline::Group) -> String {
     match g.batch_size {
         Some(b) => format!("{} bs={b}", g.step_kind),
         None => g.step_kind.clone(),

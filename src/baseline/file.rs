@@ -79,7 +79,7 @@ struct Header {
 }
 
 /// Parse baseline bytes; `name` is how errors refer to the file.
-pub fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
+pub(crate) fn parse_baseline(bytes: &[u8], name: &str) -> Result<Baseline> {
     // First pass reads only the header (serde skips the rest without building it), so a
     // foreign or newer file is named as such instead of as "missing field samples".
     let header: Header = match serde_json::from_slice(bytes) {

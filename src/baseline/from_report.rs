@@ -96,7 +96,7 @@ impl GroupBuilder {
     }
 
     /// Add one kernel's exclusive ns and instances to a pushed step.
-    pub fn add_kernel(
+    pub(crate) fn add_kernel(
         &mut self,
         at: Slot,
         name: &str,
@@ -122,7 +122,7 @@ impl GroupBuilder {
     }
 
     /// Add a category's exclusive ns to a pushed step.
-    pub fn add_category(&mut self, at: Slot, category: &str, exclusive_ns: f64) {
+    pub(crate) fn add_category(&mut self, at: Slot, category: &str, exclusive_ns: f64) {
         let g = &mut self.groups[at.group].group;
         let v = match g.categories.get_mut(category) {
             Some(v) => v,

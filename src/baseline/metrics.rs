@@ -70,7 +70,7 @@ pub struct MetricDef {
 }
 
 /// The range a sample of a unit must fall in.
-pub fn range_of_unit(u: MetricUnit) -> Range {
+pub(crate) fn range_of_unit(u: MetricUnit) -> Range {
     match u {
         MetricUnit::Ns => bounds::TIME,
         MetricUnit::Count => bounds::COUNT,
@@ -359,7 +359,7 @@ impl Metrics {
 
     /// A history row's sample: `column(name)` is that column's value in the row (None for
     /// a null); a required metric's null reads NaN, which fails its range.
-    pub fn sample_from_columns(
+    pub(crate) fn sample_from_columns(
         &self,
         column: impl Fn(&str) -> Option<f64>,
         mean_context: Option<f64>,
@@ -410,7 +410,7 @@ impl StepSample {
 
     /// The first measured sample out of range. A step with one is not a measurement (a
     /// sign-flipped or overflowed column): it is left out, never compared.
-    pub fn bad_measurement(&self, table: &Metrics) -> Option<OutOfRange> {
+    pub(crate) fn bad_measurement(&self, table: &Metrics) -> Option<OutOfRange> {
         table
             .rows
             .iter()
@@ -428,7 +428,7 @@ impl StepSample {
 
     /// Derived samples out of range are set absent (the floor or the step name was
     /// absurd, not the step): returns what was dropped.
-    pub fn drop_bad_derived(&mut self, table: &Metrics) -> Vec<OutOfRange> {
+    pub(crate) fn drop_bad_derived(&mut self, table: &Metrics) -> Vec<OutOfRange> {
         let mut out = Vec::new();
         for r in table.rows.iter().filter(|r| r.origin == Origin::Derived) {
             if let Some(x) = self.get(r.name) {
@@ -459,7 +459,7 @@ impl StepSample {
 
 /// The range of a step metric of the built-in table (a baseline file read back is held to
 /// it); see [`Metrics::range`].
-pub fn of_metric(name: &str) -> Range {
+pub(crate) fn of_metric(name: &str) -> Range {
     match BUILTIN.iter().find(|r| r.name == name) {
         Some(r) => range_of_unit(r.unit),
         None if metric::in_ns(name) => bounds::TIME,

@@ -142,7 +142,7 @@ impl Group {
 
     /// The per-step samples of a step metric by name: a measured or derived metric, or
     /// `excess_ns.CLASS`, a priced class's excess over its floor (derived).
-    pub fn metric_samples(&self, name: &str) -> Option<&[f64]> {
+    pub(crate) fn metric_samples(&self, name: &str) -> Option<&[f64]> {
         match name.strip_prefix(metric::CLASS_EXCESS_PREFIX) {
             Some(class) => self.classes.get(class).map(|c| c.excess_ns.as_slice()),
             None => self.metrics.get(name).map(Vec::as_slice),
@@ -156,7 +156,7 @@ impl Group {
 
     /// Keep at most `max_steps` steps, evenly spaced, the same steps for every metric,
     /// kernel and category, so a stored baseline stays small while its statistics hold.
-    pub fn thin(&mut self, max_steps: usize) {
+    pub(crate) fn thin(&mut self, max_steps: usize) {
         let n = self.steps();
         if max_steps == 0 || n <= max_steps {
             return;
@@ -182,7 +182,7 @@ impl Group {
 }
 
 /// The label of a (kind, batch size) group key.
-pub fn group_label(step_kind: &str, batch_size: Option<u32>) -> String {
+pub(crate) fn group_label(step_kind: &str, batch_size: Option<u32>) -> String {
     match batch_size {
         Some(b) => format!("{step_kind} bs={b}"),
         None => step_kind.to_owned(),
@@ -191,7 +191,7 @@ pub fn group_label(step_kind: &str, batch_size: Option<u32>) -> String {
 
 impl SampleSet {
     /// Thin every group to at most `max_steps` steps (see [`Group::thin`]).
-    pub fn thin(&mut self, max_steps: usize) {
+    pub(crate) fn thin(&mut self, max_steps: usize) {
         self.groups.iter_mut().for_each(|g| g.thin(max_steps));
     }
 }

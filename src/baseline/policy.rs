@@ -180,7 +180,7 @@ impl Policy {
 
     /// The threshold a `[[kernel]]` rule gives the kernels it selects (over the kernel
     /// default).
-    pub fn kernel_threshold_of(&self, rule: &KernelRule) -> Threshold {
+    pub(crate) fn kernel_threshold_of(&self, rule: &KernelRule) -> Threshold {
         rule.over.apply(self.kernel)
     }
 
@@ -194,7 +194,7 @@ impl Policy {
 
     /// Whether a `[metrics."excess_ns.CLASS"]` entry gates a class's excess: only then
     /// does a history gate read the runs' per-class samples.
-    pub fn gates_class_excess(&self) -> bool {
+    pub(crate) fn gates_class_excess(&self) -> bool {
         self.metrics
             .keys()
             .any(|k| k.starts_with(metric::CLASS_EXCESS_PREFIX))

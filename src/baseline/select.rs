@@ -86,7 +86,7 @@ impl Selector {
     }
 
     /// The error for a selector that matched none of `searched` kernels.
-    pub fn none_error(&self, searched: usize) -> Error {
+    pub(crate) fn none_error(&self, searched: usize) -> Error {
         Error::input(format!(
             "kernel {:?} matches none of the {searched} kernel name(s) searched (a substring \
              of the full or short name, or re:REGEX on the full name); `stepgate analyze` \

@@ -8,7 +8,7 @@ use crate::exit::{Error, Result};
 use crate::wire::baseline::{Baseline, Group};
 
 /// "9 steps, 10 needed: capture 1 more".
-pub fn missing_steps(have: usize, need: usize) -> String {
+pub(crate) fn missing_steps(have: usize, need: usize) -> String {
     format!(
         "{have} step{}, {need} needed: capture {} more",
         if have == 1 { "" } else { "s" },
@@ -19,7 +19,7 @@ pub fn missing_steps(have: usize, need: usize) -> String {
 /// Check a baseline about to be written: an error when no group reaches `min_samples`
 /// (unless the policy says warn), else the warning lines to print (one per small group,
 /// and the refusal downgraded, when it was).
-pub fn check_servable(b: &Baseline, policy: &Policy) -> Result<Vec<String>> {
+pub(crate) fn check_servable(b: &Baseline, policy: &Policy) -> Result<Vec<String>> {
     let need = policy.min_samples;
     let small: Vec<&Group> = b
         .samples

@@ -61,7 +61,7 @@ fn order_index(n: usize, u: f64) -> usize {
 }
 
 /// One draw of the median of a bootstrap resample of `sorted` (non-empty, sorted).
-pub fn resampled_median(sorted: &[f64], rng: &mut SmallRng) -> f64 {
+pub(crate) fn resampled_median(sorted: &[f64], rng: &mut SmallRng) -> f64 {
     let n = sorted.len();
     if n == 1 {
         return sorted[0];
@@ -91,7 +91,7 @@ pub struct ShiftInterval {
 /// Bootstrap the change in the median between two sorted, non-empty samples: each
 /// resample draws both sides independently; the interval is the central `confidence` of
 /// the `resamples` replicate changes. Deterministic for a given `seed`.
-pub fn median_shift_interval(
+pub(crate) fn median_shift_interval(
     base_sorted: &[f64],
     cand_sorted: &[f64],
     resamples: usize,
@@ -125,7 +125,7 @@ pub fn median_shift_interval(
 
 /// The central `confidence` interval of `reps` (reordered): the (α/2) and (1−α/2)
 /// quantiles at the nearest rank of (R−1)·q.
-pub fn percentile_interval(reps: &mut [f64], confidence: f64) -> (f64, f64) {
+pub(crate) fn percentile_interval(reps: &mut [f64], confidence: f64) -> (f64, f64) {
     let r = reps.len();
     let alpha = (1.0 - confidence).clamp(0.0, 1.0);
     let lo_i = ((r - 1) as f64 * alpha / 2.0).round() as usize;
@@ -144,7 +144,7 @@ pub fn percentile_interval(reps: &mut [f64], confidence: f64) -> (f64, f64) {
 
 /// A seed for one (group, metric) pair: FNV-1a of the key mixed into the policy seed, so a
 /// metric's interval does not depend on which other metrics were computed or in what order.
-pub fn seed_for(base_seed: u64, key: &str) -> u64 {
+pub(crate) fn seed_for(base_seed: u64, key: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in key.bytes() {
         h ^= u64::from(b);

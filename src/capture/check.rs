@@ -49,7 +49,7 @@ fn switch_on(argv: &[String], name: &str, env_value: Option<&str>) -> bool {
 
 /// Whether `SGLANG_ENABLE_NVTX_SCHEDULER=1` is set for the server: in the command (an `env`
 /// prefix) or inherited from this process's environment (`env_value`).
-pub fn sglang_nvtx_scheduler(argv: &[String], env_value: Option<&str>) -> bool {
+pub(crate) fn sglang_nvtx_scheduler(argv: &[String], env_value: Option<&str>) -> bool {
     switch_on(argv, "SGLANG_ENABLE_NVTX_SCHEDULER", env_value)
 }
 
@@ -63,7 +63,7 @@ pub struct ServerEnv {
 }
 
 impl ServerEnv {
-    pub fn from_process() -> Self {
+    pub(crate) fn from_process() -> Self {
         ServerEnv {
             sglang_nvtx_scheduler: std::env::var("SGLANG_ENABLE_NVTX_SCHEDULER").ok(),
             vllm_torch_cuda_profile: std::env::var("VLLM_TORCH_CUDA_PROFILE").ok(),
@@ -80,7 +80,7 @@ const VLLM_CUDA_SWITCHES: &str = "vLLM >= 0.13 needs --profiler-config.profiler=
      without --nsys-out)";
 
 /// `TLLM_PROFILE_START_STOP` as given in the server command (`env TLLM_PROFILE_START_STOP=A-B …`).
-pub fn tllm_range_in_command(argv: &[String]) -> Option<String> {
+pub(crate) fn tllm_range_in_command(argv: &[String]) -> Option<String> {
     argv.iter()
         .rev()
         .find_map(|a| a.strip_prefix("TLLM_PROFILE_START_STOP="))
@@ -89,7 +89,11 @@ pub fn tllm_range_in_command(argv: &[String]) -> Option<String> {
 
 /// Check a server command that will run under nsys. Returns the notes to print; an error
 /// (exit 4) when the command visibly cannot produce a capture.
-pub fn check_server(engine: Engine, argv: &[String], env: &ServerEnv) -> Result<Vec<String>> {
+pub(crate) fn check_server(
+    engine: Engine,
+    argv: &[String],
+    env: &ServerEnv,
+) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     match engine {
         Engine::Vllm => {

@@ -115,7 +115,7 @@ pub struct Config {
 impl Config {
     /// Whether the engine stops by itself: SGLang with `num_steps` (vLLM's `max_iterations`
     /// also stops, but a later `/stop_profile` is a logged no-op there, so it is still sent).
-    pub fn auto_stop(&self) -> bool {
+    pub(crate) fn auto_stop(&self) -> bool {
         self.engine == Engine::Sglang && self.num_steps > 0
     }
 
@@ -136,7 +136,7 @@ impl Config {
 
     /// TensorRT-LLM's `TLLM_PROFILE_START_STOP` value: iterations `A-B`, both profiled
     /// (PyExecutor calls cudaProfilerStart before iteration A and cudaProfilerStop after B).
-    pub fn tllm_range(&self) -> Option<String> {
+    pub(crate) fn tllm_range(&self) -> Option<String> {
         if self.engine != Engine::Trtllm {
             return None;
         }
@@ -276,7 +276,7 @@ impl Config {
     }
 
     /// What an accepted zero means, said once at the start of the capture.
-    pub fn zero_notes(&self) -> Vec<String> {
+    pub(crate) fn zero_notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         if self.ready_timeout.is_zero() {
             notes.push("--ready-timeout 0: one readiness check, no waiting".to_owned());
@@ -298,7 +298,7 @@ impl Config {
     }
 
     /// The `/start_profile` body (vLLM `StartProfileRequest`, SGLang `ProfileReq`).
-    pub fn start_body(&self) -> Option<Value> {
+    pub(crate) fn start_body(&self) -> Option<Value> {
         let mut m = Map::new();
         match self.engine {
             Engine::Vllm => {

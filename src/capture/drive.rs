@@ -112,7 +112,7 @@ impl Driver {
         }
     }
 
-    pub fn last_error(&self) -> Option<String> {
+    pub(crate) fn last_error(&self) -> Option<String> {
         self.last_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())

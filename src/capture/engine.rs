@@ -25,7 +25,7 @@ pub struct EngineClient {
 const MAX_REDIRECTS: usize = 10;
 
 /// `--url` checked: http(s), a host, a valid port. Returns it without a trailing `/`.
-pub fn parse_base(url: &str) -> Result<String> {
+pub(crate) fn parse_base(url: &str) -> Result<String> {
     let base = url.trim_end_matches('/');
     let bad = |why: &str| {
         Error::usage(format!(
@@ -71,7 +71,7 @@ impl std::error::Error for OffHost {}
 /// no proxy (an engine is addressed directly; an http_proxy in the environment must not
 /// swallow requests to localhost) and redirects followed only on the first URL's host and
 /// port.
-pub fn http_client(timeout: Duration) -> Result<Client> {
+pub(crate) fn http_client(timeout: Duration) -> Result<Client> {
     let policy = redirect::Policy::custom(|attempt| {
         let Some(first) = attempt.previous().first() else {
             return attempt.follow();
@@ -125,7 +125,7 @@ impl EngineClient {
     /// The readiness routes in the order tried. vLLM: `/health` (200, or 503 on a dead
     /// engine), else `/v1/models`. SGLang: `/ready`, else `/model_info` — never `/health`,
     /// which submits a 1-token generation and would land in an armed trace (`sglang/srt/entrypoints/http_server.py`).
-    pub fn ready_paths(&self) -> &'static [&'static str] {
+    pub(crate) fn ready_paths(&self) -> &'static [&'static str] {
         match self.engine {
             Engine::Vllm | Engine::Trtllm => &["/health", "/v1/models"],
             Engine::Sglang => &["/ready", "/model_info"],
@@ -134,7 +134,7 @@ impl EngineClient {
 
     /// Poll readiness once (short timeout per request). A redirect off the engine's host is
     /// an error at once: waiting would not change it.
-    pub fn poll_ready(&self) -> Result<Ready> {
+    pub(crate) fn poll_ready(&self) -> Result<Ready> {
         let mut why = String::new();
         for path in self.ready_paths() {
             let r = self
@@ -157,7 +157,7 @@ impl EngineClient {
     }
 
     /// `GET /v1/models` → the first model id (vLLM's completions need one).
-    pub fn first_model(&self) -> Result<String> {
+    pub(crate) fn first_model(&self) -> Result<String> {
         let resp = self
             .http
             .get(self.url("/v1/models"))
@@ -221,7 +221,7 @@ impl EngineClient {
     }
 
     /// What a non-200 answer means and what to do.
-    pub fn status_message(&self, path: &str, status: StatusCode, body: &str) -> String {
+    pub(crate) fn status_message(&self, path: &str, status: StatusCode, body: &str) -> String {
         let url = self.url(path);
         let excerpt: String = body.trim().chars().take(200).collect();
         let already = status == StatusCode::CONFLICT || body.contains("already in progress");

@@ -12,7 +12,7 @@ use crate::source::nsys::export;
 
 /// The report base name: `run` and `run.nsys-rep` both mean `run.nsys-rep` (nsys appends
 /// the extension itself).
-pub fn base_name(out: &Path) -> PathBuf {
+pub(crate) fn base_name(out: &Path) -> PathBuf {
     let s = out.as_os_str().to_string_lossy();
     match s.strip_suffix(".nsys-rep") {
         Some(b) => PathBuf::from(b),
@@ -21,17 +21,17 @@ pub fn base_name(out: &Path) -> PathBuf {
 }
 
 /// `BASE.nsys-rep`.
-pub fn report_path(base: &Path) -> PathBuf {
+pub(crate) fn report_path(base: &Path) -> PathBuf {
     with_suffix(base, ".nsys-rep")
 }
 
 /// `BASE.sqlite`.
-pub fn sqlite_path(base: &Path) -> PathBuf {
+pub(crate) fn sqlite_path(base: &Path) -> PathBuf {
     with_suffix(base, ".sqlite")
 }
 
 /// `BASE.qdstrm`: the raw capture nsys 2022.4 leaves when it cannot find its importer.
-pub fn qdstrm_path(base: &Path) -> PathBuf {
+pub(crate) fn qdstrm_path(base: &Path) -> PathBuf {
     with_suffix(base, ".qdstrm")
 }
 
@@ -44,7 +44,7 @@ fn with_suffix(base: &Path, suffix: &str) -> PathBuf {
 /// `nsys profile` arguments: CUDA, NVTX and OS-runtime tracing, graphs traced per node (so
 /// kernels inside graph replays are visible), capture range opened by cudaProfilerStart and
 /// closed, once, by cudaProfilerStop.
-pub fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
+pub(crate) fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
     let mut a: Vec<OsString> = [
         "profile",
         "-t",
@@ -65,7 +65,7 @@ pub fn profile_args(base: &Path, server: &[String]) -> Vec<OsString> {
 }
 
 /// `nsys export` arguments: `BASE.nsys-rep` → `BASE.sqlite`.
-pub fn export_args(base: &Path) -> Vec<OsString> {
+pub(crate) fn export_args(base: &Path) -> Vec<OsString> {
     export::export_argv(&sqlite_path(base), &report_path(base))
 }
 
@@ -85,7 +85,7 @@ pub fn find(program: &str, path_var: Option<OsString>) -> Result<PathBuf> {
 /// in reach) `BASE.qdstrm` imported into it with nsys's `QdstrmImporter`, which is what
 /// nsys itself would have run. The `.qdstrm` is removed once imported, as nsys removes its
 /// own. `None` when nsys wrote neither: the capture range never opened.
-pub fn finish_report(nsys: &Path, base: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn finish_report(nsys: &Path, base: &Path) -> Result<Option<PathBuf>> {
     let rep = report_path(base);
     if rep.is_file() {
         return Ok(Some(rep));

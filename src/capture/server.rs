@@ -28,7 +28,7 @@ mod sig {
         unsafe { kill(-pgid, sig) == 0 }
     }
     /// This process's own group, never signalled.
-    pub fn own_group() -> i32 {
+    pub(crate) fn own_group() -> i32 {
         // Safety: plain syscall wrapper.
         unsafe { getpgrp() }
     }
@@ -53,7 +53,7 @@ fn processes() -> Vec<(i32, i32, i32)> {
 }
 
 /// The process groups of `root` and everything below it.
-pub fn descendant_groups(root: i32) -> BTreeSet<i32> {
+pub(crate) fn descendant_groups(root: i32) -> BTreeSet<i32> {
     let procs = processes();
     let mut groups = BTreeSet::new();
     let mut frontier = vec![root];

@@ -42,7 +42,7 @@ fn changed(dir: &Path, before: &Snapshot) -> Vec<PathBuf> {
 }
 
 /// New or changed traces in `dir` since `before`, waiting up to `wait` for the first.
-pub fn new_traces(
+pub(crate) fn new_traces(
     dir: &Path,
     before: &Snapshot,
     wait: Duration,

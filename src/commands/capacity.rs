@@ -105,7 +105,7 @@ fn validate(args: &Args) -> Result<()> {
 /// document's refusal (exit 2), raised once the plan that marks it is out.
 pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     validate(args)?;
-    let mg = args.mg.into_parts()?;
+    let mg = args.mg.to_parts()?;
     let req = CapacityRequest {
         input_tokens: args.input_tokens,
         output_tokens: args.output_tokens,

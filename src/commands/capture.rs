@@ -268,7 +268,7 @@ impl CaptureArgs {
     }
 
     /// The argv `--then` hands over: `stepgate <steps|gate> SQLITE [--baseline FILE] [ARGS…]`.
-    pub fn then_argv(&self, sqlite: &std::path::Path) -> Result<Option<Vec<String>>> {
+    pub(crate) fn then_argv(&self, sqlite: &std::path::Path) -> Result<Option<Vec<String>>> {
         let Some(then) = self.then else {
             return Ok(None);
         };

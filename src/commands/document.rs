@@ -68,13 +68,13 @@ impl Document {
     }
 
     /// With a run to append after the result is out.
-    pub fn then_append(mut self, pending: Option<PendingExport>) -> Self {
+    pub(crate) fn then_append(mut self, pending: Option<PendingExport>) -> Self {
         self.pending = pending;
         self
     }
 
     /// With a refusal to raise after the result is out.
-    pub fn then_refuse(mut self, refusal: Option<Error>) -> Self {
+    pub(crate) fn then_refuse(mut self, refusal: Option<Error>) -> Self {
         self.refusal = refusal;
         self
     }

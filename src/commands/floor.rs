@@ -52,7 +52,7 @@ pub struct Args {
 
 /// The floor of one decode step, rendered as `shown` asks.
 pub fn document(args: &Args, shown: Shown) -> Result<Document> {
-    let mg = args.mg.into_parts()?;
+    let mg = args.mg.to_parts()?;
     let launch_cost_ns = args.launch.cost()?.map(|c| c.per_launch_ns);
     let req = FloorRequest {
         batch: args.batch,

@@ -57,7 +57,7 @@ pub struct ModelFlags {
 
 impl ModelFlags {
     /// The model these flags name, as plain options (no raw geometry overrides).
-    pub fn model_options(&self) -> ModelOptions {
+    pub(crate) fn model_options(&self) -> ModelOptions {
         ModelOptions {
             preset: self.model.clone(),
             config: self.model_config.clone(),
@@ -76,7 +76,7 @@ impl ModelFlags {
     }
 
     /// The step commands' floor inputs: priced only when a model is given.
-    pub fn floor_plan(&self, batch: Option<u64>, context: Option<u64>) -> Result<FloorPlan> {
+    pub(crate) fn floor_plan(&self, batch: Option<u64>, context: Option<u64>) -> Result<FloorPlan> {
         let given = self.model.is_some() || self.model_config.is_some();
         if let Some(key) = &self.gpu {
             // An unknown GPU is refused wherever it is given, also where no floor is
@@ -118,22 +118,22 @@ fn kv_dtype_flag(s: &str) -> std::result::Result<f64, String> {
 }
 
 /// `--batch`: requests per step, 1 ..= [`numbers::MAX_BATCH`].
-pub fn batch_flag(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn batch_flag(s: &str) -> std::result::Result<u64, String> {
     numbers::count("--batch", "requests", s, 1, numbers::MAX_BATCH)
 }
 
 /// `--context`: keys per request, 0 ..= [`numbers::MAX_CONTEXT`] (0: weights only).
-pub fn context_flag(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn context_flag(s: &str) -> std::result::Result<u64, String> {
     numbers::count("--context", "tokens", s, 0, numbers::MAX_CONTEXT)
 }
 
 /// `--tp` / `--pp`: GPUs in the group, 1 ..= [`numbers::MAX_PARALLEL`].
-pub fn tp_flag(s: &str) -> std::result::Result<u32, String> {
+pub(crate) fn tp_flag(s: &str) -> std::result::Result<u32, String> {
     numbers::count("--tp", "GPUs", s, 1, numbers::MAX_PARALLEL).map(|v| v as u32)
 }
 
 /// `--pp`, as [`tp_flag`].
-pub fn pp_flag(s: &str) -> std::result::Result<u32, String> {
+pub(crate) fn pp_flag(s: &str) -> std::result::Result<u32, String> {
     numbers::count("--pp", "GPUs", s, 1, numbers::MAX_PARALLEL).map(|v| v as u32)
 }
 
@@ -220,13 +220,13 @@ fn head_dim_flag(s: &str) -> std::result::Result<u64, String> {
 }
 
 /// `--launches`: 0 ..= 2^32 per step.
-pub fn launches_flag(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn launches_flag(s: &str) -> std::result::Result<u64, String> {
     numbers::count("--launches", "launches", s, 0, numbers::MAX_LAUNCHES)
 }
 
 impl ModelGpuArgs {
     /// Check the numbers and convert the flags into plain options.
-    pub fn into_parts(&self) -> Result<ModelGpu> {
+    pub(crate) fn to_parts(&self) -> Result<ModelGpu> {
         let f = &self.common;
         let mut model = f.model_options();
         if let Some(b) = self.kv_dtype_bytes {

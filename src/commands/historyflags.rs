@@ -64,7 +64,7 @@ impl StorageFlags {
 }
 
 /// `--io-timeout`: a whole number of seconds, 1 to 3600.
-pub fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+pub(crate) fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if (1..=3600).contains(&n) => Ok(std::time::Duration::from_secs(n)),
         _ => Err(format!(
@@ -141,7 +141,7 @@ impl HistoryFlags {
 }
 
 /// Check `--where` while parsing flags, before a long report load.
-pub fn where_clauses(s: &str) -> std::result::Result<String, String> {
+pub(crate) fn where_clauses(s: &str) -> std::result::Result<String, String> {
     Filter::parse(&[s.to_owned()])
         .map(|_| s.to_owned())
         .map_err(|e| e.message)

@@ -38,7 +38,7 @@ fn pages(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
 
 /// Every page of `cli` (the whole command line): `stepgate.1` last, its subcommands before
 /// it.
-pub fn all_pages(mut cmd: clap::Command) -> Result<Vec<(String, Vec<u8>)>> {
+pub(crate) fn all_pages(mut cmd: clap::Command) -> Result<Vec<(String, Vec<u8>)>> {
     // Building names each subcommand `stepgate-<sub>` (its page's title and file name).
     cmd.build();
     let mut out = Vec::new();

@@ -47,6 +47,6 @@ pub(crate) fn write_files<B: AsRef<[u8]>>(files: &[(&Path, B)]) -> Result<()> {
 
 /// Columns of the terminal stdout writes to, `None` when stdout is not a terminal (a
 /// pipe, a file): the text renderers fit it (`report::fit`).
-pub fn stdout_columns() -> Option<usize> {
+pub(crate) fn stdout_columns() -> Option<usize> {
     terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize)
 }

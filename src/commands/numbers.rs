@@ -50,32 +50,32 @@ pub fn count(
 }
 
 /// `--top`: rows to show, 0 ..= 2^32 (a negative or fractional count is a typo).
-pub fn rows_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn rows_flag(s: &str) -> std::result::Result<usize, String> {
     count("--top", "rows", s, 0, 1 << 32).map(|v| v as usize)
 }
 
 /// `--waterfall-top`: rows before the rest fold into "N others", 0 ..= 2^32.
-pub fn waterfall_rows_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn waterfall_rows_flag(s: &str) -> std::result::Result<usize, String> {
     count("--waterfall-top", "rows", s, 0, 1 << 32).map(|v| v as usize)
 }
 
 /// `baseline record --max-steps`: 0 (keep all) ..= 2^32.
-pub fn max_steps_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn max_steps_flag(s: &str) -> std::result::Result<usize, String> {
     count("--max-steps", "steps", s, 0, 1 << 32).map(|v| v as usize)
 }
 
 /// `--last` (runs of a history or a trend): 1 ..= 2^32; 0 would select nothing.
-pub fn last_runs_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn last_runs_flag(s: &str) -> std::result::Result<usize, String> {
     count("--last", "runs", s, 1, 1 << 32).map(|v| v as usize)
 }
 
 /// `--min-runs`: 1 ..= 2^32.
-pub fn min_runs_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn min_runs_flag(s: &str) -> std::result::Result<usize, String> {
     count("--min-runs", "runs", s, 1, 1 << 32).map(|v| v as usize)
 }
 
 /// `trend --window`: previous runs each point is judged against, 1 ..= 2^32.
-pub fn window_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn window_flag(s: &str) -> std::result::Result<usize, String> {
     count("--window", "runs", s, 1, 1 << 32).map(|v| v as usize)
 }
 
@@ -85,7 +85,7 @@ pub const MAX_THREADS: u64 = 1024;
 
 /// `--threads`: reader threads, 1 (the serial read) ..= [`MAX_THREADS`]; 0 would read
 /// nothing.
-pub fn threads_flag(s: &str) -> std::result::Result<usize, String> {
+pub(crate) fn threads_flag(s: &str) -> std::result::Result<usize, String> {
     count("--threads", "threads", s, 1, MAX_THREADS).map(|v| v as usize)
 }
 
@@ -127,7 +127,7 @@ pub fn real(flag: &str, unit: &str, v: f64, max: f64) -> Result<f64> {
 }
 
 /// [`real`] for an optional flag.
-pub fn real_opt(flag: &str, unit: &str, v: Option<f64>, max: f64) -> Result<Option<f64>> {
+pub(crate) fn real_opt(flag: &str, unit: &str, v: Option<f64>, max: f64) -> Result<Option<f64>> {
     v.map(|x| real(flag, unit, x, max)).transpose()
 }
 

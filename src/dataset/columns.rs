@@ -331,7 +331,7 @@ impl Sink for StepColumns {
 }
 
 /// The `steps` table: one row per step, every per-step field of `steps --format json`.
-pub fn steps_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
+pub(crate) fn steps_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
     let mut cols = StepColumns::new(report.steps.len());
     for s in &report.steps {
         cols.push(s)?;
@@ -345,7 +345,7 @@ const ROW_GROUP: usize = 1 << 16;
 
 /// Write the `step_kernels` table (one row per (step, op name), every op name of the
 /// step, not only the top ones) in row groups of `ROW_GROUP` rows.
-pub fn write_step_kernels(
+pub(crate) fn write_step_kernels(
     run_id: Ids<'_>,
     report: &StepsReport,
     w: &mut dyn Write,

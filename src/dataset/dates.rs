@@ -4,7 +4,7 @@
 use crate::exit::{Error, Result};
 
 /// Parse `--since YYYY-MM-DD` (UTC midnight) to Unix-epoch ns.
-pub fn parse_date(s: &str) -> Result<i64> {
+pub(crate) fn parse_date(s: &str) -> Result<i64> {
     let bad = || Error::input(format!("--since {s:?} is not a date like 2026-01-31"));
     let mut it = s.trim().splitn(3, '-');
     let y: i64 = it.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
@@ -29,7 +29,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of Unix-epoch ns.
-pub fn fmt_time(ns: i64) -> String {
+pub(crate) fn fmt_time(ns: i64) -> String {
     let secs = ns.div_euclid(1_000_000_000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);

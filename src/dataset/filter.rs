@@ -108,7 +108,7 @@ impl Filter {
 }
 
 /// Refuse a key that names nothing, saying which keys exist.
-pub fn check_key(k: &str, flag: &str) -> Result<()> {
+pub(crate) fn check_key(k: &str, flag: &str) -> Result<()> {
     let label = k.strip_prefix("label.").is_some_and(|l| !l.is_empty());
     if label || k == "kind" || RUN_KEYS.contains(&k) {
         Ok(())

@@ -65,7 +65,7 @@ const DIGEST_HEX: usize = 8;
 /// The digest of one label in a `runs` object's name: 8 hex digits of sha256(`key=value`)
 /// (a key never holds `=`, so the pair is unambiguous). 32 bits: a reader that finds a
 /// digest still reads the row and applies the real filter, so a collision costs one read.
-pub fn label_digest(key: &str, value: &str) -> String {
+pub(crate) fn label_digest(key: &str, value: &str) -> String {
     let mut h = Sha256::new();
     h.update(key.as_bytes());
     h.update(b"=");
@@ -75,7 +75,7 @@ pub fn label_digest(key: &str, value: &str) -> String {
 
 /// The digests a run's `runs` name carries, in label-key order: `None` when it has more
 /// than [`MAX_LABEL_DIGESTS`] labels (its name carries none).
-pub fn label_digests(labels: &BTreeMap<String, String>) -> Option<String> {
+pub(crate) fn label_digests(labels: &BTreeMap<String, String>) -> Option<String> {
     (labels.len() <= MAX_LABEL_DIGESTS).then(|| {
         labels
             .iter()
@@ -89,7 +89,12 @@ pub fn label_digests(labels: &BTreeMap<String, String>) -> Option<String> {
 /// the name every run had before). The labels are part of the run id, so the name still
 /// depends on the run id alone: two writers of one run race for the same object and the
 /// create-only put lets one win.
-pub fn runs_key(gpu: &str, model: &str, run_id: &str, labels: &BTreeMap<String, String>) -> String {
+pub(crate) fn runs_key(
+    gpu: &str,
+    model: &str,
+    run_id: &str,
+    labels: &BTreeMap<String, String>,
+) -> String {
     match label_digests(labels) {
         Some(d) => format!("runs/gpu={gpu}/model={model}/run-{run_id}.l{d}.parquet"),
         None => runs_key_plain(gpu, model, run_id),
@@ -98,14 +103,14 @@ pub fn runs_key(gpu: &str, model: &str, run_id: &str, labels: &BTreeMap<String, 
 
 /// The `runs` key without label digests: datasets written before the digests, and runs
 /// with more labels than [`MAX_LABEL_DIGESTS`].
-pub fn runs_key_plain(gpu: &str, model: &str, run_id: &str) -> String {
+pub(crate) fn runs_key_plain(gpu: &str, model: &str, run_id: &str) -> String {
     format!("runs/gpu={gpu}/model={model}/run-{run_id}.parquet")
 }
 
 /// The key of another table's file of one export of a run: the export id makes it a name
 /// no other export uses, so it is written without a condition and never overwritten.
 /// Datasets written before export ids (`export_id` null) named it `run-<id>.parquet`.
-pub fn table_key(
+pub(crate) fn table_key(
     table: &str,
     gpu: &str,
     model: &str,
@@ -134,7 +139,7 @@ pub struct KeyParts<'a> {
 impl KeyParts<'_> {
     /// Whether a run named so may carry every one of these label digests: a name without
     /// digests may carry any.
-    pub fn may_carry(&self, digests: &[String]) -> bool {
+    pub(crate) fn may_carry(&self, digests: &[String]) -> bool {
         let Some(have) = self.labels else {
             return true;
         };
@@ -146,7 +151,7 @@ impl KeyParts<'_> {
 
 /// Split `TABLE/gpu=…/model=…/run-<id>[-<export id>|.l<digests>].parquet`; `None` for
 /// anything else.
-pub fn parse_key(key: &str) -> Option<KeyParts<'_>> {
+pub(crate) fn parse_key(key: &str) -> Option<KeyParts<'_>> {
     let mut it = key.split('/');
     let table = it.next()?;
     let gpu = it.next()?.strip_prefix("gpu=")?;
@@ -188,7 +193,7 @@ pub fn parse_key(key: &str) -> Option<KeyParts<'_>> {
 
 /// The label digests a `--where` filter's `label.K=V` clauses require of a run's name
 /// (other clauses prune nothing here).
-pub fn required_digests(clauses: &[(String, String)]) -> Vec<String> {
+pub(crate) fn required_digests(clauses: &[(String, String)]) -> Vec<String> {
     clauses
         .iter()
         .filter_map(|(k, v)| Some(label_digest(k.strip_prefix("label.")?, v)))
@@ -286,7 +291,7 @@ pub fn files_of_run(dataset: &Path, run_id: &str) -> Vec<(&'static str, PathBuf)
 }
 
 /// The run id a `run-<id>[-<export id>|.l<digests>].parquet` file name carries.
-pub fn run_id_of(path: &Path) -> Option<&str> {
+pub(crate) fn run_id_of(path: &Path) -> Option<&str> {
     let stem = path
         .file_name()?
         .to_str()?

@@ -253,7 +253,7 @@ fn refuse_row(
 /// name without digests always may), with the store's last-modified time (when the commit
 /// landed). Objects there that stepgate does not name that way are left out with a
 /// warning.
-pub fn list_runs(
+pub(crate) fn list_runs(
     store: &Store,
     gpu: &Prune,
     model: &Prune,
@@ -315,7 +315,11 @@ const RUNS_COLUMNS: &[(&str, Ty)] = &[
 
 /// Read the `runs` rows of these objects (in the order given; rows that break the rules
 /// are left out with a warning).
-pub fn read_rows(store: &Store, objs: &[Obj], warnings: &mut Vec<String>) -> Result<Vec<RunRow>> {
+pub(crate) fn read_rows(
+    store: &Store,
+    objs: &[Obj],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<RunRow>> {
     let keys: Vec<String> = objs.iter().map(|o| o.key.clone()).collect();
     let mut out: Vec<RunRow> = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(BATCH) {
@@ -406,7 +410,11 @@ fn rows_of(
 }
 
 /// Oldest first (export time, then run id), one row per run id.
-pub fn in_order(mut runs: Vec<RunRow>, store: &Store, warnings: &mut Vec<String>) -> Vec<RunRow> {
+pub(crate) fn in_order(
+    mut runs: Vec<RunRow>,
+    store: &Store,
+    warnings: &mut Vec<String>,
+) -> Vec<RunRow> {
     runs.sort_by(|a, b| (a.exported_at_ns, &a.run_id).cmp(&(b.exported_at_ns, &b.run_id)));
     once_each(runs, store, warnings)
 }

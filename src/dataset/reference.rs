@@ -222,7 +222,7 @@ const TIME_FAMILY: [&str; 5] = [
 /// period or busy time moves, every step time (wall, period, busy, gap, gap fraction) and
 /// every kernel, category and class moves with it (launches and MBU only when named). A
 /// group or metric `after` lacks keeps its prior samples.
-pub fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[String]>) {
+pub(crate) fn merge_reference(prior: &mut Vec<Group>, after: &[Group], keys: Option<&[String]>) {
     for a in after {
         let Some(p) = prior
             .iter_mut()

@@ -142,7 +142,7 @@ impl Verdicts {
 /// through `table`, and, when `pick` is given, their step kernels. A run with a measured
 /// sample out of [`bounds`] in either table is left out of both, with a warning naming the
 /// file.
-pub fn read_run_data(
+pub(crate) fn read_run_data(
     store: &Store,
     runs: &[RunRow],
     kind: Option<&str>,
@@ -171,7 +171,7 @@ pub fn read_run_data(
 
 /// The distinct (full, short) kernel names the `kernels` tables of `runs` hold, sorted: what
 /// a kernel selector (`trend --metric kernel:…`) is resolved against.
-pub fn kernel_names(store: &Store, runs: &[RunRow]) -> Result<Vec<(String, String)>> {
+pub(crate) fn kernel_names(store: &Store, runs: &[RunRow]) -> Result<Vec<(String, String)>> {
     let want: &[(&str, Ty)] = &[("name", Ty::Str), ("short_name", Ty::Str)];
     let build = |lf: LazyFrame| lf.select([col("name"), col("short_name")]);
     let mut names = std::collections::BTreeSet::new();

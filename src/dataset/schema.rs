@@ -131,7 +131,7 @@ pub(crate) fn leading(ids: Ids<'_>, n: usize) -> Vec<Column> {
 }
 
 /// The `kernels` table: one row per (device, op name), summed over the run's steps.
-pub fn kernels_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
+pub(crate) fn kernels_frame(run_id: Ids<'_>, report: &StepsReport) -> Result<DataFrame> {
     // (device, name) → (short, category, instances, total, exclusive, steps)
     type Acc<'a> = (&'a str, &'a str, i64, i64, i64, i64);
     let mut by: HashMap<(Option<i64>, &str), Acc> = HashMap::new();
@@ -205,7 +205,7 @@ pub struct DeviceRow {
 
 /// The `devices` table: one row per device the report names or a step ran on, with the
 /// step totals on it.
-pub fn devices_frame(
+pub(crate) fn devices_frame(
     run_id: Ids<'_>,
     devices: &[DeviceRow],
     report: &StepsReport,
@@ -292,7 +292,7 @@ pub struct RunMeta {
 }
 
 /// The `runs` table: one row.
-pub fn runs_frame(m: &RunMeta) -> Result<DataFrame> {
+pub(crate) fn runs_frame(m: &RunMeta) -> Result<DataFrame> {
     let s = |name: &str, v: Option<&str>| Column::new(name.into(), [v]);
     let i = |name: &str, v: i64| Column::new(name.into(), [v]);
     let mut cols = leading(

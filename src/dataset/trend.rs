@@ -107,7 +107,7 @@ pub use crate::stats::percentile;
 /// Mark change points in one series of run medians (in time order): point i changed when
 /// |m_i − ref| crosses both the absolute and the relative threshold, ref being the median of
 /// the previous (up to) `window` medians.
-pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
+pub(crate) fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
     let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
     for (i, p) in points.iter_mut().enumerate() {
         if i == 0 || window == 0 {
@@ -134,7 +134,7 @@ pub fn mark_changes(points: &mut [Point], window: usize, t: Threshold) {
 /// The decision that names each run. `decisions` come oldest first, so when several name
 /// one run (accepted, then rejected on second thought) the newest wins: it is the one in
 /// force. A decision without a run id (a comparison that named none) marks nothing.
-pub fn decisions_by_run(decisions: &[Decision]) -> HashMap<&str, &Decision> {
+pub(crate) fn decisions_by_run(decisions: &[Decision]) -> HashMap<&str, &Decision> {
     decisions
         .iter()
         .filter_map(|d| d.run_id.as_deref().map(|r| (r, d)))
@@ -143,7 +143,7 @@ pub fn decisions_by_run(decisions: &[Decision]) -> HashMap<&str, &Decision> {
 
 /// Attach to each point the decision that names its run. A decision naming no run of the
 /// selection is left out: it is about a run filtered away (or vacuumed), not an error.
-pub fn mark_decisions(points: &mut [Point], by_run: &HashMap<&str, &Decision>) {
+pub(crate) fn mark_decisions(points: &mut [Point], by_run: &HashMap<&str, &Decision>) {
     for p in points {
         p.decision = by_run
             .get(p.run_id.as_str())
@@ -156,7 +156,7 @@ type GroupKey = Vec<(String, String)>;
 
 /// The runs that pass the filter and `--since`, oldest first. A dataset that does not
 /// exist or holds no run is an error: there is nothing to draw.
-pub fn select_runs(
+pub(crate) fn select_runs(
     store: &Store,
     filter: &Filter,
     since_ns: Option<i64>,

@@ -30,7 +30,7 @@ pub struct Vacuumed {
 }
 
 /// Parse `--older-than`: a whole number and a unit, `s`, `m`, `h` or `d` (`7d`, `12h`).
-pub fn parse_age(s: &str) -> std::result::Result<Duration, String> {
+pub(crate) fn parse_age(s: &str) -> std::result::Result<Duration, String> {
     let t = s.trim();
     let (n, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
     let mult = match unit {

@@ -56,7 +56,7 @@ pub struct ExportOutcome {
 }
 
 /// Parse `key=value` labels: keys are `[A-Za-z0-9_.-]+`, each at most once.
-pub fn parse_labels(items: &[String]) -> Result<Labels> {
+pub(crate) fn parse_labels(items: &[String]) -> Result<Labels> {
     let mut out = Labels::new();
     for it in items {
         let Some((k, v)) = it.split_once('=') else {
@@ -160,7 +160,7 @@ pub fn run_id(report_sha256: &str, labels: &Labels) -> String {
 }
 
 /// Nanoseconds since the Unix epoch, now.
-pub fn now_ns() -> i64 {
+pub(crate) fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)
@@ -177,7 +177,7 @@ pub struct ExportOptions {
 /// Whether `dataset` can be exported to, asked before any work (so a command that writes
 /// other outputs first writes none of them when the export would fail): a directory (or
 /// nothing yet) that takes a write, a bucket prefix the credentials may write to.
-pub fn check_target(dataset: &Path) -> Result<()> {
+pub(crate) fn check_target(dataset: &Path) -> Result<()> {
     check_not_a_report_dir(dataset)?;
     Store::open(dataset)?.check_writable()
 }
@@ -223,7 +223,7 @@ fn check_not_a_report_dir(dataset: &Path) -> Result<()> {
 
 /// Refuse a dataset inside the report directory being exported: its files would be read
 /// as one more rank next time (and change the report's hash, so its run id).
-pub fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
+pub(crate) fn check_not_in_report(dataset: &Path, report: &Path) -> Result<()> {
     let Ok(crate::dataset::store::Location::Local(d)) =
         crate::dataset::store::Location::parse(dataset)
     else {
@@ -281,7 +281,7 @@ fn committed(store: &Store, id: &str) -> Result<Vec<String>> {
 }
 
 /// Whether the dataset holds this run (its `runs` row is committed, in any partition).
-pub fn run_exists(dataset: &Path, run_id: &str) -> bool {
+pub(crate) fn run_exists(dataset: &Path, run_id: &str) -> bool {
     Store::open(dataset)
         .and_then(|s| committed(&s, run_id))
         .is_ok_and(|v| !v.is_empty())

@@ -61,7 +61,7 @@ pub(super) fn seqs_axis(name: &str) -> Option<usize> {
 }
 
 /// A decode step whose name counts no requests: the steps a batch guess is for.
-pub fn wants_batch(step: &Step) -> bool {
+pub(crate) fn wants_batch(step: &Step) -> bool {
     step.kind_label().kind == StepKind::Decode
         && !step
             .composition
@@ -308,7 +308,7 @@ pub(super) fn from_grid(step: &Step, rows: &[Counted<'_>]) -> Option<(u64, Strin
 /// Put a batch guess on every decode step whose name counts no requests and whose shapes
 /// or decode-attention grid say how many it ran. Shapes refused as counts are named in
 /// `warnings` (the same bounds as `--batch`: a value out of them is ignored, and said).
-pub fn infer(trace: &Trace, steps: &mut [Step], warnings: &mut Vec<String>) -> Result<()> {
+pub(crate) fn infer(trace: &Trace, steps: &mut [Step], warnings: &mut Vec<String>) -> Result<()> {
     if !steps.iter().any(wants_batch) {
         return Ok(());
     }

@@ -18,7 +18,7 @@ pub type Bound = (u64, String);
 const V2: &str = "paged_attention_v2_kernel";
 
 /// The partition size a paged-attention-v2 kernel's name carries, if it is one.
-pub fn partition_size(name: &str) -> Option<u64> {
+pub(crate) fn partition_size(name: &str) -> Option<u64> {
     if !name.contains(V2) || name.contains("reduce") {
         return None;
     }

@@ -23,7 +23,7 @@ pub const MIN_TOKEN_ID_BYTES: u64 = 4;
 /// direction in its name, as nsys writes it (`[memcpy DtoH]`, also `[memcpy UVM DtoH]`):
 /// the Kineto reader renames `Memcpy DtoH (Device -> Pinned)` so, the rocpd reader
 /// `MEMORY_COPY_DEVICE_TO_HOST`.
-pub fn is_device_to_host(name: &str) -> bool {
+pub(crate) fn is_device_to_host(name: &str) -> bool {
     name.contains("DtoH")
 }
 
@@ -69,7 +69,10 @@ fn to_host_rows(trace: &Trace) -> Result<Vec<ToHost<'_>>> {
 /// Per decode step of `steps` with GPU work, in order: its index and its largest
 /// device-to-host copy in its GPU window (its device, its process), None where it made
 /// none.
-pub fn decode_copies(trace: &Trace, steps: &[Step]) -> Result<Vec<(usize, Option<Largest>)>> {
+pub(crate) fn decode_copies(
+    trace: &Trace,
+    steps: &[Step],
+) -> Result<Vec<(usize, Option<Largest>)>> {
     let rows = to_host_rows(trace)?;
     Ok(steps
         .iter()
@@ -93,7 +96,7 @@ pub fn decode_copies(trace: &Trace, steps: &[Step]) -> Result<Vec<(usize, Option
 /// host ([`decode_copies`]): the evidence for the warning, or None where the flag fits
 /// (at or below the bound of some bounded decode), too few decodes are bounded (fewer
 /// than 2, unless the capture holds only one decode), or none is.
-pub fn contradiction(flag: u64, decodes: &[(usize, Option<Largest>)]) -> Option<String> {
+pub(crate) fn contradiction(flag: u64, decodes: &[(usize, Option<Largest>)]) -> Option<String> {
     // A copy too small for one token id is not the token copy: no bound.
     let bounded: Vec<(usize, &Largest)> = decodes
         .iter()

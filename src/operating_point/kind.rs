@@ -177,7 +177,7 @@ fn clusters(steps: &[Step], members: &[usize]) -> Vec<(usize, StepKind, String)>
 
 /// Whether anything in the capture says it runs an LLM: an attention kernel in a step, a
 /// KV-cache write, or a model given to price it. Without any, no step gets an LLM kind.
-pub fn llm_evidence(steps: &[Step], model_given: bool) -> bool {
+pub(crate) fn llm_evidence(steps: &[Step], model_given: bool) -> bool {
     model_given
         || steps.iter().any(|s| {
             s.all_kernels
@@ -190,7 +190,7 @@ pub fn llm_evidence(steps: &[Step], model_given: bool) -> bool {
 /// `kind_evidence`. Evidence that disagrees leaves the kind unknown and says so. `counts`
 /// (per step, same order, where the grids were read) decide before the kernel names; a
 /// capture without `llm` evidence gets no LLM kind from how its steps were found.
-pub fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
+pub(crate) fn infer(steps: &mut [Step], counts: Option<&[StepCounts]>, llm: bool) {
     let unknown: Vec<usize> = (0..steps.len())
         .filter(|&i| steps[i].kind == StepKind::Unknown && steps[i].wall_ns.is_some())
         .collect();

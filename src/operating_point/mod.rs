@@ -286,7 +286,7 @@ fn decode_batch(
 /// guess yet (after [`batch::infer`], whose shapes and grids come first): in a decode,
 /// the tokens it wrote.
 /// A token count above `--batch`'s bound is not priced: it is named in `warnings`.
-pub fn batch_from_tokens(
+pub(crate) fn batch_from_tokens(
     steps: &mut [crate::wire::steps::Step],
     counts: &[tokens::StepCounts],
     warnings: &mut Vec<String>,
@@ -319,7 +319,7 @@ pub fn batch_from_tokens(
 
 /// A GPU table entry by key, refusing a key the table does not have (wherever a GPU is
 /// given, with or without a model to price).
-pub fn gpu_by_key(key: &str) -> Result<GpuSpec> {
+pub(crate) fn gpu_by_key(key: &str) -> Result<GpuSpec> {
     gpu::lookup(key).ok_or_else(|| {
         Error::input(format!(
             "unknown GPU `{key}`; use one of {} (or pass --hbm-tb-s and --peak-tflops)",

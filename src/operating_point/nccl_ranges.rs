@@ -14,7 +14,7 @@ use crate::trace::{OpKind, Trace};
 /// The collective of one range name: `nccl:all_to_all, op_id = 7` → `nccl:all_to_all`;
 /// None for any other range (NCCL's own `ncclSend`/`ncclGroupStart` API ranges name the
 /// calls, not the collective they build).
-pub fn collective_of_range(name: &str) -> Option<&str> {
+pub(crate) fn collective_of_range(name: &str) -> Option<&str> {
     let op = name.split(',').next()?.trim();
     (op.strip_prefix("nccl:").is_some_and(|o| !o.is_empty())).then_some(op)
 }

@@ -32,7 +32,7 @@ static RANKS_IN_TEMPLATE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The TP degree the capture states or implies, with its evidence (the trace's
 /// `distributedInfo` first, the kernels' own evidence after it); None when nothing says.
-pub fn infer_tp(found: &Found, distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
+pub(crate) fn infer_tp(found: &Found, distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
     let kernels = from_templates(found).or_else(|| from_ranks(found));
     // A world of several ranks is tensor parallel only if its steps all-reduce like TP
     // layers do; data-parallel training shares the same distributedInfo.
@@ -51,7 +51,7 @@ pub fn infer_tp(found: &Found, distributed: Option<&Distributed>) -> Option<Sour
 }
 
 /// The PP degree the trace's `distributedInfo` implies, where it does.
-pub fn infer_pp(distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
+pub(crate) fn infer_pp(distributed: Option<&Distributed>) -> Option<Sourced<u32>> {
     distributed.and_then(|d| from_distributed(d).1)
 }
 
@@ -244,7 +244,7 @@ fn from_ranks(found: &Found) -> Option<Sourced<u32>> {
 /// launched inside a c10d `nccl:<op>` NVTX range is named by the range (an all-to-all runs
 /// as send/recv kernels), the kernel's name otherwise. None when the steps run no
 /// collective.
-pub fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String> {
+pub(crate) fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String> {
     let kinds: &[(Regex, &str)] = &COLLECTIVE_KINDS;
     let mut counts: Vec<(u64, &str, String)> = Vec::new();
     for k in found

@@ -74,7 +74,7 @@ impl Default for CaptureSidecar {
 
 /// The sidecar path for a report: `BASE.capture.json` beside `BASE.<ext>`, or
 /// `capture.json` inside a directory of traces.
-pub fn path_for(report: &Path) -> PathBuf {
+pub(crate) fn path_for(report: &Path) -> PathBuf {
     if report.is_dir() {
         return report.join("capture.json");
     }
@@ -99,7 +99,7 @@ pub fn path_for(report: &Path) -> PathBuf {
 
 /// Read the sidecar beside `report`: None when there is none; an input error when it
 /// exists but is not a sidecar this build can read.
-pub fn read_beside(report: &Path) -> Result<Option<(PathBuf, CaptureSidecar)>> {
+pub(crate) fn read_beside(report: &Path) -> Result<Option<(PathBuf, CaptureSidecar)>> {
     let path = path_for(report);
     let cannot = |e: std::io::Error| {
         Error::input(format!(

@@ -130,7 +130,7 @@ fn step_collectives(
 /// the autograd thread, besides a parameter sync from the step's thread before the
 /// forward). The evidence names DP/FSDP and the world size, which per-GPU bytes are not
 /// divided by.
-pub fn data_parallel(
+pub(crate) fn data_parallel(
     trace: &Trace,
     found: &Found,
     distributed: Option<&Distributed>,

@@ -32,7 +32,7 @@ pub fn print(s: &str) -> Result<()> {
 }
 
 /// [`print()`] on any writer (the tests use a failing one).
-pub fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
+pub(crate) fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
     match w.write_all(s.as_bytes()).and_then(|()| w.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

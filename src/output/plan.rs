@@ -47,7 +47,7 @@ impl Plan {
 
     /// Like [`Plan::add`], for an output whose missing parent directories the command
     /// creates (with [`create_parent`]) just before writing.
-    pub fn add_creating_dirs(&mut self, flag: &'static str, path: &Path) -> &mut Self {
+    pub(crate) fn add_creating_dirs(&mut self, flag: &'static str, path: &Path) -> &mut Self {
         self.items.push(Planned {
             flag,
             path: path.to_path_buf(),
@@ -59,7 +59,7 @@ impl Plan {
 
     /// Like [`Plan::add`], for one file of a multi-file output written into a directory
     /// ([`super::write::write_entries`]): a symlink already at the path is replaced, not followed.
-    pub fn add_entry(&mut self, flag: &'static str, path: &Path) -> &mut Self {
+    pub(crate) fn add_entry(&mut self, flag: &'static str, path: &Path) -> &mut Self {
         self.items.push(Planned {
             flag,
             path: path.to_path_buf(),

@@ -95,12 +95,6 @@ impl<'a> Staged<'a> {
         })
     }
 
-    /// The signal deferral this staging holds (a caller that waits between staging and
-    /// committing polls it).
-    pub fn guard(&self) -> &crate::interrupt::Deferred {
-        &self.guard
-    }
-
     /// Rename every staged file over its target, in staging order.
     pub fn commit(self) -> Result<()> {
         if self.guard.interrupted() {

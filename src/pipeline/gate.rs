@@ -112,7 +112,7 @@ fn side_source(path: &Path) -> SideSource {
 
 /// A dataset as a decision finds it again from another directory: a URL as written, a
 /// local path made absolute (not canonical: a symlinked dataset stays where it was named).
-pub fn dataset_location(ds: &Path) -> String {
+pub(crate) fn dataset_location(ds: &Path) -> String {
     let s = ds.display().to_string();
     if s.contains("://") {
         return s;

@@ -28,7 +28,7 @@ pub(crate) fn source_format_name(f: SourceFormat) -> &'static str {
 }
 
 /// What `export` needs from a loaded trace besides its steps.
-pub fn run_source(trace: &Trace, floor: &FloorPlan) -> RunSource {
+pub(crate) fn run_source(trace: &Trace, floor: &FloorPlan) -> RunSource {
     let report_gpu = trace.devices.iter().find_map(|d| d.name.as_deref());
     RunSource {
         source_format: source_format_name(trace.meta.format).to_owned(),
@@ -54,7 +54,10 @@ pub fn run_source(trace: &Trace, floor: &FloorPlan) -> RunSource {
 /// Hash the report on a second thread while `work` loads it (hashing a multi-GB export
 /// costs as much as a fair part of reading it); after it at `--threads 1`, which
 /// promises no thread beyond the command's own.
-pub fn with_report_hash<T>(path: &Path, work: impl FnOnce() -> Result<T>) -> Result<(T, String)> {
+pub(crate) fn with_report_hash<T>(
+    path: &Path,
+    work: impl FnOnce() -> Result<T>,
+) -> Result<(T, String)> {
     if crate::source::threads() == 1 {
         let out = work()?;
         return Ok((out, write::report_sha256(path)?));
@@ -206,7 +209,7 @@ pub struct HistoryPlan {
 /// never the candidate's own earlier export (`candidate`: its run id and report hash).
 /// The runs' steps are read through the policy's metric table, and their class floors and
 /// excess only where the policy gates a class excess.
-pub fn history_side(
+pub(crate) fn history_side(
     plan: &HistoryPlan,
     cand: &Baseline,
     candidate: Option<dataset::Candidate>,
@@ -241,7 +244,7 @@ pub fn history_side(
 
 /// Put the note of the runs the history side was built from first among the warnings, and
 /// the runs it left out (damaged rows, the candidate's own export) after them.
-pub fn note_history(cmp: &mut Comparison, h: &History) {
+pub(crate) fn note_history(cmp: &mut Comparison, h: &History) {
     cmp.warnings.insert(0, h.note.clone());
     cmp.warnings.extend(h.warnings.iter().cloned());
 }

@@ -36,7 +36,7 @@ pub struct StepsPlan {
 impl StepsPlan {
     /// What the loader must read for this step method: host calls always, and only the
     /// NVTX ranges the method can use (Kineto keeps every annotation).
-    pub fn load_options(&self) -> LoadOptions {
+    pub(crate) fn load_options(&self) -> LoadOptions {
         let filter = self.range_filter();
         LoadOptions {
             calls: true,
@@ -52,14 +52,14 @@ impl StepsPlan {
 
     /// Whether the steps' batch may be read from the capture: a model is priced and no
     /// `--batch` gives it.
-    pub fn infers_batch(&self) -> bool {
+    pub(crate) fn infers_batch(&self) -> bool {
         self.floor.model.is_some() && self.floor.batch.is_none()
     }
 
     /// What a second read takes when unnamed decode steps need their batch: the ops with
     /// their launch grids, and the input shapes. Read only then, so a report whose step
     /// names state the batch (the common case) never pays for these columns.
-    pub fn batch_evidence_options(&self) -> LoadOptions {
+    pub(crate) fn batch_evidence_options(&self) -> LoadOptions {
         LoadOptions {
             geometry: true,
             shapes: true,
@@ -94,7 +94,7 @@ pub struct FloorPlan {
 
 impl FloorPlan {
     /// The model as a baseline or a run records it: the preset key or the config's path.
-    pub fn model_label(&self) -> Option<String> {
+    pub(crate) fn model_label(&self) -> Option<String> {
         let m = self.model.as_ref()?;
         m.preset
             .clone()
@@ -114,7 +114,7 @@ impl FloorPlan {
     }
 
     /// The GPU as a baseline or a run records it: the `--gpu` key, else the report's name.
-    pub fn gpu_label(&self, report_gpu: Option<&str>) -> Option<String> {
+    pub(crate) fn gpu_label(&self, report_gpu: Option<&str>) -> Option<String> {
         self.gpu.clone().or_else(|| report_gpu.map(str::to_owned))
     }
 }

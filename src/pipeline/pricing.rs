@@ -10,7 +10,7 @@ use crate::roofline::floor::step_floor;
 use crate::roofline::gpu;
 use crate::roofline::mixed::least_mixed;
 use crate::roofline::options::GpuOptions;
-use crate::wire::attribution::{Basis, FloorInput, OperatingPoint};
+use crate::wire::attribution::{Basis, OperatingPoint};
 use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
 use crate::wire::steps::{BatchComposition, Step, StepKind};
 
@@ -152,7 +152,7 @@ impl Pricing {
     /// guess (from its shapes or grid; never made when `--batch` is given) or the operating
     /// point's batch, with the point's context, as a decode; a mixed step from its tokens and sequences ([`least_mixed`]) — never
     /// for one whose counted tokens are not that batch, which a decode would misprice.
-    pub fn composition_of(&self, step: &Step) -> Option<StepComposition> {
+    pub(crate) fn composition_of(&self, step: &Step) -> Option<StepComposition> {
         // A name that counts no requests (ProfilerStep#N) says nothing of the batch.
         let named = step.composition.as_ref().filter(|c| c.counts_requests());
         match (named, step.kind_label().kind) {
@@ -207,20 +207,12 @@ impl Pricing {
         best.map(|(_, c)| c)
     }
 
-    /// The step's own floor, when its composition is known.
-    pub fn floor_of(&self, step: &Step) -> Option<FloorInput> {
-        let comp = self.composition_of(step)?;
-        Some(FloorInput::from(&step_floor(
-            &self.model,
-            &self.gpu,
-            &comp,
-            &self.opts,
-        )))
-    }
-
     /// The attribution's view of this pricing: each step's composition, the model, GPU
     /// and options, handed to `one`.
-    pub fn with_pricer<T>(&self, one: impl FnOnce(&crate::attribution::Pricer<'_>) -> T) -> T {
+    pub(crate) fn with_pricer<T>(
+        &self,
+        one: impl FnOnce(&crate::attribution::Pricer<'_>) -> T,
+    ) -> T {
         let comp = |s: &Step| self.composition_of(s);
         one(&crate::attribution::Pricer {
             composition: &comp,

@@ -78,7 +78,7 @@ pub fn record(path: &Path, plan: &StepsPlan) -> Result<Recorded> {
 
 /// [`record`], keeping the run to append to `to` (the report hashed meanwhile); with the
 /// recording's warnings.
-pub fn record_for_export(
+pub(crate) fn record_for_export(
     path: &Path,
     plan: &StepsPlan,
     to: &ExportPlan,

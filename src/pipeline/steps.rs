@@ -95,7 +95,7 @@ pub fn run(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
 
 /// [`run`] for a report nested in a document that says once at its top which stepgate
 /// read which report (`analyze`): the report carries no `tool` and `source` of its own.
-pub fn run_nested(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
+pub(crate) fn run_nested(trace: &Trace, plan: &StepsPlan) -> Result<StepsRun> {
     run_as(trace, plan, Header::Nested)
 }
 

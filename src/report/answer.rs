@@ -21,7 +21,10 @@ pub struct Ranked<'a> {
 
 /// Every class action of every group, largest excess first; an action the verdict already
 /// gives, and one without a priced excess, left out (it cannot be ranked against it).
-pub fn ranked<'a>(groups: &'a [GroupAttribution], verdict: Option<&RunVerdict>) -> Vec<Ranked<'a>> {
+pub(crate) fn ranked<'a>(
+    groups: &'a [GroupAttribution],
+    verdict: Option<&RunVerdict>,
+) -> Vec<Ranked<'a>> {
     let mut v: Vec<Ranked<'a>> = groups
         .iter()
         .flat_map(|g| {

@@ -12,7 +12,7 @@ use crate::wire::attribution::{
 use crate::wire::steps::{Step, StepKind, StepsReport};
 
 /// Bytes/s as TB/s or GB/s with three significant figures.
-pub fn fmt_bandwidth(b: f64) -> String {
+pub(crate) fn fmt_bandwidth(b: f64) -> String {
     if b >= 1e12 {
         format!("{:.2} TB/s", b / 1e12)
     } else if b >= 1e9 {
@@ -66,7 +66,7 @@ pub fn class_table(classes: &[ClassAttribution]) -> Table {
 
 /// `floors 3,769.0 + excess 5,986.5 + no class 17.4 + gap 463,977.0 = wall 473,749.9`
 /// (µs), the term of classes without a floor only where there is one.
-pub fn waterfall_line(w: &ClassWaterfall) -> String {
+pub(crate) fn waterfall_line(w: &ClassWaterfall) -> String {
     let us = |ns: i64| fmt_us(ns as f64);
     let mut parts = vec![
         format!("floors {}", us(w.floor_ns)),
@@ -85,7 +85,7 @@ pub fn waterfall_line(w: &ClassWaterfall) -> String {
 }
 
 /// The heading of one group's table.
-pub fn group_heading(g: &GroupAttribution) -> String {
+pub(crate) fn group_heading(g: &GroupAttribution) -> String {
     format!(
         "per kernel class, {} group ({} priced step(s)), its median step (series {}, index {}):",
         g.group, g.steps, g.series, g.index
@@ -93,7 +93,7 @@ pub fn group_heading(g: &GroupAttribution) -> String {
 }
 
 /// The next action of each class that has one, largest excess first.
-pub fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
+pub(crate) fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
     let mut v: Vec<&ClassAttribution> = classes.iter().filter(|c| c.action.is_some()).collect();
     v.sort_by_key(|c| std::cmp::Reverse(c.excess_ns.unwrap_or(i64::MIN)));
     v.iter().filter_map(|c| c.action.clone()).collect()
@@ -104,7 +104,7 @@ pub fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
 /// `name_max`: kernel names shortened in the middle to this many characters (the page's
 /// fixed-width cell; the family and the tile shape stay), or whole (the terminal's table
 /// shortens them to its width itself).
-pub fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
+pub(crate) fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
     let mut t = Table::new(&[
         ("layer GEMM", Align::Left),
         ("kernel", Align::Wrap),
@@ -156,7 +156,7 @@ fn sourced<T: std::fmt::Display>(what: &str, s: &Sourced<T>) -> String {
 }
 
 /// The operating point in one line per value, each with its label.
-pub fn operating_point_lines(p: &OperatingPoint) -> Vec<String> {
+pub(crate) fn operating_point_lines(p: &OperatingPoint) -> Vec<String> {
     let mut out = vec![sourced("TP", &p.tp)];
     if let Some(pp) = &p.pp {
         out.push(sourced("PP", pp));
@@ -175,7 +175,7 @@ pub fn operating_point_lines(p: &OperatingPoint) -> Vec<String> {
 
 /// The lines `steps` prints under its notes: the operating point, and what each inferred
 /// kind rests on (from its first step), and steps whose evidence disagreed.
-pub fn point_lines(r: &StepsReport) -> Vec<String> {
+pub(crate) fn point_lines(r: &StepsReport) -> Vec<String> {
     // TP matters only to a floor: a defaulted TP is said only when something was priced.
     let priced = r
         .steps
@@ -238,7 +238,7 @@ pub fn point_lines(r: &StepsReport) -> Vec<String> {
 
 /// What a group's class table is followed by: its exact waterfall, each class's next
 /// action, and what the per-layer view found.
-pub fn group_lines(g: &GroupAttribution) -> Vec<String> {
+pub(crate) fn group_lines(g: &GroupAttribution) -> Vec<String> {
     let mut lines = vec![format!("waterfall: {}", waterfall_line(&g.waterfall))];
     // The link's figure is a citation, not HBM's β: print it with its source, so "of
     // roof" for communication can be checked.
@@ -271,7 +271,8 @@ pub fn group_lines(g: &GroupAttribution) -> Vec<String> {
 }
 
 /// Every group's class table, waterfall, actions and layer view, as text or markdown.
-pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
+#[cfg(test)]
+pub(crate) fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
     let mut out = String::new();
     for g in groups {
         out.push('\n');
@@ -308,7 +309,7 @@ pub fn groups_text(groups: &[GroupAttribution], markdown: bool) -> String {
 }
 
 /// Every group's class table, waterfall, actions and layer view, through a [`Markup`](crate::report::markup::Markup).
-pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttribution]) {
+pub(crate) fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttribution]) {
     for g in groups {
         m.heading(&group_heading(g));
         m.table(&class_table(&g.classes));
@@ -323,7 +324,7 @@ pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupAttributi
 
 /// CSV columns per class (time, floor, bytes) and the time of kernels in no class,
 /// appended to the per-step table; empty cells for a step without a floor.
-pub fn append_class_columns(t: &mut Table, steps: &[Step]) {
+pub(crate) fn append_class_columns(t: &mut Table, steps: &[Step]) {
     for c in KernelClass::ALL {
         for what in ["time_ns", "floor_ns", "bytes"] {
             t.headers.push(format!("{}_{what}", c.key()));

@@ -170,7 +170,7 @@ fn longest_backtick_run(s: &str) -> usize {
 /// Whether `s` is exactly one complete markdown code span (what [`md_code`] writes): a
 /// fence of n backticks, then text with no run of exactly n backticks, then the same
 /// fence. Such a cell renders literally and needs no further escaping.
-pub fn is_code_span(s: &str) -> bool {
+pub(crate) fn is_code_span(s: &str) -> bool {
     let n = s.chars().take_while(|&c| c == '`').count();
     if n == 0 || s.len() < 2 * n + 1 {
         return false;
@@ -217,7 +217,7 @@ pub fn push_html(out: &mut String, c: char) {
 /// escapes instead), and never a GitHub workflow command — the runner executes a line that
 /// starts with `::` after leading whitespace, and `##[` anywhere (the old syntax), so
 /// those get a backslash.
-pub fn terminal_line(s: &str) -> String {
+pub(crate) fn terminal_line(s: &str) -> String {
     let s = escape_control(s);
     let mut out = s.replace("##[", "#\\#[");
     let lead = out.len() - out.trim_start().len();
@@ -228,7 +228,7 @@ pub fn terminal_line(s: &str) -> String {
 }
 
 /// Every line of a block of terminal text through [`terminal_line`].
-pub fn terminal_block(s: &str) -> String {
+pub(crate) fn terminal_block(s: &str) -> String {
     if !s.contains("::") && !s.contains("##[") {
         return s.to_owned();
     }

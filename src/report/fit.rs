@@ -52,7 +52,7 @@ impl Fit {
     /// Prose wrapped to the width, continuation lines indented by `indent` spaces; a
     /// word wider than a line (a path or a frame from the capture) shortened in the
     /// middle to fit (`--wide` prints it whole).
-    pub fn wrap(&self, s: &str, indent: usize) -> String {
+    pub(crate) fn wrap(&self, s: &str, indent: usize) -> String {
         match self.width {
             Some(w) => {
                 let room = w.saturating_sub(indent).max(MIN_NAME);
@@ -74,7 +74,7 @@ impl Fit {
 
     /// Like [`Fit::wrap`] but long words stay whole: a line that holds the input path the
     /// user typed.
-    pub fn wrap_keeping_words(&self, s: &str, indent: usize) -> String {
+    pub(crate) fn wrap_keeping_words(&self, s: &str, indent: usize) -> String {
         match self.width {
             Some(w) => wrap(s, w, indent),
             None => s.to_owned(),
@@ -93,7 +93,7 @@ impl Fit {
 /// `COLUMNS` when set to a number, else stdout's terminal size, else [`PIPED_WIDTH`].
 /// Only stdout's tty counts: a report piped to a file keeps 120 even when stderr is a
 /// terminal.
-pub fn terminal_width(tty: impl FnOnce() -> Option<usize>) -> usize {
+pub(crate) fn terminal_width(tty: impl FnOnce() -> Option<usize>) -> usize {
     let env = std::env::var("COLUMNS").ok();
     width_from(env.as_deref(), tty)
 }
@@ -123,7 +123,7 @@ fn is_break(c: char) -> bool {
 /// front (the family: `cutlass::gemm…`, `flash_fwd…`) and 60% for the end, where kernel
 /// names carry the tile shape and the dtype. Each side snaps to a token boundary when one
 /// is within a few characters, so a number is never cut in two when it can be helped.
-pub fn shorten_middle(s: &str, max: usize) -> String {
+pub(crate) fn shorten_middle(s: &str, max: usize) -> String {
     let max = max.max(2);
     if width(s) <= max {
         return s.to_owned();
@@ -167,7 +167,7 @@ pub fn shorten_middle(s: &str, max: usize) -> String {
 /// `s` wrapped at spaces to `w` columns, continuation lines indented by `indent`. A word
 /// longer than the line (a path, a URL) stays whole on a line of its own: cutting it would
 /// make it unusable.
-pub fn wrap(s: &str, w: usize, indent: usize) -> String {
+pub(crate) fn wrap(s: &str, w: usize, indent: usize) -> String {
     if width(s) <= w {
         return s.to_owned();
     }

@@ -44,7 +44,7 @@ impl ConfigFields {
 }
 
 /// `bf16`, `int4-g128`, … as the `--weight-dtype` flag spells them.
-pub fn weight_dtype_name(d: WeightDtype) -> String {
+pub(crate) fn weight_dtype_name(d: WeightDtype) -> String {
     match d {
         WeightDtype::Bf16 => "bf16".into(),
         WeightDtype::Fp16 => "fp16".into(),

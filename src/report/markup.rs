@@ -115,7 +115,7 @@ pub struct Markdown {
 
 impl Markdown {
     /// A document under a `##` heading (a fixed title, not the capture's text).
-    pub fn with_heading(title: &str) -> Self {
+    pub(crate) fn with_heading(title: &str) -> Self {
         Markdown {
             out: format!("## {title}\n\n"),
         }

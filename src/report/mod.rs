@@ -45,7 +45,7 @@ pub const NAME_WIDTH: usize = 60;
 /// (CR and LF would split a row, ESC would drive the terminal, NUL truncates in C tools)
 /// are written as visible escapes (`\r`, `\n`, `\t`, `\0`, `\x1b`, `\u{85}`). Names
 /// without any are returned as they are, without a copy.
-pub fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn escape_control(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(char::is_control) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -72,7 +72,7 @@ pub fn fmt_us(ns: f64) -> String {
 }
 
 /// A fraction as a percentage with one decimal: `12.3%`.
-pub fn fmt_pct(frac: f64) -> String {
+pub(crate) fn fmt_pct(frac: f64) -> String {
     format!("{:.1}%", frac * 100.0)
 }
 

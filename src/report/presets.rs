@@ -17,7 +17,7 @@ const MODEL_TITLE: &str = "Model presets (--model): geometry read from each chec
 published config.json; parameter counts and KV bytes derived from it";
 
 /// The GPU table.
-pub fn gpu_table(gpus: &[GpuSpec]) -> Table {
+pub(crate) fn gpu_table(gpus: &[GpuSpec]) -> Table {
     let mut t = Table::new(&[
         ("gpu", Align::Left),
         ("name", Align::Left),
@@ -47,7 +47,7 @@ pub fn gpu_table(gpus: &[GpuSpec]) -> Table {
 }
 
 /// The model table.
-pub fn model_table(models: &[ModelPreset]) -> Table {
+pub(crate) fn model_table(models: &[ModelPreset]) -> Table {
     let mut t = Table::new(&[
         ("model", Align::Left),
         ("layers", Align::Right),

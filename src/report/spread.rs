@@ -54,23 +54,8 @@ pub fn heading(g: &GroupSpread) -> String {
     )
 }
 
-/// Every group's table with its heading, as text or markdown.
-pub fn groups_text(groups: &[GroupSpread], markdown: bool) -> String {
-    let mut out = String::new();
-    for g in groups {
-        out.push_str(&format!("\n{}\n\n", heading(g)));
-        let t = table(g);
-        out.push_str(&if markdown {
-            t.to_markdown()
-        } else {
-            t.to_text()
-        });
-    }
-    out
-}
-
 /// Every group's table with its heading, through a [`Markup`](super::markup::Markup).
-pub fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupSpread]) {
+pub(crate) fn walk_groups<M: super::markup::Markup>(m: &mut M, groups: &[GroupSpread]) {
     for g in groups {
         m.heading(&heading(g));
         m.table(&table(g));

@@ -39,7 +39,7 @@ fn sp(s: &Option<Spread>) -> [String; 3] {
 }
 
 /// The per-kind summary table (µs; launches as counts).
-pub fn summary_table(r: &StepsReport) -> Table {
+pub(crate) fn summary_table(r: &StepsReport) -> Table {
     let mut t = Table::new(&[
         ("kind", Align::Left),
         ("steps", Align::Right),
@@ -89,7 +89,7 @@ fn opt_us(v: Option<i64>) -> String {
 /// step names uncut. A kind that is only inferred shows as `decode (inferred)` (CSV: its
 /// own `kind_guess` column), and `found by` says which discovery method drew the step's
 /// boundary.
-pub fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
+pub(crate) fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
     let unit = |ns: &'static str, us: &'static str| if raw { ns } else { us };
     let mut cols = vec![
         ("series", Align::Right),

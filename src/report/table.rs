@@ -58,7 +58,7 @@ impl Table {
     }
 
     /// Space-aligned text with a dashed rule under the header, every cell whole.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         self.to_text_fit(Fit::wide())
     }
 
@@ -66,7 +66,7 @@ impl Table {
     /// shortened in the middle first (never below [`MIN_NAME`] columns); a table still
     /// too wide is printed in bands of columns, each repeating the first column, so no
     /// number is dropped. With `Fit::wide()` every cell is whole on one line.
-    pub fn to_text_fit(&self, fit: Fit) -> String {
+    pub(crate) fn to_text_fit(&self, fit: Fit) -> String {
         let mut cells: Vec<Vec<String>> = std::iter::once(&self.headers)
             .chain(&self.rows)
             .map(|r| r.iter().map(|c| escape_control(c).into_owned()).collect())
@@ -162,7 +162,7 @@ impl Table {
     /// A GitHub-flavoured markdown table: pipes in cells escaped, control characters
     /// written as visible escapes (a CR or LF in a name would otherwise end the row), and
     /// every cell that is not a code span escaped as markdown text.
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         // A cell that is one code span (a name) renders literally; any other text is
         // escaped so a capture's strings never become markup.
         let esc = |s: &str| {
@@ -200,7 +200,7 @@ impl Table {
     }
 
     /// CSV with a header row.
-    pub fn to_csv(&self) -> String {
+    pub(crate) fn to_csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(&self.headers).expect("in-memory write");
         for r in &self.rows {

@@ -67,7 +67,7 @@ pub fn wq99_s(service_s: f64, rho: f64) -> Result<f64> {
 }
 
 /// ρ such that W_q99(ρ) + offset = target (bisection; W_q99 increases on (0.01, 1)).
-pub fn solve_rho(service_s: f64, offset_s: f64, target_s: f64) -> Result<f64> {
+pub(crate) fn solve_rho(service_s: f64, offset_s: f64, target_s: f64) -> Result<f64> {
     positive("service time", service_s)?;
     let budget = target_s - offset_s;
     if budget <= 0.0 || budget.is_nan() {
@@ -173,7 +173,7 @@ pub enum NoRoot {
 /// The fluid model's p99 TTFT at request rate `lambda`: B = ITL·out·λ, t(B) = (W +
 /// B·ctx·k)/β, S(B) = t_pre + out·t(B)/B, W_q99(S, λS) + t_pre (0 at λS ≤ 0.01, as
 /// [`wq99_s`]; infinite at λS ≥ 1).
-pub fn fluid_ttft_s(inp: &FluidInputs, lambda: f64) -> f64 {
+pub(crate) fn fluid_ttft_s(inp: &FluidInputs, lambda: f64) -> f64 {
     let b = inp.itl_target_s * inp.output_tokens * lambda;
     let t = (inp.weights_bytes + b * inp.mean_context * inp.kv_cell_bytes) / inp.hbm_bytes_per_s;
     let s = inp.prefill_s + inp.output_tokens * t / b;
@@ -191,7 +191,7 @@ pub fn fluid_ttft_s(inp: &FluidInputs, lambda: f64) -> f64 {
 /// The highest request rate the fluid model admits: ρ(λ) = λ·S is affine in λ (ρ0 + a·λ
 /// with ρ0 = (W/β)/ITL), so ρ < 1 below (1 − ρ0)/a, and B ≤ B_cap below B_cap/(ITL·out).
 /// Returns (λ at ρ = 1, λ at B_cap, ρ0).
-pub fn fluid_lambda_bounds(inp: &FluidInputs) -> (f64, f64, f64) {
+pub(crate) fn fluid_lambda_bounds(inp: &FluidInputs) -> (f64, f64, f64) {
     let rho0 = inp.weights_bytes / inp.hbm_bytes_per_s / inp.itl_target_s;
     let a = inp.prefill_s
         + inp.output_tokens * inp.mean_context * inp.kv_cell_bytes / inp.hbm_bytes_per_s;
@@ -227,7 +227,7 @@ pub fn fluid(inp: &FluidInputs) -> Result<Fluid> {
 }
 
 /// [`fluid`], with "no operating point" kept apart from bad inputs: `Ok(Err(why))`.
-pub fn fluid_outcome(inp: &FluidInputs) -> Result<std::result::Result<Fluid, NoRoot>> {
+pub(crate) fn fluid_outcome(inp: &FluidInputs) -> Result<std::result::Result<Fluid, NoRoot>> {
     positive("ITL target", inp.itl_target_s)?;
     positive("output tokens", inp.output_tokens)?;
     let per_lambda_b = inp.itl_target_s * inp.output_tokens;
@@ -309,7 +309,7 @@ pub enum Unmet {
 /// Run steps 1–6. A step 5 or 6 without a solution (a target no load meets) is no error:
 /// the plan keeps every step before it (its `unsolved` left empty) and [`Unmet`] names
 /// the step; `roofline::capacity_plan::plan` fills in why.
-pub fn plan_steps(inp: &CapacityInputs) -> Result<(CapacityPlan, Option<Unmet>)> {
+pub(crate) fn plan_steps(inp: &CapacityInputs) -> Result<(CapacityPlan, Option<Unmet>)> {
     positive("KV pool (tokens)", inp.kv_pool_tokens)?;
     positive("KV cell bytes", inp.kv_cell_bytes)?;
     positive("input tokens", inp.input_tokens)?;

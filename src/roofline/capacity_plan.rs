@@ -80,7 +80,7 @@ fn solves(f: &FluidInputs) -> bool {
 
 /// The lowest p99 TTFT the fluid model reaches over every admissible load, and where:
 /// a grid over (0, λ_max) refined by golden-section search around its lowest point.
-pub fn lowest_ttft(f: &FluidInputs) -> (f64, f64) {
+pub(crate) fn lowest_ttft(f: &FluidInputs) -> (f64, f64) {
     let (rho1, cap, _) = fluid_lambda_bounds(f);
     let max = rho1.min(cap);
     let at = |i: usize| max * i as f64 / FLUID_GRID as f64;

@@ -43,7 +43,7 @@ pub struct Priced<'a> {
 pub type FloorFn = fn(KernelClass, &Priced<'_>) -> ClassFloor;
 
 /// `bytes` over β, or `flops` over π where that binds; `what` names the bytes in the basis.
-pub fn on_hbm(
+pub(crate) fn on_hbm(
     class: KernelClass,
     p: &Priced<'_>,
     bytes: f64,
@@ -99,7 +99,7 @@ pub fn kv_write(class: KernelClass, p: &Priced<'_>) -> ClassFloor {
 }
 
 /// The 2-byte norm, bias and router weights.
-pub fn small_weights(class: KernelClass, p: &Priced<'_>) -> ClassFloor {
+pub(crate) fn small_weights(class: KernelClass, p: &Priced<'_>) -> ClassFloor {
     on_hbm(
         class,
         p,

@@ -34,7 +34,7 @@ impl StepComposition {
     }
 
     /// From per-request (N_Q, N_KV, is_prefill); `window` clamps sliding-window layers.
-    pub fn from_requests(reqs: &[Request], window: Option<u64>) -> Self {
+    pub(crate) fn from_requests(reqs: &[Request], window: Option<u64>) -> Self {
         let mut c = StepComposition::default();
         let (mut skw, mut sqskw) = (0, 0);
         for r in reqs {
@@ -241,7 +241,7 @@ impl FloorChange {
 /// The changes worth pricing when a step ran below its floor: a larger TP that divides
 /// the query heads (and the KV heads, or is a multiple of them), an fp8 KV cache, fp8 or
 /// int4 weights — each only where it lowers what is in effect.
-pub fn plausibility_changes(model: &ModelSpec, opts: &FloorOptions) -> Vec<FloorChange> {
+pub(crate) fn plausibility_changes(model: &ModelSpec, opts: &FloorOptions) -> Vec<FloorChange> {
     let mut out: Vec<FloorChange> = [2u32, 4, 8]
         .into_iter()
         .filter(|&t| t > opts.tp.max(1))

@@ -9,7 +9,7 @@ use crate::wire::roofline::{GpuSpec, Interconnect};
 
 impl Interconnect {
     /// Bytes/s one GPU can send to the other `tp − 1` GPUs of its group at once.
-    pub fn group_bytes_per_s(&self, tp: u32) -> f64 {
+    pub(crate) fn group_bytes_per_s(&self, tp: u32) -> f64 {
         if self.mesh {
             self.per_direction_bytes_per_s * f64::from(tp.saturating_sub(1).max(1))
         } else {
@@ -234,7 +234,7 @@ pub fn lookup(name: &str) -> Option<GpuSpec> {
 
 /// The preset for a device name as a report carries it, e.g. `NVIDIA H100 80GB HBM3`,
 /// `NVIDIA A100-SXM4-40GB`, `AMD Instinct MI300X`. None when no entry matches.
-pub fn from_report_name(name: &str) -> Option<GpuSpec> {
+pub(crate) fn from_report_name(name: &str) -> Option<GpuSpec> {
     let n = name.to_ascii_lowercase();
     let has = |s: &str| n.contains(s);
     // Order matters: longer model numbers first (h200 before h20, l40s before l4).
@@ -285,7 +285,7 @@ pub const MEMORY_TOLERANCE: f64 = 0.10;
 /// [`MEMORY_TOLERANCE`] of `memory_bytes`, for a report whose device has no name (ROCm
 /// Kineto writes `"name": ""`). None when no preset or more than one fits: an inference
 /// is made only where the properties leave one answer.
-pub fn from_properties(sm_count: i64, memory_bytes: i64) -> Option<GpuSpec> {
+pub(crate) fn from_properties(sm_count: i64, memory_bytes: i64) -> Option<GpuSpec> {
     let m = memory_bytes as f64;
     let mut fits = GPUS.iter().filter(|g| {
         i64::from(g.sm_count) == sm_count
@@ -323,7 +323,7 @@ impl GpuSpec {
     }
 
     /// Every name `--gpu` accepts: the keys, then the aliases (for "did you mean").
-    pub fn accepted_names() -> impl Iterator<Item = &'static str> {
+    pub(crate) fn accepted_names() -> impl Iterator<Item = &'static str> {
         GPUS.iter()
             .map(|g| g.key)
             .chain(ALIASES.iter().map(|(a, _)| *a))

@@ -11,7 +11,7 @@ use crate::wire::roofline::{FloorOptions, GpuSpec, ModelSpec, StepComposition};
 /// prefix sharing the other tokens, tried at `d` = 1, every power of two and
 /// `requests - 1`. Weights and the 2·params·T GEMM FLOPs do not depend on the split; the
 /// attention and the decodes' KV reads do. None unless tokens > requests > 1.
-pub fn least_mixed(
+pub(crate) fn least_mixed(
     model: &ModelSpec,
     gpu: &GpuSpec,
     opts: &FloorOptions,

@@ -79,7 +79,7 @@ impl WeightDtype {
     }
 
     /// Whether compute can use the fp8 tensor path.
-    pub fn is_fp8(self) -> bool {
+    pub(crate) fn is_fp8(self) -> bool {
         matches!(self, WeightDtype::Fp8)
     }
 }
@@ -115,7 +115,7 @@ impl WeightSplit {
 
 impl MoeRouting {
     /// Distinct experts touched per MoE layer by `tokens` tokens.
-    pub fn experts_touched(self, moe: &MoeSpec, tokens: f64) -> f64 {
+    pub(crate) fn experts_touched(self, moe: &MoeSpec, tokens: f64) -> f64 {
         let e = moe.num_experts as f64;
         let k = moe.top_k as f64;
         if tokens <= 0.0 {
@@ -227,7 +227,7 @@ impl ModelSpec {
     }
 
     /// Bytes of all weights resident on one GPU (input embedding included), for the KV pool.
-    pub fn resident_weight_bytes(&self, tp: u32, pp: u32) -> f64 {
+    pub(crate) fn resident_weight_bytes(&self, tp: u32, pp: u32) -> f64 {
         let p = self.params();
         let wb = self.weight_dtype.bytes_per_param();
         let lin = self.linear_bytes(&p) + p.routed_experts as f64 * wb;
@@ -249,7 +249,7 @@ impl ModelSpec {
     /// linear layers, the routed experts and lm_head (GEMMs), and the 2-byte norms,
     /// biases and routers (small kernels). A `--weights-gb` override has no split: all of
     /// it is linear.
-    pub fn streamed_weight_split(
+    pub(crate) fn streamed_weight_split(
         &self,
         tokens: f64,
         routing: MoeRouting,
@@ -281,13 +281,13 @@ impl ModelSpec {
     }
 
     /// KV heads one GPU holds: heads shard over TP but never below one (replicated).
-    pub fn kv_heads_per_gpu(&self, tp: u32) -> f64 {
+    pub(crate) fn kv_heads_per_gpu(&self, tp: u32) -> f64 {
         (self.kv_heads as f64 / f64::from(tp.max(1))).max(1.0)
     }
 
     /// KV-cache bytes per token per GPU over `layers` layers (k = 2·L·h_kv·d_h·b; MLA:
     /// L·(kv_lora_rank + rope)·b, one latent row replicated on every TP rank).
-    pub fn kv_cell_bytes_for_layers(&self, layers: f64, tp: u32) -> f64 {
+    pub(crate) fn kv_cell_bytes_for_layers(&self, layers: f64, tp: u32) -> f64 {
         match &self.mla {
             Some(m) => layers * (m.kv_lora_rank + m.qk_rope_head_dim) as f64 * self.kv_dtype_bytes,
             None => {

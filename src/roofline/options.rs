@@ -39,7 +39,7 @@ pub struct ModelOptions {
 
 impl ModelOptions {
     /// Whether anything overrides the preset's or config's own values.
-    pub fn overridden(&self) -> bool {
+    pub(crate) fn overridden(&self) -> bool {
         self.weight_dtype.is_some() || self.kv_dtype_bytes.is_some() || self.raw()
     }
 
@@ -53,7 +53,7 @@ impl ModelOptions {
     }
 
     /// The preset key in use when no config is given.
-    pub fn preset_key(&self) -> &str {
+    pub(crate) fn preset_key(&self) -> &str {
         self.preset.as_deref().unwrap_or(DEFAULT_MODEL)
     }
 

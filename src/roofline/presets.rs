@@ -107,7 +107,7 @@ pub fn preset(name: &str) -> Option<ModelSpec> {
 
 /// A preset's `config.json` excerpt, as the reader sees it (for what it records beyond
 /// the geometry: quantization method, activation dtype).
-pub fn preset_config(name: &str) -> Option<serde_json::Value> {
+pub(crate) fn preset_config(name: &str) -> Option<serde_json::Value> {
     let n = name.trim().to_ascii_lowercase();
     let (_, _, json) = PRESETS.iter().find(|(k, _, _)| *k == n)?;
     serde_json::from_str(json).ok()

@@ -143,7 +143,7 @@ impl LoadOptions {
 
     /// The Python frames of at least `min_ns` (and whatever a reader always reads): the
     /// second load a long stall's frame is found in.
-    pub fn python_frames(min_ns: i64) -> Self {
+    pub(crate) fn python_frames(min_ns: i64) -> Self {
         LoadOptions {
             python_frames_min_ns: Some(min_ns),
             ..LoadOptions::ops_only()
@@ -188,7 +188,7 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Trace> {
 /// Refuse what is not a regular file or a directory before anything opens it: opening a
 /// FIFO blocks until a writer appears (forever, in CI), and a pipe or device can be read
 /// only once while the readers sniff the first bytes and then read the file again.
-pub fn check_readable_kind(path: &Path) -> Result<()> {
+pub(crate) fn check_readable_kind(path: &Path) -> Result<()> {
     let p = path.display();
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::input(format!(

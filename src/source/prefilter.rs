@@ -57,7 +57,7 @@ impl Prefilter {
     /// invalid UTF-8 too: a literal without U+FFFD that starts the cell's lossy string
     /// starts its bytes, because the lossy string copies valid bytes verbatim.
     #[inline]
-    pub fn may_match(&self, text: &[u8]) -> bool {
+    pub(crate) fn may_match(&self, text: &[u8]) -> bool {
         match text.first() {
             Some(&b) if self.first[usize::from(b)] => {
                 self.literals.iter().any(|l| text.starts_with(l))
@@ -89,7 +89,7 @@ impl RangeFilter {
     /// Whether a raw text cell matches: valid UTF-8 is matched in place, anything else as
     /// its lossy string (what the range is named), so both agree.
     #[inline]
-    pub fn matches_text(&self, t: &[u8]) -> bool {
+    pub(crate) fn matches_text(&self, t: &[u8]) -> bool {
         if self.pre.as_ref().is_some_and(|p| !p.may_match(t)) {
             return false;
         }

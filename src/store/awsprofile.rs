@@ -125,7 +125,7 @@ fn read(p: Option<&PathBuf>) -> Result<Sections> {
 /// `AWS_CONFIG_FILE` and `AWS_SHARED_CREDENTIALS_FILE` name (default `~/.aws/config`,
 /// `~/.aws/credentials`). `explicit_keys`: keys are given in the environment or as
 /// options, so the profile's own credentials are not used (nor needed).
-pub fn settings(name: &str, explicit_keys: bool) -> Result<Vec<(String, String)>> {
+pub(crate) fn settings(name: &str, explicit_keys: bool) -> Result<Vec<(String, String)>> {
     let (cp, kp) = (
         path("AWS_CONFIG_FILE", "config"),
         path("AWS_SHARED_CREDENTIALS_FILE", "credentials"),

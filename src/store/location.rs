@@ -62,7 +62,7 @@ impl Location {
     }
 
     /// Whether `p` is written as a URL of a remote store.
-    pub fn is_remote(p: &Path) -> bool {
+    pub(crate) fn is_remote(p: &Path) -> bool {
         matches!(Location::parse(p), Ok(Location::Remote { .. }))
     }
 }

@@ -124,7 +124,7 @@ impl Store {
     }
 
     /// The local directory, for a local dataset.
-    pub fn local_dir(&self) -> Option<&Path> {
+    pub(crate) fn local_dir(&self) -> Option<&Path> {
         self.local.as_deref()
     }
 
@@ -191,7 +191,7 @@ impl Store {
     /// Refuse, before any work, a dataset that cannot be written: a local path that is a
     /// file, a directory or bucket that refuses a write (a probe object is written and
     /// removed).
-    pub fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         if let Some(d) = &self.local {
             local_root(d, Access::Write)?;
             // Directories made only for the probe are removed after it: a dataset that
@@ -376,7 +376,7 @@ impl Store {
     }
 
     /// Remove one object (one that is already gone is fine).
-    pub fn delete(&self, rel: &str) -> Result<()> {
+    pub(crate) fn delete(&self, rel: &str) -> Result<()> {
         self.local_parents_guard(rel)?;
         let k = self.key(rel);
         match self.rt.block_on(self.inner.delete(&k)) {
@@ -407,7 +407,7 @@ impl Store {
     }
 
     /// The names of the "directories" right under `prefix` (common prefixes).
-    pub fn list_dirs(&self, prefix: &str) -> Result<Vec<String>> {
+    pub(crate) fn list_dirs(&self, prefix: &str) -> Result<Vec<String>> {
         let p = self.key(prefix);
         match self.rt.block_on(self.inner.list_with_delimiter(Some(&p))) {
             Ok(l) => Ok(l

@@ -12,7 +12,7 @@ pub const DEBUG_READS_VAR: &str = "STEPGATE_DEBUG_READS";
 static READ_COUNTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Whether [`DEBUG_READS_VAR`] asks for the counts.
-pub fn debug_reads() -> bool {
+pub(crate) fn debug_reads() -> bool {
     std::env::var_os(DEBUG_READS_VAR).is_some_and(|v| !v.is_empty())
 }
 
@@ -25,7 +25,7 @@ pub fn record(store: &str, per_table: &BTreeMap<String, u64>) {
 }
 
 /// The lines recorded so far, emptied.
-pub fn take_read_counts() -> Vec<String> {
+pub(crate) fn take_read_counts() -> Vec<String> {
     READ_COUNTS
         .lock()
         .map(|mut v| std::mem::take(&mut *v))

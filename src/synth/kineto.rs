@@ -98,7 +98,7 @@ impl KinetoWriter {
 
     /// A writer of the 2021 layout (PyTorch 1.8/1.9): every time passed in is absolute
     /// epoch ns and is written as integer µs (truncated), as those builds did.
-    pub fn layout_2021() -> Self {
+    pub(crate) fn layout_2021() -> Self {
         KinetoWriter {
             legacy: true,
             ..KinetoWriter::new(0)
@@ -187,7 +187,7 @@ impl KinetoWriter {
     }
 
     /// The closing `Record Window End` instant (pid and tid are empty strings in Kineto).
-    pub fn record_window_end(&mut self, at_ns: i64) {
+    pub(crate) fn record_window_end(&mut self, at_ns: i64) {
         let mut e = String::from(
             "{\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": ",
         );

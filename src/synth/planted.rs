@@ -51,7 +51,7 @@ impl Dense {
 }
 
 /// One decode layer's GEMMs, in launch order, with their weight bytes per GPU.
-pub fn layer_gemms(d: &Dense, tp: u64) -> [(&'static str, &'static str, u64); 4] {
+pub(crate) fn layer_gemms(d: &Dense, tp: u64) -> [(&'static str, &'static str, u64); 4] {
     let qkv = d.hidden * (d.heads + 2 * d.kv_heads) * d.head_dim * 2 / tp;
     let o = d.heads * d.head_dim * d.hidden * 2 / tp;
     let gate_up = d.hidden * 2 * d.intermediate * 2 / tp;
@@ -65,7 +65,7 @@ pub fn layer_gemms(d: &Dense, tp: u64) -> [(&'static str, &'static str, u64); 4]
 }
 
 /// KV bytes of one layer per token on one GPU: K and V rows of the heads it holds.
-pub fn kv_row_bytes(d: &Dense, tp: u64) -> u64 {
+pub(crate) fn kv_row_bytes(d: &Dense, tp: u64) -> u64 {
     2 * (d.kv_heads / tp).max(1) * d.head_dim * 2
 }
 
@@ -94,7 +94,7 @@ pub const PAGED_V2_REDUCE: &str = "void vllm::paged_attention_v2_reduce_kernel<_
 /// `paged_attention_v2.cu` launches it — `grid(num_heads, num_seqs, max_num_partitions)`
 /// with 512-key partitions — then its reduce, `grid(num_heads, num_seqs)`, for
 /// `small_ns`.
-pub fn paged_v2(
+pub(crate) fn paged_v2(
     kernels: Vec<KernelSpec>,
     d: &Dense,
     tp: u64,
@@ -129,7 +129,7 @@ pub const SPLIT_K_O_OF_ROOF: f64 = 0.5;
 
 /// `kernels` (Llama-3-8B at TP 1 from [`step_kernels`]) with qkv launched as a split-K
 /// GEMM plus its reduction and o slowed, both as [`Cause::SplitKGemms`] states.
-pub fn split_k(kernels: Vec<KernelSpec>, d: &Dense, s: &Speeds) -> Vec<KernelSpec> {
+pub(crate) fn split_k(kernels: Vec<KernelSpec>, d: &Dense, s: &Speeds) -> Vec<KernelSpec> {
     let [qkv, o, ..] = layer_gemms(d, 1);
     let bw = s.hbm_bytes_per_s;
     let mut out = Vec::with_capacity(kernels.len() + d.layers as usize);

@@ -90,7 +90,7 @@ impl Moe {
     };
 
     /// Expected distinct experts `tokens` tokens touch under uniform routing.
-    pub fn experts_touched(&self, tokens: u64) -> f64 {
+    pub(crate) fn experts_touched(&self, tokens: u64) -> f64 {
         let (e, k) = (self.experts as f64, self.top_k as f64);
         e * (1.0 - (1.0 - k / e).powi(tokens as i32))
     }
@@ -142,7 +142,11 @@ fn at(bytes: f64, bw: f64, fraction: f64) -> i64 {
 /// One decode layer's GEMM bytes (bf16, TP 1): (role, kernel, bytes), in launch order
 /// from the layer's first GEMM; `moe` picks the MoE FFN over the dense one, `tokens` the
 /// step's tokens (the experts they touch).
-pub fn layer_gemms(m: &Moe, moe: bool, tokens: u64) -> Vec<(&'static str, &'static str, f64)> {
+pub(crate) fn layer_gemms(
+    m: &Moe,
+    moe: bool,
+    tokens: u64,
+) -> Vec<(&'static str, &'static str, f64)> {
     let d = m.hidden;
     let b = |params: u64| params as f64 * 2.0;
     let mut out = Vec::new();

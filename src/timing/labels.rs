@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 /// A readable display name: the source's short name when it has one, else the demangled
 /// name cut before its argument list and template arguments.
-pub fn display_name(short: &str, full: &str) -> String {
+pub(crate) fn display_name(short: &str, full: &str) -> String {
     if !short.is_empty() {
         return short.to_owned();
     }
@@ -132,7 +132,7 @@ impl NameLabels {
 
     /// The labels by full name (only the names that needed telling apart), for the
     /// document a renderer reads.
-    pub fn into_map(self) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn into_map(self) -> std::collections::BTreeMap<String, String> {
         self.by_full.into_iter().collect()
     }
 

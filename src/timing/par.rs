@@ -18,7 +18,7 @@ pub fn threads() -> usize {
 pub const MIN_CHUNK_VAR: &str = "STEPGATE_TEST_MIN_CHUNK";
 
 /// A stage's floor on chunk length, unless the test hook replaces it.
-pub fn min_chunk(min: usize) -> usize {
+pub(crate) fn min_chunk(min: usize) -> usize {
     static HOOK: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     HOOK.get_or_init(|| {
         std::env::var(MIN_CHUNK_VAR)
@@ -47,7 +47,7 @@ fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> Result<T> {
 
 /// `f(range)` for each of `ranges` on its own thread (the first on the calling thread),
 /// the results in range order. One range runs on the calling thread alone.
-pub fn map_ranges<R: Send>(
+pub(crate) fn map_ranges<R: Send>(
     ranges: &[Range<usize>],
     f: impl Fn(Range<usize>) -> R + Sync,
 ) -> Result<Vec<R>> {
@@ -76,7 +76,7 @@ pub fn map_ranges<R: Send>(
 /// `f` over `items` in contiguous chunks of at least `min` items on up to `threads`
 /// threads, each chunk's results in item order, concatenated in chunk order: the same
 /// vector a serial `f(0..n)` makes when `f` maps each item on its own.
-pub fn map_chunks<R: Send>(
+pub(crate) fn map_chunks<R: Send>(
     n: usize,
     threads: usize,
     min: usize,
@@ -94,7 +94,7 @@ pub fn map_chunks<R: Send>(
 /// `threads` threads, the results concatenated in chunk order: the vector a serial
 /// `f(items)` makes when `f` maps each item on its own (each chunk frees its items as
 /// it goes, as the serial loop would).
-pub fn map_vec<T: Send, R: Send>(
+pub(crate) fn map_vec<T: Send, R: Send>(
     mut items: Vec<T>,
     threads: usize,
     min: usize,

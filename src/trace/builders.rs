@@ -114,7 +114,7 @@ macro_rules! builder {
 
             /// How many ids did not fit (or, in an `i64` builder, will not fit) the
             /// frame's 32-bit columns: they read as -1, unknown.
-            pub fn out_of_range(&self) -> u64 {
+            pub(crate) fn out_of_range(&self) -> u64 {
                 self.out_of_range $(+ wide!($cty, &self.$field))+
             }
 
@@ -269,7 +269,7 @@ impl NameTable {
 
     /// The value of name `name_id`, `default` where no row has that name.
     #[inline]
-    pub fn of_or(&self, name_id: u32, default: u32) -> u32 {
+    pub(crate) fn of_or(&self, name_id: u32, default: u32) -> u32 {
         match self.by_name.get(name_id as usize) {
             Some(&v) if v != u32::MAX => v,
             _ => default,
@@ -386,14 +386,14 @@ impl<I: IdStore> OpsBuilderOf<I> {
     }
 
     /// Record launch geometry too (rows pushed without one get zeros).
-    pub fn with_geometry(mut self) -> Self {
+    pub(crate) fn with_geometry(mut self) -> Self {
         self.geometry = Some(GeometryCols::default());
         self
     }
 
     /// Push a row with its launch geometry (kept only by a builder
     /// [`with_geometry`](Self::with_geometry)).
-    pub fn push_launch(&mut self, r: OpRow, launch: Launch) {
+    pub(crate) fn push_launch(&mut self, r: OpRow, launch: Launch) {
         self.push_row(r);
         if let Some(g) = &mut self.geometry {
             g.push(launch);

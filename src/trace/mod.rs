@@ -52,7 +52,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    pub fn from_u32(v: u32) -> OpKind {
+    pub(crate) fn from_u32(v: u32) -> OpKind {
         match v {
             0 => OpKind::Kernel,
             1 => OpKind::Memcpy,
@@ -134,7 +134,7 @@ impl TraceMeta {
 
     /// The name of range domain `domain_id` in process `pid`, when it is a named domain
     /// the report names (nsys: a domain-create row; 0 and -1 are the default domain).
-    pub fn domain_name(&self, pid: i64, domain_id: i64) -> Option<&str> {
+    pub(crate) fn domain_name(&self, pid: i64, domain_id: i64) -> Option<&str> {
         if domain_id <= 0 {
             return None;
         }
@@ -215,7 +215,7 @@ impl Trace {
 
     /// Say how many rows held a per-name value (`what`: "short name", "API family")
     /// other than the first row of their name.
-    pub fn warn_name_conflicts(meta: &mut TraceMeta, table: &NameTable, what: &str) {
+    pub(crate) fn warn_name_conflicts(meta: &mut TraceMeta, table: &NameTable, what: &str) {
         if table.conflicts > 0 {
             meta.warnings.push(format!(
                 "{} row(s) have a {what} other than the first row of the same name (a \
@@ -226,7 +226,7 @@ impl Trace {
     }
 
     /// Say how many ids a load could not hold (see [`IdStore`]), when there were any.
-    pub fn warn_out_of_range(meta: &mut TraceMeta, ids: u64) {
+    pub(crate) fn warn_out_of_range(meta: &mut TraceMeta, ids: u64) {
         if ids > 0 {
             meta.warnings.push(format!(
                 "{ids} id(s) (device, stream, process, correlation or graph) were \

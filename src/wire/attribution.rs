@@ -385,7 +385,7 @@ pub struct LayerGemm {
 
 impl LayerGemm {
     /// The excess of all its launches in one step (derived).
-    pub fn excess_per_step_ns(&self) -> Option<f64> {
+    pub(crate) fn excess_per_step_ns(&self) -> Option<f64> {
         self.excess_ns.map(|x| x * self.launches_per_step as f64)
     }
 }

@@ -55,7 +55,7 @@ pub mod metric {
     pub const CLASS_EXCESS_PREFIX: &str = "excess_ns.";
 
     /// Whether a metric is a time in ns (shown in µs): `…_ns`, and every class excess.
-    pub fn in_ns(name: &str) -> bool {
+    pub(crate) fn in_ns(name: &str) -> bool {
         name.ends_with("_ns") || name.starts_with(CLASS_EXCESS_PREFIX)
     }
 }

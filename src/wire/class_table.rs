@@ -119,7 +119,7 @@ impl KernelClass {
 
     /// The class of a built-in category; None for `other` and categories stepgate does
     /// not know.
-    pub fn of_category(category: &str) -> Option<KernelClass> {
+    pub(crate) fn of_category(category: &str) -> Option<KernelClass> {
         CLASSES
             .iter()
             .find(|r| r.categories.contains(&category))

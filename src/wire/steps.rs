@@ -167,7 +167,7 @@ mod arc_str {
         s.serialize_str(v)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
         String::deserialize(d).map(Arc::from)
     }
 }

@@ -123,7 +123,7 @@ pub fn rule(class: KernelClass) -> &'static ClassRule {
 
 /// The per-class floors of one step on one GPU at tensor-parallel degree `tp`, in
 /// [`KernelClass::ALL`] order (derived).
-pub fn class_floors(f: &StepFloor, gpu: &GpuSpec, tp: u32) -> Vec<ClassFloor> {
+pub(crate) fn class_floors(f: &StepFloor, gpu: &GpuSpec, tp: u32) -> Vec<ClassFloor> {
     let p = Priced { step: f, gpu, tp };
     RULES.iter().map(|r| (r.floor)(r.class, &p)).collect()
 }

@@ -11,7 +11,7 @@ use crate::wire::attribution::KernelClass;
 /// The priced class below [`AT_ROOF_OF_BETA`] of its roof with the largest excess, when
 /// that excess is at least [`GEMM_EXCESS_SHARE`] of the step's wall (derived): the
 /// same share that makes GEMMs below the roof worth a line.
-pub fn below_roof(classes: &[ClassAttribution], wall_ns: i64) -> Option<&ClassAttribution> {
+pub(crate) fn below_roof(classes: &[ClassAttribution], wall_ns: i64) -> Option<&ClassAttribution> {
     let c = classes
         .iter()
         .filter(|c| c.roof_fraction.is_some_and(|r| r < AT_ROOF_OF_BETA))

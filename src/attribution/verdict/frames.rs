@@ -85,7 +85,11 @@ fn innermost(frames: &Trace, at: &StallAt) -> Result<Option<StallFrame>> {
 
 /// The innermost Python frame over the longest gap of a run whose idle time is one long
 /// stall, where the capture's frames can be loaded.
-pub fn stall_frame(g: &Gaps, steps: &[&Step], load: FrameLoader<'_>) -> Result<Option<StallFrame>> {
+pub(crate) fn stall_frame(
+    g: &Gaps,
+    steps: &[&Step],
+    load: FrameLoader<'_>,
+) -> Result<Option<StallFrame>> {
     let (Some(i), Some((start_ns, end_ns))) = (g.longest_step, g.longest_at) else {
         return Ok(None);
     };

@@ -41,12 +41,12 @@ pub struct Gaps {
 
 impl Gaps {
     /// The longest gap, ns (0 without one).
-    pub fn longest_ns(&self) -> i64 {
+    pub(crate) fn longest_ns(&self) -> i64 {
         self.longest_at.map_or(0, |(a, b)| b - a)
     }
 
     /// The idle time's share of `wall_ns` (0 without a wall).
-    pub fn idle_share(&self, wall_ns: i64) -> f64 {
+    pub(crate) fn idle_share(&self, wall_ns: i64) -> f64 {
         if wall_ns > 0 {
             self.total_ns as f64 / wall_ns as f64
         } else {
@@ -56,7 +56,7 @@ impl Gaps {
 
     /// The idle time is one long stall: it holds more than [`GAPPY_FRACTION`] of the wall
     /// and one gap holds at least [`STALL_SHARE`] of it.
-    pub fn is_long_stall(&self, wall_ns: i64) -> bool {
+    pub(crate) fn is_long_stall(&self, wall_ns: i64) -> bool {
         self.idle_share(wall_ns) > GAPPY_FRACTION
             && self.total_ns > 0
             && self.longest_ns() as f64 >= STALL_SHARE * self.total_ns as f64

@@ -39,14 +39,14 @@ const KV_WRITE: [&str; 4] = [
 ];
 
 /// Whether `name` is a KV-cache write kernel whose grid x counts tokens.
-pub fn is_kv_write(name: &str) -> bool {
+pub(crate) fn is_kv_write(name: &str) -> bool {
     KV_WRITE.iter().any(|k| name.contains(k))
 }
 
 /// Whether the trace names a kernel whose grid this module reads (a KV-cache write or a
 /// decode attention with a known layout): a cheap scan of the interned names that decides
 /// whether the launch grids are worth a second read.
-pub fn trace_has_counted_kernels(trace: &Trace) -> bool {
+pub(crate) fn trace_has_counted_kernels(trace: &Trace) -> bool {
     trace
         .strings
         .iter()

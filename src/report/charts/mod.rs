@@ -33,7 +33,7 @@ const LABEL_CHAR_PX: f64 = 7.4;
 const LEGEND_LINE_PX: i32 = 22;
 
 /// Cut a label for a chart axis (the page's table carries the full text).
-pub fn short_label(s: &str, max: usize) -> String {
+pub(crate) fn short_label(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {

@@ -64,7 +64,7 @@ pub(crate) enum Style {
 /// How a report file is named in a rendering: its file name, never the directory it
 /// sits in (on a CI runner that is an absolute path nobody reading a PR comment needs);
 /// a URL or a name without a file part as it was given.
-pub fn input_label(p: &std::path::Path) -> String {
+pub(crate) fn input_label(p: &std::path::Path) -> String {
     let s = p.display().to_string();
     if s.contains("://") {
         return s;
@@ -85,7 +85,7 @@ pub fn render(c: &Comparison, format: Format, o: &RenderOptions) -> String {
 }
 
 /// The one line that opens every rendering.
-pub fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
+pub(crate) fn verdict_line(c: &Comparison, o: &RenderOptions) -> String {
     let compared = c.groups.len();
     let steps: (usize, usize) = c.groups.iter().fold((0, 0), |acc, g| {
         (acc.0 + g.baseline_steps, acc.1 + g.candidate_steps)

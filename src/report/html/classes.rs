@@ -102,7 +102,7 @@ pub fn section(groups: &[GroupAttribution]) -> String {
 
 /// Each group's class times across its like steps (p10 / median / p90, measured): the
 /// median step's section above shows one step only.
-pub fn spread_section(spreads: &[GroupSpread]) -> String {
+pub(crate) fn spread_section(spreads: &[GroupSpread]) -> String {
     if spreads.is_empty() {
         return String::new();
     }

@@ -167,7 +167,7 @@ pub fn table(t: &Table, caption: Option<&str>) -> String {
 
 /// Labels and the full names behind them, folded under `title`; nothing when every name
 /// is its own label.
-pub fn full_names(title: &str, names: &[(&str, &str)]) -> String {
+pub(crate) fn full_names(title: &str, names: &[(&str, &str)]) -> String {
     if names.is_empty() {
         return String::new();
     }

@@ -40,7 +40,7 @@ const QUANT_BYTES: &[(&str, f64)] = &[
 ];
 
 /// vLLM's weight byte size for a quantization method; None for a method it rejects.
-pub fn quant_weight_bytes(method: &str) -> Option<f64> {
+pub(crate) fn quant_weight_bytes(method: &str) -> Option<f64> {
     QUANT_BYTES
         .iter()
         .find(|(m, _)| *m == method)
@@ -58,7 +58,7 @@ pub fn quant_method(v: &Value) -> Option<String> {
 
 /// Bytes per activation element: the model dtype (`torch_dtype`), 4 for float32, else 2.
 /// A dtype stepgate cannot read is refused, naming the field.
-pub fn activation_bytes(v: &Value) -> Result<f64> {
+pub(crate) fn activation_bytes(v: &Value) -> Result<f64> {
     Ok(match model_dtype(&text_config(v))? {
         WeightDtype::Fp32 => 4.0,
         _ => 2.0,

@@ -33,7 +33,7 @@ pub(super) struct Boundary {
 impl Boundary {
     /// Feed `b`, whose first byte is at offset `at`: the offsets of the first boundary's
     /// `}` and of the byte just after its comma, once one is complete.
-    pub fn feed(&mut self, b: &[u8], at: u64) -> Option<(u64, u64)> {
+    pub(crate) fn feed(&mut self, b: &[u8], at: u64) -> Option<(u64, u64)> {
         for (i, &c) in b.iter().enumerate() {
             let here = at + i as u64;
             match (c, self.close, self.comma) {

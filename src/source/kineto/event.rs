@@ -62,7 +62,7 @@ const STEP_FUNCTIONS: [&[u8]; 5] = [
 ];
 
 /// Whether a raw (still escaped) python_function name can be a step function.
-pub fn is_step_function(raw: &[u8]) -> bool {
+pub(crate) fn is_step_function(raw: &[u8]) -> bool {
     STEP_FUNCTIONS.iter().any(|s| raw.ends_with(s))
 }
 
@@ -252,7 +252,7 @@ impl Default for Args {
 }
 
 /// The linking keys of `args`, and `grid`/`block` when `geometry` is set.
-pub fn parse_args(slice: Option<&[u8]>, geometry: bool) -> Args {
+pub(crate) fn parse_args(slice: Option<&[u8]>, geometry: bool) -> Args {
     let mut a = Args::default();
     let Some(slice) = slice else { return a };
     let mut c = Cur::new(slice);
@@ -317,7 +317,7 @@ fn dims3(raw: &[u8]) -> [u32; 3] {
 /// `…Backward1`), the two unqualified names autograd records itself (`detach`, `detach_`,
 /// torch/csrc/autograd/VariableTypeManual.cpp), recorded inputs (a non-empty `Input
 /// Dims`) or an autograd sequence number.
-pub fn is_record_function(ev: &Event<'_>) -> bool {
+pub(crate) fn is_record_function(ev: &Event<'_>) -> bool {
     let Some(name) = ev.name.map(|n| n.raw) else {
         return false;
     };
@@ -352,7 +352,7 @@ fn is_empty_array(raw: &[u8]) -> bool {
 
 /// The raw `args["Input Dims"]` array of an operator (`"Input dims"` in early-2021
 /// traces), where recorded.
-pub fn input_dims(slice: Option<&[u8]>) -> Option<&[u8]> {
+pub(crate) fn input_dims(slice: Option<&[u8]>) -> Option<&[u8]> {
     let mut out = None;
     let mut c = Cur::new(slice?);
     let _ = c.members(|key, c| {
@@ -369,7 +369,7 @@ pub fn input_dims(slice: Option<&[u8]>) -> Option<&[u8]> {
 }
 
 /// `args.name` of a `process_name` metadata event.
-pub fn meta_name<'a>(slice: Option<&'a [u8]>) -> Option<JStr<'a>> {
+pub(crate) fn meta_name<'a>(slice: Option<&'a [u8]>) -> Option<JStr<'a>> {
     let mut out = None;
     let mut c = Cur::new(slice?);
     c.members(|key, c| {

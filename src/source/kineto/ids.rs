@@ -14,7 +14,7 @@ const MAX_RAW: i64 = i32::MAX as i64;
 /// of 2^31 or more has no room in the trace's 32-bit id columns (nor, from 2^32, beside
 /// the slot): it becomes -1, unknown; callers check [`fits`] first to count such ids.
 #[inline]
-pub fn enc(slot: u32, raw: i64) -> i64 {
+pub(crate) fn enc(slot: u32, raw: i64) -> i64 {
     if (0..=MAX_RAW).contains(&raw) {
         (i64::from(slot) << 32) | raw
     } else if raw < 0 {
@@ -41,7 +41,7 @@ pub fn dec(v: i64) -> (u32, i64) {
 }
 
 /// Whether one raw id occurs under two slots.
-pub fn collides(mut ids: Vec<i64>) -> bool {
+pub(crate) fn collides(mut ids: Vec<i64>) -> bool {
     ids.sort_unstable();
     ids.dedup();
     let mut raws: Vec<i64> = ids
@@ -56,7 +56,7 @@ pub fn collides(mut ids: Vec<i64>) -> bool {
 }
 
 /// Strip the slot; with `ranks` (ids clash), prefix the slot's rank number instead.
-pub fn renumber(v: i64, ranks: Option<&[i64]>, stride: i64) -> i64 {
+pub(crate) fn renumber(v: i64, ranks: Option<&[i64]>, stride: i64) -> i64 {
     let (slot, raw) = dec(v);
     match ranks {
         Some(r) if v >= 0 => r[slot as usize].max(0) * stride + raw,

@@ -8,7 +8,7 @@
 /// Decimal microseconds (`1712195495505582.988`, `4.928`, `1683564901540885`) → ns.
 /// More than three fractional digits round half away from zero at the nanosecond; an
 /// exponent form (`1e-3`, never written by Kineto) goes through f64. `None` if not a number.
-pub fn us_text_to_ns(text: &[u8]) -> Option<i64> {
+pub(crate) fn us_text_to_ns(text: &[u8]) -> Option<i64> {
     let (neg, body) = match text.first()? {
         b'-' => (true, &text[1..]),
         _ => (false, text),
@@ -66,7 +66,7 @@ fn float_fallback(text: &[u8]) -> Option<i64> {
 
 /// An integer id or count (`pid`, `stream`, `correlation`, `bytes`). A fraction of zeros
 /// (`7.0`, as a Python re-serialisation may write) is accepted; anything else is `None`.
-pub fn int_text(text: &[u8]) -> Option<i64> {
+pub(crate) fn int_text(text: &[u8]) -> Option<i64> {
     let (neg, body) = match text.first()? {
         b'-' => (true, &text[1..]),
         _ => (false, text),

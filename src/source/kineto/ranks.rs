@@ -52,7 +52,7 @@ fn rank_key(name: &str) -> Option<RankKey> {
 }
 
 /// List the rank traces of `dir`.
-pub fn discover(dir: &Path) -> Result<Ranks> {
+pub(crate) fn discover(dir: &Path) -> Result<Ranks> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| Error::input(format!("{}: cannot list directory: {e}", dir.display())))?;
     let mut names: Vec<String> = Vec::new();

@@ -22,7 +22,7 @@ use super::sink::{read_events, Direct, Fail};
 /// its header is inflated here and the rest on a thread of its own, straight into the
 /// blocks its byte ranges are read from on `threads - 2` more
 /// ([`chunked::gzip_events`]).
-pub fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
+pub(crate) fn read_file(col: &mut Collector, path: &Path, threads: usize) -> Result<usize> {
     let opened = input::open(path, threads == 2)?;
     col.begin_file(path);
     let mut header = Header::default();

@@ -68,7 +68,7 @@ impl<R: Read> Stream<R> {
 
     /// A stream over `r`, whose first byte is byte `offset` of the input (a reader opened
     /// part way into a file): offsets in errors stay the file's.
-    pub fn starting_at(r: R, offset: u64) -> Self {
+    pub(crate) fn starting_at(r: R, offset: u64) -> Self {
         let mut s = Stream::new(r);
         s.dropped = offset;
         s
@@ -76,7 +76,7 @@ impl<R: Read> Stream<R> {
 
     /// Take the stream apart: its reader, the bytes read from it but not consumed, and
     /// the offset of the first of them (a gzipped trace's ranges go on from there).
-    pub fn into_rest(self) -> (Rest<R>, Vec<u8>, u64) {
+    pub(crate) fn into_rest(self) -> (Rest<R>, Vec<u8>, u64) {
         let offset = self.offset();
         let unread = self.buf[self.pos..self.end].to_vec();
         let rest = Rest {
@@ -134,7 +134,7 @@ impl<R: Read> Stream<R> {
     }
 
     /// The next non-whitespace byte, not consumed; `None` at the end of the input.
-    pub fn peek(&mut self) -> io::Result<Option<u8>> {
+    pub(crate) fn peek(&mut self) -> io::Result<Option<u8>> {
         loop {
             while self.pos < self.end {
                 let b = self.buf[self.pos];
@@ -151,7 +151,7 @@ impl<R: Read> Stream<R> {
     }
 
     /// Consume one byte (after [`Stream::peek`] returned it).
-    pub fn bump(&mut self) {
+    pub(crate) fn bump(&mut self) {
         self.pos += 1;
     }
 
@@ -360,7 +360,7 @@ impl<'a> Cur<'a> {
 
     /// Consume `b` (after whitespace) if it is next.
     #[inline]
-    pub fn eat(&mut self, b: u8) -> bool {
+    pub(crate) fn eat(&mut self, b: u8) -> bool {
         self.ws();
         if self.s.get(self.i) == Some(&b) {
             self.i += 1;
@@ -430,7 +430,7 @@ impl<'a> Cur<'a> {
     }
 
     /// Whether the next value is a number or literal (not a string, object or array).
-    pub fn at_scalar(&mut self) -> bool {
+    pub(crate) fn at_scalar(&mut self) -> bool {
         self.ws();
         !matches!(self.s.get(self.i), Some(b'"' | b'{' | b'[') | None)
     }

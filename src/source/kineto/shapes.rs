@@ -4,7 +4,7 @@
 //! token count M of a linear layer's `[M, K]` activation (docs/kineto-format.md §11).
 
 /// `raw` without the whitespace between its tokens (strings are copied unchanged).
-pub fn compact(raw: &[u8], out: &mut String) {
+pub(crate) fn compact(raw: &[u8], out: &mut String) {
     out.clear();
     let mut in_str = false;
     let mut escaped = false;

@@ -136,7 +136,7 @@ impl Tape {
 
     /// The inflating side stopped without saying why (it panicked): every reader waiting
     /// or still to come gets an error rather than waiting for bytes that never come.
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         let mut st = self.lock();
         if st.end.is_none() {
             let msg = "the gzip inflating thread stopped".to_owned();
@@ -198,7 +198,7 @@ impl Tape {
     }
 
     /// Where range `j`'s cut search starts (see [`Tape::cut`]).
-    pub fn range_start(&self, j: usize, range: u64) -> u64 {
+    pub(crate) fn range_start(&self, j: usize, range: u64) -> u64 {
         self.origin
             .saturating_add(1)
             .saturating_add((j as u64).saturating_mul(range))
@@ -207,7 +207,7 @@ impl Tape {
     /// Whether range `k` may have a cut: not known to lie past the last boundary.
     /// Never waits: while a search holds the memo, the answer is yes (a range thread
     /// started for a range that turns out not to exist ends at once).
-    pub fn may_have(&self, k: usize) -> bool {
+    pub(crate) fn may_have(&self, k: usize) -> bool {
         match self.cuts.try_lock() {
             Ok(memo) => memo.none_from.is_none_or(|n| k < n),
             Err(_) => true,

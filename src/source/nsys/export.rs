@@ -30,7 +30,7 @@ impl ExportOptions {
 }
 
 /// The `nsys` executable on a PATH value, if any.
-pub fn find_nsys(path_env: Option<&OsStr>) -> Option<PathBuf> {
+pub(crate) fn find_nsys(path_env: Option<&OsStr>) -> Option<PathBuf> {
     find_program("nsys", path_env)
 }
 
@@ -47,7 +47,7 @@ pub fn find_program(program: &str, path_env: Option<&OsStr>) -> Option<PathBuf> 
 }
 
 /// `nsys export` arguments that write `out` (SQLite) from `report`, replacing an old export.
-pub fn export_argv(out: &Path, report: &Path) -> Vec<std::ffi::OsString> {
+pub(crate) fn export_argv(out: &Path, report: &Path) -> Vec<std::ffi::OsString> {
     let mut a: Vec<std::ffi::OsString> = [
         "export",
         "--type",
@@ -77,7 +77,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// Whether files can be created in `dir` (probed by creating one: permission bits lie for
 /// root, read-only mounts and ACLs).
-pub fn dir_is_writable(dir: &Path) -> bool {
+pub(crate) fn dir_is_writable(dir: &Path) -> bool {
     tempfile::Builder::new()
         .prefix(".stepgate-probe")
         .tempfile_in(dir)
@@ -85,7 +85,7 @@ pub fn dir_is_writable(dir: &Path) -> bool {
 }
 
 /// The export beside the report (`some.nsys-rep` → `some.sqlite`, as nsys names it).
-pub fn sibling_export(report: &Path) -> PathBuf {
+pub(crate) fn sibling_export(report: &Path) -> PathBuf {
     report.with_extension("sqlite")
 }
 
@@ -109,7 +109,7 @@ pub fn temp_export(report: &Path) -> PathBuf {
 pub const STREAM_MAGIC: &[u8] = b"NVIDIA Nsight Systems Stream";
 
 /// Whether a file's first bytes (or its name) say it is an unimported `.qdstrm` capture.
-pub fn is_qdstrm(path: &Path, head: &[u8]) -> bool {
+pub(crate) fn is_qdstrm(path: &Path, head: &[u8]) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("qdstrm"))
         || head.windows(STREAM_MAGIC.len()).any(|w| w == STREAM_MAGIC)
@@ -133,7 +133,7 @@ const IMPORTER: &str = "QdstrmImporter";
 /// `/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64` and the importer under
 /// `/usr/lib/nsight-systems/host-linux-x64`, which the middle link
 /// (`/usr/lib/nsight-systems/bin/nsys`) reaches.
-pub fn find_importer(nsys: &Path) -> Option<PathBuf> {
+pub(crate) fn find_importer(nsys: &Path) -> Option<PathBuf> {
     let mut link = nsys.to_path_buf();
     // A symlink loop ends the walk (40 is the kernel's own limit).
     for _ in 0..40 {
@@ -161,7 +161,7 @@ pub fn find_importer(nsys: &Path) -> Option<PathBuf> {
 /// Import `qdstrm` into the report `out` with the importer beside `nsys`, replacing an old
 /// `out`. An environment error when there is no importer, an input error when it refuses
 /// the file.
-pub fn import_qdstrm(nsys: &Path, qdstrm: &Path, out: &Path) -> Result<()> {
+pub(crate) fn import_qdstrm(nsys: &Path, qdstrm: &Path, out: &Path) -> Result<()> {
     let Some(importer) = find_importer(nsys) else {
         return Err(Error::environment(format!(
             "{}: an unimported nsys capture, and no {IMPORTER} beside {} (nsys's host-linux-x64 \

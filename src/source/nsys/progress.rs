@@ -35,7 +35,7 @@ impl Progress {
     }
 
     /// Count `n` more rows read.
-    pub fn inc(&self, n: u64) {
+    pub(crate) fn inc(&self, n: u64) {
         let Some(bar) = &self.bar else { return };
         bar.inc(n);
         if !self.shown.load(Ordering::Relaxed) && self.started.elapsed() > SHOW_AFTER {

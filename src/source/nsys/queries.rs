@@ -144,7 +144,8 @@ impl Query {
     }
 
     /// As [`Query::render`], reading only rowids `lo..=hi` when `rows` is given.
-    pub fn render_rows(&self, schema: &Schema, rows: Option<(i64, i64)>) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn render_rows(&self, schema: &Schema, rows: Option<(i64, i64)>) -> Option<String> {
         self.render_with(
             schema,
             &Fill {

@@ -43,7 +43,7 @@ impl Schema {
     /// The stored spelling of `table`, when the export has it. A name ending in `*` is a
     /// pattern (`NVTX_EVENTS_V*`): of the tables it matches, the one with the highest
     /// number after the prefix (recent nsys versions version some tables' names).
-    pub fn table_name(&self, table: &str) -> Option<&str> {
+    pub(crate) fn table_name(&self, table: &str) -> Option<&str> {
         let key = table.to_ascii_lowercase();
         let Some(prefix) = key.strip_suffix('*') else {
             return self.tables.get(&key).map(|(n, _)| n.as_str());
@@ -62,7 +62,7 @@ impl Schema {
         self.table_name(table).is_some()
     }
 
-    pub fn has_column(&self, table: &str, column: &str) -> bool {
+    pub(crate) fn has_column(&self, table: &str, column: &str) -> bool {
         self.tables
             .get(&table.to_ascii_lowercase())
             .is_some_and(|(_, cols)| cols.iter().any(|c| c.eq_ignore_ascii_case(column)))
@@ -70,7 +70,7 @@ impl Schema {
 
     /// Whether this looks like an nsys export at all: every nsys export since 2020 has
     /// `StringIds` (docs/nsys-format.md §1) and at least one nsys event table.
-    pub fn is_nsys_export(&self) -> bool {
+    pub(crate) fn is_nsys_export(&self) -> bool {
         self.has_table("StringIds")
             && self.tables.keys().any(|t| {
                 t.starts_with("cupti_activity_kind_")
@@ -84,7 +84,7 @@ impl Schema {
 }
 
 /// Parse `major.minor[.micro]` of an `EXPORT_SCHEMA_VERSION`.
-pub fn parse_schema_version(v: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_schema_version(v: &str) -> Option<(u32, u32)> {
     let mut it = v.trim().split('.');
     let major = it.next()?.parse().ok()?;
     let minor = it.next().and_then(|m| m.parse().ok()).unwrap_or(0);
@@ -92,7 +92,7 @@ pub fn parse_schema_version(v: &str) -> Option<(u32, u32)> {
 }
 
 /// The one warning line for a schema newer than any tested, or `None`.
-pub fn newer_schema_warning(version: &str) -> Option<String> {
+pub(crate) fn newer_schema_warning(version: &str) -> Option<String> {
     let v = parse_schema_version(version)?;
     (v > NEWEST_TESTED_SCHEMA).then(|| {
         format!(

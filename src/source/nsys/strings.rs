@@ -121,7 +121,7 @@ impl<'a> LocalNames<'a> {
 
     /// Local id of a literal text given as raw bytes (an NVTX `text` cell): invalid
     /// UTF-8 is replaced (U+FFFD) once, when the bytes are first seen.
-    pub fn text_bytes(&mut self, b: &[u8]) -> u32 {
+    pub(crate) fn text_bytes(&mut self, b: &[u8]) -> u32 {
         // A text too long to keep whole is not kept whole as a cache key either.
         if b.len() > MAX_NAME_BYTES {
             return self.interner.intern(&String::from_utf8_lossy(b));

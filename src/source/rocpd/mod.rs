@@ -37,7 +37,7 @@ pub enum Layout {
 
 /// Whether an SQLite file is a rocpd or RPD database: it has `rocpd_metadata` (nsys
 /// exports never do). Cheap: one query of `sqlite_master`.
-pub fn looks_like_rocpd(path: &Path) -> bool {
+pub(crate) fn looks_like_rocpd(path: &Path) -> bool {
     let mut head = [0u8; 16];
     let ok = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))

@@ -15,7 +15,7 @@ pub struct Guard {
 }
 
 /// Protect a mapped read of `path`.
-pub fn guard(path: &Path) -> Guard {
+pub(crate) fn guard(path: &Path) -> Guard {
     let line = format!(
         "stepgate: error: {}: the file shrank while it was being read (another process \
          truncated or replaced it: a capture still being written, or a rerun writing the \
@@ -72,7 +72,7 @@ mod imp {
     /// Guards alive and the handler the first one replaced.
     static DEPTH: Mutex<(usize, usize)> = Mutex::new((0, 0));
 
-    pub fn begin(line: String) {
+    pub(crate) fn begin(line: String) {
         let bytes: &'static mut [u8] = Box::leak(line.into_bytes().into_boxed_slice());
         LEN.store(0, Ordering::SeqCst);
         LINE.store(bytes.as_mut_ptr(), Ordering::SeqCst);

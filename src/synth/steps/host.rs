@@ -190,7 +190,7 @@ impl Host {
     }
 
     /// Launch from thread `tid` from now on (named `name` in the capture).
-    pub fn on_thread(&mut self, tid: i64, name: &'static str) {
+    pub(crate) fn on_thread(&mut self, tid: i64, name: &'static str) {
         if tid != self.pid && !self.threads.iter().any(|t| t.0 == tid) {
             self.threads.push((tid, name));
         }
@@ -198,7 +198,7 @@ impl Host {
     }
 
     /// Launch to `stream` from now on.
-    pub fn on_stream(&mut self, stream: i64) {
+    pub(crate) fn on_stream(&mut self, stream: i64) {
         if !self.free.iter().any(|f| f.0 == stream) {
             self.free.push((stream, START_NS));
         }
@@ -217,7 +217,7 @@ impl Host {
         self.free.iter().map(|f| f.1).max().unwrap_or(START_NS)
     }
 
-    pub fn open_in(&mut self, kind: SpanKind, name: &str, domain: Option<&'static str>) {
+    pub(crate) fn open_in(&mut self, kind: SpanKind, name: &str, domain: Option<&'static str>) {
         self.spans.push(Span {
             kind,
             tid: self.tid,
@@ -248,7 +248,7 @@ impl Host {
     }
 
     /// Start iteration `i` (ops launched from now on are its busy part).
-    pub fn begin(&mut self, meta: StepMeta) {
+    pub(crate) fn begin(&mut self, meta: StepMeta) {
         self.steps.push(meta);
         self.tag = Some((self.steps.len() - 1, false));
     }
@@ -334,7 +334,7 @@ impl Host {
         (s, e)
     }
 
-    pub fn push_op(
+    pub(crate) fn push_op(
         &mut self,
         name: &str,
         s: i64,
@@ -360,7 +360,7 @@ impl Host {
         self.kernel_via(CallKind::Launch, name, dur);
     }
 
-    pub fn kernel_via(&mut self, kind: CallKind, name: &str, dur: i64) {
+    pub(crate) fn kernel_via(&mut self, kind: CallKind, name: &str, dur: i64) {
         let c = self.call(kind, LAUNCH_NS);
         let (s, e) = self.place(c.end, true, dur + self.extra_ns);
         self.push_op(name, s, e, c.corr, None, None);
@@ -377,7 +377,7 @@ impl Host {
 
     /// A graph launch replaying the graph captured under `key` (vLLM's piecewise pieces
     /// hold the same kernels but are distinct graphs, one per piece).
-    pub fn graph_keyed(&mut self, key: &str, kernels: &[(&str, i64)]) {
+    pub(crate) fn graph_keyed(&mut self, key: &str, kernels: &[(&str, i64)]) {
         let c = self.call(CallKind::GraphLaunch, LAUNCH_NS);
         let next = self.graph_ids.len() as i64 + 1;
         let g = *self.graph_ids.entry(key.to_owned()).or_insert(next);
@@ -417,7 +417,7 @@ impl Host {
 
     /// The small DtoH copy of sampled token ids and the blocking wait on it (vLLM 0.8.x
     /// `.tolist()`, SGLang without overlap).
-    pub fn copy_and_sync(&mut self) {
+    pub(crate) fn copy_and_sync(&mut self) {
         self.memcpy(2, 256);
         self.sync(CallKind::StreamSync);
     }

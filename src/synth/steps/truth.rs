@@ -24,7 +24,7 @@ fn union_ns(mut iv: Vec<(i64, i64)>) -> i64 {
 /// The truth of one rank from the tagged ops, by plain interval arithmetic: a step's busy
 /// time is the union of its ops' intervals (ops of two streams overlap), its tail what the
 /// tail's ops add to that union, outside what the untagged ops add to all the steps'.
-pub fn series_truth(h: &Host) -> SeriesTruth {
+pub(crate) fn series_truth(h: &Host) -> SeriesTruth {
     let n = h.steps.len();
     let (mut busy, mut both) = (vec![Vec::new(); n], vec![Vec::new(); n]);
     let (mut all, mut tagged) = (Vec::new(), Vec::new());

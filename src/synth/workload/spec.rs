@@ -51,7 +51,7 @@ impl KernelSpec {
     }
 
     /// This kernel launched with `grid`.
-    pub fn with_grid(self, grid: [u32; 3]) -> Self {
+    pub(crate) fn with_grid(self, grid: [u32; 3]) -> Self {
         KernelSpec {
             grid: Some(grid),
             ..self

@@ -40,7 +40,7 @@ impl Layout {
     }
 
     /// The export-metadata table, if this layout has one.
-    pub fn export_meta_table(self) -> Option<&'static str> {
+    pub(crate) fn export_meta_table(self) -> Option<&'static str> {
         match self {
             Layout::Nsys2026_2 => Some("META_DATA_EXPORT"),
             Layout::Nsys2022_2 | Layout::Nsys2022_1 => Some("EXPORT_META_DATA"),

@@ -215,7 +215,7 @@ impl NsysWriter {
     /// Record the CUDA graph trace mode (`Graph` or `Node`) the way the layout's nsys does:
     /// `CUDA_GRAPH_TRACE_OPTIONS:MODE` in META_DATA_CAPTURE (2026.1+); 2022 exports have no
     /// capture metadata, so nothing is written there.
-    pub fn graph_trace_mode(&mut self, mode: &str) -> Result<()> {
+    pub(crate) fn graph_trace_mode(&mut self, mode: &str) -> Result<()> {
         self.capture_meta("CUDA_GRAPH_TRACE_OPTIONS:MODE", mode)
     }
 

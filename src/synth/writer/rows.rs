@@ -167,7 +167,7 @@ impl NsysWriter {
 
     /// A graph-node creation event: CUDA_GRAPH_NODE_EVENTS in 2026.2, CUDA_GRAPH_EVENTS
     /// (with the same node columns) in the 2022 layouts.
-    pub fn graph_node_event(&mut self, g: &GraphNodeRec) -> Result<()> {
+    pub(crate) fn graph_node_event(&mut self, g: &GraphNodeRec) -> Result<()> {
         let table = if self.layout == Layout::Nsys2026_2 {
             self.ensure(T::GraphNode)?;
             "CUDA_GRAPH_NODE_EVENTS"

@@ -6,7 +6,7 @@ use crate::wire::steps::{BatchComposition, GroupAggregates};
 
 impl BatchComposition {
     /// Whether the name counted any requests (a `ProfilerStep#N` composition counts none).
-    pub fn counts_requests(&self) -> bool {
+    pub(crate) fn counts_requests(&self) -> bool {
         self.requests.is_some()
             || self.context.requests.is_some()
             || self.generation.requests.is_some()
@@ -33,7 +33,8 @@ impl BatchComposition {
     }
 
     /// ΣN_Q over the batch.
-    pub fn sum_q(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn sum_q(&self) -> Option<u64> {
         self.sum(|g| g.sq).or(self.tokens)
     }
 

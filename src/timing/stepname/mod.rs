@@ -59,7 +59,7 @@ pub const MAX_COUNT: u64 = 1 << 31;
 
 /// The name without the suffix `torch.autograd.profiler.emit_nvtx` appends
 /// (`, seq = N`, `, op_id = N`, `, sizes = […]`).
-pub fn strip_emit_nvtx(name: &str) -> &str {
+pub(crate) fn strip_emit_nvtx(name: &str) -> &str {
     let mut end = name.len();
     for tag in [", seq = ", ", op_id = ", ", sizes = ["] {
         if let Some(p) = name.find(tag) {
@@ -70,7 +70,7 @@ pub fn strip_emit_nvtx(name: &str) -> &str {
 }
 
 /// Whether a name looks like an engine step marker at all (cheap prefilter).
-pub fn is_engine_step_name(name: &str) -> bool {
+pub(crate) fn is_engine_step_name(name: &str) -> bool {
     let n = name.as_bytes();
     n.starts_with(b"execute_")
         || n.starts_with(b"step[")
@@ -81,7 +81,7 @@ pub fn is_engine_step_name(name: &str) -> bool {
 
 /// Names that are never steps even when they match a step pattern: CUDA-graph capture
 /// and vLLM's warm-up dummy runs.
-pub fn is_never_step(name: &str) -> bool {
+pub(crate) fn is_never_step(name: &str) -> bool {
     name.starts_with("capture_") || name.contains("_dummy_run")
 }
 

@@ -16,7 +16,7 @@ use crate::wire::steps::{AlignedStep, OutsideSteps, Series, Step};
 /// Fewest steps (or ops, ×4096) worth a thread of their own.
 const MIN_CHUNK: usize = 64;
 
-pub fn assemble(
+pub(crate) fn assemble(
     trace: &Trace,
     ops: &OpsView<'_>,
     meta: Meta,

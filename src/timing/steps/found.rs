@@ -40,7 +40,7 @@ impl Found {
     /// report is then that device's. The series stay (step indices point into them); time
     /// outside steps is kept for `d`'s series only, and the cross-rank alignment, which
     /// needs every rank, is dropped.
-    pub fn keep_device(&mut self, d: i64) {
+    pub(crate) fn keep_device(&mut self, d: i64) {
         self.steps.retain(|s| s.device == Some(d));
         let mine: Vec<usize> = (0..self.series.len())
             .filter(|&i| self.series[i].device == Some(d))

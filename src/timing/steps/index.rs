@@ -230,7 +230,7 @@ impl<'a> Index<'a> {
     }
 
     /// Ops launched by this call (same pid and correlation id).
-    pub fn ops_of_call(&self, call: usize) -> &[u32] {
+    pub(crate) fn ops_of_call(&self, call: usize) -> &[u32] {
         let lo = self.call_ops[call];
         if lo == NONE {
             return &[];
@@ -257,7 +257,7 @@ impl<'a> Index<'a> {
     }
 
     /// Calls on one thread that start inside [start, end].
-    pub fn calls_in(&self, pid: i64, tid: i64, start: i64, end: i64) -> &[u32] {
+    pub(crate) fn calls_in(&self, pid: i64, tid: i64, start: i64, end: i64) -> &[u32] {
         let c = &self.calls;
         let key = |i: u32| {
             let i = i as usize;
@@ -271,7 +271,7 @@ impl<'a> Index<'a> {
     }
 
     /// The threads of a process that made calls.
-    pub fn threads_of(&self, pid: i64) -> Vec<i64> {
+    pub(crate) fn threads_of(&self, pid: i64) -> Vec<i64> {
         let c = &self.calls;
         let lo = self
             .calls_by_thread
@@ -287,7 +287,7 @@ impl<'a> Index<'a> {
     }
 
     /// Sort op indices in the device sweep's order: (start, end, name).
-    pub fn sort_ops(&self, ops: &mut [u32]) {
+    pub(crate) fn sort_ops(&self, ops: &mut [u32]) {
         let o = &self.ops;
         ops.sort_unstable_by_key(|&i| {
             let i = i as usize;
@@ -301,7 +301,7 @@ impl<'a> Index<'a> {
 
     /// The ops view alone, the lookups freed (a u32 per op and two per call): what the
     /// per-series sums after projection read.
-    pub fn into_ops(self) -> OpsView<'a> {
+    pub(crate) fn into_ops(self) -> OpsView<'a> {
         self.ops
     }
 }
@@ -332,7 +332,7 @@ pub fn union_ns(o: &OpsView<'_>, ops: &mut [u32]) -> i64 {
 }
 
 /// Kineto `gpu_user_annotation` spans by (device, name id).
-pub fn gpu_annotations(trace: &Trace) -> HashMap<(i64, u32), Vec<(i64, i64)>> {
+pub(crate) fn gpu_annotations(trace: &Trace) -> HashMap<(i64, u32), Vec<(i64, i64)>> {
     let mut m: HashMap<(i64, u32), Vec<(i64, i64)>> = HashMap::new();
     if let Ok(r) = trace.ranges_view() {
         for i in 0..r.start_ns.len() {

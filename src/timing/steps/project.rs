@@ -78,7 +78,7 @@ impl<'i, 'a> Projector<'i, 'a> {
     /// step's ops and measuring them run in chunks of steps on the stage threads; the
     /// claims between them run in step order on one, so an op two steps reach goes to
     /// the earlier one at every thread count.
-    pub fn project_all(&mut self, found: &Found) -> Result<Vec<Raw>> {
+    pub(crate) fn project_all(&mut self, found: &Found) -> Result<Vec<Raw>> {
         let mut collected = match &found.items {
             Items::Spans(c) => self.spans(c, found.found_by)?,
             Items::Groups(g) => self.groups(g),

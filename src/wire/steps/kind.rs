@@ -39,7 +39,7 @@ impl std::fmt::Display for KindLabel {
 
 impl Step {
     /// The kind groups and `--kind` use: the marker's, else the inferred guess.
-    pub fn kind_label(&self) -> KindLabel {
+    pub(crate) fn kind_label(&self) -> KindLabel {
         match (self.kind, self.kind_guess) {
             (StepKind::Unknown, Some(g)) => KindLabel {
                 kind: g,

@@ -41,7 +41,7 @@ pub fn serialize<S: Serializer>(v: &FoundBy, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(v.method_str())
 }
 
-pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FoundBy, D::Error> {
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FoundBy, D::Error> {
     let w = Cow::<str>::deserialize(d)?;
     METHODS
         .iter()

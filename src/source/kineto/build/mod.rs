@@ -141,7 +141,7 @@ impl Collector {
     }
 
     /// Start a file: the following events belong to it.
-    pub fn begin_file(&mut self, path: &Path) {
+    pub(crate) fn begin_file(&mut self, path: &Path) {
         let idx = self.files.len();
         let name = path
             .file_name()
@@ -159,7 +159,7 @@ impl Collector {
     }
 
     /// End the current file with its header; returns how many GPU ops it had.
-    pub fn end_file(&mut self, header: Header) -> usize {
+    pub(crate) fn end_file(&mut self, header: Header) -> usize {
         let ends = self.row_counts();
         let f = self.files.last_mut().expect("begin_file first");
         f.header = header;
@@ -170,7 +170,7 @@ impl Collector {
     }
 
     /// Forget the current file's rows (a CPU-only trace in a directory).
-    pub fn discard_file(&mut self) {
+    pub(crate) fn discard_file(&mut self) {
         let f = self.files.last().expect("begin_file first");
         let [o, c, r, sh] = f.rows.map(|row| row.0);
         self.process_names.truncate(f.names_start);

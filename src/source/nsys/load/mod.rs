@@ -219,7 +219,7 @@ fn load_strings(conn: &Connection, schema: &Schema, path: &Path) -> Result<Strin
 }
 
 /// Load an export that is known to be an SQLite file (checked by the caller).
-pub fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
+pub(crate) fn load_sqlite(path: &Path, opts: &LoadOptions) -> Result<Trace> {
     load_split(
         path,
         opts,

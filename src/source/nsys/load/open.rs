@@ -116,7 +116,7 @@ impl Db {
     /// thread, docs/rocpd-format.md). A file truncated by another process while it is mapped
     /// raises SIGBUS, as SQLite documents; the rocpd reader, the one caller, answers it with
     /// one line and exit 2 while the mapped read runs (`source::rocpd`).
-    pub fn open_mapped(&self) -> Result<Connection> {
+    pub(crate) fn open_mapped(&self) -> Result<Connection> {
         let conn = self.open()?;
         conn.execute_batch("PRAGMA mmap_size = 1099511627776")
             .map_err(|e| sql_error(&self.shown, "opening", e))?;

@@ -44,7 +44,7 @@ impl Split {
     /// and the row floor already bounds the count by the table's size (a 1M-kernel table
     /// is at most 2 slices whatever `--threads` says), so many threads never turn a
     /// small table into many tiny reads.
-    pub fn for_threads(threads: usize, min_rows: Option<i64>) -> Self {
+    pub(crate) fn for_threads(threads: usize, min_rows: Option<i64>) -> Self {
         Split {
             min_rows: min_rows.filter(|&n| n >= 1).unwrap_or(Self::MIN_ROWS),
             parts: threads.max(1),

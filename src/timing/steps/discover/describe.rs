@@ -6,7 +6,7 @@ use crate::wire::steps::FoundBy;
 impl FoundBy {
     /// Words for the first output line, naming the engine the family identifies:
     /// "python-stack spans (heuristic: vLLM V1 without step annotation)".
-    pub fn describe_for(self, engine: Option<&str>) -> String {
+    pub(crate) fn describe_for(self, engine: Option<&str>) -> String {
         match (self, engine) {
             (FoundBy::Python, Some(e)) => format!("python-stack spans (heuristic: {e})"),
             (FoundBy::Recurring, Some(e)) => format!("recurring annotations (heuristic: {e})"),

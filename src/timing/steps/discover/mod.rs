@@ -98,7 +98,7 @@ pub static FAMILIES: [Family; 7] = [
 ];
 
 /// Run discovery as the options say.
-pub fn discover(ix: &Index<'_>, opts: &StepOptions) -> Result<Found> {
+pub(crate) fn discover(ix: &Index<'_>, opts: &StepOptions) -> Result<Found> {
     let forced = match &opts.source {
         StepSource::Regex(re) => return user::find(ix, re, opts),
         _ if opts.extent.is_some() || opts.threads.is_some() => {
