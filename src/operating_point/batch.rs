@@ -69,6 +69,19 @@ pub(crate) fn wants_batch(step: &Step) -> bool {
             .is_some_and(|c| c.counts_requests())
 }
 
+/// "; also seen: 8 ×3, 16 ×1": the values after a tally's first, at most three.
+pub(super) fn also_seen(t: &[(u64, usize)]) -> String {
+    if t.len() < 2 {
+        return String::new();
+    }
+    let rest: Vec<String> = t[1..]
+        .iter()
+        .take(3)
+        .map(|(v, k)| format!("{v} ×{k}"))
+        .collect();
+    format!("; also seen: {}", rest.join(", "))
+}
+
 /// The most frequent value and how often each was seen, most frequent first (ties: the
 /// larger value first, so a padded count never loses to a stray one).
 pub(super) fn tally(values: impl Iterator<Item = u64>) -> Vec<(u64, usize)> {
@@ -250,16 +263,7 @@ fn from_shapes(step: &Step, rows: &[ShapeRow<'_>]) -> Option<(u64, String)> {
     let t = tally(mine.iter().map(|r| r.first_dim));
     let &(m, n) = t.first()?;
     let eg = mine.iter().find(|r| r.first_dim == m)?;
-    let others = if t.len() > 1 {
-        let rest: Vec<String> = t[1..]
-            .iter()
-            .take(3)
-            .map(|(v, k)| format!("{v} ×{k}"))
-            .collect();
-        format!("; also seen: {}", rest.join(", "))
-    } else {
-        String::new()
-    };
+    let others = also_seen(&t);
     Some((
         m,
         format!(

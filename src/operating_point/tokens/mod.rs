@@ -117,16 +117,7 @@ pub(super) fn most_often(values: impl Iterator<Item = u64>) -> Option<(u64, usiz
     let t = batch::tally(values);
     let &(v, n) = t.first()?;
     let all = t.iter().map(|(_, k)| k).sum();
-    let others = if t.len() > 1 {
-        let rest: Vec<String> = t[1..]
-            .iter()
-            .take(3)
-            .map(|(v, k)| format!("{v} ×{k}"))
-            .collect();
-        format!("; also seen: {}", rest.join(", "))
-    } else {
-        String::new()
-    };
+    let others = batch::also_seen(&t);
     Some((v, n, all, others))
 }
 
