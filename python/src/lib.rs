@@ -143,16 +143,7 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
 /// tree built once; an unknown name gives "".
 #[pyfunction]
 fn help_all(commands: Vec<String>) -> Vec<String> {
-    let mut cmd = <stepgate::cli::Cli as clap::CommandFactory>::command();
-    cmd.build();
-    commands
-        .iter()
-        .map(|c| {
-            cmd.find_subcommand_mut(c)
-                .map(|s| s.render_long_help().to_string())
-                .unwrap_or_default()
-        })
-        .collect()
+    stepgate::cli::long_helps(&commands)
 }
 
 /// The version `stepgate --version` prints.

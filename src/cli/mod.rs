@@ -2,6 +2,8 @@
 //! defined in `commands/`.
 
 pub mod entry;
+#[cfg(feature = "synth")]
+pub mod synth;
 
 use clap::{Parser, Subcommand};
 
@@ -141,6 +143,21 @@ pub enum Command {
     /// One per subcommand with --dir.
     #[command(allow_negative_numbers = true)]
     Man(commands::man::Args),
+}
+
+/// Each named subcommand's `--help` text, the command tree built once (the Python
+/// functions' docstrings); an unknown name gives "".
+pub fn long_helps(commands: &[String]) -> Vec<String> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    commands
+        .iter()
+        .map(|c| {
+            cmd.find_subcommand_mut(c)
+                .map(|s| s.render_long_help().to_string())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// Run one parsed command line; the returned value is the process exit code.

@@ -43,12 +43,12 @@ fn has_ranges(trace: &Trace) -> bool {
         .any(|s| collective_of_range(s).is_some())
 }
 
-/// The capture's `nccl:` ranges alone, read again from an nsys export whose first load
-/// kept only the ranges its step method uses (a second load, made only where a TP no
-/// reading took is to be explained by the collectives).
+/// The capture's `nccl:` ranges alone, read again from a report whose first load kept
+/// only the ranges its step method uses (a second load, made only where a TP no reading
+/// took is to be explained by the collectives).
 fn reload(trace: &Trace) -> Result<Option<Trace>> {
     let path = std::path::Path::new(&trace.meta.path);
-    if trace.meta.format != crate::wire::trace::SourceFormat::Nsys || !path.exists() {
+    if !trace.meta.format.capabilities().ranges_on_request || !path.exists() {
         return Ok(None);
     }
     let opts = crate::source::LoadOptions {

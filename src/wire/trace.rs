@@ -30,6 +30,10 @@ pub struct Capabilities {
     /// The host's Python frames can be read (Kineto `python_function` spans, recorded
     /// with `with_stack=True`), so a long stall can name the frame it sits in.
     pub python_frames: bool,
+    /// A load keeps only the ranges it was asked for (`LoadOptions::range_filter`), so
+    /// ranges a first load left out can be read by a second one (nsys and rocpd select
+    /// ranges as they read; a Kineto trace keeps every annotation).
+    pub ranges_on_request: bool,
 }
 
 impl SourceFormat {
@@ -41,18 +45,21 @@ impl SourceFormat {
                 marker_api: Some("NVTX"),
                 profiler: "nsys",
                 python_frames: false,
+                ranges_on_request: true,
             },
             SourceFormat::Kineto => Capabilities {
                 launch_links: false,
                 marker_api: None,
                 profiler: "the PyTorch profiler",
                 python_frames: true,
+                ranges_on_request: false,
             },
             SourceFormat::Rocpd => Capabilities {
                 launch_links: true,
                 marker_api: Some("ROCTx"),
                 profiler: "rocprofv3",
                 python_frames: false,
+                ranges_on_request: true,
             },
         }
     }
