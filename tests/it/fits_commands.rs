@@ -12,6 +12,33 @@ use unicode_width::UnicodeWidthStr;
 use crate::common;
 
 const EX: &str = "examples/vllm_decode_synthetic_h100.sqlite";
+/// A dense model's floor and an MoE model's (the widest floor table), measured and pinned.
+const FLOOR_DENSE: &[&str] = &[
+    "floor",
+    "--model",
+    "llama-3-8b",
+    "--gpu",
+    "h100-sxm",
+    "--batch",
+    "32",
+    "--context",
+    "2048",
+];
+const FLOOR_MOE: &[&str] = &[
+    "floor",
+    "--model",
+    "deepseek-v3",
+    "--gpu",
+    "h200",
+    "--batch",
+    "1",
+    "--context",
+    "16384",
+    "--tp",
+    "8",
+    "--moe-routing",
+    "spread",
+];
 const BASE: &str = "baselines/example-h100-vllm-decode.json";
 const SGLANG_NSYS: &str = "tests/fixtures/nsys/sglang_decode_mi300x_converted_nsys2026.2.sqlite";
 const SGLANG_KINETO: &str = "tests/fixtures/kineto/sglang_mi300x_qwen3-8b_decode_step.json.gz";
@@ -95,32 +122,8 @@ fn command_lines(ds: &str) -> Vec<Vec<String>> {
         vec!["presets"],
         vec!["presets", "gpus"],
         vec!["presets", "models"],
-        vec![
-            "floor",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            "h100-sxm",
-            "--batch",
-            "32",
-            "--context",
-            "2048",
-        ],
-        vec![
-            "floor",
-            "--model",
-            "deepseek-v3",
-            "--gpu",
-            "h200",
-            "--batch",
-            "1",
-            "--context",
-            "16384",
-            "--tp",
-            "8",
-            "--moe-routing",
-            "spread",
-        ],
+        FLOOR_DENSE.to_vec(),
+        FLOOR_MOE.to_vec(),
         vec![
             "floor",
             "--weights-gb",
@@ -246,38 +249,8 @@ fn text_snapshots_at_80_and_120_columns() {
     let d = tempfile::tempdir().unwrap();
     let ds = dataset(d.path());
     let cases: [(&str, Vec<&str>); 6] = [
-        (
-            "floor",
-            vec![
-                "floor",
-                "--model",
-                "llama-3-8b",
-                "--gpu",
-                "h100-sxm",
-                "--batch",
-                "32",
-                "--context",
-                "2048",
-            ],
-        ),
-        (
-            "floor_moe",
-            vec![
-                "floor",
-                "--model",
-                "deepseek-v3",
-                "--gpu",
-                "h200",
-                "--batch",
-                "1",
-                "--context",
-                "16384",
-                "--tp",
-                "8",
-                "--moe-routing",
-                "spread",
-            ],
-        ),
+        ("floor", FLOOR_DENSE.to_vec()),
+        ("floor_moe", FLOOR_MOE.to_vec()),
         ("doctor", vec!["doctor", EX]),
         ("presets", vec!["presets"]),
         (
