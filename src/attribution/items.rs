@@ -95,24 +95,6 @@ pub fn rule(item: Item) -> &'static ItemRule {
         .unwrap_or(&ITEM_RULES[0])
 }
 
-/// The label of a run verdict: the run's most common step shape, unless that shape is
-/// "one kernel dominant" and the claim is not about a dominant kernel below its roof — a
-/// claim about a class (its excess, its roof, its spread), about GEMMs, or about one
-/// kernel at its roof is then labelled by what it is about.
-pub(crate) fn claim_label(rule: &str, run_shape: Shape) -> &'static str {
-    if run_shape != Shape::OneKernelDominant {
-        return run_shape.as_str();
-    }
-    match rule {
-        "one-kernel-at-roof" => "one kernel at the roof",
-        "largest-excess" => "one class's excess",
-        "class-below-roof" => "one class below its roof",
-        "class-varies" => "one class varies",
-        "gemms-below-roof" => "GEMMs below their roof",
-        _ => run_shape.as_str(),
-    }
-}
-
 fn over(steps: Option<usize>) -> String {
     steps
         .map(|n| format!(" over {n} steps (measured)"))
@@ -182,26 +164,5 @@ mod tests {
         assert_eq!(item_of("gemm", "gemm"), Item::Kernel);
         let g = (rule(Item::Graph).action)("[cuda graph 1]", 1.0, None, NSIGHT_COMPUTE);
         assert!(g.contains("--cuda-graph-trace=node"), "{g}");
-    }
-
-    #[test]
-    fn a_claim_about_a_class_is_never_labelled_one_kernel_dominant() {
-        let k = Shape::OneKernelDominant;
-        for rule in [
-            "one-kernel-at-roof",
-            "largest-excess",
-            "class-below-roof",
-            "class-varies",
-            "gemms-below-roof",
-        ] {
-            assert_ne!(claim_label(rule, k), k.as_str(), "{rule}");
-        }
-        assert_eq!(claim_label("one-kernel-dominant", k), "one kernel dominant");
-        // Another run shape says what the steps are, beside any claim.
-        assert_eq!(claim_label("gappy", Shape::HostStall), "host stall");
-        assert_eq!(
-            claim_label("largest-excess", Shape::UnderUtilized),
-            "under-utilized"
-        );
     }
 }

@@ -81,22 +81,37 @@ pub struct Rule {
     /// When it fires, in words (docs/verdict-rules.md).
     pub when: &'static str,
     pub fire: fn(&Evidence<'_>) -> Option<Fired>,
+    /// What the claim is about, where that is not a dominant kernel below its roof (a
+    /// class, GEMMs, a kernel at its roof): the label in a run whose steps are "one kernel
+    /// dominant", so the label never names a kernel the claim is not about.
+    pub about: Option<&'static str>,
+}
+
+impl Rule {
+    /// The verdict's label: the run's most common step shape, or what the claim is about
+    /// where that shape is "one kernel dominant".
+    pub fn label(&self, run_shape: Shape) -> &'static str {
+        match (run_shape, self.about) {
+            (Shape::OneKernelDominant, Some(about)) => about,
+            (s, _) => s.as_str(),
+        }
+    }
 }
 
 /// The verdict table, in the order the rules are tried.
 #[rustfmt::skip]
 pub const RULES: &[Rule] = &[
-    Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound },
-    Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall },
-    Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step },
-    Rule { id: "class-varies", when: "≥ 5 like steps and a class whose p90 ≥ 2 × its p10 with p90 − p10 ≥ 10% of the median wall", fire: class_varies },
-    Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy },
-    Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof },
-    Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant },
-    Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess },
-    Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof },
-    Rule { id: "class-below-roof", when: "the run at the memory roof, but in the largest group's median step a class below 80% of its roof holds ≥ 5% of the wall in excess", fire: class_below_roof },
-    Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step },
+    Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound, about: None },
+    Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall, about: None },
+    Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step, about: None },
+    Rule { id: "class-varies", when: "≥ 5 like steps and a class whose p90 ≥ 2 × its p10 with p90 − p10 ≥ 10% of the median wall", fire: class_varies, about: Some("one class varies") },
+    Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy, about: None },
+    Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof, about: Some("one kernel at the roof") },
+    Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant, about: None },
+    Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess, about: Some("one class's excess") },
+    Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof, about: Some("GEMMs below their roof") },
+    Rule { id: "class-below-roof", when: "the run at the memory roof, but in the largest group's median step a class below 80% of its roof holds ≥ 5% of the wall in excess", fire: class_below_roof, about: Some("one class below its roof") },
+    Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step, about: None },
 ];
 
 fn pct(x: f64) -> String {
@@ -473,7 +488,7 @@ pub fn decide(
     Ok(RULES.iter().find_map(|rule| {
         (rule.fire)(&e).map(|f| RunVerdict {
             rule: rule.id.to_owned(),
-            label: shape.map(|s| items::claim_label(rule.id, s).to_owned()),
+            label: shape.map(|s| rule.label(s).to_owned()),
             line: f.line(),
             sentence: f.sentence,
             action: f.action,
@@ -494,5 +509,29 @@ mod tests {
         d.dedup();
         assert_eq!(d.len(), ids.len());
         assert_eq!(ids.last(), Some(&"median-step"));
+    }
+
+    #[test]
+    fn a_claim_about_a_class_is_never_labelled_one_kernel_dominant() {
+        let k = Shape::OneKernelDominant;
+        for r in RULES {
+            let claims_a_dominant_kernel = matches!(
+                r.id,
+                "one-kernel-dominant"
+                    | "dispatch-bound"
+                    | "one-long-stall"
+                    | "host-sync-per-step"
+                    | "gappy"
+                    | "median-step"
+            );
+            assert_eq!(
+                r.label(k) == k.as_str(),
+                claims_a_dominant_kernel,
+                "{}",
+                r.id
+            );
+            // Another run shape says what the steps are, beside any claim.
+            assert_eq!(r.label(Shape::HostStall), "host stall", "{}", r.id);
+        }
     }
 }
