@@ -102,6 +102,15 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
     if comm.is_empty() {
         return Ok(Enclosing::default());
     }
+    // The communication kernels' name ids, so the op rows (millions) are matched by id,
+    // not by hashing each row's name.
+    let comm_ids: HashMap<u32, &str> = trace
+        .strings
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| comm.contains(s.as_str()))
+        .filter_map(|(i, s)| Some((u32::try_from(i).ok()?, s.as_str())))
+        .collect();
     // Launches of those kernels: (pid, correlation id) → kernel name.
     let o = trace.ops_view()?;
     let mut launches: HashMap<(i32, i32), &str> = HashMap::new();
@@ -109,8 +118,7 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
         if OpKind::from_u32(o.kind[i]) != OpKind::Kernel || o.correlation_id[i] < 0 {
             continue;
         }
-        let name = trace.name(o.name_id[i]);
-        if comm.contains(name) {
+        if let Some(&name) = comm_ids.get(&o.name_id[i]) {
             launches.insert((o.pid[i], o.correlation_id[i]), name);
         }
     }
@@ -125,9 +133,24 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
                 .push((r.start_ns[i], r.end_ns[i], op));
         }
     }
-    for v in ranges.values_mut() {
-        v.sort_unstable();
-    }
+    // Sorted by start, each with the latest end among it and the ranges before it: the
+    // backward walk for a call stops as soon as no earlier range reaches it (a call
+    // outside every range costs the nesting depth, not every range before it).
+    let ranges: HashMap<(i32, i64), Vec<(Span<'_>, i64)>> = ranges
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_unstable();
+            let mut reach = i64::MIN;
+            let v = v
+                .into_iter()
+                .map(|r| {
+                    reach = reach.max(r.1);
+                    (r, reach)
+                })
+                .collect();
+            (k, v)
+        })
+        .collect();
     let c = trace.calls_view()?;
     let mut tally: HashMap<&str, HashMap<&str, u64>> = HashMap::new();
     let mut found_calls: HashMap<&str, u64> = HashMap::new();
@@ -141,8 +164,13 @@ fn read_in(trace: &Trace, rt: &Trace, found: &Found) -> Result<Enclosing> {
             continue;
         };
         // The innermost range holding the call: the latest-starting one that has not ended.
-        let upto = mine.partition_point(|&(s, _, _)| s <= t);
-        if let Some(&(_, _, op)) = mine[..upto].iter().rev().find(|&&(_, e, _)| e >= t) {
+        let upto = mine.partition_point(|&((s, _, _), _)| s <= t);
+        let holding = mine[..upto]
+            .iter()
+            .rev()
+            .take_while(|&&(_, reach)| reach >= t)
+            .find(|&&((_, e, _), _)| e >= t);
+        if let Some(&((_, _, op), _)) = holding {
             *tally.entry(kernel).or_default().entry(op).or_default() += 1;
         }
     }
