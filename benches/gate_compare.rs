@@ -51,10 +51,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let p = dir.path().join("big.json");
     let t = std::time::Instant::now();
-    write_baseline(&p, &a)?;
+    write_baseline(&p, &stepgate::store::StoreConfig::default(), &a)?;
     let write_s = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
-    read_baseline(&p)?;
+    read_baseline(&p, &stepgate::store::StoreConfig::default())?;
     let read_s = t.elapsed().as_secs_f64();
     let regressed = cmp.groups[0]
         .kernels

@@ -1,6 +1,6 @@
 """From an nsys SQLite export to a per-kernel DataFrame: stepgate against pandas, one run each.
 
-    python python/bench/bench_kernels.py REPORT.sqlite
+    python python/bench/bench_kernels.py REPORT.sqlite [--kineto TRACE.json]
 
 Rows, in one run on the same machine and input:
   stepgate   stepgate.analyze(p, no_steps=True).kernels into polars: per device and kernel
@@ -10,8 +10,15 @@ Rows, in one run on the same machine and input:
              per device and name: instances and total only (no exclusive time: pandas has
              no interval sweep, so it does less work than stepgate here)
 Then the ratio, and a check that both agree on instances and total per name.
-HTA and TraceLens read Kineto traces, not nsys exports, so they are not rows here
-(scripts/bench_kineto.sh compares HTA on Kineto traces).
+
+HTA reads Kineto traces, not nsys exports, so it is compared on a Kineto trace, in the same
+run, with `--kineto TRACE` (scripts/replicate_kineto.py builds a big one from a real
+fixture; the file must be alone in its directory, which HTA reads whole):
+  stepgate   stepgate.analyze(trace, no_steps=True).kernels into polars (as above)
+  HTA        TraceAnalysis(trace_dir).get_gpu_kernel_breakdown(): per kernel name sum,
+             mean, min, max and stddev (the top names, the rest folded into "others")
+Then the ratio, and both sides' total kernel time (HTA counts kernels only, not copies,
+and rounds each kernel down to whole µs).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ def main() -> None:
     import stepgate
 
     path = sys.argv[1]
+    kineto = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--kineto" else None
 
     # Wall and CPU seconds (all threads of this process) per side: on a shared machine
     # the CPU time is the stable figure.
@@ -60,6 +68,36 @@ def main() -> None:
     print(f"stepgate.analyze(p).kernels -> polars: {t_sg:.2f} s wall, {c_sg:.2f} s CPU ({sg.height:,} rows)")
     print(f"pandas read_sql + merge + groupby:     {t_pd:.2f} s wall, {c_pd:.2f} s CPU ({len(pd_frame):,} rows)")
     print(f"ratio pandas/stepgate: {t_pd / t_sg:.2f}x wall, {c_pd / c_sg:.2f}x CPU; totals per name agree: {agree}")
+    if kineto:
+        versus_hta(kineto)
+
+
+def versus_hta(trace: str) -> None:
+    """stepgate against HTA's kernel breakdown on one Kineto trace."""
+    import os
+
+    import polars as pl
+    from hta.trace_analysis import TraceAnalysis
+
+    import stepgate
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    sg = pl.DataFrame(stepgate.analyze(trace, no_steps=True).kernels)
+    t_sg, c_sg = time.perf_counter() - t0, time.process_time() - c0
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    analysis = TraceAnalysis(trace_dir=os.path.dirname(os.path.abspath(trace)))
+    _, hta = analysis.get_gpu_kernel_breakdown(visualize=False)
+    t_hta, c_hta = time.perf_counter() - t0, time.process_time() - c0
+
+    ops = int(sg["instances"].sum())
+    print(f"input: {trace}: {ops:,} GPU ops, {sg.height:,} names")
+    print(f"stepgate.analyze(trace).kernels -> polars: {t_sg:.2f} s wall, {c_sg:.2f} s CPU ({sg.height:,} rows)")
+    print(f"HTA get_gpu_kernel_breakdown:             {t_hta:.2f} s wall, {c_hta:.2f} s CPU ({len(hta):,} rows)")
+    kernels = sg.filter(pl.col("category") != "memory")
+    mine, theirs = int(kernels["total_ns"].sum()) / 1000, float(hta["sum (us)"].sum())
+    print(f"ratio HTA/stepgate: {t_hta / t_sg:.1f}x wall, {c_hta / c_sg:.1f}x CPU; kernel time: "
+          f"stepgate {mine:,.0f} us ({int(kernels['instances'].sum()):,} kernels), HTA {theirs:,.0f} us")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,14 @@ use std::path::Path;
 use polars::prelude::DataFrame;
 use stepgate::dataset::read::{decode, read_runs};
 use stepgate::dataset::schema::TABLES;
-use stepgate::dataset::store::Store;
+use stepgate::dataset::store::{Store, StoreConfig};
 use stepgate::exit::{Error, Result};
 
 use crate::table::{Named, Table};
 
 /// The dataset's tables (in [`TABLES`] order) and the warnings about runs left out.
-pub fn read(dataset: &Path) -> Result<(Named, Vec<String>)> {
-    let store = Store::open(dataset)?;
+pub fn read(dataset: &Path, store: &StoreConfig) -> Result<(Named, Vec<String>)> {
+    let store = Store::open(dataset, store)?;
     let mut warnings = Vec::new();
     if !store.exists()? {
         return Err(Error::baseline(format!(

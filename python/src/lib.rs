@@ -118,14 +118,22 @@ fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
     })
 }
 
-/// The tables of a run-history dataset and the warnings about runs left out.
+/// The tables of a run-history dataset and the warnings about runs left out; a remote
+/// dataset reached as `--storage-option` items and `--io-timeout` seconds say.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn history(
     py: Python<'_>,
     dataset: PathBuf,
+    storage_options: Vec<String>,
+    io_timeout: String,
 ) -> PyResult<(Vec<(String, Py<table::Table>)>, Vec<String>)> {
-    let (tables, warnings) = detached(py, move || history_tables::read(&dataset))?;
+    let (tables, warnings) = detached(py, move || {
+        let timeout = stepgate::commands::historyflags::io_timeout(&io_timeout)
+            .map_err(stepgate::exit::Error::usage)?;
+        let store = stepgate::store::StoreConfig::new(&storage_options, timeout)?;
+        history_tables::read(&dataset, &store)
+    })?;
     let tables = tables
         .into_iter()
         .map(|(n, t)| Ok((n, Py::new(py, t)?)))

@@ -135,11 +135,19 @@ def export(report: Path, **flags: Any) -> ExportResult:
     return r
 
 
-def history(dataset: Path) -> History:
+def history(
+    dataset: Path, storage_option: Sequence[str] = (), io_timeout: int = 30
+) -> History:
     """The tables of a run-history dataset written by ``stepgate export``: ``runs``,
-    ``steps``, ``step_kernels``, ``kernels``, ``devices`` (committed runs only)."""
+    ``steps``, ``step_kernels``, ``kernels``, ``devices`` (committed runs only).
+    ``storage_option`` (``KEY=VALUE`` items) and ``io_timeout`` (seconds) reach a remote
+    dataset as the CLI's ``--storage-option`` and ``--io-timeout`` do."""
+    if isinstance(storage_option, str):
+        storage_option = [storage_option]
     try:
-        tables, warns = _native.history(_value(dataset))
+        tables, warns = _native.history(
+            _value(dataset), [str(o) for o in storage_option], str(io_timeout)
+        )
     except _native.NativeError as e:
         code, message = e.args
         raise error_for(code, message) from None

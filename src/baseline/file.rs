@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::baseline::model::bounds;
 use crate::exit::{Error, Result};
+use crate::store::StoreConfig;
 use crate::wire::baseline::{Baseline, FORMAT, SCHEMA_VERSION};
 
 const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FILE`";
@@ -17,7 +18,7 @@ const RERECORD: &str = "re-record it with `stepgate baseline record REPORT -o FI
 /// half-written baseline and a device node or FIFO at the path is never replaced.
 /// Missing parent directories are created; a baseline that [`validate`] refuses is not
 /// written.
-pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
+pub fn write_baseline(path: &Path, store: &StoreConfig, baseline: &Baseline) -> Result<()> {
     // What gate would refuse is never written (the builder keeps samples in bounds, so
     // this failing is a bug, said as such rather than left for the next gate to find).
     validate(baseline, &path.display().to_string())
@@ -25,7 +26,7 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
     let mut bytes = serde_json::to_vec(baseline)
         .map_err(|e| Error::input(format!("cannot write baseline {}: {e}", path.display())))?;
     bytes.push(b'\n');
-    if let Some((store, name)) = remote(path)? {
+    if let Some((store, name)) = remote(path, store)? {
         // One whole-object put: a reader sees the old baseline or the new one.
         return store.put(&name, bytes, false).map(|_| ());
     }
@@ -35,7 +36,7 @@ pub fn write_baseline(path: &Path, baseline: &Baseline) -> Result<()> {
 
 /// The store and object name of a baseline given as a URL (`s3://bucket/dir/base.json`),
 /// through the same storage seam as the run history; `None` for a local path.
-fn remote(path: &Path) -> Result<Option<(crate::store::Store, String)>> {
+fn remote(path: &Path, config: &StoreConfig) -> Result<Option<(crate::store::Store, String)>> {
     if !crate::store::Location::is_remote(path) {
         return Ok(None);
     }
@@ -46,13 +47,13 @@ fn remote(path: &Path) -> Result<Option<(crate::store::Store, String)>> {
             "{s}: name the baseline object (s3://bucket/dir/base.json)"
         )));
     }
-    let store = crate::store::Store::open(Path::new(dir))?;
+    let store = crate::store::Store::open(Path::new(dir), config)?;
     Ok(Some((store, name.to_owned())))
 }
 
 /// Read and check a baseline file.
-pub fn read_baseline(path: &Path) -> Result<Baseline> {
-    if let Some((store, name)) = remote(path)? {
+pub fn read_baseline(path: &Path, store: &StoreConfig) -> Result<Baseline> {
+    if let Some((store, name)) = remote(path, store)? {
         let bytes = store.get(&name)?.ok_or_else(|| {
             Error::input(format!(
                 "baseline {} does not exist; record one with `stepgate baseline record REPORT -o {}`",
@@ -222,9 +223,13 @@ pub fn is_baseline_file(path: &Path) -> bool {
 
 /// One side of a comparison: a baseline file as is, anything else through `from_report`
 /// (step finding, which only the commands know how to configure).
-pub fn load_side(path: &Path, from_report: &dyn Fn(&Path) -> Result<Baseline>) -> Result<Baseline> {
+pub fn load_side(
+    path: &Path,
+    store: &StoreConfig,
+    from_report: &dyn Fn(&Path) -> Result<Baseline>,
+) -> Result<Baseline> {
     if is_baseline_file(path) {
-        read_baseline(path)
+        read_baseline(path, store)
     } else {
         from_report(path)
     }
@@ -253,9 +258,12 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("sub").join("b.json");
-        write_baseline(&p, &sample()).unwrap();
+        write_baseline(&p, &StoreConfig::default(), &sample()).unwrap();
         assert!(is_baseline_file(&p));
-        assert_eq!(read_baseline(&p).unwrap(), sample());
+        assert_eq!(
+            read_baseline(&p, &StoreConfig::default()).unwrap(),
+            sample()
+        );
         // Only the target is left behind: no temp files.
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
     }

@@ -83,6 +83,8 @@ pub fn run(cmd: &Command) -> Result<u8> {
             let policy = crate::baseline::Policy::load(policy.as_deref())?;
             let steps_plan = report_args.plan(TOP_KERNELS)?;
             let export_plan = export.plan()?;
+            // The baseline URL (`-o s3://…`) is reached as the export's dataset is.
+            let store = export.storage.config()?;
             // A SIGKILLed earlier run may have left its temporary file beside the target.
             let dir = match output.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d,
@@ -122,7 +124,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             for w in &warnings {
                 let _ = writeln!(std::io::stderr(), "warning: {w}");
             }
-            write_baseline(output, &b)?;
+            write_baseline(output, &store, &b)?;
             if let Some(pending) = &pending {
                 let appended = pending.append()?;
                 let _ = writeln!(std::io::stderr(), "{appended}");
@@ -141,7 +143,9 @@ pub fn run(cmd: &Command) -> Result<u8> {
             Ok(crate::exit::OK)
         }
         Command::Show { baseline } => {
-            let b = read_baseline(baseline)?;
+            // `show` takes no storage flags: a URL is reached with the environment's
+            // configuration.
+            let b = read_baseline(baseline, &crate::store::StoreConfig::default())?;
             let m = &b.meta;
             let mut out = format!(
                 "{}: schema {}, {}, GPU {}, model {}, recorded by {}\n",

@@ -36,8 +36,8 @@ pub struct VacuumArgs {
 pub fn run(args: &Args) -> Result<u8> {
     match &args.action {
         Action::Vacuum(a) => {
-            a.storage.install()?;
-            let v = crate::dataset::vacuum::vacuum(&a.dataset, a.older_than, a.dry_run)?;
+            let store = a.storage.config()?;
+            let v = crate::dataset::vacuum::vacuum(&a.dataset, &store, a.older_than, a.dry_run)?;
             v.warnings
                 .iter()
                 .for_each(|w| eprintln!("stepgate: warning: {w}"));

@@ -48,6 +48,8 @@ pub struct Args {
     /// names no dataset: beside it, NAME.decision.json); no gate reads it there.
     #[arg(short, long, value_name = "FILE", conflicts_with = "history", help_heading = OUTPUT)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: crate::commands::historyflags::StorageFlags,
 }
 
 pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
@@ -64,6 +66,7 @@ pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
         history: args.history.clone(),
         out: args.out.clone(),
         metrics: args.metrics.clone(),
+        store: args.storage.config()?,
     })?;
     let word = outcome.word();
     crate::output::print(&format!(

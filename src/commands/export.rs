@@ -50,20 +50,17 @@ pub struct Args {
 /// The run appended; the result as a line (`shown` table) or a small JSON document of
 /// the same facts (`export` prints no report), the repairs made on the way as notes.
 pub fn document(args: &Args, shown: Shown) -> Result<Document> {
-    args.storage.install()?;
     let to = ExportPlan {
         dataset: args.dataset.clone(),
         labels: parse_labels(&args.labels)?,
+        store: args.storage.config()?,
     };
     // Refused before the report is read: a dataset inside the report, one that cannot be
     // written (read-only directory or credentials, a file at the path).
     crate::dataset::write::check_not_in_report(&args.dataset, &args.report)?;
-    crate::dataset::write::check_target(&args.dataset)?;
+    crate::dataset::write::check_target(&args.dataset, &to.store)?;
     let plan = args.step.plan(TOP_KERNELS)?;
-    let options = crate::dataset::write::ExportOptions {
-        replace: args.replace,
-    };
-    let o = crate::pipeline::history::export(&args.report, &plan, &to, &options)?;
+    let o = crate::pipeline::history::export(&args.report, &plan, &to, args.replace)?;
     let text = match shown.format {
         Format::Json => {
             let rows: serde_json::Map<String, serde_json::Value> = o

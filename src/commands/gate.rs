@@ -100,8 +100,10 @@ fn plan(args: &Args) -> Result<()> {
 pub fn document(args: &Args, shown: Shown) -> Result<Document> {
     plan(args)?;
     let steps_plan = args.report_args.plan(TOP_KERNELS)?;
+    // One storage configuration for the history, the baseline and the export.
+    let store = args.export.storage.config()?;
     let export = args.export.plan()?;
-    let history = args.history.plan()?;
+    let history = args.history.plan(&store)?;
     let mut policy = Policy::load(args.policy.as_deref())?;
     policy.inconclusive_fails |= args.inconclusive_fails;
     policy.allow_incomparable |= args.allow_incomparable;
@@ -116,7 +118,10 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
             Against::History(h),
             crate::report::gate::input_label(&h.dataset),
         ),
-        (None, Some(b)) => (Against::Baseline(b), crate::report::gate::input_label(b)),
+        (None, Some(b)) => (
+            Against::Baseline(b, &store),
+            crate::report::gate::input_label(b),
+        ),
         (None, None) => return Err(Error::usage("give --baseline FILE or --history DATASET")),
     };
     let run = gate(cand, against, &policy)?;

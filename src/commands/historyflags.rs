@@ -9,6 +9,7 @@ use crate::dataset::{Filter, HistoryMode};
 use crate::exit::Result;
 use crate::pipeline::history::HistoryPlan;
 use crate::pipeline::plan::ExportPlan;
+use crate::store::StoreConfig;
 
 /// `--export DATASET` and `--label` for `baseline record` and `gate`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -52,19 +53,14 @@ pub struct StorageFlags {
 }
 
 impl StorageFlags {
-    /// Make these the process's storage configuration.
-    pub fn install(&self) -> Result<()> {
-        crate::dataset::store::configure(crate::dataset::store::StoreConfig {
-            options: crate::dataset::store::parse_options(&self.storage_options)?,
-            io_timeout: self.io_timeout,
-            ..Default::default()
-        });
-        Ok(())
+    /// The storage configuration these flags give, for the command's plan.
+    pub fn config(&self) -> Result<StoreConfig> {
+        StoreConfig::new(&self.storage_options, self.io_timeout)
     }
 }
 
 /// `--io-timeout`: a whole number of seconds, 1 to 3600.
-pub(crate) fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
+pub fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if (1..=3600).contains(&n) => Ok(std::time::Duration::from_secs(n)),
         _ => Err(format!(
@@ -75,17 +71,17 @@ pub(crate) fn io_timeout(s: &str) -> std::result::Result<std::time::Duration, St
 
 impl ExportFlags {
     /// The export these flags ask for, labels checked; None without `--export`.
-    /// Installs the storage flags first (the history side of `gate` uses them too).
     pub fn plan(&self) -> Result<Option<ExportPlan>> {
-        self.storage.install()?;
         let Some(dataset) = &self.export else {
             return Ok(None);
         };
         let labels = parse_labels(&self.labels)?;
-        crate::dataset::write::check_target(dataset)?;
+        let store = self.storage.config()?;
+        crate::dataset::write::check_target(dataset, &store)?;
         Ok(Some(ExportPlan {
             dataset: dataset.clone(),
             labels,
+            store,
         }))
     }
 }
@@ -125,8 +121,9 @@ pub struct HistoryFlags {
 }
 
 impl HistoryFlags {
-    /// The history side these flags ask for; None without `--history`.
-    pub fn plan(&self) -> Result<Option<HistoryPlan>> {
+    /// The history side these flags ask for, its dataset reached as `store` says; None
+    /// without `--history`.
+    pub fn plan(&self, store: &StoreConfig) -> Result<Option<HistoryPlan>> {
         let Some(dataset) = &self.history else {
             return Ok(None);
         };
@@ -136,6 +133,7 @@ impl HistoryFlags {
             last: self.last,
             mode: self.history_mode,
             min_runs: self.min_runs,
+            store: store.clone(),
         }))
     }
 }

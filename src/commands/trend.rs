@@ -66,7 +66,6 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<u8> {
     use crate::output::Input;
-    args.storage.install()?;
     let mut inputs = vec![Input::dataset(&args.dataset)];
     inputs.extend(args.policy.as_deref().map(Input::file));
     crate::output::Plan::new()
@@ -83,6 +82,7 @@ pub fn run(args: &Args) -> Result<u8> {
         since_ns,
         last: args.last,
         window: args.window,
+        store: args.storage.config()?,
     };
     let t = trend(&args.dataset, &q, &policy)?;
     t.warnings.iter().for_each(|w| eprintln!("warning: {w}"));

@@ -60,6 +60,8 @@ pub struct HistoryQuery {
     pub classes: bool,
     /// The step metrics read from each run's steps (the gate policy's table).
     pub metrics: crate::baseline::metrics::Metrics,
+    /// How a remote dataset is reached.
+    pub store: crate::store::StoreConfig,
 }
 
 /// The baseline and how it was made.
@@ -90,7 +92,7 @@ impl Candidate {
 /// nothing.
 pub fn history_baseline(dataset: &Path, q: &HistoryQuery) -> Result<History> {
     let mut warnings = Vec::new();
-    let store = Store::open(dataset)?;
+    let store = Store::open(dataset, &q.store)?;
     let exists = store.exists()?;
     // Only the partitions a matching run can be in are listed: the candidate's GPU (and
     // runs without one), its model, and the `--where gpu=`/`model=` substrings.

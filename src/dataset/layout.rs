@@ -254,7 +254,9 @@ impl Prune {
 /// Every `run-*.parquet` file of one table of a local dataset, in path order (a listing
 /// through the dataset's store; tests and tools that look at a directory use it).
 pub fn table_files(dataset: &Path, table: &str) -> Vec<PathBuf> {
-    let Ok(store) = crate::dataset::store::Store::open(dataset) else {
+    // A local directory: no remote configuration applies.
+    let local = crate::dataset::store::StoreConfig::default();
+    let Ok(store) = crate::dataset::store::Store::open(dataset, &local) else {
         return Vec::new();
     };
     let mut out: Vec<PathBuf> = store

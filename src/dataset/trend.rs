@@ -95,6 +95,8 @@ pub struct TrendQuery {
     pub last: Option<usize>,
     /// K: previous runs a change is measured against.
     pub window: usize,
+    /// How a remote dataset is reached.
+    pub store: crate::store::StoreConfig,
 }
 
 /// Version of the `trend` JSON document (the rules of docs/reports.md).
@@ -211,7 +213,7 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         filter::check_key(k, "--by")?;
     }
     let mut warnings = Vec::new();
-    let store = Store::open(dataset)?;
+    let store = Store::open(dataset, &q.store)?;
     let all = select_runs(&store, &q.filter, q.since_ns, &mut warnings)?;
     // Keep only the last N runs per run-level group before reading any step file.
     let run_keys: Vec<&String> = q.by.iter().filter(|k| *k != "kind").collect();

@@ -58,8 +58,13 @@ pub(crate) fn parse_age(s: &str) -> std::result::Result<Duration, String> {
 }
 
 /// Remove (or list, with `dry_run`) the objects no committed run names, older than `age`.
-pub fn vacuum(dataset: &Path, age: Duration, dry_run: bool) -> Result<Vacuumed> {
-    let store = Store::open(dataset)?;
+pub fn vacuum(
+    dataset: &Path,
+    store: &crate::store::StoreConfig,
+    age: Duration,
+    dry_run: bool,
+) -> Result<Vacuumed> {
+    let store = Store::open(dataset, store)?;
     if !store.exists()? {
         return Err(Error::input(format!(
             "{} does not exist: nothing to vacuum",

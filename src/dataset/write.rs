@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use crate::dataset::columns;
 use crate::dataset::layout::{self, hex};
 use crate::dataset::schema::{self, DeviceRow, Ids, RunMeta};
-use crate::dataset::store::{Put, Store};
+use crate::dataset::store::{Put, Store, StoreConfig};
 use crate::exit::{Error, Result};
 use crate::wire::steps::StepsReport;
 
@@ -167,19 +167,21 @@ pub(crate) fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
-/// How an export behaves when the run is already there.
-#[derive(Debug, Clone, Copy, Default)]
+/// How an export reaches its dataset and behaves when the run is already there.
+#[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
     /// Replace the run if it is already in the dataset (default: refuse, exit 2).
     pub replace: bool,
+    /// How a remote dataset is reached.
+    pub store: StoreConfig,
 }
 
 /// Whether `dataset` can be exported to, asked before any work (so a command that writes
 /// other outputs first writes none of them when the export would fail): a directory (or
 /// nothing yet) that takes a write, a bucket prefix the credentials may write to.
-pub(crate) fn check_target(dataset: &Path) -> Result<()> {
+pub(crate) fn check_target(dataset: &Path, store: &StoreConfig) -> Result<()> {
     check_not_a_report_dir(dataset)?;
-    Store::open(dataset)?.check_writable()
+    Store::open(dataset, store)?.check_writable()
 }
 
 /// Files a profiler writes, by name: Kineto traces, nsys exports and reports, rocpd/RPD
@@ -281,8 +283,8 @@ fn committed(store: &Store, id: &str) -> Result<Vec<String>> {
 }
 
 /// Whether the dataset holds this run (its `runs` row is committed, in any partition).
-pub(crate) fn run_exists(dataset: &Path, run_id: &str) -> bool {
-    Store::open(dataset)
+pub(crate) fn run_exists(dataset: &Path, store: &StoreConfig, run_id: &str) -> bool {
+    Store::open(dataset, store)
         .and_then(|s| committed(&s, run_id))
         .is_ok_and(|v| !v.is_empty())
 }
@@ -342,7 +344,7 @@ pub fn export_run(
 ) -> Result<ExportOutcome> {
     let id = run_id(report_sha256, labels);
     check_not_in_report(dataset, report_path)?;
-    let store = Store::open(dataset)?;
+    let store = Store::open(dataset, &opts.store)?;
     let gpu = layout::partition("gpu", src.gpu_name.as_deref());
     let model = layout::partition("model", src.model.as_deref());
     let runs_key = layout::runs_key(&gpu, &model, &id, labels);

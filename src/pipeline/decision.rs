@@ -32,6 +32,8 @@ pub struct DecisionPlan {
     /// `--metric`: the metrics the decision covers, checked against the comparison's rows;
     /// empty: its regressed rows.
     pub metrics: Vec<String>,
+    /// How a remote history is reached.
+    pub store: crate::store::StoreConfig,
 }
 
 /// Where a decision went.
@@ -154,7 +156,7 @@ pub fn decide(p: &DecisionPlan) -> Result<Decided> {
     };
     let written_to = match (&history, &p.out) {
         (Some(ds), _) => {
-            let store = crate::dataset::store::Store::open(ds)?;
+            let store = crate::dataset::store::Store::open(ds, &p.store)?;
             crate::dataset::decisions::write(&store, &decision)?
         }
         (None, out) => {

@@ -123,8 +123,8 @@ pub(crate) fn dataset_location(ds: &Path) -> String {
 /// What the candidate is compared against.
 #[derive(Debug, Clone, Copy)]
 pub enum Against<'a> {
-    /// A stored baseline file.
-    Baseline(&'a Path),
+    /// A stored baseline file (a path, or a URL reached as the configuration says).
+    Baseline(&'a Path, &'a crate::store::StoreConfig),
     /// The last runs of a dataset that match.
     History(&'a HistoryPlan),
 }
@@ -151,7 +151,7 @@ impl Compared {
 /// Gate a candidate: the comparison with its verdict (GPU and model must match).
 pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Compared> {
     let baseline_source = match against {
-        Against::Baseline(path) => side_source(path),
+        Against::Baseline(path, _) => side_source(path),
         Against::History(plan) => SideSource {
             kind: SideKind::History,
             path: plan.dataset.display().to_string(),
@@ -161,12 +161,12 @@ pub fn gate(cand: Candidate, against: Against<'_>, policy: &Policy) -> Result<Co
     };
     let history = match against {
         Against::History(plan) => Some(dataset_location(&plan.dataset)),
-        Against::Baseline(_) => None,
+        Against::Baseline(..) => None,
     };
     let export = cand.export.as_ref().map(|e| dataset_location(&e.dataset));
     let (mut comparison, baseline) = match against {
-        Against::Baseline(path) => {
-            let base = read_baseline(path)?;
+        Against::Baseline(path, store) => {
+            let base = read_baseline(path, store)?;
             (compare(&base, &cand.baseline, policy)?, base)
         }
         Against::History(plan) => {
@@ -255,6 +255,7 @@ mod tests {
         let to = ExportPlan {
             dataset: "ds".into(),
             labels: crate::dataset::Labels::new(),
+            store: crate::store::StoreConfig::default(),
         };
         let base = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("baselines")
@@ -268,7 +269,10 @@ mod tests {
         );
         // Without --export the same file is the candidate as it is.
         let c = Candidate::load(&base, &plan, None, true).unwrap();
-        assert_eq!(c.baseline, read_baseline(&base).unwrap());
+        assert_eq!(
+            c.baseline,
+            read_baseline(&base, &crate::store::StoreConfig::default()).unwrap()
+        );
         assert!(c.export.is_none());
         assert!(
             c.own_run.is_none(),

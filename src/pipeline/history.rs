@@ -149,10 +149,12 @@ impl PendingExport {
                 run_id: o.run_id,
                 dataset: self.dataset.clone(),
             }),
-            Err(_) if already_there(&self.dataset, &id) => Ok(Appended::AlreadyThere {
-                run_id: id,
-                dataset: self.dataset.clone(),
-            }),
+            Err(_) if write::run_exists(&self.dataset, &self.options.store, &id) => {
+                Ok(Appended::AlreadyThere {
+                    run_id: id,
+                    dataset: self.dataset.clone(),
+                })
+            }
             Err(e) => Err(e),
         }
     }
@@ -166,17 +168,13 @@ fn rows(o: &ExportOutcome, table: &str) -> usize {
         .map_or(0, |(_, n)| *n)
 }
 
-fn already_there(dataset: &Path, id: &str) -> bool {
-    write::run_exists(dataset, id)
-}
-
 /// `export`: load a report, find its steps and append them as one run; `replace` replaces
 /// a run already there instead of refusing it.
 pub fn export(
     report: &Path,
     plan: &StepsPlan,
     to: &ExportPlan,
-    options: &ExportOptions,
+    replace: bool,
 ) -> Result<ExportOutcome> {
     let ((steps, src), sha) = with_report_hash(report, || {
         let trace = crate::pipeline::steps::load(report, plan)?;
@@ -190,7 +188,19 @@ pub fn export(
             steps.method.method_str()
         )));
     }
-    write::export_run(&to.dataset, report, &sha, &to.labels, &src, &steps, options)
+    let options = ExportOptions {
+        replace,
+        store: to.store.clone(),
+    };
+    write::export_run(
+        &to.dataset,
+        report,
+        &sha,
+        &to.labels,
+        &src,
+        &steps,
+        &options,
+    )
 }
 
 /// `gate --history`: which runs of the dataset make the baseline.
@@ -203,6 +213,8 @@ pub struct HistoryPlan {
     pub mode: HistoryMode,
     /// Fewer matching runs than this: inconclusive.
     pub min_runs: usize,
+    /// How a remote dataset is reached.
+    pub store: crate::store::StoreConfig,
 }
 
 /// The baseline from the dataset for this candidate: runs on its GPU, priced for its model,
@@ -225,6 +237,7 @@ pub(crate) fn history_side(
         candidate,
         classes: policy.gates_class_excess(),
         metrics: policy.table.clone(),
+        store: plan.store.clone(),
     };
     let mut h = dataset::history_baseline(&plan.dataset, &q)?;
     // The candidate's own run was accepted: the reviewer made it the reference of its

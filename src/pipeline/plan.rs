@@ -147,6 +147,8 @@ pub struct ExportPlan {
     pub dataset: PathBuf,
     /// `key=value` labels, checked when the plan was made.
     pub labels: crate::dataset::Labels,
+    /// How a remote dataset is reached.
+    pub store: crate::store::StoreConfig,
 }
 
 #[cfg(test)]

@@ -89,7 +89,10 @@ pub(crate) fn record_for_export(
         report: path.to_path_buf(),
         sha256,
         labels: to.labels.clone(),
-        options: crate::dataset::write::ExportOptions { replace: false },
+        options: crate::dataset::write::ExportOptions {
+            replace: false,
+            store: to.store.clone(),
+        },
         source: r.source,
         steps: r.steps,
     };
@@ -100,7 +103,9 @@ pub(crate) fn record_for_export(
 /// with the recording's warnings (none for a baseline file).
 pub fn side(path: &Path, plan: &StepsPlan) -> Result<(Baseline, Vec<String>)> {
     let warnings = std::cell::RefCell::new(Vec::new());
-    let b = load_side(path, &|p| {
+    // `diff` takes no storage flags: a baseline URL is reached with the environment's
+    // configuration.
+    let b = load_side(path, &crate::store::StoreConfig::default(), &|p| {
         let r = record(p, plan)?;
         warnings.borrow_mut().extend(r.warnings);
         Ok(r.baseline)

@@ -15,7 +15,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 use crate::exit::{Error, Result};
 
@@ -49,13 +48,6 @@ const SECRET: &[&str] = &[
     "aws_secret_access_key",
     "aws_session_token",
 ];
-
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// The secret values profiles read so far in this process (for scrubbing).
-pub(crate) fn secrets() -> Vec<String> {
-    SECRETS.read().map(|s| s.clone()).unwrap_or_default()
-}
 
 /// Sections of one INI file: section name → settings (`key` or `parent.key` for a
 /// sub-section's lines).
@@ -182,9 +174,7 @@ pub(crate) fn settings(name: &str, explicit_keys: bool) -> Result<Vec<(String, S
             continue;
         }
         if SECRET.contains(from) {
-            if let Ok(mut s) = SECRETS.write() {
-                s.push(v.clone());
-            }
+            crate::store::config::remember_secrets([v.clone()]);
         }
         out.push(((*to).to_owned(), v.clone()));
     }

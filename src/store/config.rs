@@ -1,6 +1,6 @@
-//! How stepgate reaches remote stores: the process's configuration (`--storage-option`,
-//! `--io-timeout`, set once from the command line), the scrubbing of secrets from every
-//! message, and the builders for s3://, gs:// and az:// URLs.
+//! How stepgate reaches remote stores: a command's configuration (`--storage-option`,
+//! `--io-timeout`), carried in its plan to every store it opens; the scrubbing of secrets
+//! from every message; and the builders for s3://, gs:// and az:// URLs.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -10,9 +10,9 @@ use object_store::{BackoffConfig, ObjectStore, RetryConfig};
 
 use crate::exit::{Error, Result};
 
-/// How the process reaches remote stores: set once from the command line, before any store
-/// is opened (a global, because `gate` opens a history and an export from separate flag
-/// groups).
+/// How a command reaches remote stores: built from its flags ([`StoreConfig::new`]) and
+/// carried in its plan to every store it opens (`gate` opens a history, a baseline and an
+/// export with one configuration).
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// `--storage-option KEY=VALUE`, applied after the environment.
@@ -36,21 +36,39 @@ impl Default for StoreConfig {
     }
 }
 
-static CONFIG: RwLock<Option<StoreConfig>> = RwLock::new(None);
-
-/// Install the process's storage configuration.
-pub fn configure(c: StoreConfig) {
-    if let Ok(mut g) = CONFIG.write() {
-        *g = Some(c);
+impl StoreConfig {
+    /// The configuration of `--storage-option` items and `--io-timeout`. The options'
+    /// secret values join the ones [`scrub`] replaces from then on.
+    pub fn new(options: &[String], io_timeout: Duration) -> Result<Self> {
+        let options = parse_options(options)?;
+        remember_secrets(
+            options
+                .iter()
+                .filter(|(k, _)| secret_key(k))
+                .map(|(_, v)| v.clone()),
+        );
+        Ok(StoreConfig {
+            options,
+            io_timeout,
+            ..StoreConfig::default()
+        })
     }
 }
 
-pub(crate) fn config() -> StoreConfig {
-    CONFIG
-        .read()
-        .ok()
-        .and_then(|g| g.clone())
-        .unwrap_or_default()
+/// Every secret value a configuration or a profile has held in this process. Not
+/// configuration, a safety net: a message is scrubbed of all of them wherever it is
+/// written, whichever command's store it came from.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Add secret values to those [`scrub`] replaces.
+pub(crate) fn remember_secrets(values: impl IntoIterator<Item = String>) {
+    if let Ok(mut s) = SECRETS.write() {
+        for v in values {
+            if !s.contains(&v) {
+                s.push(v);
+            }
+        }
+    }
 }
 
 /// Parse `--storage-option KEY=VALUE` items.
@@ -90,14 +108,7 @@ pub fn scrub(msg: &str) -> String {
         })
         .map(|(_, v)| v)
         .collect();
-    secrets.extend(
-        config()
-            .options
-            .into_iter()
-            .filter(|(k, _)| secret_key(k))
-            .map(|(_, v)| v),
-    );
-    secrets.extend(crate::store::awsprofile::secrets());
+    secrets.extend(SECRETS.read().map(|s| s.clone()).unwrap_or_default());
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Short values (test keys, "true") would scrub ordinary words; real keys are long.
@@ -320,11 +331,12 @@ mod tests {
         assert!(secret_key("aws_secret_access_key"));
         assert!(secret_key("AWS_SESSION_TOKEN"));
         assert!(!secret_key("aws_region"));
-        configure(StoreConfig {
-            options: vec![("aws_secret_access_key".into(), "hunter2-secret".into())],
-            ..StoreConfig::default()
-        });
+        let c = StoreConfig::new(
+            &["aws_secret_access_key=hunter2-secret".to_owned()],
+            DEFAULT_IO_TIMEOUT,
+        )
+        .unwrap();
+        assert_eq!(c.options[0].1, "hunter2-secret");
         assert_eq!(scrub("key hunter2-secret here"), "key *** here");
-        configure(StoreConfig::default());
     }
 }

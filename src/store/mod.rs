@@ -20,8 +20,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::store::config::{config, remote, short};
-pub use crate::store::config::{configure, parse_options, scrub, StoreConfig};
+pub use crate::store::config::{parse_options, scrub, StoreConfig};
+use crate::store::config::{remote, short};
 
 use self::localfs::local_fault;
 pub use self::localfs::local_root;
@@ -53,6 +53,8 @@ pub struct Store {
     /// The local directory, for a local dataset.
     local: Option<PathBuf>,
     rt: tokio::runtime::Runtime,
+    /// Retries of a failed request, for the message that gives up.
+    retries: usize,
     /// Objects read, per top-level prefix (table), for `store::reads`.
     reads: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
 }
@@ -78,10 +80,9 @@ impl std::fmt::Debug for Store {
 const PARALLEL: usize = 32;
 
 impl Store {
-    /// Open the dataset at `p` (a path or a URL). Nothing is created: a local directory
-    /// appears with its first object.
-    pub fn open(p: &Path) -> Result<Store> {
-        let c = config();
+    /// Open the dataset at `p` (a path or a URL) as `c` configures a remote store. Nothing
+    /// is created: a local directory appears with its first object.
+    pub fn open(p: &Path, c: &StoreConfig) -> Result<Store> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -101,17 +102,19 @@ impl Store {
                     name,
                     local: Some(dir),
                     rt,
+                    retries: c.retries,
                     reads: std::sync::Mutex::default(),
                 })
             }
             Location::Remote { url, scheme } => {
-                let (inner, root) = remote(&url, &scheme, &c)?;
+                let (inner, root) = remote(&url, &scheme, c)?;
                 Ok(Store {
                     inner,
                     root,
                     name: name.trim_end_matches('/').to_owned(),
                     local: None,
                     rt,
+                    retries: c.retries,
                     reads: std::sync::Mutex::default(),
                 })
             }
@@ -183,7 +186,7 @@ impl Store {
             _ => Error::environment(format!(
                 "{op} {what} failed ({why}); nothing was committed: check that the store is \
                  reachable (retried {} times; --io-timeout sets the wait per request)",
-                config().retries
+                self.retries
             )),
         }
     }

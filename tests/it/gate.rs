@@ -206,7 +206,12 @@ impl Case {
         let c = Case {
             dir: tempfile::tempdir().unwrap(),
         };
-        write_baseline(&c.path("base.json"), &generate(&Spec::default())).unwrap();
+        write_baseline(
+            &c.path("base.json"),
+            &stepgate::store::StoreConfig::default(),
+            &generate(&Spec::default()),
+        )
+        .unwrap();
         c
     }
     fn path(&self, name: &str) -> PathBuf {
@@ -214,7 +219,12 @@ impl Case {
     }
     fn write(&self, name: &str, spec: &Spec) -> PathBuf {
         let p = self.path(name);
-        write_baseline(&p, &generate(spec)).unwrap();
+        write_baseline(
+            &p,
+            &stepgate::store::StoreConfig::default(),
+            &generate(spec),
+        )
+        .unwrap();
         p
     }
     fn gate(&self, cand: &Path, extra: &[&str]) -> (i32, String, String) {

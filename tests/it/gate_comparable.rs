@@ -33,7 +33,7 @@ fn reference(spec: &Spec) -> Baseline {
 
 fn write(dir: &Path, name: &str, b: &Baseline) -> PathBuf {
     let p = dir.join(name);
-    write_baseline(&p, b).unwrap();
+    write_baseline(&p, &stepgate::store::StoreConfig::default(), b).unwrap();
     p
 }
 

@@ -50,7 +50,7 @@ fn side(seed: u64, n: usize, a: f64, scale: f64) -> Baseline {
 
 fn write(dir: &Path, name: &str, b: &Baseline) -> PathBuf {
     let p = dir.join(name);
-    write_baseline(&p, b).unwrap();
+    write_baseline(&p, &stepgate::store::StoreConfig::default(), b).unwrap();
     p
 }
 

@@ -170,6 +170,7 @@ fn a_metric_added_as_one_row_reaches_every_output() {
             candidate: None,
             classes: false,
             metrics: table.clone(),
+            store: stepgate::store::StoreConfig::default(),
         },
     )
     .unwrap();

@@ -101,7 +101,7 @@ fn a_run_in_two_partitions_counts_once_as_its_newest_export() {
         row("b", 2, "runs/gpu=x/model=m/run-b.parquet"),
         row("a", 3, "runs/gpu=y/model=m/run-a.parquet"),
     ];
-    let store = Store::open(Path::new("/d")).unwrap();
+    let store = Store::open(Path::new("/d"), &crate::store::StoreConfig::default()).unwrap();
     let kept = once_each(runs, &store, &mut w);
     let ids: Vec<(&str, i64)> = kept
         .iter()

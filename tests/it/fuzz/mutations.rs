@@ -298,6 +298,7 @@ pub(super) fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                 since_ns: None,
                 last: None,
                 window: 2,
+                store: stepgate::store::StoreConfig::default(),
             };
             match trend(ds, &q, &policy) {
                 Ok(t) => {
@@ -337,6 +338,7 @@ pub(super) fn exercise_dataset(ds: &Path) -> Result<bool, String> {
                 candidate: None,
                 classes: true,
                 metrics: stepgate::baseline::metrics::Metrics::default(),
+                store: stepgate::store::StoreConfig::default(),
             };
             match stepgate::dataset::history_baseline(ds, &q) {
                 Ok(h) => {

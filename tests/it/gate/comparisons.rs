@@ -229,7 +229,7 @@ fn context_shift_hands_the_verdict_to_mbu() {
     });
     other.meta.model = Some("qwen3-8b".into());
     let p = c.path("other_model.json");
-    write_baseline(&p, &other).unwrap();
+    write_baseline(&p, &stepgate::store::StoreConfig::default(), &other).unwrap();
     let (code, out, _) = common::run(&[
         "gate",
         p.to_str().unwrap(),
@@ -371,6 +371,7 @@ fn report_snapshots() {
     };
     write_baseline(
         &base,
+        &stepgate::store::StoreConfig::default(),
         &generate(&Spec {
             mbu: true,
             context: Some(1000.0),
@@ -380,6 +381,7 @@ fn report_snapshots() {
     .unwrap();
     write_baseline(
         &cand,
+        &stepgate::store::StoreConfig::default(),
         &generate(&Spec {
             seed: 2,
             mbu: true,

@@ -21,7 +21,11 @@ fn an_unavailable_baseline_claims_no_missing_group() {
         &p("cand.json"),
     ]);
     assert_eq!(code, 0, "{err}");
-    let cand = read_baseline(&dir.path().join("cand.json")).unwrap();
+    let cand = read_baseline(
+        &dir.path().join("cand.json"),
+        &stepgate::store::StoreConfig::default(),
+    )
+    .unwrap();
     let h = stepgate::dataset::history_baseline(
         &dir.path().join("ds"),
         &stepgate::dataset::HistoryQuery {
@@ -34,6 +38,7 @@ fn an_unavailable_baseline_claims_no_missing_group() {
             candidate: None,
             classes: false,
             metrics: stepgate::baseline::metrics::Metrics::default(),
+            store: stepgate::store::StoreConfig::default(),
         },
     )
     .unwrap();
@@ -100,13 +105,23 @@ fn an_unavailable_baseline_claims_no_missing_group() {
 fn gate_with_policy(policy: &str, slow: Option<(&'static str, f64)>) -> (i32, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
-    write_baseline(&dir.path().join("base.json"), &generate(&Spec::default())).unwrap();
+    write_baseline(
+        &dir.path().join("base.json"),
+        &stepgate::store::StoreConfig::default(),
+        &generate(&Spec::default()),
+    )
+    .unwrap();
     let cand = generate(&Spec {
         seed: 2,
         slow,
         ..Spec::default()
     });
-    write_baseline(&dir.path().join("cand.json"), &cand).unwrap();
+    write_baseline(
+        &dir.path().join("cand.json"),
+        &stepgate::store::StoreConfig::default(),
+        &cand,
+    )
+    .unwrap();
     std::fs::write(dir.path().join("policy.toml"), policy).unwrap();
     common::run(&[
         "gate",
