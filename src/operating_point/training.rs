@@ -4,10 +4,9 @@
 //! reduce-scatters of shards. A world of several ranks that does this is TP 1, inferred.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
 
-use regex::Regex;
-
+use crate::categories::families::KernelFamily;
+use crate::categories::{builtin, COMMUNICATION};
 use crate::exit::Result;
 use crate::timing::steps::Found;
 use crate::trace::{OpKind, Trace};
@@ -16,25 +15,37 @@ use crate::wire::trace::Distributed;
 
 /// The collectives data parallelism runs: all-reduce (DDP's gradient buckets), all-gather
 /// and reduce-scatter (FSDP's per-unit parameter gathers and gradient reductions), and
-/// RCCL's `ncclDevKernel_Generic`, which runs them all under one name.
-static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|ncclDevKernel_Generic")
-        .expect("static pattern")
-});
+/// RCCL's `ncclDevKernel_Generic`, which runs them all under one name. A kernel is one only
+/// where the built-in categories call it a collective (an inductor kernel named after the
+/// `all_reduce` it fuses is elementwise, not a collective).
+fn is_gradient_collective(name: &str) -> bool {
+    builtin(name) == COMMUNICATION && runs_data_parallel(name)
+}
 
-/// FSDP's collectives (sharded parameters gathered, gradients reduce-scattered).
-static SHARDED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?gather|allgather|reduce_?scatter|reducescatter").expect("static pattern")
-});
+fn runs_data_parallel(name: &str) -> bool {
+    KernelFamily::CollectiveAllReduce.matches(name)
+        || KernelFamily::CollectiveSharded.matches(name)
+        || KernelFamily::CollectiveGeneric.matches(name)
+}
 
-/// Other communication kernels (broadcasts, send/recv): neither compute nor counted.
-static OTHER_COMM: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)nccl|rccl|broadcast|sendrecv").expect("static pattern"));
-
-/// Kernels only a backward pass runs (autograd's `…_backward_…`, cuDNN/MIOpen `wgrad`/`dgrad`,
-/// `bwd` GEMMs and convolutions).
-static BACKWARD_KERNEL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)backward|bwd|wgrad|dgrad").expect("static pattern"));
+/// A kernel name's row class: FSDP's collectives (sharded parameters gathered, gradients
+/// reduce-scattered), the other data-parallel collectives, the other communication
+/// kernels (broadcasts, send/recv, all-to-all: neither compute nor counted), backward
+/// kernels, and the rest.
+fn row_class(name: &str) -> u8 {
+    let collective = builtin(name) == COMMUNICATION;
+    if collective && KernelFamily::CollectiveSharded.matches(name) {
+        SHARD
+    } else if collective && runs_data_parallel(name) {
+        GRADIENT
+    } else if collective || KernelFamily::CollectiveBroadcast.matches(name) {
+        OTHER
+    } else if KernelFamily::Backward.matches(name) {
+        BACKWARD
+    } else {
+        COMPUTE
+    }
+}
 
 /// DDP broadcasts its parameters and buffers before the forward runs: collectives from the
 /// step's own thread that come within this fraction of the kernels before the backward
@@ -141,23 +152,7 @@ pub(crate) fn data_parallel(
     else {
         return Ok(None);
     };
-    let class: Vec<u8> = trace
-        .strings
-        .iter()
-        .map(|n| {
-            if SHARDED.is_match(n) {
-                SHARD
-            } else if COLLECTIVE.is_match(n) {
-                GRADIENT
-            } else if OTHER_COMM.is_match(n) {
-                OTHER
-            } else if BACKWARD_KERNEL.is_match(n) {
-                BACKWARD
-            } else {
-                COMPUTE
-            }
-        })
-        .collect();
+    let class: Vec<u8> = trace.strings.iter().map(|n| row_class(n)).collect();
     let o = trace.ops_view()?;
     let mut rows: Vec<Row> = (0..o.start_ns.len())
         .filter(|&i| OpKind::from_u32(o.kind[i]) == OpKind::Kernel)
@@ -222,7 +217,7 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
         .steps
         .iter()
         .flat_map(|s| &s.all_kernels)
-        .find(|k| COLLECTIVE.is_match(&k.name))
+        .find(|k| is_gradient_collective(&k.name))
         .map(|k| k.short_name.to_string())
         .unwrap_or_default();
     let leading: usize = per_step.iter().map(|c| c.leading).sum();
@@ -242,7 +237,7 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
     let other: usize = per_step.iter().map(|c| c.other_thread).sum();
     // RCCL's Generic kernel runs every collective: the kind is inferred from when and
     // where it runs, not read.
-    let what = if name.contains("Generic") {
+    let what = if KernelFamily::CollectiveGeneric.matches(&name) {
         "collective(s) of unstated kind"
     } else {
         "all-reduce(s)"
