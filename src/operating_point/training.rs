@@ -263,3 +263,52 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_rows_are_classed_by_the_built_in_categories_and_the_collective_families() {
+        let cases = [
+            // NCCL's ops by name (src/device/generate.py): DDP's all-reduce, FSDP's
+            // all-gather, and a send/recv that is neither.
+            (
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                GRADIENT,
+            ),
+            (
+                "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                SHARD,
+            ),
+            (
+                "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+                OTHER,
+            ),
+            // RCCL runs every collective as one kernel.
+            (
+                "ncclDevKernel_Generic_2(ncclDevKernelArgsStorage<4096ul>)",
+                GRADIENT,
+            ),
+            // An inductor pointwise kernel named after the all_reduce of the TP embedding
+            // mask it precedes is compute (category elementwise), not a gradient bucket.
+            (
+                "triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0",
+                COMPUTE,
+            ),
+            // FlashAttention-2's combine is attention, though `combine_kernel` is a
+            // collective word.
+            (
+                "void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128> >(Flash_fwd_params)",
+                COMPUTE,
+            ),
+            (
+                "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128> >(Flash_bwd_params)",
+                BACKWARD,
+            ),
+        ];
+        for (name, want) in cases {
+            assert_eq!(row_class(name), want, "{name}");
+        }
+    }
+}

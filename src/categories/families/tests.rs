@@ -120,7 +120,12 @@ fn real_names_are_of_the_families_their_sources_say() {
         // The one-family question agrees with the set's answer, family by family.
         let all = families_of(name);
         for r in FAMILIES {
-            assert_eq!(matches(r.family, name), all.contains(&r.family), "{name}: {}", r.key);
+            assert_eq!(
+                matches(r.family, name),
+                all.contains(&r.family),
+                "{name}: {}",
+                r.key
+            );
         }
     }
 }
