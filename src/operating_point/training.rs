@@ -19,7 +19,13 @@ use crate::wire::trace::Distributed;
 /// where the built-in categories call it a collective (an inductor kernel named after the
 /// `all_reduce` it fuses is elementwise, not a collective).
 fn is_gradient_collective(name: &str) -> bool {
-    builtin(name) == COMMUNICATION && runs_data_parallel(name)
+    is_communication(name) && runs_data_parallel(name)
+}
+
+/// Whether the built-in categories call `name` communication (the one family test first:
+/// no other name can be, and most names are not).
+fn is_communication(name: &str) -> bool {
+    KernelFamily::Collective.matches(name) && builtin(name) == COMMUNICATION
 }
 
 fn runs_data_parallel(name: &str) -> bool {
@@ -33,7 +39,7 @@ fn runs_data_parallel(name: &str) -> bool {
 /// kernels (broadcasts, send/recv, all-to-all: neither compute nor counted), backward
 /// kernels, and the rest.
 fn row_class(name: &str) -> u8 {
-    let collective = builtin(name) == COMMUNICATION;
+    let collective = is_communication(name);
     if collective && KernelFamily::CollectiveSharded.matches(name) {
         SHARD
     } else if collective && runs_data_parallel(name) {
