@@ -4,6 +4,7 @@
 //! themselves or schedule persistently, and get their own words or none.
 
 use crate::categories::class_of;
+use crate::categories::families::KernelFamily;
 use crate::wire::attribution::KernelClass;
 use crate::wire::steps::Step;
 
@@ -28,38 +29,26 @@ pub enum Family {
     Triton,
 }
 
+/// Each family's kernel-name family, first match wins: FA3 before FA2 (whose words its
+/// names carry), split-KV before FA2's plain forward.
+const BY_NAME: [(KernelFamily, Family); 8] = [
+    (KernelFamily::AttentionFa3, Family::Fa3),
+    (KernelFamily::AttentionFa2SplitKv, Family::Fa2SplitKv),
+    (KernelFamily::AttentionFa2, Family::Fa2),
+    (KernelFamily::AttentionFlashInfer, Family::FlashInfer),
+    (KernelFamily::AttentionRocmLl4mi, Family::RocmLl4mi),
+    (KernelFamily::AttentionPagedV1, Family::VllmPagedV1),
+    (KernelFamily::AttentionPagedV2, Family::VllmPagedV2),
+    (KernelFamily::AttentionTriton, Family::Triton),
+];
+
 impl Family {
     /// The family of one attention kernel name, or None for one this table does not know.
     pub fn of(name: &str) -> Option<Family> {
-        let n = name.to_ascii_lowercase();
-        Some(
-            if n.contains("flashattnfwdsm90") || n.contains("flash_fwd_sm90") {
-                Family::Fa3
-            } else if n.contains("flash_fwd_splitkv_kernel") {
-                Family::Fa2SplitKv
-            } else if n.contains("flash_fwd_kernel") {
-                Family::Fa2
-            } else if n.contains("flashinfer")
-                || n.contains("batchdecode")
-                || n.contains("batchprefill")
-            {
-                Family::FlashInfer
-            } else if n.contains("paged_attention_ll4mi") {
-                Family::RocmLl4mi
-            } else if n.contains("paged_attention_v1_kernel") {
-                Family::VllmPagedV1
-            } else if n.contains("paged_attention_v2_kernel") {
-                Family::VllmPagedV2
-            } else if n.contains("unified_attention")
-                || n.starts_with("_fwd_kernel")
-                || n.starts_with("attn_fwd")
-                || n.starts_with("triton_")
-            {
-                Family::Triton
-            } else {
-                return None;
-            },
-        )
+        BY_NAME
+            .iter()
+            .find(|(k, _)| k.matches(name))
+            .map(|&(_, f)| f)
     }
 
     pub fn as_str(self) -> &'static str {

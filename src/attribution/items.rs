@@ -34,7 +34,7 @@ pub const NODE_TRACE_FLAG: &str = "nsys profile --cuda-graph-trace=node";
 pub(crate) fn item_of(name: &str, category: &str) -> Item {
     if super::is_copy(category) {
         Item::Copy
-    } else if name.starts_with("[cuda graph") {
+    } else if crate::categories::families::KernelFamily::CudaGraphReplay.matches(name) {
         Item::Graph
     } else if category == COMMUNICATION {
         Item::Collective

@@ -10,11 +10,12 @@
 //! MoE and MLA layers are mapped by `layers::moe` (router, routed and shared experts, MLA's
 //! projections and absorbed `bmm`s).
 
+use crate::categories::families::KernelFamily;
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
 use crate::wire::roofline::{ModelSpec, MoeRouting};
 
 mod moe;
-pub use moe::{is_expert_gemm, EXPERT_GEMMS};
+pub use moe::is_expert_gemm;
 
 /// One kernel of the step in launch order: its name, class and exclusive time.
 #[derive(Debug, Clone)]
@@ -24,17 +25,13 @@ pub struct Kernel<'a> {
     pub exclusive_ns: i64,
 }
 
-/// The separate reduction kernels of split-K GEMMs, lowercase substrings of the kernel
-/// name: cuBLASLt's `cublasLt::splitKreduce_kernel<…>`, hipBLASLt/Tensile's
-/// `Cijk_…_PostGSU<N>…` (the "global split-U" reduction, named in Tensile's
-/// `KernelWriterConversion`), CUTLASS's `cutlass::reduction::kernel::ReduceSplitK`
-/// (the reduction of `GemmSplitKParallel`). docs/kernel-families.md lists them.
-pub const SPLIT_K_REDUCTIONS: [&str; 3] = ["splitkreduce", "postgsu", "reducesplitk"];
-
-/// Whether a kernel is the separate reduction of a split-K GEMM.
+/// Whether a kernel is the separate reduction of a split-K GEMM
+/// ([`KernelFamily::GemmSplitKReduction`]: cuBLASLt's `cublasLt::splitKreduce_kernel<…>`,
+/// hipBLASLt/Tensile's `Cijk_…_PostGSU<N>…` (the "global split-U" reduction, named in
+/// Tensile's `KernelWriterConversion`), CUTLASS's `cutlass::reduction::kernel::ReduceSplitK`
+/// (the reduction of `GemmSplitKParallel`); docs/kernel-families.md lists them).
 pub fn is_split_k_reduction(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SPLIT_K_REDUCTIONS.iter().any(|p| lower.contains(p))
+    KernelFamily::GemmSplitKReduction.matches(name)
 }
 
 /// A GEMM with the split-K reduction that follows it folded in (launch order).

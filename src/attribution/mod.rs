@@ -409,10 +409,9 @@ pub(crate) fn attribute_priced(
                 },
             },
             attention: attention::Family::of_step(s),
-            custom_allreduce: s
-                .all_kernels
-                .iter()
-                .any(|k| k.name.contains("cross_device_reduce")),
+            custom_allreduce: s.all_kernels.iter().any(|k| {
+                crate::categories::families::KernelFamily::CustomAllReduce.matches(&k.name)
+            }),
             profiler,
             decode: comp.prefill_requests == 0,
         };

@@ -7,36 +7,25 @@
 
 use std::collections::HashMap;
 
+use crate::categories::families::KernelFamily;
 use crate::exit::Result;
 use crate::limits::MAX_BATCH;
 use crate::trace::{OpKind, Trace};
 use crate::wire::steps::{Step, StepKind};
 
-/// Decode-attention kernels whose grid carries the sequence count, and on which axis
-/// (0 = x, 1 = y), as their launchers in the engines' sources write them:
-/// - vLLM `csrc/attention/paged_attention_v1.cu` / `_v2.cu`: `dim3 grid(num_heads,
-///   num_seqs, max_num_partitions)`, the v2 reduce `dim3 reduce_grid(num_heads, num_seqs)`;
-/// - vLLM `csrc/rocm/attention.cu` (also aiter): `dim3 grid(num_seqs, max_num_partitions,
-///   num_kv_heads)` for `paged_attention_ll4mi_QKV_mfma{4,16}_kernel`, `(num_heads,
-///   num_seqs)` for its reduce kernel;
-/// - SGLang `triton_ops/decode_attention.py`: `grid = (batch, head_num or head groups,
-///   MAX_KV_SPLITS)` for `_fwd_kernel_stage1` / `_fwd_grouped_kernel_stage1`, `(batch,
-///   head_num)` for `_fwd_kernel_stage2`.
-///
-/// FlashInfer's BatchDecode pads its grid's batch when it splits the KV, and FlashAttention's
-/// split-KV grid folds batch and heads together: neither is read.
-const GRID_SEQS: [(&str, usize); 6] = [
-    ("paged_attention_v1_kernel", 1),
-    ("paged_attention_v2_kernel", 1),
-    ("paged_attention_v2_reduce_kernel", 1),
-    ("paged_attention_ll4mi_QKV_mfma", 0),
-    ("paged_attention_ll4mi_reduce_kernel", 1),
-    ("_fwd_kernel_stage", 0),
-];
-
-/// SGLang's grouped stage-1 kernel shares the x = batch layout; matched apart because its
-/// name does not contain `_fwd_kernel_stage`.
-const GROUPED_STAGE1: &str = "_fwd_grouped_kernel_stage1";
+// Decode-attention kernels whose grid carries the sequence count, and on which axis, as
+// their launchers in the engines' sources write them (the families' rows cite them):
+// - x: vLLM `csrc/rocm/attention.cu` (also aiter) `dim3 grid(num_seqs, max_num_partitions,
+//   num_kv_heads)` for `paged_attention_ll4mi_QKV_mfma{4,16}_kernel`; SGLang
+//   `triton_ops/decode_attention.py` `grid = (batch, head_num or head groups,
+//   MAX_KV_SPLITS)` for `_fwd_kernel_stage1` / `_fwd_grouped_kernel_stage1`, `(batch,
+//   head_num)` for `_fwd_kernel_stage2` ([`KernelFamily::DecodeSeqsGridX`]);
+// - y: vLLM `csrc/attention/paged_attention_v1.cu` / `_v2.cu` `dim3 grid(num_heads,
+//   num_seqs, max_num_partitions)`, the v2 reduce `dim3 reduce_grid(num_heads, num_seqs)`,
+//   and the ll4mi reduce kernel's `(num_heads, num_seqs)` ([`KernelFamily::DecodeSeqsGridY`]).
+//
+// FlashInfer's BatchDecode pads its grid's batch when it splits the KV, and FlashAttention's
+// split-KV grid folds batch and heads together: neither is read.
 
 /// Operators whose first input is the step's `[tokens, …]` activation: the linear layers
 /// (`aten::linear` and the `aten::mm` / `aten::matmul` it lowers to; not `aten::addmm`,
@@ -51,13 +40,13 @@ fn token_major(op: &str) -> bool {
 
 /// The axis of `name`'s grid that counts sequences, if its layout is known.
 pub(super) fn seqs_axis(name: &str) -> Option<usize> {
-    if name.contains(GROUPED_STAGE1) {
-        return Some(0);
+    if KernelFamily::DecodeSeqsGridX.matches(name) {
+        Some(0)
+    } else if KernelFamily::DecodeSeqsGridY.matches(name) {
+        Some(1)
+    } else {
+        None
     }
-    GRID_SEQS
-        .iter()
-        .find(|(k, _)| name.contains(k))
-        .map(|&(_, axis)| axis)
 }
 
 /// A decode step whose name counts no requests: the steps a batch guess is for.

@@ -5,6 +5,7 @@
 //! keys bound the step's longest request, and the mean context lies below it. Its
 //! PARTITION_SIZE is the kernel's last template argument (`…, false, 512>(…)`).
 
+use crate::categories::families::KernelFamily;
 use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::Step;
@@ -14,12 +15,10 @@ use super::batch;
 /// A bound in keys with its line of evidence.
 pub type Bound = (u64, String);
 
-/// The v2 decode kernel (not its reduce: that grid has no partition axis).
-const V2: &str = "paged_attention_v2_kernel";
-
 /// The partition size a paged-attention-v2 kernel's name carries, if it is one.
 pub(crate) fn partition_size(name: &str) -> Option<u64> {
-    if !name.contains(V2) || name.contains("reduce") {
+    // The v2 decode kernel, not its reduce: that grid has no partition axis.
+    if !KernelFamily::PagedAttentionV2Partitions.matches(name) {
         return None;
     }
     let args = &name[..name.find(">(")?];

@@ -6,50 +6,10 @@
 //! falls in. The result is a guess: it goes into `kind_guess` with its evidence in one
 //! line, never into `kind`.
 
-use std::sync::LazyLock;
-
-use regex::RegexSet;
-
+use crate::categories::families::KernelFamily;
 use crate::wire::steps::{Step, StepKind};
 
 use super::tokens::{self, StepCounts};
-
-/// Attention kernels only decode runs: paged decode (vLLM v1/v2 and ROCm ll4mi),
-/// FlashInfer BatchDecode, SGLang's triton decode (`_fwd_kernel_stage1`,
-/// `_fwd_grouped_kernel_stage1`), FlashMLA, TensorRT-LLM's masked multi-head and XQA
-/// generation kernels and its `…ForGen` fmha.
-static DECODE: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new([
-        r"(?i)paged_attention_v[12]",
-        r"(?i)paged_attention_ll4mi",
-        r"(?i)batchdecode",
-        r"(?i)decode_attention|flash_?decoding|mla_decode",
-        r"(?i)_fwd_(grouped_)?kernel_stage1",
-        r"(?i)flashmla|flash_fwd_splitkv_mla",
-        r"(?i)masked_multihead|mmha|xqa",
-        r"(?i)fmha.*forgen",
-    ])
-    .expect("static patterns")
-});
-
-/// Attention kernels only prefill runs: FlashInfer's ragged and paged prefill (vLLM and
-/// SGLang send decodes to BatchDecode), the triton
-/// context/extend kernels of vLLM and SGLang, TensorRT-LLM's `…Context` fmha, FA2's
-/// non-split forward (no paged KV), CK/aiter `fmha_fwd`, triton `_attn_fwd`.
-static PREFILL: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new([
-        r"(?i)batchprefillwith(ragged|paged)",
-        r"(?i)context_attention|extend_attention|_fwd_kernel_extend",
-        r"(?i)fmha.*context",
-        r"(?i)flash_fwd_kernel|flash::flash_fwd_kernel",
-        r"(?i)fmha_fwd|_attn_fwd",
-    ])
-    .expect("static patterns")
-});
-
-/// Backward attention kernels: a training step, neither prefill nor decode.
-static BACKWARD: LazyLock<RegexSet> =
-    LazyLock::new(|| RegexSet::new([r"(?i)bwd|backward"]).expect("static patterns"));
 
 /// A long step must be at least this many times the longest short one for the two
 /// duration clusters to count as prefill and decode.
@@ -64,7 +24,7 @@ fn decode_kernel(step: &Step) -> Option<&str> {
     step.all_kernels
         .iter()
         .filter(|k| k.category.as_ref() == "attention")
-        .find(|k| DECODE.is_match(&k.name))
+        .find(|k| KernelFamily::AttentionDecode.matches(&k.name))
         .map(|k| k.short_name.as_ref())
 }
 
@@ -76,7 +36,7 @@ fn family(step: &Step) -> Option<(Option<StepKind>, String)> {
         .iter()
         .filter(|k| k.category.as_ref() == "attention")
     {
-        if BACKWARD.is_match(&k.name) {
+        if KernelFamily::Backward.matches(&k.name) {
             return Some((
                 None,
                 format!(
@@ -85,10 +45,10 @@ fn family(step: &Step) -> Option<(Option<StepKind>, String)> {
                 ),
             ));
         }
-        if dec.is_none() && DECODE.is_match(&k.name) {
+        if dec.is_none() && KernelFamily::AttentionDecode.matches(&k.name) {
             dec = Some(&k.short_name);
         }
-        if pre.is_none() && PREFILL.is_match(&k.name) {
+        if pre.is_none() && KernelFamily::AttentionPrefill.matches(&k.name) {
             pre = Some(&k.short_name);
         }
     }

@@ -15,8 +15,7 @@ use crate::trace::{OpKind, Trace};
 /// None for any other range (NCCL's own `ncclSend`/`ncclGroupStart` API ranges name the
 /// calls, not the collective they build).
 pub(crate) fn collective_of_range(name: &str) -> Option<&str> {
-    let op = name.split(',').next()?.trim();
-    (op.strip_prefix("nccl:").is_some_and(|o| !o.is_empty())).then_some(op)
+    crate::categories::families::collective_range(name)
 }
 
 /// Per communication kernel name of the steps, the NCCL range its launches lie in: the
@@ -53,7 +52,11 @@ fn reload(trace: &Trace) -> Result<Option<Trace>> {
     }
     let opts = crate::source::LoadOptions {
         ranges: true,
-        range_filter: Some(regex::Regex::new("^nccl:").expect("static pattern")),
+        range_filter: Some(
+            crate::categories::families::KernelFamily::NcclRange
+                .regex()
+                .clone(),
+        ),
         ..crate::source::LoadOptions::ops_only()
     };
     let t = crate::source::load_with(path, &opts)?;

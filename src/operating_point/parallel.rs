@@ -9,26 +9,13 @@
 //! ([`super::training::data_parallel`]).
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 
-use regex::Regex;
-
+use crate::categories::families::{self, KernelFamily};
 use crate::timing::steps::Found;
 use crate::wire::attribution::{Basis, Sourced};
 use crate::wire::trace::Distributed;
 
 use super::nccl_ranges::Enclosing;
-
-/// Custom all-reduce kernels whose second template argument is the rank count
-/// (`template <typename T, int ngpus>` in vLLM `csrc/custom_all_reduce.cuh`;
-/// `template <typename T, int RANKS_PER_NODE, …>` in TensorRT-LLM
-/// `customAllReduceKernels.cu`).
-static RANKS_IN_TEMPLATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(cross_device_reduce_[12]stage|(?:one|two)ShotAllReduceKernel)<[^,<>]+,\s*(\d+)\s*[,>]",
-    )
-    .expect("static pattern")
-});
 
 /// The TP degree the capture states or implies, with its evidence (the trace's
 /// `distributedInfo` first, the kernels' own evidence after it); None when nothing says.
@@ -146,7 +133,7 @@ fn from_templates(found: &Found) -> Option<Sourced<u32>> {
             continue;
         }
         seen.push(key);
-        if let Some(c) = RANKS_IN_TEMPLATE.captures(&k.name) {
+        if let Some(c) = families::captures(KernelFamily::AllReduceRanksInTemplate, &k.name) {
             if let Ok(n) = c[2].parse::<u32>() {
                 let e = counts.entry(n).or_insert((0, c[1].to_owned()));
                 e.0 += k.instances;
@@ -174,11 +161,6 @@ fn from_templates(found: &Found) -> Option<Sourced<u32>> {
     })
 }
 
-/// All-reduce kernels (not send/recv, which pipeline parallelism runs).
-static ALL_REDUCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?reduce|cross_device_reduce|allreduce").expect("static pattern")
-});
-
 /// Tensor-parallel layers all-reduce twice per layer: fewer all-reduces per step than
 /// this is data parallelism (gradient buckets), not TP.
 const MIN_ALL_REDUCES_PER_STEP: u64 = 8;
@@ -190,7 +172,7 @@ fn tp_like(found: &Found) -> bool {
             .iter()
             .filter(|k| {
                 k.category.as_ref() == crate::categories::COMMUNICATION
-                    && ALL_REDUCE.is_match(&k.name)
+                    && KernelFamily::CollectiveAllReduce.matches(&k.name)
             })
             .map(|k| k.instances)
             .sum()
@@ -245,7 +227,6 @@ fn from_ranks(found: &Found) -> Option<Sourced<u32>> {
 /// as send/recv kernels), the kernel's name otherwise. None when the steps run no
 /// collective.
 pub(crate) fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String> {
-    let kinds: &[(Regex, &str)] = &COLLECTIVE_KINDS;
     let mut counts: Vec<(u64, &str, String)> = Vec::new();
     for k in found
         .steps
@@ -254,14 +235,14 @@ pub(crate) fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String
         .filter(|k| k.category.as_ref() == crate::categories::COMMUNICATION)
     {
         let kind_of = |name: &str| {
-            kinds
+            COLLECTIVE_KINDS
                 .iter()
-                .find(|(re, _)| re.is_match(name))
+                .find(|(f, _)| f.matches(name))
                 .map(|(_, w)| *w)
         };
-        let by_range = nvtx
-            .of(&k.name)
-            .and_then(|(op, n, all)| Some((kind_of(op.strip_prefix("nccl:")?)?, op, n, all)));
+        let by_range = nvtx.of(&k.name).and_then(|(op, n, all)| {
+            Some((kind_of(families::collective_range_op(op)?)?, op, n, all))
+        });
         let (what, eg) = match by_range {
             Some((what, op, n, all)) => (
                 what,
@@ -289,28 +270,22 @@ pub(crate) fn collectives_seen(found: &Found, nvtx: &Enclosing) -> Option<String
 }
 
 /// Collective kinds by name, first match wins, with what each is the sign of.
-static COLLECTIVE_KINDS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    const KINDS: [(&str, &str); 5] = [
-        (
-            r"(?i)send_?recv|sendrecv|\bsend\b|\brecv\b",
-            "point-to-point send/recv (pipeline stages, or an all-to-all built of sends and receives)",
-        ),
-        (
-            r"(?i)all_?to_?all|alltoall",
-            "all-to-all (expert or sequence parallelism)",
-        ),
-        (
-            r"(?i)all_?gather|allgather|reduce_?scatter|reducescatter",
-            "all-gather/reduce-scatter (sharded parameters: FSDP/ZeRO)",
-        ),
-        (r"(?i)all_?reduce|allreduce|cross_device_reduce", "all-reduce"),
-        (r"(?i)broadcast", "broadcast"),
-    ];
-    KINDS
-        .iter()
-        .map(|(re, what)| (Regex::new(re).expect("static pattern"), *what))
-        .collect()
-});
+const COLLECTIVE_KINDS: [(KernelFamily, &str); 5] = [
+    (
+        KernelFamily::CollectiveSendRecv,
+        "point-to-point send/recv (pipeline stages, or an all-to-all built of sends and receives)",
+    ),
+    (
+        KernelFamily::CollectiveAllToAll,
+        "all-to-all (expert or sequence parallelism)",
+    ),
+    (
+        KernelFamily::CollectiveSharded,
+        "all-gather/reduce-scatter (sharded parameters: FSDP/ZeRO)",
+    ),
+    (KernelFamily::CollectiveAllReduce, "all-reduce"),
+    (KernelFamily::CollectiveBroadcast, "broadcast"),
+];
 
 #[cfg(test)]
 mod tests {

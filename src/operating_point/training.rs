@@ -4,10 +4,9 @@
 //! reduce-scatters of shards. A world of several ranks that does this is TP 1, inferred.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
 
-use regex::Regex;
-
+use crate::categories::families::KernelFamily;
+use crate::categories::{builtin, COMMUNICATION};
 use crate::exit::Result;
 use crate::timing::steps::Found;
 use crate::trace::{OpKind, Trace};
@@ -16,25 +15,43 @@ use crate::wire::trace::Distributed;
 
 /// The collectives data parallelism runs: all-reduce (DDP's gradient buckets), all-gather
 /// and reduce-scatter (FSDP's per-unit parameter gathers and gradient reductions), and
-/// RCCL's `ncclDevKernel_Generic`, which runs them all under one name.
-static COLLECTIVE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?reduce|allreduce|all_?gather|allgather|reduce_?scatter|reducescatter|ncclDevKernel_Generic")
-        .expect("static pattern")
-});
+/// RCCL's `ncclDevKernel_Generic`, which runs them all under one name. A kernel is one only
+/// where the built-in categories call it a collective (an inductor kernel named after the
+/// `all_reduce` it fuses is elementwise, not a collective).
+fn is_gradient_collective(name: &str) -> bool {
+    is_communication(name) && runs_data_parallel(name)
+}
 
-/// FSDP's collectives (sharded parameters gathered, gradients reduce-scattered).
-static SHARDED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)all_?gather|allgather|reduce_?scatter|reducescatter").expect("static pattern")
-});
+/// Whether the built-in categories call `name` communication (the one family test first:
+/// no other name can be, and most names are not).
+fn is_communication(name: &str) -> bool {
+    KernelFamily::Collective.matches(name) && builtin(name) == COMMUNICATION
+}
 
-/// Other communication kernels (broadcasts, send/recv): neither compute nor counted.
-static OTHER_COMM: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)nccl|rccl|broadcast|sendrecv").expect("static pattern"));
+fn runs_data_parallel(name: &str) -> bool {
+    KernelFamily::CollectiveAllReduce.matches(name)
+        || KernelFamily::CollectiveSharded.matches(name)
+        || KernelFamily::CollectiveGeneric.matches(name)
+}
 
-/// Kernels only a backward pass runs (autograd's `…_backward_…`, cuDNN/MIOpen `wgrad`/`dgrad`,
-/// `bwd` GEMMs and convolutions).
-static BACKWARD_KERNEL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)backward|bwd|wgrad|dgrad").expect("static pattern"));
+/// A kernel name's row class: FSDP's collectives (sharded parameters gathered, gradients
+/// reduce-scattered), the other data-parallel collectives, the other communication
+/// kernels (broadcasts, send/recv, all-to-all: neither compute nor counted), backward
+/// kernels, and the rest.
+fn row_class(name: &str) -> u8 {
+    let collective = is_communication(name);
+    if collective && KernelFamily::CollectiveSharded.matches(name) {
+        SHARD
+    } else if collective && runs_data_parallel(name) {
+        GRADIENT
+    } else if collective || KernelFamily::CollectiveBroadcast.matches(name) {
+        OTHER
+    } else if KernelFamily::Backward.matches(name) {
+        BACKWARD
+    } else {
+        COMPUTE
+    }
+}
 
 /// DDP broadcasts its parameters and buffers before the forward runs: collectives from the
 /// step's own thread that come within this fraction of the kernels before the backward
@@ -141,23 +158,7 @@ pub(crate) fn data_parallel(
     else {
         return Ok(None);
     };
-    let class: Vec<u8> = trace
-        .strings
-        .iter()
-        .map(|n| {
-            if SHARDED.is_match(n) {
-                SHARD
-            } else if COLLECTIVE.is_match(n) {
-                GRADIENT
-            } else if OTHER_COMM.is_match(n) {
-                OTHER
-            } else if BACKWARD_KERNEL.is_match(n) {
-                BACKWARD
-            } else {
-                COMPUTE
-            }
-        })
-        .collect();
+    let class: Vec<u8> = trace.strings.iter().map(|n| row_class(n)).collect();
     let o = trace.ops_view()?;
     let mut rows: Vec<Row> = (0..o.start_ns.len())
         .filter(|&i| OpKind::from_u32(o.kind[i]) == OpKind::Kernel)
@@ -222,7 +223,7 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
         .steps
         .iter()
         .flat_map(|s| &s.all_kernels)
-        .find(|k| COLLECTIVE.is_match(&k.name))
+        .find(|k| is_gradient_collective(&k.name))
         .map(|k| k.short_name.to_string())
         .unwrap_or_default();
     let leading: usize = per_step.iter().map(|c| c.leading).sum();
@@ -242,7 +243,7 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
     let other: usize = per_step.iter().map(|c| c.other_thread).sum();
     // RCCL's Generic kernel runs every collective: the kind is inferred from when and
     // where it runs, not read.
-    let what = if name.contains("Generic") {
+    let what = if KernelFamily::CollectiveGeneric.matches(&name) {
         "collective(s) of unstated kind"
     } else {
         "all-reduce(s)"
@@ -266,5 +267,54 @@ fn explain(world: i64, found: &Found, per_step: &[StepCollectives]) -> Option<St
         ))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_rows_are_classed_by_the_built_in_categories_and_the_collective_families() {
+        let cases = [
+            // NCCL's ops by name (src/device/generate.py): DDP's all-reduce, FSDP's
+            // all-gather, and a send/recv that is neither.
+            (
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                GRADIENT,
+            ),
+            (
+                "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                SHARD,
+            ),
+            (
+                "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+                OTHER,
+            ),
+            // RCCL runs every collective as one kernel.
+            (
+                "ncclDevKernel_Generic_2(ncclDevKernelArgsStorage<4096ul>)",
+                GRADIENT,
+            ),
+            // An inductor pointwise kernel named after the all_reduce of the TP embedding
+            // mask it precedes is compute (category elementwise), not a gradient bucket.
+            (
+                "triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0",
+                COMPUTE,
+            ),
+            // FlashAttention-2's combine is attention, though `combine_kernel` is a
+            // collective word.
+            (
+                "void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128> >(Flash_fwd_params)",
+                COMPUTE,
+            ),
+            (
+                "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128> >(Flash_bwd_params)",
+                BACKWARD,
+            ),
+        ];
+        for (name, want) in cases {
+            assert_eq!(row_class(name), want, "{name}");
+        }
     }
 }

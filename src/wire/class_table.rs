@@ -3,8 +3,9 @@
 //! report column, chart colour, baseline metric and category lookup reads this table, so
 //! a new class is one variant of [`KernelClass`], one row here, one row of
 //! `attribution::class_rules` (its floor and its action: behaviour, which this leaf module
-//! cannot name) and its category patterns in `categories.rs`. The table's order is the
-//! report order and the enum's order: row `i` is the class whose discriminant is `i`, so
+//! cannot name) and its category rules in `categories` (families of
+//! `categories::families`). The table's order is the report order and the enum's order:
+//! row `i` is the class whose discriminant is `i`, so
 //! `class as usize` indexes class-sized arrays. A throwaway `probe` class exists in test
 //! builds only, one row here and one there, to prove it.
 
@@ -18,7 +19,7 @@ pub struct ClassRow {
     pub key: &'static str,
     /// What the reports call it.
     pub label: &'static str,
-    /// The built-in categories (categories.rs) whose kernels the class holds.
+    /// The built-in categories (`categories`) whose kernels the class holds.
     pub categories: &'static [&'static str],
     /// The bytes its floor is priced with (docs/method.md §4.1).
     pub priced_as: &'static str,

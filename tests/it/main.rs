@@ -45,6 +45,7 @@ mod install;
 mod io_faults;
 mod item_rules;
 mod kernel_families;
+mod kernel_family_home;
 mod kinds;
 mod kineto;
 mod kineto2021;

@@ -12,18 +12,16 @@
 //! the floor's routing, times one expert's matrix.
 
 use super::{ambiguous, row, Folded, Geometry, ABOVE_ROOF};
+use crate::categories::families::KernelFamily;
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
 
-/// The routed-expert GEMM kernels, lowercase substrings of the kernel name: vLLM's and
-/// SGLang's triton `fused_moe_kernel` (and `fused_moe_kernel_gptq_awq`), launched once
-/// for w13 and once for w2 (`fused_moe.py`), and triton_kernels' `_matmul_ogs_…` that
-/// vLLM runs for gpt-oss's MXFP4 experts. docs/kernel-families.md lists them.
-pub const EXPERT_GEMMS: [&str; 2] = ["fused_moe", "matmul_ogs"];
-
-/// Whether a GEMM-class kernel is a routed-expert GEMM.
+/// Whether a GEMM-class kernel is a routed-expert GEMM ([`KernelFamily::MoeExpertGemm`]:
+/// vLLM's and SGLang's triton `fused_moe_kernel` (and `fused_moe_kernel_gptq_awq`),
+/// launched once for w13 and once for w2 (`fused_moe.py`), and triton_kernels'
+/// `_matmul_ogs_…` that vLLM runs for gpt-oss's MXFP4 experts; docs/kernel-families.md
+/// lists them).
 pub fn is_expert_gemm(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    EXPERT_GEMMS.iter().any(|p| lower.contains(p))
+    KernelFamily::MoeExpertGemm.matches(name)
 }
 
 /// One linear layer: its role, its bytes per layer on one GPU (None when they depend on

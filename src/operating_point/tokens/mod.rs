@@ -5,6 +5,7 @@
 //! decodes and the `--batch` check rest on. Read only from a second load with the launch
 //! grids, and only when the trace names a kernel whose grid is read here.
 
+use crate::categories::families::KernelFamily;
 use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::{Step, StepKind};
@@ -17,30 +18,19 @@ use shapes::{
     kv_write_op, requests_from_sampler, sampler_shapes, tokens_from_shapes, write_shapes,
 };
 
-/// KV-cache write kernels whose grid x is the number of tokens written, as vLLM's
-/// `csrc/cache_kernels.cu` launches them: `dim3 grid(num_tokens)` in `reshape_and_cache`,
-/// `reshape_and_cache_flash`, `concat_and_cache_mla` and `concat_and_cache_ds_mla` (MLA's
-/// latent cache; `num_tokens = slot_mapping.size(0)`, the tokens before CUDA-graph
-/// padding). ROCm vLLM builds the same source (hipified) and aiter's
-/// `csrc/kernels/cache_kernels.cu` keeps the launchers, so `…<__hip_bfloat16, …>` and
-/// `aiter::…` are read alike. The other engines' KV stores do not launch a grid of their
-/// tokens: SGLang's `store_kvcache<bytes, split, …>` launches ⌈tokens · split / warps per
-/// block⌉ blocks (a warp per token and split), FlashInfer's `AppendPagedKVCacheKernel`
-/// (SGLang's and vLLM's FlashInfer backends) fills the SMs (SMs × min(occupancy,
-/// ⌈tokens / SMs⌉) blocks), and SGLang's CUDA-graph decodes write the cache with plain
-/// `index_put_` copies. Their steps get tokens from recorded operator shapes where
-/// recorded, else their kind from the attention kernels and the neighbouring decodes
-/// ([`super::kind`]), else stay unknown with the reason.
-const KV_WRITE: [&str; 4] = [
-    "reshape_and_cache_kernel",
-    "reshape_and_cache_flash_kernel",
-    "concat_and_cache_mla_kernel",
-    "concat_and_cache_ds_mla_kernel",
-];
-
-/// Whether `name` is a KV-cache write kernel whose grid x counts tokens.
+/// Whether `name` is a KV-cache write kernel whose grid x counts tokens
+/// ([`KernelFamily::KvWriteTokenGrid`]: vLLM's `csrc/cache_kernels.cu` launches
+/// `reshape_and_cache`, `reshape_and_cache_flash`, `concat_and_cache_mla` and
+/// `concat_and_cache_ds_mla` with `dim3 grid(num_tokens)`, the tokens before CUDA-graph
+/// padding; ROCm vLLM and aiter keep the launchers). The other engines' KV stores do not
+/// launch a grid of their tokens: SGLang's `store_kvcache<bytes, split, …>` launches
+/// ⌈tokens · split / warps per block⌉ blocks, FlashInfer's `AppendPagedKVCacheKernel`
+/// fills the SMs, and SGLang's CUDA-graph decodes write the cache with plain `index_put_`
+/// copies. Their steps get tokens from recorded operator shapes where recorded, else their
+/// kind from the attention kernels and the neighbouring decodes ([`super::kind`]), else
+/// stay unknown with the reason.
 pub(crate) fn is_kv_write(name: &str) -> bool {
-    KV_WRITE.iter().any(|k| name.contains(k))
+    KernelFamily::KvWriteTokenGrid.matches(name)
 }
 
 /// Whether the trace names a kernel whose grid this module reads (a KV-cache write or a
@@ -79,9 +69,7 @@ pub struct StepCounts {
 /// ⌈max_seqlen_q / kBlockM⌉` in both `flash_fwd_kernel` and `flash_fwd_splitkv_kernel`
 /// (not the combine kernel, whose grid counts rows; not the MLA split kernel).
 fn is_fa2_forward(name: &str) -> bool {
-    (name.contains("flash_fwd_kernel") || name.contains("flash_fwd_splitkv_kernel"))
-        && !name.contains("combine")
-        && !name.contains("mla")
+    KernelFamily::Fa2QueryGrid.matches(name)
 }
 
 /// The step's largest FlashAttention-2 query-block count, where it ran one.

@@ -2,6 +2,7 @@
 //! no launch grid counts them: the slot mapping of vLLM's KV-cache write operators and
 //! the sampler's logits.
 
+use crate::categories::families::KV_WRITE_OPS;
 use crate::exit::Result;
 use crate::trace::Trace;
 use crate::wire::steps::Step;
@@ -9,18 +10,9 @@ use crate::wire::steps::Step;
 use super::super::batch;
 use super::{most_often, Count};
 
-/// KV-cache write operators as vLLM registers them (`csrc/torch_bindings.cpp`), with the
-/// position of their `slot_mapping` input, whose one dimension is the tokens written (the
-/// launchers' `num_tokens`): `reshape_and_cache{,_flash}(key, value, key_cache,
-/// value_cache, slot_mapping, …)`, `concat_and_cache_mla(kv_c, k_pe, kv_cache,
-/// slot_mapping, …)`. Read from Kineto's `record_shapes` where the grid is not recorded.
-const KV_WRITE_OPS: [(&str, usize); 3] = [
-    ("_C_cache_ops::reshape_and_cache", 4),
-    ("_C_cache_ops::reshape_and_cache_flash", 4),
-    ("_C_cache_ops::concat_and_cache_mla", 3),
-];
-
-/// The slot-mapping input of a KV-cache write operator, by the operator's exact name.
+/// The slot-mapping input of a KV-cache write operator, by the operator's exact name
+/// ([`KV_WRITE_OPS`]: vLLM's registrations; read from Kineto's `record_shapes` where the
+/// grid is not recorded).
 pub(super) fn kv_write_op(op: &str) -> Option<usize> {
     KV_WRITE_OPS.iter().find(|(n, _)| *n == op).map(|&(_, i)| i)
 }

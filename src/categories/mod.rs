@@ -1,18 +1,28 @@
-//! Kernel categories from an ordered regex table: built-in defaults that cover vLLM,
-//! SGLang and TensorRT-LLM kernel names, overridable with a user TOML file; and the
-//! kernel class each category's time is attributed to (docs/method.md §4.1).
+//! Kernel categories from an ordered table of kernel families ([`families`], where every
+//! kernel-name pattern lives): built-in defaults that cover vLLM, SGLang and TensorRT-LLM
+//! kernel names, overridable with a user TOML file; and the kernel class each category's
+//! time is attributed to (docs/method.md §4.1).
 //!
 //! Order matters: the first matching rule wins, so specific families (communication, KV
 //! writes, MoE routing, attention) come before generic ones (gemm, elementwise). A user
-//! file's rules are tried before the defaults.
+//! file's rules are tried before the defaults. The user file overrides categories only:
+//! the readers that ask a finer family (the step kinds, the launch-grid counts, TP/DP
+//! evidence) read the built-in families, since what they read from a kernel (its grid
+//! layout, which collective it runs) is a fact of that kernel's source that a renamed
+//! category does not change.
 
 use std::path::Path;
+use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
 use crate::exit::{Error, Result};
 use crate::wire::attribution::KernelClass;
+
+pub mod families;
+
+use families::KernelFamily;
 
 /// The category of collectives (NCCL, RCCL, custom all-reduce): the one whose time
 /// steps report as exposed when nothing else hides it.
@@ -36,93 +46,47 @@ pub const CATEGORIES: &[&str] = &[
     "other",
 ];
 
-/// Built-in rules: (category, case-insensitive pattern). Sources of the name families:
-/// NCCL/RCCL and vLLM/SGLang custom all-reduce kernels; vLLM `fused_moe`/Marlin MoE and
-/// SGLang `moe_align`; FlashAttention, FlashInfer, FlashMLA, vLLM paged/unified attention,
-/// TensorRT-LLM `fmha`/`xqa`/`mmha`; cuBLAS/CUTLASS/nvjet/hipBLASLt (`Cijk_`) GEMMs;
-/// Triton inductor kernels (`triton_red_…rsqrt` is an RMSNorm, `triton_poi_` pointwise).
-const DEFAULT_RULES: &[(&str, &str)] = &[
-    ("memory", r"^\[memcpy|^\[memset"),
-    // Inductor's generated pointwise, reduction and persistent-reduction kernels are named
-    // after the ATen ops and modules they fuse (`…_moe_forward_0`, the `…_all_reduce_…` of
-    // a TP embedding mask): never a GEMM, a collective or attention. One that names a norm
-    // (or reduces with an rsqrt) is a norm; one that names another family's word is
-    // elementwise; the rest go through the table below like any kernel.
-    (
-        "norm",
-        r"^triton_(poi|red|per)_fused\w*(rsqrt|rms_?norm|layer_?norm)",
-    ),
-    (
-        "elementwise",
-        r"^triton_(poi|red|per)_fused\w*(all_?reduce|all_?gather|reduce_?scatter|alltoall|moe|expert|attn|attention|flash|gemm|matmul|bmm|_mm_|_mm$)",
-    ),
-    // Activation quantize kernels, before the families whose words their signatures carry
-    // (TensorRT-LLM's quantize_with_block_size takes a flashinfer:: argument). A norm
-    // fused with its quantization (aiter add_rmsnorm_quant, vLLM
-    // rms_norm_dynamic_per_token_quant) stays a norm: the later generic rule sees it
-    // after the norm rule.
-    (
-        "quantize",
-        r"quantize_with_block_size|per_token_group_quant|scaled_fp8_quant|scaled_int8_quant|dynamic_\w*scaled_\w*quant|fp4_quant|mxfp\d_quant|block_?scale_?quant|cvt_fp16_to_fp4|cvt_\w*_to_fp8",
-    ),
-    // FlashAttention-2's and FlashMLA's split-KV combine (`flash::flash_fwd_splitkv_combine_kernel`,
-    // `flash::flash_fwd_splitkv_mla_combine_kernel`) are attention's own reduction of its
-    // KV splits, not an expert-parallel combine: before the communication rule, whose
-    // `combine_kernel` (all-to-all combine) they would match.
-    ("attention", r"splitkv\w*_combine|fwd_combine"),
-    (
-        "communication",
-        r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|all_to_all|sendrecv|cross_device_reduce|one_?shot|two_?shot|quick_?reduce|deep_?ep|dispatch_kernel|combine_kernel|mscclpp|symm_mem",
-    ),
-    // KV-cache writes of the new tokens: vLLM reshape_and_cache(_flash) and
-    // concat_and_cache_mla, SGLang store_kvcache / set_kv_buffer, FlashInfer
-    // AppendPagedKVCache, TensorRT-LLM's fused rope + KV update.
-    (
-        "kv_cache",
-        r"reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer|append_?paged_?kv|updatekvcache|update_kv_cache",
-    ),
-    // Expert selection and the combine after the experts, not expert weights:
-    // TensorRT-LLM moe::dev::routing and moe::dev::finalize, vLLM topk_softmax /
-    // moe_align_block_size, SGLang grouped_topk, triton_kernels' routing (gpt-oss:
-    // _topk_forward, _combined_routing_*, _sum_bitmatrix_rows, _finalize_matmul_scatter).
-    (
-        "moe_routing",
-        r"topk_softmax|topkgating|grouped_topk|moe_align|count_and_sort|::routing::|routing_?kernel|moe::dev::finalize|finalizekernel|moe_finalize|finalize_moe|_finalize_matmul_scatter|^_topk_forward|_combined_routing|_sum_bitmatrix|moe_sum",
-    ),
-    ("moe", r"fused_moe|moe_|_moe|expert|fused_experts"),
-    // Attention, including the triton prefix-prefill `_fwd_kernel` (vLLM
-    // prefix_prefill.py), varlen FlashAttention on CUDA and ROCm (CK `fmha_fwd`, aiter
-    // `mha_varlen_fwd`) and the triton unified attention's `reduce_segments`.
-    (
-        "attention",
-        r"flash|fmha|attention|attn|paged|flashinfer|flashmla|mla_|batchdecode|batchprefill|xqa|mmha|masked_multihead|merge_state|splitkv|split_kv|cascade|decode_kernel|prefill_kernel|unified_attention|xformers|sdpa|cutlass_mla|aiter.*(fwd|decode)|^_fwd_kernel|varlen_fwd|mha_fwd|mha_varlen|^reduce_segments",
-    ),
-    (
-        "gemm",
-        r"gemm|gemv|matmul|cublas|cutlass|xmma|wgmma|nvjet|cijk_|scaled_mm|_mm_|splitk|sm\d+_.*(tn|nt|nn|tt)|hipblaslt|rocblas|marlin|machete|bmm",
-    ),
-    (
-        "norm",
-        r"rms_?norm|layer_?norm|group_?norm|batch_?norm|fused_add_rms|norm_kernel|rsqrt",
-    ),
-    ("rope", r"rotary|rope|pos_encoding|posencoding"),
-    (
-        "activation",
-        r"silu|gelu|swiglu|geglu|act_and_mul|relu|sigmoid|activation|tanh",
-    ),
-    (
-        "quantize",
-        r"quant|fp8|fp4|int8|int4|mxfp|nvfp|awq|gptq|scaled_",
-    ),
-    (
-        "sampling",
-        r"sampl|top_?k|top_?p|min_p|argmax|multinomial|gumbel|penalt|logits|softmax|exponential_|argsort|radix_?sort|cub::",
-    ),
-    (
-        "elementwise",
-        r"elementwise|triton_poi|triton_red|triton_per|reduce_kernel|vectorized|unrolled|catarraybatched|index|fill|copy|cast|where|add|mul|embedding|gather|scatter|arange|zero",
-    ),
+/// Built-in rules: (category, kernel family), first match wins. The patterns and their
+/// sources are the families' rows ([`families::FAMILIES`]); the order is this table's:
+/// copies; inductor kernels named after what they fuse (a norm, or elementwise whatever
+/// family's word they carry); activation quantization before the families whose words
+/// its signatures carry; attention's split-KV combine before the collectives'
+/// `combine_kernel`; KV writes and MoE routing before the MoE experts, attention and the
+/// GEMMs, whose words they carry; the generic families last.
+const DEFAULT_RULES: &[(&str, KernelFamily)] = &[
+    ("memory", KernelFamily::Copy),
+    ("norm", KernelFamily::InductorNorm),
+    ("elementwise", KernelFamily::InductorNamesOther),
+    ("quantize", KernelFamily::QuantizeActivation),
+    ("attention", KernelFamily::AttentionSplitCombine),
+    (COMMUNICATION, KernelFamily::Collective),
+    ("kv_cache", KernelFamily::KvWrite),
+    ("moe_routing", KernelFamily::MoeRouting),
+    ("moe", KernelFamily::MoeExpert),
+    ("attention", KernelFamily::Attention),
+    ("gemm", KernelFamily::Gemm),
+    ("norm", KernelFamily::Norm),
+    ("rope", KernelFamily::Rope),
+    ("activation", KernelFamily::Activation),
+    ("quantize", KernelFamily::Quantize),
+    ("sampling", KernelFamily::Sampling),
+    ("elementwise", KernelFamily::Elementwise),
 ];
+
+/// The built-in rules as (category, pattern) pairs.
+fn default_rules() -> impl Iterator<Item = (String, String)> {
+    DEFAULT_RULES
+        .iter()
+        .map(|(c, f)| ((*c).to_owned(), f.row().pattern.to_owned()))
+}
+
+/// The category the built-in table gives a kernel name (a `--categories` file aside): for
+/// the readers that classify names outside a steps report (the operating point's
+/// training reader), so they agree with the built-in categories.
+pub fn builtin(name: &str) -> &'static str {
+    static BUILTIN: LazyLock<Categorizer> = LazyLock::new(Categorizer::default);
+    BUILTIN.categorize(name)
+}
 
 /// The class a category's kernels are attributed to, from the class table
 /// ([`crate::wire::class_table::CLASSES`]): GEMMs and MoE experts stream the weights,
@@ -156,12 +120,7 @@ struct UserRule {
 
 impl Default for Categorizer {
     fn default() -> Self {
-        Categorizer::from_rules(
-            DEFAULT_RULES
-                .iter()
-                .map(|(c, p)| ((*c).to_owned(), (*p).to_owned())),
-        )
-        .expect("built-in category patterns compile")
+        Categorizer::from_rules(default_rules()).expect("built-in category patterns compile")
     }
 }
 
@@ -203,11 +162,7 @@ impl Categorizer {
             .rule
             .into_iter()
             .map(|r| (r.category, r.pattern))
-            .chain(
-                DEFAULT_RULES
-                    .iter()
-                    .map(|(c, p)| ((*c).to_owned(), (*p).to_owned())),
-            );
+            .chain(default_rules());
         Categorizer::from_rules(rules)
     }
 
