@@ -146,7 +146,15 @@ pub const FAMILIES: &[FamilyRow] = &[
     row(F::AllReduceRanksInTemplate, "all_reduce_ranks_in_template", r"(cross_device_reduce_[12]stage|(?:one|two)ShotAllReduceKernel)<[^,<>]+,\s*(\d+)\s*[,>]", "`template <typename T, int ngpus>` in vLLM `csrc/custom_all_reduce.cuh`; `template <typename T, int RANKS_PER_NODE, …>` in TensorRT-LLM `customAllReduceKernels.cu`"),
     row(F::NcclRange, "nccl_range", r"^nccl:", "the NVTX range PyTorch c10d wraps each collective in (`nccl:all_reduce`), not a kernel"),
     row(F::AttentionDecode, "attention_decode", r"(?i)paged_attention_v[12]|paged_attention_ll4mi|batchdecode|decode_attention|flash_?decoding|mla_decode|_fwd_(grouped_)?kernel_stage1|flashmla|flash_fwd_splitkv_mla|masked_multihead|mmha|xqa|fmha.*forgen", "decode-only attention: vLLM paged v1/v2 and ROCm ll4mi, FlashInfer BatchDecode, SGLang triton decode stage 1, FlashMLA, TensorRT-LLM mmha/XQA and `…ForGen` fmha"),
-    row(F::AttentionPrefill, "attention_prefill", r"(?i)batchprefillwith(ragged|paged)|context_attention|extend_attention|_fwd_kernel_extend|fmha.*context|flash_fwd_kernel|flash::flash_fwd_kernel|fmha_fwd|_attn_fwd", "prefill-only attention: FlashInfer BatchPrefill, vLLM/SGLang triton context/extend, TensorRT-LLM `…Context` fmha, FA2's non-split forward, CK/aiter fmha_fwd, triton `_attn_fwd`"),
+    // FlashMLA's decode kernels carry `Flash_fwd_kernel_traits_mla` in their template:
+    // FA2's words, not FA2 and not a prefill.
+    FamilyRow {
+        family: F::AttentionPrefill,
+        key: "attention_prefill",
+        pattern: r"(?i)batchprefillwith(ragged|paged)|context_attention|extend_attention|_fwd_kernel_extend|fmha.*context|flash_fwd_kernel|flash::flash_fwd_kernel|fmha_fwd|_attn_fwd",
+        unless: Some(r"_mla"),
+        source: "prefill-only attention: FlashInfer BatchPrefill, vLLM/SGLang triton context/extend, TensorRT-LLM `…Context` fmha, FA2's non-split forward, CK/aiter fmha_fwd, triton `_attn_fwd`",
+    },
     row(F::Backward, "backward", r"(?i)backward|bwd|wgrad|dgrad", "autograd `…_backward_…`, cuDNN/MIOpen wgrad/dgrad, `bwd` GEMMs and attention"),
     row(F::KvWriteTokenGrid, "kv_write_token_grid", r"reshape_and_cache_kernel|reshape_and_cache_flash_kernel|concat_and_cache_mla_kernel|concat_and_cache_ds_mla_kernel", "vLLM `csrc/cache_kernels.cu` (and aiter's copy): `dim3 grid(num_tokens)`"),
     FamilyRow {
@@ -167,7 +175,13 @@ pub const FAMILIES: &[FamilyRow] = &[
     },
     row(F::AttentionFa3, "attention_fa3", r"(?i)flashattnfwdsm90|flash_fwd_sm90", "FlashAttention-3 `FlashAttnFwdSm90`"),
     row(F::AttentionFa2SplitKv, "attention_fa2_splitkv", r"(?i)flash_fwd_splitkv_kernel", "FlashAttention-2 split-KV forward"),
-    row(F::AttentionFa2, "attention_fa2", r"(?i)flash_fwd_kernel", "FlashAttention-2 forward"),
+    FamilyRow {
+        family: F::AttentionFa2,
+        key: "attention_fa2",
+        pattern: r"(?i)flash_fwd_kernel",
+        unless: Some(r"_mla"),
+        source: "FlashAttention-2 forward (not FlashMLA, whose traits borrow its name)",
+    },
     row(F::AttentionFlashInfer, "attention_flashinfer", r"(?i)flashinfer|batchdecode|batchprefill", "FlashInfer BatchDecode / BatchPrefill"),
     row(F::AttentionRocmLl4mi, "attention_rocm_ll4mi", r"(?i)paged_attention_ll4mi", "vLLM ROCm `paged_attention_ll4mi_*`"),
     row(F::AttentionPagedV1, "attention_paged_v1", r"(?i)paged_attention_v1_kernel", "vLLM paged attention v1"),

@@ -89,6 +89,14 @@ fn cases() -> Vec<(&'static str, Vec<KernelFamily>)> {
             "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)",
             vec![],
         ),
+        // FlashMLA's decode kernel (deepseek-ai/FlashMLA `flash_mla_kernel`, the
+        // generator's planted MLA decode): decode only. Its template argument
+        // `Flash_fwd_kernel_traits_mla` holds FA2's `flash_fwd_kernel` words, yet it is
+        // neither FA2 nor a prefill (a decode step of it is not mixed).
+        (
+            "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true, flash::SharedStorageMLA<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512> > >(Flash_fwd_mla_params)",
+            vec![F::AttentionDecode],
+        ),
         // FlashMLA's combine (MLA decode): no FA2 query grid.
         (
             "void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 8, 64, 512>(Flash_fwd_mla_params)",
