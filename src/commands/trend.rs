@@ -31,7 +31,8 @@ pub struct Args {
     /// The dataset written by `stepgate export`: a directory or a URL (s3://bucket/prefix,
     /// gs://…, az://…, file://…).
     pub dataset: PathBuf,
-    /// wall_ns, busy_ns, gap_ns, mbu, exposed_comm_ns, kernel:SELECTOR (part of one kernel's full or short
+    /// A step metric the gate compares (wall_ns, busy_ns, gap_ns, mbu, exposed_comm_ns, …;
+    /// a wrong name lists them all), kernel:SELECTOR (part of one kernel's full or short
     /// name, or re:REGEX on the full name; exactly one kernel must match) or category:NAME.
     #[arg(long, default_value = "wall_ns", help_heading = INPUT)]
     pub metric: String,

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use crate::baseline::metrics::Metrics;
 use crate::baseline::select::Selector;
 use crate::baseline::Policy;
 use crate::dataset::filter::{self, Filter};
@@ -19,6 +20,7 @@ use crate::dataset::read;
 use crate::dataset::rows::{self, KernelPick};
 use crate::dataset::store::Store;
 use crate::exit::{Error, Result};
+use crate::wire::baseline::MetricUnit;
 use crate::wire::dataset::RunRow;
 use crate::wire::decision::Decision;
 use crate::wire::gate::Threshold;
@@ -27,12 +29,8 @@ use crate::wire::trend::{Change, Point, Series, Trend, TrendDecision};
 /// `--metric`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Metric {
-    WallNs,
-    BusyNs,
-    GapNs,
-    Mbu,
-    /// Communication no other op hides, per step (steps that communicate).
-    ExposedCommNs,
+    /// A step metric: a row of the gate's metric table ([`Metrics::builtin`]), by name.
+    Step(&'static str),
     /// Exclusive ns per step of the op whose full or short name is this (0 in steps it is
     /// absent from).
     Kernel(String),
@@ -42,43 +40,42 @@ pub enum Metric {
 
 impl Metric {
     pub fn parse(s: &str) -> Result<Metric> {
-        Ok(match s {
-            "wall_ns" => Metric::WallNs,
-            "busy_ns" => Metric::BusyNs,
-            "gap_ns" => Metric::GapNs,
-            "mbu" => Metric::Mbu,
-            "exposed_comm_ns" => Metric::ExposedCommNs,
-            _ => match s.split_once(':') {
-                Some(("kernel", n)) if !n.is_empty() => Metric::Kernel(n.to_owned()),
-                Some(("category", n)) if !n.is_empty() => Metric::Category(n.to_owned()),
-                _ => {
-                    return Err(Error::input(format!(
-                        "--metric {s:?}: use wall_ns, busy_ns, gap_ns, mbu, exposed_comm_ns, \
-                         kernel:NAME or category:NAME"
-                    )))
-                }
-            },
+        let table = Metrics::builtin();
+        if let Some(row) = table.get(s) {
+            return Ok(Metric::Step(row.name));
+        }
+        Ok(match s.split_once(':') {
+            Some(("kernel", n)) if !n.is_empty() => Metric::Kernel(n.to_owned()),
+            Some(("category", n)) if !n.is_empty() => Metric::Category(n.to_owned()),
+            _ => {
+                let names: Vec<&str> = table.rows().iter().map(|r| r.name).collect();
+                return Err(Error::input(format!(
+                    "--metric {s:?}: use a step metric ({}), kernel:NAME or category:NAME",
+                    names.join(", ")
+                )));
+            }
         })
     }
 
     pub fn name(&self) -> String {
         match self {
-            Metric::WallNs => "wall_ns".into(),
-            Metric::BusyNs => "busy_ns".into(),
-            Metric::GapNs => "gap_ns".into(),
-            Metric::Mbu => "mbu".into(),
-            Metric::ExposedCommNs => "exposed_comm_ns".into(),
+            Metric::Step(n) => (*n).to_owned(),
             Metric::Kernel(n) => format!("kernel:{n}"),
             Metric::Category(n) => format!("category:{n}"),
         }
     }
 
-    /// `ns` for times, `fraction` for MBU.
+    /// The unit of its values: the table row's (`ns`, `count`, `fraction` for shares and
+    /// utilisations); kernels and categories are `ns`.
     pub fn unit(&self) -> &'static str {
-        if *self == Metric::Mbu {
-            "fraction"
-        } else {
-            "ns"
+        let row = match self {
+            Metric::Step(n) => Metrics::builtin().get(n).map(|r| r.unit),
+            _ => None,
+        };
+        match row {
+            Some(MetricUnit::Count) => "count",
+            Some(MetricUnit::Fraction | MetricUnit::Utilisation) => "fraction",
+            Some(MetricUnit::Ns) | None => "ns",
         }
     }
 }
@@ -237,19 +234,12 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
     }
     // A batch of runs at a time: each run's points are final once its batch is read, so
     // memory holds one batch's steps, however many runs match.
-    let mut threshold: Option<Threshold> =
-        match &q.metric {
-            Metric::WallNs | Metric::BusyNs | Metric::GapNs | Metric::Mbu => {
-                let name = q.metric.name();
-                Some(policy.metrics.get(&name).copied().ok_or_else(|| {
-                    Error::input(format!("the policy has no threshold for {name}"))
-                })?)
-            }
-            // Reported unless the policy names it, as in a gate.
-            Metric::ExposedCommNs => Some(policy.metric_threshold(&q.metric.name())),
-            Metric::Category(n) => Some(policy.category_threshold(n)),
-            Metric::Kernel(_) => None,
-        };
+    let mut threshold: Option<Threshold> = match &q.metric {
+        // The policy's threshold, as in a gate (a metric it does not gate is reported).
+        Metric::Step(name) => Some(policy.metric_threshold(name)),
+        Metric::Category(n) => Some(policy.category_threshold(n)),
+        Metric::Kernel(_) => None,
+    };
     // A kernel is named by a selector (a substring of its full or short name, or re:REGEX),
     // resolved once against every name the matching runs hold: exactly one must match.
     let kernel = match &q.metric {
@@ -280,30 +270,14 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             q.filter.kind.as_deref(),
             pick.as_ref(),
             false,
-            &crate::baseline::metrics::Metrics::builtin(),
+            &Metrics::builtin(),
             &mut warnings,
         )?;
         let steps = &data.steps;
         any_steps |= !steps.is_empty();
         // Per step value of the metric.
         let values: Vec<Option<f64>> = match &q.metric {
-            Metric::WallNs
-            | Metric::BusyNs
-            | Metric::GapNs
-            | Metric::Mbu
-            | Metric::ExposedCommNs => steps
-                .iter()
-                .map(|s| {
-                    use crate::wire::baseline::metric as m;
-                    s.sample.get(match q.metric {
-                        Metric::WallNs => m::WALL_NS,
-                        Metric::BusyNs => m::BUSY_NS,
-                        Metric::GapNs => m::GAP_NS,
-                        Metric::ExposedCommNs => m::EXPOSED_COMM_NS,
-                        _ => m::MBU,
-                    })
-                })
-                .collect(),
+            Metric::Step(name) => steps.iter().map(|s| s.sample.get(name)).collect(),
             Metric::Kernel(_) | Metric::Category(_) => {
                 let ks = &data.kernels;
                 any_kernel_rows |= !ks.rows.is_empty();
@@ -373,7 +347,10 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
             dataset.display()
         )));
     }
-    if series.is_empty() && q.metric == Metric::Mbu && any_steps {
+    if series.is_empty()
+        && q.metric == Metric::Step(crate::wire::baseline::metric::MBU)
+        && any_steps
+    {
         return Err(Error::input(format!(
             "no stored step of {} has an MBU: export the runs with --model (and --gpu) so \
              steps are priced",
@@ -422,10 +399,9 @@ pub fn trend(dataset: &Path, q: &TrendQuery, policy: &Policy) -> Result<Trend> {
         change_rule: format!(
             "heuristic: median moved by more than {:.1}% and {} vs the median of the previous {} run(s)",
             threshold.rel * 100.0,
-            if q.metric == Metric::Mbu {
-                format!("{:.3}", threshold.abs)
-            } else {
-                format!("{:.0} ns", threshold.abs)
+            match q.metric.unit() {
+                "ns" => format!("{:.0} ns", threshold.abs),
+                _ => format!("{:.3}", threshold.abs),
             },
             q.window
         ),

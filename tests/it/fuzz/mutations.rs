@@ -285,12 +285,12 @@ pub(super) fn exercise_dataset(ds: &Path) -> Result<bool, String> {
         let policy = Policy::default();
         let mut drawn = false;
         for metric in [
-            Metric::WallNs,
-            Metric::Mbu,
+            Metric::Step("wall_ns"),
+            Metric::Step("mbu"),
             Metric::Kernel(stepgate::synth::workload::decode_kernels(8)[6].name.clone()),
             Metric::Category("gemm".into()),
         ] {
-            let wall = metric == Metric::WallNs;
+            let wall = metric == Metric::Step("wall_ns");
             let q = TrendQuery {
                 metric,
                 filter: stepgate::dataset::Filter::default(),
