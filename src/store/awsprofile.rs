@@ -174,7 +174,7 @@ pub(crate) fn settings(name: &str, explicit_keys: bool) -> Result<Vec<(String, S
             continue;
         }
         if SECRET.contains(from) {
-            crate::store::config::remember_secrets([v.clone()]);
+            crate::store::secrets::remember([v.clone()]);
         }
         out.push(((*to).to_owned(), v.clone()));
     }

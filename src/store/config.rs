@@ -2,7 +2,7 @@
 //! `--io-timeout`), carried in its plan to every store it opens; the scrubbing of secrets
 //! from every message; and the builders for s3://, gs:// and az:// URLs.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::path::Path as Key;
@@ -41,7 +41,7 @@ impl StoreConfig {
     /// secret values join the ones [`scrub`] replaces from then on.
     pub fn new(options: &[String], io_timeout: Duration) -> Result<Self> {
         let options = parse_options(options)?;
-        remember_secrets(
+        crate::store::secrets::remember(
             options
                 .iter()
                 .filter(|(k, _)| secret_key(k))
@@ -55,21 +55,6 @@ impl StoreConfig {
     }
 }
 
-/// Every secret value a configuration or a profile has held in this process. Not
-/// configuration, a safety net: a message is scrubbed of all of them wherever it is
-/// written, whichever command's store it came from.
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// Add secret values to those [`scrub`] replaces.
-pub(crate) fn remember_secrets(values: impl IntoIterator<Item = String>) {
-    if let Ok(mut s) = SECRETS.write() {
-        for v in values {
-            if !s.contains(&v) {
-                s.push(v);
-            }
-        }
-    }
-}
 
 /// Parse `--storage-option KEY=VALUE` items.
 pub fn parse_options(items: &[String]) -> Result<Vec<(String, String)>> {
@@ -108,7 +93,7 @@ pub fn scrub(msg: &str) -> String {
         })
         .map(|(_, v)| v)
         .collect();
-    secrets.extend(SECRETS.read().map(|s| s.clone()).unwrap_or_default());
+    secrets.extend(crate::store::secrets::all());
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     // Short values (test keys, "true") would scrub ordinary words; real keys are long.

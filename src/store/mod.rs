@@ -12,6 +12,7 @@ pub mod config;
 pub mod localfs;
 mod location;
 pub mod reads;
+mod secrets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -118,3 +118,42 @@ fn steps_answer_comes_first_and_short() {
         );
     }
 }
+
+/// Issue 49's rule on every capture in tests/fixtures, with the flags a new user gives
+/// first (none): at 80 and at 120 columns, a capture of one or two step kinds prints at
+/// most 40 lines, and its run verdict within the first 10.
+#[test]
+fn every_fixture_answers_first_within_40_lines() {
+    let mut checked = 0;
+    for cap in captures() {
+        let out = std::process::Command::new(common::bin())
+            .args(["steps", cap.as_str(), "--format", "json"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            // A capture without steps is another test's subject.
+            continue;
+        }
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let kinds = json["summary"].as_array().map_or(0, Vec::len);
+        for w in ["80", "120"] {
+            let (code, text) = run_at(w, &["steps", cap.as_str()]);
+            assert_eq!(code, 0, "{cap}");
+            let lines: Vec<&str> = text.lines().collect();
+            if kinds <= 2 {
+                assert!(
+                    lines.len() <= 40,
+                    "{cap}: {} lines at {w}:\n{text}",
+                    lines.len()
+                );
+            }
+            let v = lines.iter().position(|l| l.starts_with("verdict: "));
+            assert!(
+                v.is_some_and(|v| v < 10),
+                "{cap}: verdict at {v:?} at {w}:\n{text}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "most captures rendered ({checked})");
+}
