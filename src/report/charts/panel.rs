@@ -205,7 +205,7 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
 
 /// One [`Marker`] as SVG: at pixel column `x`, from the plot's `top` to its `bottom`.
 fn marker_svg(m: &Marker<'_>, x: i32, top: i32, bottom: i32) -> String {
-    use crate::report::escape::html as esc;
+    use crate::report::html::esc;
     let color = super::palette::hex(m.color);
     // The label sits right of the triangle, or left of it near the chart's right edge.
     let (tx, anchor) = if x + 90 > WIDTH as i32 {
