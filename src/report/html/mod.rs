@@ -14,7 +14,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use crate::report::table::{Align, Table};
 
 /// Text escaped for HTML element content or a quoted attribute value, as the templates
-/// escape a spliced string (what is still written as a string: the charts' SVG markers).
+/// escape a spliced string (a test finds a capture's text on a page with it).
 pub fn esc(s: &str) -> String {
     crate::report::escape::html(s)
 }
@@ -199,7 +199,7 @@ pub(crate) fn full_names(title: &str, names: &[(&str, &str)]) -> Markup {
 
 /// A chart in a figure; a chart that failed to draw becomes a visible note instead. The
 /// SVG is plotters' (its text escaped by it) with our markers ([`crate::report::charts`],
-/// labels escaped by [`esc`]).
+/// labels spliced into a maud template too).
 pub fn figure(svg: Result<String, String>, caption: &str) -> Markup {
     html! {
         @match svg {
