@@ -193,24 +193,11 @@ pub(crate) fn is_code_span(s: &str) -> bool {
     !inner.chars().any(char::is_control)
 }
 
-/// Text for HTML element content or a quoted attribute value.
+/// Text for HTML element content or a double-quoted attribute value: maud's escaping
+/// (`& < > "`), the one the page templates apply to every spliced string, for what is
+/// still written as a string (the charts' SVG markers).
 pub fn html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    s.chars().for_each(|c| push_html(&mut out, c));
-    out
-}
-
-/// One character of [`html`]'s escaping, for writers that interleave markup (a kernel
-/// name's line-break opportunities) with the escaped text.
-pub fn push_html(out: &mut String, c: char) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        '"' => out.push_str("&quot;"),
-        '\'' => out.push_str("&#39;"),
-        c => out.push(c),
-    }
+    maud::html! { (s) }.into_string()
 }
 
 /// A line of terminal text that is also safe in a CI log: no control characters (visible

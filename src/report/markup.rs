@@ -3,10 +3,11 @@
 //! terminal) and [`Markdown`] say how it looks. The gate's own walk
 //! (`report::gate::document`) follows the same pattern with its richer vocabulary.
 
+use maud::{html, Markup as Fragment};
+
 use crate::report::escape::{md_inline, md_text, terminal_block};
 use crate::report::escape_control;
 use crate::report::fit::Fit;
-use crate::report::html::esc;
 use crate::report::table::Table;
 
 /// The parts a report is made of, in the order a walk calls them.
@@ -165,54 +166,51 @@ impl Markup for Markdown {
     }
 }
 
-/// An HTML page's body: the same walk as the terminal's, every string escaped by
-/// [`crate::report::html::esc`], tables through the page's sortable table, detail in an
-/// open `<details>` (a page has room for it).
+/// An HTML page's body: the same walk as the terminal's, each part a maud template (every
+/// string escaped by construction), tables through the page's sortable table, detail in
+/// an open `<details>` (a page has room for it).
 #[derive(Default)]
 pub struct Html {
     out: String,
 }
 
+impl Html {
+    fn push(&mut self, m: Fragment) {
+        self.out.push_str(&m.into_string());
+        self.out.push('\n');
+    }
+}
+
 impl Markup for Html {
     fn title(&mut self, s: &str) {
-        self.out
-            .push_str(&format!("<p class=\"muted\">{}</p>\n", esc(s)));
+        self.push(html! { p.muted { (s) } });
     }
     fn answer(&mut self, label: &str, s: &str) {
-        self.out.push_str(&format!(
-            "<p class=\"answer\"><strong>{}:</strong> {}</p>\n",
-            esc(label),
-            esc(s)
-        ));
+        self.push(html! { p.answer { strong { (label) ":" } " " (s) } });
     }
     fn ranked(&mut self, figure: &str, s: &str) {
-        self.out.push_str(&format!(
-            "<p class=\"ranked\"><strong>{}</strong> {}</p>\n",
-            esc(figure),
-            esc(s)
-        ));
+        self.push(html! { p.ranked { strong { (figure) } " " (s) } });
     }
     fn line(&mut self, s: &str) {
-        self.out.push_str(&format!("<p>{}</p>\n", esc(s)));
+        self.push(html! { p { (s) } });
     }
     fn note(&mut self, s: &str) {
-        self.out
-            .push_str(&format!("<p class=\"note\">{}</p>\n", esc(s)));
+        self.push(html! { p.note { (s) } });
     }
     fn warning(&mut self, s: &str) {
         self.note(&format!("warning: {s}"));
     }
     fn heading(&mut self, s: &str) {
-        self.out.push_str(&format!("<h2>{}</h2>\n", esc(s)));
+        self.push(html! { h2 { (s) } });
     }
     fn table(&mut self, t: &Table) {
-        self.out.push_str(&crate::report::html::table(t, None));
+        self.out
+            .push_str(&crate::report::html::table(t, None).into_string());
     }
     fn open_detail(&mut self, summary: &str) {
-        self.out.push_str(&format!(
-            "<details open><summary>{}</summary>\n",
-            esc(summary)
-        ));
+        // Opened here, closed by `close_detail`: the walk puts the detail between.
+        self.out.push_str("<details open>");
+        self.push(html! { summary { (summary) } });
     }
     fn close_detail(&mut self) {
         self.out.push_str("</details>\n");

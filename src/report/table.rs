@@ -1,5 +1,8 @@
 //! One table layout shared by every command: aligned text, markdown and CSV from the same
-//! headers and rows, so the three never drift apart.
+//! headers and rows, so the three never drift apart. The text is laid out by comfy-table;
+//! what it cannot do stays here: names shortened in the middle (the tile shape at the
+//! end survives), a table too wide split into bands that repeat the first column, and
+//! the last column's prose wrapped at the widths planned for it.
 
 use crate::report::escape_control;
 use crate::report::fit::{self, Fit, MIN_NAME};
@@ -113,47 +116,11 @@ impl Table {
             if b > 0 {
                 out.push('\n');
             }
-            for (r, row) in cells.iter().enumerate() {
-                // A last cell wider than its column (prose) continues on lines of its own,
-                // under its column.
-                let &lc = cols.last().unwrap_or(&0);
-                let words: Vec<String> = row[lc]
-                    .split(' ')
-                    .map(|x| fit::shorten_middle(x, w[lc].max(2)))
-                    .collect();
-                let wrapped = fit::wrap(&words.join(" "), w[lc], 0);
-                let mut more = wrapped.lines();
-                let first = more.next().unwrap_or("").to_owned();
-                let parts: Vec<String> = cols
-                    .iter()
-                    .map(|&i| {
-                        let c = if i == lc { &first } else { &row[i] };
-                        let pad = " ".repeat(w[i].saturating_sub(fit::width(c)));
-                        match self.align[i] {
-                            Align::Left | Align::Wrap => format!("{c}{pad}"),
-                            Align::Right => format!("{pad}{c}"),
-                        }
-                    })
-                    .collect();
+            let band = draw_band(&cells, &w, &self.align, cols);
+            for l in band.lines() {
                 // A row that starts with a name must not read as a CI workflow command.
-                out.push_str(&crate::report::escape::terminal_line(
-                    parts.join("  ").trim_end(),
-                ));
+                out.push_str(&crate::report::escape::terminal_line(l));
                 out.push('\n');
-                let indent: usize = cols[..cols.len() - 1].iter().map(|&i| w[i] + 2).sum();
-                for l in more {
-                    out.push_str(&" ".repeat(indent));
-                    if self.align[lc] == Align::Right {
-                        out.push_str(&" ".repeat(w[lc].saturating_sub(fit::width(l))));
-                    }
-                    out.push_str(l);
-                    out.push('\n');
-                }
-                if r == 0 {
-                    let rule: Vec<String> = cols.iter().map(|&i| "-".repeat(w[i])).collect();
-                    out.push_str(&rule.join("  "));
-                    out.push('\n');
-                }
             }
         }
         out
@@ -208,6 +175,57 @@ impl Table {
         }
         String::from_utf8(w.into_inner().expect("in-memory flush")).expect("utf-8 cells")
     }
+}
+
+/// One band of columns laid out by comfy-table: no borders and no lines, columns two
+/// spaces apart (a right padding), every column exactly its planned width (an absolute
+/// constraint, so a right-aligned column lines up with its header even when its widest
+/// cell was wrapped). What comfy-table cannot do is done before: names shortened in the
+/// middle (it would cut the end: the tile shape) and the last column's prose wrapped at
+/// our widths (each line a line of the cell). The dashed rule is a row of dashes, not
+/// comfy-table's header separator, which would run through the gap between columns.
+fn draw_band(cells: &[Vec<String>], w: &[usize], align: &[Align], cols: &[usize]) -> String {
+    use comfy_table::{CellAlignment, ColumnConstraint, TableStyle, Width};
+    let &lc = cols.last().unwrap_or(&0);
+    let wrap_last = |row: &[String]| {
+        let words: Vec<String> = row[lc]
+            .split(' ')
+            .map(|x| fit::shorten_middle(x, w[lc].max(2)))
+            .collect();
+        fit::wrap(&words.join(" "), w[lc], 0)
+    };
+    let pick = |row: &[String]| -> Vec<String> {
+        cols.iter()
+            .map(|&i| {
+                if i == lc {
+                    wrap_last(row)
+                } else {
+                    row[i].clone()
+                }
+            })
+            .collect()
+    };
+    let mut t = comfy_table::Table::new();
+    t.load_style(TableStyle::new());
+    if let Some((header, rows)) = cells.split_first() {
+        t.set_header(pick(header));
+        t.add_row(cols.iter().map(|&i| "-".repeat(w[i])).collect::<Vec<_>>());
+        for r in rows {
+            t.add_row(pick(r));
+        }
+    }
+    for (k, &i) in cols.iter().enumerate() {
+        if let Some(c) = t.column_mut(k) {
+            let cw = u16::try_from(w[i] + 2).unwrap_or(u16::MAX);
+            c.set_padding((0, 2))
+                .set_constraint(ColumnConstraint::Absolute(Width::Fixed(cw)))
+                .set_cell_alignment(match align[i] {
+                    Align::Left | Align::Wrap => CellAlignment::Left,
+                    Align::Right => CellAlignment::Right,
+                });
+        }
+    }
+    t.trim_fmt()
 }
 
 /// The room a name column is planned with before the others are banded: shorter names

@@ -203,9 +203,10 @@ pub fn panel(p: &Panel<'_>) -> Result<String, String> {
     Ok(svg)
 }
 
-/// One [`Marker`] as SVG: at pixel column `x`, from the plot's `top` to its `bottom`.
+/// One [`Marker`] as SVG: at pixel column `x`, from the plot's `top` to its `bottom`. A
+/// maud template like the pages: the tooltip and label (a decision's author and reason)
+/// are escaped by construction.
 fn marker_svg(m: &Marker<'_>, x: i32, top: i32, bottom: i32) -> String {
-    use crate::report::escape::html as esc;
     let color = super::palette::hex(m.color);
     // The label sits right of the triangle, or left of it near the chart's right edge.
     let (tx, anchor) = if x + 90 > WIDTH as i32 {
@@ -213,21 +214,19 @@ fn marker_svg(m: &Marker<'_>, x: i32, top: i32, bottom: i32) -> String {
     } else {
         (x + 9, "start")
     };
-    format!(
-        "<g class=\"marker\"><title>{}</title>\
-         <line x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\" stroke=\"{color}\" \
-         stroke-width=\"1.5\" stroke-dasharray=\"5 4\"/>\
-         <polygon points=\"{},{top} {},{top} {x},{}\" fill=\"{color}\"/>\
-         <text x=\"{tx}\" y=\"{}\" text-anchor=\"{anchor}\" font-family=\"{FONT}\" \
-         font-size=\"{}\" fill=\"#000000\">{}</text></g>\n",
-        esc(&m.tooltip),
-        x - 7,
-        x + 7,
-        top + 12,
-        top + 11,
-        f64::from(LABEL_FONT) * 0.8,
-        esc(m.label),
-    )
+    let points = format!("{},{top} {},{top} {x},{}", x - 7, x + 7, top + 12);
+    maud::html! {
+        g.marker {
+            title { (m.tooltip) }
+            line x1=(x) y1=(top) x2=(x) y2=(bottom) stroke=(color) stroke-width="1.5"
+                stroke-dasharray="5 4" {}
+            polygon points=(points) fill=(color) {}
+            text x=(tx) y=(top + 11) text-anchor=(anchor) font-family=(FONT)
+                font-size=(f64::from(LABEL_FONT) * 0.8) fill="#000000" { (m.label) }
+        }
+        "\n"
+    }
+    .into_string()
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 //! with each class's achieved bandwidth against the roof — the terminal's class table,
 //! drawn.
 
+use maud::html;
 use plotters::style::RGBColor;
 
 use crate::report::charts::{self, distinct, BarRow, Segment, FLOOR, GAP, NEUTRAL, OTHER};
 use crate::report::classes::{class_table, group_heading, group_lines, layer_table};
 use crate::report::fmt_us;
-use crate::report::html::{esc, figure, table};
+use crate::report::html::{figure, table};
 use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass};
 
 /// The colour of each class, the same in every group's bars: none of the floor's, the
@@ -74,8 +75,7 @@ pub fn section(groups: &[GroupAttribution]) -> String {
     let mut legend: Vec<(&str, RGBColor)> = colors.iter().map(|(k, c)| (k.as_str(), *c)).collect();
     legend.push(("no class", OTHER));
     legend.push(("gap (GPU idle)", GAP));
-    let mut out = String::from("<h2>Floor and measurement per kernel class</h2>\n");
-    out.push_str(&figure(
+    let chart = figure(
         charts::hbars(
             "Each group's median step: class floors against class times",
             "time (µs)",
@@ -87,17 +87,19 @@ pub fn section(groups: &[GroupAttribution]) -> String {
          (derived from the same byte model as the step floor), the lower its measured \
          exclusive time, the kernels in no class and the gap, which add up to the wall. \
          Numbers: the tables below.",
-    ));
-    for g in groups {
-        out.push_str(&table(&class_table(&g.classes), Some(&group_heading(g))));
-        for l in group_lines(g) {
-            out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
-        }
-        if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
-            out.push_str(&table(&layer_table(l, Some(48)), None));
+    );
+    html! {
+        h2 { "Floor and measurement per kernel class" } "\n"
+        (chart)
+        @for g in groups {
+            (table(&class_table(&g.classes), Some(&group_heading(g))))
+            @for l in group_lines(g) { p.note { (l) } "\n" }
+            @if let Some(l) = g.layers.as_ref().filter(|l| l.ambiguous.is_none()) {
+                (table(&layer_table(l, Some(48)), None))
+            }
         }
     }
-    out
+    .into_string()
 }
 
 /// Each group's class times across its like steps (p10 / median / p90, measured): the
@@ -106,12 +108,14 @@ pub(crate) fn spread_section(spreads: &[GroupSpread]) -> String {
     if spreads.is_empty() {
         return String::new();
     }
-    let mut out = String::from("<h2>Kernel classes across like steps</h2>\n");
-    for g in spreads {
-        out.push_str(&table(
-            &crate::report::spread::table(g),
-            Some(&crate::report::spread::heading(g)),
-        ));
+    html! {
+        h2 { "Kernel classes across like steps" } "\n"
+        @for g in spreads {
+            (table(
+                &crate::report::spread::table(g),
+                Some(&crate::report::spread::heading(g)),
+            ))
+        }
     }
-    out
+    .into_string()
 }

@@ -3,11 +3,13 @@
 //! step-wall distributions with the verdict and the interval in the title, and the
 //! waterfall from the baseline's mean step wall to the candidate's.
 
+use maud::{html, Markup as Fragment, PreEscaped};
+
 use crate::report::charts::{self, BarRow, Five, Segment, BETTER, NEUTRAL, PALETTE, WORSE};
 use crate::report::gate::document::{one_sided_items, walk, Markup, Titled};
 use crate::report::gate::tables::fmt_signed_us;
 use crate::report::gate::{Names, RenderOptions, Style};
-use crate::report::html::{esc, figure, full_names, marks, page, table};
+use crate::report::html::{figure, full_names, marks, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_us, group_thousands};
 use crate::wire::baseline::{metric, Group};
@@ -25,91 +27,77 @@ struct Html<'a> {
     pairs: Vec<(&'a Group, &'a Group)>,
 }
 
+impl Html<'_> {
+    fn push(&mut self, m: Fragment) {
+        self.out.push_str(&m.into_string());
+        self.out.push('\n');
+    }
+}
+
 impl Markup for Html<'_> {
     const STYLE: Style = Style::Html;
     fn title(&mut self, s: &str) {
-        self.out.push_str(&format!(
-            "<h1>stepgate {}</h1>\n<p class=\"verdict {}\">{}</p>\n",
-            self.command,
-            self.verdict_class,
-            marks(s)
-        ));
+        let verdict = format!("verdict {}", self.verdict_class);
+        self.push(html! {
+            h1 { "stepgate " (self.command) } "\n"
+            p class=(verdict) { (marks(s)) }
+        });
     }
     fn line(&mut self, s: &str) {
-        self.out
-            .push_str(&format!("<p class=\"muted\">{}</p>\n", marks(s)));
+        self.push(html! { p.muted { (marks(s)) } });
     }
     fn reasons(&mut self, reasons: &[String], show_verdict: bool) {
         if show_verdict && reasons.len() > 1 {
-            self.out.push_str(&format!(
-                "<details><summary>All {} reasons</summary><ul>\n",
-                reasons.len()
-            ));
-            for r in reasons {
-                self.out.push_str(&format!("<li>{}</li>\n", marks(r)));
-            }
-            self.out.push_str("</ul></details>\n");
+            self.push(html! {
+                details {
+                    summary { "All " (reasons.len()) " reasons" }
+                    ul { @for r in reasons { "\n" li { (marks(r)) } } "\n" }
+                }
+            });
         }
     }
     fn warning(&mut self, s: &str) {
         self.note(s);
     }
     fn heading(&mut self, s: &str) {
-        self.out.push_str(&format!("<h2>{}</h2>\n", marks(s)));
+        self.push(html! { h2 { (marks(s)) } });
     }
     fn note(&mut self, s: &str) {
-        self.out.push_str(&format!(
-            "<p class=\"note\">{}</p>\n",
-            marks(&format!("⚠️ {s}"))
-        ));
+        self.push(html! { p.note { (marks(&format!("⚠️ {s}"))) } });
     }
     fn paragraph(&mut self, s: &str) {
-        self.out.push_str(&format!("<p>{}</p>\n", marks(s)));
+        self.push(html! { p { (marks(s)) } });
     }
     fn remark(&mut self, s: &str) {
         self.paragraph(s);
     }
     fn table(&mut self, t: &Table) {
-        self.out.push_str(&table(t, None));
+        self.out.push_str(&table(t, None).into_string());
     }
     fn titled_table(&mut self, title: &Titled, t: &Table) {
-        self.out.push_str(&format!(
-            "<p class=\"table-title\"><b>{}</b> ({})</p>\n",
-            esc(title.title),
-            esc(title.long)
-        ));
+        self.push(html! { p.table-title { b { (title.title) } " (" (title.long) ")" } });
         self.table(t);
     }
     fn folded_table(&mut self, title: &str, t: &Table) {
-        self.out.push_str(&format!(
-            "<details><summary>{}</summary>\n{}</details>\n",
-            esc(title),
-            table(t, None)
-        ));
+        self.push(html! { details { summary { (title) } "\n" (table(t, None)) } });
     }
     fn not_compared(&mut self, groups: &[OneSided]) {
         if let Some(items) = one_sided_items(groups) {
-            self.out.push_str(&format!(
-                "<p><b>Not compared</b> (present on one side only):{}</p>\n",
-                esc(&items)
-            ));
+            self.push(html! { p { b { "Not compared" } " (present on one side only):" (items) } });
         }
     }
     fn full_names(&mut self, names: &[(&str, &str)]) {
-        self.out.push_str(&full_names("Full kernel names", names));
+        self.out
+            .push_str(&full_names("Full kernel names", names).into_string());
     }
     fn footnote(&mut self, s: &str) {
-        self.out.push_str(&format!(
-            "<p class=\"muted\"><small>{}</small></p>\n",
-            esc(s)
-        ));
+        self.push(html! { p.muted { small { (s) } } });
     }
     fn open_fold(&mut self, summary: &str) {
-        // A page has room: the detail is open, its summary a handle to fold it.
-        self.out.push_str(&format!(
-            "<details open><summary>{}</summary>\n",
-            esc(summary)
-        ));
+        // A page has room: the detail is open, its summary a handle to fold it. Opened
+        // here, closed by `close_fold`: the walk puts the detail between.
+        self.out.push_str("<details open>");
+        self.push(html! { summary { (summary) } });
     }
     fn close_fold(&mut self) {
         self.out.push_str("</details>\n");
@@ -119,18 +107,18 @@ impl Markup for Html<'_> {
         // samples are not the ones compared (never drawn then).
         if let Some((b, c)) = self.pairs.get(i).filter(|(b, _)| b.label() == g.label) {
             if let Some(d) = distribution(g, b, c, self.show_verdict) {
-                self.out.push_str(&d);
+                self.out.push_str(&d.into_string());
             }
         }
     }
     fn waterfall_chart(&mut self, g: &GroupComparison, names: Names<'_>) {
         if let Some(w) = waterfall_chart(g, self.waterfall_top, names) {
-            self.out.push_str(&w);
+            self.out.push_str(&w.into_string());
         }
     }
 }
 
-fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<String> {
+fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<Fragment> {
     let check = g.explain.waterfall_check.as_ref()?;
     let s = crate::report::gate::tables::cut(&g.explain, top);
     let us = |ns: f64| ns / 1e3;
@@ -217,7 +205,7 @@ fn waterfall_chart(g: &GroupComparison, top: usize, names: Names<'_>) -> Option<
     ))
 }
 
-fn distribution(g: &GroupComparison, b: &Group, c: &Group, show_verdict: bool) -> Option<String> {
+fn distribution(g: &GroupComparison, b: &Group, c: &Group, show_verdict: bool) -> Option<Fragment> {
     let walls = |x: &Group| {
         x.metrics
             .get(metric::WALL_NS)
@@ -270,15 +258,16 @@ fn distribution(g: &GroupComparison, b: &Group, c: &Group, show_verdict: bool) -
             fmt_us(f.max * 1e3),
         ]);
     }
-    let mut out = figure(
-        svg,
-        "Box: quartiles; line: median; whiskers: min and max. Numbers: the table below.",
-    );
-    out.push_str(&table(
-        &t,
-        Some("Step wall per side: five-number summary of the measured walls"),
-    ));
-    Some(out)
+    Some(html! {
+        (figure(
+            svg,
+            "Box: quartiles; line: median; whiskers: min and max. Numbers: the table below.",
+        ))
+        (table(
+            &t,
+            Some("Step wall per side: five-number summary of the measured walls"),
+        ))
+    })
 }
 
 fn verdict_word(v: Verdict) -> &'static str {
@@ -308,5 +297,6 @@ pub fn render<'a>(c: &Comparison, o: &RenderOptions, pairs: Vec<(&'a Group, &'a 
         pairs,
     };
     walk(c, o, &mut m);
-    page(&format!("stepgate {}", o.command), &m.out)
+    // The walk's parts, each a template above: escaped when they were made.
+    page(&format!("stepgate {}", o.command), PreEscaped(m.out))
 }

@@ -9,9 +9,12 @@ pub mod gate;
 pub mod steps;
 pub mod trend;
 
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
 use crate::report::table::{Align, Table};
 
-/// Escape text for HTML element content and attribute values.
+/// Text escaped for HTML element content or a quoted attribute value, as the templates
+/// escape a spliced string (a test finds a capture's text on a page with it).
 pub fn esc(s: &str) -> String {
     crate::report::escape::html(s)
 }
@@ -80,18 +83,31 @@ document.querySelectorAll('table.sortable th').forEach(function (th, _) {
 });
 "#;
 
-/// The whole page around `body` (already HTML).
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"generator\" content=\"stepgate {}\">\n<title>{}</title>\n<style>{CSS}</style>\n\
-         </head>\n<body>\n{body}\n<p class=\"muted\">Made by stepgate {}. Charts are inline SVG; \
-         every charted number is in a table on this page.</p>\n<script>{SORT_JS}</script>\n</body>\n</html>\n",
-        env!("CARGO_PKG_VERSION"),
-        esc(title),
-        env!("CARGO_PKG_VERSION"),
-    )
+/// The whole page around `body`.
+pub fn page(title: &str, body: Markup) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="generator" content={ "stepgate " (version) };
+                title { (title) }
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                (body)
+                p.muted {
+                    "Made by stepgate " (version) ". Charts are inline SVG; every charted \
+                     number is in a table on this page."
+                }
+                script { (PreEscaped(SORT_JS)) }
+            }
+        }
+        "\n"
+    }
+    .into_string()
 }
 
 /// The marks of the terminal and markdown renderings (emoji), and what a page shows
@@ -104,93 +120,93 @@ pub const MARKS: [(&str, &str, &str); 3] = [
 ];
 
 /// Text as HTML: escaped, with the emoji marks as coloured symbols ([`MARKS`]).
-pub fn marks(s: &str) -> String {
-    let mut out = esc(s);
-    for (emoji, symbol, class) in MARKS {
-        if out.contains(emoji) {
-            out = out.replace(
-                emoji,
-                &format!("<span class=\"mark {class}\">{symbol}</span>"),
-            );
+pub fn marks(s: &str) -> Markup {
+    // The text cut at each mark: (text before it, the mark's symbol and class).
+    let mut parts: Vec<(&str, Option<(&str, &str)>)> = Vec::new();
+    let mut rest = s;
+    while let Some((at, (emoji, symbol, class))) = MARKS
+        .iter()
+        .filter_map(|m| rest.find(m.0).map(|at| (at, *m)))
+        .min_by_key(|(at, _)| *at)
+    {
+        parts.push((&rest[..at], Some((symbol, class))));
+        rest = &rest[at + emoji.len()..];
+    }
+    parts.push((rest, None));
+    html! {
+        @for (text, mark) in parts {
+            (text)
+            @if let Some((symbol, class)) = mark {
+                span class={ "mark " (class) } { (symbol) }
+            }
         }
     }
-    out
 }
 
 /// A kernel name as HTML: escaped, with line-break opportunities after the punctuation of
 /// templates and identifiers (`_ , < ( :`), so a long name wraps between its parts rather
 /// than inside a word.
-pub fn name(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + s.len() / 4);
-    for c in s.chars() {
-        crate::report::escape::push_html(&mut out, c);
-        if matches!(c, '_' | ',' | '<' | '(' | ':') {
-            out.push_str("<wbr>");
+pub fn name(s: &str) -> Markup {
+    const BREAKS: [char; 5] = ['_', ',', '<', '(', ':'];
+    let parts: Vec<&str> = s.split_inclusive(BREAKS).collect();
+    html! {
+        @for p in parts {
+            (p)
+            @if p.ends_with(BREAKS) { wbr; }
         }
     }
-    out
 }
 
 /// A report table as a sortable HTML table, in a box that scrolls rather than lets a
 /// table run out of the page.
-pub fn table(t: &Table, caption: Option<&str>) -> String {
-    let mut s = String::from("<div class=\"table\"><table class=\"sortable\">");
-    if let Some(c) = caption {
-        s.push_str(&format!("<caption class=\"muted\">{}</caption>", esc(c)));
-    }
-    s.push_str("<thead><tr>");
-    for (h, a) in t.headers.iter().zip(&t.align) {
-        let cls = if *a == Align::Right {
-            " class=\"num\""
-        } else {
-            ""
-        };
-        s.push_str(&format!("<th{cls}>{}</th>", esc(h)));
-    }
-    s.push_str("</tr></thead><tbody>");
-    for r in &t.rows {
-        s.push_str("<tr>");
-        for (c, a) in r.iter().zip(&t.align) {
-            // Short text stays on one line; names and long text wrap.
-            match (a, c.chars().count()) {
-                (Align::Right, _) => s.push_str(&format!("<td class=\"num\">{}</td>", marks(c))),
-                (Align::Wrap, _) => s.push_str(&format!("<td class=\"name\">{}</td>", name(c))),
-                (_, n) if n > 64 => s.push_str(&format!("<td class=\"long\">{}</td>", marks(c))),
-                _ => s.push_str(&format!("<td class=\"nw\">{}</td>", marks(c))),
+pub fn table(t: &Table, caption: Option<&str>) -> Markup {
+    let num = |a: &Align| (*a == Align::Right).then_some("num");
+    html! {
+        div.table {
+            table.sortable {
+                @if let Some(c) = caption { caption.muted { (c) } }
+                thead { tr { @for (h, a) in t.headers.iter().zip(&t.align) {
+                    th class=[num(a)] { (h) }
+                } } }
+                tbody { @for r in &t.rows { tr { @for (c, a) in r.iter().zip(&t.align) {
+                    // Short text stays on one line; names and long text wrap.
+                    @match (a, c.chars().count()) {
+                        (Align::Right, _) => { td.num { (marks(c)) } }
+                        (Align::Wrap, _) => { td.name { (name(c)) } }
+                        (_, n) if n > 64 => { td.long { (marks(c)) } }
+                        _ => { td.nw { (marks(c)) } }
+                    }
+                } } } }
             }
         }
-        s.push_str("</tr>");
+        "\n"
     }
-    s.push_str("</tbody></table></div>\n");
-    s
 }
 
 /// Labels and the full names behind them, folded under `title`; nothing when every name
 /// is its own label.
-pub(crate) fn full_names(title: &str, names: &[(&str, &str)]) -> String {
-    if names.is_empty() {
-        return String::new();
+pub(crate) fn full_names(title: &str, names: &[(&str, &str)]) -> Markup {
+    html! {
+        @if !names.is_empty() {
+            details {
+                summary { (title) }
+                ul { @for (label, full) in names { li { code { (label) } ": " code { (full) } } } }
+            }
+            "\n"
+        }
     }
-    let mut s = format!("<details><summary>{}</summary><ul>\n", esc(title));
-    for (label, full) in names {
-        s.push_str(&format!(
-            "<li><code>{}</code>: <code>{}</code></li>\n",
-            esc(label),
-            esc(full)
-        ));
-    }
-    s.push_str("</ul></details>\n");
-    s
 }
 
-/// A chart in a figure; a chart that failed to draw becomes a visible note instead.
-pub fn figure(svg: Result<String, String>, caption: &str) -> String {
-    match svg {
-        Ok(svg) => format!(
-            "<figure class=\"chart\">{svg}<figcaption>{}</figcaption></figure>\n",
-            esc(caption)
-        ),
-        Err(e) => format!("<p class=\"note\">{}</p>\n", esc(&e)),
+/// A chart in a figure; a chart that failed to draw becomes a visible note instead. The
+/// SVG is plotters' (its text escaped by it) with our markers ([`crate::report::charts`],
+/// labels spliced into a maud template too).
+pub fn figure(svg: Result<String, String>, caption: &str) -> Markup {
+    html! {
+        @match svg {
+            Ok(svg) => { figure.chart { (PreEscaped(svg)) figcaption { (caption) } } }
+            Err(e) => { p.note { (e) } }
+        }
+        "\n"
     }
 }
 
@@ -200,28 +216,32 @@ mod tests {
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(esc("a<b> & \"c\""), "a&lt;b&gt; &amp; &quot;c&quot;");
+        assert_eq!(
+            crate::report::escape::html("a<b> & \"c\""),
+            "a&lt;b&gt; &amp; &quot;c&quot;"
+        );
         let mut t = Table::new(&[("k", Align::Left), ("µs", Align::Right)]);
         t.row(vec!["f<int>".into(), "1.0".into()]);
-        let h = table(&t, None);
+        let h = table(&t, None).into_string();
         assert!(h.contains("<td class=\"nw\">f&lt;int&gt;</td><td class=\"num\">1.0</td>"));
+        assert!(h.contains("<th>k</th><th class=\"num\">µs</th>"), "{h}");
     }
 
     #[test]
     fn verdict_marks_become_coloured_symbols() {
         assert_eq!(
-            marks("❌ regression & <x>"),
+            marks("❌ regression & <x>").into_string(),
             "<span class=\"mark fail\">✗</span> regression &amp; &lt;x&gt;"
         );
         assert_eq!(
-            marks("⚠️ a ✅ b"),
+            marks("⚠️ a ✅ b").into_string(),
             "<span class=\"mark warn\">⚠\u{FE0E}</span> a <span class=\"mark pass\">✓</span> b"
         );
         let mut t = Table::new(&[("kernel", Align::Wrap), ("verdict", Align::Left)]);
         t.row(vec!["k".into(), "❌ regression".into()]);
-        let h = table(&t, None);
+        let h = table(&t, None).into_string();
         assert!(h.contains("<td class=\"name\">k</td>"), "{h}");
-        assert_eq!(name("a_b<c>"), "a_<wbr>b&lt;<wbr>c&gt;");
+        assert_eq!(name("a_b<c>").into_string(), "a_<wbr>b&lt;<wbr>c&gt;");
         assert!(
             h.contains("<span class=\"mark fail\">✗</span> regression"),
             "{h}"

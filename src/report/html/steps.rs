@@ -1,10 +1,12 @@
 //! The `steps --html` page: per-step wall, busy and floor per series, and where the median
 //! step's time goes next to its floor.
 
+use maud::{html, Markup, PreEscaped};
+
 use crate::report::charts::{
     self, distinct, BarRow, Line, Panel, Segment, XAxis, BUSY, FLOOR, GAP, NEUTRAL, OTHER,
 };
-use crate::report::html::{esc, figure, page, table};
+use crate::report::html::{figure, page, table};
 use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_us};
 use crate::wire::steps::KindLabel;
@@ -46,7 +48,7 @@ impl Kinds {
     }
 }
 
-fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
+fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> Markup {
     let kinds = Kinds::of(steps);
     let us = |ns: f64| ns / 1e3;
     let with_wall: Vec<&&Step> = steps.iter().filter(|s| s.wall_ns.is_some()).collect();
@@ -133,7 +135,7 @@ fn series_panel(r: &StepsReport, series: usize, steps: &[&Step]) -> String {
 /// Categories drawn one by one in the median step's bar; the rest are "other categories".
 const TOP: usize = 6;
 
-fn composition(s: &Step) -> String {
+fn composition(s: &Step) -> Markup {
     let mut segs: Vec<(String, f64)> = s
         .categories
         .iter()
@@ -236,22 +238,23 @@ fn composition(s: &Step) -> String {
     ]);
     let legend: Vec<(&str, plotters::style::RGBColor)> =
         legend_owned.iter().map(|(n, c)| (n.as_str(), *c)).collect();
-    let mut out = figure(
-        charts::hbars(
-            "Where the median step's time goes",
-            "time (µs)",
-            &rows,
-            &legend,
-            None,
-        ),
-        "GPU exclusive time per kernel category and the gap add up to the step's wall; \
-         the floor and the host's launch time are drawn beside it.",
-    );
-    out.push_str(&table(
-        &t,
-        Some("The median step, in numbers (measured; the floor derived)"),
-    ));
-    out
+    html! {
+        (figure(
+            charts::hbars(
+                "Where the median step's time goes",
+                "time (µs)",
+                &rows,
+                &legend,
+                None,
+            ),
+            "GPU exclusive time per kernel category and the gap add up to the step's wall; \
+             the floor and the host's launch time are drawn beside it.",
+        ))
+        (table(
+            &t,
+            Some("The median step, in numbers (measured; the floor derived)"),
+        ))
+    }
 }
 
 /// What the roofline plot needs from a model: the GPU's cited peaks (each step's FLOPs
@@ -269,7 +272,7 @@ fn work(s: &Step) -> Option<(f64, f64)> {
 }
 
 /// The steps against the GPU's roofs.
-fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
+fn roofline(r: &StepsReport, p: &Roofs<'_>) -> Markup {
     let steps: Vec<&Step> = r
         .steps
         .iter()
@@ -306,7 +309,7 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
         ]);
     }
     if points.is_empty() {
-        return String::new();
+        return html! {};
     }
     let beta = p.bandwidth_bytes_per_s;
     let pi = p.peak_flops_per_s;
@@ -321,33 +324,28 @@ fn roofline(r: &StepsReport, p: &Roofs<'_>) -> String {
         points,
         classes: kinds.legend(),
     });
-    let mut out = String::from("<h2>Roofline</h2>\n");
-    out.push_str(&figure(
-        chart,
-        "One point per step: the model's FLOPs and compulsory bytes for the step's batch \
-         (derived), over the step's busy time (measured). Numbers: the table below.",
-    ));
-    out.push_str("<details><summary>Roofline points per step</summary>\n");
-    out.push_str(&table(&t, None));
-    out.push_str("</details>\n");
-    out
+    html! {
+        h2 { "Roofline" } "\n"
+        (figure(
+            chart,
+            "One point per step: the model's FLOPs and compulsory bytes for the step's batch \
+             (derived), over the step's busy time (measured). Numbers: the table below.",
+        ))
+        details { summary { "Roofline points per step" } "\n" (table(&t, None)) } "\n"
+    }
 }
 
 /// The whole `steps --html` page; `roofs` (with `--model`) adds the roofline plot.
 pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String {
-    let mut b = String::new();
-    b.push_str(&format!(
-        "<h1>stepgate steps</h1>\n<p class=\"muted\">{}</p>\n",
-        esc(&crate::report::steps::headline(path, r)),
-    ));
     // The answer first, by the same walk as the terminal's: the verdict, its next action,
     // where the median step's wall goes, the other actions ranked by what each can win.
-    {
-        use crate::report::markup::Markup;
+    let answer = {
+        use crate::report::markup::Markup as _;
         let mut h = crate::report::markup::Html::default();
         crate::report::answer::walk(&mut h, r, true);
-        b.push_str(&h.finish());
-    }
+        // Made of the markup's templates: escaped when they were made.
+        PreEscaped(h.finish())
+    };
     // Then the terminal's lines under its headline, folded: the heuristic-steps hint, the
     // warnings, the notes, and the operating point with what each inferred kind and batch
     // rests on.
@@ -356,66 +354,73 @@ pub fn render(path: &str, r: &StepsReport, roofs: Option<&Roofs<'_>>) -> String 
         .chain(r.notes.iter().cloned())
         .chain(crate::report::classes::point_lines(r))
         .collect();
-    if !notes.is_empty() {
-        b.push_str(&format!(
-            "<details><summary>Notes and caveats ({})</summary>\n",
-            notes.len()
-        ));
-        for n in &notes {
-            b.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
-        }
-        b.push_str("</details>\n");
-    }
-    b.push_str("<h2>Summary by kind</h2>\n");
-    b.push_str(&table(
-        &crate::report::steps::summary_table(r),
-        Some("measured, µs: median · p10 · p90 per step"),
-    ));
     // The pipeline picked it (`median_step`); the page only draws it.
     let median = r.median_step.and_then(|at| {
         r.steps
             .iter()
             .find(|s| s.series == at.series && s.index == at.index)
     });
-    if let Some(m) = median {
-        b.push_str("<h2>The median step</h2>\n");
-        b.push_str(&composition(m));
-    }
-    b.push_str(&crate::report::html::classes::section(&r.groups));
-    b.push_str(&crate::report::html::classes::spread_section(
-        &r.class_spread,
-    ));
-    if let Some(p) = roofs {
-        b.push_str(&roofline(r, p));
-    }
-    for (i, _) in r.series.iter().enumerate() {
-        let steps: Vec<&Step> = r
-            .steps
-            .iter()
-            .filter(|s| s.series == i)
-            .take(MAX_STEPS_SHOWN)
-            .collect();
-        if steps.is_empty() {
-            continue;
+    let body = html! {
+        h1 { "stepgate steps" } "\n"
+        p.muted { (crate::report::steps::headline(path, r)) } "\n"
+        (answer)
+        @if !notes.is_empty() {
+            details {
+                summary { "Notes and caveats (" (notes.len()) ")" } "\n"
+                @for n in &notes { p.note { (n) } "\n" }
+            }
+            "\n"
         }
-        let total = r.steps.iter().filter(|s| s.series == i).count();
-        b.push_str(&format!("<h2>Series {i}</h2>\n"));
-        if total > steps.len() {
-            b.push_str(&format!(
-                "<p class=\"note\">The first {} of {} steps are drawn and listed; the JSON output has all.</p>\n",
-                fmt_int(steps.len() as i64),
-                fmt_int(total as i64)
-            ));
+        h2 { "Summary by kind" } "\n"
+        (table(
+            &crate::report::steps::summary_table(r),
+            Some("measured, µs: median · p10 · p90 per step"),
+        ))
+        @if let Some(m) = median {
+            h2 { "The median step" } "\n"
+            (composition(m))
         }
-        b.push_str(&series_panel(r, i, &steps));
-        let owned: Vec<Step> = steps.iter().map(|s| (*s).clone()).collect();
-        b.push_str("<details><summary>Per-step table</summary>\n");
-        // The series and its device are in the heading above.
-        b.push_str(&table(
-            &crate::report::steps::steps_table(&owned, false, true).without(&["series", "device"]),
-            None,
-        ));
-        b.push_str("</details>\n");
+        // Built by the classes module's templates.
+        (PreEscaped(crate::report::html::classes::section(&r.groups)))
+        (PreEscaped(crate::report::html::classes::spread_section(&r.class_spread)))
+        @if let Some(p) = roofs { (roofline(r, p)) }
+        @for i in 0..r.series.len() { (series_section(r, i)) }
+    };
+    page(&format!("stepgate steps — {path}"), body)
+}
+
+/// One series: its per-step chart and table (the first [`MAX_STEPS_SHOWN`] steps).
+fn series_section(r: &StepsReport, i: usize) -> Markup {
+    let steps: Vec<&Step> = r
+        .steps
+        .iter()
+        .filter(|s| s.series == i)
+        .take(MAX_STEPS_SHOWN)
+        .collect();
+    if steps.is_empty() {
+        return html! {};
     }
-    page(&format!("stepgate steps — {path}"), &b)
+    let total = r.steps.iter().filter(|s| s.series == i).count();
+    let owned: Vec<Step> = steps.iter().map(|s| (*s).clone()).collect();
+    html! {
+        h2 { "Series " (i) } "\n"
+        @if total > steps.len() {
+            p.note {
+                "The first " (fmt_int(steps.len() as i64)) " of " (fmt_int(total as i64))
+                " steps are drawn and listed; the JSON output has all."
+            }
+            "\n"
+        }
+        (series_panel(r, i, &steps))
+        details {
+            summary { "Per-step table" } "\n"
+            // The series and its device are in the heading above.
+            (table(
+                &crate::report::steps::steps_table(&owned, false, true)
+                    .without(&["series", "device"]),
+                None,
+            ))
+        }
+        "\n"
+    }
 }

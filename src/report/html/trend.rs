@@ -2,11 +2,13 @@
 //! band, the change points and the decisions on record marked, then every charted number
 //! in a table.
 
+use maud::{html, Markup};
+
 use crate::report::charts::{
     self, Line, Marker, Panel, XAxis, BETTER, BUSY, NEUTRAL, PALETTE, WORSE,
 };
 use crate::report::escape_control;
-use crate::report::html::{esc, figure, page, table};
+use crate::report::html::{figure, page, table};
 use crate::report::trend::{group_name, heading, on_one_line};
 use crate::wire::decision::Outcome;
 use crate::wire::trend::{Point, Trend, TrendDecision};
@@ -19,11 +21,10 @@ const REJECTED: plotters::style::RGBColor = PALETTE[1];
 /// The whole page for `t`, read from the dataset at `dataset`.
 pub fn render(dataset: &str, t: &Trend) -> String {
     let head = heading(t);
-    let mut b = format!(
-        "<h1>stepgate trend</h1>\n<p class=\"muted\">{} · {}</p>\n",
-        esc(dataset),
-        esc(&head)
-    );
+    let mut parts: Vec<Markup> = vec![html! {
+        h1 { "stepgate trend" } "\n"
+        p.muted { (dataset) " · " (head) } "\n"
+    }];
     // Charted in µs for ns metrics, as the table prints them.
     let scale = if t.unit == "ns" { 1e-3 } else { 1.0 };
     let name = &t.label;
@@ -79,14 +80,14 @@ pub fn render(dataset: &str, t: &Trend) -> String {
             ],
             markers: markers(&s.points),
         };
-        b.push_str(&format!("<h2>{}</h2>\n", esc(&group_name(&s.group))));
-        b.push_str(&figure(
+        let chart = figure(
             charts::panel(&p),
             "Each point is one exported run's median over its steps; the band is its p10–p90. \
              A change point (heuristic) is a median that moved past the gate thresholds against \
              the previous runs. A dashed line marks a run a decision on record (accept or \
              reject) names; hover it for who, when and why. Numbers: the table below.",
-        ));
+        );
+        parts.push(html! { h2 { (group_name(&s.group)) } "\n" (chart) });
     }
     // An empty column only widens the page's table (the terminal's ends at its header).
     let mut rows = crate::report::trend::table(t);
@@ -98,8 +99,11 @@ pub fn render(dataset: &str, t: &Trend) -> String {
     {
         rows = rows.without(&["decision"]);
     }
-    b.push_str(&table(&rows, None));
-    page(&format!("stepgate trend · {name}"), &b)
+    parts.push(table(&rows, None));
+    page(
+        &format!("stepgate trend · {name}"),
+        html! { @for p in parts { (p) } },
+    )
 }
 
 /// One marker per run a decision names, at the run's position.
