@@ -321,7 +321,10 @@ pub fn run(args: &Args) -> Result<Next> {
     let cfg = args.config()?;
     cfg.validate()?;
     interrupt::install();
-    let summary = flow::run(&cfg, &mut |line| note(&format!("capture: {line}")))?;
+    // nsys shares our stderr and may leave its progress bar unterminated ("-----"): an
+    // error after it starts on a line of its own, so it stays one whole line.
+    let summary =
+        flow::run(&cfg, &mut |line| note(&format!("capture: {line}"))).inspect_err(|_| note(""))?;
     // Through output::print: a closed pipe (`… | head`) is not a panic.
     crate::output::print(&render::render(&summary, args.format))?;
     let Some(sqlite) = &summary.sqlite else {

@@ -55,7 +55,6 @@ impl StoreConfig {
     }
 }
 
-
 /// Parse `--storage-option KEY=VALUE` items.
 pub fn parse_options(items: &[String]) -> Result<Vec<(String, String)>> {
     items
