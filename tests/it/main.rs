@@ -82,5 +82,6 @@ mod threads;
 mod token_copy;
 mod verdict_excess;
 mod verdict_idle;
+mod verdict_proof;
 mod verdict_rules;
 mod waterfall;
