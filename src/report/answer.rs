@@ -8,7 +8,7 @@ use super::classes::waterfall_line;
 use super::markup::Markup;
 use super::{fmt_pct, fmt_us};
 use crate::wire::steps::StepsReport;
-use crate::wire::verdict::{Proof, ProofUnit};
+use crate::wire::verdict::{Proof, ProofUnit, ShareOf};
 
 /// The ranked actions printed without `--detail`.
 pub const RANKED_SHOWN: usize = 3;
@@ -22,11 +22,12 @@ fn proof_line(p: &Proof) -> String {
     };
     let mut s = value(p.value);
     if let Some(sh) = &p.share {
-        s.push_str(&format!(
-            " ({} of {})",
-            fmt_pct(sh.fraction),
-            sh.of.as_str()
-        ));
+        let of = match sh.of {
+            ShareOf::Wall => "wall",
+            ShareOf::Busy => "busy time",
+            ShareOf::Excess => "excess",
+        };
+        s.push_str(&format!(" ({} of {of})", fmt_pct(sh.fraction)));
     }
     s.push_str(&format!(" — {}", p.what));
     if let Some([lo, hi]) = p.interval {

@@ -111,16 +111,6 @@ pub enum ShareOf {
     Excess,
 }
 
-impl ShareOf {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShareOf::Wall => "wall",
-            ShareOf::Busy => "busy time",
-            ShareOf::Excess => "excess",
-        }
-    }
-}
-
 /// One next action beside the verdict: a class's action in a group's median step and the
 /// most it can win per step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
