@@ -76,6 +76,7 @@ mod steps;
 mod steps_assembly;
 mod steps_real;
 mod steps_synth;
+mod steps_tally;
 mod steps_train;
 mod terminal;
 mod threads;
