@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::wire::attribution::{GroupAttribution, StepAttribution};
+use crate::wire::attribution::{ClassAttribution, GroupAttribution, StepAttribution};
 use crate::wire::steps::KindLabel;
 use crate::wire::steps::Step;
 
@@ -33,7 +33,16 @@ pub(crate) fn median_steps(
                 classes: a.classes.clone(),
                 waterfall: a.waterfall?,
                 layers: None,
+                actions: actions(&a.classes),
             })
         })
         .collect()
+}
+
+/// The next action of each class that has one, largest excess first; the sort is stable,
+/// so equal excesses keep the class table's order.
+fn actions(classes: &[ClassAttribution]) -> Vec<String> {
+    let mut v: Vec<&ClassAttribution> = classes.iter().filter(|c| c.action.is_some()).collect();
+    v.sort_by_key(|c| std::cmp::Reverse(c.excess_ns.unwrap_or(i64::MIN)));
+    v.iter().filter_map(|c| c.action.clone()).collect()
 }

@@ -130,13 +130,17 @@ pub(crate) fn varies_line(g: &GroupSpread) -> Option<String> {
     varies_parts(g).map(|(s, a)| format!("{s} — {a}"))
 }
 
-/// [`varies_line`] as its sentence (what varies, and why it may) and its action.
-pub(crate) fn varies_parts(g: &GroupSpread) -> Option<(String, String)> {
-    let c = g
-        .classes
+/// The class that varies most (the widest p10–p90) among those that vary.
+pub(crate) fn varying(g: &GroupSpread) -> Option<&ClassSpread> {
+    g.classes
         .iter()
         .filter(|c| c.varies)
-        .max_by(|a, b| (a.p90_ns - a.p10_ns).total_cmp(&(b.p90_ns - b.p10_ns)))?;
+        .max_by(|a, b| (a.p90_ns - a.p10_ns).total_cmp(&(b.p90_ns - b.p10_ns)))
+}
+
+/// [`varies_line`] as its sentence (what varies, and why it may) and its action.
+pub(crate) fn varies_parts(g: &GroupSpread) -> Option<(String, String)> {
+    let c = varying(g)?;
     let head = format!(
         "{} takes {}–{} per step (p10–p90, measured) across {} {} steps, median {}; least {} in series {} step {}, most {} in series {} step {}",
         c.class.as_str(),

@@ -13,6 +13,7 @@ use crate::timing::labels::NameLabels;
 use crate::trace::Trace;
 use crate::wire::attribution::{GroupAttribution, GroupSpread, KernelClass, RunVerdict, Shape};
 use crate::wire::steps::Step;
+use crate::wire::verdict::{ProofBasis, ShareOf};
 
 use super::items::{self, Item};
 use super::{KernelProfiler, DOMINANT_FRACTION, GAPPY_FRACTION};
@@ -22,15 +23,20 @@ mod fired;
 mod frames;
 mod gaps;
 mod gemms;
+mod idle;
+mod median;
+mod ranked;
 
 pub use classes::{at_roof_action, dominant_at_roof};
-pub use fired::{Fired, DASH};
+pub use fired::{fraction_proof, time_proof, Fired, DASH};
 pub use frames::{FrameLoader, StallFrame};
 pub use gaps::Gaps;
 pub use gemms::GEMM_EXCESS_SHARE;
 
 use classes::class_below_roof;
 use gemms::{by_excess_suffix, gemms_below_roof, mapped_gemm};
+use idle::{dispatch_bound, gappy, one_long_stall, sync_per_step};
+use median::{median_step, steps_word};
 
 /// Share of β (or of the link) at and above which a kernel or class is at the roof: only
 /// fewer bytes help, and Nsight Compute has nothing to find.
@@ -63,7 +69,8 @@ pub struct Evidence<'a> {
     pub graph_replays: u64,
     /// The run's shape (the most common) and its median step's action.
     pub shape: Option<Shape>,
-    pub median_action: Option<String>,
+    /// The median step (by wall) of the run's shape, whose action `median-step` gives.
+    pub median: Option<&'a Step>,
     /// The largest group of like steps with a class attribution.
     pub group: Option<&'a GroupAttribution>,
     /// The largest group's classes across its steps.
@@ -85,6 +92,9 @@ pub struct Rule {
     /// class, GEMMs, a kernel at its roof): the label in a run whose steps are "one kernel
     /// dominant", so the label never names a kernel the claim is not about.
     pub about: Option<&'static str>,
+    /// The claim is about idle time between kernels: a kernel-class action that can win
+    /// less per step than its group's median step idles contradicts it (ranked out).
+    pub idle: bool,
 }
 
 impl Rule {
@@ -101,17 +111,17 @@ impl Rule {
 /// The verdict table, in the order the rules are tried.
 #[rustfmt::skip]
 pub const RULES: &[Rule] = &[
-    Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound, about: None },
-    Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall, about: None },
-    Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step, about: None },
-    Rule { id: "class-varies", when: "≥ 5 like steps and a class whose p90 ≥ 2 × its p10 with p90 − p10 ≥ 10% of the median wall", fire: class_varies, about: Some("one class varies") },
-    Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy, about: None },
-    Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof, about: Some("one kernel at the roof") },
-    Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant, about: None },
-    Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess, about: Some("one class's excess") },
-    Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof, about: Some("GEMMs below their roof") },
-    Rule { id: "class-below-roof", when: "the run at the memory roof, but in the largest group's median step a class below 80% of its roof holds ≥ 5% of the wall in excess", fire: class_below_roof, about: Some("one class below its roof") },
-    Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step, about: None },
+    Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound, about: None, idle: true },
+    Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall, about: None, idle: true },
+    Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step, about: None, idle: true },
+    Rule { id: "class-varies", when: "≥ 5 like steps and a class whose p90 ≥ 2 × its p10 with p90 − p10 ≥ 10% of the median wall", fire: class_varies, about: Some("one class varies"), idle: false },
+    Rule { id: "gappy", when: "idle > 20% of wall, none of the patterns above", fire: gappy, about: None, idle: true },
+    Rule { id: "one-kernel-at-roof", when: "one kernel > 50% of the run's busy time and its class ≥ 80% of β", fire: kernel_at_roof, about: Some("one kernel at the roof"), idle: false },
+    Rule { id: "one-kernel-dominant", when: "one kernel > 50% of the run's busy time, its class below 80% of β", fire: kernel_dominant, about: None, idle: false },
+    Rule { id: "largest-excess", when: "priced, under-utilized or dominated steps: the class and GEMMs with the largest time − floor", fire: largest_excess, about: Some("one class's excess"), idle: false },
+    Rule { id: "gemms-below-roof", when: "decode layers mapped and their GEMMs below 80% of β hold ≥ 5% of the median step's wall in excess", fire: gemms_below_roof, about: Some("GEMMs below their roof"), idle: false },
+    Rule { id: "class-below-roof", when: "the run at the memory roof, but in the largest group's median step a class below 80% of its roof holds ≥ 5% of the wall in excess", fire: class_below_roof, about: Some("one class below its roof"), idle: false },
+    Rule { id: "median-step", when: "otherwise: the action of the run's median step of its shape", fire: median_step, about: None, idle: false },
 ];
 
 fn pct(x: f64) -> String {
@@ -122,126 +132,24 @@ fn us(ns: i64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
 }
 
-fn idle_share(e: &Evidence<'_>) -> f64 {
-    e.gaps.idle_share(e.wall_ns)
-}
-
-fn dispatch_bound(e: &Evidence<'_>) -> Option<Fired> {
-    let g = &e.gaps;
-    let per_step = g.count as f64 / e.steps.len().max(1) as f64;
-    let share = idle_share(e);
-    // The short gaps themselves must hold the wall: many tiny gaps beside one long stall
-    // are the stall's.
-    let short = g.short_total_ns as f64 / e.wall_ns.max(1) as f64;
-    if per_step < DISPATCH_GAPS_PER_STEP
-        || g.median_ns >= DISPATCH_MEDIAN_NS
-        || short <= DISPATCH_SHARE
-    {
-        return None;
-    }
-    let head = format!(
-        "the host cannot keep up with dispatch: {} gaps between kernels over {} steps, median {}, {} of wall (measured)",
-        g.count,
-        e.steps.len(),
-        us(g.median_ns),
-        pct(share)
-    );
-    if e.graph_replays > 0 {
-        return Some(
-            Fired::act(
-                head,
-                DASH,
-                format!(
-                    "{} already run ({} replays): the gaps are the kernels launched outside them; torch.compile or fusing those kernels",
-                    e.profiler.graphs, e.graph_replays
-                ),
-            )
-            .held(vec![format!(
-                "{} (already replayed in the trace)",
-                e.profiler.graphs
-            )]),
-        );
-    }
-    Some(Fired::act(
-        head,
-        DASH,
-        format!(
-            "capture the step in {} or use torch.compile",
-            e.profiler.graphs
-        ),
-    ))
-}
-
-fn one_long_stall(e: &Evidence<'_>) -> Option<Fired> {
-    let g = &e.gaps;
-    if !g.is_long_stall(e.wall_ns) {
-        return None;
-    }
-    let call = g
-        .longest_step
-        .and_then(|i| e.steps.iter().find(|s| s.index == i))
-        .and_then(|s| s.longest_host_call.as_ref())
-        .map(|c| {
-            format!(
-                "; the longest host call of its step: {} {}",
-                crate::trace::display_call_name(&c.name),
-                us(c.dur_ns)
-            )
-        })
-        .unwrap_or_default();
-    let frame = e
-        .stall_frame
-        .as_ref()
-        .map(|f| {
-            let from = f
-                .caller
-                .as_ref()
-                .map(|c| format!(", called from {c}"))
-                .unwrap_or_default();
-            format!(
-                "; the innermost Python frame over it: {} {}{from}",
-                f.name,
-                us(f.dur_ns)
-            )
-        })
-        .unwrap_or_default();
-    Some(Fired::act(
-        format!(
-            "one long stall: a {} gap is {} of the idle time and {} of wall (measured){call}{frame}",
-            us(g.longest_ns()),
-            pct(g.longest_ns() as f64 / g.total_ns as f64),
-            pct(g.longest_ns() as f64 / e.wall_ns.max(1) as f64)
-        ),
-        DASH,
-        "find what the host waits on there".to_owned(),
-    ))
-}
-
-fn sync_per_step(e: &Evidence<'_>) -> Option<Fired> {
-    let n = e.steps.len();
-    if idle_share(e) <= GAPPY_FRACTION || n < 2 || e.gaps.steps_one_gap < n {
-        return None;
-    }
-    Some(Fired::act(
-        format!(
-            "a host sync each step: in all {n} steps one gap holds more than half of the step's idle time ({} of wall idle, measured)",
-            pct(idle_share(e))
-        ),
-        DASH,
-        "look for a .item(), .cpu() or synchronize between the step's launches".to_owned(),
-    ))
-}
-
 fn class_varies(e: &Evidence<'_>) -> Option<Fired> {
-    let (sentence, action) = super::spread::varies_parts(e.spread?)?;
-    Some(Fired::act(sentence, DASH, action))
-}
-
-fn gappy(e: &Evidence<'_>) -> Option<Fired> {
-    if idle_share(e) <= GAPPY_FRACTION {
-        return None;
-    }
-    median_step(e)
+    let g = e.spread?;
+    let (sentence, action) = super::spread::varies_parts(g)?;
+    let c = super::spread::varying(g)?;
+    let spread = c.p90_ns - c.p10_ns;
+    let mut proof = time_proof(
+        spread,
+        ProofBasis::Measured,
+        format!(
+            "the p90 − p10 of {} per step across {} {} steps",
+            c.class.as_str(),
+            g.steps,
+            g.group
+        ),
+        (g.median_wall_ns > 0.0).then(|| (spread / g.median_wall_ns, ShareOf::Wall)),
+    );
+    proof.interval = Some([c.p10_ns, c.p90_ns]);
+    Some(Fired::act(sentence, DASH, action).proved(proof))
 }
 
 /// The class's fraction of its roof in the run's largest priced group (derived).
@@ -262,6 +170,19 @@ struct Roof {
 }
 
 impl Roof {
+    /// The roof fraction as the proof of a claim about the roof (derived).
+    fn proof(&self, e: &Evidence<'_>) -> crate::wire::verdict::Proof {
+        let what = match (self.own, e.group) {
+            (true, _) => "the kernel's own fraction of β (its layer GEMM)".to_owned(),
+            (false, Some(g)) => format!(
+                "its class's fraction of its roof in the median {} step",
+                g.group
+            ),
+            (false, None) => "its class's fraction of its roof".to_owned(),
+        };
+        fraction_proof(self.fraction, what)
+    }
+
     fn words(&self) -> String {
         if self.own {
             format!(
@@ -275,6 +196,20 @@ impl Roof {
             )
         }
     }
+}
+
+/// The run's top kernel's exclusive time and its share of the busy time (measured).
+fn top_proof(e: &Evidence<'_>) -> Option<crate::wire::verdict::Proof> {
+    let (name, ns, _) = e.top.as_ref()?;
+    Some(time_proof(
+        *ns as f64,
+        ProofBasis::Measured,
+        format!(
+            "the exclusive time of {name} over {}",
+            steps_word(e.steps.len())
+        ),
+        Some((*ns as f64 / e.busy_ns.max(1) as f64, ShareOf::Busy)),
+    ))
 }
 
 fn dominant<'e>(e: &'e Evidence<'_>) -> Option<(&'e str, f64, Option<Roof>)> {
@@ -306,6 +241,7 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
     }
     let (name, share, roof) = dominant(e)?;
     let roof = roof.filter(|r| r.fraction >= AT_ROOF_OF_BETA)?;
+    let proof = roof.proof(e);
     Some(
         Fired::act(
             format!(
@@ -324,7 +260,8 @@ fn kernel_at_roof(e: &Evidence<'_>) -> Option<Fired> {
             "{} for {name} (at {} of its roof)",
             e.profiler.name,
             pct(roof.fraction)
-        )]),
+        )])
+        .proved(proof),
     )
 }
 
@@ -334,19 +271,23 @@ fn kernel_dominant(e: &Evidence<'_>) -> Option<Fired> {
         let rule = items::rule(e.top_item);
         return Some(
             Fired::whole(&(rule.action)(name, share, Some(e.steps.len()), e.profiler))
-                .held((rule.held_back)(name, e.profiler).into_iter().collect()),
+                .held((rule.held_back)(name, e.profiler).into_iter().collect())
+                .proved(top_proof(e)?),
         );
     }
     let at = roof.map(|r| format!(", {}", r.words())).unwrap_or_default();
-    Some(Fired::act(
-        format!(
-            "{name} is {} of busy time over {} steps (measured){at}",
-            pct(share),
-            e.steps.len(),
-        ),
-        ": ",
-        format!("take it to {}{}", e.profiler.name, by_excess_suffix(e)),
-    ))
+    Some(
+        Fired::act(
+            format!(
+                "{name} is {} of busy time over {} steps (measured){at}",
+                pct(share),
+                e.steps.len(),
+            ),
+            ": ",
+            format!("take it to {}{}", e.profiler.name, by_excess_suffix(e)),
+        )
+        .proved(top_proof(e)?),
+    )
 }
 
 fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
@@ -378,6 +319,17 @@ fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
     if let Some(r) = c.roof_fraction {
         line.push_str(&format!(", at {} of its roof", pct(r)));
     }
+    let excess = c.excess_ns.unwrap_or(0);
+    let proof = time_proof(
+        excess as f64,
+        ProofBasis::Derived,
+        format!(
+            "the excess (time − floor) of {} in the median {} step",
+            c.class.as_str(),
+            g.group
+        ),
+        (total > 0).then(|| (excess as f64 / total as f64, ShareOf::Excess)),
+    );
     // The GEMMs of the layer map by their own excess (time − floor), not by time.
     line.push_str(&by_excess_suffix(e));
     if c.roof_fraction.is_some_and(|r| r >= AT_ROOF_OF_BETA) {
@@ -387,23 +339,12 @@ fn largest_excess(e: &Evidence<'_>) -> Option<Fired> {
             c.class.as_str()
         )];
         return Some(
-            Fired::act(line, DASH, "at the roof: only fewer bytes help".to_owned()).held(held),
+            Fired::act(line, DASH, "at the roof: only fewer bytes help".to_owned())
+                .held(held)
+                .proved(proof),
         );
     }
-    Some(Fired::act(line, DASH, "start there".to_owned()))
-}
-
-fn median_step(e: &Evidence<'_>) -> Option<Fired> {
-    if e.shape == Some(Shape::OneKernelDominant) {
-        // Each such step has its own top kernel; the run's is over every step.
-        let (name, ns, _) = e.top.as_ref()?;
-        return Some(Fired::bare(format!(
-            "single kernels dominate single steps, but no kernel is more than half of the run's busy time: the run's top kernel {name} is {} of it over {} steps (measured)",
-            pct(*ns as f64 / e.busy_ns.max(1) as f64),
-            e.steps.len()
-        )));
-    }
-    Some(Fired::whole(e.median_action.as_deref()?))
+    Some(Fired::act(line, DASH, "start there".to_owned()).proved(proof))
 }
 
 /// The run's top kernel by exclusive time summed over every step, named as the step
@@ -457,10 +398,7 @@ pub fn decide(
         .filter(|s| s.attribution.as_ref().map(|a| a.shape) == shape)
         .collect();
     of_shape.sort_by_key(|s| s.wall_ns);
-    let median_action = of_shape
-        .get(of_shape.len() / 2)
-        .and_then(|s| s.attribution.as_ref())
-        .map(|a| a.action.clone());
+    let median = of_shape.get(of_shape.len() / 2).map(|s| **s);
     let gaps = gaps::gaps(trace, &steps)?;
     let wall_ns = steps.iter().filter_map(|s| s.wall_ns).sum();
     let stall_frame = if gaps.is_long_stall(wall_ns) {
@@ -479,20 +417,27 @@ pub fn decide(
         top_raw: top.as_ref().map(|t| t.4.clone()),
         top: top.map(|(name, ns, class, _, _)| (name, ns, class)),
         shape,
-        median_action,
+        median,
         group: r.groups.iter().max_by_key(|g| g.steps),
         spread: r.spread.iter().max_by_key(|g| g.steps),
         profiler: super::kernel_profiler(r.vendor),
         steps,
     };
     Ok(RULES.iter().find_map(|rule| {
-        (rule.fire)(&e).map(|f| RunVerdict {
-            rule: rule.id.to_owned(),
-            label: shape.map(|s| rule.label(s).to_owned()),
-            line: f.line(),
-            sentence: f.sentence,
-            action: f.action,
-            held_back: f.held_back,
+        (rule.fire)(&e).map(|f| {
+            let ranking = ranked::rank(r.groups, f.own.as_ref(), rule.idle);
+            let mut held_back = f.held_back.clone();
+            held_back.extend(ranking.held_back);
+            RunVerdict {
+                rule: rule.id.to_owned(),
+                label: shape.map(|s| rule.label(s).to_owned()),
+                line: f.line(),
+                sentence: f.sentence,
+                action: f.action,
+                held_back,
+                proof: f.proof,
+                ranked: ranking.ranked,
+            }
         })
     }))
 }

@@ -89,6 +89,8 @@ pub fn waterfall(b: &Group, c: &Group) -> Waterfall {
             baseline_mean_floor_ns: fb,
             candidate_mean_floor_ns: fc,
             delta_floor_ns: fc - fb,
+            baseline_above_floor_ns: mean(wb) - fb,
+            candidate_above_floor_ns: mean(wc) - fc,
         }),
         _ => None,
     };

@@ -1,51 +1,40 @@
 //! The answer a steps report opens with, in every format: the run verdict's sentence with
 //! its measured numbers, its next action, where the median step's wall goes (the exact
 //! waterfall, the basis of every number above), then the other actions ranked by what each
-//! can win per step. Selection and order only: every figure is one the pipeline wrote.
+//! can win per step. The first of each only: every figure, the proof and the ranking are
+//! the pipeline's (`attribution::verdict`).
 
 use super::classes::waterfall_line;
-use super::fmt_us;
 use super::markup::Markup;
-use crate::wire::attribution::{GroupAttribution, RunVerdict};
+use super::{fmt_pct, fmt_us};
 use crate::wire::steps::StepsReport;
+use crate::wire::verdict::{Proof, ProofUnit, ShareOf};
 
 /// The ranked actions printed without `--detail`.
 pub const RANKED_SHOWN: usize = 3;
 
-/// A class's next action and the most it can win per step: its excess over the floor.
-pub struct Ranked<'a> {
-    pub group: &'a str,
-    pub excess_ns: i64,
-    pub action: &'a str,
-}
-
-/// Every class action of every group, largest excess first; an action the verdict already
-/// gives, and one without a priced excess, left out (it cannot be ranked against it).
-pub(crate) fn ranked<'a>(
-    groups: &'a [GroupAttribution],
-    verdict: Option<&RunVerdict>,
-) -> Vec<Ranked<'a>> {
-    let mut v: Vec<Ranked<'a>> = groups
-        .iter()
-        .flat_map(|g| {
-            g.classes.iter().filter_map(move |c| {
-                Some(Ranked {
-                    group: &g.group,
-                    excess_ns: c.excess_ns?,
-                    action: c.action.as_deref()?,
-                })
-            })
-        })
-        .filter(|r| verdict.is_none_or(|v| !v.line.contains(r.action)))
-        .collect();
-    v.sort_by_key(|r| std::cmp::Reverse(r.excess_ns));
-    let mut seen: Vec<&str> = Vec::new();
-    v.retain(|r| {
-        let new = !seen.contains(&r.action);
-        seen.push(r.action);
-        new
-    });
-    v
+/// `463,977.0 µs (98% of wall) — the longest gap between two kernels inside a step,
+/// measured`: the proof's value in its unit, its share, what it is, its basis.
+fn proof_line(p: &Proof) -> String {
+    let value = |v: f64| match p.unit {
+        ProofUnit::Ns => format!("{} µs", fmt_us(v)),
+        ProofUnit::Fraction => fmt_pct(v),
+    };
+    let mut s = value(p.value);
+    if let Some(sh) = &p.share {
+        let of = match sh.of {
+            ShareOf::Wall => "wall",
+            ShareOf::Busy => "busy time",
+            ShareOf::Excess => "excess",
+        };
+        s.push_str(&format!(" ({} of {of})", fmt_pct(sh.fraction)));
+    }
+    s.push_str(&format!(" — {}", p.what));
+    if let Some([lo, hi]) = p.interval {
+        s.push_str(&format!(", {} … {}", value(lo), value(hi)));
+    }
+    s.push_str(&format!(", {}", p.basis.as_str()));
+    s
 }
 
 /// The answer block: verdict, next, the waterfall per group, the ranked actions (the first
@@ -56,6 +45,9 @@ pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
         match &v.label {
             Some(label) => m.answer("verdict", &format!("{label} — {sentence}")),
             None => m.answer("verdict", sentence),
+        }
+        if let Some(p) = &v.proof {
+            m.answer("proof", &proof_line(p));
         }
         if let Some(a) = &v.action {
             m.answer("next", a);
@@ -70,7 +62,7 @@ pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
         };
         m.answer(&label, &waterfall_line(&g.waterfall));
     }
-    let ranked = ranked(&r.groups, r.verdict.as_ref());
+    let ranked = r.verdict.as_ref().map_or(&[][..], |v| &v.ranked[..]);
     if ranked.is_empty() {
         return;
     }
@@ -87,9 +79,9 @@ pub fn walk<M: Markup>(m: &mut M, r: &StepsReport, all: bool) {
         let what = if many {
             format!("{}: {}", x.group, x.action)
         } else {
-            x.action.to_owned()
+            x.action.clone()
         };
-        m.ranked(&format!("≤ {} µs", fmt_us(x.excess_ns as f64)), &what);
+        m.ranked(&format!("≤ {} µs", fmt_us(x.win_ns as f64)), &what);
     }
     if ranked.len() > shown {
         m.hint(&format!(

@@ -92,13 +92,6 @@ pub(crate) fn group_heading(g: &GroupAttribution) -> String {
     )
 }
 
-/// The next action of each class that has one, largest excess first.
-pub(crate) fn class_actions(classes: &[ClassAttribution]) -> Vec<String> {
-    let mut v: Vec<&ClassAttribution> = classes.iter().filter(|c| c.action.is_some()).collect();
-    v.sort_by_key(|c| std::cmp::Reverse(c.excess_ns.unwrap_or(i64::MIN)));
-    v.iter().filter_map(|c| c.action.clone()).collect()
-}
-
 /// The per-layer GEMM table, where the decode layer could be mapped: largest excess per
 /// step first (what a faster GEMM could win), a folded split-K reduction named with its GEMM.
 /// `name_max`: kernel names shortened in the middle to this many characters (the page's
@@ -253,11 +246,7 @@ pub(crate) fn group_lines(g: &GroupAttribution) -> Vec<String> {
             c.basis
         ));
     }
-    lines.extend(
-        class_actions(&g.classes)
-            .into_iter()
-            .map(|a| format!("next: {a}")),
-    );
+    lines.extend(g.actions.iter().map(|a| format!("next: {a}")));
     if let Some(l) = &g.layers {
         lines.push(match &l.ambiguous {
             Some(why) => format!("layers: {why}"),

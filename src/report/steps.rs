@@ -183,20 +183,14 @@ pub(crate) fn steps_table(steps: &[Step], raw: bool, wide: bool) -> Table {
 pub(crate) fn headline(path: &str, r: &StepsReport) -> String {
     let total = r.steps.len();
     // Steps found by another method than the report's (SGLang under nsys: decodes split
-    // at graph replays among sync steps) are counted per method.
-    let mut by: Vec<(crate::wire::steps::FoundBy, usize)> = Vec::new();
-    for s in &r.steps {
-        match by.iter_mut().find(|(f, _)| *f == s.found_by) {
-            Some(x) => x.1 += 1,
-            None => by.push((s.found_by, 1)),
-        }
-    }
+    // at graph replays among sync steps) are counted per method (the report's tally).
+    let by = &r.tally.found_by;
     let how = if by.len() > 1 {
-        by.sort_by_key(|&(f, _)| (f != r.found_by, f as u8));
         let mut heuristic = false;
         let parts: Vec<String> = by
             .iter()
-            .map(|&(f, n)| {
+            .map(|m| {
+                let (f, n) = (m.found_by, m.steps);
                 let d = f.describe_for(r.found_by_engine.as_deref());
                 let d = match d.strip_suffix(" (heuristic)") {
                     Some(x) => {
@@ -237,25 +231,22 @@ pub(crate) fn hint_and_warnings(r: &StepsReport) -> Vec<String> {
 /// Tail and outside-steps totals, only where there is any.
 fn accounting_lines(r: &StepsReport) -> Vec<String> {
     let mut out = Vec::new();
-    let tails: Vec<&Step> = r.steps.iter().filter(|s| s.tail_ops > 0).collect();
-    if !tails.is_empty() {
-        let busy: i64 = tails.iter().map(|s| s.tail_busy_ns).sum();
-        let ops: u64 = tails.iter().map(|s| s.tail_ops).sum();
+    let t = &r.tally;
+    if let Some(tail) = &t.tail {
         out.push(format!(
-            "tail: {} step(s) launched {ops} op(s) after their span ({} µs busy, measured), accounted to the step (tail_busy_ns)",
-            tails.len(),
-            fmt_us(busy as f64)
+            "tail: {} step(s) launched {} op(s) after their span ({} µs busy, measured), accounted to the step (tail_busy_ns)",
+            tail.steps,
+            tail.ops,
+            fmt_us(tail.busy_ns as f64)
         ));
     }
     out.extend(exposed_comm_line(r));
-    let (b, m, a) = r.outside_steps.iter().fold((0, 0, 0), |acc, o| {
-        (
-            acc.0 + o.before_ns,
-            acc.1 + o.between_ns,
-            acc.2 + o.after_ns,
-        )
-    });
-    if b + m + a > 0 {
+    let (b, m, a) = (
+        t.outside_before_ns,
+        t.outside_between_ns,
+        t.outside_after_ns,
+    );
+    if (b, m, a) != (0, 0, 0) {
         out.push(format!(
             "outside steps (busy, measured): {} µs before the first step, {} µs between steps, {} µs after the last",
             fmt_us(b as f64),
@@ -356,17 +347,11 @@ fn diagnosis_lines(r: &StepsReport) -> Vec<String> {
         }
     }
     if r.ranks.len() > 1 {
-        let mut counts: Vec<(i64, usize)> = Vec::new();
-        for a in &r.ranks {
-            match counts.iter_mut().find(|c| c.0 == a.slowest_pid) {
-                Some(c) => c.1 += 1,
-                None => counts.push((a.slowest_pid, 1)),
-            }
-        }
-        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-        let parts: Vec<String> = counts
+        let parts: Vec<String> = r
+            .tally
+            .slowest_rank
             .iter()
-            .map(|(p, n)| format!("pid {p} in {n}"))
+            .map(|c| format!("pid {} in {}", c.pid, c.steps))
             .collect();
         out.push(format!(
             "slowest rank per aligned step: {}",

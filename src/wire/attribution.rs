@@ -445,6 +445,9 @@ pub struct GroupAttribution {
     /// The per-layer view of the median step, where the trace allows one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<LayerMap>,
+    /// The classes' next actions, largest excess first (an unpriced class's last).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
 }
 
 /// One class's per-step samples inside a baseline group (one value per step of the

@@ -343,6 +343,9 @@ pub struct WaterfallFloor {
     /// candidate − baseline mean floor: the part of the change the workload itself (e.g. a
     /// context shift) explains.
     pub delta_floor_ns: f64,
+    /// Each side's mean wall − its mean floor: how far above the floor it runs (derived).
+    pub baseline_above_floor_ns: f64,
+    pub candidate_above_floor_ns: f64,
 }
 
 /// Waterfall rows folded into one: how many, and the sums of their Δ and means (ns).

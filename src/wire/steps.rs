@@ -423,7 +423,51 @@ pub struct StepsReport {
     /// by the pipeline after attribution); absent before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub medians: Option<super::run_medians::RunMedians>,
+    /// Counts and sums over the steps that the report prints beside its tables.
+    #[serde(default)]
+    pub tally: StepTally,
     pub steps: Vec<Step>,
+}
+
+/// Counts and sums over the steps, taken once where the report is built (measured), so
+/// no renderer adds them up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepTally {
+    /// Steps per method that found them, the report's own method first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_by: Vec<MethodCount>,
+    /// The steps that launched ops after their span, where any did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailTally>,
+    /// GPU busy time outside every step, summed over the series (ns).
+    pub outside_before_ns: i64,
+    pub outside_between_ns: i64,
+    pub outside_after_ns: i64,
+    /// How many aligned steps each process was the slowest rank of, most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowest_rank: Vec<RankCount>,
+}
+
+/// Steps found by one method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MethodCount {
+    pub found_by: FoundBy,
+    pub steps: usize,
+}
+
+/// The steps that launched ops after their span: how many, the ops, their busy ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TailTally {
+    pub steps: usize,
+    pub ops: u64,
+    pub busy_ns: i64,
+}
+
+/// One process and the number of aligned steps it was the slowest rank of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RankCount {
+    pub pid: i64,
+    pub steps: usize,
 }
 
 /// One step named by its series and index, as the steps table shows it.

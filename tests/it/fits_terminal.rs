@@ -92,29 +92,16 @@ fn steps_answer_comes_first_and_short() {
             .unwrap();
         assert!(v < 10, "verdict on line {} at {w}", v + 1);
         assert!(lines[v].contains("host stall"), "{}", lines[v]);
-        // The next action is the verdict's; the GEMM advice ranks after it, with what it
-        // can win (its excess), largest first.
+        // The next action is the verdict's, after the number that proves it; the GEMM
+        // advice, which can win at most the 6 ms of excess beside a 464 ms gap, is held
+        // back: no ranked action follows a host-stall verdict (tests/it/verdict_proof.rs).
+        let proof = lines.iter().position(|l| l.starts_with("proof: ")).unwrap();
         let next = lines.iter().position(|l| l.starts_with("next: ")).unwrap();
+        assert!(v < proof && proof < next, "{text}");
         assert!(lines[next].contains("host waits"), "{}", lines[next]);
-        let wins: Vec<f64> = lines
-            .iter()
-            .filter_map(|l| l.trim_start().strip_prefix("≤ "))
-            .map(|l| {
-                l.split(" µs")
-                    .next()
-                    .unwrap()
-                    .replace(',', "")
-                    .parse()
-                    .unwrap()
-            })
-            .collect();
-        assert!(wins.len() >= 2, "{text}");
-        assert!(wins.windows(2).all(|p| p[0] >= p[1]), "{wins:?}");
         assert!(
-            next < lines
-                .iter()
-                .position(|l| l.contains("weight GEMMs"))
-                .unwrap()
+            !lines.iter().any(|l| l.trim_start().starts_with("≤ ")),
+            "{text}"
         );
     }
 }

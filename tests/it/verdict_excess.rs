@@ -15,12 +15,12 @@ fn us(ns: f64) -> String {
 }
 
 /// Llama-3-8B's KV bytes per token: 32 layers × 8 KV heads × 128 × (K and V) × 2 bytes.
-const KV_BYTES_PER_TOKEN: f64 = (32 * 8 * 128 * 2 * 2) as f64;
+pub(crate) const KV_BYTES_PER_TOKEN: f64 = (32 * 8 * 128 * 2 * 2) as f64;
 
 /// 3 decode steps (B = 1, s = 1,024): the weights streamed by three GEMMs at half the
 /// roof together (a third each, so none dominates), 50 µs of attention, a 5 µs KV write
 /// and a 20 µs norm. Returns the three GEMMs' summed ns.
-fn slow_gemms() -> (Scenario, i64) {
+pub(crate) fn slow_gemms() -> (Scenario, i64) {
     let third = (LLAMA_8B_GEMM_BYTES / H100 * 1e9 / 0.5 / 3.0).round() as i64;
     let name = workload::vllm_execute_detailed(1, [0; 5], [1, 1, 1024, 1, 1024]);
     let ks = vec![
@@ -92,7 +92,7 @@ fn largest_excess_needs_a_floor_and_steps_below_it() {
 }
 
 /// The planted small-batch decode: B = 4, s = 4,096, attention at half its roof.
-fn slow_attention_excess_ns() -> f64 {
+pub(crate) fn slow_attention_excess_ns() -> f64 {
     let tokens = 4.0 * 4096.0;
     // 32 layers, each launch rounded to whole ns by the generator.
     let per_layer = (tokens * KV_BYTES_PER_TOKEN / 32.0 / (H100 * 0.5) * 1e9).round();

@@ -49,7 +49,7 @@ pub(crate) fn verdict(path: &Path, extra: &[&str]) -> (String, String, Vec<Strin
 }
 
 /// `n` decode steps (vLLM markers) of `kernels` 10 µs kernels `gap_ns` apart.
-fn many_gaps(n: usize, kernels: usize, gap_ns: i64, mode: LaunchMode) -> Scenario {
+pub(crate) fn many_gaps(n: usize, kernels: usize, gap_ns: i64, mode: LaunchMode) -> Scenario {
     // One decode request at 1,024 keys, so the steps have a floor.
     let name = workload::vllm_execute_detailed(1, [0; 5], [1, 1, 1024, 1, 1024]);
     let steps = (0..n)

@@ -151,6 +151,14 @@ fn floor_beside_the_waterfall_is_mbu_times_wall() {
     assert!((f.baseline_mean_floor_ns - 100_000.0).abs() < 1e-6);
     assert!((f.candidate_mean_floor_ns - 110_000.0).abs() < 1e-6);
     assert!((f.delta_floor_ns - 10_000.0).abs() < 1e-6);
+    // How far above the floor each side runs: its mean wall (summed here from the
+    // samples) less its floor.
+    let mean_wall = |s: &Side| {
+        let n = s.gap.len();
+        (0..n).map(|i| s.wall(i)).sum::<i64>() as f64 / n as f64
+    };
+    assert!((f.baseline_above_floor_ns - (mean_wall(&b) - 100_000.0)).abs() < 1e-6);
+    assert!((f.candidate_above_floor_ns - (mean_wall(&c) - 110_000.0)).abs() < 1e-6);
 }
 
 #[test]

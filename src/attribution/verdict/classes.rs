@@ -4,9 +4,10 @@
 
 use crate::wire::attribution::{ClassAttribution, Shape};
 
-use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA, GEMM_EXCESS_SHARE};
+use super::{pct, time_proof, us, Evidence, Fired, AT_ROOF_OF_BETA, GEMM_EXCESS_SHARE};
 use crate::attribution::KernelProfiler;
 use crate::wire::attribution::KernelClass;
+use crate::wire::verdict::{ProofBasis, ShareOf};
 
 /// The priced class below [`AT_ROOF_OF_BETA`] of its roof with the largest excess, when
 /// that excess is at least [`GEMM_EXCESS_SHARE`] of the step's wall (derived): the
@@ -56,6 +57,17 @@ pub(super) fn class_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     let g = e.group?;
     let wall = g.waterfall.wall_ns;
     let c = below_roof(&g.classes, wall)?;
+    let excess = c.excess_ns.unwrap_or(0) as f64;
+    let proof = time_proof(
+        excess,
+        ProofBasis::Derived,
+        format!(
+            "the excess (time − floor) of {} in the median {} step",
+            c.class.as_str(),
+            g.group
+        ),
+        Some((excess / wall.max(1) as f64, ShareOf::Wall)),
+    );
     // The class's action is its own text (class_rules), whole: split where it is made.
     Some(
         Fired::whole(&format!(
@@ -65,7 +77,9 @@ pub(super) fn class_below_roof(e: &Evidence<'_>) -> Option<Fired> {
         ))
         .held(vec![
             "\"at the roof — only fewer bytes help\" (a class runs below its roof)".to_owned(),
-        ]),
+        ])
+        .proved(proof)
+        .owns(Some(g.group.clone()), c.class),
     )
 }
 

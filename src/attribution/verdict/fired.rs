@@ -1,5 +1,8 @@
 //! What a verdict rule says when it fires: its sentence and its action apart, joined into
-//! the run line only for readers of the old `line` field.
+//! the run line only for readers of the old `line` field, with the number that proves it.
+
+use crate::wire::attribution::KernelClass;
+use crate::wire::verdict::{Proof, ProofBasis, ProofShare, ProofUnit, ShareOf};
 
 /// What a rule says when it fires: the sentence and the action apart, so that no reader
 /// has to find the action in the line.
@@ -10,6 +13,11 @@ pub struct Fired {
     pub joiner: &'static str,
     pub action: Option<String>,
     pub held_back: Vec<String>,
+    /// The number the sentence rests on.
+    pub proof: Option<Proof>,
+    /// The class whose own action the verdict gives (the group where one is named), so
+    /// the ranked actions leave it out by identity.
+    pub own: Option<(Option<String>, KernelClass)>,
 }
 
 /// The separator the verdict table puts before an action (docs/verdict-rules.md).
@@ -23,6 +31,8 @@ impl Fired {
             joiner,
             action: Some(action),
             held_back: Vec::new(),
+            proof: None,
+            own: None,
         }
     }
 
@@ -33,6 +43,8 @@ impl Fired {
             joiner: "",
             action: None,
             held_back: Vec::new(),
+            proof: None,
+            own: None,
         }
     }
 
@@ -51,12 +63,51 @@ impl Fired {
         self
     }
 
+    pub fn proved(mut self, proof: Proof) -> Fired {
+        self.proof = Some(proof);
+        self
+    }
+
+    pub fn owns(mut self, group: Option<String>, class: KernelClass) -> Fired {
+        self.own = Some((group, class));
+        self
+    }
+
     /// The run line: the sentence and the action as the verdict table words them.
     pub fn line(&self) -> String {
         match &self.action {
             Some(a) => format!("{}{}{a}", self.sentence, self.joiner),
             None => self.sentence.clone(),
         }
+    }
+}
+
+/// A time in ns that proves a verdict, with its share of a whole where there is one.
+pub fn time_proof(
+    ns: f64,
+    basis: ProofBasis,
+    what: String,
+    share: Option<(f64, ShareOf)>,
+) -> Proof {
+    Proof {
+        value: ns,
+        unit: ProofUnit::Ns,
+        basis,
+        what,
+        share: share.map(|(fraction, of)| ProofShare { fraction, of }),
+        interval: None,
+    }
+}
+
+/// A fraction that proves a verdict (a roof fraction, MBU), derived.
+pub fn fraction_proof(fraction: f64, what: String) -> Proof {
+    Proof {
+        value: fraction,
+        unit: ProofUnit::Fraction,
+        basis: ProofBasis::Derived,
+        what,
+        share: None,
+        interval: None,
     }
 }
 

@@ -2,8 +2,9 @@
 //! in): the GEMMs below the roof ranked by their excess per step, not by their time, and a
 //! dominant kernel's own fraction of β.
 
-use super::{pct, us, Evidence, Fired, AT_ROOF_OF_BETA, DASH};
+use super::{pct, time_proof, us, Evidence, Fired, AT_ROOF_OF_BETA, DASH};
 use crate::wire::attribution::{LayerGemm, LayerMap, Shape};
+use crate::wire::verdict::{ProofBasis, ShareOf};
 
 /// "; GEMMs by excess: …" when the largest group's layers were mapped.
 pub(super) fn by_excess_suffix(e: &Evidence<'_>) -> String {
@@ -91,18 +92,31 @@ pub(super) fn gemms_below_roof(e: &Evidence<'_>) -> Option<Fired> {
     } else {
         ""
     };
-    Some(Fired::act(
-        format!(
-            "{but}GEMMs below {} of β hold {} per step of the median {} step ({} of its wall, derived): {}",
-            pct(AT_ROOF_OF_BETA),
-            us(total.round() as i64),
-            g.group,
-            pct(total / wall),
-            gemms_by_excess(&below).join(", "),
-        ),
-        DASH,
-        how,
-    ))
+    Some(
+        Fired::act(
+            format!(
+                "{but}GEMMs below {} of β hold {} per step of the median {} step ({} of its wall, derived): {}",
+                pct(AT_ROOF_OF_BETA),
+                us(total.round() as i64),
+                g.group,
+                pct(total / wall),
+                gemms_by_excess(&below).join(", "),
+            ),
+            DASH,
+            how,
+        )
+        .proved(time_proof(
+            total,
+            ProofBasis::Derived,
+            format!(
+                "the excess per step of the {} layer GEMMs below {} of β in the median {} step",
+                below.len(),
+                pct(AT_ROOF_OF_BETA),
+                g.group
+            ),
+            Some((total / wall, ShareOf::Wall)),
+        )),
+    )
 }
 
 /// The dominant kernel's own row in the largest group's layer map, when it was mapped to

@@ -423,14 +423,15 @@ pub(crate) fn waterfall_table_rows(
 /// itself moved.
 pub(crate) fn waterfall_floor_line(w: &Waterfall) -> Option<String> {
     let f = w.waterfall_floor.as_ref()?;
-    let c = w.waterfall_check.as_ref()?;
+    // As before, only beside the waterfall's own check.
+    w.waterfall_check.as_ref()?;
     Some(format!(
         "Mean floor per step (derived, MBU × wall): baseline {} µs ({} µs above it), \
          candidate {} µs ({} µs above it); the floor itself moved {}.",
         fmt_us(f.baseline_mean_floor_ns),
-        fmt_us(c.baseline_mean_wall_ns - f.baseline_mean_floor_ns),
+        fmt_us(f.baseline_above_floor_ns),
         fmt_us(f.candidate_mean_floor_ns),
-        fmt_us(c.candidate_mean_wall_ns - f.candidate_mean_floor_ns),
+        fmt_us(f.candidate_above_floor_ns),
         fmt_signed_us(f.delta_floor_ns),
     ))
 }

@@ -8,7 +8,10 @@ use crate::wire::attribution::{
 };
 use crate::wire::meta::{SourceInfo, Tool};
 use crate::wire::run_medians::RunMedians;
-use crate::wire::steps::{AlignedStep, FoundBy, OutsideSteps, Series, Step, StepsReport};
+use crate::wire::steps::{
+    AlignedStep, FoundBy, MethodCount, OutsideSteps, RankCount, Series, Step, StepTally,
+    StepsReport, TailTally,
+};
 
 use super::summary::{median_step, summarize};
 
@@ -74,6 +77,7 @@ impl Found {
             medians,
             notes,
         } = stages;
+        let tally = tally(&steps, &outside_steps, &ranks, meta.found_by);
         StepsReport {
             schema_version: crate::wire::steps::SCHEMA_VERSION,
             tool,
@@ -96,9 +100,57 @@ impl Found {
             class_spread,
             verdict,
             median_step: median_step(&steps),
+            tally,
             medians,
             steps,
         }
+    }
+}
+
+/// The counts and sums the report prints beside its tables: steps per method (the
+/// report's own first, then in the methods' order), the tails, the GPU time outside steps
+/// and the slowest rank of each aligned step (most first; ties in first-seen order).
+fn tally(
+    steps: &[Step],
+    outside: &[OutsideSteps],
+    ranks: &[AlignedStep],
+    found_by: FoundBy,
+) -> StepTally {
+    let mut by: Vec<MethodCount> = Vec::new();
+    for s in steps {
+        match by.iter_mut().find(|m| m.found_by == s.found_by) {
+            Some(m) => m.steps += 1,
+            None => by.push(MethodCount {
+                found_by: s.found_by,
+                steps: 1,
+            }),
+        }
+    }
+    by.sort_by_key(|m| (m.found_by != found_by, m.found_by as u8));
+    let tails: Vec<&Step> = steps.iter().filter(|s| s.tail_ops > 0).collect();
+    let tail = (!tails.is_empty()).then(|| TailTally {
+        steps: tails.len(),
+        ops: tails.iter().map(|s| s.tail_ops).sum(),
+        busy_ns: tails.iter().map(|s| s.tail_busy_ns).sum(),
+    });
+    let mut slowest: Vec<RankCount> = Vec::new();
+    for a in ranks {
+        match slowest.iter_mut().find(|c| c.pid == a.slowest_pid) {
+            Some(c) => c.steps += 1,
+            None => slowest.push(RankCount {
+                pid: a.slowest_pid,
+                steps: 1,
+            }),
+        }
+    }
+    slowest.sort_by_key(|c| std::cmp::Reverse(c.steps));
+    StepTally {
+        found_by: by,
+        tail,
+        outside_before_ns: outside.iter().map(|o| o.before_ns).sum(),
+        outside_between_ns: outside.iter().map(|o| o.between_ns).sum(),
+        outside_after_ns: outside.iter().map(|o| o.after_ns).sum(),
+        slowest_rank: slowest,
     }
 }
 

@@ -131,6 +131,7 @@ pub(crate) fn report(steps: Vec<Step>) -> StepsReport {
         median_step: None,
         medians: None,
         verdict: None,
+        tally: super::StepTally::default(),
         steps,
     }
 }
