@@ -71,17 +71,11 @@ fn device_title(d: &DeviceSummary) -> String {
 }
 
 fn totals_line(d: &DeviceSummary) -> String {
-    let window = d.window_end_ns - d.window_start_ns;
-    let busy_frac = if window > 0 {
-        d.busy_ns as f64 / window as f64
-    } else {
-        0.0
-    };
     format!(
         "window {} µs · busy {} µs ({}) · idle {} µs · {} kernels, {} ops · kernel sum {} µs",
-        fmt_us(window as f64),
+        fmt_us(d.window_ns as f64),
         fmt_us(d.busy_ns as f64),
-        fmt_pct(busy_frac),
+        fmt_pct(d.busy_fraction),
         fmt_us(d.idle_ns as f64),
         fmt_int(d.kernels as i64),
         fmt_int(d.ops as i64),
@@ -89,25 +83,18 @@ fn totals_line(d: &DeviceSummary) -> String {
     )
 }
 
-/// What takes most of a device's busy time, when one name takes at least half of it: a
-/// report that is 95% one host-to-device copy should say so, not only "99% busy".
+/// What takes most of a device's busy time, when the analysis found one name that does.
 pub(crate) fn dominated_by(d: &DeviceSummary) -> Option<String> {
-    let k = d.kernels_by_name.iter().max_by_key(|k| k.exclusive_ns)?;
-    let s = share(k.exclusive_ns, d.busy_ns);
-    (s >= DOMINANT_SHARE).then(|| {
-        format!(
-            "dominated by {}: {} of busy time ({} µs exclusive over {} instance{})",
-            crate::report::escape_control(&k.short_name),
-            fmt_pct(s),
-            fmt_us(k.exclusive_ns as f64),
-            fmt_int(k.instances as i64),
-            if k.instances == 1 { "" } else { "s" }
-        )
-    })
+    let k = d.dominant.as_ref()?;
+    Some(format!(
+        "dominated by {}: {} of busy time ({} µs exclusive over {} instance{})",
+        crate::report::escape_control(&k.short_name),
+        fmt_pct(k.share_of_busy),
+        fmt_us(k.exclusive_ns as f64),
+        fmt_int(k.instances as i64),
+        if k.instances == 1 { "" } else { "s" }
+    ))
 }
-
-/// Share of busy time from which one name dominates a device.
-const DOMINANT_SHARE: f64 = 0.5;
 
 fn device_kernels(d: &DeviceSummary, o: &Options) -> Table {
     let mut t = Table::new(&[

@@ -51,11 +51,31 @@ pub struct DeviceSummary {
     pub kernel_sum_ns: i64,
     pub window_start_ns: i64,
     pub window_end_ns: i64,
+    /// `window_end_ns - window_start_ns`.
+    #[serde(default)]
+    pub window_ns: i64,
+    /// `busy_ns / window_ns` (0 for an empty window).
+    #[serde(default)]
+    pub busy_fraction: f64,
     pub idle_ns: i64,
+    /// The op name that alone keeps the device busy at least half of its busy time, when
+    /// one does: a report that is 95% one host-to-device copy says so, not only "99% busy".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dominant: Option<Dominant>,
     /// Every op name on the device, ranked by exclusive (non-overlapped) time.
     pub kernels_by_name: Vec<KernelStat>,
     /// The same time grouped by kernel category, ranked by exclusive time.
     pub categories: Vec<CategoryStat>,
+}
+
+/// The op name that takes most of a device's busy time.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Dominant {
+    pub short_name: String,
+    /// Its exclusive time over the device's busy time.
+    pub share_of_busy: f64,
+    pub exclusive_ns: i64,
+    pub instances: u64,
 }
 
 /// One op name's statistics on one device.

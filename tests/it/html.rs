@@ -312,11 +312,23 @@ fn analyze_says_what_dominates_a_device() {
         );
         assert!(text.contains(&line), "{line:?} not in:\n{text}");
         assert!(html.contains(&escaped(&line)), "{line:?} not on the page");
+        // The finding is the document's; the renderers only print it.
+        assert_eq!(d["dominant"]["short_name"], top["short_name"]);
+        assert!((d["dominant"]["share_of_busy"].as_f64().unwrap() - share).abs() < 1e-12);
+        let window = d["window_end_ns"].as_i64().unwrap() - d["window_start_ns"].as_i64().unwrap();
+        assert_eq!(d["window_ns"].as_i64().unwrap(), window);
     }
     // Under half of busy time is no domination: saxpy's largest is 49.8%.
     let saxpy = common::fixture("nsys/saxpy_mpi_a100_nsys2022.2.sqlite");
     let (_, text, _) = common::run(&["analyze", saxpy.to_str().unwrap()]);
     assert!(!text.contains("dominated by"), "{text}");
+    let (_, json, _) = common::run(&["analyze", saxpy.to_str().unwrap(), "--format", "json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d.get("dominant").is_none()));
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn busy_chart(a: &Analysis) -> Markup {
         .devices
         .iter()
         .map(|d| {
-            let window = d.window_end_ns - d.window_start_ns;
+            let window = d.window_ns;
             BarRow {
                 label: format!("GPU {}", d.device),
                 segments: vec![
@@ -57,7 +57,7 @@ fn busy_chart(a: &Analysis) -> Markup {
                         color: GAP,
                     },
                 ],
-                note: Some(format!("{} busy", fmt_pct(share(d.busy_ns, window)))),
+                note: Some(format!("{} busy", fmt_pct(d.busy_fraction))),
             }
         })
         .collect();
@@ -86,7 +86,7 @@ fn device_table(a: &Analysis) -> Table {
         ("ops", Align::Right),
     ]);
     for d in &a.devices {
-        let window = d.window_end_ns - d.window_start_ns;
+        let window = d.window_ns;
         t.row(vec![
             format!(
                 "GPU {}{}",
@@ -99,7 +99,7 @@ fn device_table(a: &Analysis) -> Table {
             fmt_us(window as f64),
             fmt_us(d.busy_ns as f64),
             fmt_us(d.idle_ns as f64),
-            fmt_pct(share(d.busy_ns, window)),
+            fmt_pct(d.busy_fraction),
             fmt_int(d.kernels as i64),
             fmt_int(d.ops as i64),
         ]);

@@ -7,7 +7,10 @@ use crate::categories::Categorizer;
 use crate::exit::Result;
 use crate::timing::labels::{display_name, NameLabels};
 use crate::trace::{col, OpKind, Trace};
-use crate::wire::analysis::{DeviceSummary, KernelStat, ProcessRef};
+use crate::wire::analysis::{DeviceSummary, Dominant, KernelStat, ProcessRef};
+
+/// Share of busy time from which one name dominates a device.
+const DOMINANT_SHARE: f64 = 0.5;
 
 use super::categories::category_totals;
 use super::names::name_stats;
@@ -142,6 +145,24 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
             ks.iter()
                 .map(|k| (k.category.as_str(), k.instances, k.total_ns, k.exclusive_ns)),
         );
+        let window = we - ws;
+        let share = |part: i64| {
+            if busy > 0 {
+                part as f64 / busy as f64
+            } else {
+                0.0
+            }
+        };
+        // `ks` is ranked by exclusive time: the first name is the only candidate.
+        let dominant = ks
+            .first()
+            .filter(|k| share(k.exclusive_ns) >= DOMINANT_SHARE)
+            .map(|k| Dominant {
+                short_name: k.short_name.clone(),
+                share_of_busy: share(k.exclusive_ns),
+                exclusive_ns: k.exclusive_ns,
+                instances: k.instances,
+            });
         out.push(DeviceSummary {
             device: d,
             name: info.and_then(|x| x.name.clone()),
@@ -153,7 +174,14 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
             kernel_sum_ns: ksum,
             window_start_ns: ws,
             window_end_ns: we,
-            idle_ns: (we - ws) - busy,
+            window_ns: window,
+            busy_fraction: if window > 0 {
+                busy as f64 / window as f64
+            } else {
+                0.0
+            },
+            idle_ns: window - busy,
+            dominant,
             kernels_by_name: ks,
             categories,
         });
