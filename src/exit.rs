@@ -19,28 +19,28 @@ use std::sync::Mutex;
 /// Success.
 pub const OK: u8 = 0;
 /// `gate` found a regression.
-pub const REGRESSION: u8 = 1;
+pub(crate) const REGRESSION: u8 = 1;
 /// `doctor` found a problem at the failing severity (an error; a warning with `--strict`):
 /// the same code as a regression, so a CI step fails on either.
-pub const DOCTOR_FAILED: u8 = 1;
+pub(crate) const DOCTOR_FAILED: u8 = 1;
 /// `policy check` found a rule that selects nothing on the side checked.
-pub const POLICY_DEAD_RULES: u8 = 1;
+pub(crate) const POLICY_DEAD_RULES: u8 = 1;
 /// Bad flags, an unreadable or malformed report or baseline, infeasible capacity inputs.
 pub const INPUT: u8 = 2;
 /// `gate` had too few samples to decide.
-pub const INCONCLUSIVE: u8 = 3;
+pub(crate) const INCONCLUSIVE: u8 = 3;
 /// `gate` found the two sides' operating points too different to compare (GPU, model,
 /// TP, no step kind in common).
-pub const INCOMPARABLE: u8 = 6;
+pub(crate) const INCOMPARABLE: u8 = 6;
 /// Something outside stepgate is missing: CUDA driver, nsys, a reachable engine.
-pub const ENVIRONMENT: u8 = 4;
+pub(crate) const ENVIRONMENT: u8 = 4;
 /// A file or standard output could not be written (full disk, permission denied).
-pub const OUTPUT: u8 = 5;
+pub(crate) const OUTPUT: u8 = 5;
 /// A bug in stepgate: a panic, a frame operation that failed on its own data (BSD
 /// `sysexits.h` EX_SOFTWARE).
 pub const INTERNAL: u8 = 70;
 /// Ctrl-C or SIGTERM arrived while output files were being written (the shell's 128 + 2).
-pub const INTERRUPTED: u8 = 130;
+pub(crate) const INTERRUPTED: u8 = 130;
 
 /// What failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,7 @@ pub enum Access {
 
 /// The few kinds of I/O failure a user can act on, whatever the command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// The path, or a directory on it, does not exist.
     NotFound,
     /// A component of the path is a file, not a directory.

@@ -86,7 +86,7 @@ pub fn install() {
 
 /// While alive, SIGINT/SIGTERM are recorded instead of killing the process, so the writer
 /// can clean up; dropping it restores what was there before (default: die).
-pub struct Deferred {
+pub(crate) struct Deferred {
     start: usize,
 }
 

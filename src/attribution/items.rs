@@ -28,7 +28,7 @@ pub enum Item {
 
 /// The nsys flag that traces each kernel of a CUDA graph (the default, `graph`, traces a
 /// replay as one range).
-pub const NODE_TRACE_FLAG: &str = "nsys profile --cuda-graph-trace=node";
+pub(crate) const NODE_TRACE_FLAG: &str = "nsys profile --cuda-graph-trace=node";
 
 /// What an item of `name` in `category` is.
 pub(crate) fn item_of(name: &str, category: &str) -> Item {
@@ -55,7 +55,7 @@ pub struct ItemRule {
 }
 
 /// Every item type's rule.
-pub const ITEM_RULES: &[ItemRule] = &[
+pub(crate) const ITEM_RULES: &[ItemRule] = &[
     ItemRule {
         item: Item::Kernel,
         shape: Shape::OneKernelDominant,

@@ -67,7 +67,7 @@ impl From<&StepFloor> for FloorInput {
 
 /// What pricing a step needs: the model, GPU and options of the operating point, and
 /// each step's composition (None: its floor is unknown).
-pub struct Pricer<'a> {
+pub(crate) struct Pricer<'a> {
     pub composition: &'a dyn Fn(&Step) -> Option<StepComposition>,
     pub model: &'a ModelSpec,
     pub gpu: &'a GpuSpec,

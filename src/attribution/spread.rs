@@ -11,7 +11,7 @@ use crate::wire::steps::KindLabel;
 use crate::wire::steps::{Step, StepKind};
 
 /// Fewer like steps than this have no spread worth a percentile.
-pub const MIN_STEPS: usize = 5;
+pub(crate) const MIN_STEPS: usize = 5;
 // What "varies" means is part of the document (the report's heading quotes it).
 use crate::wire::attribution::{VARIES_OF_WALL, VARIES_RATIO};
 

@@ -40,18 +40,18 @@ use median::{median_step, steps_word};
 
 /// Share of β (or of the link) at and above which a kernel or class is at the roof: only
 /// fewer bytes help, and Nsight Compute has nothing to find.
-pub const AT_ROOF_OF_BETA: f64 = 0.8;
+pub(crate) const AT_ROOF_OF_BETA: f64 = 0.8;
 /// Many short gaps: at least this many gaps per step on average …
-pub const DISPATCH_GAPS_PER_STEP: f64 = 100.0;
+pub(crate) const DISPATCH_GAPS_PER_STEP: f64 = 100.0;
 /// … with a median below this …
-pub const DISPATCH_MEDIAN_NS: i64 = 200_000;
+pub(crate) const DISPATCH_MEDIAN_NS: i64 = 200_000;
 /// … that together hold more than this share of the wall.
-pub const DISPATCH_SHARE: f64 = 0.5;
+pub(crate) const DISPATCH_SHARE: f64 = 0.5;
 /// One long stall: one gap holds at least this share of all the idle time.
-pub const STALL_SHARE: f64 = 0.5;
+pub(crate) const STALL_SHARE: f64 = 0.5;
 
 /// What the rules read of a capture.
-pub struct Evidence<'a> {
+pub(crate) struct Evidence<'a> {
     /// Steps with GPU work.
     pub steps: Vec<&'a Step>,
     pub wall_ns: i64,
@@ -83,9 +83,9 @@ pub struct Evidence<'a> {
 }
 
 /// One row of the verdict table.
-pub struct Rule {
+pub(crate) struct Rule {
     pub id: &'static str,
-    /// When it fires, in words (docs/verdict-rules.md).
+    /// When it fires, in words (docs/verdict-rules.md; `stepgate explain RULE`).
     pub when: &'static str,
     pub fire: fn(&Evidence<'_>) -> Option<Fired>,
     /// What the claim is about, where that is not a dominant kernel below its roof (a
@@ -110,7 +110,12 @@ impl Rule {
 
 /// The verdict table, in the order the rules are tried.
 #[rustfmt::skip]
-pub const RULES: &[Rule] = &[
+/// When the verdict rule `id` fires, in words; None for no such rule.
+pub(crate) fn rule_when(id: &str) -> Option<&'static str> {
+    RULES.iter().find(|r| r.id == id).map(|r| r.when)
+}
+
+pub(crate) const RULES: &[Rule] = &[
     Rule { id: "dispatch-bound", when: "≥ 100 gaps per step, median < 200 µs, the gaps < 200 µs > 50% of wall", fire: dispatch_bound, about: None, idle: true },
     Rule { id: "one-long-stall", when: "idle > 20% of wall and one gap holds ≥ 50% of it", fire: one_long_stall, about: None, idle: true },
     Rule { id: "host-sync-per-step", when: "idle > 20% of wall and in every step one gap holds > 50% of its idle", fire: sync_per_step, about: None, idle: true },

@@ -13,7 +13,7 @@ use crate::wire::steps::{Step, StepsReport};
 
 /// Where a pushed step landed: its group and its position in the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     group: usize,
     step: usize,
 }
@@ -32,7 +32,7 @@ struct Building {
 /// Groups built one step at a time. Kernel and category vectors hold one value per step
 /// of the group, 0 where a step lacks that kernel (filled in by [`GroupBuilder::finish`]).
 #[derive(Debug, Default)]
-pub struct GroupBuilder {
+pub(crate) struct GroupBuilder {
     /// Metric names kept where only some steps of a group have them (the table's
     /// `partial` rows).
     partial: Vec<&'static str>,
@@ -195,7 +195,7 @@ fn add_at(v: &mut Vec<f64>, i: usize, x: f64) {
 /// Steps left out, or derived samples dropped, while building a baseline: a count and
 /// the first case, for one warning line.
 #[derive(Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub count: usize,
     pub first: Option<String>,
 }

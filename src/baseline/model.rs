@@ -15,14 +15,14 @@ use crate::wire::baseline::{
 pub mod bounds {
     /// Largest time sample, ns (about 11.6 days: no step is that long, and sums of such
     /// samples stay exact in f64).
-    pub const MAX_NS: f64 = 1e15;
+    pub(crate) const MAX_NS: f64 = 1e15;
     /// Largest count sample (launches, kernel instances per step).
-    pub const MAX_COUNT: f64 = 1e12;
+    pub(crate) const MAX_COUNT: f64 = 1e12;
     /// Largest mean context per request, tokens.
     pub const MAX_CONTEXT: f64 = 1e10;
     /// Largest MBU: above 1 is possible when the floor is priced high; beyond 1000 it is
     /// no measurement.
-    pub const MAX_MBU: f64 = 1e3;
+    pub(crate) const MAX_MBU: f64 = 1e3;
 
     /// The closed range a sample must lie in, and how a message says it.
     #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,7 +39,7 @@ pub mod bounds {
         }
     }
 
-    pub const TIME: Range = Range {
+    pub(crate) const TIME: Range = Range {
         lo: 0.0,
         hi: MAX_NS,
         what: "a time from 0 to 1e15 ns",
@@ -49,7 +49,7 @@ pub mod bounds {
         hi: MAX_COUNT,
         what: "a count from 0 to 1e12",
     };
-    pub const FRACTION: Range = Range {
+    pub(crate) const FRACTION: Range = Range {
         lo: 0.0,
         hi: 1.0,
         what: "a fraction from 0 to 1",
@@ -59,7 +59,7 @@ pub mod bounds {
         hi: MAX_MBU,
         what: "a utilisation from 0 to 1000",
     };
-    pub const CONTEXT: Range = Range {
+    pub(crate) const CONTEXT: Range = Range {
         lo: 0.0,
         hi: MAX_CONTEXT,
         what: "a number of tokens from 0 to 1e10",
@@ -82,7 +82,7 @@ pub mod bounds {
 
     /// A sample outside its range: which, what it was, what it must be.
     #[derive(Debug, Clone, PartialEq)]
-    pub struct OutOfRange {
+    pub(crate) struct OutOfRange {
         pub field: String,
         pub value: f64,
         pub range: Range,

@@ -80,7 +80,7 @@ pub(crate) fn resampled_median(sorted: &[f64], rng: &mut SmallRng) -> f64 {
 
 /// A percentile-bootstrap interval for the change of the median, candidate − baseline.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShiftInterval {
+pub(crate) struct ShiftInterval {
     /// Interval of the absolute change (same unit as the samples).
     pub abs: (f64, f64),
     /// Interval of the relative change (candidate/baseline − 1); None when the baseline

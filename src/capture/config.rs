@@ -13,19 +13,19 @@ use crate::wire::capture::Engine;
 
 /// TensorRT-LLM's first profiled iteration when --start-step is not given: past the first
 /// iterations, which run while load is still ramping up.
-pub const TRTLLM_DEFAULT_START: u32 = 10;
+pub(crate) const TRTLLM_DEFAULT_START: u32 = 10;
 
 /// The longest any duration flag may be: a week. Longer is a typo, and an unbounded value
 /// would overflow the clock arithmetic (`Duration::from_secs_f64` panics above ~1.8e19 s,
 /// `Instant + Duration` far below that).
-pub const MAX_SECONDS: f64 = 7.0 * 86_400.0;
+pub(crate) const MAX_SECONDS: f64 = 7.0 * 86_400.0;
 
 /// Most requests `--drive` keeps in flight: each is a thread and a connection of its own,
 /// and no engine batches more than a few thousand requests per step.
-pub const MAX_CONCURRENCY: u32 = 4096;
+pub(crate) const MAX_CONCURRENCY: u32 = 4096;
 
 /// SGLang's `/start_profile` activities (`sglang/srt/managers/io_struct.py`, `ProfileReq`).
-pub const SGLANG_ACTIVITIES: [&str; 5] = ["CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD"];
+pub(crate) const SGLANG_ACTIVITIES: [&str; 5] = ["CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD"];
 
 /// A duration flag's seconds, as typed, checked: a number, not negative, at most
 /// [`MAX_SECONDS`]. What zero means is the flag's own business ([`Config::validate`]).

@@ -13,7 +13,7 @@ use crate::exit::Result;
 use crate::wire::capture::{DriveCounts, Engine};
 
 /// The prompt of every driven request: short, so each request is mostly decode steps.
-pub const PROMPT: &str = "Count slowly: ";
+pub(crate) const PROMPT: &str = "Count slowly: ";
 
 /// What to send.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ pub fn request(load: &Load) -> (String, Value) {
 /// Running load; dropping it (or [`Driver::stop`]) tells the workers to stop after their
 /// request in flight.
 #[derive(Debug)]
-pub struct Driver {
+pub(crate) struct Driver {
     stop: Arc<AtomicBool>,
     done: Arc<AtomicU64>,
     failed: Arc<AtomicU64>,

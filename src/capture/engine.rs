@@ -14,7 +14,7 @@ use crate::wire::capture::Engine;
 
 /// A client for one engine at one base URL.
 #[derive(Debug, Clone)]
-pub struct EngineClient {
+pub(crate) struct EngineClient {
     pub engine: Engine,
     pub base: String,
     pub timeout: Duration,

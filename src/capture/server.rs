@@ -15,8 +15,8 @@ use crate::exit::{Error, Result};
 #[cfg(unix)]
 mod sig {
     pub const SIGINT: i32 = 2;
-    pub const SIGKILL: i32 = 9;
-    pub const SIGTERM: i32 = 15;
+    pub(crate) const SIGKILL: i32 = 9;
+    pub(crate) const SIGTERM: i32 = 15;
     extern "C" {
         // libc's kill(2) and getpgrp(2); a negative pid addresses a whole process group.
         fn kill(pid: i32, sig: i32) -> i32;

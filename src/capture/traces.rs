@@ -9,7 +9,7 @@ use super::watch::Watch;
 use crate::exit::Result;
 
 /// The trace-like files of a directory: path, modification time, size.
-pub type Snapshot = HashSet<(PathBuf, SystemTime, u64)>;
+pub(crate) type Snapshot = HashSet<(PathBuf, SystemTime, u64)>;
 
 /// Trace-like files (`*.json`, `*.json.gz`, `*.pt.trace.json.gz`, ...) directly in `dir`.
 pub fn snapshot(dir: &Path) -> Snapshot {

@@ -12,7 +12,7 @@ use crate::exit::{Error, Result};
 
 /// The server being watched (none when capturing a server already running).
 #[derive(Debug, Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     pub group: Option<ServerGroup>,
 }
 

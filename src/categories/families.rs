@@ -103,7 +103,7 @@ const fn row(
 use KernelFamily as F;
 
 /// Every family, in discriminant order.
-pub const FAMILIES: &[FamilyRow] = &[
+pub(crate) const FAMILIES: &[FamilyRow] = &[
     row(F::Copy, "copy", r"(?i)^\[memcpy|^\[memset", "nsys and Kineto name copies and sets `[memcpy …]` / `[memset …]`"),
     // Inductor's generated pointwise, reduction and persistent-reduction kernels are named
     // after the ATen ops and modules they fuse (`…_moe_forward_0`, the `…_all_reduce_…` of
@@ -207,7 +207,7 @@ const _: () = {
 /// `reshape_and_cache{,_flash}(key, value, key_cache, value_cache, slot_mapping, …)`,
 /// `concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, …)`. Operator names (Kineto
 /// `record_shapes`), matched exactly.
-pub const KV_WRITE_OPS: [(&str, usize); 3] = [
+pub(crate) const KV_WRITE_OPS: [(&str, usize); 3] = [
     ("_C_cache_ops::reshape_and_cache", 4),
     ("_C_cache_ops::reshape_and_cache_flash", 4),
     ("_C_cache_ops::concat_and_cache_mla", 3),

@@ -26,7 +26,7 @@ use families::KernelFamily;
 
 /// The category of collectives (NCCL, RCCL, custom all-reduce): the one whose time
 /// steps report as exposed when nothing else hides it.
-pub const COMMUNICATION: &str = "communication";
+pub(crate) const COMMUNICATION: &str = "communication";
 
 /// The category names, in report order.
 pub const CATEGORIES: &[&str] = &[

@@ -8,7 +8,8 @@ const EXAMPLE: &str = "Examples:
   stepgate explain            every term, one line each
   stepgate explain MBU
   stepgate explain 'of roof'
-  stepgate explain beta       (ASCII spellings of β, π, ρ, λ work too)";
+  stepgate explain beta       (ASCII spellings of β, π, ρ, λ work too)
+  stepgate explain one-long-stall   (a verdict rule: the JSON's verdict.rule)";
 
 /// The width `explain` wraps its text to.
 const WIDTH: usize = 80;
@@ -69,9 +70,20 @@ pub fn run(args: &Args) -> Result<u8> {
         out
     } else {
         let want = args.term.join(" ");
+        // A verdict's rule id (the JSON's `verdict.rule`) is explained by its condition.
+        if let Some(when) = crate::attribution::verdict::rule_when(want.trim()) {
+            let text = wrap(
+                &format!("{} (a verdict rule): fires when {when}", want.trim()),
+                WIDTH,
+                "  ",
+            );
+            crate::output::print(&format!("{text}see: docs/verdict-rules.md\n"))?;
+            return Ok(crate::exit::OK);
+        }
         let e = entry(&want).ok_or_else(|| {
             Error::usage(format!(
-                "explain: no term {want:?} in the glossary; `stepgate explain` lists every term"
+                "explain: no term {want:?} in the glossary or the verdict rules; `stepgate \
+                 explain` lists every term"
             ))
         })?;
         let mut out = wrap(&format!("{}: {}", e.term, e.meaning), WIDTH, "  ");

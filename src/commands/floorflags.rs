@@ -176,7 +176,7 @@ pub struct ModelGpuArgs {
 }
 
 /// The GPU `floor` and `capacity` price when `--gpu` is not given.
-pub const DEFAULT_GPU: &str = "h100-sxm";
+pub(crate) const DEFAULT_GPU: &str = "h100-sxm";
 
 /// Upper bounds for the real-valued model and GPU flags: ten times beyond any part or
 /// model that exists, so a typo (or `1e300`) is refused instead of priced (the bandwidth's

@@ -6,13 +6,13 @@ pub const INPUT: &str = "Input";
 pub const STEPS: &str = "Steps";
 pub const FLOOR: &str = "Floor (model and GPU)";
 pub const HISTORY: &str = "History (gate --history)";
-pub const THRESHOLDS: &str = "Thresholds";
-pub const OUTPUT: &str = "Output";
-pub const EXPORT: &str = "Export (append this run to a dataset)";
-pub const GLOBAL: &str = "Global (every command)";
+pub(crate) const THRESHOLDS: &str = "Thresholds";
+pub(crate) const OUTPUT: &str = "Output";
+pub(crate) const EXPORT: &str = "Export (append this run to a dataset)";
+pub(crate) const GLOBAL: &str = "Global (every command)";
 
 /// What `-h` ends with: the rest is one `--help` away.
-pub const MORE: &str = "Examples, details and every option: --help";
+pub(crate) const MORE: &str = "Examples, details and every option: --help";
 
 /// `capacity`'s request shape, KV pool and latency targets.
-pub const WORKLOAD: &str = "Workload and targets";
+pub(crate) const WORKLOAD: &str = "Workload and targets";

@@ -81,7 +81,7 @@ pub(crate) fn window_flag(s: &str) -> std::result::Result<usize, String> {
 
 /// Most reader threads `--threads` accepts: beyond any machine's core count, so a typo
 /// (`--threads 100000`) is refused instead of spawning a thread per slice it can fill.
-pub const MAX_THREADS: u64 = 1024;
+pub(crate) const MAX_THREADS: u64 = 1024;
 
 /// `--threads`: reader threads, 1 (the serial read) ..= [`MAX_THREADS`]; 0 would read
 /// nothing.

@@ -196,7 +196,7 @@ impl Col {
 
 /// Flattened step rows: core columns first, in schema order; then the others in the order
 /// a walk of each step's JSON object (keys in sorted order) first meets them.
-pub struct StepColumns {
+pub(crate) struct StepColumns {
     cols: Vec<Col>,
     at: HashMap<String, usize>,
     rows: usize,

@@ -7,7 +7,7 @@ use crate::store::{Put, Store};
 use crate::wire::decision::Decision;
 
 /// The prefix decisions live under, beside the tables.
-pub const PREFIX: &str = "decisions";
+pub(crate) const PREFIX: &str = "decisions";
 
 /// Store one decision; its name cannot collide with another's (time and content hash).
 pub fn write(store: &Store, d: &Decision) -> Result<String> {

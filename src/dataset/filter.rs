@@ -7,7 +7,7 @@ use crate::exit::{Error, Result};
 use crate::wire::dataset::RunRow;
 
 /// The run-level keys `--where` and `--by` accept (plus `kind`, a step-level key).
-pub const RUN_KEYS: &[&str] = &["gpu", "model", "engine", "source_format", "run_id"];
+pub(crate) const RUN_KEYS: &[&str] = &["gpu", "model", "engine", "source_format", "run_id"];
 
 /// `--where key=value,…`: every clause must hold. `gpu` and `model` match a
 /// case-insensitive substring (`gpu=h100` matches `NVIDIA H100 80GB HBM3`); other keys

@@ -9,7 +9,7 @@ use serde::ser::{self, Serialize};
 
 /// One serialized value, as the flattener hands it over.
 #[derive(Debug, Clone, Copy)]
-pub enum Scalar<'a> {
+pub(crate) enum Scalar<'a> {
     Null,
     Int(i64),
     /// An unsigned integer beyond `i64::MAX` (JSON would call it a number, not an i64).
@@ -23,7 +23,7 @@ pub enum Scalar<'a> {
 /// Where the flattener writes: one cell per scalar under the current field path
 /// (`dataset::columns::StepColumns` is the one sink; this trait keeps the flattener from
 /// depending on the table it fills).
-pub trait Sink {
+pub(crate) trait Sink {
     /// Go one field down; returns what [`Sink::leave`] needs to come back.
     fn enter(&mut self, name: &str) -> usize;
     fn leave(&mut self, len: usize);
@@ -56,7 +56,7 @@ impl ser::Error for FlatError {
 type R = Result<(), FlatError>;
 
 /// Serializes one value at the columns' current field path.
-pub struct Flat<'a> {
+pub(crate) struct Flat<'a> {
     pub cols: &'a mut dyn Sink,
 }
 
@@ -120,7 +120,7 @@ impl<'a> Text<'a> {
 
 /// A struct or map whose fields go one level down; `outer` is the path length to return to
 /// for a variant (`{"Variant": …}`), which is one level itself.
-pub struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     cols: &'a mut dyn Sink,
     key: Option<String>,
     outer: Option<usize>,
@@ -186,7 +186,7 @@ text_seq!(SerializeSeq, serialize_element; SerializeTuple, serialize_element;
     SerializeTupleStruct, serialize_field);
 
 /// A tuple variant: `{"Variant": [..]}`, the array one level down.
-pub struct VariantText<'a> {
+pub(crate) struct VariantText<'a> {
     text: Text<'a>,
     outer: usize,
 }

@@ -13,7 +13,7 @@ use crate::dataset::schema::TABLES;
 
 /// The longest file name (one path component) the common file systems take, in bytes
 /// (ext4, XFS, btrfs, APFS, NTFS: 255).
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// A partition value safe in any path and any engine: lower case, `[a-z0-9._-]`, other
 /// characters folded to `-`; `unknown` when absent. A value that would make `key=value`
@@ -57,7 +57,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// At most this many label digests in a `runs` object's name (94 bytes at most): a run
 /// with more labels carries none, and is read by every `--where label.K=V`.
-pub const MAX_LABEL_DIGESTS: usize = 8;
+pub(crate) const MAX_LABEL_DIGESTS: usize = 8;
 
 /// Hex digits of one label digest.
 const DIGEST_HEX: usize = 8;
@@ -125,7 +125,7 @@ pub(crate) fn table_key(
 
 /// The parts of a table file's key: table, gpu slug, model slug, run id, export id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyParts<'a> {
+pub(crate) struct KeyParts<'a> {
     pub table: &'a str,
     pub gpu: &'a str,
     pub model: &'a str,
@@ -203,7 +203,7 @@ pub(crate) fn required_digests(clauses: &[(String, String)]) -> Vec<String> {
 /// Which partitions a read lists: a partition value (slug) is skipped only when no run
 /// in it can match, so pruning never changes an answer.
 #[derive(Debug, Clone, Default)]
-pub struct Prune {
+pub(crate) struct Prune {
     /// The run's full name must equal one of these (the gate's candidate GPU or model);
     /// `or_unknown`: runs without a name pass too.
     pub exact: Option<(String, bool)>,

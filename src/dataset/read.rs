@@ -215,7 +215,7 @@ pub(crate) fn ints(df: &DataFrame, name: &str) -> Result<Int64Chunked> {
 }
 
 /// Objects read per batch: bounds memory while keeping many requests in flight.
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// The latest export time a run may carry (2^62 ns after the epoch, the year 2116).
 const MAX_EPOCH_NS: i64 = 1 << 62;

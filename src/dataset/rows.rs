@@ -54,7 +54,7 @@ fn class_cells(text: Option<&str>) -> Vec<(String, f64, f64)> {
 
 /// One (step, op name) row of a stored run; names index into [`StepKernels::names`].
 #[derive(Debug, Clone, Copy)]
-pub struct StepKernelRow {
+pub(crate) struct StepKernelRow {
     pub run: usize,
     pub series: i64,
     pub index: i64,
@@ -65,7 +65,7 @@ pub struct StepKernelRow {
 
 /// An op's identity: full name, short name, category.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct KernelName {
+pub(crate) struct KernelName {
     pub name: String,
     pub short_name: String,
     pub category: String,
@@ -73,14 +73,14 @@ pub struct KernelName {
 
 /// `step_kernels` rows with their names interned (a few hundred names over millions of rows).
 #[derive(Debug, Clone, Default)]
-pub struct StepKernels {
+pub(crate) struct StepKernels {
     pub names: Vec<KernelName>,
     pub rows: Vec<StepKernelRow>,
 }
 
 /// Which `step_kernels` rows to read.
 #[derive(Debug, Clone)]
-pub enum KernelPick {
+pub(crate) enum KernelPick {
     All,
     /// Rows whose full or short name is this.
     Name(String),
@@ -91,7 +91,7 @@ pub enum KernelPick {
 /// The stored steps (with GPU work) and step kernels of some runs, every row held to
 /// [`bounds`].
 #[derive(Debug, Default)]
-pub struct RunData {
+pub(crate) struct RunData {
     pub steps: Vec<StepRow>,
     pub kernels: StepKernels,
     /// Runs (indices into the runs read) left out for a sample out of bounds, in order.

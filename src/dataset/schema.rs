@@ -20,7 +20,7 @@ pub const TABLES: [&str; 5] = ["steps", "step_kernels", "kernels", "devices", "r
 
 /// A column's Parquet type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ty {
+pub(crate) enum Ty {
     Int,
     Float,
     Bool,
@@ -30,7 +30,7 @@ pub enum Ty {
 /// Step columns that every `steps` file has, whatever the run held: what `trend` and
 /// `gate --history` read. Nested `Step` fields are flattened with `_`
 /// (`composition.requests` → `composition_requests`).
-pub const STEP_CORE: &[(&str, Ty)] = &[
+pub(crate) const STEP_CORE: &[(&str, Ty)] = &[
     ("index", Ty::Int),
     ("series", Ty::Int),
     ("pid", Ty::Int),
@@ -63,18 +63,18 @@ pub const STEP_CORE: &[(&str, Ty)] = &[
 /// Step columns an object may lack, which a reader takes as nulls: `exposed_comm_ns` was
 /// added after the first files were written (and is in [`STEP_CORE`] since);
 /// `attribution_classes` exists only in runs exported with a model.
-pub const NULL_WHEN_ABSENT: &[(&str, Ty)] = &[
+pub(crate) const NULL_WHEN_ABSENT: &[(&str, Ty)] = &[
     ("exposed_comm_ns", Ty::Int),
     ("attribution_classes", Ty::Str),
 ];
 
 /// Column name of the derived mean context per request (not a `Step` field: computed from
 /// the batch composition, as baselines do).
-pub const MEAN_CONTEXT: &str = "mean_context";
+pub(crate) const MEAN_CONTEXT: &str = "mean_context";
 
 /// The run and the export a table's rows belong to.
 #[derive(Debug, Clone, Copy)]
-pub struct Ids<'a> {
+pub(crate) struct Ids<'a> {
     pub run: &'a str,
     /// Unique per export attempt: an outside reader joins every table to `runs` on
     /// (`run_id`, `export_id`), so files of an export that never committed never join.
@@ -269,7 +269,7 @@ pub(crate) fn devices_frame(
 
 /// One `runs` row.
 #[derive(Debug, Clone, Default)]
-pub struct RunMeta {
+pub(crate) struct RunMeta {
     pub run_id: String,
     pub export_id: String,
     pub exported_at_ns: i64,

@@ -14,7 +14,7 @@ use crate::exit::{Error, Result};
 
 /// The shortest `--older-than`: an export in flight writes its tables before its commit,
 /// and removing them under it would commit a run with missing files.
-pub const MIN_AGE: Duration = Duration::from_secs(60);
+pub(crate) const MIN_AGE: Duration = Duration::from_secs(60);
 
 /// What a vacuum found and did.
 #[derive(Debug, Clone, Default)]

@@ -26,7 +26,7 @@ use crate::wire::steps::{Step, StepsReport};
 
 /// Thread id of the per-series step track inside a GPU process: far above any stream id
 /// so the track never merges with a stream.
-pub const STEP_TRACK_TID: i64 = 1_000_000;
+pub(crate) const STEP_TRACK_TID: i64 = 1_000_000;
 
 /// Steps to include: `index` in `[from, to)` of every series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

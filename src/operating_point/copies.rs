@@ -17,7 +17,7 @@ use crate::wire::steps::{Step, StepKind};
 use super::batch;
 
 /// The fewest bytes a sampled token id takes (int32).
-pub const MIN_TOKEN_ID_BYTES: u64 = 4;
+pub(crate) const MIN_TOKEN_ID_BYTES: u64 = 4;
 
 /// Whether a memcpy op's name says device to host. The trace model keeps a copy's
 /// direction in its name, as nsys writes it (`[memcpy DtoH]`, also `[memcpy UVM DtoH]`):

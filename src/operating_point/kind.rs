@@ -13,7 +13,7 @@ use super::tokens::{self, StepCounts};
 
 /// A long step must be at least this many times the longest short one for the two
 /// duration clusters to count as prefill and decode.
-pub const CLUSTER_RATIO: f64 = 3.0;
+pub(crate) const CLUSTER_RATIO: f64 = 3.0;
 
 /// Idle time before a step, in medians of its series' periods, that makes it the first
 /// step after idle (new requests arrive as a prefill).

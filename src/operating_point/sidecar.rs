@@ -15,9 +15,9 @@ use crate::limits::{MAX_BATCH, MAX_CONTEXT, MAX_PARALLEL};
 use crate::wire::capture::CaptureSidecar;
 
 /// The `schema` value of every sidecar.
-pub const SCHEMA: &str = "stepgate.capture";
+pub(crate) const SCHEMA: &str = "stepgate.capture";
 /// The most bytes of a sidecar read (it holds a few hundred).
-pub const MAX_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_BYTES: u64 = 1 << 20;
 
 /// The version this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;

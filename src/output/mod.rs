@@ -20,8 +20,8 @@ pub use write::{
 
 /// Prefix and suffix of every temporary file, so a stale one (left by SIGKILL) is
 /// recognizable and can be cleaned up.
-pub const TMP_PREFIX: &str = ".stepgate-";
-pub const TMP_SUFFIX: &str = ".tmp";
+pub(crate) const TMP_PREFIX: &str = ".stepgate-";
+pub(crate) const TMP_SUFFIX: &str = ".tmp";
 
 /// Print to standard output through one locked handle. A closed pipe (`| head -1`) is
 /// not an error: the rest is dropped quietly, as ripgrep does, and the command still

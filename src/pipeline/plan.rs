@@ -15,7 +15,7 @@ use crate::wire::steps::StepKind;
 
 /// Kernel rows kept per step when a command has no `--top` of its own (the `steps --top`
 /// default): baselines, exports and `analyze`. Attribution names the first of them.
-pub const TOP_KERNELS: usize = 5;
+pub(crate) const TOP_KERNELS: usize = 5;
 
 /// Everything step finding, attribution and pricing need, decided once.
 #[derive(Debug, Clone)]

@@ -12,16 +12,17 @@ use crate::wire::probe::ProbeReport;
 /// The cited driver-only `cudaLaunchKernel` cost: Vellaisamy et al., "Characterizing GPU
 /// Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V (H100, CUDA 12.6);
 /// docs/method.md §8.1 applies it. Cited, not measured here.
-pub const CITED_LAUNCH_NS: f64 = 2374.0;
+pub(crate) const CITED_LAUNCH_NS: f64 = 2374.0;
 
 /// Where [`CITED_LAUNCH_NS`] comes from, for labels.
-pub const CITED_LAUNCH_SOURCE: &str = "arXiv:2504.11750 Table V (driver-only, H100, CUDA 12.6)";
+pub(crate) const CITED_LAUNCH_SOURCE: &str =
+    "arXiv:2504.11750 Table V (driver-only, H100, CUDA 12.6)";
 
 /// Version of the JSON wire type below; bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The message (and exit code 4) when there is nothing to measure on.
-pub const NO_DRIVER: &str = "no CUDA driver found; the cited 2.374 µs stands";
+pub(crate) const NO_DRIVER: &str = "no CUDA driver found; the cited 2.374 µs stands";
 
 /// Launch-probe settings (the defaults follow docs/method.md §8.1: 2,000 launches per burst, 5 bursts;
 /// 330 graph nodes is docs/method.md §8.1's launch count of one TP=1 Llama-3-8B decode step).

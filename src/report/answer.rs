@@ -11,7 +11,7 @@ use crate::wire::steps::StepsReport;
 use crate::wire::verdict::{Proof, ProofUnit, ShareOf};
 
 /// The ranked actions printed without `--detail`.
-pub const RANKED_SHOWN: usize = 3;
+pub(crate) const RANKED_SHOWN: usize = 3;
 
 /// `463,977.0 µs (98% of wall) — the longest gap between two kernels inside a step,
 /// measured`: the proof's value in its unit, its share, what it is, its basis.

@@ -250,7 +250,7 @@ fn table(c: &Context, p: &CapacityPlan) -> Table {
 const NO_SOLUTION: &str = "no solution, see below";
 
 /// The widest line of the text output (a model path the user typed aside).
-pub const WIDTH: usize = 80;
+pub(crate) const WIDTH: usize = 80;
 
 /// Words of `text` on lines of at most `width` columns, the first prefixed by `first`,
 /// the rest by `rest` (a word longer than a line stays whole).

@@ -6,11 +6,11 @@
 use unicode_width::UnicodeWidthStr;
 
 /// The width when stdout is not a terminal and `COLUMNS` is not set (a log, a pipe).
-pub const PIPED_WIDTH: usize = 120;
+pub(crate) const PIPED_WIDTH: usize = 120;
 /// Narrower than this, nothing useful fits: a smaller `COLUMNS` is read as this.
-pub const MIN_WIDTH: usize = 40;
+pub(crate) const MIN_WIDTH: usize = 40;
 /// A name is never shortened below this many columns (shorter reads as noise).
-pub const MIN_NAME: usize = 16;
+pub(crate) const MIN_NAME: usize = 16;
 
 /// How a text rendering fits the terminal: `None` prints everything whole (`--wide`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,7 +39,7 @@ pub enum Format {
 }
 
 /// Widest kernel name a terminal table shows (markdown and JSON keep full names).
-pub const NAME_WIDTH: usize = 60;
+pub(crate) const NAME_WIDTH: usize = 60;
 
 /// A name as it may appear in a terminal table or a markdown cell: control characters
 /// (CR and LF would split a row, ESC would drive the terminal, NUL truncates in C tools)

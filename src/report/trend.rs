@@ -7,7 +7,7 @@ use crate::wire::trend::{Point, Trend};
 
 /// The most characters of a decision's reason a table cell shows: the table is for finding
 /// the run a decision names, and a reason can be a paragraph; the JSON has it whole.
-pub const REASON_WIDTH: usize = 40;
+pub(crate) const REASON_WIDTH: usize = 40;
 
 fn value(t: &Trend, v: f64) -> String {
     if t.unit == "ns" {

@@ -200,7 +200,7 @@ pub(crate) fn fluid_lambda_bounds(inp: &FluidInputs) -> (f64, f64, f64) {
 }
 
 /// Grid points of the fluid model's root scan over (0, λ_max).
-pub const FLUID_GRID: usize = 20_000;
+pub(crate) const FLUID_GRID: usize = 20_000;
 
 /// Solve the fluid model: B = ITL·out·λ, t(B) = (W + B·ctx·k)/β, S(B) = t_pre + out·t(B)/B,
 /// and S·ln(100·λS)/(1−λS) + t_pre = TTFT with 0 < λS < 1, B ≤ B_cap. The equation has two
@@ -294,7 +294,7 @@ pub(crate) fn fluid_outcome(inp: &FluidInputs) -> Result<std::result::Result<Flu
 
 /// The step of the plan without a solution, with what explaining it needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Unmet {
+pub(crate) enum Unmet {
     /// Step 5: the prefill (seconds) is not under the TTFT target.
     Screen { prefill_s: f64 },
     /// Step 6: the fluid model has no operating point, for `why`; `prefill_share` is the

@@ -40,7 +40,7 @@ pub struct Priced<'a> {
 }
 
 /// How one class is priced: its floor on this step, for the class it is given.
-pub type FloorFn = fn(KernelClass, &Priced<'_>) -> ClassFloor;
+pub(crate) type FloorFn = fn(KernelClass, &Priced<'_>) -> ClassFloor;
 
 /// `bytes` over β, or `flops` over π where that binds; `what` names the bytes in the basis.
 pub(crate) fn on_hbm(

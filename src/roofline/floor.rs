@@ -206,7 +206,7 @@ pub fn step_floor(
 /// One input changed, to see whether a floor the measurement undercuts becomes plausible
 /// under it (docs/method.md §4: an MBU above 100% names the inputs that would fix it).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FloorChange {
+pub(crate) enum FloorChange {
     Tp(u32),
     /// Bytes per KV-cache element.
     KvDtypeBytes(f64),

@@ -279,7 +279,7 @@ pub(crate) fn from_report_name(name: &str) -> Option<GpuSpec> {
 
 /// Device memory a report states may differ from the datasheet's by this fraction (the
 /// datasheet's "192 GB" is 192 GiB on MI300X, 206.1e9 bytes; an H100's 80 GB reads 85.0e9).
-pub const MEMORY_TOLERANCE: f64 = 0.10;
+pub(crate) const MEMORY_TOLERANCE: f64 = 0.10;
 
 /// The one preset whose SM (CU) count equals `sm_count` and whose memory is within
 /// [`MEMORY_TOLERANCE`] of `memory_bytes`, for a report whose device has no name (ROCm

@@ -20,7 +20,7 @@ pub mod vllm;
 /// Cited driver-only `cudaLaunchKernel` cost on H100 / CUDA 12.6: Vellaisamy et al.,
 /// "Characterizing GPU Kernel Launch Overheads", ISPASS 2025, arXiv:2504.11750, Table V
 /// (the figure docs/method.md §8.1 uses).
-pub const CITED_LAUNCH_NS: f64 = 2_374.0;
+pub(crate) const CITED_LAUNCH_NS: f64 = 2_374.0;
 
 /// Kernel launches per decode step of TP=1 Llama-3-8B (docs/method.md §8.2).
-pub const DEFAULT_LAUNCHES: u64 = 330;
+pub(crate) const DEFAULT_LAUNCHES: u64 = 330;

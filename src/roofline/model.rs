@@ -15,17 +15,17 @@ use crate::wire::roofline::{
 /// Bounds on a model's geometry: about ten times the largest open models (DeepSeek-V3,
 /// Kimi K2, Llama 4), and small enough that the exact `u64` parameter counts in
 /// [`ModelSpec::params`] cannot overflow (largest product 3·d·mi·E·L < 2^62).
-pub const MAX_HIDDEN: u64 = 1 << 17;
-pub const MAX_INTERMEDIATE: u64 = 1 << 19;
-pub const MAX_LAYERS: u64 = 1 << 12;
-pub const MAX_HEADS: u64 = 1 << 12;
-pub const MAX_HEAD_DIM: u64 = 1 << 12;
-pub const MAX_VOCAB: u64 = 1 << 22;
-pub const MAX_EXPERTS: u64 = 1 << 11;
-pub const MAX_LORA_RANK: u64 = 1 << 14;
+pub(crate) const MAX_HIDDEN: u64 = 1 << 17;
+pub(crate) const MAX_INTERMEDIATE: u64 = 1 << 19;
+pub(crate) const MAX_LAYERS: u64 = 1 << 12;
+pub(crate) const MAX_HEADS: u64 = 1 << 12;
+pub(crate) const MAX_HEAD_DIM: u64 = 1 << 12;
+pub(crate) const MAX_VOCAB: u64 = 1 << 22;
+pub(crate) const MAX_EXPERTS: u64 = 1 << 11;
+pub(crate) const MAX_LORA_RANK: u64 = 1 << 14;
 /// Smallest int4 scale group: below 8 the fp16 scales outweigh the 4-bit weights and the
 /// format stores more than int8 (group 0 or 1: more than bf16).
-pub const MIN_INT4_GROUP: u32 = 8;
+pub(crate) const MIN_INT4_GROUP: u32 = 8;
 
 impl WeightDtype {
     /// Bytes per weight including the scales the format stores.

@@ -11,7 +11,7 @@ use crate::wire::roofline::{GpuSpec, ModelSpec, WeightDtype};
 
 /// The preset priced when neither a preset nor a config is named (the seeds' operating
 /// point: Llama-3-8B).
-pub const DEFAULT_MODEL: &str = "llama-3-8b";
+pub(crate) const DEFAULT_MODEL: &str = "llama-3-8b";
 
 /// A model: a preset or a Hugging Face config.json, and overrides of its geometry.
 /// Numbers are already checked (positive, finite, bounded) by whoever built this.

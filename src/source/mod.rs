@@ -28,7 +28,7 @@ pub struct Reader {
 /// Every reader, in the order they are asked: Kineto (directories, JSON), rocpd (SQLite
 /// with a `rocpd_metadata` table), then nsys, which claims the rest and says in one line
 /// what it cannot read.
-pub const READERS: &[Reader] = &[
+pub(crate) const READERS: &[Reader] = &[
     Reader {
         format: SourceFormat::Kineto,
         claims: kineto::looks_like_kineto,

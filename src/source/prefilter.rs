@@ -13,7 +13,7 @@ use regex_syntax::hir::Look;
 /// The regex's finite set of literal match prefixes, for a pattern whose every match
 /// begins at the text's start (`^`, not `(?m)^`).
 #[derive(Debug, Clone)]
-pub struct Prefilter {
+pub(crate) struct Prefilter {
     /// Whether a literal starts with this byte.
     first: [bool; 256],
     literals: Vec<Vec<u8>>,
@@ -70,7 +70,7 @@ impl Prefilter {
 /// The NVTX range filter as a reader applies it: the regex, with its pre-test when it has
 /// one.
 #[derive(Debug, Clone)]
-pub struct RangeFilter {
+pub(crate) struct RangeFilter {
     re: Regex,
     pre: Option<Prefilter>,
 }

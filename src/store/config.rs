@@ -24,7 +24,7 @@ pub struct StoreConfig {
 }
 
 /// The default per-request timeout.
-pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for StoreConfig {
     fn default() -> Self {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// The environment variable under which every store, when closed, records its counts.
-pub const DEBUG_READS_VAR: &str = "STEPGATE_DEBUG_READS";
+pub(crate) const DEBUG_READS_VAR: &str = "STEPGATE_DEBUG_READS";
 
 /// The counts of the stores closed so far, one line each.
 static READ_COUNTS: Mutex<Vec<String>> = Mutex::new(Vec::new());

@@ -39,7 +39,7 @@ impl Dense {
         vocab: 128_256,
     };
     /// meta-llama/Meta-Llama-3-70B `config.json`.
-    pub const LLAMA_3_70B: Dense = Dense {
+    pub(crate) const LLAMA_3_70B: Dense = Dense {
         layers: 80,
         hidden: 8192,
         heads: 64,
@@ -76,18 +76,18 @@ pub const GEMM_O: &str = "nvjet_tst_64x8_64x16_4x1_v_bz_TNT";
 pub const GEMM_GATE_UP: &str = "nvjet_tst_128x16_64x16_2x2_h_bz_TNT";
 pub const GEMM_DOWN: &str = "nvjet_tst_64x32_64x16_4x1_v_bz_splitK_TNT";
 pub const GEMM_LM_HEAD: &str = "nvjet_tst_192x8_64x8_4x1_v_bz_TNT";
-pub const ROPE: &str = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)";
+pub(crate) const ROPE: &str = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)";
 pub const KV_WRITE: &str = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*, long, long, long, long, int, int, int, float const*, float const*)";
 /// FlashAttention 3 runs prefill and decode alike: its name says neither.
 pub const ATTENTION: &str = "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false, false, true, true, false, false, true, true, false, true, false>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, true, true, false, false>, flash::VarlenDynamicPersistentTileScheduler<128, 256, 128, false, true, true> > > >(flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false, false, true, true, false, false, true, true, false, true, false>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, true, true, false, false>, flash::VarlenDynamicPersistentTileScheduler<128, 256, 128, false, true, true> >::Params)";
 pub const ACT: &str = "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)";
-pub const FINAL_NORM: &str = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, long, long, long, long, long, c10::BFloat16 const*, float, int, int)";
-pub const SAMPLE: &str = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
+pub(crate) const FINAL_NORM: &str = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>(c10::BFloat16*, c10::BFloat16 const*, long, long, long, long, long, c10::BFloat16 const*, float, int, int)";
+pub(crate) const SAMPLE: &str = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
 
 /// vLLM's paged attention v2 (its CUDA decode kernel) and the reduce that merges its
 /// partitions.
-pub const PAGED_V2: &str = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*, int, int, int)";
-pub const PAGED_V2_REDUCE: &str = "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16, 128, 128, 512>(__nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, int const*, int)";
+pub(crate) const PAGED_V2: &str = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*, int, int, int)";
+pub(crate) const PAGED_V2_REDUCE: &str = "void vllm::paged_attention_v2_reduce_kernel<__nv_bfloat16, 128, 128, 512>(__nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, int const*, int)";
 
 /// `kernels` with each attention launch replaced by vLLM's paged attention v2 over
 /// `batch` sequences of `context` keys: the same duration, launched as vLLM's
@@ -118,14 +118,14 @@ pub(crate) fn paged_v2(
 
 /// A cuBLAS (not nvjet) GEMM that splits K, and the cuBLASLt reduction it launches after
 /// itself to sum the partial products (the names as H100 traces carry them).
-pub const SPLIT_K_GEMM: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
-pub const SPLIT_K_REDUCE: &str = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, void*, long, float*, int*)";
+pub(crate) const SPLIT_K_GEMM: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+pub(crate) const SPLIT_K_REDUCE: &str = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, void*, long, float*, int*)";
 
 /// [`Cause::SplitKGemms`]: qkv as a split-K GEMM at this fraction of the roof, then its
 /// reduction for [`SPLIT_K_REDUCE_NS`]; o at [`SPLIT_K_O_OF_ROOF`].
-pub const SPLIT_K_QKV_OF_ROOF: f64 = 0.7;
-pub const SPLIT_K_REDUCE_NS: i64 = 3_000;
-pub const SPLIT_K_O_OF_ROOF: f64 = 0.5;
+pub(crate) const SPLIT_K_QKV_OF_ROOF: f64 = 0.7;
+pub(crate) const SPLIT_K_REDUCE_NS: i64 = 3_000;
+pub(crate) const SPLIT_K_O_OF_ROOF: f64 = 0.5;
 
 /// `kernels` (Llama-3-8B at TP 1 from [`step_kernels`]) with qkv launched as a split-K
 /// GEMM plus its reduction and o slowed, both as [`Cause::SplitKGemms`] states.
@@ -293,12 +293,12 @@ pub enum Cause {
 }
 
 /// [`Cause::MoeSlowExperts`]: the routed experts' fraction of β.
-pub const MOE_EXPERTS_OF_ROOF: f64 = 0.5;
+pub(crate) const MOE_EXPERTS_OF_ROOF: f64 = 0.5;
 /// [`Cause::MlaDecode`]: the absorbed `bmm`s' fraction of β.
-pub const MLA_BMM_OF_ROOF: f64 = 0.3;
+pub(crate) const MLA_BMM_OF_ROOF: f64 = 0.3;
 
 /// Every cause, with its `stepgate-synth planted --cause` name.
-pub const CAUSES: [(&str, Cause); 10] = [
+pub(crate) const CAUSES: [(&str, Cause); 10] = [
     ("slow-attention-small-batch", Cause::SlowAttentionSmallBatch),
     ("gemms-at-roof", Cause::GemmsAtRoof),
     ("tp4", Cause::Tp4),

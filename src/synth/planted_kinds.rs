@@ -21,7 +21,7 @@ pub const FA2_BLOCK_M: u64 = 64;
 pub const PREFILL_TOKENS: u64 = 1049;
 
 /// Context of the decodes that follow.
-pub const DECODE_CONTEXT: u64 = 1010;
+pub(crate) const DECODE_CONTEXT: u64 = 1010;
 
 /// The cases [`scenario`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,7 +52,7 @@ pub struct Moe {
 
 impl Moe {
     /// Qwen/Qwen3-30B-A3B `config.json`.
-    pub const QWEN3_30B_A3B: Moe = Moe {
+    pub(crate) const QWEN3_30B_A3B: Moe = Moe {
         layers: 48,
         hidden: 2048,
         heads: 32,
@@ -68,7 +68,7 @@ impl Moe {
         mla: None,
     };
     /// deepseek-ai/DeepSeek-V2-Lite `config.json` (2 shared experts of 1,408).
-    pub const DEEPSEEK_V2_LITE: Moe = Moe {
+    pub(crate) const DEEPSEEK_V2_LITE: Moe = Moe {
         layers: 27,
         hidden: 2048,
         heads: 16,
@@ -97,27 +97,27 @@ impl Moe {
 }
 
 // Kernel names as vLLM traces carry them (triton kernels by their function name).
-pub const FUSED_MOE: &str = "fused_moe_kernel";
-pub const TOPK: &str = "void vllm::moe::topkGatingSoftmax<4, 128, 4, 16, 32, int, 4>(float const*, bool const*, float*, int, int*, int*, int, int, int)";
-pub const ALIGN: &str = "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long, int*)";
-pub const MOE_SUM: &str =
+pub(crate) const FUSED_MOE: &str = "fused_moe_kernel";
+pub(crate) const TOPK: &str = "void vllm::moe::topkGatingSoftmax<4, 128, 4, 16, 32, int, 4>(float const*, bool const*, float*, int, int*, int*, int, int, int)";
+pub(crate) const ALIGN: &str = "void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long, int*)";
+pub(crate) const MOE_SUM: &str =
     "void vllm::moe::moe_sum_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, int)";
-pub const GEMM_ROUTER: &str = "nvjet_tst_32x8_64x16_4x1_v_bz_TNN";
+pub(crate) const GEMM_ROUTER: &str = "nvjet_tst_32x8_64x16_4x1_v_bz_TNN";
 pub const GEMM_QKV: &str = "nvjet_tst_64x16_64x16_2x4_2cta_h_bz_TNT";
 pub const GEMM_O: &str = "nvjet_tst_64x8_64x16_4x1_v_bz_TNT";
-pub const GEMM_SHARED_GATE_UP: &str = "nvjet_tst_128x16_64x16_2x2_h_bz_TNT";
-pub const GEMM_SHARED_DOWN: &str = "nvjet_tst_64x32_64x16_4x1_v_bz_TNT";
-pub const GEMM_DENSE_GATE_UP: &str = "nvjet_tst_192x16_64x16_2x2_h_bz_TNT";
-pub const GEMM_DENSE_DOWN: &str = "nvjet_tst_96x32_64x16_4x1_v_bz_TNT";
+pub(crate) const GEMM_SHARED_GATE_UP: &str = "nvjet_tst_128x16_64x16_2x2_h_bz_TNT";
+pub(crate) const GEMM_SHARED_DOWN: &str = "nvjet_tst_64x32_64x16_4x1_v_bz_TNT";
+pub(crate) const GEMM_DENSE_GATE_UP: &str = "nvjet_tst_192x16_64x16_2x2_h_bz_TNT";
+pub(crate) const GEMM_DENSE_DOWN: &str = "nvjet_tst_96x32_64x16_4x1_v_bz_TNT";
 pub const GEMM_LM_HEAD: &str = "nvjet_tst_192x8_64x8_4x1_v_bz_TNT";
-pub const GEMM_KV_A: &str = "nvjet_tst_32x16_64x16_4x1_v_bz_TNT";
-pub const GEMM_Q: &str = "nvjet_tst_64x16_64x16_4x1_v_bz_TNT";
+pub(crate) const GEMM_KV_A: &str = "nvjet_tst_32x16_64x16_4x1_v_bz_TNT";
+pub(crate) const GEMM_Q: &str = "nvjet_tst_64x16_64x16_4x1_v_bz_TNT";
 /// The absorbed W_UK and W_UV `torch.bmm`s of vLLM's MLA decode (cuBLAS batched).
-pub const BMM_UK: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x32x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
-pub const BMM_UV: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
-pub const FLASH_MLA: &str = "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true, flash::SharedStorageMLA<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512> > >(Flash_fwd_mla_params)";
-pub const FLASH_MLA_COMBINE: &str = "void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 8, 64, 512>(Flash_fwd_mla_params)";
-pub const CONCAT_MLA: &str = "void vllm::concat_and_cache_mla_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, long const*, int, int, int, int, int, int, float const*)";
+pub(crate) const BMM_UK: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x32x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+pub(crate) const BMM_UV: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+pub(crate) const FLASH_MLA: &str = "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true, flash::SharedStorageMLA<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512> > >(Flash_fwd_mla_params)";
+pub(crate) const FLASH_MLA_COMBINE: &str = "void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, 8, 64, 512>(Flash_fwd_mla_params)";
+pub(crate) const CONCAT_MLA: &str = "void vllm::concat_and_cache_mla_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, long const*, int, int, int, int, int, int, float const*)";
 
 /// How fast each kernel runs: every GEMM at `gemm_of_roof` of β except the routed
 /// experts at `experts_of_roof` and MLA's absorbed `bmm`s at `bmm_of_roof`; attention and

@@ -11,16 +11,16 @@ use super::Layout;
 
 /// ROCm vLLM's paged attention (`csrc/rocm/attention.cu`) and the reduce that merges its
 /// partitions, as an MI300X trace names them.
-pub const LL4MI: &str = "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, 16, 128, 256, false, 4>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int const*, int const*, int const*, int, float const*, int, int, int, float*, float*, __hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*, float const*)";
-pub const LL4MI_REDUCE: &str = "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>(__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int const*, int, int)";
+pub(crate) const LL4MI: &str = "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0, 16, 128, 256, false, 4>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int const*, int const*, int const*, int, float const*, int, int, int, float*, float*, __hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*, float const*)";
+pub(crate) const LL4MI_REDUCE: &str = "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>(__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int const*, int, int)";
 
 /// FlashInfer's paged decode attention as an SGLang trace names it: a decode by its
 /// family; its grid is not read (it pads the batch when it splits the KV).
-pub const FLASHINFER_DECODE: &str = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, (unsigned int)2, (unsigned int)1, (unsigned int)8, (unsigned int)16, (unsigned int)2, (unsigned int)4, flashinfer::DefaultAttention<(bool)0, (bool)0, (bool)0, (bool)0>, Params>(T9)";
+pub(crate) const FLASHINFER_DECODE: &str = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, (unsigned int)2, (unsigned int)1, (unsigned int)8, (unsigned int)16, (unsigned int)2, (unsigned int)4, flashinfer::DefaultAttention<(bool)0, (bool)0, (bool)0, (bool)0>, Params>(T9)";
 
 /// SGLang's KV-cache write as the real MI300X fixture names it: its grid is not the
 /// token count (a warp per token, several per block), so it is not read.
-pub const STORE_KVCACHE: &str = "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)";
+pub(crate) const STORE_KVCACHE: &str = "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)";
 
 /// An elementwise kernel of a CUDA-graph smoke test (no LLM).
 pub const ELEMENTWISE: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)";
@@ -49,13 +49,13 @@ pub enum PointCase {
 }
 
 /// The step (besides the first) that [`PointCase::PrefillWithDecodeAttention`] prefills.
-pub const PREFILL_AT: usize = 5;
+pub(crate) const PREFILL_AT: usize = 5;
 
 /// Tokens of that prefill.
 pub const PREFILL_TOKENS: u64 = 2048;
 
 /// Context of the decodes.
-pub const DECODE_CONTEXT: u64 = 1010;
+pub(crate) const DECODE_CONTEXT: u64 = 1010;
 
 /// `kernels` with each attention launch replaced by ROCm's ll4mi over `seqs` sequences of
 /// `context` keys (256-key partitions), then its reduce: grid (num_seqs, partitions,

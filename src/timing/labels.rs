@@ -32,7 +32,7 @@ pub(crate) fn display_name(short: &str, full: &str) -> String {
 /// stable `#2`, `#3` suffix in full-name order. A name no other name shares its short name
 /// with keeps its short name. Distinct full names never get the same label.
 #[derive(Debug, Default, Clone)]
-pub struct NameLabels {
+pub(crate) struct NameLabels {
     by_full: HashMap<String, String>,
 }
 

@@ -88,32 +88,32 @@ pub enum RangeKind {
 
 /// Column names, shared by every source and every consumer.
 pub mod col {
-    pub const DEVICE: &str = "device";
-    pub const STREAM: &str = "stream";
-    pub const PID: &str = "pid";
-    pub const TID: &str = "tid";
-    pub const START: &str = "start_ns";
+    pub(crate) const DEVICE: &str = "device";
+    pub(crate) const STREAM: &str = "stream";
+    pub(crate) const PID: &str = "pid";
+    pub(crate) const TID: &str = "tid";
+    pub(crate) const START: &str = "start_ns";
     pub const END: &str = "end_ns";
     pub const NAME: &str = "name_id";
-    pub const SHORT: &str = "short_id";
-    pub const KIND: &str = "kind";
-    pub const CORR: &str = "correlation_id";
-    pub const GRAPH: &str = "graph_id";
-    pub const BYTES: &str = "bytes";
+    pub(crate) const SHORT: &str = "short_id";
+    pub(crate) const KIND: &str = "kind";
+    pub(crate) const CORR: &str = "correlation_id";
+    pub(crate) const GRAPH: &str = "graph_id";
+    pub(crate) const BYTES: &str = "bytes";
     pub const API: &str = "api";
-    pub const DOMAIN: &str = "domain_id";
+    pub(crate) const DOMAIN: &str = "domain_id";
     /// Kernel launch geometry (ops, only with `LoadOptions::geometry`): u32, 0 where
     /// unknown or not a kernel.
-    pub const GRID_X: &str = "grid_x";
-    pub const GRID_Y: &str = "grid_y";
-    pub const GRID_Z: &str = "grid_z";
-    pub const BLOCK_X: &str = "block_x";
-    pub const BLOCK_Y: &str = "block_y";
-    pub const BLOCK_Z: &str = "block_z";
+    pub(crate) const GRID_X: &str = "grid_x";
+    pub(crate) const GRID_Y: &str = "grid_y";
+    pub(crate) const GRID_Z: &str = "grid_z";
+    pub(crate) const BLOCK_X: &str = "block_x";
+    pub(crate) const BLOCK_Y: &str = "block_y";
+    pub(crate) const BLOCK_Z: &str = "block_z";
     /// Input shapes (`Trace::shapes`): the interned compact JSON of `args["Input Dims"]`.
-    pub const DIMS: &str = "dims_id";
+    pub(crate) const DIMS: &str = "dims_id";
     /// Input shapes: the first dimension of the first input, -1 where it has none.
-    pub const FIRST_DIM: &str = "first_dim";
+    pub(crate) const FIRST_DIM: &str = "first_dim";
 }
 
 impl TraceMeta {

@@ -96,7 +96,7 @@ impl IdStore for i64 {
 }
 
 /// A column's native type, and how its vector becomes a polars column.
-pub trait Native: Sized {
+pub(crate) trait Native: Sized {
     fn column(name: &str, v: Vec<Self>) -> Column;
 }
 

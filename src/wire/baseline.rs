@@ -12,7 +12,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// The `format` tag every baseline file starts with, so a foreign JSON file (a Kineto trace,
 /// another tool's output) is told apart from a damaged baseline.
-pub const FORMAT: &str = "stepgate-baseline";
+pub(crate) const FORMAT: &str = "stepgate-baseline";
 
 /// How a step metric's values are shown and what range they fall in (a row of
 /// `baseline::metrics` says which).
@@ -49,10 +49,10 @@ pub mod metric {
     /// floor / wall (only when a model is given).
     pub const MBU: &str = "mbu";
     /// Communication time no other op hides (only for steps that communicate).
-    pub const EXPOSED_COMM_NS: &str = "exposed_comm_ns";
+    pub(crate) const EXPOSED_COMM_NS: &str = "exposed_comm_ns";
     /// Prefix of a kernel class's excess over its floor per step (`excess_ns.weights`),
     /// derived; judged only when the policy names it.
-    pub const CLASS_EXCESS_PREFIX: &str = "excess_ns.";
+    pub(crate) const CLASS_EXCESS_PREFIX: &str = "excess_ns.";
 
     /// Whether a metric is a time in ns (shown in µs): `…_ns`, and every class excess.
     pub(crate) fn in_ns(name: &str) -> bool {

@@ -121,7 +121,7 @@ pub struct CapacityInputs {
 }
 
 /// The caveats the source attaches to this model, printed with every plan.
-pub const CAVEATS: &[&str] = &[
+pub(crate) const CAVEATS: &[&str] = &[
     "A screening model, not a measured capacity or a capacity guarantee.",
     "Step time is the roofline floor (weights + KV read at B, no KV write): real steps are slower.",
     "Prefill MFU is an assumption and the softest input; measure it under a realistic workload.",

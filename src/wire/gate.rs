@@ -301,7 +301,7 @@ pub struct Threshold {
 pub const GAP_ROW: &str = "[gap]";
 
 /// Largest |Σ rows − Δ mean wall| (ns) still called exact: f64 rounding of the means.
-pub const EXACT_TOLERANCE_NS: f64 = 1e-6;
+pub(crate) const EXACT_TOLERANCE_NS: f64 = 1e-6;
 
 /// One row: a kernel name (or the gap) and its mean ns per step on each side.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]

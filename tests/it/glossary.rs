@@ -172,3 +172,18 @@ fn explain_prints_one_entry_or_every_term() {
     assert_eq!(code, 2);
     assert!(out.is_empty() && err.contains("stepgate explain"), "{err}");
 }
+
+/// A verdict's rule id, as the JSON's `verdict.rule` names it, is explained by the
+/// condition docs/verdict-rules.md states for it ("idle > 20 % of wall and one gap holds
+/// ≥ 50 % of it").
+#[test]
+fn explain_takes_a_verdict_rule_id() {
+    let one = ok(&["explain", "one-long-stall"]);
+    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        fold(&one).starts_with("one-long-stall (a verdict rule): fires when idle > 20% of wall and one gap holds ≥ 50% of it"),
+        "{one}"
+    );
+    assert!(one.contains("docs/verdict-rules.md"), "{one}");
+    assert!(one.lines().all(|l| l.chars().count() <= 80), "{one}");
+}

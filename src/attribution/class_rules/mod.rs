@@ -45,7 +45,7 @@ pub struct Advice<'a> {
 }
 
 /// One class's next action, in the tool's words.
-pub type AdviceFn = fn(&Advice<'_>) -> String;
+pub(crate) type AdviceFn = fn(&Advice<'_>) -> String;
 
 /// One kernel class's behaviour.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +60,7 @@ pub struct ClassRule {
 }
 
 /// Every class's rule, in [`KernelClass::ALL`] order.
-pub const RULES: &[ClassRule] = &[
+pub(crate) const RULES: &[ClassRule] = &[
     ClassRule {
         class: KernelClass::Weights,
         floor: floors::weights,

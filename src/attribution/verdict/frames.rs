@@ -10,7 +10,7 @@ use super::Gaps;
 
 /// The longest gap: its step's host thread and the idle GPU interval (measured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StallAt {
+pub(crate) struct StallAt {
     pub pid: i64,
     pub tid: i64,
     pub start_ns: i64,

@@ -12,13 +12,13 @@ use crate::wire::verdict::RankedAction;
 /// The ranked actions and, where some were left out as contradicting the verdict, one
 /// line per group saying so (with the numbers that decided it).
 #[derive(Debug, Default, PartialEq)]
-pub struct Ranking {
+pub(crate) struct Ranking {
     pub ranked: Vec<RankedAction>,
     pub held_back: Vec<String>,
 }
 
 /// The class whose own action the verdict gives: in one group, or in any (`None`).
-pub type Own = (Option<String>, KernelClass);
+pub(crate) type Own = (Option<String>, KernelClass);
 
 /// Rank every group's class actions that have a priced excess (an action without one
 /// cannot be ranked against the others).

@@ -21,7 +21,7 @@ pub use panel::{panel, Line, Marker, Panel, XAxis};
 pub use roofline::{roofline, Roofline};
 
 /// Chart width in px: fits a 1280 px window with the page's margins.
-pub const WIDTH: u32 = 1100;
+pub(crate) const WIDTH: u32 = 1100;
 
 const FONT: &str = "sans-serif";
 /// Font size of legend entries and tick labels (plotters units; the SVG says 0.8 of it).

@@ -14,7 +14,7 @@ use crate::wire::steps::{Step, StepsReport};
 
 /// Steps per series drawn and listed; beyond this the page says how many were left out
 /// (the JSON output has them all).
-pub const MAX_STEPS_SHOWN: usize = 5_000;
+pub(crate) const MAX_STEPS_SHOWN: usize = 5_000;
 
 /// The kinds present (an inferred kind apart from a marked one, and named so), each with
 /// a colour, in a fixed order: colours none of the lines they are drawn beside (wall,

@@ -87,7 +87,7 @@ impl Batch {
 }
 
 /// Named terms of one breakdown, in vLLM's key order.
-pub type Terms = Vec<(&'static str, i64)>;
+pub(crate) type Terms = Vec<(&'static str, i64)>;
 
 /// FLOPs, read bytes and write bytes of one component.
 #[derive(Debug, Clone, Default, PartialEq)]

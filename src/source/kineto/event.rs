@@ -10,7 +10,7 @@ use crate::trace::Launch;
 
 /// What an event is, for stepgate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     Kernel,
     Memcpy,
     Memset,
@@ -139,7 +139,7 @@ impl Event<'_> {
 
 /// Which optional event classes a load keeps.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Keep {
+pub(crate) struct Keep {
     /// `cpu_op` events (for their input shapes); skipped at the category otherwise.
     pub cpu_ops: bool,
     /// Every `python_function` at least this long (ns), not only the step functions

@@ -4,8 +4,8 @@
 
 /// Renumbering strides, used only when ranks collide: `rank * 1000 + device`,
 /// `rank * 10_000_000 + pid` (Linux pids stay below 2^22).
-pub const DEVICE_STRIDE: i64 = 1000;
-pub const PID_STRIDE: i64 = 10_000_000;
+pub(crate) const DEVICE_STRIDE: i64 = 1000;
+pub(crate) const PID_STRIDE: i64 = 10_000_000;
 const RAW_MASK: i64 = 0xffff_ffff;
 /// The largest raw id kept: the trace stores ids in 32 signed bits (`trace::IdStore`).
 const MAX_RAW: i64 = i32::MAX as i64;

@@ -17,7 +17,7 @@ const BOM: [u8; 3] = [0xef, 0xbb, 0xbf];
 
 /// What the first bytes of a file say it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sniff {
+pub(crate) enum Sniff {
     Gzip,
     /// Starts (after whitespace) with `{` or `[`.
     Json,
@@ -45,7 +45,7 @@ fn classify(head: &[u8]) -> Sniff {
 }
 
 /// The opened trace: a decompressing or plain reader, and whether it was gzip.
-pub struct Opened {
+pub(crate) struct Opened {
     pub reader: Box<dyn Read + Send>,
     pub gzip: bool,
     /// Bytes of a plain file before its JSON (a byte-order mark): stream offset 0 is file

@@ -17,7 +17,7 @@ type RankKey = (i64, i64, i64, i64);
 
 /// The traces to read, in rank order, and notes on what was left out.
 #[derive(Debug)]
-pub struct Ranks {
+pub(crate) struct Ranks {
     pub files: Vec<PathBuf>,
     pub notes: Vec<String>,
 }

@@ -18,7 +18,7 @@ const INITIAL_WINDOW: usize = 1 << 20;
 
 /// Why a value could not be taken from the stream.
 #[derive(Debug)]
-pub enum ScanError {
+pub(crate) enum ScanError {
     /// The reader failed (for gzip input: a truncated or corrupt stream).
     Io(io::Error),
     /// The input ended inside a value.
@@ -34,7 +34,7 @@ impl From<io::Error> for ScanError {
 }
 
 /// The input stream with its buffered window `buf[pos..end]`.
-pub struct Stream<R: Read> {
+pub(crate) struct Stream<R: Read> {
     r: R,
     buf: Vec<u8>,
     pos: usize,
@@ -264,7 +264,7 @@ fn has_byte(x: u64, b: u8) -> u64 {
 
 /// A JSON string as it appears in the input: raw bytes between the quotes.
 #[derive(Debug, Clone, Copy)]
-pub struct JStr<'a> {
+pub(crate) struct JStr<'a> {
     pub raw: &'a [u8],
     pub escaped: bool,
 }
@@ -332,7 +332,7 @@ fn hex4(raw: &[u8], i: usize) -> Option<u32> {
 
 /// One member value, by shape.
 #[derive(Debug, Clone, Copy)]
-pub enum Val<'a> {
+pub(crate) enum Val<'a> {
     Str(JStr<'a>),
     /// A number or literal (`true`, `null`), as raw text.
     Scalar(&'a [u8]),
@@ -341,7 +341,7 @@ pub enum Val<'a> {
 }
 
 /// A cursor over one complete value (from [`Stream::value`]); `None` = malformed.
-pub struct Cur<'a> {
+pub(crate) struct Cur<'a> {
     s: &'a [u8],
     i: usize,
 }

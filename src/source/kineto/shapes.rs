@@ -31,7 +31,7 @@ pub(crate) fn compact(raw: &[u8], out: &mut String) {
 /// The largest first dimension read: a tensor dimension beyond 2^31 − 1 elements is not
 /// from a model that runs (real traces hold flattened index tensors of 4M), and 10^15
 /// must never become a token count that is priced.
-pub const MAX_FIRST_DIM: i64 = i32::MAX as i64;
+pub(crate) const MAX_FIRST_DIM: i64 = i32::MAX as i64;
 
 /// The first integer of the first inner array of a compact `[[a, …], …]`: -1 when the
 /// first input has no dimensions (a scalar, `[]`), the text is not such an array, or the

@@ -106,7 +106,7 @@ pub fn temp_export(report: &Path) -> PathBuf {
 
 /// The text a `.qdstrm` carries in its first bytes (after a short binary prefix):
 /// `NVIDIA Nsight Systems Stream 2022.4.2.1-…`.
-pub const STREAM_MAGIC: &[u8] = b"NVIDIA Nsight Systems Stream";
+pub(crate) const STREAM_MAGIC: &[u8] = b"NVIDIA Nsight Systems Stream";
 
 /// Whether a file's first bytes (or its name) say it is an unimported `.qdstrm` capture.
 pub(crate) fn is_qdstrm(path: &Path, head: &[u8]) -> bool {

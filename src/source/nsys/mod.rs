@@ -58,7 +58,7 @@ pub enum FileKind {
 }
 
 /// Magic of `.nsys-rep` / `.qdrep` files.
-pub const REPORT_MAGIC: &[u8] = b"NVIDIA Tegra Profiler Report";
+pub(crate) const REPORT_MAGIC: &[u8] = b"NVIDIA Tegra Profiler Report";
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
 /// Classify a path, or say in one line why it cannot be read.

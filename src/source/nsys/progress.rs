@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 const SHOW_AFTER: Duration = Duration::from_millis(700);
 
 /// Shared by the loader threads (`ProgressBar` is an `Arc` inside).
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     shown: AtomicBool,

@@ -27,12 +27,12 @@ pub const KERNELS: Query = Query {
     tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
     sql: include_str!("../../../queries/kernels.sql"),
 };
-pub const MEMCPY: Query = Query {
+pub(crate) const MEMCPY: Query = Query {
     name: "memcpy",
     tables: &["CUPTI_ACTIVITY_KIND_MEMCPY"],
     sql: include_str!("../../../queries/memcpy.sql"),
 };
-pub const MEMSET: Query = Query {
+pub(crate) const MEMSET: Query = Query {
     name: "memset",
     tables: &["CUPTI_ACTIVITY_KIND_MEMSET"],
     sql: include_str!("../../../queries/memset.sql"),
@@ -42,7 +42,7 @@ pub const GRAPH_TRACE: Query = Query {
     tables: &["CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
     sql: include_str!("../../../queries/graph_trace.sql"),
 };
-pub const RUNTIME: Query = Query {
+pub(crate) const RUNTIME: Query = Query {
     name: "runtime",
     tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
     sql: include_str!("../../../queries/runtime.sql"),
@@ -58,7 +58,7 @@ pub const STRINGS: Query = Query {
     tables: &["StringIds"],
     sql: include_str!("../../../queries/strings.sql"),
 };
-pub const STRING_IDS_RANGE: Query = Query {
+pub(crate) const STRING_IDS_RANGE: Query = Query {
     name: "string_ids_range",
     tables: &["StringIds"],
     sql: include_str!("../../../queries/string_ids_range.sql"),
@@ -68,12 +68,12 @@ pub const GPUS: Query = Query {
     tables: &["TARGET_INFO_GPU"],
     sql: include_str!("../../../queries/gpus.sql"),
 };
-pub const EXPORT_META: Query = Query {
+pub(crate) const EXPORT_META: Query = Query {
     name: "export_meta",
     tables: &["META_DATA_EXPORT", "EXPORT_META_DATA"],
     sql: include_str!("../../../queries/export_meta.sql"),
 };
-pub const CAPTURE_META: Query = Query {
+pub(crate) const CAPTURE_META: Query = Query {
     name: "capture_meta",
     tables: &["META_DATA_CAPTURE"],
     sql: include_str!("../../../queries/capture_meta.sql"),
@@ -83,7 +83,7 @@ pub const PROCESSES: Query = Query {
     tables: &["PROCESSES"],
     sql: include_str!("../../../queries/processes.sql"),
 };
-pub const GPU_METRIC_NAMES: Query = Query {
+pub(crate) const GPU_METRIC_NAMES: Query = Query {
     name: "gpu_metric_names",
     tables: &["TARGET_INFO_GPU_METRICS"],
     sql: include_str!("../../../queries/gpu_metric_names.sql"),
@@ -93,7 +93,7 @@ pub const GPU_METRICS: Query = Query {
     tables: &["GPU_METRICS"],
     sql: include_str!("../../../queries/gpu_metrics.sql"),
 };
-pub const MEMCPY_KINDS: Query = Query {
+pub(crate) const MEMCPY_KINDS: Query = Query {
     name: "memcpy_kinds",
     tables: &["ENUM_CUDA_MEMCPY_OPER"],
     sql: include_str!("../../../queries/memcpy_kinds.sql"),

@@ -14,7 +14,7 @@ pub struct Schema {
 }
 
 /// Newest export schema this loader was tested on (nsys 2026.2.1, docs/nsys-format.md F26b).
-pub const NEWEST_TESTED_SCHEMA: (u32, u32) = (3, 25);
+pub(crate) const NEWEST_TESTED_SCHEMA: (u32, u32) = (3, 25);
 
 impl Schema {
     /// Probe every table of the database.

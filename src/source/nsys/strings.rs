@@ -19,7 +19,7 @@ enum Index {
 
 /// The export's `StringIds`, read once and shared read-only by every loader thread.
 #[derive(Debug)]
-pub struct StringTable {
+pub(crate) struct StringTable {
     index: Index,
     values: Vec<Box<str>>,
 }
@@ -78,7 +78,7 @@ impl StringTable {
 /// One loader thread's names: a local interner plus a cache from StringIds positions to
 /// local ids. [`merge`] later maps every thread's local ids into the trace's interner.
 #[derive(Debug)]
-pub struct LocalNames<'a> {
+pub(crate) struct LocalNames<'a> {
     table: &'a StringTable,
     cache: Vec<u32>,
     /// Literal texts by their raw bytes: NVTX rows carry their name inline, so this is

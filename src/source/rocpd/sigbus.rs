@@ -10,7 +10,7 @@
 use std::path::Path;
 
 /// SIGBUS is handled as described above until this is dropped.
-pub struct Guard {
+pub(crate) struct Guard {
     _private: (),
 }
 

@@ -9,7 +9,7 @@ use crate::synth::writer::event_class;
 use crate::wire::synth::CompositionTruth;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpanKind {
+pub(crate) enum SpanKind {
     /// `python_function` (Kineto only).
     Python,
     /// A record_function / NVTX range: Kineto `user_annotation`, nsys NVTX (with domain).
@@ -33,7 +33,7 @@ pub struct Span {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     Launch,
     DriverLaunch,
     GraphLaunch,
@@ -83,7 +83,7 @@ pub struct Call {
 }
 
 #[derive(Debug, Clone)]
-pub struct Op {
+pub(crate) struct Op {
     pub name: u32,
     pub stream: i64,
     pub start: i64,
@@ -99,7 +99,7 @@ pub struct Op {
 
 /// Per-step facts the scenario declares (the measured ones come from the ops).
 #[derive(Debug, Clone)]
-pub struct StepMeta {
+pub(crate) struct StepMeta {
     pub name: Option<String>,
     pub found_by: &'static str,
     pub kind: &'static str,

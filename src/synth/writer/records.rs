@@ -14,20 +14,20 @@ pub fn global_tid(pid: i64, tid: i64) -> i64 {
 
 /// CUPTI runtime/driver eventClass values (ENUM_NSYS_EVENT_CLASS).
 pub mod event_class {
-    pub const RUNTIME: i64 = 0;
-    pub const DRIVER: i64 = 1;
+    pub(crate) const RUNTIME: i64 = 0;
+    pub(crate) const DRIVER: i64 = 1;
     /// TRACE_PROCESS_EVENT_CUDABACKTRACE: a duplicate of a real call (2022.2 saxpy file).
-    pub const BACKTRACE: i64 = 67;
+    pub(crate) const BACKTRACE: i64 = 67;
 }
 
 /// NVTX eventType values (ENUM_NSYS_EVENT_TYPE).
 pub mod event_type {
-    pub const PUSH_POP: i64 = 59;
-    pub const START_END: i64 = 60;
+    pub(crate) const PUSH_POP: i64 = 59;
+    pub(crate) const START_END: i64 = 60;
     pub const NVTXT_PUSH_POP: i64 = 70;
     pub const NVTXT_START_END: i64 = 71;
     pub const MARK: i64 = 34;
-    pub const DOMAIN_CREATE: i64 = 75;
+    pub(crate) const DOMAIN_CREATE: i64 = 75;
 }
 
 /// One kernel row. Names are StringIds ids from [`NsysWriter::string`](super::NsysWriter::string).
@@ -136,7 +136,7 @@ pub struct GraphNodeRec {
 
 /// The `typeId` of a GPU metrics target without its GPU byte (the layout public readers
 /// of real exports show: `0x1000100000000 + pwGpuId`, docs/nsys-format.md §10).
-pub const GPU_METRICS_TARGET_BASE: i64 = 0x1_0001_0000_0000;
+pub(crate) const GPU_METRICS_TARGET_BASE: i64 = 0x1_0001_0000_0000;
 
 /// The GPU activity of one interval, for [`GpuMetricsRec`]: each value is % of peak.
 #[derive(Debug, Clone, Copy, Default)]

@@ -55,7 +55,7 @@ pub(super) fn num(s: Option<regex::Match<'_>>) -> Option<u64> {
 
 /// Largest token or request count a name may claim (2^31): anything above is a corrupt
 /// or hostile name, not a batch.
-pub const MAX_COUNT: u64 = 1 << 31;
+pub(crate) const MAX_COUNT: u64 = 1 << 31;
 
 /// The name without the suffix `torch.autograd.profiler.emit_nvtx` appends
 /// (`, seq = N`, `, op_id = N`, `, sizes = […]`).

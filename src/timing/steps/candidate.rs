@@ -64,7 +64,7 @@ impl Candidate {
 
 /// Groups of ops that are steps without a host span (idle-gap splits).
 #[derive(Debug, Clone)]
-pub struct GapGroup {
+pub(crate) struct GapGroup {
     pub pid: i64,
     pub device: i64,
     pub ops: Vec<u32>,
@@ -72,7 +72,7 @@ pub struct GapGroup {
     pub launch_host_ns: i64,
 }
 
-pub enum Items {
+pub(crate) enum Items {
     Spans(Vec<Candidate>),
     Groups(Vec<GapGroup>),
 }

@@ -10,7 +10,7 @@ use crate::timing::par;
 use crate::trace::{OpsView, RangeKind, Trace};
 
 /// Indexes built once per trace so each step's projection is a few binary searches.
-pub struct Index<'a> {
+pub(crate) struct Index<'a> {
     pub trace: &'a Trace,
     pub ops: crate::trace::OpsView<'a>,
     pub calls: crate::trace::CallsView<'a>,

@@ -28,7 +28,7 @@ pub struct Measured {
 }
 
 /// Measures sets of ops, keeping each name's shared strings and category.
-pub struct Measurer<'i, 'a> {
+pub(crate) struct Measurer<'i, 'a> {
     ix: &'i Index<'a>,
     cats: &'i Categorizer,
     categories: HashMap<u32, Arc<str>>,

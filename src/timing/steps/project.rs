@@ -21,7 +21,7 @@ const MIN_CHUNK: usize = 64;
 
 /// What the tail adds to a step.
 #[derive(Default)]
-pub struct Tail {
+pub(crate) struct Tail {
     pub busy: i64,
     pub kernels: u64,
     pub ops: u64,
@@ -55,7 +55,7 @@ struct Collected {
 }
 
 /// Projects every found step, marking which ops some step accounted for.
-pub struct Projector<'i, 'a> {
+pub(crate) struct Projector<'i, 'a> {
     ix: &'i Index<'a>,
     cats: &'i Categorizer,
     /// Per op: accounted to some step (span or tail).

@@ -9,7 +9,7 @@ use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serializ
 use super::FoundBy;
 
 /// Every method in the schema's order, with the schema's description of it.
-pub const METHODS: [(FoundBy, &str); 8] = [
+pub(crate) const METHODS: [(FoundBy, &str); 8] = [
     (FoundBy::Marker, "Engine step markers."),
     (FoundBy::Scheduler, "Scheduler scopes."),
     (FoundBy::Python, "Python-stack step functions (heuristic)."),

@@ -49,7 +49,7 @@ impl FileState {
 }
 
 /// Accumulates rows from one or more trace files.
-pub struct Collector {
+pub(crate) struct Collector {
     names: Interner,
     short_of: Vec<u32>,
     scratch: String,

@@ -79,7 +79,7 @@ fn int(r: &impl Cells, i: usize) -> rusqlite::Result<Option<i64>> {
 /// Largest |timestamp| accepted, ns (2^55 ns ≈ 417 days). nsys times count from the
 /// session start, so anything beyond this is a damaged or crafted row; accepting it would
 /// turn one row into a wall time of centuries and a gate change of 1e16 %.
-pub const MAX_ABS_NS: i64 = 1 << 55;
+pub(crate) const MAX_ABS_NS: i64 = 1 << 55;
 
 /// A timestamp cell: an integer (or an integral real) within ±[`MAX_ABS_NS`]; NULL,
 /// text, blobs, fractions, NaN and out-of-range values are `None` (the row is dropped,

@@ -9,7 +9,7 @@ use super::super::schema::Schema;
 
 /// How a load splits its big tables.
 #[derive(Debug, Clone, Copy)]
-pub struct Split {
+pub(crate) struct Split {
     /// Rows per slice below which a table is read whole: a thread and a connection cost
     /// more than they save on a small table.
     pub min_rows: i64,
@@ -35,7 +35,7 @@ pub fn test_min_slice_rows() -> Option<i64> {
 impl Split {
     /// Rows per slice below which a table is read whole (2^19: below that a slice's
     /// connection and merge cost about what its thread saves).
-    pub const MIN_ROWS: i64 = 1 << 19;
+    pub(crate) const MIN_ROWS: i64 = 1 << 19;
 
     /// Slices of at least `min_rows` rows ([`Split::MIN_ROWS`] unless a test lowers
     /// it), up to `threads` per table.

@@ -45,7 +45,7 @@ pub struct Family {
 }
 
 /// Every family, most certain first: the auto order, and the `--steps` method names.
-pub static FAMILIES: [Family; 7] = [
+pub(crate) static FAMILIES: [Family; 7] = [
     Family {
         name: "marker",
         source: StepSource::Marker,
