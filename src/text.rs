@@ -239,61 +239,43 @@ pub fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
-    #[derive(serde::Serialize, Clone)]
-    struct Item {
-        id: usize,
-        name: String,
-        empty: Vec<u8>,
-        nested: Vec<Vec<f64>>,
-        none: Option<u8>,
-        obj: std::collections::BTreeMap<String, Vec<u32>>,
-    }
-
-    #[derive(serde::Serialize)]
-    struct Doc {
-        head: u32,
-        list: Vec<u8>,
-        items: Vec<Item>,
+    /// A document whose keys sort with `items` last (serde_json's map keeps them sorted).
+    fn doc(items: &[Value]) -> std::collections::BTreeMap<&'static str, Value> {
+        [
+            ("a_head", json!(7)),
+            ("b_list", json!([1, 2])),
+            ("items", Value::Array(items.to_vec())),
+        ]
+        .into_iter()
+        .collect()
     }
 
     /// Every item count (0, 1, below, at and beyond a chunk) and thread count gives the
     /// bytes serde_json's pretty printer writes for the whole document.
     #[test]
     fn parallel_tail_is_byte_identical_to_the_serial_json() {
-        let item = |id: usize| Item {
-            id,
-            name: format!("k\u{e9}\"rnel\n{id}"),
-            empty: Vec::new(),
-            nested: vec![vec![], vec![1.5, -0.0, 1e300], vec![f64::from(id as u32)]],
-            none: None,
-            obj: [("a".to_owned(), vec![1, 2]), ("b".to_owned(), vec![])]
-                .into_iter()
-                .collect(),
+        let item = |id: usize| {
+            json!({
+                "id": id,
+                "name": format!("k\u{e9}\"rnel\n{id}"),
+                "empty": [],
+                "nested": [[], [1.5, -0.0, 1e300], [id as f64]],
+                "none": null,
+                "obj": {"a": [1, 2], "b": []},
+                "empty_obj": {},
+            })
         };
         for n in [0, 1, 2, 63, 64, 65, 129, 1000] {
-            let items: Vec<Item> = (0..n).map(item).collect();
-            let want = to_json(&Doc {
-                head: 7,
-                list: vec![1, 2],
-                items: items.clone(),
-            });
-            let head = Doc {
-                head: 7,
-                list: vec![1, 2],
-                items: Vec::new(),
-            };
+            let items: Vec<Value> = (0..n).map(item).collect();
+            let want = to_json(&doc(&items));
             for threads in [1, 2, 3, 8] {
-                let got = to_json_last(&head, "items", &items, threads);
+                let got = to_json_last(&doc(&[]), "items", &items, threads);
                 assert_eq!(got.as_deref(), Some(want.as_str()), "{n} items, {threads}");
             }
         }
         // A head whose last field is not the one named: the caller's fallback.
-        let head = Doc {
-            head: 7,
-            list: Vec::new(),
-            items: Vec::new(),
-        };
-        assert_eq!(to_json_last(&head, "list", &[item(0)], 2), None);
+        assert_eq!(to_json_last(&doc(&[]), "b_list", &[item(0)], 2), None);
     }
 }
