@@ -127,7 +127,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
         fit: shown.fit,
     };
     let text = match shown.format {
-        Format::Json => json(run.report),
+        Format::Json => json(r),
         _ => report::steps::render(&path, r, shown.format, &opts),
     };
     Ok(Document::new(text, OK))
@@ -135,13 +135,9 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 
 /// The JSON document, its steps (nine tenths of it) written on every thread: the bytes
 /// `report::steps::render` writes for JSON, at every `--threads`.
-fn json(mut r: crate::wire::steps::StepsReport) -> String {
-    let steps = std::mem::take(&mut r.steps);
+fn json(r: &crate::wire::steps::StepsReport) -> String {
     let threads = crate::timing::par::threads();
-    crate::text::to_json_last(&r, "steps", &steps, threads).unwrap_or_else(|| {
-        r.steps = steps;
-        crate::report::to_json(&r)
-    })
+    crate::text::to_json_last(r, "steps", &r.steps, threads).unwrap_or_else(|| report::to_json(r))
 }
 
 pub fn run(args: &Args) -> Result<u8> {
