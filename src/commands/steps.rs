@@ -126,8 +126,18 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
         detail: args.detail,
         fit: shown.fit,
     };
-    let text = report::steps::render(&path, r, shown.format, &opts);
+    let text = match shown.format {
+        Format::Json => json(r),
+        _ => report::steps::render(&path, r, shown.format, &opts),
+    };
     Ok(Document::new(text, OK))
+}
+
+/// The JSON document, its steps (nine tenths of it) written on every thread: the bytes
+/// `report::steps::render` writes for JSON, at every `--threads`.
+fn json(r: &crate::wire::steps::StepsReport) -> String {
+    let threads = crate::timing::par::threads();
+    crate::text::to_json_last(r, "steps", &r.steps, threads).unwrap_or_else(|| report::to_json(r))
 }
 
 pub fn run(args: &Args) -> Result<u8> {

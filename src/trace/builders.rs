@@ -34,6 +34,33 @@ trait Group: Default {
     fn into_columns(self, out: &mut Vec<Column>);
 }
 
+/// One column's copy, run by whichever thread takes it.
+type Job<'a> = Box<dyn FnOnce() + Send + 'a>;
+
+/// Run `jobs` on up to `threads` threads (this one included), each taken in order by
+/// the first thread free.
+fn run_jobs(jobs: Vec<Job<'_>>, threads: usize) {
+    let jobs: Vec<std::sync::Mutex<Option<Job<'_>>>> = jobs
+        .into_iter()
+        .map(|j| std::sync::Mutex::new(Some(j)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || loop {
+        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(slot) = jobs.get(k) else { break };
+        let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(job) = job {
+            job();
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads.min(jobs.len()) {
+            s.spawn(work);
+        }
+        work();
+    });
+}
+
 /// A column of the frame from the builder's vector: ids through [`IdStore::id_column`].
 macro_rules! column {
     (Id, $name:expr, $v:expr) => {
@@ -159,6 +186,35 @@ macro_rules! builder {
                     self.$field.append(&mut other.$field);
                     drop(std::mem::take(&mut other.$field));
                 )+
+            }
+
+            /// [`Self::append`] with the columns copied on up to `threads` threads (the
+            /// same rows: each column is its own copy). Copying the second half of a
+            /// 4M-op read was a tenth of `steps` at 2 threads, on one thread.
+            pub fn append_on(&mut self, other: &mut Self, threads: usize)
+            where
+                I: Send,
+            {
+                if threads <= 1 || self.is_empty() {
+                    return self.append(other);
+                }
+                self.out_of_range += std::mem::take(&mut other.out_of_range);
+                $(
+                    match (&mut self.$opt, &mut other.$opt) {
+                        (Some(a), Some(b)) => a.append(b),
+                        (Some(a), None) => a.pad(other.len()),
+                        (None, _) => {}
+                    }
+                )?
+                let mut jobs: Vec<Job<'_>> = Vec::new();
+                $(
+                    let (a, b) = (&mut self.$field, &mut other.$field);
+                    jobs.push(Box::new(move || {
+                        a.append(b);
+                        drop(std::mem::take(b));
+                    }));
+                )+
+                run_jobs(jobs, threads);
             }
         }
     };

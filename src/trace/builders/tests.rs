@@ -129,3 +129,39 @@ fn a_calls_api_is_held_per_name() {
     assert_eq!(apis.of_or(0, 9), CallApi::Runtime as u32);
     assert_eq!((apis.of_or(2, 9), apis.conflicts), (9, 0));
 }
+
+/// The columns copied on several threads are the serial append's, row for row, with the
+/// geometry group and the out-of-range count carried over.
+#[test]
+fn append_on_threads_equals_the_serial_append() {
+    let l = Launch {
+        grid: [4, 2, 1],
+        block: [128, 1, 1],
+    };
+    let part = |from: i64, n: i64| {
+        let mut b = OpsBuilder::default().with_geometry();
+        for k in 0..n {
+            let row = OpRow {
+                name_id: k as u32 % 7,
+                correlation_id: if k == 3 { 1 << 31 } else { from + k },
+                ..op(from + k)
+            };
+            if k % 2 == 0 {
+                b.push_launch(row, l);
+            } else {
+                b.push(row);
+            }
+        }
+        b
+    };
+    for threads in [1, 2, 3, 8] {
+        let (mut serial, mut on) = (part(0, 5), part(0, 5));
+        serial.append(&mut part(100, 9));
+        on.append_on(&mut part(100, 9), threads);
+        assert_eq!(on.out_of_range(), serial.out_of_range(), "{threads}");
+        assert_eq!(on.out_of_range(), 2);
+        let (a, b) = (serial.finish().unwrap(), on.finish().unwrap());
+        assert_eq!(a.height(), 14);
+        assert!(a.equals_missing(&b), "{threads} threads");
+    }
+}

@@ -246,7 +246,7 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
     let read = parts::read(&db, &conn, &schema, &table, &memcpy, opts, split);
 
     // Ops first: an export without usable ones is refused before its host tables count.
-    let mut merged = parts::Merged::ops(read.ops)?;
+    let mut merged = parts::Merged::ops(read.ops, opts.threads)?;
     let mut meta = TraceMeta::new(SourceFormat::Nsys, path.display().to_string());
     load_meta(&conn, &schema, path, &mut meta)?;
     meta.warnings.extend(db.note.clone());
@@ -271,7 +271,7 @@ fn load_split(path: &Path, opts: &LoadOptions, split: Split) -> Result<Trace> {
             merged.dropped_no_timestamp
         ));
     }
-    let (calls, ranges) = merged.host(read.calls, read.ranges)?;
+    let (calls, ranges) = merged.host(read.calls, read.ranges, opts.threads)?;
     meta.warnings.extend(merged.bad.warnings(&schema));
     let ranges = host::domains_into(ranges, &mut meta);
 

@@ -79,24 +79,29 @@ pub(super) fn read(
     // slice's reader also reads the small op tables, so the parts concatenate in order.
     let kernel_slices = split.slices(conn, schema, &queries::KERNELS);
     let last = kernel_slices.len() - 1;
-    // The slices of the three tables alternating, so a pool of few workers does not end
-    // on one long read.
-    let mut tasks = Vec::new();
-    let most = kernel_slices
-        .len()
-        .max(range_slices.len())
-        .max(call_slices.len());
-    for k in 0..most {
-        if k < kernel_slices.len() {
-            tasks.push(Task::Ops(k));
-        }
-        if k < range_slices.len() {
-            tasks.push(Task::Ranges(k));
-        }
-        if k < call_slices.len() {
-            tasks.push(Task::Calls(k));
-        }
+    // Longest reads first (a pool that takes a long read last ends on it alone: on a
+    // 1M-kernel report at 2 threads the second NVTX slice ran 0.2 s after every other
+    // read was done). A read's length is estimated from its rows: the rowid span of its
+    // slice or table, a kernel row costing about twice a host row (nine columns, two of
+    // them names, against a range's filtered name or a call's six integers). Equal
+    // estimates keep the tables' order; where a part lands does not depend on when it
+    // was read, so the order changes no result.
+    let rows = |slice: &Option<(i64, i64)>, q: &queries::Query| match slice {
+        Some((a, b)) => b - a + 1,
+        None => split.table_rows(conn, schema, q),
+    };
+    let mut tasks: Vec<(i64, Task)> = Vec::new();
+    for (k, s) in kernel_slices.iter().enumerate() {
+        tasks.push((2 * rows(s, &queries::KERNELS), Task::Ops(k)));
     }
+    for (k, s) in range_slices.iter().enumerate() {
+        tasks.push((rows(s, &queries::NVTX), Task::Ranges(k)));
+    }
+    for (k, s) in call_slices.iter().enumerate() {
+        tasks.push((rows(s, &queries::RUNTIME), Task::Calls(k)));
+    }
+    tasks.sort_by_key(|&(cost, _)| std::cmp::Reverse(cost));
+    let tasks: Vec<Task> = tasks.into_iter().map(|(_, t)| t).collect();
     let filter = opts.range_filter.as_ref();
     let progress = &progress;
     let run = |t: Task| match t {
@@ -197,8 +202,8 @@ pub(super) struct Merged {
 }
 
 impl Merged {
-    /// The ops readers' parts, concatenated.
-    pub(super) fn ops(parts: Vec<Result<OpsOut>>) -> Result<Merged> {
+    /// The ops readers' parts, concatenated (their columns copied on up to `threads`).
+    pub(super) fn ops(parts: Vec<Result<OpsOut>>, threads: usize) -> Result<Merged> {
         let mut m = Merged {
             names: Interner::default(),
             ops: OpsBuilder::default(),
@@ -210,7 +215,7 @@ impl Merged {
             let map = m.names.merge(&part.strings);
             remap(&mut part.ops.name_id, &map);
             remap(&mut part.ops.short_id, &map);
-            m.ops.append(&mut part.ops);
+            m.ops.append_on(&mut part.ops, threads);
             m.dropped_no_timestamp += part.dropped_no_timestamp;
             for (table, n) in part.dropped_bad_times.0 {
                 m.bad.add(table, n);
@@ -219,13 +224,16 @@ impl Merged {
         Ok(m)
     }
 
-    /// The runtime and NVTX slices, their names merged after the ops' (calls first).
+    /// The runtime and NVTX slices, their names merged after the ops' (calls first; the
+    /// calls' columns copied on up to `threads`).
     pub(super) fn host(
         &mut self,
         calls: Vec<HostPart<CallsBuilder>>,
         ranges: Vec<HostPart<RangesPart>>,
+        threads: usize,
     ) -> Result<(CallsBuilder, RangesPart)> {
-        let calls = self.concat(calls, "runtime", |b| &mut b.name_id, CallsBuilder::append)?;
+        let append = |a: &mut CallsBuilder, b: &mut CallsBuilder| a.append_on(b, threads);
+        let calls = self.concat(calls, "runtime", |b| &mut b.name_id, append)?;
         let ranges = self.concat(ranges, "nvtx", |p| &mut p.b.name_id, RangesPart::append)?;
         Ok((calls, ranges))
     }
@@ -237,7 +245,7 @@ impl Merged {
         parts: Vec<HostPart<B>>,
         table: &'static str,
         name_id: fn(&mut B) -> &mut Vec<u32>,
-        append: fn(&mut B, &mut B),
+        append: impl Fn(&mut B, &mut B),
     ) -> Result<B> {
         let mut out = B::default();
         let mut n_bad = 0;

@@ -51,19 +51,22 @@ impl Split {
         }
     }
 
-    /// Rowid ranges that split the query's table into up to `parts` slices of about equal
-    /// size. `[None]` (one whole-table read) for small tables, or when the table's rowids
-    /// cannot be asked for (a WITHOUT ROWID table, or a column that shadows `rowid`).
-    pub fn slices(&self, conn: &Connection, schema: &Schema, q: &Query) -> Vec<Option<(i64, i64)>> {
-        let whole = vec![None];
-        let Some(table) = q.table(schema) else {
-            return whole;
-        };
+    /// The rowid span of the query's table (its row count where rowids are dense, as
+    /// in nsys exports), 0 when it cannot be asked for or the table is empty or missing:
+    /// an estimate of how long a whole-table read takes, for ordering the reads.
+    pub(crate) fn table_rows(&self, conn: &Connection, schema: &Schema, q: &Query) -> i64 {
+        self.span(conn, schema, q)
+            .map_or(0, |(lo, hi)| hi.saturating_sub(lo).saturating_add(1))
+    }
+
+    /// The first and last rowid of the query's table, when they can be asked for.
+    fn span(&self, conn: &Connection, schema: &Schema, q: &Query) -> Option<(i64, i64)> {
+        let table = q.table(schema)?;
         if ["rowid", "_rowid_", "oid"]
             .iter()
             .any(|c| schema.has_column(table, c))
         {
-            return whole;
+            return None;
         }
         // Two queries: SQLite answers a lone min() or max() of the rowid from the b-tree's
         // edge, but both in one SELECT scan the whole table.
@@ -72,7 +75,18 @@ impl Split {
                 r.get::<_, Option<i64>>(0)
             })
         };
-        let (Ok(Some(lo)), Ok(Some(hi))) = (edge("min"), edge("max")) else {
+        match (edge("min"), edge("max")) {
+            (Ok(Some(lo)), Ok(Some(hi))) => Some((lo, hi)),
+            _ => None,
+        }
+    }
+
+    /// Rowid ranges that split the query's table into up to `parts` slices of about equal
+    /// size. `[None]` (one whole-table read) for small tables, or when the table's rowids
+    /// cannot be asked for (a WITHOUT ROWID table, or a column that shadows `rowid`).
+    pub fn slices(&self, conn: &Connection, schema: &Schema, q: &Query) -> Vec<Option<(i64, i64)>> {
+        let whole = vec![None];
+        let Some((lo, hi)) = self.span(conn, schema, q) else {
             return whole;
         };
         let span = hi as i128 - lo as i128 + 1;
