@@ -214,7 +214,7 @@ pub fn map(launched: &[Kernel<'_>], g: &Geometry<'_>, tokens: Option<f64>) -> La
                 Some(bytes),
                 g,
             );
-            r.launches_per_step = layers;
+            launched_per_step(&mut r, layers);
             r.split_k_reduction =
                 reduction(first).map(|n| crate::timing::labels::display_name("", n));
             r
@@ -275,6 +275,7 @@ pub(crate) fn unpriced(r: LayerGemm) -> LayerGemm {
         achieved_bytes_per_s: None,
         roof_fraction: None,
         excess_ns: None,
+        excess_per_step_ns: None,
         ..r
     }
 }
@@ -287,6 +288,9 @@ fn row(
     g: &Geometry<'_>,
 ) -> LayerGemm {
     let achieved = bytes.filter(|_| time_ns > 0.0).map(|b| b / (time_ns / 1e9));
+    let excess = bytes
+        .filter(|_| g.roof_bytes_per_s > 0.0)
+        .map(|b| time_ns - b / g.roof_bytes_per_s * 1e9);
     LayerGemm {
         role: role.map(str::to_owned),
         kernel: crate::timing::labels::display_name("", kernel),
@@ -296,10 +300,15 @@ fn row(
         bytes,
         achieved_bytes_per_s: achieved,
         roof_fraction: achieved.map(|a| a / g.roof_bytes_per_s),
-        excess_ns: bytes
-            .filter(|_| g.roof_bytes_per_s > 0.0)
-            .map(|b| time_ns - b / g.roof_bytes_per_s * 1e9),
+        excess_ns: excess,
+        excess_per_step_ns: excess,
     }
+}
+
+/// A row launched `n` times per step: its per-step excess follows.
+fn launched_per_step(r: &mut LayerGemm, n: u64) {
+    r.launches_per_step = n;
+    r.excess_per_step_ns = r.excess_ns.map(|x| x * n as f64);
 }
 
 #[cfg(test)]

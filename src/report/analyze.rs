@@ -121,7 +121,7 @@ fn device_kernels(d: &DeviceSummary, o: &Options) -> Table {
             fmt_us(k.total_ns as f64),
             fmt_us(k.mean_ns),
             fmt_us(k.exclusive_ns as f64),
-            fmt_pct(share(k.exclusive_ns, d.busy_ns)),
+            fmt_pct(k.share_of_busy),
         ]);
     }
     t
@@ -142,18 +142,10 @@ pub(crate) fn device_categories(d: &DeviceSummary) -> Table {
             fmt_int(c.instances as i64),
             fmt_us(c.total_ns as f64),
             fmt_us(c.exclusive_ns as f64),
-            fmt_pct(share(c.exclusive_ns, d.busy_ns)),
+            fmt_pct(c.share_of_busy.unwrap_or_default()),
         ]);
     }
     t
-}
-
-fn share(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        part as f64 / whole as f64
-    } else {
-        0.0
-    }
 }
 
 /// The analysis, walked once: per device its title, totals and what dominates it (the

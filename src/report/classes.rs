@@ -110,7 +110,7 @@ pub(crate) fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
     ]);
     let mut rows: Vec<&LayerGemm> = l.gemms.iter().collect();
     rows.sort_by(|a, b| {
-        let x = |g: &LayerGemm| g.excess_per_step_ns().unwrap_or(f64::MIN);
+        let x = |g: &LayerGemm| g.excess_per_step_ns.unwrap_or(f64::MIN);
         x(b).total_cmp(&x(a))
     });
     for g in rows {
@@ -136,7 +136,7 @@ pub(crate) fn layer_table(l: &LayerMap, name_max: Option<usize>) -> Table {
                 .unwrap_or_else(|| "–".into()),
             g.roof_fraction.map(fmt_pct).unwrap_or_else(|| "–".into()),
             g.launches_per_step.to_string(),
-            g.excess_per_step_ns()
+            g.excess_per_step_ns
                 .map(fmt_us)
                 .unwrap_or_else(|| "–".into()),
         ]);

@@ -176,7 +176,7 @@ fn rows(r: &FloorReport) -> Vec<(String, String, String)> {
         format!(
             "{} (attention {})",
             sci(r.flops),
-            fmt_pct(r.attention_flops / r.flops)
+            fmt_pct(r.attention_flops_share)
         ),
         "derived",
     );

@@ -382,6 +382,11 @@ pub fn decode_floor(
         decode_tokens_per_s: point.batch as f64 / (s.floor_ns / 1e9),
         flops: s.flops,
         attention_flops: s.attention_flops,
+        attention_flops_share: if s.flops > 0.0 {
+            s.attention_flops / s.flops
+        } else {
+            0.0
+        },
         intensity_flop_per_byte: intensity,
         ridge_flop_per_byte: s.peak_flops_per_s / s.hbm_bytes_per_s,
         attainable_flops_per_s: attainable,

@@ -95,4 +95,7 @@ pub struct KernelStat {
     /// Time this name alone kept the device busy: Σ over its ops of the part past the
     /// running end of every op that started before it (see `timing::overlap`).
     pub exclusive_ns: i64,
+    /// `exclusive_ns` over the device's `busy_ns` (0 on a device never busy).
+    #[serde(default)]
+    pub share_of_busy: f64,
 }

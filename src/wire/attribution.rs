@@ -381,13 +381,10 @@ pub struct LayerGemm {
     /// a faster GEMM could win; the GEMMs are ranked by it times `launches_per_step`, not
     /// by time.
     pub excess_ns: Option<f64>,
-}
-
-impl LayerGemm {
-    /// The excess of all its launches in one step (derived).
-    pub(crate) fn excess_per_step_ns(&self) -> Option<f64> {
-        self.excess_ns.map(|x| x * self.launches_per_step as f64)
-    }
+    /// `excess_ns` × `launches_per_step`: the excess of all its launches in one step
+    /// (derived), what the GEMMs are ranked by.
+    #[serde(default)]
+    pub excess_per_step_ns: Option<f64>,
 }
 
 /// Each class's measured time across the like steps of one group: the median step's class

@@ -43,6 +43,8 @@ pub struct FloorReport {
     pub decode_tokens_per_s: f64,
     pub flops: f64,
     pub attention_flops: f64,
+    /// `attention_flops / flops`.
+    pub attention_flops_share: f64,
     pub intensity_flop_per_byte: f64,
     pub ridge_flop_per_byte: f64,
     pub attainable_flops_per_s: f64,

@@ -179,6 +179,9 @@ pub struct CategoryStat {
     pub instances: u64,
     pub total_ns: i64,
     pub exclusive_ns: i64,
+    /// `exclusive_ns` over the device's busy time, in a device summary (absent per step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_busy: Option<f64>,
 }
 
 /// A host call, for naming what the host did during a gap.

@@ -11,7 +11,7 @@
 //! routed experts' bytes are derived: the distinct experts the step's tokens touch under
 //! the floor's routing, times one expert's matrix.
 
-use super::{ambiguous, row, Folded, Geometry, ABOVE_ROOF};
+use super::{ambiguous, launched_per_step, row, Folded, Geometry, ABOVE_ROOF};
 use crate::categories::families::KernelFamily;
 use crate::wire::attribution::{KernelClass, LayerGemm, LayerMap};
 
@@ -375,7 +375,7 @@ fn rows_for(
             r.bytes,
             g,
         );
-        row.launches_per_step = launches;
+        launched_per_step(&mut row, launches);
         row.split_k_reduction = folded[first]
             .reduction
             .map(|n| crate::timing::labels::display_name("", n));

@@ -25,7 +25,7 @@ fn below_roof(map: &LayerMap) -> Vec<(&LayerGemm, f64, f64)> {
     let mut by: Vec<(&LayerGemm, f64, f64)> = map
         .gemms
         .iter()
-        .filter_map(|g| Some((g, g.excess_per_step_ns()?, g.roof_fraction?)))
+        .filter_map(|g| Some((g, g.excess_per_step_ns?, g.roof_fraction?)))
         .filter(|x| x.1 > 0.0 && x.2 < AT_ROOF_OF_BETA)
         .collect();
     by.sort_by(|a, b| b.1.total_cmp(&a.1));

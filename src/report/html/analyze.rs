@@ -10,14 +10,6 @@ use crate::report::table::{Align, Table};
 use crate::report::{fmt_int, fmt_pct, fmt_us};
 use crate::wire::analysis::{Analysis, DeviceSummary};
 
-fn share(part: i64, whole: i64) -> f64 {
-    if whole > 0 {
-        part as f64 / whole as f64
-    } else {
-        0.0
-    }
-}
-
 /// The whole page; `top` kernels listed per device.
 pub fn render(path: &str, a: &Analysis, top: usize) -> String {
     let body = html! {
@@ -122,7 +114,7 @@ fn device_section(d: &DeviceSummary, top: usize) -> Markup {
                 to: c.exclusive_ns as f64 / 1e3,
                 color,
             }],
-            note: Some(fmt_pct(share(c.exclusive_ns, d.busy_ns))),
+            note: Some(fmt_pct(c.share_of_busy.unwrap_or_default())),
         })
         .collect();
     let chart = figure(
@@ -155,7 +147,7 @@ fn device_section(d: &DeviceSummary, top: usize) -> Markup {
             k.category.clone(),
             fmt_int(k.instances as i64),
             fmt_us(k.exclusive_ns as f64),
-            fmt_pct(share(k.exclusive_ns, d.busy_ns)),
+            fmt_pct(k.share_of_busy),
         ]);
     }
     let names: Vec<(&str, &str)> = shown

@@ -21,6 +21,7 @@ pub fn category_totals<'a>(
                 instances,
                 total_ns,
                 exclusive_ns,
+                share_of_busy: None,
             }),
         }
     }

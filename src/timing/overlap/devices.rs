@@ -113,6 +113,8 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
             min_ns: g.min_ns,
             max_ns: g.max_ns,
             exclusive_ns: g.exclusive_ns,
+            // Set below, once the device's busy time is known.
+            share_of_busy: 0.0,
         });
     }
 
@@ -153,6 +155,13 @@ pub fn device_summaries(trace: &Trace, categorizer: &Categorizer) -> Result<Vec<
                 0.0
             }
         };
+        for k in &mut ks {
+            k.share_of_busy = share(k.exclusive_ns);
+        }
+        let mut categories = categories;
+        for c in &mut categories {
+            c.share_of_busy = Some(share(c.exclusive_ns));
+        }
         // `ks` is ranked by exclusive time: the first name is the only candidate.
         let dominant = ks
             .first()
