@@ -155,7 +155,8 @@ fn prerequisites(needs: Needs) -> Result<PathBuf, String> {
 }
 
 /// Run an `nsys profile` again (at most twice more) when it failed in nsys 2022.4's
-/// launcher with `sem_open ... No such file or directory`: a race with another nsys
+/// launcher with `sem_open ... No such file or directory`, or in its client with `Local
+/// Endpoint is not available` (its daemon's socket not up yet): a race with another nsys
 /// process on the machine (the `nsys export` that other tests' .nsys-rep inputs start
 /// runs beside the lock below), not an answer about the profiled program. Any other
 /// failure is returned at once.
@@ -177,7 +178,10 @@ trait Launched {
 
 impl Launched for std::process::Output {
     fn lost_the_race(&self) -> bool {
-        let said = |b: &[u8]| String::from_utf8_lossy(b).contains("sem_open");
+        let said = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            s.contains("sem_open") || s.contains("Local Endpoint is not available")
+        };
         !self.status.success() && (said(&self.stderr) || said(&self.stdout))
     }
 }
