@@ -6,7 +6,7 @@
 //! stores is a plain type of [`wire`]. [`pipeline`] is the library layer the commands call
 //! (a plan in, a complete result out: a report's steps, a baseline, a gate run);
 //! `commands` and `cli` parse flags into plans, call it and print, and only they know
-//! clap; only `report` knows how output looks. Errors and exit codes: [`exit`].
+//! the argument parser; only `report` knows how output looks. Errors and exit codes: [`exit`].
 
 // Most functions are `pub(crate)` (the binary, the Python module and the tests use the
 // rest); their docs still point a reader at the crate-internal item that does the work.

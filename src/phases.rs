@@ -1,9 +1,10 @@
 //! Wall-clock phase marks for profiling stepgate itself on big reports: with
-//! `STEPGATE_PHASES=1` each mark prints `phase <seconds since the first mark> <peak RSS
-//! so far, MiB (Linux)> <name>` to stderr (how the README's performance section splits a
-//! run); otherwise a mark costs one load of a cached flag.
+//! `STEPGATE_PHASES=1` each mark records `phase <seconds since the first mark> <peak RSS
+//! so far, MiB (Linux)> <name>`, which the command layer prints on stderr when the run
+//! ends ([`take`]; how docs/performance.md splits a run); otherwise a mark costs one load
+//! of a cached flag. The library never prints them itself.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// The first mark's time, when marks are printed.
@@ -16,18 +17,29 @@ fn origin() -> Option<Instant> {
     })
 }
 
-/// Mark the end of a phase (a failed stderr write is ignored: a timing line must never
-/// turn a result into an error).
+/// The marks recorded and not yet taken.
+static MARKS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Mark the end of a phase: its time and peak memory now, recorded for [`take`].
 pub fn mark(name: &str) {
     if let Some(t0) = origin() {
-        use std::io::Write;
         let peak = peak_rss_mib().map_or_else(|| "-".to_owned(), |m| m.to_string());
-        let _ = writeln!(
-            std::io::stderr().lock(),
+        let line = format!(
             "phase {:8.3} s {peak:>6} MiB  {name}",
             t0.elapsed().as_secs_f64()
         );
+        if let Ok(mut m) = MARKS.lock() {
+            m.push(line);
+        }
     }
+}
+
+/// The marks recorded so far, oldest first, removed from the record.
+pub fn take() -> Vec<String> {
+    MARKS
+        .lock()
+        .map(|mut m| std::mem::take(&mut *m))
+        .unwrap_or_default()
 }
 
 /// The process's peak resident set so far (`VmHWM`), where the kernel reports it.

@@ -6,8 +6,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// An error message as one line: libraries (regex, clap) format theirs over several lines
-/// with caret art under the offending text; keep the words, drop the art, join with a space.
+/// An error message as one line: libraries (regex, the argument parser) format theirs over
+/// several lines with caret art under the offending text; keep the words, drop the art,
+/// join with a space.
 pub fn one_line(msg: &str) -> String {
     if !msg.contains('\n') && !msg.contains('\r') {
         return msg.to_owned();

@@ -117,6 +117,10 @@ where
         }
         crate::cli::run(*cli)
     }));
+    // The phase marks (STEPGATE_PHASES), recorded by the library as each stage ended.
+    for l in crate::phases::take() {
+        line(&l);
+    }
     // The dataset stores' read counts (STEPGATE_DEBUG_READS), recorded by the library as
     // each store closed, printed here before the outcome's line.
     for l in crate::store::reads::take_read_counts() {

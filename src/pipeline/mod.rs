@@ -3,7 +3,7 @@
 //! A command turns its flags into a [`plan::StepsPlan`] once and calls one run here:
 //! [`steps`] (a report's complete, attributed steps), [`analyze`], [`record`] (a baseline
 //! from a report), [`gate`] (gate and diff), [`history`] (export and the history side of a
-//! gate); [`pricing`] prices steps against their floors. Nothing here knows clap or how
+//! gate); [`pricing`] prices steps against their floors. Nothing here knows the argument parser or how
 //! output looks; the commands print what these return.
 
 pub mod analyze;

@@ -1,5 +1,5 @@
 //! Which model and GPU to price against, as plain options: what the command-line flags
-//! convert into (once, validated), so resolving a model or GPU needs no clap.
+//! convert into (once, validated), so resolving a model or GPU needs no argument parser.
 
 use std::path::PathBuf;
 
