@@ -100,6 +100,20 @@ const fn row(
     }
 }
 
+/// A row that does not take names matching `unless`.
+const fn row_unless(
+    family: KernelFamily,
+    key: &'static str,
+    pattern: &'static str,
+    unless: &'static str,
+    source: &'static str,
+) -> FamilyRow {
+    FamilyRow {
+        unless: Some(unless),
+        ..row(family, key, pattern, source)
+    }
+}
+
 use KernelFamily as F;
 
 /// Every family, in discriminant order.
@@ -148,40 +162,16 @@ pub(crate) const FAMILIES: &[FamilyRow] = &[
     row(F::AttentionDecode, "attention_decode", r"(?i)paged_attention_v[12]|paged_attention_ll4mi|batchdecode|decode_attention|flash_?decoding|mla_decode|_fwd_(grouped_)?kernel_stage1|flashmla|flash_fwd_splitkv_mla|masked_multihead|mmha|xqa|fmha.*forgen", "decode-only attention: vLLM paged v1/v2 and ROCm ll4mi, FlashInfer BatchDecode, SGLang triton decode stage 1, FlashMLA, TensorRT-LLM mmha/XQA and `…ForGen` fmha"),
     // FlashMLA's decode kernels carry `Flash_fwd_kernel_traits_mla` in their template:
     // FA2's words, not FA2 and not a prefill.
-    FamilyRow {
-        family: F::AttentionPrefill,
-        key: "attention_prefill",
-        pattern: r"(?i)batchprefillwith(ragged|paged)|context_attention|extend_attention|_fwd_kernel_extend|fmha.*context|flash_fwd_kernel|flash::flash_fwd_kernel|fmha_fwd|_attn_fwd",
-        unless: Some(r"_mla"),
-        source: "prefill-only attention: FlashInfer BatchPrefill, vLLM/SGLang triton context/extend, TensorRT-LLM `…Context` fmha, FA2's non-split forward, CK/aiter fmha_fwd, triton `_attn_fwd`",
-    },
+    row_unless(F::AttentionPrefill, "attention_prefill", r"(?i)batchprefillwith(ragged|paged)|context_attention|extend_attention|_fwd_kernel_extend|fmha.*context|flash_fwd_kernel|flash::flash_fwd_kernel|fmha_fwd|_attn_fwd", r"_mla", "prefill-only attention: FlashInfer BatchPrefill, vLLM/SGLang triton context/extend, TensorRT-LLM `…Context` fmha, FA2's non-split forward, CK/aiter fmha_fwd, triton `_attn_fwd`"),
     row(F::Backward, "backward", r"(?i)backward|bwd|wgrad|dgrad", "autograd `…_backward_…`, cuDNN/MIOpen wgrad/dgrad, `bwd` GEMMs and attention"),
     row(F::KvWriteTokenGrid, "kv_write_token_grid", r"reshape_and_cache_kernel|reshape_and_cache_flash_kernel|concat_and_cache_mla_kernel|concat_and_cache_ds_mla_kernel", "vLLM `csrc/cache_kernels.cu` (and aiter's copy): `dim3 grid(num_tokens)`"),
-    FamilyRow {
-        family: F::Fa2QueryGrid,
-        key: "fa2_query_grid",
-        pattern: r"flash_fwd_kernel|flash_fwd_splitkv_kernel",
-        unless: Some(r"combine|mla"),
-        source: "FlashAttention-2 `flash_fwd_launch_template.h`: `dim3 grid(num_m_block, …)`, num_m_block = ⌈max_seqlen_q / kBlockM⌉",
-    },
+    row_unless(F::Fa2QueryGrid, "fa2_query_grid", r"flash_fwd_kernel|flash_fwd_splitkv_kernel", r"combine|mla", "FlashAttention-2 `flash_fwd_launch_template.h`: `dim3 grid(num_m_block, …)`, num_m_block = ⌈max_seqlen_q / kBlockM⌉"),
     row(F::DecodeSeqsGridX, "decode_seqs_grid_x", r"paged_attention_ll4mi_QKV_mfma|_fwd_kernel_stage|_fwd_grouped_kernel_stage1", "vLLM `csrc/rocm/attention.cu` `grid(num_seqs, …)`; SGLang `decode_attention.py` `grid = (batch, …)`"),
     row(F::DecodeSeqsGridY, "decode_seqs_grid_y", r"paged_attention_v1_kernel|paged_attention_v2_kernel|paged_attention_v2_reduce_kernel|paged_attention_ll4mi_reduce_kernel", "vLLM `paged_attention_v1.cu`/`_v2.cu` `grid(num_heads, num_seqs, …)`, ll4mi reduce `(num_heads, num_seqs)`"),
-    FamilyRow {
-        family: F::PagedAttentionV2Partitions,
-        key: "paged_attention_v2_partitions",
-        pattern: r"paged_attention_v2_kernel",
-        unless: Some(r"reduce"),
-        source: "vLLM `paged_attention_v2.cu`: grid z = ⌈max_seq_len / PARTITION_SIZE⌉, its last template argument",
-    },
+    row_unless(F::PagedAttentionV2Partitions, "paged_attention_v2_partitions", r"paged_attention_v2_kernel", r"reduce", "vLLM `paged_attention_v2.cu`: grid z = ⌈max_seq_len / PARTITION_SIZE⌉, its last template argument"),
     row(F::AttentionFa3, "attention_fa3", r"(?i)flashattnfwdsm90|flash_fwd_sm90", "FlashAttention-3 `FlashAttnFwdSm90`"),
     row(F::AttentionFa2SplitKv, "attention_fa2_splitkv", r"(?i)flash_fwd_splitkv_kernel", "FlashAttention-2 split-KV forward"),
-    FamilyRow {
-        family: F::AttentionFa2,
-        key: "attention_fa2",
-        pattern: r"(?i)flash_fwd_kernel",
-        unless: Some(r"_mla"),
-        source: "FlashAttention-2 forward (not FlashMLA, whose traits borrow its name)",
-    },
+    row_unless(F::AttentionFa2, "attention_fa2", r"(?i)flash_fwd_kernel", r"_mla", "FlashAttention-2 forward (not FlashMLA, whose traits borrow its name)"),
     row(F::AttentionFlashInfer, "attention_flashinfer", r"(?i)flashinfer|batchdecode|batchprefill", "FlashInfer BatchDecode / BatchPrefill"),
     row(F::AttentionRocmLl4mi, "attention_rocm_ll4mi", r"(?i)paged_attention_ll4mi", "vLLM ROCm `paged_attention_ll4mi_*`"),
     row(F::AttentionPagedV1, "attention_paged_v1", r"(?i)paged_attention_v1_kernel", "vLLM paged attention v1"),

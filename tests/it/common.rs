@@ -134,3 +134,40 @@ pub fn steps_json(args: &[&str]) -> serde_json::Value {
     assert_eq!(code, 0, "{a:?}: {err}");
     serde_json::from_str(&out).unwrap()
 }
+
+/// Every `.rs` file under `dir` but a `tests.rs` (a test module of its own, `#[cfg(test)]
+/// mod tests;`), as (path relative to the crate, text): what the source scans read.
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+            let rel = p.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap();
+            out.push((
+                rel.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            ));
+        }
+    }
+}
+
+/// A Kineto trace's GPU ops (kernels, copies, fills) as (start, end) ns, sorted, read from
+/// its JSON alone: the second method the verdict tests derive gaps with.
+pub fn kineto_gpu_intervals(trace: &serde_json::Value) -> Vec<(i64, i64)> {
+    let ns = |e: &serde_json::Value, k: &str| (e[k].as_f64().unwrap() * 1e3).round() as i64;
+    let mut gpu: Vec<(i64, i64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["cat"].as_str(),
+                Some("kernel" | "gpu_memcpy" | "gpu_memset")
+            )
+        })
+        .map(|e| (ns(e, "ts"), ns(e, "ts") + ns(e, "dur")))
+        .collect();
+    gpu.sort_unstable();
+    gpu
+}

@@ -105,27 +105,11 @@ fn patterns(path: &str, text: &str) -> Vec<String> {
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<(String, String)>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
-            // A `tests.rs` is a test module of its own (`#[cfg(test)] mod tests;`).
-            let rel = p.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap();
-            out.push((
-                rel.display().to_string(),
-                std::fs::read_to_string(&p).unwrap(),
-            ));
-        }
-    }
-}
-
 #[test]
 fn kernel_name_patterns_live_in_the_family_table_alone() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    crate::common::rust_files(&root.join("src"), &mut files);
     let home = files
         .iter()
         .find(|f| f.0 == HOME)

@@ -157,17 +157,7 @@ fn the_real_sglang_stall_names_the_copy_and_the_engine_line_that_made_it() {
     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
     let ns = |e: &serde_json::Value, k: &str| (e[k].as_f64().unwrap() * 1e3).round() as i64;
     let events = j["traceEvents"].as_array().unwrap();
-    let mut gpu: Vec<(i64, i64)> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e["cat"].as_str(),
-                Some("kernel" | "gpu_memcpy" | "gpu_memset")
-            )
-        })
-        .map(|e| (ns(e, "ts"), ns(e, "ts") + ns(e, "dur")))
-        .collect();
-    gpu.sort_unstable();
+    let gpu = crate::common::kineto_gpu_intervals(&j);
     let (mut end, mut gap, mut idle) = (gpu[0].1, (0, 0), 0);
     for &(s, e) in &gpu[1..] {
         if s > end {

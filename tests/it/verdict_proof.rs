@@ -143,20 +143,7 @@ fn the_real_sglang_stall_holds_back_the_kernel_actions_that_win_less_than_it() {
         .read_to_string(&mut text)
         .unwrap();
     let raw: Value = serde_json::from_str(&text).unwrap();
-    let ns = |e: &Value, k: &str| (e[k].as_f64().unwrap() * 1e3).round() as i64;
-    let mut gpu: Vec<(i64, i64)> = raw["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            matches!(
-                e["cat"].as_str(),
-                Some("kernel" | "gpu_memcpy" | "gpu_memset")
-            )
-        })
-        .map(|e| (ns(e, "ts"), ns(e, "ts") + ns(e, "dur")))
-        .collect();
-    gpu.sort_unstable();
+    let gpu = crate::common::kineto_gpu_intervals(&raw);
     let (mut end, mut longest, mut idle) = (gpu[0].1, 0, 0);
     for &(s, e) in &gpu[1..] {
         if s > end {
