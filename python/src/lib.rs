@@ -92,13 +92,9 @@ fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
         }
     };
     let cli = *cli;
-    // `--threads` is process-wide in the library; a call without it gets the default
-    // back (the cores this process may use), not the previous call's count.
-    let threads = cli.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    // `--threads` travels in the command's own plan: a call without it runs on the cores
+    // this process may use, whatever another call (at the same time or before) asked.
     let (out, tables) = detached(py, move || {
-        stepgate::source::set_threads(threads);
         let out = commands::run(cli.command)?;
         let value: serde_json::Value = serde_json::from_str(&out.json)
             .map_err(|e| Error::internal(format!("the JSON report did not parse back: {e}")))?;

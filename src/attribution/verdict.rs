@@ -392,6 +392,7 @@ pub fn decide(
     trace: &Trace,
     r: &Attributed<'_>,
     frames: FrameLoader<'_>,
+    workers: usize,
 ) -> Result<Option<RunVerdict>> {
     let steps: Vec<&Step> = r.steps.iter().filter(|s| s.wall_ns.is_some()).collect();
     if steps.is_empty() {
@@ -404,7 +405,7 @@ pub fn decide(
         .collect();
     of_shape.sort_by_key(|s| s.wall_ns);
     let median = of_shape.get(of_shape.len() / 2).map(|s| **s);
-    let gaps = gaps::gaps(trace, &steps)?;
+    let gaps = gaps::gaps(trace, &steps, workers)?;
     let wall_ns = steps.iter().filter_map(|s| s.wall_ns).sum();
     let stall_frame = if gaps.is_long_stall(wall_ns) {
         frames::stall_frame(&gaps, &steps, frames)?

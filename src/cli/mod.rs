@@ -162,11 +162,9 @@ pub fn long_helps(commands: &[String]) -> Vec<String> {
 
 /// Run one parsed command line; the returned value is the process exit code.
 pub fn run(cli: Cli) -> Result<u8> {
-    // Set once for the process: every reader's `LoadOptions` takes it from there, so no
-    // command has to pass it down (a `capture --then` line without it keeps the outer one).
-    if let Some(n) = cli.threads {
-        crate::source::set_threads(n);
-    }
+    // `--threads` reaches each command's plan through its flag group (`from_global`); a
+    // `capture --then` line without it keeps the outer one.
+    let threads = cli.threads;
     match cli.command {
         Command::Analyze(a) => commands::analyze::run(&a),
         Command::Steps(a) => commands::steps::run(&a),
@@ -186,7 +184,13 @@ pub fn run(cli: Cli) -> Result<u8> {
             }
             match commands::capture::run(&a)? {
                 Next::Exit(code) => Ok(code),
-                Next::Then(argv) => run(parse_then(&argv)?),
+                Next::Then(argv) => {
+                    let then = parse_then(&argv)?;
+                    match (then.threads, threads) {
+                        (None, Some(n)) => run(parse_then(&with_threads(&argv, n))?),
+                        _ => run(then),
+                    }
+                }
             }
         }
         Command::LaunchProbe(a) => commands::launch_probe::run(&a),
@@ -204,6 +208,15 @@ pub fn run(cli: Cli) -> Result<u8> {
 
 /// The command line `capture --then` hands over (`stepgate steps|gate SQLITE …`), parsed
 /// once; a refusal is one line naming `--then`.
+/// `argv` with `--threads n` before its subcommand (the outer command line's count, for a
+/// `--then` line that gives none).
+fn with_threads(argv: &[String], n: usize) -> Vec<String> {
+    let mut out = argv.to_vec();
+    let at = out.len().min(1);
+    out.splice(at..at, ["--threads".to_owned(), n.to_string()]);
+    out
+}
+
 fn parse_then(argv: &[String]) -> Result<Cli> {
     Cli::try_parse_from(argv).map_err(|e| {
         let text = e.to_string();

@@ -32,6 +32,10 @@ pub struct StepFlags {
     /// default) or of every thread of its process (process).
     #[arg(long, value_name = "own|process", hide_short_help = true)]
     pub steps_threads: Option<steps::Threads>,
+    /// The global `--threads` (declared once, on the top-level command line), read here
+    /// so the plan carries it.
+    #[arg(from_global)]
+    pub threads: Option<usize>,
     /// Only steps of this kind.
     ///
     /// all, decode, prefill, mixed, verify, draft, idle or unknown.
@@ -191,6 +195,7 @@ impl StepFlags {
                 threads: self.steps_threads,
                 gap_threshold_ns: (self.gap_us * 1e3) as i64,
                 top_kernels: top,
+                workers: crate::source::threads_or_default(self.threads),
             },
             kind: self.kind.kind(),
             device: None,

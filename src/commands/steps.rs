@@ -127,7 +127,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
         fit: shown.fit,
     };
     let text = match shown.format {
-        Format::Json => json(r),
+        Format::Json => json(r, steps_plan.find.workers),
         _ => report::steps::render(&path, r, shown.format, &opts),
     };
     Ok(Document::new(text, OK))
@@ -135,8 +135,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 
 /// The JSON document, its steps (nine tenths of it) written on every thread: the bytes
 /// `report::steps::render` writes for JSON, at every `--threads`.
-fn json(r: &crate::wire::steps::StepsReport) -> String {
-    let threads = crate::timing::par::threads();
+fn json(r: &crate::wire::steps::StepsReport, threads: usize) -> String {
     crate::text::to_json_last(r, "steps", &r.steps, threads).unwrap_or_else(|| report::to_json(r))
 }
 

@@ -11,7 +11,7 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use crate::dataset::flatten::{Flat, Scalar, Sink};
-use crate::dataset::schema::{leading, Ids, Ty, MEAN_CONTEXT, STEP_CORE};
+use crate::dataset::schema::{leading, step_core, Ids, Ty, MEAN_CONTEXT};
 use crate::exit::{Error, Result};
 use crate::wire::steps::{Step, StepsReport};
 
@@ -211,7 +211,7 @@ pub(crate) struct StepColumns {
 impl StepColumns {
     pub fn new(capacity: usize) -> Self {
         let mut s = StepColumns {
-            cols: Vec::with_capacity(STEP_CORE.len() + 16),
+            cols: Vec::with_capacity(64),
             at: HashMap::new(),
             rows: 0,
             key: String::with_capacity(64),
@@ -219,14 +219,14 @@ impl StepColumns {
             json: Vec::new(),
             text: String::new(),
         };
-        for (name, ty) in STEP_CORE {
-            s.at.insert((*name).to_owned(), s.cols.len());
+        for (name, ty) in step_core() {
+            s.at.insert(name.to_owned(), s.cols.len());
             s.cols.push(Col {
-                name: (*name).to_owned(),
+                name: name.to_owned(),
                 fixed: true,
                 first_row: 0,
                 path: Vec::new(),
-                cells: Cells::empty(*ty, name, capacity),
+                cells: Cells::empty(ty, name, capacity),
             });
         }
         s

@@ -27,10 +27,11 @@ pub(crate) enum Ty {
     Str,
 }
 
-/// Step columns that every `steps` file has, whatever the run held: what `trend` and
-/// `gate --history` read. Nested `Step` fields are flattened with `_`
-/// (`composition.requests` → `composition_requests`).
-pub(crate) const STEP_CORE: &[(&str, Ty)] = &[
+/// Step columns that every `steps` file has, whatever the run held, in file order: these,
+/// then any column a step metric of the table reads that they do not list ([`step_core`]).
+/// Nested `Step` fields are flattened with `_` (`composition.requests` →
+/// `composition_requests`).
+const STEP_FIELDS: &[(&str, Ty)] = &[
     ("index", Ty::Int),
     ("series", Ty::Int),
     ("pid", Ty::Int),
@@ -60,8 +61,22 @@ pub(crate) const STEP_CORE: &[(&str, Ty)] = &[
     ("mean_context", Ty::Float),
 ];
 
+/// Every step column a `steps` file has whatever the run held (what `trend` and `gate
+/// --history` read): [`STEP_FIELDS`], then each column a row of the metric table reads
+/// (`baseline::metrics`) that they lack, so a metric added as one row is a core column
+/// of its file without a second list to keep.
+pub(crate) fn step_core() -> Vec<(&'static str, Ty)> {
+    let mut core = STEP_FIELDS.to_vec();
+    for (column, float) in crate::baseline::metrics::Metrics::builtin().columns() {
+        if !core.iter().any(|(c, _)| *c == column) {
+            core.push((column, if float { Ty::Float } else { Ty::Int }));
+        }
+    }
+    core
+}
+
 /// Step columns an object may lack, which a reader takes as nulls: `exposed_comm_ns` was
-/// added after the first files were written (and is in [`STEP_CORE`] since);
+/// added after the first files were written (and is a core column since);
 /// `attribution_classes` exists only in runs exported with a model.
 pub(crate) const NULL_WHEN_ABSENT: &[(&str, Ty)] = &[
     ("exposed_comm_ns", Ty::Int),
@@ -330,21 +345,26 @@ mod tests {
     use super::*;
 
     /// The history reads each built-in step metric from a steps-table column its row in
-    /// `baseline::metrics` names: every such column is a core column of that type, so a
-    /// run whose steps all lack the value still has it (and a row naming a column no
-    /// export writes fails here, not in a user's gate).
+    /// `baseline::metrics` names: every such column is a core column of the row's type, so
+    /// a run whose steps all lack the value still has it. A metric column the fixed list
+    /// also names must have the row's type there (else the file and the gate disagree).
     #[test]
     fn every_metric_column_is_a_core_column() {
         let table = crate::baseline::metrics::Metrics::builtin();
+        let core = step_core();
         let mut n = 0;
         for (column, float) in table.columns() {
             let want = if float { Ty::Float } else { Ty::Int };
             assert!(
-                STEP_CORE.contains(&(column, want)),
-                "{column} ({want:?}) is not in STEP_CORE"
+                core.contains(&(column, want)),
+                "{column} ({want:?}) is not a core column of that type"
             );
+            assert_eq!(core.iter().filter(|(c, _)| *c == column).count(), 1);
             n += 1;
         }
+        // Today every metric column is also a field of the fixed list: the file's columns
+        // are in the order they always had.
+        assert_eq!(core.len(), STEP_FIELDS.len());
         // wall, period, busy, gap, launches, exposed communication, MBU (gap fraction is
         // computed from wall and gap).
         assert_eq!(n, 7);

@@ -41,12 +41,14 @@ pub struct Given {
 /// unmarked steps into the steps themselves, then TP, GPU, batch and context, flag over
 /// capture. Warnings (a flag against the capture) go into `found`'s warnings; the point
 /// is returned (the pipeline puts it into the report). `counts` are the steps' token and request counts
-/// ([`tokens::read`], same order as `found.steps`) where the launch grids were read.
+/// ([`tokens::read`], same order as `found.steps`) where the launch grids were read; a
+/// second read of the report (its NCCL ranges) runs on `workers` threads.
 pub fn resolve(
     trace: &Trace,
     found: &mut Found,
     given: &Given,
     counts: Option<&[tokens::StepCounts]>,
+    workers: usize,
 ) -> Result<OperatingPoint> {
     if let Some(c) = counts {
         for (s, c) in found.steps.iter_mut().zip(c) {
@@ -100,7 +102,7 @@ pub fn resolve(
     );
     if tp.basis == Basis::Default {
         // Unknown, not "nothing": the collectives the steps run are named beside it.
-        let nvtx = nccl_ranges::read(trace, found)?;
+        let nvtx = nccl_ranges::read(trace, found, workers)?;
         if let Some(seen) = parallel::collectives_seen(found, &nvtx) {
             tp.evidence = format!(
                 "not given, and the steps' collectives are not tensor parallelism's all-reduces inside every layer: {seen}; priced at TP 1"

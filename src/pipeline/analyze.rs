@@ -25,7 +25,7 @@ pub fn run(
     let trace = if with_steps {
         crate::pipeline::steps::load(path, plan)?
     } else {
-        crate::source::load_with(path, &crate::source::LoadOptions::ops_only())?
+        crate::source::load_with(path, &plan.ops_only_options())?
     };
     if !with_steps {
         let analysis = analyze_trace(&trace, &plan.categories, device)?;
@@ -44,7 +44,7 @@ pub fn run(
     // memory budget (a 16M-kernel report: 2.76 GiB at once, 2.4 GiB one after the other).
     // Either way the sweep's error (an unknown --device) is the one reported first, as in
     // the serial order.
-    let together = crate::source::threads() > 1 && trace.ops.height() < TOGETHER_MAX_OPS;
+    let together = plan.find.workers > 1 && trace.ops.height() < TOGETHER_MAX_OPS;
     let (analysis, run) = if together {
         std::thread::scope(|s| {
             let st = s.spawn(steps);

@@ -68,7 +68,8 @@ impl Candidate {
                 (baseline, Some(pending), Some(own), warnings)
             }
             None if history => {
-                let (r, sha) = with_report_hash(path, || record::record(path, plan))?;
+                let (r, sha) =
+                    with_report_hash(path, plan.find.workers, || record::record(path, plan))?;
                 (
                     r.baseline,
                     None,

@@ -52,13 +52,14 @@ pub(crate) fn run_source(trace: &Trace, floor: &FloorPlan) -> RunSource {
 }
 
 /// Hash the report on a second thread while `work` loads it (hashing a multi-GB export
-/// costs as much as a fair part of reading it); after it at `--threads 1`, which
-/// promises no thread beyond the command's own.
+/// costs as much as a fair part of reading it); after it at one thread (`--threads 1`
+/// promises no thread beyond the command's own).
 pub(crate) fn with_report_hash<T>(
     path: &Path,
+    threads: usize,
     work: impl FnOnce() -> Result<T>,
 ) -> Result<(T, String)> {
-    if crate::source::threads() == 1 {
+    if threads == 1 {
         let out = work()?;
         return Ok((out, write::report_sha256(path)?));
     }
@@ -176,7 +177,7 @@ pub fn export(
     to: &ExportPlan,
     replace: bool,
 ) -> Result<ExportOutcome> {
-    let ((steps, src), sha) = with_report_hash(report, || {
+    let ((steps, src), sha) = with_report_hash(report, plan.find.workers, || {
         let trace = crate::pipeline::steps::load(report, plan)?;
         let steps = crate::pipeline::steps::run(&trace, plan)?.report;
         Ok((steps, run_source(&trace, &plan.floor)))

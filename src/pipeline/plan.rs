@@ -46,7 +46,24 @@ impl StepsPlan {
             // DRAM-throughput samples, where the report has them: the per-class shape
             // then rests on a counter.
             gpu_metrics: true,
+            threads: self.find.workers,
             ..LoadOptions::all()
+        }
+    }
+
+    /// GPU ops only, on the plan's threads (`analyze` without steps).
+    pub(crate) fn ops_only_options(&self) -> LoadOptions {
+        LoadOptions {
+            threads: self.find.workers,
+            ..LoadOptions::ops_only()
+        }
+    }
+
+    /// A second read of the Python frames of at least `min_ns`, on the plan's threads.
+    pub(crate) fn python_frames_options(&self, min_ns: i64) -> LoadOptions {
+        LoadOptions {
+            threads: self.find.workers,
+            ..LoadOptions::python_frames(min_ns)
         }
     }
 
@@ -63,6 +80,7 @@ impl StepsPlan {
         LoadOptions {
             geometry: true,
             shapes: true,
+            threads: self.find.workers,
             ..LoadOptions::ops_only()
         }
     }

@@ -83,7 +83,7 @@ pub(crate) fn record_for_export(
     plan: &StepsPlan,
     to: &ExportPlan,
 ) -> Result<(Baseline, PendingExport, Vec<String>)> {
-    let (r, sha256) = with_report_hash(path, || record(path, plan))?;
+    let (r, sha256) = with_report_hash(path, plan.find.workers, || record(path, plan))?;
     let pending = PendingExport {
         dataset: to.dataset.clone(),
         report: path.to_path_buf(),

@@ -53,7 +53,7 @@ fn evidence(trace: &Trace, plan: &StepsPlan, steps: &[Step]) -> Result<Option<Tr
 /// The capture's Python frames of at least `min_ns`, for the frame a long stall sits in:
 /// a second load, only where the format records frames and this capture did (it holds a
 /// step function's frame, so it was recorded with stacks).
-fn python_frames(trace: &Trace, min_ns: i64) -> Result<Option<Trace>> {
+fn python_frames(trace: &Trace, plan: &StepsPlan, min_ns: i64) -> Result<Option<Trace>> {
     let path = Path::new(&trace.meta.path);
     let recorded = trace.meta.format.capabilities().python_frames
         && crate::trace::u32s(&trace.ranges, crate::trace::col::KIND)?
@@ -61,7 +61,7 @@ fn python_frames(trace: &Trace, min_ns: i64) -> Result<Option<Trace>> {
     if !recorded || !path.exists() {
         return Ok(None);
     }
-    crate::source::load_with(path, &crate::source::LoadOptions::python_frames(min_ns)).map(Some)
+    crate::source::load_with(path, &plan.python_frames_options(min_ns)).map(Some)
 }
 
 /// The batch of unnamed decode steps from the capture's launch grids and input shapes,
@@ -121,8 +121,13 @@ fn prepared(trace: &Trace, plan: &StepsPlan) -> Result<(Found, OperatingPoint)> 
         Some(t) => Some(operating_point::tokens::read(t, &found.steps)?),
         None => None,
     };
-    let point =
-        operating_point::resolve(trace, &mut found, &plan.floor.given(), counts.as_deref())?;
+    let point = operating_point::resolve(
+        trace,
+        &mut found,
+        &plan.floor.given(),
+        counts.as_deref(),
+        plan.find.workers,
+    )?;
     // Kinds are inferred now: a step that became an unnamed decode may want its batch,
     // which a first look (before the kinds) could not tell.
     let ev = match ev {
@@ -199,7 +204,7 @@ fn run_as(trace: &Trace, plan: &StepsPlan, header: Header) -> Result<StepsRun> {
         geometry.as_ref(),
         &tokens,
     )?;
-    let frames = |min_ns| python_frames(trace, min_ns);
+    let frames = |min_ns| python_frames(trace, plan, min_ns);
     let verdict = attribution::verdict::decide(
         trace,
         &attribution::verdict::Attributed {
@@ -210,6 +215,7 @@ fn run_as(trace: &Trace, plan: &StepsPlan, header: Header) -> Result<StepsRun> {
             vendor: point.vendor.as_deref(),
         },
         &frames,
+        plan.find.workers,
     )?;
     crate::phases::mark("steps: detail");
     let medians = attribution::medians::run_medians(&steps);

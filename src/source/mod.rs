@@ -6,7 +6,6 @@
 //! `SourceFormat` variant with its capabilities.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::exit::{Error, Result};
 use crate::trace::Trace;
@@ -72,8 +71,8 @@ pub struct LoadOptions {
     /// no Python frames ignore it.
     pub python_frames_min_ns: Option<i64>,
     /// Most threads a reader may read on at once (at least 1; 1 reads on the calling
-    /// thread alone). From `--threads`, else the cores this process may use
-    /// ([`threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
+    /// thread alone). From the plan (`--threads`), else the cores this process may use
+    /// ([`default_threads`]). nsys reads its tables and rowid slices on up to this many; Kineto
     /// reads a plain trace in byte ranges on this many and inflates a gzipped one on a
     /// second thread (from 3, in byte ranges on the rest); rocpd reads its host regions on
     /// a second thread beside the GPU ops from 2.
@@ -85,16 +84,7 @@ pub struct LoadOptions {
     pub min_slice_rows: Option<i64>,
 }
 
-/// The process's `--threads`, once the command line has set it (0: not set).
-static THREADS: AtomicUsize = AtomicUsize::new(0);
-
-/// Set the reader thread count for every later load (`--threads`, from the command line;
-/// 0 is taken as 1: a load always has its own thread).
-pub fn set_threads(n: usize) {
-    THREADS.store(n.max(1), Ordering::Relaxed);
-}
-
-/// The reader thread count: `--threads` when given, else the cores this process may use.
+/// The thread count a command runs on without `--threads`: the cores this process may use.
 ///
 /// `std::thread::available_parallelism` is the right count because on Linux it is not
 /// the host's core count: it counts the calling thread's CPU affinity mask
@@ -102,11 +92,17 @@ pub fn set_threads(n: usize) {
 /// CPU quota (`cpu.max` in v2, the v1 cpu controller too), so a container limited to 2
 /// CPUs on a 64-core host gets 2 (std's documentation; rust-lang/rust#89310 and #92697).
 /// Its error (a platform that cannot say) means 1: the serial read, never a guess.
-pub fn threads() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
-        n => n,
-    }
+/// A plan resolves `--threads` with this once and carries the count to the loaders and
+/// every stage after them: nothing reads it from process-wide state, so two calls of the
+/// Python module at once each run on their own count.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// `--threads N` where given (at least 1: a load always has its own thread), else
+/// [`default_threads`].
+pub fn threads_or_default(given: Option<usize>) -> usize {
+    given.map_or_else(default_threads, |n| n.max(1))
 }
 
 impl Default for LoadOptions {
@@ -127,7 +123,7 @@ impl LoadOptions {
             gpu_metrics: false,
             shapes: false,
             python_frames_min_ns: None,
-            threads: threads(),
+            threads: default_threads(),
             min_slice_rows: nsys::test_min_slice_rows(),
         }
     }

@@ -6,12 +6,6 @@ use std::ops::Range;
 
 use crate::exit::{Error, Result};
 
-/// The thread count the stages after loading use: the loaders' (`--threads`, else the
-/// cores this process may use).
-pub fn threads() -> usize {
-    crate::source::threads()
-}
-
 /// Test hook: the fewest items a chunk holds, replacing every stage's floor, so tests cut
 /// small reports into many chunks and check the output does not depend on the cut.
 #[doc(hidden)]

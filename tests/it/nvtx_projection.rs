@@ -84,7 +84,7 @@ fn nsys_rows(nsys: &Path, sqlite: &Path) -> Vec<Row> {
 /// stepgate's projection of every range with GPU work (the ranges nsys lists).
 fn stepgate_rows(sqlite: &Path) -> (Vec<Row>, Vec<String>) {
     let trace = load_with(sqlite, &LoadOptions::all()).unwrap();
-    let mut rows: Vec<Row> = project_ranges(&trace)
+    let mut rows: Vec<Row> = project_ranges(&trace, stepgate::source::default_threads())
         .unwrap()
         .into_iter()
         .filter(|p| p.launches_with_ops > 0)

@@ -128,6 +128,7 @@ fn the_reports_stage_values_are_those_of_its_final_steps() {
             vendor,
         },
         &|_| Ok(None),
+        2,
     )
     .unwrap();
     assert_eq!(again, Some(verdict));

@@ -66,7 +66,7 @@ impl Gaps {
 /// The gaps between each step's merged GPU ops (its process's ops on its device inside
 /// its GPU span), measured: one sort of the ops per (process, device), one binary search
 /// per step; in chunks of ops and of steps on the stage threads (`timing::par`).
-pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
+pub fn gaps(trace: &Trace, steps: &[&Step], threads: usize) -> Result<Gaps> {
     let o = trace.ops_view()?;
     // The launch's correlation id when the op is a graph node, else -1.
     let graph = |i: usize| {
@@ -83,7 +83,6 @@ pub fn gaps(trace: &Trace, steps: &[&Step]) -> Result<Gaps> {
     // Row numbers as u32, as in the per-device sweep order. Ops come in long runs of one
     // (process, device): the lane is looked up only where the key changes. In chunks of
     // rows on the stage threads, each chunk's lanes appended in row order.
-    let threads = par::threads();
     let parts = par::map_chunks(o.start_ns.len(), threads, MIN_ROWS, |r| {
         let mut keys: HashMap<(i32, i32), usize> = HashMap::new();
         let mut lanes: Vec<((i32, i32), Lane)> = Vec::new();

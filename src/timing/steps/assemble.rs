@@ -38,7 +38,7 @@ pub(crate) fn assemble(
     keys.dedup();
     let gpu_ann = gpu_annotations(trace);
     // Each raw record made a step on its own: in chunks of steps on the stage threads.
-    let mut steps: Vec<Step> = par::map_vec(raws, par::threads(), MIN_CHUNK, |chunk| {
+    let mut steps: Vec<Step> = par::map_vec(raws, opts.workers, MIN_CHUNK, |chunk| {
         chunk
             .into_iter()
             .map(|r| {
@@ -148,7 +148,7 @@ pub(crate) fn assemble(
         i = j;
     }
     let ranks = align_ranks(&steps, &series);
-    let outside_steps = outside(ops, &steps, &series, claimed)?;
+    let outside_steps = outside(ops, &steps, &series, claimed, opts.workers)?;
     Ok(Found {
         meta,
         series,
@@ -208,6 +208,7 @@ fn outside(
     steps: &[Step],
     series: &[Series],
     claimed: &[bool],
+    threads: usize,
 ) -> Result<Vec<OutsideSteps>> {
     let key: HashMap<(i64, i64), usize> = series
         .iter()
@@ -223,7 +224,7 @@ fn outside(
     }
     // Per series: all ops, and the unclaimed ones by where they fall; each chunk of ops
     // on its own thread, the chunks' lists joined in op order.
-    let chunks = par::map_chunks(claimed.len(), par::threads(), MIN_CHUNK << 12, |r| {
+    let chunks = par::map_chunks(claimed.len(), threads, MIN_CHUNK << 12, |r| {
         vec![sort_out(o, r, claimed, &key, &bounds, series.len())]
     })?;
     // The first chunk's lists are taken as they are (one thread: no copy), the rest
@@ -245,7 +246,7 @@ fn outside(
         .enumerate()
         .filter(|(k, _)| series[*k].device.is_some())
         .collect();
-    par::map_vec(kept, par::threads(), 1, |chunk| {
+    par::map_vec(kept, threads, 1, |chunk| {
         chunk
             .into_iter()
             .map(|(k, [mut b, mut m, mut a, mut all])| OutsideSteps {

@@ -12,6 +12,8 @@ use crate::trace::{OpsView, RangeKind, Trace};
 /// Indexes built once per trace so each step's projection is a few binary searches.
 pub(crate) struct Index<'a> {
     pub trace: &'a Trace,
+    /// The threads it was built on, which the stages reading it run on too.
+    pub workers: usize,
     pub ops: crate::trace::OpsView<'a>,
     pub calls: crate::trace::CallsView<'a>,
     /// Op indices sorted by (pid, correlation id, index); ops without an id are left out.
@@ -45,9 +47,10 @@ fn grouped_order(
     n: usize,
     group: impl Fn(usize) -> Option<(i32, i64)> + Sync,
     key: impl Fn(usize) -> i64 + Sync,
+    threads: usize,
 ) -> Result<Vec<u32>> {
     let min = par::min_chunk(MIN_ROWS);
-    grouped_order_in(n, group, key, par::threads(), min)
+    grouped_order_in(n, group, key, threads, min)
 }
 
 /// [`grouped_order`] in chunks of at least `min` rows on up to `threads` threads.
@@ -161,7 +164,8 @@ fn grouped_order_in(
 }
 
 impl<'a> Index<'a> {
-    pub fn new(trace: &'a Trace) -> Result<Self> {
+    /// The lookups of `trace`, built on `workers` threads.
+    pub fn new(trace: &'a Trace, workers: usize) -> Result<Self> {
         let ops = trace.ops_view()?;
         let calls = trace.calls_view()?;
         let with_corr =
@@ -170,11 +174,13 @@ impl<'a> Index<'a> {
             ops.start_ns.len(),
             with_corr(ops.pid, ops.correlation_id),
             |i| i64::from(ops.correlation_id[i]),
+            workers,
         )?;
         let calls_by_corr = grouped_order(
             calls.start_ns.len(),
             with_corr(calls.pid, calls.correlation_id),
             |i| i64::from(calls.correlation_id[i]),
+            workers,
         )?;
         // Merge the two sorted lists: each call gets the start of the run of ops with
         // its (pid, correlation id). In chunks of calls, each starting where a binary
@@ -186,7 +192,7 @@ impl<'a> Index<'a> {
         let call_key = |ci: u32| (calls.pid[ci as usize], calls.correlation_id[ci as usize]);
         let starts = par::map_chunks(
             calls_by_corr.len(),
-            par::threads(),
+            workers,
             par::min_chunk(MIN_ROWS),
             |r| {
                 let Some(&first) = calls_by_corr.get(r.start) else {
@@ -217,9 +223,11 @@ impl<'a> Index<'a> {
             calls.start_ns.len(),
             |i| Some((calls.pid[i], calls.tid[i])),
             |i| calls.start_ns[i],
+            workers,
         )?;
         Ok(Index {
             trace,
+            workers,
             ops,
             calls,
             ops_by_corr,

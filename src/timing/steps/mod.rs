@@ -41,7 +41,7 @@ pub use summary::{median_step, percentile, summarize};
 /// finding knows nothing of it; `crate::attribution::attribute_priced` prices the steps
 /// and `crate::pipeline::steps::attach` puts the two together.
 pub fn find(trace: &Trace, opts: &StepOptions, cats: &Categorizer) -> Result<Found> {
-    let ix = index::Index::new(trace)?;
+    let ix = index::Index::new(trace, opts.workers)?;
     crate::phases::mark("steps: index");
     let found = discover::discover(&ix, opts)?;
     crate::phases::mark("steps: discovery");

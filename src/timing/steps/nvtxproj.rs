@@ -29,8 +29,9 @@ pub struct RangeProjection {
 
 /// Every host range (NVTX and annotations, not GPU annotations or python frames),
 /// projected on its own, in the trace's range order.
-pub fn project_ranges(trace: &Trace) -> Result<Vec<RangeProjection>> {
-    let ix = Index::new(trace)?;
+/// The lookups are built on `workers` threads (the projection does not depend on it).
+pub fn project_ranges(trace: &Trace, workers: usize) -> Result<Vec<RangeProjection>> {
+    let ix = Index::new(trace, workers)?;
     let r = trace.ranges_view()?;
     let mut out = Vec::with_capacity(r.start_ns.len());
     for i in 0..r.start_ns.len() {

@@ -153,6 +153,9 @@ pub struct StepOptions {
     pub gap_threshold_ns: i64,
     /// Kernel rows kept per step in the output (all are kept in memory for baselines).
     pub top_kernels: usize,
+    /// Threads the reads and every stage after them run on (`--threads`, at least 1):
+    /// the outputs are the same at every count.
+    pub workers: usize,
 }
 
 impl Default for StepOptions {
@@ -163,6 +166,7 @@ impl Default for StepOptions {
             threads: None,
             gap_threshold_ns: 100_000,
             top_kernels: 5,
+            workers: crate::source::default_threads(),
         }
     }
 }

@@ -87,7 +87,7 @@ impl<'i, 'a> Projector<'i, 'a> {
             self.window_fallback(&mut collected);
         }
         let (ix, cats) = (self.ix, self.cats);
-        par::map_vec(collected, par::threads(), MIN_CHUNK, |chunk| {
+        par::map_vec(collected, self.ix.workers, MIN_CHUNK, |chunk| {
             // Each chunk measures with its own name cache (the names' text is the same).
             let mut m = Measurer::new(ix, cats);
             chunk.into_iter().map(|c| measured(ix, &mut m, c)).collect()
@@ -110,7 +110,7 @@ impl<'i, 'a> Projector<'i, 'a> {
             }
         }
         let this = &*self;
-        let mut out = par::map_chunks(cands.len(), par::threads(), MIN_CHUNK, |r| {
+        let mut out = par::map_chunks(cands.len(), self.ix.workers, MIN_CHUNK, |r| {
             r.map(|k| {
                 let (c, te) = (&cands[k], tail_end[k]);
                 let mut col = this.span(c, found_by);

@@ -109,11 +109,11 @@ impl Db {
     /// As [`Db::open`], reading the file's pages through a memory map rather than SQLite's
     /// page cache (`PRAGMA mmap_size`, <https://sqlite.org/mmap.html>; SQLite caps the map
     /// at its build's limit and reads the rest as usual). For a second reader whose query
-    /// seeks through joins on every row: the bundled SQLite is built with
-    /// `SQLITE_ENABLE_MEMORY_MANAGEMENT`, which puts every connection's page cache in one
-    /// group behind one mutex, and two such readers spend their time waiting on it (rocpd
-    /// `analyze` at 2 threads: 2.40 s through the cache, 1.47 s mapped; 2.08 s on one
-    /// thread, docs/rocpd-format.md). A file truncated by another process while it is mapped
+    /// seeks through joins on every row: measured when the bundled SQLite was still built
+    /// with `SQLITE_ENABLE_MEMORY_MANAGEMENT` (every connection's page cache in one group
+    /// behind one mutex; `.cargo/config.toml` now leaves it out), two such readers spent
+    /// their time waiting on it (rocpd `analyze` at 2 threads: 2.40 s through the cache,
+    /// 1.47 s mapped; 2.08 s on one thread, docs/rocpd-format.md). A file truncated by another process while it is mapped
     /// raises SIGBUS, as SQLite documents; the rocpd reader, the one caller, answers it with
     /// one line and exit 2 while the mapped read runs (`source::rocpd`).
     pub(crate) fn open_mapped(&self) -> Result<Connection> {
@@ -187,5 +187,29 @@ pub fn sql_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
         ))
     } else {
         Error::input(format!("{p}: reading the export failed ({what}: {msg})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The bundled SQLite is built as `.cargo/config.toml` asks (`LIBSQLITE3_FLAGS`): each
+    /// connection's page cache of its own and no allocation statistics, so the loader's
+    /// connections on several threads share no lock. A build that lost the setting (another
+    /// build tool, a moved config) fails here rather than only running slower.
+    #[test]
+    fn sqlite_is_built_without_shared_cache_locks() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let mut st = conn.prepare("PRAGMA compile_options").unwrap();
+        let opts: Vec<String> = st
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(opts.iter().any(|o| o == "THREADSAFE=1"), "{opts:?}");
+        assert!(
+            !opts.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{opts:?}"
+        );
+        assert!(opts.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{opts:?}");
     }
 }
