@@ -206,8 +206,6 @@ pub fn run(cli: Cli) -> Result<u8> {
     }
 }
 
-/// The command line `capture --then` hands over (`stepgate steps|gate SQLITE …`), parsed
-/// once; a refusal is one line naming `--then`.
 /// `argv` with `--threads n` before its subcommand (the outer command line's count, for a
 /// `--then` line that gives none).
 fn with_threads(argv: &[String], n: usize) -> Vec<String> {
@@ -217,6 +215,8 @@ fn with_threads(argv: &[String], n: usize) -> Vec<String> {
     out
 }
 
+/// The command line `capture --then` hands over (`stepgate steps|gate SQLITE …`), parsed
+/// once; a refusal is one line naming `--then`.
 fn parse_then(argv: &[String]) -> Result<Cli> {
     Cli::try_parse_from(argv).map_err(|e| {
         let text = e.to_string();
@@ -231,4 +231,27 @@ fn parse_then(argv: &[String]) -> Result<Cli> {
             argv.get(1).map_or("", String::as_str)
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `capture --then` line without `--threads` is run with the outer count, one with
+    /// its own keeps it, and the subcommand's own flags are untouched.
+    #[test]
+    fn a_then_line_without_threads_gets_the_outer_count() {
+        let argv: Vec<String> = ["stepgate", "steps", "c.sqlite", "--top", "3"]
+            .map(String::from)
+            .to_vec();
+        let given = with_threads(&argv, 4);
+        assert_eq!(given[..3], ["stepgate", "--threads", "4"]);
+        let then = parse_then(&given).unwrap();
+        assert_eq!(then.threads, Some(4));
+        let Command::Steps(a) = then.command else {
+            panic!("steps")
+        };
+        assert_eq!((a.top, a.step.plan(a.top).unwrap().find.workers), (3, 4));
+        assert_eq!(parse_then(&argv).unwrap().threads, None);
+    }
 }

@@ -85,6 +85,9 @@ pub struct LoadOptions {
 }
 
 /// The thread count a command runs on without `--threads`: the cores this process may use.
+/// A plan resolves `--threads` once and carries the count to the loaders and every stage
+/// after them: nothing reads it from process-wide state, so two calls of the Python module
+/// at once each run on their own count.
 ///
 /// `std::thread::available_parallelism` is the right count because on Linux it is not
 /// the host's core count: it counts the calling thread's CPU affinity mask
@@ -92,9 +95,6 @@ pub struct LoadOptions {
 /// CPU quota (`cpu.max` in v2, the v1 cpu controller too), so a container limited to 2
 /// CPUs on a 64-core host gets 2 (std's documentation; rust-lang/rust#89310 and #92697).
 /// Its error (a platform that cannot say) means 1: the serial read, never a guess.
-/// A plan resolves `--threads` with this once and carries the count to the loaders and
-/// every stage after them: nothing reads it from process-wide state, so two calls of the
-/// Python module at once each run on their own count.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }

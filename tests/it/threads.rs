@@ -450,3 +450,37 @@ fn kineto_ranges_cut_inside_an_event_are_caught() {
         assert!(run(&gz, n) == one, "gzipped at {n} threads");
     }
 }
+
+/// `--threads` is one global flag, before or after the subcommand; the plan of a command
+/// that reads a report carries it (the loads and every stage after them take it from
+/// there, no process-wide setting), and without it the cores this process may use.
+#[test]
+fn the_thread_count_travels_in_the_plan() {
+    use clap::Parser;
+    use stepgate::cli::{Cli, Command};
+    let workers = |argv: &[&str]| -> usize {
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let flags = match cli.command {
+            Command::Steps(a) => a.step,
+            Command::Analyze(a) => a.step,
+            other => panic!("not a report command: {other:?}"),
+        };
+        flags.plan(5).unwrap().find.workers
+    };
+    assert_eq!(
+        workers(&["stepgate", "--threads", "3", "steps", "r.sqlite"]),
+        3
+    );
+    assert_eq!(
+        workers(&["stepgate", "steps", "r.sqlite", "--threads", "3"]),
+        3
+    );
+    assert_eq!(
+        workers(&["stepgate", "analyze", "--threads", "1", "r.sqlite"]),
+        1
+    );
+    assert_eq!(
+        workers(&["stepgate", "steps", "r.sqlite"]),
+        stepgate::source::default_threads()
+    );
+}
