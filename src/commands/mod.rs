@@ -26,6 +26,7 @@ pub mod man;
 pub mod numbers;
 pub mod policy;
 pub mod presets;
+mod spinner;
 pub mod stepflags;
 pub mod steps;
 pub mod trend;

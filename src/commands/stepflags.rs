@@ -196,6 +196,7 @@ impl StepFlags {
                 gap_threshold_ns: (self.gap_us * 1e3) as i64,
                 top_kernels: top,
                 workers: crate::source::threads_or_default(self.threads),
+                progress: crate::commands::spinner::on_stderr(),
             },
             kind: self.kind.kind(),
             device: None,

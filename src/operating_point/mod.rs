@@ -42,13 +42,14 @@ pub struct Given {
 /// capture. Warnings (a flag against the capture) go into `found`'s warnings; the point
 /// is returned (the pipeline puts it into the report). `counts` are the steps' token and request counts
 /// ([`tokens::read`], same order as `found.steps`) where the launch grids were read; a
-/// second read of the report (its NCCL ranges) runs on `workers` threads.
+/// second read of the report (its NCCL ranges) runs on `find`'s threads and reports its
+/// progress where `find` says.
 pub fn resolve(
     trace: &Trace,
     found: &mut Found,
     given: &Given,
     counts: Option<&[tokens::StepCounts]>,
-    workers: usize,
+    find: &crate::timing::steps::StepOptions,
 ) -> Result<OperatingPoint> {
     if let Some(c) = counts {
         for (s, c) in found.steps.iter_mut().zip(c) {
@@ -102,7 +103,7 @@ pub fn resolve(
     );
     if tp.basis == Basis::Default {
         // Unknown, not "nothing": the collectives the steps run are named beside it.
-        let nvtx = nccl_ranges::read(trace, found, workers)?;
+        let nvtx = nccl_ranges::read(trace, found, find)?;
         if let Some(seen) = parallel::collectives_seen(found, &nvtx) {
             tp.evidence = format!(
                 "not given, and the steps' collectives are not tensor parallelism's all-reduces inside every layer: {seen}; priced at TP 1"

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::exit::Result;
-use crate::timing::steps::Found;
+use crate::timing::steps::{Found, StepOptions};
 use crate::trace::{OpKind, Trace};
 
 /// The collective of one range name: `nccl:all_to_all, op_id = 7` → `nccl:all_to_all`;
@@ -45,7 +45,7 @@ fn has_ranges(trace: &Trace) -> bool {
 /// The capture's `nccl:` ranges alone, read again from a report whose first load kept
 /// only the ranges its step method uses (a second load, made only where a TP no reading
 /// took is to be explained by the collectives).
-fn reload(trace: &Trace, workers: usize) -> Result<Option<Trace>> {
+fn reload(trace: &Trace, find: &StepOptions) -> Result<Option<Trace>> {
     let path = std::path::Path::new(&trace.meta.path);
     if !trace.meta.format.capabilities().ranges_on_request || !path.exists() {
         return Ok(None);
@@ -57,7 +57,8 @@ fn reload(trace: &Trace, workers: usize) -> Result<Option<Trace>> {
                 .regex()
                 .clone(),
         ),
-        threads: workers,
+        threads: find.workers,
+        progress: find.progress.clone(),
         ..crate::source::LoadOptions::ops_only()
     };
     let t = crate::source::load_with(path, &opts)?;
@@ -66,7 +67,7 @@ fn reload(trace: &Trace, workers: usize) -> Result<Option<Trace>> {
 
 /// Read the enclosing NCCL ranges of the steps' communication kernels: from `trace`'s own
 /// ranges where it kept them, else from a second read of its export.
-pub fn read(trace: &Trace, found: &Found, workers: usize) -> Result<Enclosing> {
+pub fn read(trace: &Trace, found: &Found, find: &StepOptions) -> Result<Enclosing> {
     let has_comm = found
         .steps
         .iter()
@@ -78,7 +79,7 @@ pub fn read(trace: &Trace, found: &Found, workers: usize) -> Result<Enclosing> {
     if has_ranges(trace) {
         return read_in(trace, trace, found);
     }
-    match reload(trace, workers)? {
+    match reload(trace, find)? {
         Some(r) => read_in(trace, &r, found),
         None => Ok(Enclosing::default()),
     }

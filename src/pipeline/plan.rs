@@ -47,6 +47,7 @@ impl StepsPlan {
             // then rests on a counter.
             gpu_metrics: true,
             threads: self.find.workers,
+            progress: self.find.progress.clone(),
             ..LoadOptions::all()
         }
     }
@@ -55,6 +56,7 @@ impl StepsPlan {
     pub(crate) fn ops_only_options(&self) -> LoadOptions {
         LoadOptions {
             threads: self.find.workers,
+            progress: self.find.progress.clone(),
             ..LoadOptions::ops_only()
         }
     }
@@ -63,6 +65,7 @@ impl StepsPlan {
     pub(crate) fn python_frames_options(&self, min_ns: i64) -> LoadOptions {
         LoadOptions {
             threads: self.find.workers,
+            progress: self.find.progress.clone(),
             ..LoadOptions::python_frames(min_ns)
         }
     }
@@ -81,6 +84,7 @@ impl StepsPlan {
             geometry: true,
             shapes: true,
             threads: self.find.workers,
+            progress: self.find.progress.clone(),
             ..LoadOptions::ops_only()
         }
     }

@@ -126,7 +126,7 @@ fn prepared(trace: &Trace, plan: &StepsPlan) -> Result<(Found, OperatingPoint)> 
         &mut found,
         &plan.floor.given(),
         counts.as_deref(),
-        plan.find.workers,
+        &plan.find,
     )?;
     // Kinds are inferred now: a step that became an unnamed decode may want its batch,
     // which a first look (before the kinds) could not tell.

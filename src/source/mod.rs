@@ -14,6 +14,7 @@ use crate::wire::trace::SourceFormat;
 pub mod kineto;
 pub mod nsys;
 pub mod prefilter;
+pub mod progress;
 pub mod rocpd;
 
 /// One input format's reader.
@@ -82,6 +83,9 @@ pub struct LoadOptions {
     /// `None` keeps the floor; the binary takes it from `STEPGATE_TEST_MIN_SLICE_ROWS`.
     #[doc(hidden)]
     pub min_slice_rows: Option<i64>,
+    /// Where the nsys reader reports the rows it has read (none by default; the command
+    /// line draws a spinner from it).
+    pub progress: progress::Progress,
 }
 
 /// The thread count a command runs on without `--threads`: the cores this process may use.
@@ -125,6 +129,7 @@ impl LoadOptions {
             python_frames_min_ns: None,
             threads: default_threads(),
             min_slice_rows: nsys::test_min_slice_rows(),
+            progress: progress::Progress::default(),
         }
     }
 

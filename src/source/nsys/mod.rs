@@ -13,7 +13,6 @@ use crate::trace::Trace;
 
 pub mod export;
 pub mod load;
-mod progress;
 pub mod queries;
 pub mod schema;
 mod strings;

@@ -156,6 +156,8 @@ pub struct StepOptions {
     /// Threads the reads and every stage after them run on (`--threads`, at least 1):
     /// the outputs are the same at every count.
     pub workers: usize,
+    /// Where the loads of this run report the rows they read (none by default).
+    pub progress: crate::source::progress::Progress,
 }
 
 impl Default for StepOptions {
@@ -167,6 +169,7 @@ impl Default for StepOptions {
             gap_threshold_ns: 100_000,
             top_kernels: 5,
             workers: crate::source::default_threads(),
+            progress: crate::source::progress::Progress::default(),
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use rusqlite::types::ValueRef;
 
-use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
@@ -11,6 +10,7 @@ use super::open::{sql_error, Db};
 use super::{cursor_rows, gid_pid, gid_tid, id_or_missing, int, times, TICK};
 use crate::exit::Result;
 use crate::source::prefilter::RangeFilter;
+use crate::source::progress::Progress;
 use crate::trace::{CallApi, CallRow, CallsBuilder, RangeKind, RangeRow, RangesBuilder};
 use crate::wire::trace::{NvtxDomain, TraceMeta};
 

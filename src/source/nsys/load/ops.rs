@@ -5,7 +5,6 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::{LocalNames, StringTable};
@@ -14,6 +13,7 @@ use super::open::{sql_error, Db};
 use super::{cursor, gid_pid, id_or_missing, int, prepare, times, Cells, Dropped, TICK};
 use crate::exit::Result;
 use crate::source::nsys::queries::Fill;
+use crate::source::progress::Progress;
 use crate::trace::{Launch, OpKind, OpRow, OpsBuilder};
 
 /// Memcpy kinds of ENUM_CUDA_MEMCPY_OPER (identical in every 3.x export, docs/nsys-format.md

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rusqlite::Connection;
 
-use super::super::progress::Progress;
 use super::super::queries;
 use super::super::schema::Schema;
 use super::super::strings::StringTable;
@@ -58,7 +57,8 @@ pub(super) fn read(
     opts: &LoadOptions,
     split: Split,
 ) -> Read {
-    let progress = Progress::new("reading nsys export");
+    let progress = &opts.progress;
+    progress.start("reading nsys export");
     // NVTX is the biggest table (~5 rows per kernel, 19.5M in a 4M-kernel report) and
     // the range filter keeps few of its rows, so it is read in rowid slices (their kept
     // rows are concatenated in rowid order: one scan's order, at no copy worth
@@ -103,7 +103,6 @@ pub(super) fn read(
     tasks.sort_by_key(|&(cost, _)| std::cmp::Reverse(cost));
     let tasks: Vec<Task> = tasks.into_iter().map(|(_, t)| t).collect();
     let filter = opts.range_filter.as_ref();
-    let progress = &progress;
     let run = |t: Task| match t {
         Task::Ops(k) => {
             let part = OpsPart {
