@@ -68,7 +68,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 
 pub fn run(args: &Args) -> Result<u8> {
     let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
-    crate::output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     crate::phases::mark("output written");
     Ok(doc.exit_code)
 }

@@ -134,7 +134,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
             } else {
                 String::new()
             };
-            crate::output::print(&format!(
+            crate::commands::stdout::print(&format!(
                 "recorded {} group(s), {} steps{thinned} to {}\n",
                 b.samples.groups.len(),
                 fmt_int(after as i64),
@@ -181,7 +181,7 @@ pub fn run(cmd: &Command) -> Result<u8> {
                 ]);
             }
             out.push_str(&t.to_text());
-            crate::output::print(&out)?;
+            crate::commands::stdout::print(&out)?;
             Ok(crate::exit::OK)
         }
     }

@@ -134,7 +134,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 pub fn run(args: &Args) -> Result<u8> {
     let mut doc = document(args, Shown::cli(args.output.format, false))?;
     // The plan is printed either way, the step that has no solution marked.
-    crate::output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     doc.finish()?;
     Ok(doc.exit_code)
 }

@@ -325,8 +325,8 @@ pub fn run(args: &Args) -> Result<Next> {
     // error after it starts on a line of its own, so it stays one whole line.
     let summary =
         flow::run(&cfg, &mut |line| note(&format!("capture: {line}"))).inspect_err(|_| note(""))?;
-    // Through output::print: a closed pipe (`… | head`) is not a panic.
-    crate::output::print(&render::render(&summary, args.format))?;
+    // Through commands::stdout::print: a closed pipe (`… | head`) is not a panic.
+    crate::commands::stdout::print(&render::render(&summary, args.format))?;
     let Some(sqlite) = &summary.sqlite else {
         return Ok(Next::Exit(crate::exit::OK));
     };

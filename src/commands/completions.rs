@@ -21,6 +21,6 @@ pub struct Args {
 pub fn run(args: &Args, mut cmd: clap::Command) -> Result<u8> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "stepgate", &mut script);
-    crate::output::print(&String::from_utf8_lossy(&script))?;
+    crate::commands::stdout::print(&String::from_utf8_lossy(&script))?;
     Ok(OK)
 }

@@ -57,7 +57,7 @@ pub fn run(args: &Args) -> Result<u8> {
                 v.runs,
                 v.young
             ));
-            crate::output::print(&text)?;
+            crate::commands::stdout::print(&text)?;
             Ok(OK)
         }
     }

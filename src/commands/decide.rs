@@ -69,7 +69,7 @@ pub fn run(args: &Args, outcome: Outcome) -> Result<u8> {
         store: args.storage.config()?,
     })?;
     let word = outcome.word();
-    crate::output::print(&format!(
+    crate::commands::stdout::print(&format!(
         "{word} by {} at {}: {:?} (comparison sha256 {}, run {}) → {}{}\n",
         d.decision.by,
         d.decision.at,

@@ -94,6 +94,6 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 
 pub fn run(args: &Args) -> Result<u8> {
     let doc = document(args, Shown::cli(args.output.format, args.rows.names.wide))?;
-    crate::output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     Ok(doc.exit_code)
 }

@@ -77,7 +77,7 @@ pub fn run(args: &Args) -> Result<u8> {
                 WIDTH,
                 "  ",
             );
-            crate::output::print(&format!("{text}see: docs/verdict-rules.md\n"))?;
+            crate::commands::stdout::print(&format!("{text}see: docs/verdict-rules.md\n"))?;
             return Ok(crate::exit::OK);
         }
         let e = entry(&want).ok_or_else(|| {
@@ -99,6 +99,6 @@ pub fn run(args: &Args) -> Result<u8> {
         }
         out
     };
-    crate::output::print(&text)?;
+    crate::commands::stdout::print(&text)?;
     Ok(OK)
 }

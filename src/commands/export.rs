@@ -99,6 +99,6 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 pub fn run(args: &Args) -> Result<u8> {
     let doc = document(args, Shown::cli(Format::Table, false))?;
     doc.notes.iter().for_each(|n| eprintln!("stepgate: {n}"));
-    crate::output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     Ok(doc.exit_code)
 }

@@ -158,7 +158,7 @@ pub fn document(args: &Args, shown: Shown) -> Result<Document> {
 pub fn run(args: &Args) -> Result<u8> {
     let mut doc = document(args, Shown::cli(args.output.format, args.rows.names.wide))?;
     // A closed pipe keeps the verdict's exit code; a failed write is exit 5, never 101.
-    output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     doc.finish()?;
     for n in &doc.notes {
         let _ = writeln!(std::io::stderr(), "{n}");

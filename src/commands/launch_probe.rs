@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> Result<u8> {
             crate::output::write_atomic(path, text.as_bytes())?;
             let _ = writeln!(std::io::stderr(), "stepgate: wrote {}", path.display());
         }
-        None => crate::output::print(&text)?,
+        None => crate::commands::stdout::print(&text)?,
     }
     Ok(crate::exit::OK)
 }

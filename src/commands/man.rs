@@ -54,7 +54,7 @@ pub fn run(args: &Args, cli: clap::Command) -> Result<u8> {
         clap_mangen::Man::new(cli)
             .render(&mut roff)
             .map_err(|e| Error::input(format!("cannot render the man page: {e}")))?;
-        crate::output::print(&String::from_utf8_lossy(&roff))?;
+        crate::commands::stdout::print(&String::from_utf8_lossy(&roff))?;
         return Ok(OK);
     };
     let pages = all_pages(cli)?;

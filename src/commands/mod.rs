@@ -27,6 +27,7 @@ pub mod numbers;
 pub mod policy;
 pub mod presets;
 mod spinner;
+pub mod stdout;
 pub mod stepflags;
 pub mod steps;
 pub mod trend;

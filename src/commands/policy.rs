@@ -49,7 +49,7 @@ pub fn run(c: &Command) -> Result<u8> {
     for w in &warnings {
         let _ = writeln!(std::io::stderr(), "warning: {w}");
     }
-    crate::output::print(&report::policy::render(&check, a.output.format))?;
+    crate::commands::stdout::print(&report::policy::render(&check, a.output.format))?;
     Ok(if check.dead == 0 {
         OK
     } else {

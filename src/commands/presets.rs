@@ -103,7 +103,7 @@ pub fn run(args: &Args) -> Result<u8> {
             "--format csv holds one table: name it, `stepgate presets gpus --format csv` or `stepgate presets models --format csv`",
         ));
     }
-    crate::output::print(&render(
+    crate::commands::stdout::print(&render(
         &presets(args.kind)?,
         args.format,
         crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),

@@ -141,7 +141,7 @@ fn json(r: &crate::wire::steps::StepsReport, threads: usize) -> String {
 
 pub fn run(args: &Args) -> Result<u8> {
     let doc = document(args, Shown::cli(args.output.format, args.names.wide))?;
-    crate::output::print(&doc.text)?;
+    crate::commands::stdout::print(&doc.text)?;
     crate::phases::mark("output written");
     Ok(doc.exit_code)
 }

@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> Result<u8> {
         let page = crate::report::html::trend::render(&args.dataset.display().to_string(), &t);
         crate::output::write_atomic(p, page.as_bytes())?;
     }
-    crate::output::print(&crate::report::trend::render(
+    crate::commands::stdout::print(&crate::report::trend::render(
         &t,
         args.output.format,
         crate::report::fit::Fit::terminal(false, crate::commands::stdout_columns),

@@ -1,4 +1,5 @@
-//! Every file stepgate writes, and standard output, go through here: output paths are
+//! Every file stepgate writes goes through here (standard output is the command layer's,
+//! `commands::stdout`): output paths are
 //! checked before any work starts, files are written to a temporary file beside the
 //! target, synced and renamed into place, all or nothing.
 //!
@@ -9,10 +10,6 @@
 mod plan;
 mod write;
 
-use std::io::Write;
-
-use crate::exit::{Error, Result};
-
 pub use plan::{create_parent, Input, InputKind, Plan, Planned};
 pub use write::{
     clean_stale, write_all, write_all_with, write_atomic, write_entries, Fill, Staged,
@@ -22,23 +19,6 @@ pub use write::{
 /// recognizable and can be cleaned up.
 pub(crate) const TMP_PREFIX: &str = ".stepgate-";
 pub(crate) const TMP_SUFFIX: &str = ".tmp";
-
-/// Print to standard output through one locked handle. A closed pipe (`| head -1`) is
-/// not an error: the rest is dropped quietly, as ripgrep does, and the command still
-/// returns its own exit code (0, or `gate`'s verdict, which a pipe must never turn into
-/// a pass or a crash). Any other write error (a full disk) is one line with exit 2.
-pub fn print(s: &str) -> Result<()> {
-    print_to(&mut std::io::stdout().lock(), s)
-}
-
-/// [`print()`] on any writer (the tests use a failing one).
-pub(crate) fn print_to(w: &mut dyn Write, s: &str) -> Result<()> {
-    match w.write_all(s.as_bytes()).and_then(|()| w.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::stdout(e)),
-    }
-}
 
 /// Lib tests that write files take this, so the one that sends SIGINT to the process
 /// never interrupts another test's write.
@@ -107,23 +87,6 @@ mod tests {
         }
         assert_eq!(clean_stale(d.path()), 1);
         assert!(!old.exists() && fresh.exists() && other.exists());
-    }
-
-    #[test]
-    fn print_drops_a_closed_pipe_and_reports_other_errors() {
-        struct Fails(std::io::ErrorKind);
-        impl Write for Fails {
-            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-                Err(std::io::Error::from(self.0))
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        assert!(print_to(&mut Fails(std::io::ErrorKind::BrokenPipe), "x").is_ok());
-        let e = print_to(&mut Fails(std::io::ErrorKind::StorageFull), "x").unwrap_err();
-        assert_eq!(e.exit_code(), crate::exit::OUTPUT);
-        assert!(e.message.starts_with("cannot write to standard output"));
     }
 
     #[test]
