@@ -45,3 +45,7 @@ pub mod timing;
 pub mod trace;
 pub mod wire;
 pub mod words;
+
+/// The command line as a library call (argument vector in, plain values out), for the
+/// Python module: `cli::embed`, where the flags are parsed and planned.
+pub use cli::embed;

@@ -12,6 +12,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
+use stepgate::embed;
 use stepgate::exit::{self, Error};
 
 create_exception!(
@@ -82,23 +83,14 @@ fn detached<T: Send>(
 /// the report as JSON text, the tables built from it.
 #[pyfunction]
 fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<Outcome> {
-    let cli = match stepgate::cli::entry::parse(&argv) {
-        stepgate::cli::entry::Parsed::Cli(c) => c,
-        stepgate::cli::entry::Parsed::Shown(e) => {
-            return Err(NativeError::new_err((exit::INPUT, e.render().to_string())))
-        }
-        stepgate::cli::entry::Parsed::Refused(msg) => {
-            return Err(NativeError::new_err((exit::INPUT, msg)))
-        }
-    };
-    let cli = *cli;
+    let call = embed::parse(&argv).map_err(|msg| NativeError::new_err((exit::INPUT, msg)))?;
     // `--threads` travels in the command's own plan: a call without it runs on the cores
     // this process may use, whatever another call (at the same time or before) asked.
     let (out, tables) = detached(py, move || {
-        let out = commands::run(cli.command)?;
+        let out = embed::run(call)?;
         let value: serde_json::Value = serde_json::from_str(&out.json)
             .map_err(|e| Error::internal(format!("the JSON report did not parse back: {e}")))?;
-        let tables = table::from_report(&value, out.tables);
+        let tables = table::from_report(&value, commands::tables_of(out.command));
         Ok((out, tables))
     })?;
     let tables = tables
@@ -125,8 +117,7 @@ fn history(
     io_timeout: String,
 ) -> PyResult<(Vec<(String, Py<table::Table>)>, Vec<String>)> {
     let (tables, warnings) = detached(py, move || {
-        let timeout = stepgate::commands::historyflags::io_timeout(&io_timeout)
-            .map_err(stepgate::exit::Error::usage)?;
+        let timeout = embed::io_timeout(&io_timeout).map_err(stepgate::exit::Error::usage)?;
         let store = stepgate::store::StoreConfig::new(&storage_options, timeout)?;
         history_tables::read(&dataset, &store)
     })?;
@@ -140,20 +131,20 @@ fn history(
 /// The `stepgate` console command: the binary's main on these arguments; its exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(move || stepgate::cli::entry::main(&argv))
+    py.detach(move || embed::main(&argv))
 }
 
 /// Subcommands' `--help` texts (the docstrings of the Python functions), the command
 /// tree built once; an unknown name gives "".
 #[pyfunction]
 fn help_all(commands: Vec<String>) -> Vec<String> {
-    stepgate::cli::long_helps(&commands)
+    embed::long_helps(&commands)
 }
 
 /// The version `stepgate --version` prints.
 #[pyfunction]
 fn version() -> &'static str {
-    stepgate::cli::VERSION
+    embed::VERSION
 }
 
 #[pymodule]

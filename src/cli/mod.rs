@@ -1,6 +1,7 @@
 //! The top-level command line and its dispatch: one subcommand per capability, each
 //! defined in `commands/`.
 
+pub mod embed;
 pub mod entry;
 #[cfg(feature = "synth")]
 pub mod synth;
