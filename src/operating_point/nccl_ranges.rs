@@ -50,17 +50,15 @@ fn reload(trace: &Trace, find: &StepOptions) -> Result<Option<Trace>> {
     if !trace.meta.format.capabilities().ranges_on_request || !path.exists() {
         return Ok(None);
     }
-    let opts = crate::source::LoadOptions {
+    let opts = find.read(crate::source::LoadOptions {
         ranges: true,
         range_filter: Some(
             crate::categories::families::KernelFamily::NcclRange
                 .regex()
                 .clone(),
         ),
-        threads: find.workers,
-        progress: find.progress.clone(),
         ..crate::source::LoadOptions::ops_only()
-    };
+    });
     let t = crate::source::load_with(path, &opts)?;
     Ok(has_ranges(&t).then_some(t))
 }

@@ -38,7 +38,7 @@ impl StepsPlan {
     /// NVTX ranges the method can use (Kineto keeps every annotation).
     pub(crate) fn load_options(&self) -> LoadOptions {
         let filter = self.range_filter();
-        LoadOptions {
+        self.find.read(LoadOptions {
             calls: true,
             ranges: filter.is_some(),
             range_filter: filter,
@@ -46,28 +46,18 @@ impl StepsPlan {
             // DRAM-throughput samples, where the report has them: the per-class shape
             // then rests on a counter.
             gpu_metrics: true,
-            threads: self.find.workers,
-            progress: self.find.progress.clone(),
             ..LoadOptions::all()
-        }
+        })
     }
 
     /// GPU ops only, on the plan's threads (`analyze` without steps).
     pub(crate) fn ops_only_options(&self) -> LoadOptions {
-        LoadOptions {
-            threads: self.find.workers,
-            progress: self.find.progress.clone(),
-            ..LoadOptions::ops_only()
-        }
+        self.find.read(LoadOptions::ops_only())
     }
 
     /// A second read of the Python frames of at least `min_ns`, on the plan's threads.
     pub(crate) fn python_frames_options(&self, min_ns: i64) -> LoadOptions {
-        LoadOptions {
-            threads: self.find.workers,
-            progress: self.find.progress.clone(),
-            ..LoadOptions::python_frames(min_ns)
-        }
+        self.find.read(LoadOptions::python_frames(min_ns))
     }
 
     /// Whether the steps' batch may be read from the capture: a model is priced and no
@@ -80,13 +70,11 @@ impl StepsPlan {
     /// their launch grids, and the input shapes. Read only then, so a report whose step
     /// names state the batch (the common case) never pays for these columns.
     pub(crate) fn batch_evidence_options(&self) -> LoadOptions {
-        LoadOptions {
+        self.find.read(LoadOptions {
             geometry: true,
             shapes: true,
-            threads: self.find.workers,
-            progress: self.find.progress.clone(),
             ..LoadOptions::ops_only()
-        }
+        })
     }
 
     /// The range names the method can use, or None when it reads no ranges (a regex
@@ -190,6 +178,23 @@ mod tests {
             floor: FloorPlan::default(),
             device: None,
         }
+    }
+
+    /// Every read of a run, the first and each second one, is on the plan's threads.
+    #[test]
+    fn every_read_takes_the_plans_thread_count() {
+        let mut p = plan(StepSource::Auto);
+        p.find.workers = 3;
+        let reads = [
+            p.load_options(),
+            p.ops_only_options(),
+            p.python_frames_options(1),
+            p.batch_evidence_options(),
+        ];
+        assert!(reads.iter().all(|o| o.threads == 3));
+        // Each keeps what it reads: the threads are all the plan adds.
+        assert!(reads[0].calls && !reads[1].calls && reads[3].geometry && reads[3].shapes);
+        assert_eq!(reads[2].python_frames_min_ns, Some(1));
     }
 
     #[test]

@@ -160,6 +160,19 @@ pub struct StepOptions {
     pub progress: crate::source::progress::Progress,
 }
 
+impl StepOptions {
+    /// `load` as this run reads it: on its threads, its progress reported where it says.
+    /// Every read of a run (the first, and each second read for evidence) goes through
+    /// here, so none falls back to the defaults.
+    pub(crate) fn read(&self, load: crate::source::LoadOptions) -> crate::source::LoadOptions {
+        crate::source::LoadOptions {
+            threads: self.workers,
+            progress: self.progress.clone(),
+            ..load
+        }
+    }
+}
+
 impl Default for StepOptions {
     fn default() -> Self {
         StepOptions {

@@ -113,9 +113,10 @@ impl Db {
     /// with `SQLITE_ENABLE_MEMORY_MANAGEMENT` (every connection's page cache in one group
     /// behind one mutex; `.cargo/config.toml` now leaves it out), two such readers spent
     /// their time waiting on it (rocpd `analyze` at 2 threads: 2.40 s through the cache,
-    /// 1.47 s mapped; 2.08 s on one thread, docs/rocpd-format.md). A file truncated by another process while it is mapped
-    /// raises SIGBUS, as SQLite documents; the rocpd reader, the one caller, answers it with
-    /// one line and exit 2 while the mapped read runs (`source::rocpd`).
+    /// 1.47 s mapped; 2.08 s on one thread, docs/rocpd-format.md). A file truncated by
+    /// another process while it is mapped raises SIGBUS, as SQLite documents; the rocpd
+    /// reader, the one caller, answers it with one line and exit 2 while the mapped read
+    /// runs (`source::rocpd`).
     pub(crate) fn open_mapped(&self) -> Result<Connection> {
         let conn = self.open()?;
         conn.execute_batch("PRAGMA mmap_size = 1099511627776")
